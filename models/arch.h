@@ -1,0 +1,143 @@
+/*
+ * arch.h -- the architecture configuration: every number the models use.
+ *
+ * A config is a JSON object of sections ("pe", "act", ...) of keys; each key of this struct
+ * is addressed as "section.key" (e.g. "hbm.bandwidth_gbps") by --set and by sweeps.
+ * Presets live in models/presets/NAME.json. Parsing is strict: an unknown section or key,
+ * a missing key, or a value of the wrong type is an error naming the key and the file.
+ * Every preset also carries a "sources" object mapping each "section.key" to the source of
+ * its number (a tag of shared/reference/neuroncore-v2.md) or to "assumption: why".
+ */
+#ifndef NCSIM_MODELS_ARCH_H
+#define NCSIM_MODELS_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa.h"
+
+typedef enum mdl_topology {
+    MDL_TOPO_RING,
+    MDL_TOPO_TORUS2D,
+    MDL_TOPO_FULL /* fully connected */
+} mdl_topology_t;
+
+typedef enum mdl_cc_algorithm {
+    MDL_CC_RING,
+    MDL_CC_RHD /* recursive halving-doubling */
+} mdl_cc_algorithm_t;
+
+/* Per compute engine (act, dve, pool): clock and the published cost-model constants. */
+typedef struct mdl_engine_cfg {
+    double clock_ghz;            /* engine clock */
+    double min_ii_cycles;        /* MIN_II: smallest initiation interval (64) */
+    double latency_cycles;       /* pipeline latency added to II for completion (assumption) */
+    double static_overhead_cycles; /* fixed access overhead per instruction (about 60) */
+} mdl_engine_cfg_t;
+
+typedef struct mdl_arch {
+    char name[64];
+    char description[256];
+
+    /* "system" */
+    uint32_t chips;              /* chips in the system */
+    uint32_t cores_per_chip;     /* 2 */
+    uint32_t semaphores;         /* per core, 64 */
+
+    /* "pe" */
+    struct {
+        double clock_ghz;            /* 2.8 */
+        uint32_t rows, cols;         /* 128 x 128 systolic array */
+        double fp32_factor;          /* fp32 inputs cost 4x */
+        double fp8_factor;           /* fp8 cost relative to bf16 on NC-v2: 1.0 */
+        double mm_init_latency_cycles; /* MM_INIT_LATENCY 64 (also the min II) */
+        double ldweights_speedup;    /* LoadStationary up to 4x faster than an MM */
+        double latency_cycles;       /* extra pipeline latency to PSUM (assumption) */
+        double max_moving_free;      /* 512 */
+    } pe;
+
+    /* "act", "dve", "pool" */
+    mdl_engine_cfg_t act, dve, pool;
+
+    /* "sp" */
+    struct {
+        double clock_ghz;            /* not published: assumption 1.4 */
+        double issue_cycles;         /* cost of one sequencer instruction (dma trigger, nop) */
+    } sp;
+
+    /* "costs": engine-independent cost-model constants (reference section 5) */
+    struct {
+        double min_ii_dynamic_cycles;   /* 600 */
+        double gpsimd_start_cycles;     /* 150 */
+        double stride_penalty_bytes;    /* strides above this (16) halve the bandwidth */
+        double stride_penalty_factor;   /* 2 */
+        double act_reduce_cycles;       /* ActReadAccumulator, about 64 */
+        double dve_reciprocal_factor;   /* 8 */
+        double bn_aggr_factor;          /* 13 per triple */
+    } costs;
+
+    /* "sbuf", "psum" */
+    struct {
+        uint32_t partitions;         /* 128 */
+        uint64_t bytes_per_partition; /* 196,608 */
+    } sbuf;
+    struct {
+        uint32_t partitions;         /* 128 */
+        uint64_t bytes_per_partition; /* 16,384 */
+        uint32_t banks;              /* 8 */
+    } psum;
+
+    /* "hbm" */
+    struct {
+        uint64_t size_bytes;         /* per chip, 32 GiB */
+        double bandwidth_gbps;       /* per chip, 820 GB/s */
+        double latency_ns;           /* access latency (assumption) */
+        uint32_t channels;           /* independent channels (assumption) */
+        uint64_t interleave_bytes;   /* address interleave between channels (assumption) */
+    } hbm;
+
+    /* "dma" */
+    struct {
+        uint32_t engines;            /* per core, 16 */
+        uint32_t queues;             /* per core, 16 */
+        double engine_bandwidth_gbps; /* per engine peak, 27.2 GB/s */
+        double fixed_cost_ns;        /* per-transfer fixed cost (descriptor, sync) */
+        double piece_overhead_ns;    /* per contiguous piece (descriptor element) overhead */
+        double min_efficient_bytes;  /* bytes per piece at which efficiency is near peak (2 KiB) */
+    } dma;
+
+    /* "link": NeuronLink between chips */
+    struct {
+        mdl_topology_t topology;
+        uint32_t torus_x, torus_y;   /* for the 2D torus */
+        uint32_t links_per_chip;
+        double bandwidth_gbps;       /* per link, per direction */
+        double hop_latency_ns;
+    } link;
+
+    /* "cc": collective engine */
+    struct {
+        mdl_cc_algorithm_t algorithm;
+        double step_latency_ns;      /* fixed cost per algorithm step (sync, descriptors) */
+        uint64_t packet_bytes;       /* CC DMA packet size (64 KiB) */
+    } cc;
+} mdl_arch_t;
+
+/* Load a preset by name (models/presets/NAME.json) or a JSON file path. err gets a message
+ * naming the file and key on failure. Returns NCSIM_OK, NCSIM_USAGE (bad name/keys/values)
+ * or NCSIM_IO. */
+ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *err, size_t errlen);
+/* Apply one "section.key=value" override. */
+ncsim_status_t mdl_arch_set(mdl_arch_t *arch, const char *assignment, char *err, size_t errlen);
+/* Check consistency (positive clocks, partitions <= 128, ...). */
+ncsim_status_t mdl_arch_validate(const mdl_arch_t *arch, char *err, size_t errlen);
+/* Write the full resolved config as JSON (same schema as presets, without "sources"). */
+char *mdl_arch_to_json(const mdl_arch_t *arch); /* malloc'd */
+/* Names of the built-in presets, NULL-terminated. */
+const char *const *mdl_arch_preset_names(void);
+/* Directory the presets are read from (NCSIM_PRESET_DIR env overrides the built-in path). */
+const char *mdl_arch_preset_dir(void);
+/* Memory geometry for the assembler and loader. */
+void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * mem.h -- the memories: per-core SBUF and PSUM, per-chip HBM allocated lazily in pages
+ * (a 32 GiB HBM costs host memory only for the pages a run touches), and element access
+ * through views.
+ *
+ * SBUF/PSUM layout: partition-major, byte `offset` of partition p at base[p * bytes + offset].
+ * HBM: byte addresses 0 .. size-1; unwritten bytes read as zero.
+ */
+#ifndef NCSIM_MODELS_MEM_H
+#define NCSIM_MODELS_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa.h"
+#include "numerics.h"
+
+#define MDL_HBM_PAGE_BITS 20 /* 1 MiB pages */
+#define MDL_HBM_PAGE_SIZE (1ull << MDL_HBM_PAGE_BITS)
+
+typedef struct mdl_hbm {
+    uint64_t size;
+    uint8_t **pages;   /* size / page size entries, NULL until written */
+    uint64_t npages;
+    uint64_t pages_allocated;
+} mdl_hbm_t;
+
+typedef struct mdl_onchip {
+    uint8_t *data;            /* partitions * bytes */
+    uint32_t partitions;
+    uint64_t bytes;           /* per partition */
+} mdl_onchip_t;
+
+int mdl_hbm_init(mdl_hbm_t *h, uint64_t size);
+void mdl_hbm_free(mdl_hbm_t *h);
+/* Copy bytes in or out (out of range is the caller's bug: checked by mdl_view_check). */
+void mdl_hbm_read(const mdl_hbm_t *h, uint64_t addr, void *dst, size_t n);
+int mdl_hbm_write(mdl_hbm_t *h, uint64_t addr, const void *src, size_t n); /* -1 on OOM */
+
+int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes);
+void mdl_onchip_free(mdl_onchip_t *m);
+
+/* The memories one view may refer to: the issuing core's SBUF and PSUM, its chip's HBM. */
+typedef struct mdl_mem {
+    mdl_onchip_t *sbuf;
+    mdl_onchip_t *psum;
+    mdl_hbm_t *hbm;
+} mdl_mem_t;
+
+/*
+ * Check that every element of v lies inside its memory. On failure writes a message naming
+ * the space and the offending byte/partition range into err and returns -1.
+ */
+int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t errlen);
+
+/* Read all elements of v, row-major over (partition, free dims), widened to fp32. */
+void mdl_view_read_f32(const mdl_mem_t *m, const isa_view_t *v, float *out);
+/* Write n = isa_view_elems(v) values, converting to v's dtype. Returns -1 on OOM (HBM). */
+int mdl_view_write_f32(mdl_mem_t *m, const isa_view_t *v, const float *in, mdl_rounding_t mode,
+                       mdl_rng_t *rng);
+/* Integer versions (for bitwise ops, iota, find_index8). */
+void mdl_view_read_i64(const mdl_mem_t *m, const isa_view_t *v, int64_t *out);
+int mdl_view_write_i64(mdl_mem_t *m, const isa_view_t *v, const int64_t *in);
+
+#endif

@@ -1,0 +1,157 @@
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tu_source_path(const char *rel)
+{
+    static char buf[4096];
+    const char *root = getenv("NCSIM_SOURCE_DIR");
+    snprintf(buf, sizeof buf, "%s/%s", root ? root : ".", rel);
+    return buf;
+}
+
+const char *tu_ncsim(void)
+{
+    const char *b = getenv("NCSIM_BINARY");
+    return b ? b : "ncsim";
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            char *t = realloc(buf, cap + 1);
+            if (!t) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = t;
+        }
+    }
+    fclose(f);
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+int tu_write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    return (fclose(f) == 0 && w == len) ? 0 : -1;
+}
+
+const char *tu_tmpdir(void)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "/tmp/ncsim-test-XXXXXX");
+    if (!mkdtemp(buf))
+        return "/tmp";
+    return buf;
+}
+
+int tu_run(const char *cmd, char **out)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, p)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            char *t = realloc(buf, cap + 1);
+            if (!t)
+                free(buf);
+            buf = t;
+        }
+    }
+    int st = pclose(p);
+    if (buf)
+        buf[n] = '\0';
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    if (st == -1)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_python(const char *code, const char *args, char **out)
+{
+    char path[] = "/tmp/ncsim-py-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(code);
+    if (write(fd, code, len) != (ssize_t)len) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    close(fd);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s", path, args ? args : "");
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        unlink(path);
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, p)) > 0) {
+        n += got;
+        if (n == cap) {
+            cap *= 2;
+            char *t = realloc(buf, cap + 1);
+            if (!t)
+                free(buf);
+            buf = t;
+        }
+    }
+    int st = pclose(p);
+    unlink(path);
+    if (buf)
+        buf[n] = '\0';
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    if (st == -1)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_close(double a, double b, double rtol, double atol)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b))
+        return a == b;
+    return fabs(a - b) <= atol + rtol * fabs(b);
+}

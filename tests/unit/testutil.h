@@ -1,0 +1,28 @@
+/*
+ * testutil.h -- small helpers shared by the cmocka tests.
+ */
+#ifndef NCSIM_TESTUTIL_H
+#define NCSIM_TESTUTIL_H
+
+#include <stddef.h>
+
+/* Path inside the source tree (NCSIM_SOURCE_DIR, set by ctest); static buffer. */
+const char *tu_source_path(const char *rel);
+/* Read a whole file; NULL on error. *len may be NULL. Caller frees. */
+char *tu_read_file(const char *path, size_t *len);
+/* Write a whole file; 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t len);
+/* A fresh temporary directory (removed by nothing: under /tmp). Static buffer. */
+const char *tu_tmpdir(void);
+/* Run /usr/bin/python3 with `code` as the program and `args` appended; capture stdout into
+ * *out (malloc'd, may be NULL). Returns the exit status, or -1 if it could not run. */
+int tu_python(const char *code, const char *args, char **out);
+/* Run a shell command, capture stdout+stderr into *out (malloc'd, may be NULL); returns the
+ * exit status (0..255) or -1. */
+int tu_run(const char *cmd, char **out);
+/* Path of the ncsim executable (NCSIM_BINARY, set by ctest). */
+const char *tu_ncsim(void);
+/* Relative closeness: |a-b| <= atol + rtol*|b| (NaN equal to NaN). */
+int tu_close(double a, double b, double rtol, double atol);
+
+#endif
