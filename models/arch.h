@@ -123,19 +123,32 @@ typedef struct mdl_arch {
     } cc;
 } mdl_arch_t;
 
-/* Load a preset by name (models/presets/NAME.json) or a JSON file path. err gets a message
- * naming the file and key on failure. Returns NCSIM_OK, NCSIM_USAGE (bad name/keys/values)
- * or NCSIM_IO. */
+/*
+ * Load a preset by name or a JSON config file. A name containing '/' or ending in ".json" is a
+ * file path; otherwise NAME is looked up in $NCSIM_PRESET_DIR/NAME.json when that variable is
+ * set and the file exists, else among the presets compiled into the library. A file may say
+ * "base": "NAME" and give only the keys it changes (docs/architecture.md). Does not validate:
+ * apply the --set overrides, then call mdl_arch_validate(). err gets a message naming the file
+ * and key on failure. Returns NCSIM_OK, NCSIM_USAGE (bad name/keys/values) or NCSIM_IO.
+ */
 ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *err, size_t errlen);
-/* Apply one "section.key=value" override. */
+/* Apply one "section.key=value" override (NCSIM_USAGE on an unknown key or a bad value). */
 ncsim_status_t mdl_arch_set(mdl_arch_t *arch, const char *assignment, char *err, size_t errlen);
-/* Check consistency (positive clocks, partitions <= 128, ...). */
+/* Check consistency (positive clocks, partitions <= 128, ...); the message names the key. */
 ncsim_status_t mdl_arch_validate(const mdl_arch_t *arch, char *err, size_t errlen);
-/* Write the full resolved config as JSON (same schema as presets, without "sources"). */
+/* Write the full resolved config as JSON (same schema as presets, without "sources"), keys in
+ * a fixed order, numbers that parse back to the identical value. NULL when out of memory. */
 char *mdl_arch_to_json(const mdl_arch_t *arch); /* malloc'd */
+/* The config keys ("section.key") in the order mdl_arch_to_json prints them. */
+size_t mdl_arch_key_count(void);
+const char *mdl_arch_key_name(size_t index); /* NULL when index >= count */
+/* One value as text, formatted as in mdl_arch_to_json (enums without quotes), e.g. for sweep
+ * result tables. NCSIM_USAGE for an unknown key. */
+ncsim_status_t mdl_arch_get(const mdl_arch_t *arch, const char *key, char *buf, size_t buflen);
 /* Names of the built-in presets, NULL-terminated. */
 const char *const *mdl_arch_preset_names(void);
-/* Directory the presets are read from (NCSIM_PRESET_DIR env overrides the built-in path). */
+/* $NCSIM_PRESET_DIR when set (presets found there take precedence over the built-in copies),
+ * else NULL: the presets compiled into the library are used. */
 const char *mdl_arch_preset_dir(void);
 /* Memory geometry for the assembler and loader. */
 void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g);

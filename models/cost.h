@@ -20,7 +20,9 @@ typedef struct mdl_cost {
     double ii_ns;
     double latency_ns;
     double cycles;          /* II in cycles of the engine's clock (for reports) */
-    uint64_t flops;         /* tensor-engine FLOPs (2 per MAC); 0 for others */
+    uint64_t flops;         /* useful tensor-engine FLOPs (2 per MAC), for MFU; 0 for others */
+    uint64_t hw_flops;      /* all tensor-engine FLOPs, PE transposes (identity matmuls)
+                             * included, for HFU (EXPL glossary); >= flops */
     uint64_t bytes_read;    /* SBUF/PSUM bytes the instruction reads */
     uint64_t bytes_written; /* SBUF/PSUM bytes it writes */
     uint8_t reads_sbuf, writes_sbuf, reads_psum, writes_psum; /* ports it needs */

@@ -24,7 +24,8 @@ typedef struct mdl_pe_state {
 /*
  * Per-core functional state and context. One per core; the simulator owns it.
  * `psum_pe_written` holds one byte per 4-byte PSUM word: 1 when the last write to it came
- * from `pe`, so `matmul ..., acc` into PSUM last written by anything else is an error.
+ * from `pe`, so `matmul ..., acc` into PSUM last written by anything else is an error
+ * (0: never written since init, 2: last written by act or dve; both refuse `acc`).
  */
 typedef struct mdl_core_state {
     const isa_program_t *prog;
@@ -32,6 +33,7 @@ typedef struct mdl_core_state {
     mdl_mem_t mem;
     mdl_pe_state_t pe;
     uint8_t *psum_pe_written;    /* psum partitions * bytes/4 */
+    uint64_t psum_bank_bytes;    /* matmul's D must lie in one bank; init: PSUM bytes / 8 */
     mdl_rounding_t rounding;
     mdl_rng_t rng[ISA_ENGINE_COUNT]; /* one stream per engine (stochastic rounding, dropout) */
     float *scratch[4];           /* reusable buffers */
@@ -44,7 +46,8 @@ void mdl_core_state_free(mdl_core_state_t *s);
 
 /*
  * Execute one instruction's effect. DMA (ISA_OP_DMA) is not executed here but by
- * mdl_exec_dma when its transfer lands; collectives live in cc. Returns NCSIM_OK, or
+ * mdl_exec_dma when its transfer lands (here it is only validated: views, spaces, element
+ * counts, queue); collectives live in cc (NCSIM_INTERNAL here). Returns NCSIM_OK, or
  * NCSIM_PROGRAM with a message in err (without location: the caller adds core, engine,
  * index and line), or NCSIM_NOMEM.
  */

@@ -62,4 +62,24 @@ int mdl_view_write_f32(mdl_mem_t *m, const isa_view_t *v, const float *in, mdl_r
 void mdl_view_read_i64(const mdl_mem_t *m, const isa_view_t *v, int64_t *out);
 int mdl_view_write_i64(mdl_mem_t *m, const isa_view_t *v, const int64_t *in);
 
+/* Elements [first, first + n) of the row-major order only (DMA moves long views in chunks). */
+void mdl_view_read_f32_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                             float *out);
+int mdl_view_write_f32_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                             const float *in, mdl_rounding_t mode, mdl_rng_t *rng);
+/* Raw element bytes, packed (n * element size bytes), no conversion: same-type copies. */
+void mdl_view_read_bytes_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t first,
+                               uint64_t n, void *out);
+int mdl_view_write_bytes_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                               const void *in);
+
+/*
+ * Visit the elements of a checked view in row-major order as runs: n elements of elem_bytes
+ * starting at byte address addr, byte_stride apart. For SBUF/PSUM, addr is flat:
+ * partition * bytes-per-partition + offset. Stops and returns -1 when fn returns nonzero.
+ */
+typedef int (*mdl_run_fn)(void *ctx, uint64_t addr, int64_t byte_stride, uint64_t n,
+                          uint32_t elem_bytes);
+int mdl_view_runs(const mdl_mem_t *m, const isa_view_t *v, mdl_run_fn fn, void *ctx);
+
 #endif

@@ -1,8 +1,295 @@
-/* ncsim command line (temporary entry point while the subcommands are being written). */
+/*
+ * main.c -- the ncsim command line (shared/spec/CLI.md).
+ *
+ * Each subcommand parses its own options with getopt_long and returns a status that maps to
+ * the documented exit code. Data goes to stdout, diagnostics to stderr.
+ */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include "arch.h"
+#include "cli.h"
+#include "dis.h"
+#include "load.h"
+#include "ncx.h"
+#include "version.h"
+
+static const char usage_main[] =
+    "usage: ncsim COMMAND [options]\n"
+    "\n"
+    "Simulate NeuronCore-v2 (Trainium / Inferentia2) programs written in NCA assembly.\n"
+    "\n"
+    "commands:\n"
+    "  asm PROG.nca -o PROG.ncx      assemble\n"
+    "  dis PROG.ncx [-o OUT.nca]     disassemble to text that assembles back identically\n"
+    "  run PROG [options]            simulate a program (.nca or .ncx)\n"
+    "  check PROG [options]          static checks plus a run with every optional check on\n"
+    "  report STATS.json|TRACE       summarise a run\n"
+    "  viz TRACE [--png OUT.png]     trace viewer\n"
+    "  sweep SPEC.json [options]     architecture sweep\n"
+    "  arch [NAME]                   list presets, or print one resolved config as JSON\n"
+    "\n"
+    "`ncsim COMMAND --help` describes a command's options.\n"
+    "exit codes: 0 success, 1 program error, 2 usage or assembly error, 3 I/O error,\n"
+    "4 internal error.\n";
+
+static const char usage_asm[] =
+    "usage: ncsim asm PROG.nca -o PROG.ncx [--arch NAME|FILE.json]\n"
+    "\n"
+    "Assemble NCA text into the .ncx binary format (isa/FORMAT.md). The same input always\n"
+    "gives the same bytes. Errors are printed as FILE:LINE:COL: error: MESSAGE (exit 2).\n"
+    "  -o, --output FILE   where to write the binary ('-' for stdout)\n"
+    "  --arch NAME|FILE    architecture whose memory sizes to check against (default: the\n"
+    "                      program's .arch, else trn1)\n";
+
+static const char usage_dis[] =
+    "usage: ncsim dis PROG.ncx [-o OUT.nca] [--arch NAME|FILE.json]\n"
+    "\n"
+    "Disassemble a binary (or re-print an assembled text program) as NCA text that\n"
+    "assembles back to the identical binary.\n"
+    "  -o, --output FILE   where to write the text (default stdout)\n";
+
+static const char usage_arch[] =
+    "usage: ncsim arch [NAME|FILE.json] [--set KEY=VALUE ...]\n"
+    "\n"
+    "Without NAME, list the built-in presets. With NAME (a preset or a config file), print\n"
+    "its full resolved configuration as JSON, after any --set overrides.\n";
+
+int cli_print_diag(const isa_diag_t *d)
 {
-    fputs("ncsim: under construction\n", stderr);
+    if (d->text)
+        fputs(d->text, stderr);
+    return 0;
+}
+
+/* `.arch NAME` in a program: geometry of that preset. */
+int cli_arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
+{
+    (void)ctx;
+    mdl_arch_t a;
+    char err[256];
+    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
+        return -1;
+    mdl_arch_geometry(&a, g);
+    return 0;
+}
+
+int cli_exit(ncsim_status_t st)
+{
+    return ncsim_status_exit_code(st);
+}
+
+/* Geometry for assembling: --arch when given, else trn1. The program's own .arch, if any,
+ * replaces it through cli_arch_lookup. */
+int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen)
+{
+    mdl_arch_t a;
+    if (mdl_arch_load(arch_name ? arch_name : "trn1", &a, err, errlen) != NCSIM_OK)
+        return -1;
+    mdl_arch_geometry(&a, g);
+    return 0;
+}
+
+static int cmd_asm(int argc, char **argv)
+{
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"arch", required_argument, 0, 'a'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *out = NULL, *arch = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'h': fputs(usage_asm, stdout); return 0;
+        default: fputs(usage_asm, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1 || !out) {
+        fprintf(stderr, "ncsim asm: %s\n%s",
+                optind != argc - 1 ? "expected one input file" : "missing -o OUTPUT", usage_asm);
+        return 2;
+    }
+    const char *in = argv[optind];
+    char err[512];
+    isa_geometry_t g;
+    if (cli_geometry(arch, &g, err, sizeof err)) {
+        fprintf(stderr, "ncsim asm: %s\n", err);
+        return 2;
+    }
+    isa_diag_t diag;
+    isa_diag_init(&diag, 0);
+    isa_program_t *prog = NULL;
+    ncsim_status_t st = sim_load_program(in, &g, arch ? NULL : cli_arch_lookup, NULL, &prog,
+                                         &diag);
+    cli_print_diag(&diag);
+    isa_diag_free(&diag);
+    if (st != NCSIM_OK)
+        return cli_exit(st);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    st = isa_ncx_write(prog, &buf, &len);
+    isa_program_free(prog);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim asm: cannot encode: %s\n", ncsim_status_text(st));
+        return cli_exit(st);
+    }
+    if (sim_write_file(out, buf, len)) {
+        fprintf(stderr, "ncsim asm: cannot write %s: %s\n", out, strerror(errno));
+        free(buf);
+        return cli_exit(NCSIM_IO);
+    }
+    free(buf);
+    return 0;
+}
+
+static int cmd_dis(int argc, char **argv)
+{
+    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
+                                         {"arch", required_argument, 0, 'a'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *out = "-", *arch = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'a': arch = optarg; break;
+        case 'h': fputs(usage_dis, stdout); return 0;
+        default: fputs(usage_dis, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "ncsim dis: expected one input file\n%s", usage_dis);
+        return 2;
+    }
+    char err[512];
+    isa_geometry_t g;
+    if (cli_geometry(arch, &g, err, sizeof err)) {
+        fprintf(stderr, "ncsim dis: %s\n", err);
+        return 2;
+    }
+    isa_diag_t diag;
+    isa_diag_init(&diag, 0);
+    isa_program_t *prog = NULL;
+    ncsim_status_t st = sim_load_program(argv[optind], &g, arch ? NULL : cli_arch_lookup, NULL,
+                                         &prog, &diag);
+    cli_print_diag(&diag);
+    isa_diag_free(&diag);
+    if (st != NCSIM_OK)
+        return cli_exit(st);
+    char *text = isa_disassemble(prog);
+    isa_program_free(prog);
+    if (!text) {
+        fputs("ncsim dis: out of memory\n", stderr);
+        return cli_exit(NCSIM_NOMEM);
+    }
+    int rc = 0;
+    if (sim_write_file(out, text, strlen(text))) {
+        fprintf(stderr, "ncsim dis: cannot write %s: %s\n", out, strerror(errno));
+        rc = cli_exit(NCSIM_IO);
+    }
+    free(text);
+    return rc;
+}
+
+static int cmd_arch(int argc, char **argv)
+{
+    static const struct option opts[] = {{"set", required_argument, 0, 's'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *sets[256];
+    int nsets = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (nsets == 256) {
+                fputs("ncsim arch: too many --set options\n", stderr);
+                return 2;
+            }
+            sets[nsets++] = optarg;
+            break;
+        case 'h': fputs(usage_arch, stdout); return 0;
+        default: fputs(usage_arch, stderr); return 2;
+        }
+    }
+    if (optind == argc) {
+        const char *const *names = mdl_arch_preset_names();
+        for (int i = 0; names[i]; i++) {
+            mdl_arch_t a;
+            char err[512];
+            if (mdl_arch_load(names[i], &a, err, sizeof err) == NCSIM_OK)
+                printf("%-12s %s\n", names[i], a.description);
+            else
+                printf("%-12s (cannot load: %s)\n", names[i], err);
+        }
+        return 0;
+    }
+    if (optind != argc - 1) {
+        fputs(usage_arch, stderr);
+        return 2;
+    }
+    mdl_arch_t a;
+    char err[512];
+    ncsim_status_t st = mdl_arch_load(argv[optind], &a, err, sizeof err);
+    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
+        st = mdl_arch_set(&a, sets[i], err, sizeof err);
+    if (st == NCSIM_OK)
+        st = mdl_arch_validate(&a, err, sizeof err);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim arch: %s\n", err);
+        return cli_exit(st);
+    }
+    char *json = mdl_arch_to_json(&a);
+    if (!json)
+        return cli_exit(NCSIM_NOMEM);
+    fputs(json, stdout);
+    free(json);
+    return 0;
+}
+
+static int cmd_unavailable(const char *name)
+{
+    fprintf(stderr, "ncsim %s: not available in this build yet\n", name);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("ncsim %s\n", ncsim_version());
+        return 0;
+    }
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    if (strcmp(cmd, "asm") == 0)
+        return cmd_asm(sub_argc, sub_argv);
+    if (strcmp(cmd, "dis") == 0)
+        return cmd_dis(sub_argc, sub_argv);
+    if (strcmp(cmd, "arch") == 0)
+        return cmd_arch(sub_argc, sub_argv);
+    if (strcmp(cmd, "run") == 0)
+        return cli_run(sub_argc, sub_argv);
+    if (strcmp(cmd, "check") == 0 || strcmp(cmd, "report") == 0 || strcmp(cmd, "viz") == 0 ||
+        strcmp(cmd, "sweep") == 0)
+        return cmd_unavailable(cmd);
+    fprintf(stderr, "ncsim: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

@@ -1,0 +1,2364 @@
+/*
+ * asm.c -- the NCA assembler.
+ *
+ * Two passes over pre-tokenized lines:
+ *  1. structure: match .loop/.endloop, .if/.elif/.else/.endif and find the .core blocks;
+ *  2. execution: walk the lines like an interpreter, replaying loop bodies and .core blocks
+ *     (once per core), evaluating expressions, declaring tensors and semaphores, and
+ *     emitting instructions into per-(core, engine) streams.
+ * Every statement is checked as it is emitted (isa_check_instr) so errors carry the line
+ * and column of the operand at fault. At most one error is reported per source line (a
+ * loop would otherwise repeat it), up to the diagnostic limit.
+ */
+#include "asm.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "isa_internal.h"
+#include "lex.h"
+
+/* ---- symbol table ----------------------------------------------------------------------------- */
+
+typedef enum sym_ns { NS_INT, NS_TENSOR, NS_SEM, NS_GROUP } sym_ns_t;
+
+typedef struct sym {
+    const char *name; /* points into the source text */
+    uint32_t len;
+    uint8_t ns;
+    uint8_t hidden;   /* a loop variable out of scope: looks undefined */
+    int32_t core;     /* -1 global, else the owning core (tensors, sems) */
+    int64_t value;    /* NS_INT value; otherwise an index into the program's arrays */
+    uint32_t next;    /* chain in the hash bucket, UINT32_MAX ends */
+    uint32_t line;    /* source line of the declaration */
+} sym_t;
+
+typedef struct symtab {
+    sym_t *syms;
+    uint32_t n, cap;
+    uint32_t *buckets;
+    uint32_t nbuckets;
+} symtab_t;
+
+static uint32_t sym_hash(const char *s, uint32_t len, int ns, int32_t core)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)ns * 16777619u ^ (uint32_t)(core + 1) * 2654435761u;
+    for (uint32_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+static int symtab_init(symtab_t *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nbuckets = 1024;
+    t->buckets = malloc(t->nbuckets * sizeof *t->buckets);
+    if (!t->buckets)
+        return -1;
+    memset(t->buckets, 0xff, t->nbuckets * sizeof *t->buckets);
+    return 0;
+}
+
+static void symtab_free(symtab_t *t)
+{
+    free(t->syms);
+    free(t->buckets);
+}
+
+static sym_t *sym_find(symtab_t *t, const char *s, uint32_t len, int ns, int32_t core)
+{
+    uint32_t b = sym_hash(s, len, ns, core) & (t->nbuckets - 1);
+    for (uint32_t i = t->buckets[b]; i != UINT32_MAX; i = t->syms[i].next) {
+        sym_t *y = &t->syms[i];
+        if (y->ns == ns && y->core == core && y->len == len && memcmp(y->name, s, len) == 0)
+            return y;
+    }
+    return NULL;
+}
+
+static int symtab_grow(symtab_t *t)
+{
+    uint32_t nb = t->nbuckets * 2;
+    uint32_t *b = malloc(nb * sizeof *b);
+    if (!b)
+        return -1;
+    memset(b, 0xff, nb * sizeof *b);
+    for (uint32_t i = 0; i < t->n; i++) {
+        uint32_t h = sym_hash(t->syms[i].name, t->syms[i].len, t->syms[i].ns, t->syms[i].core) &
+                     (nb - 1);
+        t->syms[i].next = b[h];
+        b[h] = i;
+    }
+    free(t->buckets);
+    t->buckets = b;
+    t->nbuckets = nb;
+    return 0;
+}
+
+static sym_t *sym_add(symtab_t *t, const char *s, uint32_t len, int ns, int32_t core)
+{
+    if (t->n == t->cap) {
+        uint32_t nc = t->cap ? t->cap * 2 : 256;
+        sym_t *p = realloc(t->syms, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        t->syms = p;
+        t->cap = nc;
+    }
+    if (t->n >= t->nbuckets && symtab_grow(t))
+        return NULL;
+    sym_t *y = &t->syms[t->n];
+    memset(y, 0, sizeof *y);
+    y->name = s;
+    y->len = len;
+    y->ns = (uint8_t)ns;
+    y->core = core;
+    uint32_t b = sym_hash(s, len, ns, core) & (t->nbuckets - 1);
+    y->next = t->buckets[b];
+    t->buckets[b] = t->n;
+    t->n++;
+    return y;
+}
+
+/* ---- assembler state ---------------------------------------------------------------------------- */
+
+typedef struct instr_vec {
+    isa_instr_t *v;
+    uint32_t n, cap;
+} instr_vec_t;
+
+/* Structure of line i: for .loop the matching .endloop; for .if/.elif/.else the next
+ * branch line; for .endif itself nothing; for .core the end of its block. */
+typedef enum line_kind {
+    LK_STMT, /* a declaration, another directive or an instruction */
+    LK_LOOP,
+    LK_ENDLOOP,
+    LK_IF,
+    LK_ELIF,
+    LK_ELSE,
+    LK_ENDIF,
+    LK_CORE
+} line_kind_t;
+
+typedef struct line_info {
+    uint32_t next;  /* see above */
+    uint32_t endif; /* for .if/.elif/.else: the .endif line */
+    uint32_t head;  /* for .elif/.else: the .if line of the chain */
+    uint8_t kind;   /* line_kind_t */
+    uint16_t op;    /* instruction lines: the opcode, UINT16_MAX when unknown */
+} line_info_t;
+
+typedef struct asm_state {
+    const isa_asm_options_t *opt;
+    isa_geometry_t geo;
+    isa_diag_t *diag;
+    isa_lexed_t lx;
+    line_info_t *info;
+    isa_builder_t b;
+    symtab_t syms;
+
+    /* current statement */
+    const isa_tok_t *t; /* tokens of the line */
+    uint32_t pos, ntok;
+    uint32_t lineno;
+    uint32_t cur_line;   /* index of the current line in lx.lines */
+    int line_failed;     /* an error was reported on this statement */
+    uint8_t *line_reported; /* per source line: an error was already reported */
+    uint32_t max_line;
+
+    /* context */
+    int32_t core;         /* current core, -1 before any .core */
+    int in_core_block;
+    int engine;           /* current .engine, -1 when none */
+    int seen_core;        /* a .core directive has been seen */
+    int seen_decl;        /* a declaration or instruction has been seen */
+    int seen_chips;
+    uint32_t nsems_core[ISA_MAX_CORES]; /* semaphores allocated per core */
+    uint32_t nsems_global;
+    instr_vec_t *streams; /* ISA_MAX_CORES * ISA_ENGINE_COUNT */
+    int oom;
+    uint64_t emitted;     /* instructions emitted */
+    uint64_t steps;       /* statements executed, loop replays included */
+    int limit_hit;        /* an expansion limit was reported: stop */
+    unsigned expr_depth;  /* nesting of the expression being parsed */
+} asm_state_t;
+
+/*
+ * Limits that keep a small text from expanding without bound (a loop of 10^12 iterations,
+ * nested loops, deeply nested parentheses): a compiler bug should end in a diagnostic, not
+ * in an exhausted machine. They are far above any program the simulator can run in
+ * reasonable time (each instruction costs about 300 bytes once assembled).
+ */
+#define ASM_MAX_INSTRS (1u << 24)   /* instructions in the whole program */
+#define ASM_MAX_STEPS (1ull << 26)  /* statements executed, counting loop replays */
+#define ASM_MAX_EXPR_DEPTH 200      /* nested parentheses and unary operators */
+#define ASM_MAX_NESTING 64          /* nested .loop / .if blocks */
+
+#define TOK(A) (&(A)->t[(A)->pos])
+
+static void vreport(asm_state_t *A, uint32_t col, const char *fmt, va_list ap)
+{
+    A->line_failed = 1;
+    if (A->lineno <= A->max_line && A->line_reported[A->lineno])
+        return;
+    if (A->lineno <= A->max_line)
+        A->line_reported[A->lineno] = 1;
+    char msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    isa_diag_error(A->diag, A->opt->filename, A->lineno, col ? col : 1, "%s", msg);
+}
+
+/* Report an error at column col of the current line; returns -1 for convenience. */
+static int __attribute__((format(printf, 3, 4))) err_at(asm_state_t *A, uint32_t col,
+                                                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(A, col, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Report at the current token. */
+static int __attribute__((format(printf, 2, 3))) err_here(asm_state_t *A, const char *fmt,
+                                                           ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(A, TOK(A)->col, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void lex_error(void *ctx, uint32_t line, uint32_t col, const char *msg)
+{
+    asm_state_t *A = ctx;
+    uint32_t saved = A->lineno;
+    A->lineno = line;
+    err_at(A, col, "%s", msg);
+    A->lineno = saved;
+}
+
+static int tok_is(const isa_tok_t *t, int op)
+{
+    return t->kind == TK_PUNCT && t->op == op;
+}
+
+static int tok_ident(const isa_tok_t *t, const char *word)
+{
+    return t->kind == TK_IDENT && t->len == strlen(word) && memcmp(t->s, word, t->len) == 0;
+}
+
+static int dir_is(const isa_tok_t *t, const char *word)
+{
+    return t->kind == TK_DIRECTIVE && t->len == strlen(word) && memcmp(t->s, word, t->len) == 0;
+}
+
+static const isa_tok_t *line_tok(asm_state_t *A, uint32_t i)
+{
+    return &A->lx.toks[A->lx.lines[i].first];
+}
+
+static int accept(asm_state_t *A, int op)
+{
+    if (tok_is(TOK(A), op)) {
+        A->pos++;
+        return 1;
+    }
+    return 0;
+}
+
+static const char *tok_desc(const isa_tok_t *t, char *buf, size_t n)
+{
+    if (t->kind == TK_END)
+        snprintf(buf, n, "end of line");
+    else if (t->kind == TK_DIRECTIVE)
+        snprintf(buf, n, "'.%.*s'", (int)(t->len > 40 ? 40 : t->len), t->s);
+    else
+        snprintf(buf, n, "'%.*s'", (int)(t->len > 40 ? 40 : t->len), t->s);
+    return buf;
+}
+
+static int expect(asm_state_t *A, int op, const char *what)
+{
+    if (accept(A, op))
+        return 0;
+    char b[64];
+    return err_here(A, "expected %s, found %s", what, tok_desc(TOK(A), b, sizeof b));
+}
+
+/* ---- expressions -------------------------------------------------------------------------------- */
+
+static int parse_expr(asm_state_t *A, int64_t *out);
+
+static int lookup_int(asm_state_t *A, const isa_tok_t *t, int64_t *out)
+{
+    sym_t *y = sym_find(&A->syms, t->s, t->len, NS_INT, -1);
+    if (y && y->hidden)
+        y = NULL;
+    if (!y) {
+        if (tok_ident(t, "core") && A->core >= 0 && A->in_core_block) {
+            *out = A->core;
+            return 0;
+        }
+        if (tok_ident(t, "core"))
+            return err_at(A, t->col, "'core' is only defined inside a .core block");
+        return err_at(A, t->col, "undefined name '%.*s'", (int)t->len, t->s);
+    }
+    *out = y->value;
+    return 0;
+}
+
+static int parse_primary_inner(asm_state_t *A, int64_t *out);
+
+/* Recursion guard around the recursive part of the grammar. */
+static int parse_primary(asm_state_t *A, int64_t *out)
+{
+    if (A->expr_depth >= ASM_MAX_EXPR_DEPTH)
+        return err_here(A, "expression nested too deeply (more than %d levels)",
+                        ASM_MAX_EXPR_DEPTH);
+    A->expr_depth++;
+    int r = parse_primary_inner(A, out);
+    A->expr_depth--;
+    return r;
+}
+
+static int parse_primary_inner(asm_state_t *A, int64_t *out)
+{
+    const isa_tok_t *t = TOK(A);
+    char b[64];
+    if (t->kind == TK_INT) {
+        A->pos++;
+        *out = t->ival;
+        return 0;
+    }
+    if (t->kind == TK_FLOAT)
+        return err_here(A, "expected an integer, found floating-point %s",
+                        tok_desc(t, b, sizeof b));
+    if (t->kind == TK_IDENT) {
+        A->pos++;
+        return lookup_int(A, t, out);
+    }
+    if (accept(A, '(')) {
+        if (parse_expr(A, out))
+            return -1;
+        return expect(A, ')', "')'");
+    }
+    if (accept(A, '-')) {
+        int64_t v;
+        if (parse_primary(A, &v))
+            return -1;
+        if (v == INT64_MIN)
+            return err_at(A, t->col, "integer overflow: -(%lld) does not fit in 64 bits",
+                          (long long)v);
+        *out = -v;
+        return 0;
+    }
+    if (accept(A, '+'))
+        return parse_primary(A, out);
+    if (accept(A, '!')) {
+        int64_t v;
+        if (parse_primary(A, &v))
+            return -1;
+        *out = !v;
+        return 0;
+    }
+    return err_here(A, "expected an expression, found %s", tok_desc(t, b, sizeof b));
+}
+
+static int binop_prec(const isa_tok_t *t)
+{
+    if (t->kind != TK_PUNCT)
+        return -1;
+    switch (t->op) {
+    case OP_OR:
+        return 1;
+    case OP_AND:
+        return 2;
+    case OP_EQ:
+    case OP_NE:
+        return 3;
+    case '<':
+    case '>':
+    case OP_LE:
+    case OP_GE:
+        return 4;
+    case '+':
+    case '-':
+        return 5;
+    case '*':
+    case '/':
+    case '%':
+        return 6;
+    default:
+        return -1;
+    }
+}
+
+static int parse_binary(asm_state_t *A, int min_prec, int64_t *out)
+{
+    int64_t lhs;
+    if (parse_primary(A, &lhs))
+        return -1;
+    for (;;) {
+        const isa_tok_t *t = TOK(A);
+        int prec = binop_prec(t);
+        if (prec < min_prec)
+            break;
+        A->pos++;
+        int64_t rhs;
+        if (parse_binary(A, prec + 1, &rhs))
+            return -1;
+        int64_t r = 0;
+        switch (t->op) {
+        case OP_OR: lhs = lhs || rhs; break;
+        case OP_AND: lhs = lhs && rhs; break;
+        case OP_EQ: lhs = lhs == rhs; break;
+        case OP_NE: lhs = lhs != rhs; break;
+        case '<': lhs = lhs < rhs; break;
+        case '>': lhs = lhs > rhs; break;
+        case OP_LE: lhs = lhs <= rhs; break;
+        case OP_GE: lhs = lhs >= rhs; break;
+        /* C semantics on int64, where overflow is undefined: report it instead */
+        case '+':
+        case '-':
+        case '*':
+            if (t->op == '+' ? __builtin_add_overflow(lhs, rhs, &r)
+                : t->op == '-' ? __builtin_sub_overflow(lhs, rhs, &r)
+                               : __builtin_mul_overflow(lhs, rhs, &r))
+                return err_at(A, t->col, "integer overflow: %lld %c %lld does not fit in 64 "
+                                         "bits", (long long)lhs, (char)t->op, (long long)rhs);
+            lhs = r;
+            break;
+        case '/':
+        case '%':
+            if (rhs == 0)
+                return err_at(A, t->col, "division by zero");
+            if (lhs == INT64_MIN && rhs == -1)
+                return err_at(A, t->col, "integer overflow: %lld %c -1 does not fit in 64 bits",
+                              (long long)lhs, (char)t->op);
+            lhs = t->op == '/' ? lhs / rhs : lhs % rhs;
+            break;
+        }
+    }
+    *out = lhs;
+    return 0;
+}
+
+static int parse_expr(asm_state_t *A, int64_t *out)
+{
+    return parse_binary(A, 1, out);
+}
+
+/* Floating-point expressions (scalars, fill values): + - * / and parentheses over float and
+ * integer literals, .let constants, inf and nan, evaluated in double. */
+static int parse_fexpr(asm_state_t *A, double *out);
+
+static int parse_fprimary_inner(asm_state_t *A, double *out);
+
+static int parse_fprimary(asm_state_t *A, double *out)
+{
+    if (A->expr_depth >= ASM_MAX_EXPR_DEPTH)
+        return err_here(A, "expression nested too deeply (more than %d levels)",
+                        ASM_MAX_EXPR_DEPTH);
+    A->expr_depth++;
+    int r = parse_fprimary_inner(A, out);
+    A->expr_depth--;
+    return r;
+}
+
+static int parse_fprimary_inner(asm_state_t *A, double *out)
+{
+    const isa_tok_t *t = TOK(A);
+    char b[64];
+    if (t->kind == TK_INT) {
+        A->pos++;
+        *out = (double)t->ival;
+        return 0;
+    }
+    if (t->kind == TK_FLOAT) {
+        A->pos++;
+        *out = t->fval;
+        return 0;
+    }
+    if (t->kind == TK_IDENT) {
+        A->pos++;
+        if (tok_ident(t, "inf")) {
+            *out = INFINITY;
+            return 0;
+        }
+        if (tok_ident(t, "nan")) {
+            *out = NAN;
+            return 0;
+        }
+        int64_t v;
+        if (lookup_int(A, t, &v))
+            return -1;
+        *out = (double)v;
+        return 0;
+    }
+    if (accept(A, '(')) {
+        if (parse_fexpr(A, out))
+            return -1;
+        return expect(A, ')', "')'");
+    }
+    if (accept(A, '-')) {
+        if (parse_fprimary(A, out))
+            return -1;
+        *out = -*out;
+        return 0;
+    }
+    if (accept(A, '+'))
+        return parse_fprimary(A, out);
+    return err_here(A, "expected a number, found %s", tok_desc(t, b, sizeof b));
+}
+
+static int parse_fterm(asm_state_t *A, double *out)
+{
+    if (parse_fprimary(A, out))
+        return -1;
+    for (;;) {
+        if (accept(A, '*')) {
+            double r;
+            if (parse_fprimary(A, &r))
+                return -1;
+            *out *= r;
+        } else if (accept(A, '/')) {
+            double r;
+            if (parse_fprimary(A, &r))
+                return -1;
+            *out /= r;
+        } else
+            return 0;
+    }
+}
+
+static int parse_fexpr(asm_state_t *A, double *out)
+{
+    if (parse_fterm(A, out))
+        return -1;
+    for (;;) {
+        if (accept(A, '+')) {
+            double r;
+            if (parse_fterm(A, &r))
+                return -1;
+            *out += r;
+        } else if (accept(A, '-')) {
+            double r;
+            if (parse_fterm(A, &r))
+                return -1;
+            *out -= r;
+        } else
+            return 0;
+    }
+}
+
+/* Name lists for diagnostics, from the tables of isa.h ("one of fp32 fp16 ..."). */
+#define XX(id, name, bytes, isf, iss) " " name
+static const char dtype_list[] = "one of" ISA_DTYPE_MAP(XX);
+#undef XX
+#define XX(id, name, red) " " name
+static const char alu_list[] = "one of" ISA_ALU_MAP(XX);
+#undef XX
+#define XX(id, name) " " name
+static const char func_list[] = "one of" ISA_FUNC_MAP(XX);
+static const char cmp_list[] = "one of" ISA_CMP_MAP(XX);
+static const char engine_list[] = "one of" ISA_ENGINE_MAP(XX);
+#undef XX
+
+/* ---- tensors and views ---------------------------------------------------------------------------- */
+
+static isa_tensor_t *find_tensor(asm_state_t *A, const isa_tok_t *t)
+{
+    sym_t *y = NULL;
+    if (A->core >= 0)
+        y = sym_find(&A->syms, t->s, t->len, NS_TENSOR, A->core);
+    if (!y)
+        y = sym_find(&A->syms, t->s, t->len, NS_TENSOR, -1);
+    return y ? &A->b.prog->tensors[y->value] : NULL;
+}
+
+static int is_raw_space(const isa_tok_t *t, const isa_tok_t *next)
+{
+    return tok_is(next, ':') && (tok_ident(t, "sb") || tok_ident(t, "ps") || tok_ident(t, "hbm"));
+}
+
+/* Does the current token start a view (a declared tensor name or a raw view)? */
+static int at_view(asm_state_t *A)
+{
+    const isa_tok_t *t = TOK(A);
+    if (t->kind != TK_IDENT)
+        return 0;
+    if (is_raw_space(t, t + 1))
+        return 1;
+    return find_tensor(A, t) != NULL;
+}
+
+/* One slice of a named view: i, a:b, a:b:s, : ... */
+typedef struct slice {
+    int has_start, has_stop, is_index;
+    int64_t start, stop, step;
+    uint32_t col;
+} slice_t;
+
+static int parse_slice(asm_state_t *A, slice_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->step = 1;
+    s->col = TOK(A)->col;
+    if (!tok_is(TOK(A), ':')) {
+        if (parse_expr(A, &s->start))
+            return -1;
+        s->has_start = 1;
+        if (!tok_is(TOK(A), ':')) {
+            s->is_index = 1;
+            return 0;
+        }
+    }
+    accept(A, ':');
+    if (!tok_is(TOK(A), ':') && !tok_is(TOK(A), ',') && !tok_is(TOK(A), ']')) {
+        if (parse_expr(A, &s->stop))
+            return -1;
+        s->has_stop = 1;
+    }
+    if (accept(A, ':')) {
+        if (!tok_is(TOK(A), ',') && !tok_is(TOK(A), ']')) {
+            uint32_t col = TOK(A)->col;
+            if (parse_expr(A, &s->step))
+                return -1;
+            if (s->step == 0)
+                return err_at(A, col, "slice step cannot be zero");
+        }
+    }
+    return 0;
+}
+
+/* Resolve slice s over a dimension of size n: first index and count. */
+static int resolve_slice(asm_state_t *A, const slice_t *s, uint64_t n, int dim, int64_t *first,
+                         uint64_t *count)
+{
+    if ((s->has_start && s->start < 0) || (s->has_stop && s->stop < 0))
+        return err_at(A, s->col, "negative index in dimension %d (negative indices are not "
+                                 "allowed)", dim);
+    if (s->is_index) {
+        if ((uint64_t)s->start >= n)
+            return err_at(A, s->col, "index %lld out of range for dimension %d of size %llu",
+                          (long long)s->start, dim, (unsigned long long)n);
+        *first = s->start;
+        *count = 1;
+        return 0;
+    }
+    int64_t start, stop;
+    /* |step| as unsigned: -INT64_MIN does not fit an int64 */
+    uint64_t mag = s->step > 0 ? (uint64_t)s->step : 0 - (uint64_t)s->step;
+    if (s->step > 0) {
+        start = s->has_start ? s->start : 0;
+        stop = s->has_stop ? s->stop : (int64_t)n;
+        if ((uint64_t)start >= n)
+            return err_at(A, s->col,
+                          "slice start %lld past the end of dimension %d of size %llu",
+                          (long long)start, dim, (unsigned long long)n);
+        if ((uint64_t)stop > n)
+            return err_at(A, s->col,
+                          "slice end %lld past the end of dimension %d of size %llu",
+                          (long long)stop, dim, (unsigned long long)n);
+        if (start >= stop)
+            return err_at(A, s->col, "empty slice %lld:%lld in dimension %d", (long long)start,
+                          (long long)stop, dim);
+        *count = ((uint64_t)(stop - start) - 1) / mag + 1;
+    } else {
+        start = s->has_start ? s->start : (int64_t)n - 1;
+        stop = s->has_stop ? s->stop : -1;
+        if ((uint64_t)start >= n)
+            return err_at(A, s->col,
+                          "slice start %lld past the end of dimension %d of size %llu",
+                          (long long)start, dim, (unsigned long long)n);
+        if ((uint64_t)stop + 1 > n) /* stop == -1 wraps to 0 here */
+            return err_at(A, s->col,
+                          "slice end %lld past the end of dimension %d of size %llu",
+                          (long long)stop, dim, (unsigned long long)n);
+        if (start <= stop)
+            return err_at(A, s->col, "empty slice %lld:%lld:%lld in dimension %d",
+                          (long long)start, (long long)stop, (long long)s->step, dim);
+        *count = ((uint64_t)(start - stop) - 1) / mag + 1;
+    }
+    *first = start;
+    return 0;
+}
+
+static int parse_named_view(asm_state_t *A, isa_view_t *v)
+{
+    const isa_tok_t *name = TOK(A);
+    isa_tensor_t *T = find_tensor(A, name);
+    if (!T)
+        return err_here(A, "undefined tensor '%.*s'", (int)name->len, name->s);
+    if (T->space == ISA_SPACE_HBM) {
+        /* ISA.md 1, 5.1, 7.5, 7.6: a core reaches only its own chip's HBM */
+        uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
+        if ((uint32_t)T->chip != core / ISA_CORES_PER_CHIP)
+            return err_here(A, "tensor '%.*s' is in the HBM of chip %d, but core %u is on "
+                               "chip %u and reaches only its own chip's HBM", (int)name->len,
+                            name->s, T->chip, core, core / ISA_CORES_PER_CHIP);
+    }
+    A->pos++;
+    slice_t sl[ISA_MAX_DIMS + 1];
+    unsigned nsl = 0;
+    if (accept(A, '[')) {
+        if (!tok_is(TOK(A), ']')) {
+            for (;;) {
+                if (nsl == T->ndims)
+                    return err_here(A, "too many indices for tensor '%.*s' of %u dimensions",
+                                    (int)name->len, name->s, T->ndims);
+                if (parse_slice(A, &sl[nsl]))
+                    return -1;
+                nsl++;
+                if (!accept(A, ','))
+                    break;
+            }
+        }
+        if (expect(A, ']', "']' or ','"))
+            return -1;
+    }
+    int onchip = T->space != ISA_SPACE_HBM;
+    uint32_t es = isa_dtype_size((isa_dtype_t)T->dtype);
+    memset(v, 0, sizeof *v);
+    v->space = T->space;
+    v->dtype = T->dtype;
+    v->offset = T->offset;
+    v->pcount = 1;
+    int64_t elem_off = 0;
+    /* row-major element strides of the free dims */
+    int64_t stride[ISA_MAX_DIMS + 1];
+    int64_t acc = 1;
+    for (int d = (int)T->ndims - 1; d >= (onchip ? 1 : 0); d--) {
+        stride[d] = acc;
+        acc *= (int64_t)T->dims[d];
+    }
+    for (unsigned d = 0; d < T->ndims; d++) {
+        slice_t full;
+        memset(&full, 0, sizeof full);
+        full.step = 1;
+        full.col = name->col;
+        const slice_t *s = d < nsl ? &sl[d] : &full;
+        int64_t first = 0;
+        uint64_t count = 0;
+        if (resolve_slice(A, s, T->dims[d], (int)d, &first, &count))
+            return -1;
+        if (onchip && d == 0) {
+            if (s->step != 1)
+                return err_at(A, s->col, "the partition slice must have step 1");
+            v->pstart = (uint8_t)(T->pstart + (uint64_t)first);
+            v->pcount = (uint16_t)count;
+            continue;
+        }
+        elem_off += first * stride[d];
+        if (s->is_index)
+            continue;
+        if (count > ISA_MAX_COUNT)
+            return err_at(A, s->col, "dimension %u of '%.*s' selects %llu elements; a view "
+                                     "dimension holds at most %d (split it with a reshaped "
+                                     "raw view)", d, (int)name->len, name->s,
+                          (unsigned long long)count, ISA_MAX_COUNT);
+        /* with one element the step is irrelevant; otherwise |step| < n keeps this small */
+        v->stride[v->ndims] = count == 1 ? stride[d] : stride[d] * s->step;
+        v->count[v->ndims] = (uint32_t)count;
+        v->ndims++;
+    }
+    v->offset = T->offset + (uint64_t)(elem_off * (int64_t)es);
+    return 0;
+}
+
+/* Bounds on raw-view numbers, far beyond any memory, so that byte ranges computed from
+ * them (offset + stride * count * element size, over every dim) cannot overflow. */
+#define RAW_MAX_OFFSET (1ll << 48)
+#define RAW_MAX_STRIDE (1ll << 40)
+
+/* Raw view: SPACE:DTYPE@PSTART:PEND+OFFSET[STRIDExCOUNT, ...] or hbm:DTYPE+ADDR[...] */
+static int parse_raw_view(asm_state_t *A, isa_view_t *v)
+{
+    const isa_tok_t *sp = TOK(A);
+    memset(v, 0, sizeof *v);
+    v->space = tok_ident(sp, "sb") ? ISA_SPACE_SBUF
+               : tok_ident(sp, "ps") ? ISA_SPACE_PSUM
+                                     : ISA_SPACE_HBM;
+    A->pos += 2; /* space and ':' */
+    const isa_tok_t *dt = TOK(A);
+    int d = dt->kind == TK_IDENT ? isa_dtype_lookup(dt->s, dt->len) : -1;
+    if (d < 0) {
+        char b[64];
+        return err_here(A, "unknown data type %s in raw view (%s)", tok_desc(dt, b, sizeof b),
+                        dtype_list);
+    }
+    v->dtype = (uint8_t)d;
+    A->pos++;
+    v->pcount = 1;
+    if (v->space != ISA_SPACE_HBM) {
+        if (expect(A, '@', "'@PSTART:PEND' in raw view"))
+            return -1;
+        int64_t p0, p1;
+        uint32_t col = TOK(A)->col;
+        /* primaries, not full expressions: PEND is followed by +OFFSET */
+        if (parse_primary(A, &p0) || expect(A, ':', "':'") || parse_primary(A, &p1))
+            return -1;
+        if (p0 < 0 || p1 <= p0 || (uint64_t)p1 > A->geo.partitions)
+            return err_at(A, col, "bad partition range %lld:%lld (PSTART:PEND with 0 <= "
+                                  "PSTART < PEND <= %u)", (long long)p0, (long long)p1,
+                          A->geo.partitions);
+        v->pstart = (uint8_t)(p0 > 255 ? 255 : p0);
+        v->pcount = (uint16_t)(p1 - p0);
+    }
+    if (expect(A, '+', "'+OFFSET' in raw view"))
+        return -1;
+    int64_t off;
+    uint32_t col = TOK(A)->col;
+    if (parse_expr(A, &off))
+        return -1;
+    if (off < 0 || off > RAW_MAX_OFFSET)
+        return err_at(A, col, "byte offset %lld out of range 0..%lld", (long long)off,
+                      (long long)RAW_MAX_OFFSET);
+    v->offset = (uint64_t)off;
+    if (expect(A, '[', "'[' in raw view"))
+        return -1;
+    unsigned maxd = v->space == ISA_SPACE_HBM ? ISA_MAX_HBM_DIMS : ISA_MAX_FREE_DIMS;
+    if (!tok_is(TOK(A), ']')) {
+        for (;;) {
+            if (v->ndims == maxd)
+                return err_here(A, "too many dimensions in raw view (at most %u)", maxd);
+            const isa_tok_t *st = TOK(A);
+            int64_t stride, count;
+            /* "0x8" is stride 0, count 8 (the lexer read it as hex) */
+            if (st->kind == TK_INT && st->hex && !(st[1].kind == TK_IDENT && st[1].s[0] == 'x')) {
+                char digits[32];
+                uint32_t n = st->len - 2;
+                if (n == 0 || n >= sizeof digits)
+                    return err_here(A, "bad dimension '%.*s'", (int)st->len, st->s);
+                memcpy(digits, st->s + 2, n);
+                digits[n] = 0;
+                for (uint32_t i = 0; i < n; i++)
+                    if (digits[i] < '0' || digits[i] > '9')
+                        return err_here(A, "bad dimension '%.*s' (expected STRIDExCOUNT)",
+                                        (int)st->len, st->s);
+                stride = 0;
+                count = strtoll(digits, NULL, 10);
+                A->pos++;
+            } else {
+                if (parse_expr(A, &stride))
+                    return -1;
+                const isa_tok_t *x = TOK(A);
+                if (x->kind != TK_IDENT || x->s[0] != 'x')
+                    return err_here(A, "expected 'xCOUNT' after the stride");
+                if (x->len == 1) {
+                    A->pos++;
+                    if (parse_expr(A, &count))
+                        return -1;
+                } else if (x->s[1] >= '0' && x->s[1] <= '9') {
+                    count = 0;
+                    for (uint32_t i = 1; i < x->len; i++) {
+                        if (x->s[i] < '0' || x->s[i] > '9')
+                            return err_here(A, "bad count '%.*s' in raw view dimension",
+                                            (int)x->len - 1, x->s + 1);
+                        if (count <= ISA_MAX_COUNT) /* saturate: reported below */
+                            count = count * 10 + (x->s[i] - '0');
+                    }
+                    A->pos++;
+                } else {
+                    /* 1xN: the count is a .let constant or loop variable glued to the x */
+                    isa_tok_t nt = *x;
+                    nt.s = x->s + 1;
+                    nt.len = x->len - 1;
+                    nt.col = x->col + 1;
+                    if (lookup_int(A, &nt, &count))
+                        return -1;
+                    A->pos++;
+                }
+            }
+            if (count < 1 || count > ISA_MAX_COUNT)
+                return err_at(A, st->col, "dimension count %lld out of range 1..%d",
+                              (long long)count, ISA_MAX_COUNT);
+            if (stride < -RAW_MAX_STRIDE || stride > RAW_MAX_STRIDE)
+                return err_at(A, st->col, "stride %lld out of range (at most %lld elements "
+                                          "either way)", (long long)stride,
+                              (long long)RAW_MAX_STRIDE);
+            v->stride[v->ndims] = stride;
+            v->count[v->ndims] = (uint32_t)count;
+            v->ndims++;
+            if (!accept(A, ','))
+                break;
+        }
+    }
+    return expect(A, ']', "']' or ','");
+}
+
+static int parse_view(asm_state_t *A, isa_view_t *v)
+{
+    const isa_tok_t *t = TOK(A);
+    char b[64];
+    if (t->kind != TK_IDENT)
+        return err_here(A, "expected a view, found %s", tok_desc(t, b, sizeof b));
+    if (is_raw_space(t, t + 1))
+        return parse_raw_view(A, v);
+    return parse_named_view(A, v);
+}
+
+/* ---- placement --------------------------------------------------------------------------------- */
+
+static uint64_t align_up(uint64_t x, uint64_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+/* Bytes of a tensor (per partition on chip); UINT64_MAX when that overflows, which no
+ * memory can hold, so every "does it fit" test fails cleanly. */
+static uint64_t tensor_bytes(const isa_tensor_t *T)
+{
+    uint64_t n = isa_dtype_size((isa_dtype_t)T->dtype);
+    for (unsigned d = T->space == ISA_SPACE_HBM ? 0 : 1; d < T->ndims; d++)
+        if (__builtin_mul_overflow(n, T->dims[d], &n))
+            return UINT64_MAX;
+    return n;
+}
+
+/* Does tensor U occupy memory that a new tensor (space, core/chip, partitions p0..p1, bytes
+ * lo..hi) would also occupy? */
+static int overlaps(const isa_tensor_t *U, const isa_tensor_t *T, uint64_t lo, uint64_t hi)
+{
+    if (U->space != T->space)
+        return 0;
+    if (T->space == ISA_SPACE_HBM) {
+        if (U->chip != T->chip)
+            return 0;
+    } else {
+        if (U->core != -1 && T->core != -1 && U->core != T->core)
+            return 0;
+        uint64_t a0 = U->pstart, a1 = U->pstart + U->dims[0];
+        uint64_t b0 = T->pstart, b1 = T->pstart + T->dims[0];
+        if (a1 <= b0 || b1 <= a0)
+            return 0;
+    }
+    uint64_t ulo = U->offset, uhi = U->offset + tensor_bytes(U);
+    return !(uhi <= lo || hi <= ulo);
+}
+
+/* First-fit: the lowest aligned offset where T fits without overlapping any tensor already
+ * placed that shares its memory. */
+static int place_tensor(asm_state_t *A, isa_tensor_t *T, uint64_t align, uint64_t limit)
+{
+    isa_program_t *p = A->b.prog;
+    uint64_t size = tensor_bytes(T);
+    uint64_t cand = 0;
+    for (;;) {
+        int moved = 0;
+        for (uint32_t i = 0; i < p->ntensors; i++) {
+            const isa_tensor_t *U = &p->tensors[i];
+            if (overlaps(U, T, cand, cand + size)) {
+                cand = align_up(U->offset + tensor_bytes(U), align);
+                moved = 1;
+            }
+        }
+        if (!moved)
+            break;
+    }
+    if (cand + size > limit || cand + size < cand)
+        return -1;
+    T->offset = cand;
+    return 0;
+}
+
+/* ---- declarations --------------------------------------------------------------------------------- */
+
+static int parse_dims(asm_state_t *A, uint64_t *dims, unsigned max, const char *maxwhat,
+                      unsigned *n)
+{
+    if (expect(A, '[', "'[' and the dimensions"))
+        return -1;
+    *n = 0;
+    if (tok_is(TOK(A), ']'))
+        return err_here(A, "a tensor needs at least one dimension");
+    for (;;) {
+        uint32_t col = TOK(A)->col;
+        int64_t v;
+        if (parse_expr(A, &v))
+            return -1;
+        if (*n == max)
+            return err_at(A, col, "too many dimensions (at most %u: %s)", max, maxwhat);
+        if (v <= 0)
+            return err_at(A, col, "dimension %u must be positive, not %lld", *n, (long long)v);
+        dims[(*n)++] = (uint64_t)v;
+        if (!accept(A, ','))
+            break;
+    }
+    return expect(A, ']', "']'");
+}
+
+static int expect_end(asm_state_t *A)
+{
+    if (TOK(A)->kind == TK_END)
+        return 0;
+    char b[64];
+    return err_here(A, "unexpected %s at end of statement", tok_desc(TOK(A), b, sizeof b));
+}
+
+static int declare_name(asm_state_t *A, const isa_tok_t *name, int ns, int32_t core,
+                        int64_t value)
+{
+    sym_t *y = sym_find(&A->syms, name->s, name->len, ns, core);
+    /* A per-core name may not hide a global one of the same kind, nor the reverse. */
+    if (!y && ns != NS_INT && ns != NS_GROUP && core >= 0)
+        y = sym_find(&A->syms, name->s, name->len, ns, -1);
+    if (y) {
+        static const char *const what[] = {"constant", "tensor", "semaphore", "group"};
+        if (y->line == A->lineno && y->core == -1 && core == -1 && A->in_core_block)
+            /* a global declaration inside a .core block replayed for its next core */
+            return err_at(A, name->col, "%s '%.*s' is global but declared inside a .core "
+                                        "block of several cores: declare it once, before "
+                                        "the first .core", what[ns], (int)name->len, name->s);
+        if (y->core == -1 && core >= 0)
+            return err_at(A, name->col, "%s '%.*s' is already defined for every core (line "
+                                        "%u)", what[ns], (int)name->len, name->s, y->line);
+        return err_at(A, name->col, "%s '%.*s' is already defined (line %u)", what[ns],
+                      (int)name->len, name->s, y->line);
+    }
+    y = sym_add(&A->syms, name->s, name->len, ns, core);
+    if (!y) {
+        A->oom = 1;
+        return -1;
+    }
+    y->value = value;
+    y->line = A->lineno;
+    return 0;
+}
+
+static int dir_tensor(asm_state_t *A, isa_space_t space)
+{
+    const isa_tok_t *name = TOK(A);
+    if (name->kind != TK_IDENT) {
+        char b[64];
+        return err_here(A, "expected a tensor name, found %s", tok_desc(name, b, sizeof b));
+    }
+    A->pos++;
+    const isa_tok_t *dt = TOK(A);
+    int d = dt->kind == TK_IDENT ? isa_dtype_lookup(dt->s, dt->len) : -1;
+    if (d < 0)
+    {
+        char b[64];
+        return err_here(A, "unknown data type %s (%s)", tok_desc(dt, b, sizeof b), dtype_list);
+    }
+    A->pos++;
+    isa_tensor_t T;
+    memset(&T, 0, sizeof T);
+    T.space = (uint8_t)space;
+    T.dtype = (uint8_t)d;
+    T.name = ISA_NO_NAME;
+    uint32_t dims_col = TOK(A)->col;
+    unsigned nd;
+    unsigned maxd = space == ISA_SPACE_HBM ? ISA_MAX_HBM_DIMS : ISA_MAX_FREE_DIMS + 1;
+    if (parse_dims(A, T.dims, maxd,
+                   space == ISA_SPACE_HBM ? "the most an HBM view can address"
+                                          : "the partition dimension and 4 free dimensions",
+                   &nd))
+        return -1;
+    T.ndims = (uint8_t)nd;
+    int explicit_addr = 0;
+    if (space == ISA_SPACE_HBM) {
+        const isa_tok_t *k = TOK(A);
+        static const char *const kinds[] = {"input", "output", "inout", "scratch"};
+        int kind = -1;
+        for (int i = 0; i < 4; i++)
+            if (tok_ident(k, kinds[i]))
+                kind = i;
+        if (kind < 0) {
+            char b[64];
+            return err_here(A, "expected the tensor kind (input, output, inout or scratch), "
+                               "found %s", tok_desc(k, b, sizeof b));
+        }
+        A->pos++;
+        T.kind = (uint8_t)kind;
+        T.core = -1;
+        T.chip = 0;
+        if (accept(A, '@')) {
+            uint32_t col = TOK(A)->col;
+            int64_t addr;
+            if (parse_expr(A, &addr))
+                return -1;
+            if (addr < 0)
+                return err_at(A, col, "negative address %lld", (long long)addr);
+            T.offset = (uint64_t)addr;
+            explicit_addr = 1;
+        }
+        if (tok_ident(TOK(A), "chip")) {
+            A->pos++;
+            if (expect(A, '=', "'=' after chip"))
+                return -1;
+            uint32_t col = TOK(A)->col;
+            int64_t c;
+            if (parse_expr(A, &c))
+                return -1;
+            if (c < 0 || c >= (int64_t)A->b.prog->chips)
+                return err_at(A, col, "chip %lld out of range: the program has %u chip(s)",
+                              (long long)c, A->b.prog->chips);
+            T.chip = (int32_t)c;
+        }
+        if (expect_end(A))
+            return -1;
+        uint64_t size = tensor_bytes(&T);
+        if (explicit_addr) {
+            if (T.offset + size > A->geo.hbm_bytes || T.offset + size < T.offset)
+                return err_at(A, dims_col, "tensor '%.*s' (%llu bytes at 0x%llx) does not fit "
+                                           "in HBM of %llu bytes", (int)name->len, name->s,
+                              (unsigned long long)size, (unsigned long long)T.offset,
+                              (unsigned long long)A->geo.hbm_bytes);
+        } else if (place_tensor(A, &T, 64, A->geo.hbm_bytes)) {
+            return err_at(A, dims_col, "tensor '%.*s' (%llu bytes) does not fit in HBM of %llu "
+                                       "bytes", (int)name->len, name->s,
+                          (unsigned long long)size, (unsigned long long)A->geo.hbm_bytes);
+        }
+    } else {
+        T.kind = ISA_TK_LOCAL;
+        T.core = A->core;
+        T.chip = -1;
+        if (nd < 1)
+            return err_at(A, dims_col, "an on-chip tensor needs a partition dimension");
+        if (T.dims[0] > A->geo.partitions)
+            return err_at(A, dims_col, "tensor '%.*s' has %llu partitions; %s has %u",
+                          (int)name->len, name->s, (unsigned long long)T.dims[0],
+                          space == ISA_SPACE_SBUF ? "SBUF" : "PSUM", A->geo.partitions);
+        if (accept(A, '@')) {
+            uint32_t col = TOK(A)->col;
+            int64_t ps;
+            if (parse_expr(A, &ps))
+                return -1;
+            if (ps < 0 || (uint64_t)ps + T.dims[0] > A->geo.partitions)
+                return err_at(A, col, "partitions %lld..%llu out of range 0..%u",
+                              (long long)ps, (unsigned long long)ps + T.dims[0] - 1,
+                              A->geo.partitions - 1);
+            T.pstart = (uint32_t)ps;
+        }
+        if (accept(A, '+')) {
+            uint32_t col = TOK(A)->col;
+            int64_t off;
+            if (parse_expr(A, &off))
+                return -1;
+            if (off < 0)
+                return err_at(A, col, "negative offset %lld", (long long)off);
+            T.offset = (uint64_t)off;
+            explicit_addr = 1;
+        }
+        if (expect_end(A))
+            return -1;
+        /* partition rule (ISA.md 5.2) */
+        uint64_t P = T.dims[0];
+        uint32_t ps = T.pstart;
+        if ((P > 64 && ps != 0) || (P > 32 && P <= 64 && ps % 64) || (P <= 32 && ps % 32))
+            return err_at(A, dims_col, "tensor '%.*s': %llu partitions cannot start at "
+                                       "partition %u (ISA.md 5.2: more than 64 start at 0; "
+                                       "33..64 at 0 or 64; up to 32 at 0, 32, 64 or 96)",
+                          (int)name->len, name->s, (unsigned long long)P, ps);
+        uint64_t limit = space == ISA_SPACE_SBUF ? A->geo.sbuf_bytes : A->geo.psum_bytes;
+        uint64_t size = tensor_bytes(&T);
+        const char *mem = space == ISA_SPACE_SBUF ? "SBUF" : "PSUM";
+        if (explicit_addr) {
+            if (T.offset + size > limit)
+                return err_at(A, dims_col, "tensor '%.*s' (%llu bytes per partition at +%llu) "
+                                           "does not fit in %s of %llu bytes per partition",
+                              (int)name->len, name->s, (unsigned long long)size,
+                              (unsigned long long)T.offset, mem, (unsigned long long)limit);
+        } else {
+            uint64_t align = space == ISA_SPACE_PSUM ? A->geo.psum_bank_bytes : 64;
+            if (place_tensor(A, &T, align, limit))
+                return err_at(A, dims_col, "tensor '%.*s' (%llu bytes per partition) does not "
+                                           "fit in the free %s space (%llu bytes per partition)",
+                              (int)name->len, name->s, (unsigned long long)size, mem,
+                              (unsigned long long)limit);
+        }
+    }
+    T.name = isa_builder_string(&A->b, name->s, name->len);
+    int32_t scope = space == ISA_SPACE_HBM ? -1 : A->core;
+    if (declare_name(A, name, NS_TENSOR, scope, A->b.prog->ntensors))
+        return -1;
+    if (isa_builder_tensor(&A->b, &T) == UINT32_MAX)
+        A->oom = 1;
+    return 0;
+}
+
+static int dir_sem(asm_state_t *A)
+{
+    const isa_tok_t *name = TOK(A);
+    if (name->kind != TK_IDENT) {
+        char b[64];
+        return err_here(A, "expected a semaphore name, found %s", tok_desc(name, b, sizeof b));
+    }
+    A->pos++;
+    int64_t init = 0;
+    if (accept(A, '=')) {
+        uint32_t col = TOK(A)->col;
+        if (parse_expr(A, &init))
+            return -1;
+        if (init < INT32_MIN || init > INT32_MAX)
+            return err_at(A, col, "initial value %lld does not fit a 32-bit semaphore",
+                          (long long)init);
+    }
+    if (expect_end(A))
+        return -1;
+    uint32_t index;
+    if (A->core < 0) {
+        index = A->nsems_global;
+        if (index >= ISA_MAX_SEMS)
+            return err_at(A, name->col, "too many semaphores: a core has %d", ISA_MAX_SEMS);
+        A->nsems_global++;
+        for (int c = 0; c < ISA_MAX_CORES; c++)
+            A->nsems_core[c] = A->nsems_global;
+    } else {
+        index = A->nsems_core[A->core];
+        if (index >= ISA_MAX_SEMS)
+            return err_at(A, name->col, "too many semaphores on core %d: a core has %d",
+                          A->core, ISA_MAX_SEMS);
+        A->nsems_core[A->core]++;
+    }
+    if (declare_name(A, name, NS_SEM, A->core, index))
+        return -1;
+    isa_sem_t s;
+    memset(&s, 0, sizeof s);
+    s.name = isa_builder_string(&A->b, name->s, name->len);
+    s.core = A->core;
+    s.index = (uint8_t)index;
+    s.init = (int32_t)init;
+    if (isa_builder_sem(&A->b, &s) == UINT32_MAX)
+        A->oom = 1;
+    return 0;
+}
+
+/* Core list: K | A..B | K, K, ... (expressions allowed). */
+static int parse_core_list(asm_state_t *A, int64_t *cores, unsigned max, unsigned *n)
+{
+    *n = 0;
+    for (;;) {
+        uint32_t col = TOK(A)->col;
+        int64_t a, b;
+        if (parse_expr(A, &a))
+            return -1;
+        b = a;
+        if (accept(A, OP_DOTDOT) && parse_expr(A, &b))
+            return -1;
+        if (b < a)
+            return err_at(A, col, "empty core range %lld..%lld", (long long)a, (long long)b);
+        if (a < 0 || b >= (int64_t)A->b.prog->ncores)
+            return err_at(A, col, "core %lld out of range: the program has %u cores, 0..%u "
+                                  "(%u chip(s) of %d; .chips N sets the chip count)",
+                          (long long)(a < 0 ? a : b), A->b.prog->ncores,
+                          A->b.prog->ncores - 1, A->b.prog->chips, ISA_CORES_PER_CHIP);
+        for (int64_t c = a; c <= b; c++) {
+            for (unsigned i = 0; i < *n; i++)
+                if (cores[i] == c)
+                    return err_at(A, col, "core %lld is listed twice", (long long)c);
+            if (*n == max)
+                return err_at(A, col, "too many cores in the list");
+            cores[(*n)++] = c;
+        }
+        if (!accept(A, ','))
+            break;
+    }
+    return expect_end(A);
+}
+
+static int dir_group(asm_state_t *A)
+{
+    const isa_tok_t *name = TOK(A);
+    char b[64];
+    if (name->kind != TK_IDENT)
+        return err_here(A, "expected a group name, found %s", tok_desc(name, b, sizeof b));
+    A->pos++;
+    if (expect(A, '=', "'=' and the member cores"))
+        return -1;
+    int64_t cores[ISA_MAX_CORES];
+    unsigned n;
+    if (parse_core_list(A, cores, ISA_MAX_CORES, &n))
+        return -1;
+    if (declare_name(A, name, NS_GROUP, -1, A->b.prog->ngroups))
+        return -1;
+    isa_group_t g;
+    g.name = isa_builder_string(&A->b, name->s, name->len);
+    g.ncores = n;
+    g.first = isa_builder_ints(&A->b, cores, n);
+    if (isa_builder_group(&A->b, &g) == UINT32_MAX)
+        A->oom = 1;
+    return 0;
+}
+
+/* ---- instructions ---------------------------------------------------------------------------------- */
+
+static int parse_enum_slot(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t *arg)
+{
+    const isa_tok_t *t = TOK(A);
+    int v = -1;
+    const char *what, *list;
+    switch (sd->kind) {
+    case ISA_KIND_FUNC:
+        what = "activation function";
+        list = func_list;
+        if (t->kind == TK_IDENT)
+            v = isa_func_lookup(t->s, t->len);
+        break;
+    case ISA_KIND_CMP:
+        what = "comparison";
+        list = cmp_list;
+        if (t->kind == TK_IDENT)
+            v = isa_cmp_lookup(t->s, t->len);
+        break;
+    default:
+        what = sd->kind == ISA_KIND_RED ? "reduction operator" : "ALU operator";
+        list = alu_list;
+        if (t->kind == TK_IDENT)
+            v = isa_alu_lookup(t->s, t->len);
+        break;
+    }
+    if (v < 0) {
+        char b[64];
+        if (t->kind == TK_IDENT)
+            return err_here(A, "%s: unknown %s '%.*s' (%s)", sd->name, what, (int)t->len, t->s,
+                            list);
+        return err_here(A, "%s: expected an %s, found %s", sd->name, what,
+                        tok_desc(t, b, sizeof b));
+    }
+    if (sd->kind == ISA_KIND_RED && !isa_alu_can_reduce((isa_alu_t)v)) {
+        char reds[160] = "";
+        for (int k = 0; k < ISA_ALU_COUNT; k++)
+            if (isa_alu_can_reduce((isa_alu_t)k)) {
+                strcat(reds, " ");
+                strcat(reds, isa_alu_name((isa_alu_t)k));
+            }
+        return err_here(A, "%s: '%.*s' is not a reduction operator (one of%s)", sd->name,
+                        (int)t->len, t->s, reds);
+    }
+    A->pos++;
+    arg->v.i = v;
+    return 0;
+}
+
+static int add_view_arg(asm_state_t *A, const isa_view_t *v, isa_arg_t *arg)
+{
+    uint32_t idx = isa_builder_view(&A->b, v);
+    if (idx == UINT32_MAX) {
+        A->oom = 1;
+        return -1;
+    }
+    arg->index = idx;
+    return 0;
+}
+
+static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t *arg)
+{
+    arg->present = 1;
+    switch (sd->kind) {
+    case ISA_KIND_VIEW: {
+        isa_view_t v;
+        if (parse_view(A, &v))
+            return -1;
+        arg->is_view = 1;
+        return add_view_arg(A, &v, arg);
+    }
+    case ISA_KIND_SCALAR:
+        if (at_view(A)) {
+            isa_view_t v;
+            if (parse_view(A, &v))
+                return -1;
+            arg->is_view = 1;
+            return add_view_arg(A, &v, arg);
+        }
+        return parse_fexpr(A, &arg->v.f);
+    case ISA_KIND_FLOAT:
+        return parse_fexpr(A, &arg->v.f);
+    case ISA_KIND_INT:
+        return parse_expr(A, &arg->v.i);
+    case ISA_KIND_LIST: {
+        if (expect(A, '[', "'[' starting a list"))
+            return -1;
+        int64_t vals[ISA_MAX_LIST];
+        unsigned n = 0;
+        if (!tok_is(TOK(A), ']')) {
+            for (;;) {
+                if (n == ISA_MAX_LIST)
+                    return err_here(A, "list too long (at most %d)", ISA_MAX_LIST);
+                if (parse_expr(A, &vals[n]))
+                    return -1;
+                n++;
+                if (!accept(A, ','))
+                    break;
+            }
+        }
+        if (expect(A, ']', "']' or ','"))
+            return -1;
+        uint32_t idx = isa_builder_ints(&A->b, vals, n);
+        if (idx == UINT32_MAX) {
+            A->oom = 1;
+            return -1;
+        }
+        arg->index = idx;
+        arg->count = (uint16_t)n;
+        return 0;
+    }
+    case ISA_KIND_ALU:
+    case ISA_KIND_RED:
+    case ISA_KIND_FUNC:
+    case ISA_KIND_CMP:
+        return parse_enum_slot(A, sd, arg);
+    case ISA_KIND_GROUP: {
+        const isa_tok_t *t = TOK(A);
+        sym_t *y = t->kind == TK_IDENT ? sym_find(&A->syms, t->s, t->len, NS_GROUP, -1) : NULL;
+        if (!y && t->kind == TK_IDENT)
+            return err_here(A, "undefined group '%.*s'", (int)t->len, t->s);
+        if (!y) {
+            char b[64];
+            return err_here(A, "expected a group name, found %s", tok_desc(t, b, sizeof b));
+        }
+        A->pos++;
+        arg->v.i = y->value;
+        return 0;
+    }
+    default:
+        return err_here(A, "internal error: bad slot kind");
+    }
+}
+
+static int find_sem(asm_state_t *A, const isa_tok_t *t, uint8_t *index)
+{
+    sym_t *y = NULL;
+    if (t->kind == TK_IDENT) {
+        if (A->core >= 0)
+            y = sym_find(&A->syms, t->s, t->len, NS_SEM, A->core);
+        if (!y)
+            y = sym_find(&A->syms, t->s, t->len, NS_SEM, -1);
+    }
+    if (!y) {
+        char b[64];
+        if (t->kind == TK_IDENT)
+            return err_at(A, t->col, "undefined semaphore '%.*s'", (int)t->len, t->s);
+        return err_at(A, t->col, "expected a semaphore name, found %s", tok_desc(t, b, sizeof b));
+    }
+    *index = (uint8_t)y->value;
+    return 0;
+}
+
+static int parse_clause(asm_state_t *A, isa_instr_t *in)
+{
+    const isa_tok_t *kw = TOK(A);
+    if (tok_ident(kw, "wait")) {
+        A->pos++;
+        if (in->nwait == ISA_MAX_WAITS)
+            return err_at(A, kw->col, "too many waits: at most %d per instruction",
+                          ISA_MAX_WAITS);
+        isa_sync_t *s = &in->wait[in->nwait];
+        if (find_sem(A, TOK(A), &s->sem))
+            return -1;
+        A->pos++;
+        if (accept(A, OP_GE))
+            s->op = ISA_WAIT_GE;
+        else if (accept(A, OP_EQ))
+            s->op = ISA_WAIT_EQ;
+        else {
+            char b[64];
+            return err_here(A, "expected '>=' or '==' after the semaphore in a wait clause, "
+                               "found %s", tok_desc(TOK(A), b, sizeof b));
+        }
+        uint32_t col = TOK(A)->col;
+        int64_t v;
+        if (parse_expr(A, &v))
+            return -1;
+        if (v < INT32_MIN || v > INT32_MAX)
+            return err_at(A, col, "wait value %lld does not fit a 32-bit semaphore",
+                          (long long)v);
+        s->value = (int32_t)v;
+        in->nwait++;
+        return 0;
+    }
+    if (tok_ident(kw, "post")) {
+        A->pos++;
+        if (in->npost == ISA_MAX_POSTS)
+            return err_at(A, kw->col, "too many posts: at most %d per instruction",
+                          ISA_MAX_POSTS);
+        isa_sync_t *s = &in->post[in->npost];
+        if (find_sem(A, TOK(A), &s->sem))
+            return -1;
+        A->pos++;
+        s->op = ISA_POST_ADD;
+        s->value = 1;
+        int has_value = 1;
+        if (accept(A, OP_PLUSEQ))
+            s->op = ISA_POST_ADD;
+        else if (accept(A, OP_MINUSEQ))
+            s->op = ISA_POST_SUB;
+        else if (accept(A, '='))
+            s->op = ISA_POST_SET;
+        else
+            has_value = 0;
+        if (has_value) {
+            uint32_t col = TOK(A)->col;
+            int64_t v;
+            if (parse_expr(A, &v))
+                return -1;
+            if (v < INT32_MIN || v > INT32_MAX)
+                return err_at(A, col, "post value %lld does not fit a 32-bit semaphore",
+                              (long long)v);
+            s->value = (int32_t)v;
+        }
+        in->npost++;
+        return 0;
+    }
+    char b[64];
+    return err_here(A, "expected 'wait' or 'post' after '|', found %s",
+                    tok_desc(kw, b, sizeof b));
+}
+
+static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_instr_t *in)
+{
+    instr_vec_t *s = &A->streams[core * ISA_ENGINE_COUNT + (uint32_t)engine];
+    if (A->emitted >= ASM_MAX_INSTRS) {
+        if (!A->limit_hit)
+            err_at(A, 1, "the program has more than %u instructions (the assembler's limit)",
+                   ASM_MAX_INSTRS);
+        A->limit_hit = 1;
+        return -1;
+    }
+    if (s->n == s->cap) {
+        uint32_t nc = s->cap ? s->cap * 2 : 64;
+        isa_instr_t *p = realloc(s->v, nc * sizeof *p);
+        if (!p) {
+            A->oom = 1;
+            return -1;
+        }
+        s->v = p;
+        s->cap = nc;
+    }
+    s->v[s->n++] = *in;
+    A->emitted++;
+    return 0;
+}
+
+/* Run the static checks on an emitted instruction, reporting at the right column. */
+static int check_emitted(asm_state_t *A, const isa_instr_t *in, const uint32_t *slot_cols,
+                         uint32_t instr_col)
+{
+    char msg[512];
+    int bad = isa_check_instr(A->b.prog, A->core < 0 ? 0 : (uint32_t)A->core, in, &A->geo, msg,
+                              sizeof msg);
+    if (!bad)
+        return 0;
+    uint32_t col = instr_col;
+    if (bad >= 1 && bad <= ISA_MAX_SLOTS && slot_cols[bad - 1])
+        col = slot_cols[bad - 1];
+    return err_at(A, col, "%s", msg);
+}
+
+/* Does token t name the flag slot of this op? */
+static int flag_slot(const isa_op_info_t *info, const isa_tok_t *t)
+{
+    if (t->kind != TK_IDENT ||
+        !(t[1].kind == TK_END || tok_is(&t[1], ',') || tok_is(&t[1], '|')))
+        return -1;
+    for (unsigned i = 0; i < info->nslots; i++)
+        if (info->slots[i].form == ISA_FORM_FLAG && strlen(info->slots[i].name) == t->len &&
+            memcmp(info->slots[i].name, t->s, t->len) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int option_slot(const isa_op_info_t *info, const isa_tok_t *t)
+{
+    if (t->kind != TK_IDENT || !tok_is(&t[1], '='))
+        return -1;
+    for (unsigned i = 0; i < info->nslots; i++)
+        if (info->slots[i].form == ISA_FORM_OPTION && strlen(info->slots[i].name) == t->len &&
+            memcmp(info->slots[i].name, t->s, t->len) == 0)
+            return (int)i;
+    return -2; /* looks like an option, but this op has none by that name */
+}
+
+/* Human-readable usage of an instruction, built from its ops.def signature:
+ * "dma D, SRC [, queue=N] [, accumulate]". */
+static const char *op_usage(const isa_op_info_t *info, char *buf, size_t n)
+{
+    size_t at = 0;
+#define PUT(...)                                                                               \
+    do {                                                                                       \
+        int w_ = snprintf(buf + at, n - at, __VA_ARGS__);                                      \
+        if (w_ > 0)                                                                            \
+            at = at + (size_t)w_ < n ? at + (size_t)w_ : n - 1;                                \
+    } while (0)
+    PUT("%s", info->mnemonic);
+    for (unsigned i = 0; i < info->nslots; i++) {
+        const isa_slot_desc_t *sd = &info->slots[i];
+        const char *sep = i == 0 ? " " : ", ";
+        static const char *const placeholder[] = {"VIEW", "S", "F", "N", "[...]", "OP", "OP",
+                                                  "FUNC", "CMP", "GROUP", ""};
+        if (sd->form == ISA_FORM_FLAG)
+            PUT(" [%s%s]", i == 0 ? "" : ", ", sd->name);
+        else if (sd->form == ISA_FORM_OPTION)
+            PUT("%s%s%s=%s%s", sd->optional ? " [" : sep, sd->optional && i ? ", " : "",
+                sd->name, placeholder[sd->kind], sd->optional ? "]" : "");
+        else
+            PUT("%s%s%s%s", sd->optional ? " [" : sep, sd->optional && i ? ", " : "", sd->name,
+                sd->optional ? "]" : "");
+    }
+#undef PUT
+    return buf;
+}
+
+/* "dve pool": the engines on which an instruction is legal. */
+static const char *op_engines(const isa_op_info_t *info, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+        if (info->engines & (1u << e)) {
+            size_t at = strlen(buf);
+            snprintf(buf + at, n - at, "%s%s", at ? " " : "", isa_engine_name((isa_engine_t)e));
+        }
+    return buf;
+}
+
+/* Directive names, to recognise a forgotten dot ("loop i = 0, 4"). */
+static int is_directive_name(const isa_tok_t *t)
+{
+    static const char *const names[] = {"arch", "chips", "let", "loop", "endloop", "if",
+                                        "elif", "else", "endif", "hbm", "sbuf", "psum",
+                                        "sem", "group", "core", "engine"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (tok_ident(t, names[i]))
+            return 1;
+    return 0;
+}
+
+static int statement_instr(asm_state_t *A)
+{
+    const isa_tok_t *mn = TOK(A);
+    /* the opcode was looked up once per source line by build_structure */
+    uint16_t cached = A->info[A->cur_line].op;
+    isa_op_t op = cached == UINT16_MAX ? ISA_OP_COUNT : (isa_op_t)cached;
+    char ub[256];
+    if (op == ISA_OP_COUNT) {
+        if (is_directive_name(mn))
+            return err_here(A, "unknown instruction '%.*s' (the directive is '.%.*s')",
+                            (int)mn->len, mn->s, (int)mn->len, mn->s);
+        return err_here(A, "unknown instruction '%.*s'", (int)mn->len, mn->s);
+    }
+    if (A->engine < 0) {
+        if (A->in_core_block)
+            return err_here(A, "instruction '%.*s' has no engine: each .core block starts "
+                               "without one; put '.engine NAME' (%s) before it", (int)mn->len,
+                            mn->s, engine_list);
+        return err_here(A, "instruction '%.*s' before any .engine directive: put '.engine "
+                           "NAME' (%s) before it", (int)mn->len, mn->s, engine_list);
+    }
+    const isa_op_info_t *info = isa_op_info(op);
+    if (!(info->engines & (1u << A->engine)))
+        return err_here(A, "'%s' is not legal on engine %s (legal on: %s)", info->mnemonic,
+                        isa_engine_name((isa_engine_t)A->engine),
+                        op_engines(info, ub, sizeof ub));
+    A->pos++;
+    A->seen_decl = 1;
+
+    isa_arg_t args[ISA_MAX_SLOTS];
+    uint32_t cols[ISA_MAX_SLOTS];
+    memset(args, 0, sizeof args);
+    memset(cols, 0, sizeof cols);
+    /* matmul D, STAT, MOV is shorthand for ldweights STAT + matmul D, MOV */
+    isa_arg_t stat_arg;
+    uint32_t stat_col = 0;
+    int shorthand = 0;
+    unsigned npos = 0;
+    int first_item = 1;
+    unsigned required = 0;
+    for (unsigned i = 0; i < info->nslots; i++)
+        if (info->slots[i].form == ISA_FORM_POSITIONAL && !info->slots[i].optional)
+            required++;
+    while (TOK(A)->kind != TK_END && !tok_is(TOK(A), '|')) {
+        if (!first_item && expect(A, ',', "',' between operands"))
+            return -1;
+        first_item = 0;
+        const isa_tok_t *t = TOK(A);
+        int s;
+        /* required positionals come first; after them a bare flag name is the flag */
+        if (npos >= required && (s = flag_slot(info, t)) >= 0) {
+            if (args[s].present)
+                return err_here(A, "flag '%.*s' given twice", (int)t->len, t->s);
+            args[s].present = 1;
+            args[s].v.i = 1;
+            cols[s] = t->col;
+            A->pos++;
+            continue;
+        }
+        s = option_slot(info, t);
+        if (s >= 0) {
+            if (args[s].present)
+                return err_here(A, "option '%.*s' given twice", (int)t->len, t->s);
+            A->pos += 2;
+            cols[s] = TOK(A)->col;
+            if (parse_slot_value(A, &info->slots[s], &args[s]))
+                return -1;
+            continue;
+        }
+        if (s == -2)
+            return err_here(A, "'%s' has no option '%.*s' (usage: %s)", info->mnemonic,
+                            (int)t->len, t->s, op_usage(info, ub, sizeof ub));
+        /* positional */
+        if (op == ISA_OP_MATMUL && npos == 2 && !shorthand && t->kind == TK_IDENT) {
+            /* third view: shorthand; what we parsed as MOV was STAT */
+            shorthand = 1;
+            stat_arg = args[1];
+            stat_col = cols[1];
+            memset(&args[1], 0, sizeof args[1]);
+            cols[1] = t->col;
+            if (parse_slot_value(A, &info->slots[1], &args[1]))
+                return -1;
+            continue;
+        }
+        unsigned k = 0, slot = UINT32_MAX;
+        for (unsigned i = 0; i < info->nslots; i++)
+            if (info->slots[i].form == ISA_FORM_POSITIONAL) {
+                if (k == npos) {
+                    slot = i;
+                    break;
+                }
+                k++;
+            }
+        if (slot == UINT32_MAX) {
+            int has_flags = 0;
+            for (unsigned i = 0; i < info->nslots; i++)
+                has_flags |= info->slots[i].form == ISA_FORM_FLAG;
+            if (has_flags && t->kind == TK_IDENT && flag_slot(info, t) < 0 &&
+                !tok_is(&t[1], '[') && !tok_is(&t[1], ':') && !find_tensor(A, t))
+                return err_here(A, "'%s' has no flag '%.*s' (usage: %s)", info->mnemonic,
+                                (int)t->len, t->s, op_usage(info, ub, sizeof ub));
+            return err_here(A, "too many operands for '%s' (usage: %s)", info->mnemonic,
+                            op_usage(info, ub, sizeof ub));
+        }
+        cols[slot] = t->col;
+        if (parse_slot_value(A, &info->slots[slot], &args[slot]))
+            return -1;
+        npos++;
+    }
+    isa_instr_t in;
+    memset(&in, 0, sizeof in);
+    in.op = (uint16_t)op;
+    in.engine = (uint8_t)A->engine;
+    in.line = A->lineno;
+    while (accept(A, '|'))
+        if (parse_clause(A, &in))
+            return -1;
+    if (expect_end(A))
+        return -1;
+    for (unsigned i = 0; i < info->nslots; i++)
+        if (!info->slots[i].optional && !args[i].present) {
+            const isa_slot_desc_t *sd = &info->slots[i];
+            return err_at(A, mn->col, "'%s' needs %s%s%s (usage: %s)", info->mnemonic,
+                          sd->form == ISA_FORM_OPTION ? "option " : "operand ", sd->name,
+                          sd->form == ISA_FORM_OPTION ? "=..." : "",
+                          op_usage(info, ub, sizeof ub));
+        }
+    /* optional positionals come in pairs that go together (OP1 with S1) */
+    if (op == ISA_OP_TENSOR_SCALAR && args[4].present != args[5].present)
+        return err_at(A, mn->col, "tensor_scalar: OP1 and S1 go together (usage: %s)",
+                      op_usage(info, ub, sizeof ub));
+
+    uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
+    if (shorthand) {
+        /* ldweights STAT gets the waits, matmul the posts */
+        const isa_op_info_t *lw = isa_op_info(ISA_OP_LDWEIGHTS);
+        isa_instr_t l;
+        memset(&l, 0, sizeof l);
+        l.op = ISA_OP_LDWEIGHTS;
+        l.engine = in.engine;
+        l.line = in.line;
+        l.nwait = in.nwait;
+        memcpy(l.wait, in.wait, sizeof l.wait);
+        in.nwait = 0;
+        memset(in.wait, 0, sizeof in.wait);
+        uint32_t first = isa_builder_args(&A->b, lw->nslots);
+        if (first == UINT32_MAX) {
+            A->oom = 1;
+            return -1;
+        }
+        A->b.prog->args[first] = stat_arg;
+        l.args = first;
+        uint32_t lcols[ISA_MAX_SLOTS] = {stat_col};
+        if (check_emitted(A, &l, lcols, mn->col) || stream_push(A, core, A->engine, &l))
+            return -1;
+    }
+    uint32_t first = isa_builder_args(&A->b, info->nslots);
+    if (first == UINT32_MAX) {
+        A->oom = 1;
+        return -1;
+    }
+    memcpy(&A->b.prog->args[first], args, info->nslots * sizeof args[0]);
+    in.args = first;
+    if (check_emitted(A, &in, cols, mn->col))
+        return -1;
+    return stream_push(A, core, A->engine, &in);
+}
+
+/* ---- directives ------------------------------------------------------------------------------------ */
+
+static int statement(asm_state_t *A)
+{
+    const isa_tok_t *t = TOK(A);
+    if (t->kind == TK_IDENT)
+        return statement_instr(A);
+    if (t->kind != TK_DIRECTIVE) {
+        char b[64];
+        return err_here(A, "expected a directive or an instruction, found %s",
+                        tok_desc(t, b, sizeof b));
+    }
+    A->pos++;
+#define IS(word) (t->len == sizeof(word) - 1 && memcmp(t->s, word, t->len) == 0)
+    if (IS("arch")) {
+        const isa_tok_t *n = TOK(A);
+        if (A->seen_decl)
+            return err_at(A, t->col, ".arch must come before declarations and instructions");
+        if (n->kind != TK_IDENT && n->kind != TK_INT)
+            return err_here(A, "expected an architecture name");
+        /* names like trn1-32xl: glue identifier, '-' and number tokens without spaces */
+        char name[32];
+        size_t len = 0;
+        const char *start = n->s;
+        const isa_tok_t *e = n;
+        while (e->kind != TK_END && e->s == start + len) {
+            if (len + e->len >= sizeof name)
+                return err_at(A, n->col, "architecture name too long");
+            memcpy(name + len, e->s, e->len);
+            len += e->len;
+            e++;
+            A->pos++;
+        }
+        name[len] = 0;
+        if (expect_end(A))
+            return -1;
+        if (A->opt->arch_lookup) {
+            isa_geometry_t g;
+            if (A->opt->arch_lookup(A->opt->arch_ctx, name, &g))
+                return err_at(A, n->col, "unknown architecture '%s'", name);
+            A->geo = g;
+        }
+        memcpy(A->b.prog->arch, name, len + 1);
+        return 0;
+    }
+    if (IS("chips")) {
+        uint32_t col = TOK(A)->col;
+        int64_t n;
+        if (parse_expr(A, &n) || expect_end(A))
+            return -1;
+        if (A->seen_chips)
+            return err_at(A, t->col, ".chips given twice");
+        if (A->seen_core || A->seen_decl)
+            return err_at(A, t->col, ".chips must come before .core, declarations and "
+                                     "instructions");
+        if (n < 1 || n > ISA_MAX_CHIPS)
+            return err_at(A, col, "chip count %lld out of range 1..%d", (long long)n,
+                          ISA_MAX_CHIPS);
+        A->seen_chips = 1;
+        A->b.prog->chips = (uint32_t)n;
+        A->b.prog->ncores = (uint32_t)n * ISA_CORES_PER_CHIP;
+        return 0;
+    }
+    if (IS("let")) {
+        const isa_tok_t *n = TOK(A);
+        if (n->kind != TK_IDENT)
+            return err_here(A, "expected a name after .let");
+        if (tok_ident(n, "core"))
+            return err_here(A, "'core' is reserved");
+        A->pos++;
+        int64_t v;
+        if (expect(A, '=', "'='") || parse_expr(A, &v) || expect_end(A))
+            return -1;
+        sym_t *y = sym_find(&A->syms, n->s, n->len, NS_INT, -1);
+        if (!y) {
+            y = sym_add(&A->syms, n->s, n->len, NS_INT, -1);
+            if (!y) {
+                A->oom = 1;
+                return -1;
+            }
+        }
+        y->hidden = 0;
+        y->value = v;
+        return 0;
+    }
+    if (IS("hbm") || IS("sbuf") || IS("psum")) {
+        A->seen_decl = 1;
+        return dir_tensor(A, IS("hbm") ? ISA_SPACE_HBM : IS("sbuf") ? ISA_SPACE_SBUF
+                                                                    : ISA_SPACE_PSUM);
+    }
+    if (IS("sem")) {
+        A->seen_decl = 1;
+        return dir_sem(A);
+    }
+    if (IS("group")) {
+        A->seen_decl = 1;
+        return dir_group(A);
+    }
+    if (IS("engine")) {
+        const isa_tok_t *n = TOK(A);
+        int e = n->kind == TK_IDENT ? isa_engine_lookup(n->s, n->len) : -1;
+        if (e < 0) {
+            char b[64];
+            if (n->kind == TK_IDENT)
+                return err_here(A, "unknown engine '%.*s' (%s)", (int)n->len, n->s,
+                                engine_list);
+            return err_here(A, "expected an engine name (%s), found %s", engine_list,
+                            tok_desc(n, b, sizeof b));
+        }
+        A->pos++;
+        if (expect_end(A))
+            return -1;
+        A->engine = e;
+        return 0;
+    }
+    if (IS("endloop") || IS("endif") || IS("else") || IS("elif"))
+        return err_at(A, t->col, "'.%.*s' without a matching opening directive", (int)t->len,
+                      t->s);
+    if (IS("loop") || IS("if") || IS("core"))
+        return err_at(A, t->col, "internal error: unexpected structural directive");
+    return err_at(A, t->col, "unknown directive '.%.*s'", (int)t->len, t->s);
+#undef IS
+}
+
+/* ---- structure and execution ------------------------------------------------------------------------ */
+
+
+
+/* The structural kind of a line, found once (the execution pass replays lines often). */
+static uint8_t classify_line(const isa_tok_t *t)
+{
+    if (t->kind != TK_DIRECTIVE)
+        return LK_STMT;
+    static const struct {
+        const char *word;
+        uint8_t kind;
+    } words[] = {{"loop", LK_LOOP}, {"endloop", LK_ENDLOOP}, {"if", LK_IF},
+                 {"elif", LK_ELIF}, {"else", LK_ELSE},       {"endif", LK_ENDIF},
+                 {"core", LK_CORE}};
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
+        if (dir_is(t, words[k].word))
+            return words[k].kind;
+    return LK_STMT;
+}
+
+/* The .if line that starts the chain line i (an .if, .elif or .else) belongs to. */
+static uint32_t if_head(asm_state_t *A, uint32_t i)
+{
+    return A->info[i].kind == LK_IF ? i : A->info[i].head;
+}
+
+/*
+ * Match .loop/.endloop and .if/.elif/.else/.endif, find where each .core block ends, and
+ * reject structure errors with a message naming the block that is open. Returns -1 on
+ * errors (the program is then not executed, to avoid cascades).
+ */
+static int build_structure(asm_state_t *A)
+{
+    uint32_t n = A->lx.nlines;
+    uint32_t *stack = malloc((n + 1) * sizeof *stack);
+    if (!stack) {
+        A->oom = 1;
+        return -1;
+    }
+    uint32_t sp = 0;
+    int bad = 0;
+    uint32_t last_core = UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        const isa_tok_t *t = line_tok(A, i);
+        line_info_t *li = &A->info[i];
+        A->lineno = A->lx.lines[i].number;
+        li->next = UINT32_MAX;
+        li->endif = UINT32_MAX;
+        li->kind = classify_line(t);
+        li->op = UINT16_MAX;
+        if (t->kind == TK_IDENT) {
+            isa_op_t op = isa_op_lookup(t->s, t->len);
+            li->op = (uint16_t)(op == ISA_OP_COUNT ? UINT16_MAX : op);
+        }
+        const line_info_t *top = sp ? &A->info[stack[sp - 1]] : NULL;
+        uint32_t top_line = sp ? A->lx.lines[stack[sp - 1]].number : 0;
+        uint32_t head_line = top && top->kind != LK_LOOP
+                                 ? A->lx.lines[if_head(A, stack[sp - 1])].number
+                                 : 0;
+        if ((li->kind == LK_ENDLOOP || li->kind == LK_ENDIF) && A->lx.lines[i].count > 1) {
+            char b[64];
+            err_at(A, t[1].col, "unexpected %s after '.%.*s'", tok_desc(&t[1], b, sizeof b),
+                   (int)t->len, t->s);
+            bad = 1;
+        }
+        switch (li->kind) {
+        case LK_LOOP:
+        case LK_IF:
+            if (sp == ASM_MAX_NESTING) {
+                err_at(A, t->col, "'.%.*s' nested too deeply (at most %d levels of .loop and "
+                                  ".if)", (int)t->len, t->s, ASM_MAX_NESTING);
+                bad = 1;
+            }
+            stack[sp++] = i;
+            break;
+        case LK_ELIF:
+        case LK_ELSE:
+            if (!top) {
+                err_at(A, t->col, "'.%.*s' without a matching .if", (int)t->len, t->s);
+                bad = 1;
+                continue;
+            }
+            if (top->kind == LK_LOOP) {
+                err_at(A, t->col, "'.%.*s' without a matching .if: the innermost open block "
+                                  "is the .loop of line %u", (int)t->len, t->s, top_line);
+                bad = 1;
+                continue;
+            }
+            if (top->kind == LK_ELSE) {
+                err_at(A, t->col, "'.%.*s' after the .else (line %u) of the .if of line %u",
+                       (int)t->len, t->s, top_line, head_line);
+                bad = 1;
+                continue;
+            }
+            A->info[stack[sp - 1]].next = i;
+            li->head = if_head(A, stack[sp - 1]);
+            stack[sp - 1] = i;
+            break;
+        case LK_ENDIF: {
+            if (!top) {
+                err_at(A, t->col, "'.endif' without a matching .if");
+                bad = 1;
+                continue;
+            }
+            if (top->kind == LK_LOOP) {
+                err_at(A, t->col, "'.endif' without a matching .if: the innermost open block "
+                                  "is the .loop of line %u (close it with .endloop first)",
+                       top_line);
+                bad = 1;
+                continue;
+            }
+            uint32_t last = stack[--sp];
+            A->info[last].next = i;
+            for (uint32_t j = if_head(A, last); j != i; j = A->info[j].next)
+                A->info[j].endif = i;
+            break;
+        }
+        case LK_ENDLOOP:
+            if (!top) {
+                err_at(A, t->col, "'.endloop' without a matching .loop");
+                bad = 1;
+                continue;
+            }
+            if (top->kind != LK_LOOP) {
+                err_at(A, t->col, "'.endloop' without a matching .loop: the innermost open "
+                                  "block is the .if of line %u (close it with .endif first)",
+                       head_line);
+                bad = 1;
+                continue;
+            }
+            A->info[stack[--sp]].next = i;
+            break;
+        case LK_CORE:
+            if (top) {
+                err_at(A, t->col, ".core must be at the top level, not inside the %s of line "
+                                  "%u", top->kind == LK_LOOP ? ".loop" : ".if",
+                       top->kind == LK_LOOP ? top_line : head_line);
+                bad = 1;
+                continue;
+            }
+            if (last_core != UINT32_MAX)
+                A->info[last_core].next = i;
+            last_core = i;
+            break;
+        default:
+            break;
+        }
+    }
+    if (last_core != UINT32_MAX)
+        A->info[last_core].next = n;
+    while (sp) {
+        uint32_t i = stack[--sp];
+        int is_loop = A->info[i].kind == LK_LOOP;
+        if (!is_loop)
+            i = if_head(A, i);
+        const isa_tok_t *t = line_tok(A, i);
+        A->lineno = A->lx.lines[i].number;
+        err_at(A, t->col, "'.%s' is never closed (missing .%s)", is_loop ? "loop" : "if",
+               is_loop ? "endloop" : "endif");
+        bad = 1;
+    }
+    free(stack);
+    return bad ? -1 : 0;
+}
+
+static void begin_line(asm_state_t *A, uint32_t i)
+{
+    A->t = line_tok(A, i);
+    A->pos = 0;
+    A->ntok = A->lx.lines[i].count;
+    A->lineno = A->lx.lines[i].number;
+    A->cur_line = i;
+    A->line_failed = 0;
+    A->expr_depth = 0;
+}
+
+static int stop_now(asm_state_t *A)
+{
+    return A->oom || A->limit_hit || isa_diag_full(A->diag);
+}
+
+/* Count one executed statement or loop iteration against ASM_MAX_STEPS. */
+static int count_step(asm_state_t *A, uint32_t line)
+{
+    if (++A->steps <= ASM_MAX_STEPS)
+        return 0;
+    if (!A->limit_hit)
+        isa_diag_error(A->diag, A->opt->filename, line, 1,
+                       "the program expands to more than %llu statements and loop iterations "
+                       "(an assembly-time loop that is too long?)",
+                       (unsigned long long)ASM_MAX_STEPS);
+    A->limit_hit = 1;
+    return -1;
+}
+
+static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last);
+
+static void exec_loop(asm_state_t *A, uint32_t i)
+{
+    begin_line(A, i);
+    A->pos = 1;
+    const isa_tok_t *var = TOK(A);
+    uint32_t end = A->info[i].next;
+    if (var->kind != TK_IDENT) {
+        char b[64];
+        err_here(A, "expected a loop variable name after .loop, found %s",
+                 tok_desc(var, b, sizeof b));
+        return;
+    }
+    if (tok_ident(var, "core")) {
+        err_here(A, "'core' is reserved (it is the core being emitted); choose another loop "
+                    "variable name");
+        return;
+    }
+    A->pos++;
+    int64_t start, stop, step = 1;
+    if (expect(A, '=', "'=' after the loop variable") || parse_expr(A, &start) ||
+        expect(A, ',', "',' and the end value") || parse_expr(A, &stop))
+        return;
+    if (accept(A, ',')) {
+        uint32_t col = TOK(A)->col;
+        if (parse_expr(A, &step))
+            return;
+        if (step == 0) {
+            err_at(A, col, "loop step cannot be zero");
+            return;
+        }
+    }
+    if (expect_end(A))
+        return;
+    /* Iteration count in unsigned arithmetic: START + k*STEP never overflows below. */
+    uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+    uint64_t iters = 0;
+    if (step > 0 && start < stop)
+        iters = ((uint64_t)stop - (uint64_t)start - 1) / mag + 1;
+    else if (step < 0 && start > stop)
+        iters = ((uint64_t)start - (uint64_t)stop - 1) / mag + 1;
+    sym_t *y = sym_find(&A->syms, var->s, var->len, NS_INT, -1);
+    int existed = y != NULL && !y->hidden;
+    int64_t saved = y ? y->value : 0;
+    if (!y && !(y = sym_add(&A->syms, var->s, var->len, NS_INT, -1))) {
+        A->oom = 1;
+        return;
+    }
+    y->hidden = 0;
+    uint32_t yi = (uint32_t)(y - A->syms.syms);
+    uint32_t line = A->lineno;
+    int64_t v = start;
+    for (uint64_t k = 0; k < iters; k++) {
+        if (count_step(A, line))
+            break;
+        A->syms.syms[yi].value = v;
+        exec_lines(A, i + 1, end);
+        if (stop_now(A))
+            break;
+        if (k + 1 < iters)
+            v += step;
+    }
+    /* After the loop the name means what it meant before: the old value, or nothing. */
+    if (existed)
+        A->syms.syms[yi].value = saved;
+    else
+        A->syms.syms[yi].hidden = 1;
+}
+
+static void exec_if(asm_state_t *A, uint32_t i)
+{
+    uint32_t endif = A->info[i].endif;
+    uint32_t cur = i;
+    while (cur != endif) {
+        begin_line(A, cur);
+        uint32_t next = A->info[cur].next;
+        int take;
+        A->pos = 1;
+        if (A->info[cur].kind == LK_ELSE) {
+            if (expect_end(A))
+                return;
+            take = 1;
+        } else {
+            int64_t v;
+            if (parse_expr(A, &v) || expect_end(A))
+                return;
+            take = v != 0;
+        }
+        if (take) {
+            exec_lines(A, cur + 1, next);
+            return;
+        }
+        cur = next;
+    }
+}
+
+static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last)
+{
+    for (uint32_t i = first; i < last && !stop_now(A);) {
+        if (count_step(A, A->lx.lines[i].number))
+            return;
+        switch (A->info[i].kind) {
+        case LK_LOOP:
+            exec_loop(A, i);
+            i = A->info[i].next + 1;
+            break;
+        case LK_IF:
+            exec_if(A, i);
+            i = A->info[i].endif + 1;
+            break;
+        case LK_CORE: {
+            begin_line(A, i);
+            A->pos = 1;
+            uint32_t end = A->info[i].next;
+            int64_t cores[ISA_MAX_CORES];
+            unsigned n;
+            A->seen_core = 1;
+            if (parse_core_list(A, cores, ISA_MAX_CORES, &n) == 0) {
+                for (unsigned k = 0; k < n && !stop_now(A); k++) {
+                    A->core = (int32_t)cores[k];
+                    A->in_core_block = 1;
+                    A->engine = -1;
+                    exec_lines(A, i + 1, end);
+                }
+            }
+            A->engine = -1;
+            i = end;
+            break;
+        }
+        default:
+            begin_line(A, i);
+            statement(A);
+            i++;
+            break;
+        }
+    }
+}
+
+/* ---- finishing ------------------------------------------------------------------------------------ */
+
+static int finish(asm_state_t *A)
+{
+    isa_program_t *p = A->b.prog;
+    uint32_t nstreams = p->ncores * ISA_ENGINE_COUNT;
+    p->streams = calloc(nstreams, sizeof *p->streams);
+    uint64_t total = 0;
+    for (uint32_t s = 0; s < nstreams; s++)
+        total += A->streams[s].n;
+    for (uint32_t s = nstreams; s < ISA_MAX_CORES * ISA_ENGINE_COUNT; s++)
+        if (A->streams[s].n)
+            return -1; /* cannot happen: cores are range-checked */
+    if (total >= UINT32_MAX)
+        return -1;
+    p->instrs = malloc((total ? total : 1) * sizeof *p->instrs);
+    if (!p->streams || !p->instrs)
+        return -1;
+    uint32_t at = 0;
+    for (uint32_t s = 0; s < nstreams; s++) {
+        p->streams[s].first = at;
+        p->streams[s].count = A->streams[s].n;
+        if (A->streams[s].n)
+            memcpy(&p->instrs[at], A->streams[s].v, A->streams[s].n * sizeof *p->instrs);
+        at += A->streams[s].n;
+    }
+    p->ninstrs = at;
+    if (A->opt->filename)
+        p->source = isa_builder_string(&A->b, A->opt->filename, strlen(A->opt->filename));
+    return A->b.oom ? -1 : 0;
+}
+
+void isa_asm_options_default(isa_asm_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->filename = "<input>";
+    isa_geometry_default(&o->geometry);
+}
+
+ncsim_status_t isa_assemble(const char *text, size_t len, const isa_asm_options_t *opt,
+                            isa_program_t **out, isa_diag_t *diag)
+{
+    *out = NULL;
+    asm_state_t *A = calloc(1, sizeof *A);
+    if (!A)
+        return NCSIM_NOMEM;
+    isa_asm_options_t defaults;
+    if (!opt) {
+        isa_asm_options_default(&defaults);
+        opt = &defaults;
+    }
+    A->opt = opt;
+    A->geo = opt->geometry;
+    A->diag = diag;
+    A->core = -1;
+    A->engine = -1;
+    ncsim_status_t st = NCSIM_NOMEM;
+    /* count lines for the one-error-per-line table */
+    uint32_t nl = 1;
+    for (size_t i = 0; i < len; i++)
+        nl += text[i] == '\n';
+    A->max_line = nl;
+    A->line_reported = calloc(nl + 1, 1);
+    A->streams = calloc(ISA_MAX_CORES * ISA_ENGINE_COUNT, sizeof *A->streams);
+    if (!A->line_reported || !A->streams || isa_builder_init(&A->b) || symtab_init(&A->syms))
+        goto done;
+    if (memchr(text, '\0', len)) {
+        isa_diag_error(diag, opt->filename, 0, 0, "input contains a NUL byte: not NCA text");
+        st = NCSIM_ASSEMBLY;
+        goto done;
+    }
+    unsigned errors_before = diag->errors;
+    if (isa_lex(text, len, &A->lx, lex_error, A))
+        goto done;
+    A->info = calloc(A->lx.nlines + 1, sizeof *A->info);
+    if (!A->info)
+        goto done;
+    if (build_structure(A) == 0 && diag->errors == errors_before)
+        exec_lines(A, 0, A->lx.nlines);
+    if (A->oom || A->b.oom)
+        goto done;
+    if (diag->errors != errors_before) {
+        st = NCSIM_ASSEMBLY;
+        goto done;
+    }
+    if (finish(A))
+        goto done;
+    *out = A->b.prog;
+    A->b.prog = NULL;
+    st = NCSIM_OK;
+done:
+    if (st == NCSIM_NOMEM)
+        isa_diag_error(diag, opt->filename, 0, 0, "out of memory");
+    isa_program_free(A->b.prog);
+    if (A->streams)
+        for (uint32_t s = 0; s < ISA_MAX_CORES * ISA_ENGINE_COUNT; s++)
+            free(A->streams[s].v);
+    free(A->streams);
+    free(A->line_reported);
+    free(A->info);
+    isa_lexed_free(&A->lx);
+    symtab_free(&A->syms);
+    free(A);
+    return st;
+}

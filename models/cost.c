@@ -1,0 +1,685 @@
+/*
+ * cost.c -- initiation interval and latency of one instruction (models/cost.h), and the shape
+ * and efficiency of a DMA transfer, from the published NeuronCore-v2 cost formulas.
+ *
+ * Every formula cites its source tag of shared/reference/neuroncore-v2.md (section 5 unless
+ * stated); docs/cost-model.md has the same formulas as tables, with the config keys and the
+ * assumptions. Every constant comes from mdl_arch_t; the only literals here are structural
+ * (2 FLOPs per MAC, "half of N", a triple of bn_stats values, log2 of a partition count).
+ *
+ * Model decisions shared by every compute engine (justified in docs/cost-model.md):
+ *  - II (throughput) is the published cost formula. Latency = II + the ~60-cycle static
+ *    access overhead (ARCH) + the engine's pipeline latency (assumption). The static overhead
+ *    is thus hidden between independent back-to-back instructions and paid in full by a
+ *    dependent one (the engine interlock and semaphores wait for completion), which is what
+ *    "partly hidden by instruction-level parallelism" (ARCH) describes.
+ *  - The ARCH "~100 cycles for N << 128 or dependent instructions" rule of thumb is not a
+ *    separate term: it is the MIN_II floor (independent) or MIN_II + static overhead
+ *    (+ latency) for a dependent chain.
+ *  - Stride penalty (ARCH): an operand whose innermost stride exceeds stride_penalty_bytes
+ *    streams at 1/stride_penalty_factor bandwidth; the N-proportional term of the formula is
+ *    multiplied by the worst operand's factor.
+ *
+ * Hot path: no allocation, no strings, no libm; a switch over the opcodes of ops.def with no
+ * default, so a new row in ops.def fails the -Werror build until it has a cost here.
+ */
+#include "cost.h"
+
+#include <string.h>
+
+/* ---- operand slot numbers: positions in the signatures of isa/ops.def ---------------------- */
+/* (tests/unit/test_cost.c checks these against the slot names of isa_op_info) */
+
+enum {
+    SLOT_D = 0,            /* destination of every op that has one */
+    SLOT_SRC = 1,          /* SRC / MOV / A / PRED: the first source */
+    LDW_STAT = 0,          /* ldweights STAT */
+    MM_ACC = 2,            /* matmul !acc */
+    ACT_SCALE = 3,         /* activate scale=s? */
+    ACT_BIAS = 4,          /* activate bias=v? */
+    ACT_SUM = 5,           /* activate sum=v? */
+    ACT_SUMACC = 6,        /* activate sumacc=v? */
+    TT_B = 2,              /* tensor_tensor B */
+    TT_OP = 3,             /* tensor_tensor OP */
+    TS_S0 = 3,             /* tensor_scalar S0 */
+    TS_S1 = 5,             /* tensor_scalar S1 */
+    STT_OP0 = 2,           /* scalar_tensor_tensor OP0 */
+    STT_S0 = 3,            /* scalar_tensor_tensor S0 */
+    STT_OP1 = 4,           /* scalar_tensor_tensor OP1 */
+    STT_B = 5,             /* scalar_tensor_tensor B */
+    RED_OP = 2,            /* tensor_reduce OP */
+    SCAN_B = 2,            /* tensor_scan B */
+    SCAN_INIT = 5,         /* tensor_scan init=s */
+    MEMSET_VALUE = 1,      /* memset VALUE */
+    SEL_A = 2,             /* select A */
+    VALS = 2,              /* find_index8 / match_replace8 VALS */
+    DROPOUT_PROB = 2       /* dropout prob=s */
+};
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static double max_d(double x, double y)
+{
+    return x > y ? x : y;
+}
+
+static double min_d(double x, double y)
+{
+    return x < y ? x : y;
+}
+
+double mdl_engine_clock_ghz(const mdl_arch_t *a, isa_engine_t e)
+{
+    switch (e) {
+    case ISA_ENGINE_PE:
+        return a->pe.clock_ghz;
+    case ISA_ENGINE_ACT:
+        return a->act.clock_ghz;
+    case ISA_ENGINE_DVE:
+        return a->dve.clock_ghz;
+    case ISA_ENGINE_POOL:
+        return a->pool.clock_ghz;
+    case ISA_ENGINE_SP:
+    case ISA_ENGINE_CC: /* the collective engine's issue runs on a sequencer like sp's */
+    case ISA_ENGINE_COUNT:
+        break;
+    }
+    return a->sp.clock_ghz;
+}
+
+/* Per-engine constants of act/dve/pool; NULL for pe/sp/cc. */
+static const mdl_engine_cfg_t *compute_cfg(const mdl_arch_t *a, isa_engine_t e)
+{
+    switch (e) {
+    case ISA_ENGINE_ACT:
+        return &a->act;
+    case ISA_ENGINE_DVE:
+        return &a->dve;
+    case ISA_ENGINE_POOL:
+        return &a->pool;
+    case ISA_ENGINE_PE:
+    case ISA_ENGINE_SP:
+    case ISA_ENGINE_CC:
+    case ISA_ENGINE_COUNT:
+        break;
+    }
+    return NULL;
+}
+
+static uint64_t free_elems(const isa_view_t *v)
+{
+    return v ? isa_view_free_elems(v) : 0;
+}
+
+static int is_dtype(const isa_view_t *v, isa_dtype_t t)
+{
+    return v && v->dtype == (uint8_t)t;
+}
+
+static int in_space(const isa_view_t *v, isa_space_t s)
+{
+    return v && v->space == (uint8_t)s;
+}
+
+/* Innermost dim that actually moves (count > 1), or -1 when the view is one element. */
+static int innermost_dim(const isa_view_t *v)
+{
+    for (int i = (int)v->ndims - 1; i >= 0; i--)
+        if (v->count[i] > 1)
+            return i;
+    return -1;
+}
+
+/* Unit stride: consecutive elements of the innermost moving dim are adjacent in memory. */
+static int unit_stride(const isa_view_t *v)
+{
+    int i = innermost_dim(v);
+    return i < 0 || v->stride[i] == 1;
+}
+
+/*
+ * Bandwidth factor of one streaming operand [ARCH section 3]: SBUF/PSUM deliver full bandwidth
+ * while the most-minor stride is within stride_penalty_bytes (16 B = 4 fp32 / 8 bf16 / 16 fp8
+ * elements); a larger stride "halves bandwidth", i.e. stride_penalty_factor (2) x the time.
+ * A broadcast (stride 0) re-reads one element and pays nothing.
+ */
+static double stride_factor(const mdl_arch_t *a, const isa_view_t *v)
+{
+    int i = innermost_dim(v);
+    if (i < 0)
+        return 1.0;
+    int64_t s = v->stride[i] < 0 ? -v->stride[i] : v->stride[i];
+    double bytes = (double)s * (double)isa_dtype_size((isa_dtype_t)v->dtype);
+    return bytes > a->costs.stride_penalty_bytes ? a->costs.stride_penalty_factor : 1.0;
+}
+
+/* View of a VIEW slot, NULL when the optional slot is absent. */
+static const isa_view_t *slot_view(const isa_program_t *p, const isa_arg_t *args, unsigned i)
+{
+    return args[i].present ? &p->views[args[i].index] : NULL;
+}
+
+/* View of a SCALAR slot when it is a [P,1] vector, NULL for an immediate or an absent slot. */
+static const isa_view_t *scalar_view(const isa_program_t *p, const isa_arg_t *args, unsigned i)
+{
+    return args[i].present && args[i].is_view ? &p->views[args[i].index] : NULL;
+}
+
+static int64_t slot_int(const isa_arg_t *args, unsigned i)
+{
+    return args[i].present ? args[i].v.i : 0;
+}
+
+/*
+ * Operand accounting for one instruction: bytes and ports of every SBUF/PSUM operand (the
+ * simulator uses the flags for the NC-v2 port conflicts: dve/pool share the SBUF port, dve/act
+ * the PSUM port [ARCH]) and the worst stride factor of the operands that stream (more than
+ * one element per partition; [P,1] scalars are read once and do not stream).
+ */
+typedef struct operand_acc {
+    mdl_cost_t *out;
+    double stride;
+} operand_acc_t;
+
+static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, int write)
+{
+    if (!v || v->space == (uint8_t)ISA_SPACE_HBM)
+        return;
+    uint64_t n = free_elems(v);
+    uint64_t bytes = n * v->pcount * isa_dtype_size((isa_dtype_t)v->dtype);
+    int psum = v->space == (uint8_t)ISA_SPACE_PSUM;
+    if (write) {
+        acc->out->bytes_written += bytes;
+        if (psum)
+            acc->out->writes_psum = 1;
+        else
+            acc->out->writes_sbuf = 1;
+    } else {
+        acc->out->bytes_read += bytes;
+        if (psum)
+            acc->out->reads_psum = 1;
+        else
+            acc->out->reads_sbuf = 1;
+    }
+    if (n > 1)
+        acc->stride = max_d(acc->stride, stride_factor(a, v));
+}
+
+/*
+ * Tensor-engine rate factor for an input dtype [ARCH, EXPL schema]: fp32 inputs cost
+ * fp32_factor (4x, four bf16 passes); fp8 runs at fp8_factor (1.0 on NC-v2: fp8 at the bf16
+ * rate, no double-rate mode [TRN2ARCH]); bf16/fp16/tf32 are the 92 TFLOPS base rate [ARCH].
+ * Integer types are not TensorE inputs in NCA (ISA.md 7.1); they get the base rate.
+ */
+static double pe_dtype_factor(const mdl_arch_t *a, const isa_view_t *v)
+{
+    if (!v)
+        return 1.0;
+    switch ((isa_dtype_t)v->dtype) {
+    case ISA_DT_FP32:
+        return a->pe.fp32_factor;
+    case ISA_DT_FP8E4:
+    case ISA_DT_FP8E5:
+    case ISA_DT_FP8E3:
+        return a->pe.fp8_factor;
+    default:
+        return 1.0;
+    }
+}
+
+/*
+ * Cycles of a streaming act/dve/pool instruction whose data-dependent term is `elems`
+ * (k x N x stride factor, already scaled by the caller).
+ *  - act, dve: max(MIN_II, elems) [ISA-OLD]; MIN_II is the engine's smallest II, so formulas
+ *    published without the floor (scalar_tensor_tensor, tensor_reduce, max8, find_index8) get
+ *    it too.
+ *  - pool: GPSIMD_START + elems [ISA-OLD iota, affine_select, local_gather]: GpSimd runs each
+ *    instruction as software on its 8 processors with a ~150-cycle start-up, which every
+ *    published GpSimd cost includes; we charge it on every pool instruction (assumption for
+ *    the ops whose GpSimd cost is not published). It exceeds MIN_II, so no floor is needed.
+ */
+static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems)
+{
+    if (e == ISA_ENGINE_POOL)
+        return a->costs.gpsimd_start_cycles + elems;
+    const mdl_engine_cfg_t *cfg = compute_cfg(a, e);
+    return cfg ? max_d(cfg->min_ii_cycles, elems) : elems;
+}
+
+/* ceil(log2(n)), at least 1: tree levels of a reduction over n partitions. */
+static unsigned reduction_levels(uint32_t n)
+{
+    unsigned levels = 0;
+    while ((1u << levels) < n && levels < 31)
+        levels++;
+    return levels ? levels : 1;
+}
+
+/* Cost kinds of mdl_cost_instr, which set latency differently. */
+typedef enum cost_kind {
+    KIND_ISSUE,   /* sequencer-only: nop, dma trigger, collectives */
+    KIND_PE,      /* tensor engine */
+    KIND_STREAM   /* act, dve, pool */
+} cost_kind_t;
+
+void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                    uint32_t stationary_cols, mdl_cost_t *out)
+{
+    memset(out, 0, sizeof *out);
+    isa_engine_t eng = (isa_engine_t)in->engine;
+    const isa_arg_t *args = p->args ? isa_instr_args(p, in) : NULL; /* NULL: no operands */
+    operand_acc_t acc = {out, 1.0};
+    cost_kind_t kind = KIND_STREAM;
+    double cycles = 0.0;
+
+    /* Operands common to most ops; each case reads only the slots its signature has. */
+    const isa_view_t *d = NULL, *src = NULL;
+    double n = 0.0; /* N: free elements per partition of the relevant operand */
+
+    isa_op_t op = in->op < ISA_OP_COUNT ? (isa_op_t)in->op : ISA_OP_COUNT;
+    switch (op) {
+    /* ---- tensor engine ---------------------------------------------------------------- */
+    case ISA_OP_LDWEIGHTS: {
+        /*
+         * LoadStationary is "up to 4x faster than an MM with the same free size" [ARCH,
+         * PERF], and an MM of free size M costs max(MM_INIT_LATENCY, M) [ARCH]:
+         *   II = max(MM_INIT_LATENCY, M x stride) / ldweights_speedup x dtype factor.
+         * M = 128 gives 128/4 = 32 cycles (the PERF example); the floor is 64/4 = 16 cycles.
+         * The fp32 factor applies as for the MM (assumption: fp32 weights take 4 passes).
+         */
+        const isa_view_t *stat = slot_view(p, args, LDW_STAT);
+        kind = KIND_PE;
+        touch(a, &acc, stat, 0);
+        n = (double)free_elems(stat);
+        cycles = max_d(a->pe.mm_init_latency_cycles, n * acc.stride) /
+                 a->pe.ldweights_speedup * pe_dtype_factor(a, stat);
+        break;
+    }
+    case ISA_OP_MATMUL: {
+        /*
+         * MultiplyMoving [ISA-OLD nc_matmul, ARCH]:
+         *   II = max(min(MM_INIT_LATENCY, M_stationary), N x stride) x dtype factor
+         * N = MOV's free size (moving columns), M_stationary = columns of the loaded weights
+         * (the caller's stationary_cols; D's partition count, which equals M, when 0). The
+         * dtype is MOV's (the stationary's is checked equal by the functional model).
+         * FLOPs = 2 K M N (2 per MAC [EXPL schema]), useful and hardware alike.
+         * PSUM accumulation is a near-memory read-modify-write [ARCH]: counted as a PSUM read.
+         */
+        const isa_view_t *mov = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        kind = KIND_PE;
+        touch(a, &acc, mov, 0);
+        touch(a, &acc, d, 1);
+        if (slot_int(args, MM_ACC))
+            touch(a, &acc, d, 0);
+        n = (double)free_elems(mov);
+        uint64_t m = d ? d->pcount : 0;
+        uint64_t k = mov ? mov->pcount : 0;
+        double m_stat = stationary_cols ? (double)stationary_cols : (double)m;
+        cycles = max_d(min_d(a->pe.mm_init_latency_cycles, m_stat), n * acc.stride) *
+                 pe_dtype_factor(a, mov);
+        out->flops = 2u * k * m * free_elems(mov);
+        out->hw_flops = out->flops;
+        break;
+    }
+    case ISA_OP_TRANSPOSE:
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        if (eng == ISA_ENGINE_PE) {
+            /*
+             * nc_transpose on TensorE [ISA-OLD]: II = max(P, min(64, F)) x dtype factor,
+             * which is the matmul rule for SRC[P,F] as stationary (M = F) against a P x P
+             * identity as moving (N = P). The stride factor of SRC/D scales the whole II
+             * (assumption: the engine reads SRC at half rate throughout). FLOPs: the identity
+             * matmul does 2 P P F hardware FLOPs (HFU) and no useful ones (MFU) [EXPL].
+             */
+            kind = KIND_PE;
+            double pp = src ? (double)src->pcount : 0.0;
+            n = (double)free_elems(src);
+            cycles = max_d(pp, min_d(a->pe.mm_init_latency_cycles, n)) * acc.stride *
+                     pe_dtype_factor(a, src);
+            uint64_t pu = src ? src->pcount : 0;
+            out->hw_flops = 2u * pu * pu * free_elems(src);
+        } else {
+            /* nc_transpose on VectorE [ISA-OLD]: max(MIN_II, N). */
+            n = (double)free_elems(src);
+            cycles = stream_cycles(a, eng, n * acc.stride);
+        }
+        break;
+
+    /* ---- scalar engine ---------------------------------------------------------------- */
+    case ISA_OP_ACTIVATE: {
+        /*
+         * activation [ISA-OLD]: max(MIN_II, N), the same with or without scale/bias [ARCH].
+         * With sum=/sumacc= it is activation_reduce = Activate + ActReadAccumulator
+         * [ARCH, ISA-OLD: "max(MIN_II, N) + MIN_II"]: + act_reduce_cycles (about 64).
+         */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        const isa_view_t *sum = slot_view(p, args, ACT_SUM);
+        const isa_view_t *sumacc = slot_view(p, args, ACT_SUMACC);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, scalar_view(p, args, ACT_SCALE), 0);
+        touch(a, &acc, slot_view(p, args, ACT_BIAS), 0);
+        touch(a, &acc, d, 1);
+        touch(a, &acc, sum, 1);
+        touch(a, &acc, sumacc, 0);
+        touch(a, &acc, sumacc, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        if (sum || sumacc)
+            cycles += a->costs.act_reduce_cycles;
+        break;
+    }
+
+    /* ---- ops shared by dve, act and pool ---------------------------------------------- */
+    case ISA_OP_TENSOR_TENSOR: {
+        /*
+         * tensor_tensor on VectorE [ISA-OLD]: max(MIN_II, N) when one input is in PSUM and
+         * the other in SBUF, or both in SBUF with all-bf16 add/multiply/subtract at unit
+         * stride; otherwise max(MIN_II, 2N) (two inputs through one SBUF read stream, ARCH
+         * rule of thumb "2 inputs: 2N").
+         * On GpSimd: GPSIMD_START + 2N (assumption: each processor reads at most 32 bits per
+         * partition per cycle [ARCH], so two inputs take two cycles per element).
+         */
+        const isa_view_t *x = slot_view(p, args, SLOT_SRC);
+        const isa_view_t *y = slot_view(p, args, TT_B);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, x, 0);
+        touch(a, &acc, y, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(d);
+        double k = 2.0;
+        if (eng == ISA_ENGINE_DVE) {
+            int64_t alu = slot_int(args, TT_OP);
+            int mixed = (in_space(x, ISA_SPACE_PSUM) && in_space(y, ISA_SPACE_SBUF)) ||
+                        (in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_PSUM));
+            int fast_bf16 = in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_SBUF) &&
+                            is_dtype(x, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
+                            is_dtype(d, ISA_DT_BF16) &&
+                            (alu == ISA_ALU_ADD || alu == ISA_ALU_MULTIPLY ||
+                             alu == ISA_ALU_SUBTRACT) &&
+                            unit_stride(x) && unit_stride(y) && unit_stride(d);
+            if (mixed || fast_bf16)
+                k = 1.0;
+        }
+        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        break;
+    }
+    case ISA_OP_TENSOR_SCALAR:
+        /* tensor_scalar on V or S [ISA-OLD]: max(MIN_II, N), one or two ops alike; on pool
+         * GPSIMD_START + N. */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, scalar_view(p, args, TS_S0), 0);
+        touch(a, &acc, scalar_view(p, args, TS_S1), 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        break;
+    case ISA_OP_TENSOR_COPY:
+        /* tensor_copy [ISA-OLD]: max(MIN_II, N) on V/S; GPSIMD_START + N on pool. */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        break;
+    case ISA_OP_MEMSET: {
+        /*
+         * memset on VectorE [ISA-OLD]: max(MIN_II, N/2) for value 0 with a bf16/fp16
+         * output, else max(MIN_II, N). On pool GPSIMD_START + N (the N/2 case is a VectorE
+         * figure).
+         */
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(d);
+        double k = 1.0;
+        double value = args[MEMSET_VALUE].present ? args[MEMSET_VALUE].v.f : 0.0;
+        if (eng == ISA_ENGINE_DVE && value == 0.0 &&
+            (is_dtype(d, ISA_DT_BF16) || is_dtype(d, ISA_DT_FP16)))
+            k = 0.5;
+        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        break;
+    }
+
+    /* ---- vector engine ------------------------------------------------------------------ */
+    case ISA_OP_SCALAR_TENSOR_TENSOR: {
+        /*
+         * scalar_tensor_tensor [ISA-OLD]: N if data (A) and operand1 (B) are bf16, op0 is
+         * subtract, op1 multiply and N is even; otherwise 2N. Floored at MIN_II.
+         */
+        src = slot_view(p, args, SLOT_SRC);
+        const isa_view_t *y = slot_view(p, args, STT_B);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, scalar_view(p, args, STT_S0), 0);
+        touch(a, &acc, y, 0);
+        touch(a, &acc, d, 1);
+        uint64_t nu = free_elems(src);
+        n = (double)nu;
+        int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
+                   slot_int(args, STT_OP0) == ISA_ALU_SUBTRACT &&
+                   slot_int(args, STT_OP1) == ISA_ALU_MULTIPLY && nu % 2u == 0;
+        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride);
+        break;
+    }
+    case ISA_OP_TENSOR_REDUCE: {
+        /* tensor_reduce [ISA-OLD]: N/2 if input and output are bf16 and op is add or max,
+         * otherwise N (N = SRC's free size). Floored at MIN_II. */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        int64_t alu = slot_int(args, RED_OP);
+        int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
+                   (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
+        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride);
+        break;
+    }
+    case ISA_OP_TENSOR_SCAN:
+        /* tensor_tensor_scan [ISA-OLD]: max(MIN_II, 2N). */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, slot_view(p, args, SCAN_B), 0);
+        touch(a, &acc, scalar_view(p, args, SCAN_INIT), 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride);
+        break;
+    case ISA_OP_SELECT: {
+        /* tensor_copy_predicated [ISA-OLD]: max(MIN_II, N) if the predicate or the source
+         * is in PSUM, max(MIN_II, 2N) if both are in SBUF. D is written, not read. */
+        const isa_view_t *pred = slot_view(p, args, SLOT_SRC);
+        const isa_view_t *x = slot_view(p, args, SEL_A);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, pred, 0);
+        touch(a, &acc, x, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(d);
+        int psum = in_space(pred, ISA_SPACE_PSUM) || in_space(x, ISA_SPACE_PSUM);
+        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride);
+        break;
+    }
+    case ISA_OP_RECIPROCAL:
+        /* reciprocal on VectorE [ISA-OLD]: max(MIN_II, 8N) (dve_reciprocal_factor). */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride);
+        break;
+    case ISA_OP_BN_AGGR:
+        /* bn_aggr [ISA-OLD]: max(MIN_II, 13 (N/3)): bn_aggr_factor cycles per bn_stats
+         * triple of SRC. */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride);
+        break;
+    case ISA_OP_BN_STATS:  /* [ISA-OLD] max(MIN_II, N) */
+    case ISA_OP_SHUFFLE:   /* nc_stream_shuffle [ISA-OLD] max(MIN_II, N) */
+    case ISA_OP_MAX8:      /* [ISA-OLD] N, floored at MIN_II */
+    case ISA_OP_DROPOUT:   /* [ISA-OLD] max(MIN_II, N) */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        if (op == ISA_OP_DROPOUT)
+            touch(a, &acc, scalar_view(p, args, DROPOUT_PROB), 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        break;
+    case ISA_OP_FIND_INDEX8:     /* nc_find_index8 [ISA-OLD]: N, floored at MIN_II */
+    case ISA_OP_MATCH_REPLACE8:  /* [ISA-OLD] printed min(MIN_II, N), a typo for max */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, slot_view(p, args, VALS), 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        break;
+
+    /* ---- GpSimd engine ------------------------------------------------------------------ */
+    case ISA_OP_IOTA:
+        /* iota [ISA-OLD]: 150 + N = GPSIMD_START + N, N = D's free size. */
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(d);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        break;
+    case ISA_OP_AFFINE_SELECT:
+        /* affine_select [ISA-OLD]: GPSIMD_START + N. */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * acc.stride);
+        break;
+    case ISA_OP_PARTITION_REDUCE:
+        /*
+         * tensor_partition_reduce: cost not published (reference, open questions).
+         * Assumption: GPSIMD_START + N x ceil(log2 P): a tree reduction across the P
+         * partitions, one pass over the N free elements per level (7N for P = 128), since
+         * the 8 processors each own 16 partitions and must exchange partial results.
+         */
+        src = slot_view(p, args, SLOT_SRC);
+        d = slot_view(p, args, SLOT_D);
+        touch(a, &acc, src, 0);
+        touch(a, &acc, d, 1);
+        n = (double)free_elems(src);
+        cycles = stream_cycles(a, eng, n * (double)reduction_levels(src ? src->pcount : 1u) *
+                                            acc.stride);
+        break;
+
+    /* ---- sequencer-only instructions ---------------------------------------------------- */
+    case ISA_OP_DMA:
+        /* A dma occupies its issuing engine only for the trigger; the transfer is timed by
+         * the DMA model (mdl_dma_shape / mdl_dma_efficiency) on its queue. */
+    case ISA_OP_ALL_REDUCE:
+    case ISA_OP_ALL_GATHER:
+    case ISA_OP_REDUCE_SCATTER:
+    case ISA_OP_ALL_TO_ALL:
+    case ISA_OP_SEND:
+    case ISA_OP_RECV:
+        /* Collectives: issue cost only; their data movement is modelled by cc. */
+    case ISA_OP_NOP:
+    case ISA_OP_COUNT:
+        /* Sequencer instruction: sp.issue_cycles of the issuing engine's clock (the Sync
+         * engine's cost is not published: assumption in the preset). */
+        kind = KIND_ISSUE;
+        cycles = a->sp.issue_cycles;
+        break;
+    }
+
+    double clock = mdl_engine_clock_ghz(a, eng);
+    double lat_cycles = cycles;
+    if (kind == KIND_PE) {
+        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (assumption). */
+        lat_cycles += a->pe.latency_cycles;
+    } else if (kind == KIND_STREAM) {
+        /* Static access overhead (~60 cycles, ARCH) and pipeline latency on completion, not
+         * on II: paid by dependents, hidden between independent instructions. */
+        const mdl_engine_cfg_t *cfg = compute_cfg(a, eng);
+        if (cfg)
+            lat_cycles += cfg->static_overhead_cycles + cfg->latency_cycles;
+    }
+    out->cycles = cycles;
+    out->ii_ns = cycles / clock;
+    out->latency_ns = lat_cycles / clock;
+}
+
+/* ---- DMA shape and efficiency ------------------------------------------------------------ */
+
+/*
+ * Contiguous pieces of one side of a transfer. A piece is a maximal run of consecutive
+ * ascending bytes: dims are merged from the innermost outwards while each dim's stride equals
+ * the run built so far (dims of count 1 do not break a run). A run never crosses an
+ * SBUF/PSUM partition: partitions are separate buffers (ARCH SBUF address map). Reversed
+ * (negative) and broadcast (zero) strides give one-element pieces.
+ */
+static void side_pieces(const isa_view_t *v, uint64_t *bytes, uint64_t *pieces)
+{
+    uint64_t elems = isa_view_free_elems(v);
+    uint64_t rows = v->space == (uint8_t)ISA_SPACE_HBM ? 1u : v->pcount;
+    uint64_t run = 1;
+    for (int i = (int)v->ndims - 1; i >= 0; i--) {
+        if (v->count[i] == 1)
+            continue;
+        if (v->stride[i] != (int64_t)run)
+            break;
+        run *= v->count[i];
+    }
+    *bytes = elems * rows * isa_dtype_size((isa_dtype_t)v->dtype);
+    *pieces = elems ? rows * (elems / run) : 0;
+}
+
+void mdl_dma_shape(const isa_view_t *dst, const isa_view_t *src, mdl_dma_shape_t *out)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t db, dp, sb, sp;
+    side_pieces(dst, &db, &dp);
+    side_pieces(src, &sb, &sp);
+    /* The worse side has more pieces; on a tie, the smaller pieces. */
+    int src_worse = sp > dp || (sp == dp && sb < db);
+    uint64_t wb = src_worse ? sb : db, wp = src_worse ? sp : dp;
+    out->bytes = db;
+    out->pieces = wp;
+    out->bytes_per_piece = wp ? (double)wb / (double)wp : 0.0;
+    uint32_t parts = 0;
+    if (dst->space != (uint8_t)ISA_SPACE_HBM)
+        parts = dst->pcount;
+    if (src->space != (uint8_t)ISA_SPACE_HBM && src->pcount > parts)
+        parts = src->pcount;
+    out->partitions = parts ? parts : 1u;
+    out->src_space = src->space;
+    out->dst_space = dst->space;
+}
+
+/*
+ * Efficiency of pieces of b bytes [DMA-BW: < 256 B overhead-bound, 256 B - 2 KiB improving,
+ * >= 2 KiB near peak, 4 KiB saturating]. Each piece (descriptor element) costs
+ * piece_overhead_ns on top of its transfer time b / BW at the engine's peak BW, so
+ *   eff(b) = (b / BW) / (piece_overhead_ns + b / BW) = b / (b + E),  E = piece_overhead_ns x BW
+ * (GB/s = B/ns). Smooth, increasing, in (0, 1), tending to 1; the "2 KiB near peak" point
+ * fixes E: eff(2 KiB) = 0.90 for E ~ 220 B (piece_overhead_ns ~ 8 ns at 27.2 GB/s).
+ */
+double mdl_dma_efficiency(const mdl_arch_t *a, double bytes_per_piece)
+{
+    double e = a->dma.piece_overhead_ns * a->dma.engine_bandwidth_gbps;
+    if (!(e > 0.0))
+        return 1.0;
+    double b = bytes_per_piece < 1.0 ? 1.0 : bytes_per_piece; /* a piece moves >= 1 byte */
+    return b / (b + e);
+}

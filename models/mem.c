@@ -1,0 +1,692 @@
+/*
+ * mem.c -- SBUF, PSUM and lazily paged HBM, and element access through views.
+ *
+ * Every view access goes through a "plan": the view's dims turned into byte strides over a
+ * flat address space (for SBUF/PSUM the partition is the outermost dim, with a stride of one
+ * partition), with unit dims dropped and adjacent dims merged where they are contiguous. The
+ * innermost dim of the plan is walked as "runs": when a run is contiguous in memory the
+ * numerics bulk converters work on memory directly; otherwise the run's elements are gathered
+ * into (or scattered from) a small stack buffer and converted in bulk. So the per-element cost
+ * is one tight loop of the numerics module, never a call per element.
+ *
+ * HBM is a table of 1 MiB pages, allocated on first write: a 32 GiB HBM costs its page table
+ * (256 KiB) until a program writes to it. Reading a page never written gives zeros.
+ */
+#include "mem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_MASK (MDL_HBM_PAGE_SIZE - 1)
+#define STAGE_BYTES 16384 /* staging buffer for strided runs, on the stack */
+#define PLAN_DIMS (ISA_MAX_DIMS + 1)
+
+/* ---- HBM pages ------------------------------------------------------------------------------ */
+
+int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
+{
+    memset(h, 0, sizeof *h);
+    h->size = size;
+    h->npages = (size + PAGE_MASK) >> MDL_HBM_PAGE_BITS;
+    if (h->npages) {
+        if (h->npages > SIZE_MAX / sizeof *h->pages)
+            return -1;
+        h->pages = calloc((size_t)h->npages, sizeof *h->pages);
+        if (!h->pages) {
+            h->npages = 0;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void mdl_hbm_free(mdl_hbm_t *h)
+{
+    if (h->pages)
+        for (uint64_t i = 0; i < h->npages; i++)
+            free(h->pages[i]);
+    free(h->pages);
+    memset(h, 0, sizeof *h);
+}
+
+/* The page holding addr, allocated (zeroed) if needed; NULL when out of memory or range. */
+static uint8_t *hbm_page_for_write(mdl_hbm_t *h, uint64_t addr)
+{
+    uint64_t page = addr >> MDL_HBM_PAGE_BITS;
+    if (page >= h->npages)
+        return NULL;
+    if (!h->pages[page]) {
+        /* calloc of 1 MiB is served by mmap: the OS zero-fills pages as they are touched. */
+        h->pages[page] = calloc(1, MDL_HBM_PAGE_SIZE);
+        if (!h->pages[page])
+            return NULL;
+        h->pages_allocated++;
+    }
+    return h->pages[page];
+}
+
+void mdl_hbm_read(const mdl_hbm_t *h, uint64_t addr, void *dst, size_t n)
+{
+    uint8_t *d = dst;
+    while (n) {
+        uint64_t page = addr >> MDL_HBM_PAGE_BITS, off = addr & PAGE_MASK;
+        size_t chunk = (size_t)(MDL_HBM_PAGE_SIZE - off);
+        if (chunk > n)
+            chunk = n;
+        if (page < h->npages && h->pages[page])
+            memcpy(d, h->pages[page] + off, chunk);
+        else
+            memset(d, 0, chunk);
+        d += chunk;
+        addr += chunk;
+        n -= chunk;
+    }
+}
+
+int mdl_hbm_write(mdl_hbm_t *h, uint64_t addr, const void *src, size_t n)
+{
+    const uint8_t *s = src;
+    while (n) {
+        uint64_t off = addr & PAGE_MASK;
+        size_t chunk = (size_t)(MDL_HBM_PAGE_SIZE - off);
+        if (chunk > n)
+            chunk = n;
+        uint8_t *page = hbm_page_for_write(h, addr);
+        if (!page)
+            return -1;
+        memcpy(page + off, s, chunk);
+        s += chunk;
+        addr += chunk;
+        n -= chunk;
+    }
+    return 0;
+}
+
+/* ---- SBUF / PSUM ------------------------------------------------------------------------------ */
+
+int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
+{
+    memset(m, 0, sizeof *m);
+    if (bytes && partitions > SIZE_MAX / bytes)
+        return -1;
+    size_t total = (size_t)partitions * (size_t)bytes;
+    m->data = calloc(total ? total : 1, 1);
+    if (!m->data)
+        return -1;
+    m->partitions = partitions;
+    m->bytes = bytes;
+    return 0;
+}
+
+void mdl_onchip_free(mdl_onchip_t *m)
+{
+    free(m->data);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- View checks -------------------------------------------------------------------------------- */
+
+static const char *space_name(unsigned space)
+{
+    switch (space) {
+    case ISA_SPACE_SBUF:
+        return "SBUF";
+    case ISA_SPACE_PSUM:
+        return "PSUM";
+    case ISA_SPACE_HBM:
+        return "HBM";
+    default:
+        return "?";
+    }
+}
+
+static const mdl_onchip_t *onchip_of(const mdl_mem_t *m, unsigned space)
+{
+    return space == ISA_SPACE_SBUF ? m->sbuf : space == ISA_SPACE_PSUM ? m->psum : NULL;
+}
+
+/*
+ * Byte span of the free pattern relative to the first element: [*lo, *hi) with *lo <= 0.
+ * Returns -1 when the arithmetic overflows int64 (only a corrupt or hostile view does that).
+ */
+static int view_span(const isa_view_t *v, int64_t *lo, int64_t *hi)
+{
+    const int64_t es = (int64_t)isa_dtype_size((isa_dtype_t)v->dtype);
+    int64_t min = 0, max = 0;
+    for (unsigned i = 0; i < v->ndims; i++) {
+        int64_t span;
+        if (__builtin_mul_overflow(v->stride[i], (int64_t)v->count[i] - 1, &span) ||
+            __builtin_mul_overflow(span, es, &span))
+            return -1;
+        if (span < 0 ? __builtin_add_overflow(min, span, &min)
+                     : __builtin_add_overflow(max, span, &max))
+            return -1;
+    }
+    *lo = min;
+    if (__builtin_add_overflow(max, es, hi))
+        return -1;
+    return 0;
+}
+
+int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t errlen)
+{
+    if (v->space >= ISA_SPACE_COUNT) {
+        snprintf(err, errlen, "view has an invalid memory space (%u)", v->space);
+        return -1;
+    }
+    const char *name = space_name(v->space);
+    if (v->dtype >= ISA_DT_COUNT) {
+        snprintf(err, errlen, "%s view has an invalid data type (%u)", name, v->dtype);
+        return -1;
+    }
+    const int hbm = v->space == ISA_SPACE_HBM;
+    const unsigned maxdims = hbm ? ISA_MAX_HBM_DIMS : ISA_MAX_FREE_DIMS;
+    if (v->ndims > maxdims) {
+        snprintf(err, errlen, "%s view has %u %sdims (at most %u)", name, v->ndims,
+                 hbm ? "" : "free ", maxdims);
+        return -1;
+    }
+    for (unsigned i = 0; i < v->ndims; i++) {
+        if (v->count[i] == 0 || v->count[i] > ISA_MAX_COUNT) {
+            snprintf(err, errlen, "%s view dim %u has count %u (must be 1..%u)", name,
+                     i + (hbm ? 0 : 1), v->count[i], ISA_MAX_COUNT);
+            return -1;
+        }
+    }
+    int64_t lo, hi;
+    if (view_span(v, &lo, &hi) || v->offset > (uint64_t)INT64_MAX ||
+        __builtin_add_overflow(lo, (int64_t)v->offset, &lo) ||
+        __builtin_add_overflow(hi, (int64_t)v->offset, &hi)) {
+        snprintf(err, errlen, "%s view strides overflow the address space", name);
+        return -1;
+    }
+    if (hbm) {
+        if (!m->hbm) {
+            snprintf(err, errlen, "no HBM attached");
+            return -1;
+        }
+        if (lo < 0) {
+            snprintf(err, errlen, "HBM bytes %" PRId64 "..%" PRId64 " start below address 0", lo,
+                     hi);
+            return -1;
+        }
+        if ((uint64_t)hi > m->hbm->size) {
+            snprintf(err, errlen, "HBM bytes 0x%" PRIx64 "-0x%" PRIx64 " beyond %" PRIu64, lo, hi,
+                     m->hbm->size);
+            return -1;
+        }
+        return 0;
+    }
+    const mdl_onchip_t *mem = onchip_of(m, v->space);
+    if (!mem) {
+        snprintf(err, errlen, "no %s attached", name);
+        return -1;
+    }
+    if (v->pcount == 0) {
+        snprintf(err, errlen, "%s view has no partitions", name);
+        return -1;
+    }
+    const unsigned plast = (unsigned)v->pstart + v->pcount - 1;
+    if (plast >= mem->partitions) {
+        snprintf(err, errlen, "%s partitions %u..%u out of range (%u partitions)", name,
+                 v->pstart, plast, mem->partitions);
+        return -1;
+    }
+    if (lo < 0 || (uint64_t)hi > mem->bytes) {
+        char parts[48];
+        if (v->pcount == 1)
+            snprintf(parts, sizeof parts, "partition %u", v->pstart);
+        else
+            snprintf(parts, sizeof parts, "partitions %u..%u", v->pstart, plast);
+        if (lo < 0)
+            snprintf(err, errlen, "%s bytes %" PRId64 "..%" PRId64 " of %s start below 0", name,
+                     lo, hi, parts);
+        else
+            snprintf(err, errlen, "%s bytes %" PRId64 "..%" PRId64 " of %s beyond %" PRIu64,
+                     name, lo, hi, parts, mem->bytes);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- Plans ----------------------------------------------------------------------------------- */
+
+/* A checked view as byte strides over one flat address space (see the file comment). */
+typedef struct plan {
+    uint8_t *base;    /* SBUF/PSUM data; NULL for HBM */
+    mdl_hbm_t *hbm;   /* HBM; NULL for SBUF/PSUM */
+    isa_dtype_t dtype;
+    uint32_t es;      /* element bytes */
+    uint64_t start;   /* flat byte address of the first element */
+    unsigned nd;      /* >= 1 */
+    uint64_t count[PLAN_DIMS];
+    int64_t bstride[PLAN_DIMS];
+    uint64_t total;
+} plan_t;
+
+static void plan_make(const mdl_mem_t *m, const isa_view_t *v, plan_t *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->dtype = (isa_dtype_t)v->dtype;
+    pl->es = isa_dtype_size(pl->dtype);
+    uint64_t count[PLAN_DIMS];
+    int64_t bstride[PLAN_DIMS];
+    unsigned n = 0;
+    if (v->space == ISA_SPACE_HBM) {
+        pl->hbm = m->hbm;
+        pl->start = v->offset;
+    } else {
+        const mdl_onchip_t *mem = onchip_of(m, v->space);
+        pl->base = mem->data;
+        pl->start = (uint64_t)v->pstart * mem->bytes + v->offset;
+        count[n] = v->pcount;
+        bstride[n++] = (int64_t)mem->bytes;
+    }
+    for (unsigned i = 0; i < v->ndims; i++) {
+        count[n] = v->count[i];
+        bstride[n++] = v->stride[i] * (int64_t)pl->es;
+    }
+    /* Drop unit dims, then merge each dim into the one outside it when they are contiguous. */
+    pl->total = 1;
+    for (unsigned i = 0; i < n; i++) {
+        pl->total *= count[i];
+        if (count[i] == 1)
+            continue;
+        if (pl->nd > 0 &&
+            pl->bstride[pl->nd - 1] == bstride[i] * (int64_t)count[i]) {
+            pl->count[pl->nd - 1] *= count[i];
+            pl->bstride[pl->nd - 1] = bstride[i];
+            continue;
+        }
+        pl->count[pl->nd] = count[i];
+        pl->bstride[pl->nd++] = bstride[i];
+    }
+    if (pl->nd == 0) {
+        pl->nd = 1;
+        pl->count[0] = 1;
+        pl->bstride[0] = (int64_t)pl->es;
+    }
+}
+
+/* One run: n elements from flat byte address addr, bs bytes apart. Returns nonzero to stop. */
+typedef int (*run_fn)(void *ctx, const plan_t *pl, uint64_t addr, int64_t bs, size_t n);
+
+/* Visit elements [first, first + n) of the plan, in row-major order, as runs. */
+static int plan_walk(const plan_t *pl, uint64_t first, uint64_t n, run_fn fn, void *ctx)
+{
+    uint64_t idx[PLAN_DIMS];
+    for (unsigned d = pl->nd; d-- > 0;) {
+        idx[d] = first % pl->count[d];
+        first /= pl->count[d];
+    }
+    const unsigned in = pl->nd - 1;
+    while (n) {
+        int64_t addr = (int64_t)pl->start;
+        for (unsigned d = 0; d < pl->nd; d++)
+            addr += (int64_t)idx[d] * pl->bstride[d];
+        uint64_t run = pl->count[in] - idx[in];
+        if (run > n)
+            run = n;
+        if (fn(ctx, pl, (uint64_t)addr, pl->bstride[in], (size_t)run))
+            return -1;
+        n -= run;
+        idx[in] += run;
+        for (unsigned d = in; d > 0 && idx[d] == pl->count[d]; d--) {
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+    return 0;
+}
+
+/* ---- Raw element movement for one run ---------------------------------------------------------- */
+
+/* Gather n strided elements of es bytes from p into packed out. */
+static void gather_bytes(const uint8_t *p, int64_t bs, size_t n, uint32_t es, uint8_t *out)
+{
+    switch (es) {
+    case 1:
+        for (size_t i = 0; i < n; i++)
+            out[i] = p[(int64_t)i * bs];
+        break;
+    case 2:
+        for (size_t i = 0; i < n; i++)
+            memcpy(out + 2 * i, p + (int64_t)i * bs, 2);
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++)
+            memcpy(out + 4 * i, p + (int64_t)i * bs, 4);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            memcpy(out + es * i, p + (int64_t)i * bs, es);
+        break;
+    }
+}
+
+static void scatter_bytes(uint8_t *p, int64_t bs, size_t n, uint32_t es, const uint8_t *in)
+{
+    switch (es) {
+    case 1:
+        for (size_t i = 0; i < n; i++)
+            p[(int64_t)i * bs] = in[i];
+        break;
+    case 2:
+        for (size_t i = 0; i < n; i++)
+            memcpy(p + (int64_t)i * bs, in + 2 * i, 2);
+        break;
+    case 4:
+        for (size_t i = 0; i < n; i++)
+            memcpy(p + (int64_t)i * bs, in + 4 * i, 4);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            memcpy(p + (int64_t)i * bs, in + es * i, es);
+        break;
+    }
+}
+
+/* Read the raw bytes of an HBM run into packed out; zeros where never written. */
+static void hbm_gather(const mdl_hbm_t *h, uint64_t addr, int64_t bs, size_t n, uint32_t es,
+                       uint8_t *out)
+{
+    if (bs == (int64_t)es) {
+        mdl_hbm_read(h, addr, out, n * es);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = addr + (uint64_t)((int64_t)i * bs);
+        uint64_t page = a >> MDL_HBM_PAGE_BITS, off = a & PAGE_MASK;
+        if (off + es <= MDL_HBM_PAGE_SIZE) {
+            if (h->pages[page])
+                memcpy(out + i * es, h->pages[page] + off, es);
+            else
+                memset(out + i * es, 0, es);
+        } else {
+            mdl_hbm_read(h, a, out + i * es, es); /* an element straddling two pages */
+        }
+    }
+}
+
+static int hbm_scatter(mdl_hbm_t *h, uint64_t addr, int64_t bs, size_t n, uint32_t es,
+                       const uint8_t *in)
+{
+    if (bs == (int64_t)es)
+        return mdl_hbm_write(h, addr, in, n * es);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = addr + (uint64_t)((int64_t)i * bs);
+        uint64_t off = a & PAGE_MASK;
+        if (off + es <= MDL_HBM_PAGE_SIZE) {
+            uint8_t *page = hbm_page_for_write(h, a);
+            if (!page)
+                return -1;
+            memcpy(page + off, in + i * es, es);
+        } else if (mdl_hbm_write(h, a, in + i * es, es)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Source bytes of a run of n elements (n * es <= STAGE_BYTES): a pointer straight into memory
+ * when the run is contiguous and resident, else the run gathered into stage. *zero is set when
+ * the run lies in one HBM page never written (all bytes read as zero).
+ */
+static const uint8_t *run_source(const plan_t *pl, uint64_t addr, int64_t bs, size_t n,
+                                 uint8_t *stage, int *zero)
+{
+    *zero = 0;
+    if (pl->base) {
+        if (bs == (int64_t)pl->es)
+            return pl->base + addr;
+        gather_bytes(pl->base + addr, bs, n, pl->es, stage);
+        return stage;
+    }
+    const mdl_hbm_t *h = pl->hbm;
+    if (bs == (int64_t)pl->es) {
+        uint64_t off = addr & PAGE_MASK;
+        if (off + n * pl->es <= MDL_HBM_PAGE_SIZE) {
+            const uint8_t *page = h->pages[addr >> MDL_HBM_PAGE_BITS];
+            if (!page) {
+                *zero = 1;
+                return NULL;
+            }
+            return page + off;
+        }
+    }
+    hbm_gather(h, addr, bs, n, pl->es, stage);
+    return stage;
+}
+
+/*
+ * Destination of a run: a pointer straight into memory when contiguous (allocating the HBM
+ * page), else stage, in which case *staged is set and the caller calls run_commit afterwards.
+ * NULL when out of memory.
+ */
+static uint8_t *run_dest(const plan_t *pl, uint64_t addr, int64_t bs, size_t n, uint8_t *stage,
+                         int *staged)
+{
+    *staged = 0;
+    if (bs == (int64_t)pl->es) {
+        if (pl->base)
+            return pl->base + addr;
+        uint64_t off = addr & PAGE_MASK;
+        if (off + n * pl->es <= MDL_HBM_PAGE_SIZE) {
+            uint8_t *page = hbm_page_for_write(pl->hbm, addr);
+            return page ? page + off : NULL;
+        }
+    }
+    *staged = 1;
+    return stage;
+}
+
+static int run_commit(const plan_t *pl, uint64_t addr, int64_t bs, size_t n, const uint8_t *stage)
+{
+    if (pl->base) {
+        scatter_bytes(pl->base + addr, bs, n, pl->es, stage);
+        return 0;
+    }
+    return hbm_scatter(pl->hbm, addr, bs, n, pl->es, stage);
+}
+
+/* ---- Typed runs --------------------------------------------------------------------------------- */
+
+typedef struct io_ctx {
+    float *f;           /* f32 in/out, advancing */
+    int64_t *i;         /* i64 in/out, advancing */
+    uint8_t *b;         /* raw bytes in/out, advancing */
+    mdl_rounding_t mode;
+    mdl_rng_t *rng;
+} io_ctx_t;
+
+static int run_read_f32(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    io_ctx_t *io = c;
+    uint8_t stage[STAGE_BYTES];
+    const size_t chunk = STAGE_BYTES / pl->es;
+    while (n) {
+        size_t k = n < chunk ? n : chunk;
+        int zero;
+        const uint8_t *src = run_source(pl, addr, bs, k, stage, &zero);
+        if (zero)
+            memset(io->f, 0, k * sizeof *io->f); /* all-zero bytes are 0.0 in every type */
+        else
+            mdl_load_f32_n(pl->dtype, src, io->f, k);
+        io->f += k;
+        addr += (uint64_t)((int64_t)k * bs);
+        n -= k;
+    }
+    return 0;
+}
+
+static int run_write_f32(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    io_ctx_t *io = c;
+    uint8_t stage[STAGE_BYTES];
+    const size_t chunk = STAGE_BYTES / pl->es;
+    while (n) {
+        size_t k = n < chunk ? n : chunk;
+        int staged;
+        uint8_t *dst = run_dest(pl, addr, bs, k, stage, &staged);
+        if (!dst)
+            return -1;
+        mdl_store_f32_n(pl->dtype, dst, io->f, k, io->mode, io->rng);
+        if (staged && run_commit(pl, addr, bs, k, stage))
+            return -1;
+        io->f += k;
+        addr += (uint64_t)((int64_t)k * bs);
+        n -= k;
+    }
+    return 0;
+}
+
+static int run_read_i64(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    io_ctx_t *io = c;
+    uint8_t stage[STAGE_BYTES];
+    const size_t chunk = STAGE_BYTES / pl->es;
+    while (n) {
+        size_t k = n < chunk ? n : chunk;
+        int zero;
+        const uint8_t *src = run_source(pl, addr, bs, k, stage, &zero);
+        if (zero)
+            memset(io->i, 0, k * sizeof *io->i);
+        else
+            for (size_t j = 0; j < k; j++)
+                io->i[j] = mdl_load_i64(pl->dtype, src + j * pl->es);
+        io->i += k;
+        addr += (uint64_t)((int64_t)k * bs);
+        n -= k;
+    }
+    return 0;
+}
+
+static int run_write_i64(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    io_ctx_t *io = c;
+    uint8_t stage[STAGE_BYTES];
+    const size_t chunk = STAGE_BYTES / pl->es;
+    while (n) {
+        size_t k = n < chunk ? n : chunk;
+        int staged;
+        uint8_t *dst = run_dest(pl, addr, bs, k, stage, &staged);
+        if (!dst)
+            return -1;
+        for (size_t j = 0; j < k; j++)
+            mdl_store_i64(pl->dtype, dst + j * pl->es, io->i[j]);
+        if (staged && run_commit(pl, addr, bs, k, stage))
+            return -1;
+        io->i += k;
+        addr += (uint64_t)((int64_t)k * bs);
+        n -= k;
+    }
+    return 0;
+}
+
+static int run_read_bytes(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    io_ctx_t *io = c;
+    if (pl->base)
+        gather_bytes(pl->base + addr, bs, n, pl->es, io->b);
+    else
+        hbm_gather(pl->hbm, addr, bs, n, pl->es, io->b);
+    io->b += n * pl->es;
+    return 0;
+}
+
+static int run_write_bytes(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    io_ctx_t *io = c;
+    if (run_commit(pl, addr, bs, n, io->b))
+        return -1;
+    io->b += n * pl->es;
+    return 0;
+}
+
+/* ---- Public view access ------------------------------------------------------------------------ */
+
+void mdl_view_read_f32(const mdl_mem_t *m, const isa_view_t *v, float *out)
+{
+    mdl_view_read_f32_range(m, v, 0, isa_view_elems(v), out);
+}
+
+int mdl_view_write_f32(mdl_mem_t *m, const isa_view_t *v, const float *in, mdl_rounding_t mode,
+                       mdl_rng_t *rng)
+{
+    return mdl_view_write_f32_range(m, v, 0, isa_view_elems(v), in, mode, rng);
+}
+
+void mdl_view_read_f32_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                             float *out)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    io_ctx_t io = {.f = out};
+    plan_walk(&pl, first, n, run_read_f32, &io);
+}
+
+int mdl_view_write_f32_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                             const float *in, mdl_rounding_t mode, mdl_rng_t *rng)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    io_ctx_t io = {.f = (float *)(uintptr_t)in, .mode = mode, .rng = rng};
+    return plan_walk(&pl, first, n, run_write_f32, &io);
+}
+
+void mdl_view_read_i64(const mdl_mem_t *m, const isa_view_t *v, int64_t *out)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    io_ctx_t io = {.i = out};
+    plan_walk(&pl, 0, pl.total, run_read_i64, &io);
+}
+
+int mdl_view_write_i64(mdl_mem_t *m, const isa_view_t *v, const int64_t *in)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    io_ctx_t io = {.i = (int64_t *)(uintptr_t)in};
+    return plan_walk(&pl, 0, pl.total, run_write_i64, &io);
+}
+
+void mdl_view_read_bytes_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t first,
+                               uint64_t n, void *out)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    io_ctx_t io = {.b = out};
+    plan_walk(&pl, first, n, run_read_bytes, &io);
+}
+
+int mdl_view_write_bytes_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                               const void *in)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    io_ctx_t io = {.b = (uint8_t *)(uintptr_t)in};
+    return plan_walk(&pl, first, n, run_write_bytes, &io);
+}
+
+/* Adapter from the internal run callback to the public one. */
+typedef struct runs_ctx {
+    mdl_run_fn fn;
+    void *ctx;
+} runs_ctx_t;
+
+static int run_public(void *c, const plan_t *pl, uint64_t addr, int64_t bs, size_t n)
+{
+    runs_ctx_t *r = c;
+    return r->fn(r->ctx, addr, bs, n, pl->es);
+}
+
+int mdl_view_runs(const mdl_mem_t *m, const isa_view_t *v, mdl_run_fn fn, void *ctx)
+{
+    plan_t pl;
+    plan_make(m, v, &pl);
+    runs_ctx_t r = {fn, ctx};
+    return plan_walk(&pl, 0, pl.total, run_public, &r);
+}

@@ -1,0 +1,20 @@
+/*
+ * cli.h -- pieces shared by the ncsim subcommands.
+ */
+#ifndef NCSIM_SIM_CLI_H
+#define NCSIM_SIM_CLI_H
+
+#include <stddef.h>
+
+#include "diag.h"
+#include "isa.h"
+
+int cli_print_diag(const isa_diag_t *d);
+int cli_arch_lookup(void *ctx, const char *name, isa_geometry_t *g);
+int cli_exit(ncsim_status_t st);
+int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen);
+
+/* ncsim run (sim/cmd_run.c) */
+int cli_run(int argc, char **argv);
+
+#endif

@@ -1,0 +1,460 @@
+/*
+ * cmd_run.c -- `ncsim run PROG [options]` (CLI.md): bind inputs, simulate, write outputs,
+ * statistics and a summary.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "cli.h"
+#include "load.h"
+#include "npy.h"
+#include "numerics.h"
+#include "rng.h"
+#include "sim.h"
+#include "stats.h"
+
+static const char usage_run[] =
+    "usage: ncsim run PROG [options]\n"
+    "\n"
+    "Simulate a program (.nca text or .ncx binary) on every core it uses.\n"
+    "  --arch NAME|FILE.json     architecture preset (trn1 default, inf2, trn1-32xl,\n"
+    "                            inf2-48xl) or config file; default: the program's .arch\n"
+    "  --set KEY=VALUE           override one config value (repeatable),\n"
+    "                            e.g. --set hbm.bandwidth_gbps=1200\n"
+    "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
+    "  --out NAME=FILE.npy       write an output/inout tensor after the run (repeatable)\n"
+    "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
+    "  --timing-only             model time only, skip arithmetic (fastest)\n"
+    "  --stats FILE.json         write the statistics (with the resolved config)\n"
+    "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
+    "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
+    "  --progress auto|always|never   progress on stderr (auto: when it is a terminal)\n"
+    "  -q, --quiet               no summary, no progress\n"
+    "exit codes: 0 success, 1 program error (run-time error, deadlock), 2 usage or assembly\n"
+    "error, 3 input/output error, 4 internal error.\n";
+
+typedef struct binding {
+    const char *name;
+    const char *path;
+    size_t name_len;
+} binding_t;
+
+#define MAX_BINDINGS 256
+
+static int parse_binding(const char *arg, binding_t *b)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return -1;
+    b->name = arg;
+    b->name_len = (size_t)(eq - arg);
+    b->path = eq + 1;
+    return 0;
+}
+
+static int find_tensor(const isa_program_t *p, const binding_t *b)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const char *n = isa_string(p, p->tensors[i].name);
+        if (p->tensors[i].space == ISA_SPACE_HBM && strlen(n) == b->name_len &&
+            memcmp(n, b->name, b->name_len) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Load one --in file into tensor t. */
+static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t, const char *path,
+                                 char *err, size_t errlen)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    mdl_npy_t a;
+    ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
+    if (st != NCSIM_OK)
+        return st == NCSIM_NOMEM ? st : NCSIM_IO;
+    st = mdl_npy_expect(&a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
+                        T->ndims, err, errlen);
+    if (st != NCSIM_OK) {
+        mdl_npy_free(&a);
+        return NCSIM_IO;
+    }
+    if (mdl_npy_dtype_is_native((isa_dtype_t)T->dtype))
+        st = sim_tensor_write_raw(s, t, a.data);
+    else
+        st = sim_tensor_write_f32(s, t, (const float *)a.data);
+    mdl_npy_free(&a);
+    if (st != NCSIM_OK)
+        snprintf(err, errlen, "cannot store tensor '%s': %s", isa_string(p, T->name),
+                 ncsim_status_text(st));
+    return st;
+}
+
+static ncsim_status_t random_input(sim_t *s, const isa_program_t *p, uint32_t t, uint64_t seed)
+{
+    uint64_t n = sim_tensor_elems(p, t);
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return NCSIM_NOMEM;
+    mdl_rng_t r;
+    mdl_rng_seed(&r, seed, 0x1000 + t); /* one stream per tensor: binding order is irrelevant */
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = mdl_rng_float(&r) * 2.0f - 1.0f;
+    ncsim_status_t st = sim_tensor_write_f32(s, t, v);
+    free(v);
+    return st;
+}
+
+static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
+                                   const char *path, char *err, size_t errlen)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    uint64_t n = sim_tensor_elems(p, t);
+    isa_dtype_t dt = (isa_dtype_t)T->dtype;
+    int native = mdl_npy_dtype_is_native(dt);
+    size_t es = native ? isa_dtype_size(dt) : sizeof(float);
+    void *buf = malloc(n * es > 0 ? n * es : 1);
+    if (!buf)
+        return NCSIM_NOMEM;
+    ncsim_status_t st = native ? sim_tensor_read_raw(s, t, buf)
+                               : sim_tensor_read_f32(s, t, (float *)buf);
+    if (st == NCSIM_OK) {
+        const char *descr = mdl_npy_type_descr(mdl_npy_type_for_dtype(dt));
+        uint64_t dims[ISA_MAX_DIMS + 1];
+        for (unsigned d = 0; d < T->ndims; d++)
+            dims[d] = T->dims[d];
+        st = mdl_npy_write(path, descr, dims, T->ndims, buf, err, errlen);
+        if (st != NCSIM_OK)
+            st = NCSIM_IO;
+    }
+    free(buf);
+    return st;
+}
+
+typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
+
+/* Run to the end, printing progress when asked: redrawn a few times a second on a
+ * terminal, one line every ~10 s otherwise. */
+static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show)
+{
+    if (!show)
+        return sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
+    int tty = isatty(STDERR_FILENO);
+    double interval = tty ? 0.25 : 10.0;
+    double t0 = now_seconds(), last = t0;
+    uint64_t step = 1000000; /* 1 us of simulated time per slice, adapted below */
+    ncsim_status_t st = NCSIM_OK;
+    while (!sim_finished(s)) {
+        double before = now_seconds();
+        st = sim_run(s, SIM_RUN_UNTIL_TIME, sim_now_ps(s) + step);
+        if (st != NCSIM_OK)
+            break;
+        double after = now_seconds();
+        /* aim for slices of ~20 ms of host time */
+        if (after - before < 0.01 && step < (UINT64_MAX >> 2))
+            step *= 2;
+        else if (after - before > 0.05 && step > 1000)
+            step /= 2;
+        if (after - last >= interval && !sim_finished(s)) {
+            last = after;
+            const sim_stats_t *ss = sim_stats(s);
+            double frac = total_instrs ? (double)ss->instructions / (double)total_instrs : 1.0;
+            fprintf(stderr, tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
+                                  "(%.0f%%), %.1f s"
+                                : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
+                                  "%.1f s\n",
+                    (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
+                    (unsigned long long)total_instrs, 100.0 * frac, after - t0);
+        }
+    }
+    if (tty && now_seconds() - t0 >= interval)
+        fputs("\r\033[K", stderr);
+    return st;
+}
+
+int cli_run(int argc, char **argv)
+{
+    enum { O_ARCH = 256, O_SET, O_IN, O_OUT, O_RANDOM, O_TIMING, O_TRACE, O_STATS, O_CHECK,
+           O_SEED, O_SR, O_PROGRESS };
+    static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
+                                         {"set", required_argument, 0, O_SET},
+                                         {"in", required_argument, 0, O_IN},
+                                         {"out", required_argument, 0, O_OUT},
+                                         {"random-inputs", required_argument, 0, O_RANDOM},
+                                         {"timing-only", no_argument, 0, O_TIMING},
+                                         {"trace", required_argument, 0, O_TRACE},
+                                         {"stats", required_argument, 0, O_STATS},
+                                         {"check", required_argument, 0, O_CHECK},
+                                         {"seed", required_argument, 0, O_SEED},
+                                         {"stochastic-rounding", no_argument, 0, O_SR},
+                                         {"progress", required_argument, 0, O_PROGRESS},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *arch_name = NULL, *stats_path = NULL;
+    const char *sets[MAX_BINDINGS];
+    int nsets = 0;
+    binding_t ins[MAX_BINDINGS], outs[MAX_BINDINGS];
+    int nins = 0, nouts = 0;
+    int timing_only = 0, stochastic = 0, quiet = 0, have_random = 0;
+    uint64_t seed = 0, random_seed = 0;
+    progress_t progress = PROGRESS_AUTO;
+    int c;
+    char *end;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+        switch (c) {
+        case O_ARCH: arch_name = optarg; break;
+        case O_SET:
+            if (nsets == MAX_BINDINGS) {
+                fputs("ncsim run: too many --set options\n", stderr);
+                return 2;
+            }
+            sets[nsets++] = optarg;
+            break;
+        case O_IN:
+        case O_OUT: {
+            binding_t *list = c == O_IN ? ins : outs;
+            int *n = c == O_IN ? &nins : &nouts;
+            if (*n == MAX_BINDINGS || parse_binding(optarg, &list[*n])) {
+                fprintf(stderr, "ncsim run: --%s wants NAME=FILE.npy, not '%s'\n",
+                        c == O_IN ? "in" : "out", optarg);
+                return 2;
+            }
+            (*n)++;
+            break;
+        }
+        case O_RANDOM:
+            errno = 0;
+            random_seed = strtoull(optarg, &end, 0);
+            if (errno || *end || !*optarg) {
+                fprintf(stderr, "ncsim run: --random-inputs wants an integer seed, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            have_random = 1;
+            break;
+        case O_TIMING: timing_only = 1; break;
+        case O_TRACE:
+            fputs("ncsim run: --trace is not available in this build yet\n", stderr);
+            return 2;
+        case O_CHECK:
+            fputs("ncsim run: --check is not available in this build yet\n", stderr);
+            return 2;
+        case O_STATS: stats_path = optarg; break;
+        case O_SEED:
+            errno = 0;
+            seed = strtoull(optarg, &end, 0);
+            if (errno || *end || !*optarg) {
+                fprintf(stderr, "ncsim run: --seed wants an integer, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case O_SR: stochastic = 1; break;
+        case O_PROGRESS:
+            if (strcmp(optarg, "auto") == 0)
+                progress = PROGRESS_AUTO;
+            else if (strcmp(optarg, "always") == 0)
+                progress = PROGRESS_ALWAYS;
+            else if (strcmp(optarg, "never") == 0)
+                progress = PROGRESS_NEVER;
+            else {
+                fprintf(stderr, "ncsim run: --progress wants auto, always or never\n");
+                return 2;
+            }
+            break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage_run, stdout); return 0;
+        default: fputs(usage_run, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "ncsim run: expected one program\n%s", usage_run);
+        return 2;
+    }
+    const char *path = argv[optind];
+    char err[4096];
+
+    /* architecture: --arch, else the program's .arch (resolved after loading), else trn1 */
+    isa_geometry_t g;
+    if (cli_geometry(arch_name, &g, err, sizeof err)) {
+        fprintf(stderr, "ncsim run: %s\n", err);
+        return 2;
+    }
+    isa_diag_t diag;
+    isa_diag_init(&diag, 0);
+    isa_program_t *prog = NULL;
+    ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
+                                         &prog, &diag);
+    cli_print_diag(&diag);
+    isa_diag_free(&diag);
+    if (st != NCSIM_OK)
+        return cli_exit(st);
+    int rc = 0;
+    sim_t *s = NULL;
+    mdl_arch_t arch;
+    const char *use = arch_name ? arch_name : (prog->arch[0] ? prog->arch : "trn1");
+    st = mdl_arch_load(use, &arch, err, sizeof err);
+    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
+        st = mdl_arch_set(&arch, sets[i], err, sizeof err);
+    /* a multi-chip program on a single-chip preset: grow the system to fit */
+    if (st == NCSIM_OK)
+        st = mdl_arch_validate(&arch, err, sizeof err);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim run: %s\n", err);
+        rc = cli_exit(st == NCSIM_IO ? NCSIM_IO : NCSIM_USAGE);
+        goto out;
+    }
+    if (timing_only && (nins || nouts)) {
+        fprintf(stderr, "ncsim run: --in and --out need a functional run (drop "
+                        "--timing-only)\n");
+        rc = 2;
+        goto out;
+    }
+    /* every binding names a declared tensor of the right kind */
+    uint8_t *bound = calloc(prog->ntensors + 1, 1);
+    int *in_tensor = calloc((size_t)nins + 1, sizeof *in_tensor);
+    int *out_tensor = calloc((size_t)nouts + 1, sizeof *out_tensor);
+    if (!bound || !in_tensor || !out_tensor) {
+        free(bound);
+        free(in_tensor);
+        free(out_tensor);
+        rc = cli_exit(NCSIM_NOMEM);
+        goto out;
+    }
+    for (int i = 0; i < nins + nouts && !rc; i++) {
+        int is_in = i < nins;
+        binding_t *b = is_in ? &ins[i] : &outs[i - nins];
+        int t = find_tensor(prog, b);
+        if (t < 0) {
+            fprintf(stderr, "ncsim run: --%s %.*s: the program declares no HBM tensor '%.*s'\n",
+                    is_in ? "in" : "out", (int)b->name_len, b->name, (int)b->name_len,
+                    b->name);
+            rc = 2;
+            break;
+        }
+        int kind = prog->tensors[t].kind;
+        if (is_in && kind != ISA_TK_INPUT && kind != ISA_TK_INOUT) {
+            fprintf(stderr, "ncsim run: --in %.*s: tensor '%.*s' is %s, not input or inout\n",
+                    (int)b->name_len, b->name, (int)b->name_len, b->name,
+                    isa_tensor_kind_name((isa_tensor_kind_t)kind));
+            rc = 2;
+        }
+        if (!is_in && kind != ISA_TK_OUTPUT && kind != ISA_TK_INOUT) {
+            fprintf(stderr, "ncsim run: --out %.*s: tensor '%.*s' is %s, not output or inout\n",
+                    (int)b->name_len, b->name, (int)b->name_len, b->name,
+                    isa_tensor_kind_name((isa_tensor_kind_t)kind));
+            rc = 2;
+        }
+        if (is_in) {
+            if (bound[t]) {
+                fprintf(stderr, "ncsim run: tensor '%.*s' is bound twice\n", (int)b->name_len,
+                        b->name);
+                rc = 2;
+            }
+            bound[t] = 1;
+            in_tensor[i] = t;
+        } else {
+            out_tensor[i - nins] = t;
+        }
+    }
+    if (!rc && !timing_only && !have_random)
+        for (uint32_t t = 0; t < prog->ntensors; t++) {
+            int kind = prog->tensors[t].kind;
+            if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
+                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
+                fprintf(stderr, "ncsim run: input tensor '%s' is not bound: give --in %s=FILE.npy "
+                                "or --random-inputs SEED\n",
+                        isa_string(prog, prog->tensors[t].name),
+                        isa_string(prog, prog->tensors[t].name));
+                rc = 2;
+            }
+        }
+    if (rc) {
+        free(bound);
+        free(in_tensor);
+        free(out_tensor);
+        goto out;
+    }
+    sim_options_t so;
+    memset(&so, 0, sizeof so);
+    so.arch = &arch;
+    so.timing_only = timing_only;
+    so.stochastic_rounding = stochastic;
+    so.seed = seed;
+    st = sim_create(prog, &so, &s, err, sizeof err);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim run: %s\n", err);
+        rc = cli_exit(st);
+    }
+    for (int i = 0; !rc && i < nins; i++) {
+        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim run: %s\n", err);
+            rc = cli_exit(st);
+        }
+    }
+    if (!rc && !timing_only && have_random)
+        for (uint32_t t = 0; t < prog->ntensors && !rc; t++) {
+            int kind = prog->tensors[t].kind;
+            if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
+                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
+                st = random_input(s, prog, t, random_seed);
+                if (st != NCSIM_OK)
+                    rc = cli_exit(st);
+            }
+        }
+    free(bound);
+    free(in_tensor);
+    if (rc) {
+        free(out_tensor);
+        goto out;
+    }
+    int show = !quiet && (progress == PROGRESS_ALWAYS ||
+                          (progress == PROGRESS_AUTO && isatty(STDERR_FILENO)));
+    double t0 = now_seconds();
+    st = run_with_progress(s, prog->ninstrs, show);
+    double host = now_seconds() - t0;
+    if (st != NCSIM_OK) {
+        fputs(sim_error(s), stderr);
+        rc = cli_exit(st);
+    }
+    const sim_stats_t *ss = sim_stats(s);
+    sim_run_info_t info = {path, timing_only, seed, host};
+    for (int i = 0; !rc && i < nouts; i++) {
+        st = write_output(s, prog, (uint32_t)out_tensor[i], outs[i].path, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim run: %s\n", err);
+            rc = cli_exit(st);
+        }
+    }
+    free(out_tensor);
+    if (stats_path) {
+        char *json = sim_stats_json(ss, &arch, prog, &info);
+        if (!json || sim_write_file(stats_path, json, strlen(json))) {
+            fprintf(stderr, "ncsim run: cannot write %s: %s\n", stats_path,
+                    json ? strerror(errno) : "out of memory");
+            if (!rc)
+                rc = cli_exit(json ? NCSIM_IO : NCSIM_NOMEM);
+        }
+        free(json);
+    }
+    if (!quiet && (st == NCSIM_OK || sim_finished(s)))
+        sim_stats_print(stdout, ss, &arch, prog, &info);
+out:
+    sim_destroy(s);
+    isa_program_free(prog);
+    return rc;
+}

@@ -1,0 +1,128 @@
+#include "event.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sim_event_init(sim_event_t *ev, sim_event_fn fn, void *owner, uint32_t priority)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->fn = fn;
+    ev->owner = owner;
+    ev->priority = priority;
+    ev->heap_index = SIM_NOT_QUEUED;
+}
+
+int sim_queue_init(sim_queue_t *q)
+{
+    memset(q, 0, sizeof *q);
+    q->cap = 256;
+    q->heap = malloc(q->cap * sizeof *q->heap);
+    return q->heap ? 0 : -1;
+}
+
+void sim_queue_free(sim_queue_t *q)
+{
+    free(q->heap);
+    memset(q, 0, sizeof *q);
+}
+
+static int before(const sim_event_t *a, const sim_event_t *b)
+{
+    if (a->time != b->time)
+        return a->time < b->time;
+    if (a->priority != b->priority)
+        return a->priority < b->priority;
+    return a->seq < b->seq;
+}
+
+static void place(sim_queue_t *q, uint32_t i, sim_event_t *ev)
+{
+    q->heap[i] = ev;
+    ev->heap_index = i;
+}
+
+static void sift_up(sim_queue_t *q, uint32_t i)
+{
+    sim_event_t *ev = q->heap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (!before(ev, q->heap[parent]))
+            break;
+        place(q, i, q->heap[parent]);
+        i = parent;
+    }
+    place(q, i, ev);
+}
+
+static void sift_down(sim_queue_t *q, uint32_t i)
+{
+    sim_event_t *ev = q->heap[i];
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        const sim_event_t *best = ev;
+        if (l < q->n && before(q->heap[l], best)) {
+            m = l;
+            best = q->heap[l];
+        }
+        if (r < q->n && before(q->heap[r], best))
+            m = r;
+        if (m == i)
+            break;
+        place(q, i, q->heap[m]);
+        i = m;
+    }
+    place(q, i, ev);
+}
+
+void sim_cancel(sim_queue_t *q, sim_event_t *ev)
+{
+    uint32_t i = ev->heap_index;
+    if (i == SIM_NOT_QUEUED)
+        return;
+    ev->heap_index = SIM_NOT_QUEUED;
+    q->n--;
+    if (i == q->n)
+        return;
+    sim_event_t *moved = q->heap[q->n];
+    place(q, i, moved);
+    sift_up(q, i);
+    sift_down(q, moved->heap_index);
+}
+
+int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
+{
+    if (ev->heap_index != SIM_NOT_QUEUED)
+        sim_cancel(q, ev);
+    if (q->n == q->cap) {
+        uint32_t nc = q->cap * 2;
+        sim_event_t **h = realloc(q->heap, nc * sizeof *h);
+        if (!h)
+            return -1;
+        q->heap = h;
+        q->cap = nc;
+    }
+    ev->time = time < q->now ? q->now : time;
+    ev->seq = q->next_seq++;
+    q->heap[q->n] = ev;
+    ev->heap_index = q->n;
+    q->n++;
+    sift_up(q, q->n - 1);
+    return 0;
+}
+
+int sim_queue_step(sim_queue_t *q)
+{
+    if (!q->n)
+        return 0;
+    sim_event_t *ev = q->heap[0];
+    q->n--;
+    if (q->n) {
+        place(q, 0, q->heap[q->n]);
+        sift_down(q, 0);
+    }
+    ev->heap_index = SIM_NOT_QUEUED;
+    q->now = ev->time;
+    q->processed++;
+    ev->fn(q, ev);
+    return 1;
+}

@@ -1,0 +1,98 @@
+#include "load.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "asm.h"
+#include "ncx.h"
+
+char *sim_read_file(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) {
+            if (ferror(f)) {
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+        cap *= 2;
+        char *t = realloc(buf, cap + 1);
+        if (!t) {
+            free(buf);
+            errno = ENOMEM;
+        }
+        buf = t;
+    }
+    if (f != stdin)
+        fclose(f);
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int sim_write_file(const char *path, const void *data, size_t len)
+{
+    if (strcmp(path, "-") == 0)
+        return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 32);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(tmp);
+        return -1;
+    }
+    int ok = fwrite(data, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        errno = e;
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry,
+                                int (*arch_lookup)(void *, const char *, isa_geometry_t *),
+                                void *arch_ctx, isa_program_t **out, isa_diag_t *diag)
+{
+    *out = NULL;
+    size_t len = 0;
+    char *data = sim_read_file(path, &len);
+    if (!data) {
+        isa_diag_error(diag, path, 0, 0, "cannot read: %s", strerror(errno));
+        return NCSIM_IO;
+    }
+    ncsim_status_t st;
+    if (isa_ncx_is_binary((const uint8_t *)data, len)) {
+        st = isa_ncx_read((const uint8_t *)data, len, geometry, path, out, diag);
+    } else {
+        isa_asm_options_t opt;
+        isa_asm_options_default(&opt);
+        opt.filename = path;
+        opt.geometry = *geometry;
+        opt.arch_lookup = arch_lookup;
+        opt.arch_ctx = arch_ctx;
+        st = isa_assemble(data, len, &opt, out, diag);
+    }
+    free(data);
+    return st;
+}

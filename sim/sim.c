@@ -1,0 +1,874 @@
+/*
+ * sim.c -- engines, semaphores and the run loop.
+ *
+ * Each engine runs its stream in order (ISA.md 8). An engine has one "try" event: at its
+ * time the engine checks the next instruction's waits, the same-engine interlock and the
+ * shared ports; if all hold it starts the instruction now, applies its effect (models/),
+ * records its completion in a small in-flight FIFO, and tries again after the initiation
+ * interval. When nothing else is queued before that time it continues inline without
+ * touching the heap, so a long stream of independent instructions costs one loop iteration
+ * each. Posts fire at completion through a second per-engine event.
+ */
+#include "sim_internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dis.h"
+
+/* ---- errors ----------------------------------------------------------------------------------- */
+
+static void error_append(struct sim *s, const char *text)
+{
+    size_t n = strlen(text);
+    if (s->error_len + n + 1 > s->error_cap) {
+        size_t cap = s->error_cap ? s->error_cap * 2 : 1024;
+        while (cap < s->error_len + n + 1)
+            cap *= 2;
+        char *e = realloc(s->error, cap);
+        if (!e)
+            return;
+        s->error = e;
+        s->error_cap = cap;
+    }
+    memcpy(s->error + s->error_len, text, n + 1);
+    s->error_len += n;
+}
+
+void sim_fail(struct sim *s, const char *fmt, ...)
+{
+    if (s->failed)
+        return;
+    s->failed = 1;
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    error_append(s, buf);
+}
+
+/* "FILE:LINE: core C ENGINE instruction I `text`" */
+void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
+                     const isa_instr_t *in, char *buf, size_t n)
+{
+    char text[512];
+    isa_format_instr(s->prog, c->id, in, text, sizeof text);
+    const char *file = isa_string(s->prog, s->prog->source);
+    if (in->line && *file)
+        snprintf(buf, n, "%s:%u: core %u %s instruction %u `%s`", file, in->line, c->id,
+                 isa_engine_name((isa_engine_t)engine), index, text);
+    else if (in->line)
+        snprintf(buf, n, "line %u: core %u %s instruction %u `%s`", in->line, c->id,
+                 isa_engine_name((isa_engine_t)engine), index, text);
+    else
+        snprintf(buf, n, "core %u %s instruction %u `%s`", c->id,
+                 isa_engine_name((isa_engine_t)engine), index, text);
+}
+
+/* ---- semaphores -------------------------------------------------------------------------------- */
+
+static int waits_hold(const core_t *c, const isa_instr_t *in, uint8_t *failing)
+{
+    for (unsigned i = 0; i < in->nwait; i++) {
+        const isa_sync_t *w = &in->wait[i];
+        int32_t v = c->sems[w->sem];
+        int ok = w->op == ISA_WAIT_EQ ? v == w->value : v >= w->value;
+        if (!ok) {
+            *failing = w->sem;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void wake_core(struct sim *s, core_t *c)
+{
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+        engine_t *E = &c->engines[e];
+        if (E->blocked && !sim_event_queued(&E->ev))
+            if (sim_schedule(&s->q, &E->ev, s->q.now))
+                sim_fail(s, "out of memory");
+    }
+}
+
+void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
+                     uint32_t by_index)
+{
+    for (unsigned i = 0; i < in->npost; i++) {
+        const isa_sync_t *p = &in->post[i];
+        int64_t v = c->sems[p->sem];
+        switch (p->op) {
+        case ISA_POST_ADD: v += p->value; break;
+        case ISA_POST_SUB: v -= p->value; break;
+        default: v = p->value; break;
+        }
+        if (v > INT32_MAX || v < INT32_MIN) {
+            char where[768];
+            const engine_t *E = by_engine < ISA_ENGINE_COUNT ? &c->engines[by_engine] : NULL;
+            (void)E;
+            sim_instr_where(s, c, by_engine < ISA_ENGINE_COUNT ? by_engine : ISA_ENGINE_SP,
+                            by_index, in, where, sizeof where);
+            sim_fail(s, "%s: semaphore overflow: post takes semaphore %u beyond 32 bits\n",
+                     where, p->sem);
+            return;
+        }
+        c->sems[p->sem] = (int32_t)v;
+        if (s->opt.trace && s->opt.trace->sem) {
+            sim_trace_sem_t r = {c->id, p->sem, (int32_t)v, s->q.now, (uint8_t)by_engine,
+                                 by_index};
+            s->opt.trace->sem(s->opt.trace->ctx, &r);
+        }
+    }
+    if (in->npost)
+        wake_core(s, c);
+}
+
+/* ---- in-flight FIFO ------------------------------------------------------------------------------ */
+
+static inflight_t *fl_at(engine_t *E, uint32_t i)
+{
+    return &E->fl[(E->fl_head + i) % E->fl_cap];
+}
+
+static int fl_push(engine_t *E, const inflight_t *f)
+{
+    if (E->fl_n == E->fl_cap) {
+        uint32_t nc = E->fl_cap ? E->fl_cap * 2 : 16;
+        inflight_t *p = malloc(nc * sizeof *p);
+        if (!p)
+            return -1;
+        for (uint32_t i = 0; i < E->fl_n; i++)
+            p[i] = *fl_at(E, i);
+        free(E->fl);
+        E->fl = p;
+        E->fl_cap = nc;
+        E->fl_head = 0;
+    }
+    E->fl[(E->fl_head + E->fl_n) % E->fl_cap] = *f;
+    E->fl_n++;
+    return 0;
+}
+
+/* Drop completed entries without posts from the front. */
+static void fl_trim(engine_t *E, uint64_t now)
+{
+    while (E->fl_n) {
+        inflight_t *f = fl_at(E, 0);
+        if (f->complete > now || f->posts)
+            break;
+        E->fl_head = (E->fl_head + 1) % E->fl_cap;
+        E->fl_n--;
+    }
+}
+
+static void schedule_post_event(struct sim *s, engine_t *E)
+{
+    for (uint32_t i = 0; i < E->fl_n; i++) {
+        inflight_t *f = fl_at(E, i);
+        if (f->posts) {
+            if (!sim_event_queued(&E->post_ev) || E->post_ev.time != f->complete)
+                if (sim_schedule(&s->q, &E->post_ev, f->complete))
+                    sim_fail(s, "out of memory");
+            return;
+        }
+    }
+}
+
+static void engine_posts(sim_queue_t *q, sim_event_t *ev)
+{
+    engine_t *E = ev->owner;
+    struct sim *s = E->core->sim;
+    while (E->fl_n && !s->failed) {
+        inflight_t *f = fl_at(E, 0);
+        if (f->complete > q->now)
+            break;
+        if (f->posts)
+            sim_apply_posts(s, E->core, &E->instrs[f->index], E->id, f->index);
+        E->fl_head = (E->fl_head + 1) % E->fl_cap;
+        E->fl_n--;
+    }
+    schedule_post_event(s, E);
+}
+
+/* ---- reads, writes and the interlock ---------------------------------------------------------------- */
+
+static void view_box(const isa_view_t *v, box_t *b)
+{
+    b->space = v->space;
+    b->p0 = v->space == ISA_SPACE_HBM ? 0 : v->pstart;
+    b->p1 = (uint16_t)(v->space == ISA_SPACE_HBM ? 1 : v->pstart + v->pcount);
+    isa_view_byte_range(v, &b->lo, &b->hi);
+}
+
+static int boxes_overlap(const box_t *a, const box_t *b)
+{
+    return a->space == b->space && a->p0 < b->p1 && b->p0 < a->p1 && a->lo < b->hi &&
+           b->lo < a->hi;
+}
+
+/* Which slots an instruction writes (for the interlock). DMA and collectives are outside
+ * the engine's interlock (ISA.md 8); ldweights writes only the PE array. */
+static int writes_slot(int op, unsigned slot)
+{
+    switch (op) {
+    case ISA_OP_LDWEIGHTS:
+    case ISA_OP_DMA:
+    case ISA_OP_NOP:
+    case ISA_OP_ALL_REDUCE:
+    case ISA_OP_ALL_GATHER:
+    case ISA_OP_REDUCE_SCATTER:
+    case ISA_OP_ALL_TO_ALL:
+    case ISA_OP_SEND:
+    case ISA_OP_RECV:
+        return 0;
+    case ISA_OP_ACTIVATE:
+        return slot == 0 || slot == 5 || slot == 6;
+    default:
+        return slot == 0;
+    }
+}
+
+static int reads_slot(int op, unsigned slot)
+{
+    switch (op) {
+    case ISA_OP_DMA:
+    case ISA_OP_ALL_REDUCE:
+    case ISA_OP_ALL_GATHER:
+    case ISA_OP_REDUCE_SCATTER:
+    case ISA_OP_ALL_TO_ALL:
+    case ISA_OP_SEND:
+    case ISA_OP_RECV:
+        return 0;
+    case ISA_OP_LDWEIGHTS:
+        return 1;
+    case ISA_OP_SELECT:
+        return 1; /* D keeps its old values where the predicate is false */
+    case ISA_OP_ACTIVATE:
+        return slot != 0 && slot != 5; /* sumacc reads R */
+    case ISA_OP_MATMUL:
+        return slot != 0; /* accumulation into PSUM is pipelined inside pe */
+    default:
+        return slot != 0;
+    }
+}
+
+/* Earliest time `in` may start because of in-flight writes it reads (0 when none). */
+static uint64_t interlock_until(const struct sim *s, engine_t *E, const isa_instr_t *in,
+                                uint64_t now)
+{
+    if (!E->fl_n)
+        return 0;
+    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+    const isa_arg_t *args = isa_instr_args(s->prog, in);
+    uint64_t until = 0;
+    for (unsigned k = 0; k < info->nslots; k++) {
+        if (!args[k].present || !args[k].is_view || !reads_slot(in->op, k))
+            continue;
+        box_t r;
+        view_box(&s->prog->views[args[k].index], &r);
+        for (uint32_t i = 0; i < E->fl_n; i++) {
+            const inflight_t *f = fl_at(E, i);
+            if (f->complete <= now || f->complete <= until)
+                continue;
+            for (unsigned w = 0; w < f->nw; w++)
+                if (boxes_overlap(&r, &f->w[w]))
+                    until = f->complete;
+        }
+    }
+    return until;
+}
+
+/* ---- issuing ---------------------------------------------------------------------------------------- */
+
+static uint64_t ns_to_ps(double ns)
+{
+    double ps = ns * 1000.0;
+    if (ps <= 0)
+        return 0;
+    return (uint64_t)llround(ps);
+}
+
+static void stall_segment(engine_t *E, uint64_t now, uint8_t cause, uint8_t sem)
+{
+    if (E->seg_start != UINT64_MAX && now > E->seg_start)
+        E->st->stall_by[E->stall] += now - E->seg_start;
+    if (E->seg_start != UINT64_MAX && now > E->seg_start)
+        E->st->stall_ps += now - E->seg_start;
+    E->seg_start = now;
+    E->stall = cause;
+    E->stall_sem = sem;
+    if (cause != SIM_STALL_NONE)
+        E->last_stall = cause;
+}
+
+/* Port the instruction needs that another engine holds: time it frees, or 0. */
+static uint64_t port_until(const core_t *c, int eng, const mdl_cost_t *cost, uint64_t now)
+{
+    uint64_t until = 0;
+    int sbuf = cost->reads_sbuf || cost->writes_sbuf;
+    int psum = cost->reads_psum || cost->writes_psum;
+    if (sbuf && (eng == ISA_ENGINE_DVE || eng == ISA_ENGINE_POOL) &&
+        c->sbuf_port_owner != eng && c->sbuf_port_until > now)
+        until = c->sbuf_port_until;
+    if (psum && (eng == ISA_ENGINE_DVE || eng == ISA_ENGINE_ACT) &&
+        c->psum_port_owner != eng && c->psum_port_until > now && c->psum_port_until > until)
+        until = c->psum_port_until;
+    return until;
+}
+
+static void take_ports(core_t *c, int eng, const mdl_cost_t *cost, uint64_t until)
+{
+    int sbuf = cost->reads_sbuf || cost->writes_sbuf;
+    int psum = cost->reads_psum || cost->writes_psum;
+    if (sbuf && (eng == ISA_ENGINE_DVE || eng == ISA_ENGINE_POOL) &&
+        (c->sbuf_port_owner == eng || c->sbuf_port_until <= until)) {
+        if (c->sbuf_port_owner != eng || c->sbuf_port_until < until)
+            c->sbuf_port_until = until;
+        c->sbuf_port_owner = (uint8_t)eng;
+    }
+    if (psum && (eng == ISA_ENGINE_DVE || eng == ISA_ENGINE_ACT)) {
+        if (c->psum_port_owner != eng || c->psum_port_until < until)
+            c->psum_port_until = until;
+        c->psum_port_owner = (uint8_t)eng;
+    }
+}
+
+static void fail_at(struct sim *s, core_t *c, engine_t *E, const isa_instr_t *in,
+                    const char *msg)
+{
+    char where[768];
+    sim_instr_where(s, c, E->id, E->pc, in, where, sizeof where);
+    sim_fail(s, "%s: %s\n", where, msg);
+}
+
+/* Start instruction E->pc now. Returns its II in ps, or UINT64_MAX on failure. */
+static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
+                            const mdl_cost_t *cost, uint64_t now)
+{
+    core_t *c = E->core;
+    uint64_t ii = ns_to_ps(cost->ii_ns);
+    uint64_t lat = ns_to_ps(cost->latency_ns);
+    if (lat < ii)
+        lat = ii;
+    if (ii == 0)
+        ii = 1; /* every instruction takes some time: keeps time moving forward */
+    if (in->op == ISA_OP_LDWEIGHTS) {
+        const isa_view_t *w = &s->prog->views[isa_instr_args(s->prog, in)[0].index];
+        E->stationary_cols = (uint32_t)isa_view_free_elems(w);
+    }
+    if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
+        fail_at(s, c, E, in, "collective instructions are not supported yet (they arrive "
+                             "with the collectives model)");
+        return UINT64_MAX;
+    }
+    if (in->op == ISA_OP_DMA) {
+        if (dma_issue(s, c, E, in, E->pc))
+            return UINT64_MAX;
+    } else if (!s->opt.timing_only && in->op != ISA_OP_NOP) {
+        char err[1024];
+        ncsim_status_t st = mdl_exec(&c->fs, in, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fail_at(s, c, E, in, st == NCSIM_NOMEM ? "out of memory" : err);
+            return UINT64_MAX;
+        }
+    }
+    uint64_t complete = now + lat;
+    if (complete < E->last_complete)
+        complete = E->last_complete; /* an engine completes in issue order */
+    E->last_complete = complete;
+    inflight_t f;
+    memset(&f, 0, sizeof f);
+    f.complete = complete;
+    f.index = E->pc;
+    f.posts = in->op != ISA_OP_DMA && in->npost > 0;
+    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+    const isa_arg_t *args = isa_instr_args(s->prog, in);
+    for (unsigned k = 0; k < info->nslots && f.nw < 2; k++)
+        if (args[k].present && args[k].is_view && writes_slot(in->op, k))
+            view_box(&s->prog->views[args[k].index], &f.w[f.nw++]);
+    if (f.nw || f.posts) {
+        if (fl_push(E, &f)) {
+            sim_fail(s, "out of memory");
+            return UINT64_MAX;
+        }
+        if (f.posts)
+            schedule_post_event(s, E);
+    }
+    take_ports(c, E->id, cost, now + ii);
+    sim_engine_stats_t *st = E->st;
+    st->instructions++;
+    st->busy_ps += ii;
+    st->flops += cost->flops;
+    if (complete > st->end_ps)
+        st->end_ps = complete;
+    s->stats.tensor_flops += cost->flops;
+    s->stats.instructions++;
+    c->st->used = 1;
+    if (s->opt.trace && s->opt.trace->instr) {
+        sim_trace_instr_t r;
+        r.core = c->id;
+        r.engine = E->id;
+        r.index = E->pc;
+        r.instr = in;
+        r.ready_ps = E->ready_ps;
+        r.start_ps = now;
+        r.ii_ps = ii;
+        r.end_ps = complete;
+        r.stall = E->last_stall;
+        r.stall_sem = E->stall_sem;
+        r.flops = cost->flops;
+        r.bytes = cost->bytes_read + cost->bytes_written;
+        s->opt.trace->instr(s->opt.trace->ctx, &r);
+    }
+    return ii;
+}
+
+static void engine_try(sim_queue_t *q, sim_event_t *ev)
+{
+    engine_t *E = ev->owner;
+    core_t *c = E->core;
+    struct sim *s = c->sim;
+    for (;;) {
+        if (s->failed || E->pc == E->n)
+            return;
+        uint64_t now = q->now;
+        const isa_instr_t *in = &E->instrs[E->pc];
+        if (E->seg_start == UINT64_MAX) {
+            E->seg_start = now;
+            E->ready_ps = now;
+            E->stall = SIM_STALL_NONE;
+            E->last_stall = SIM_STALL_NONE;
+        }
+        fl_trim(E, now);
+        uint8_t sem = 0;
+        if (!waits_hold(c, in, &sem)) {
+            stall_segment(E, now, SIM_STALL_SEMAPHORE, sem);
+            E->blocked = 1;
+            return;
+        }
+        E->blocked = 0;
+        uint64_t until = interlock_until(s, E, in, now);
+        if (until > now) {
+            stall_segment(E, now, SIM_STALL_INTERLOCK, 0);
+            if (sim_schedule(q, ev, until))
+                sim_fail(s, "out of memory");
+            return;
+        }
+        mdl_cost_t cost;
+        mdl_cost_instr(s->arch, s->prog, in, E->stationary_cols, &cost);
+        until = port_until(c, E->id, &cost, now);
+        if (until > now) {
+            stall_segment(E, now, SIM_STALL_PORT, 0);
+            if (sim_schedule(q, ev, until))
+                sim_fail(s, "out of memory");
+            return;
+        }
+        stall_segment(E, now, SIM_STALL_NONE, 0);
+        E->seg_start = UINT64_MAX;
+        uint64_t ii = start_instr(s, E, in, &cost, now);
+        if (ii == UINT64_MAX)
+            return;
+        E->pc++;
+        uint64_t next = now + ii;
+        if (E->pc == E->n)
+            return;
+        /* nothing else can happen before `next`: continue without the heap */
+        if (next < sim_queue_next_time(q)) {
+            q->now = next;
+            continue;
+        }
+        if (sim_schedule(q, ev, next))
+            sim_fail(s, "out of memory");
+        return;
+    }
+}
+
+/* ---- construction --------------------------------------------------------------------------------- */
+
+uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor)
+{
+    const isa_tensor_t *T = &p->tensors[tensor];
+    uint64_t n = 1;
+    for (unsigned d = 0; d < T->ndims; d++)
+        n *= T->dims[d];
+    return n;
+}
+
+ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, sim_t **out,
+                          char *err, size_t errlen)
+{
+    *out = NULL;
+    const mdl_arch_t *a = opt->arch;
+    if (prog->chips > a->chips) {
+        snprintf(err, errlen, "the program needs %u chips but architecture '%s' has %u "
+                              "(choose a larger preset or --set system.chips=%u)",
+                 prog->chips, a->name, a->chips, prog->chips);
+        return NCSIM_USAGE;
+    }
+    isa_geometry_t g;
+    mdl_arch_geometry(a, &g);
+    isa_diag_t diag;
+    isa_diag_init(&diag, 5);
+    /* the program may have been assembled for other sizes: check again against this arch */
+    if (isa_check_program(prog, &g, a->name, &diag) != NCSIM_OK) {
+        snprintf(err, errlen, "the program does not fit architecture '%s':\n%s", a->name,
+                 diag.text ? diag.text : "");
+        isa_diag_free(&diag);
+        return NCSIM_USAGE;
+    }
+    isa_diag_free(&diag);
+    struct sim *s = calloc(1, sizeof *s);
+    if (!s)
+        return NCSIM_NOMEM;
+    s->prog = prog;
+    s->opt = *opt;
+    s->arch = a;
+    s->nchips = prog->chips;
+    s->ncores = prog->ncores;
+    s->cores = calloc(s->ncores, sizeof *s->cores);
+    s->chips = calloc(s->nchips, sizeof *s->chips);
+    s->stats.cores = calloc(s->ncores, sizeof *s->stats.cores);
+    s->stats.ncores = s->ncores;
+    s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
+    if (!s->cores || !s->chips || !s->stats.cores || sim_queue_init(&s->q))
+        goto oom;
+    for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
+        if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
+            goto oom;
+        s->chips[ch].hbm_ready = 1;
+    }
+    for (uint32_t i = 0; i < s->ncores; i++) {
+        core_t *c = &s->cores[i];
+        c->sim = s;
+        c->id = i;
+        c->chip = i / ISA_CORES_PER_CHIP;
+        c->st = &s->stats.cores[i];
+        c->sbuf_port_owner = c->psum_port_owner = ISA_ENGINE_COUNT;
+        for (uint32_t k = 0; k < prog->nsems; k++)
+            if (prog->sems[k].core == -1 || (uint32_t)prog->sems[k].core == i)
+                c->sems[prog->sems[k].index] = prog->sems[k].init;
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+            engine_t *E = &c->engines[e];
+            E->core = c;
+            E->id = (uint8_t)e;
+            const isa_stream_t *st = isa_stream(prog, i, (isa_engine_t)e);
+            E->instrs = &prog->instrs[st->first];
+            E->n = st->count;
+            E->seg_start = UINT64_MAX;
+            E->st = &c->st->engines[e];
+            sim_event_init(&E->ev, engine_try, E, PRIO_ENGINE + (uint32_t)e);
+            sim_event_init(&E->post_ev, engine_posts, E, PRIO_POST + (uint32_t)e);
+            if (E->n && sim_schedule(&s->q, &E->ev, 0))
+                goto oom;
+        }
+        if (!opt->timing_only) {
+            if (mdl_onchip_init(&c->sbuf, a->sbuf.partitions, a->sbuf.bytes_per_partition) ||
+                mdl_onchip_init(&c->psum, a->psum.partitions, a->psum.bytes_per_partition))
+                goto oom;
+            mdl_mem_t mem = {&c->sbuf, &c->psum, &s->chips[c->chip].hbm};
+            if (mdl_core_state_init(&c->fs, prog, i, mem,
+                                    opt->stochastic_rounding ? MDL_ROUND_STOCHASTIC
+                                                             : MDL_ROUND_NEAREST_EVEN,
+                                    opt->seed))
+                goto oom;
+            c->fs_ready = 1;
+        }
+    }
+    *out = s;
+    return NCSIM_OK;
+oom:
+    sim_destroy(s);
+    snprintf(err, errlen, "out of memory building the system");
+    return NCSIM_NOMEM;
+}
+
+void sim_destroy(sim_t *s)
+{
+    if (!s)
+        return;
+    if (s->cores)
+        for (uint32_t i = 0; i < s->ncores; i++) {
+            core_t *c = &s->cores[i];
+            for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+                free(c->engines[e].fl);
+            if (c->fs_ready)
+                mdl_core_state_free(&c->fs);
+            mdl_onchip_free(&c->sbuf);
+            mdl_onchip_free(&c->psum);
+        }
+    if (s->chips)
+        for (uint32_t i = 0; i < s->nchips; i++) {
+            if (s->chips[i].hbm_ready)
+                mdl_hbm_free(&s->chips[i].hbm);
+            free(s->chips[i].active);
+        }
+    for (uint32_t i = 0; i < s->nxfer_blocks; i++)
+        free(s->xfer_blocks[i]);
+    free(s->xfer_blocks);
+    free(s->cores);
+    free(s->chips);
+    free(s->stats.cores);
+    free(s->error);
+    sim_queue_free(&s->q);
+    free(s);
+}
+
+/* ---- tensor I/O --------------------------------------------------------------------------------- */
+
+static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_mem_t *mem)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space != ISA_SPACE_HBM)
+        return NCSIM_USAGE;
+    memset(v, 0, sizeof *v);
+    v->space = ISA_SPACE_HBM;
+    v->dtype = T->dtype;
+    v->pcount = 1;
+    v->offset = T->offset;
+    /* one flat dimension per 65,535 elements is not enough for big tensors: use the
+     * tensor's own dims, collapsing leading ones into the first while counts allow */
+    uint64_t n = sim_tensor_elems(s->prog, tensor);
+    /* express n elements as up to 5 row-major dims with counts <= 65535 */
+    uint64_t rest = n;
+    uint32_t counts[ISA_MAX_DIMS];
+    unsigned nd = 0;
+    while (rest > 1 || nd == 0) {
+        if (nd == ISA_MAX_DIMS)
+            return NCSIM_USAGE;
+        uint32_t cnt = 1;
+        for (uint32_t f = 65535; f >= 1; f--)
+            if (rest % f == 0) {
+                cnt = f;
+                break;
+            }
+        counts[nd++] = cnt;
+        rest /= cnt;
+        if (cnt == 1)
+            break;
+    }
+    /* counts are innermost first */
+    int64_t stride = 1;
+    v->ndims = (uint8_t)nd;
+    for (unsigned i = 0; i < nd; i++) {
+        v->count[nd - 1 - i] = counts[i];
+        v->stride[nd - 1 - i] = stride;
+        stride *= counts[i];
+    }
+    mem->sbuf = NULL;
+    mem->psum = NULL;
+    mem->hbm = &s->chips[T->chip].hbm;
+    return NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+{
+    isa_view_t v;
+    mdl_mem_t mem;
+    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
+    if (st != NCSIM_OK)
+        return st;
+    return mdl_view_write_f32(&mem, &v, values, MDL_ROUND_NEAREST_EVEN, NULL) ? NCSIM_NOMEM
+                                                                               : NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values)
+{
+    isa_view_t v;
+    mdl_mem_t mem;
+    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
+    if (st != NCSIM_OK)
+        return st;
+    mdl_view_read_f32(&mem, &v, values);
+    return NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space != ISA_SPACE_HBM)
+        return NCSIM_USAGE;
+    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
+    return mdl_hbm_write(&s->chips[T->chip].hbm, T->offset, data, bytes) ? NCSIM_NOMEM
+                                                                          : NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space != ISA_SPACE_HBM)
+        return NCSIM_USAGE;
+    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
+    mdl_hbm_read(&s->chips[T->chip].hbm, T->offset, data, bytes);
+    return NCSIM_OK;
+}
+
+/* ---- the run loop -------------------------------------------------------------------------------- */
+
+static void sem_name(const struct sim *s, uint32_t core, uint8_t index, char *buf, size_t n)
+{
+    for (uint32_t k = 0; k < s->prog->nsems; k++) {
+        const isa_sem_t *m = &s->prog->sems[k];
+        if (m->index == index && (m->core == -1 || (uint32_t)m->core == core)) {
+            const char *name = isa_string(s->prog, m->name);
+            if (*name) {
+                snprintf(buf, n, "%s", name);
+                return;
+            }
+        }
+    }
+    snprintf(buf, n, "semaphore %u", index);
+}
+
+/* Nothing is queued but streams remain: report every blocked instruction. */
+static void report_deadlock(struct sim *s)
+{
+    char line[2048];
+    snprintf(line, sizeof line, "deadlock at %.3f ns: no engine can make progress\n",
+             (double)s->q.now / 1000.0);
+    s->failed = 1;
+    error_append(s, line);
+    for (uint32_t i = 0; i < s->ncores; i++) {
+        core_t *c = &s->cores[i];
+        int any = 0;
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+            engine_t *E = &c->engines[e];
+            if (E->pc == E->n)
+                continue;
+            any = 1;
+            const isa_instr_t *in = &E->instrs[E->pc];
+            char where[768];
+            sim_instr_where(s, c, e, E->pc, in, where, sizeof where);
+            size_t at = (size_t)snprintf(line, sizeof line, "  %s waits for", where);
+            for (unsigned w = 0; w < in->nwait && at < sizeof line; w++) {
+                char name[64];
+                sem_name(s, c->id, in->wait[w].sem, name, sizeof name);
+                at += (size_t)snprintf(line + at, sizeof line - at, "%s %s %s %d (now %d)",
+                                       w ? "," : "", name,
+                                       in->wait[w].op == ISA_WAIT_EQ ? "==" : ">=",
+                                       in->wait[w].value, c->sems[in->wait[w].sem]);
+            }
+            if (at < sizeof line)
+                snprintf(line + at, sizeof line - at, "\n");
+            error_append(s, line);
+        }
+        if (any) {
+            size_t at = (size_t)snprintf(line, sizeof line, "  semaphores on core %u:", c->id);
+            for (uint32_t k = 0; k < s->prog->nsems && at < sizeof line; k++) {
+                const isa_sem_t *m = &s->prog->sems[k];
+                if (m->core != -1 && (uint32_t)m->core != c->id)
+                    continue;
+                char name[64];
+                sem_name(s, c->id, m->index, name, sizeof name);
+                at += (size_t)snprintf(line + at, sizeof line - at, " %s=%d", name,
+                                       c->sems[m->index]);
+            }
+            if (at < sizeof line)
+                snprintf(line + at, sizeof line - at, "\n");
+            error_append(s, line);
+        }
+    }
+}
+
+static void finish_stats(struct sim *s)
+{
+    uint64_t total = 0;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < s->ncores; i++) {
+        core_t *c = &s->cores[i];
+        dma_core_flush_busy(s, c);
+        sim_core_stats_t *cs = c->st;
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+            if (cs->engines[e].end_ps > cs->end_ps)
+                cs->end_ps = cs->engines[e].end_ps;
+        if (cs->end_ps > total)
+            total = cs->end_ps;
+        used += cs->used;
+    }
+    if (s->q.now > total && s->failed)
+        total = s->q.now;
+    s->stats.total_ps = total;
+    s->stats.events = s->q.processed;
+    double seconds = (double)total * 1e-12;
+    s->stats.mfu = used && seconds > 0
+                       ? (double)s->stats.tensor_flops /
+                             (s->stats.peak_flops_per_core * used * seconds)
+                       : 0.0;
+}
+
+static int all_done(const struct sim *s)
+{
+    if (s->pending_xfers)
+        return 0;
+    for (uint32_t i = 0; i < s->ncores; i++)
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+            if (s->cores[i].engines[e].pc != s->cores[i].engines[e].n)
+                return 0;
+    return 1;
+}
+
+ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
+{
+    if (s->failed)
+        return NCSIM_PROGRAM;
+    if (s->finished)
+        return NCSIM_OK;
+    for (;;) {
+        if (mode == SIM_RUN_UNTIL_TIME && sim_queue_next_time(&s->q) > limit_ps)
+            break;
+        if (!sim_queue_step(&s->q)) {
+            if (!all_done(s))
+                report_deadlock(s);
+            else
+                s->finished = 1;
+            finish_stats(s);
+            break;
+        }
+        if (s->failed) {
+            finish_stats(s);
+            break;
+        }
+        if (mode == SIM_RUN_ONE_EVENT)
+            break;
+    }
+    if (!s->finished && !s->failed && !s->q.n) {
+        if (!all_done(s))
+            report_deadlock(s);
+        else
+            s->finished = 1;
+        finish_stats(s);
+    }
+    return s->failed ? NCSIM_PROGRAM : NCSIM_OK;
+}
+
+int sim_finished(const sim_t *s)
+{
+    return s->finished;
+}
+
+uint64_t sim_now_ps(const sim_t *s)
+{
+    return s->q.now;
+}
+
+const char *sim_error(const sim_t *s)
+{
+    return s->error ? s->error : "";
+}
+
+const sim_stats_t *sim_stats(sim_t *s)
+{
+    if (!s->finished && !s->failed)
+        finish_stats(s);
+    return &s->stats;
+}

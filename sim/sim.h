@@ -1,0 +1,146 @@
+/*
+ * sim.h -- the simulator: a system of N chips x 2 NeuronCores running a program, with real
+ * arithmetic (unless timing-only) and engine-level timing.
+ *
+ * One driver, sim_run(), serves the command line, the tests and the viewer (libuv's
+ * uv_run modes): run until idle, one event at a time, or until a time.
+ */
+#ifndef NCSIM_SIM_SIM_H
+#define NCSIM_SIM_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arch.h"
+#include "isa.h"
+
+typedef struct sim sim_t;
+
+/* ---- trace hooks (traces/ implements them; NULL costs nothing) ---------------------------- */
+
+typedef enum sim_stall {
+    SIM_STALL_NONE,
+    SIM_STALL_SEMAPHORE, /* a wait clause did not hold */
+    SIM_STALL_PORT,      /* the shared SBUF (dve/pool) or PSUM (dve/act) port was busy */
+    SIM_STALL_INTERLOCK, /* reads what an earlier instruction of the engine still writes */
+    SIM_STALL_COUNT
+} sim_stall_t;
+
+typedef struct sim_trace_instr {
+    uint32_t core;
+    uint8_t engine;
+    uint32_t index;        /* in the engine's stream */
+    const isa_instr_t *instr;
+    uint64_t ready_ps;     /* when it could have started but for waits, ports, interlock */
+    uint64_t start_ps;
+    uint64_t ii_ps;
+    uint64_t end_ps;       /* completion (start + latency) */
+    uint8_t stall;         /* sim_stall_t: the last reason it waited */
+    uint8_t stall_sem;     /* semaphore it waited for (SIM_STALL_SEMAPHORE) */
+    uint64_t flops;
+    uint64_t bytes;
+} sim_trace_instr_t;
+
+typedef struct sim_trace_dma {
+    uint32_t core;
+    uint8_t queue;
+    uint8_t issuing_engine;
+    uint32_t index;        /* the dma instruction's index in its engine stream */
+    const isa_instr_t *instr;
+    uint64_t issue_ps, start_ps, end_ps;
+    uint64_t bytes;
+} sim_trace_dma_t;
+
+typedef struct sim_trace_sem {
+    uint32_t core;
+    uint8_t sem;
+    int32_t value;
+    uint64_t time_ps;
+    uint8_t by_engine;     /* engine whose instruction posted (ISA_ENGINE_COUNT: a DMA queue) */
+    uint32_t by_index;
+} sim_trace_sem_t;
+
+typedef struct sim_trace_sink {
+    void *ctx;
+    void (*instr)(void *ctx, const sim_trace_instr_t *r);
+    void (*dma)(void *ctx, const sim_trace_dma_t *r);
+    void (*sem)(void *ctx, const sim_trace_sem_t *r);
+} sim_trace_sink_t;
+
+/* ---- options and statistics --------------------------------------------------------------- */
+
+typedef struct sim_options {
+    const mdl_arch_t *arch;
+    int timing_only;          /* skip arithmetic */
+    int stochastic_rounding;
+    uint64_t seed;
+    const sim_trace_sink_t *trace; /* may be NULL */
+} sim_options_t;
+
+typedef struct sim_engine_stats {
+    uint64_t instructions;
+    uint64_t busy_ps;        /* sum of initiation intervals */
+    uint64_t stall_ps;       /* ready but held: semaphores + ports + interlock */
+    uint64_t stall_by[SIM_STALL_COUNT];
+    uint64_t end_ps;         /* completion of its last instruction */
+    uint64_t flops;
+} sim_engine_stats_t;
+
+typedef struct sim_core_stats {
+    sim_engine_stats_t engines[ISA_ENGINE_COUNT];
+    uint64_t end_ps;
+    uint64_t dma_transfers;
+    uint64_t dma_bytes;
+    uint64_t dma_busy_ps;    /* time with at least one transfer moving data */
+    int used;                /* ran at least one instruction */
+} sim_core_stats_t;
+
+typedef struct sim_stats {
+    uint64_t total_ps;
+    uint32_t ncores;
+    sim_core_stats_t *cores;
+    uint64_t tensor_flops;
+    uint64_t instructions;
+    uint64_t events;
+    uint64_t hbm_read_bytes, hbm_write_bytes;
+    double peak_flops_per_core; /* bf16 dense peak, FLOP/s */
+    double mfu;
+} sim_stats_t;
+
+/* ---- life cycle ---------------------------------------------------------------------------- */
+
+/* Build the system for a program. The program and arch must outlive the simulator.
+ * NCSIM_USAGE when the program does not fit the architecture (chips, sizes). */
+ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, sim_t **out,
+                          char *err, size_t errlen);
+void sim_destroy(sim_t *s);
+
+/* Tensor data: element values of a declared HBM tensor, widened to / converted from fp32 (RNE).
+ * Not available in timing-only mode (NCSIM_USAGE). */
+ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values);
+ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values);
+/* Raw bytes in the tensor's own type. */
+ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data);
+ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data);
+uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor);
+
+typedef enum sim_run_mode {
+    SIM_RUN_UNTIL_IDLE, /* until the program ends (or fails) */
+    SIM_RUN_ONE_EVENT,  /* process a single event */
+    SIM_RUN_UNTIL_TIME  /* process events up to `limit_ps` */
+} sim_run_mode_t;
+
+/*
+ * Run. Returns NCSIM_OK while (or when) the run proceeds normally, NCSIM_PROGRAM on a
+ * run-time error or deadlock (message from sim_error), NCSIM_NOMEM. sim_finished() tells
+ * whether the program has ended.
+ */
+ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps);
+int sim_finished(const sim_t *s);
+uint64_t sim_now_ps(const sim_t *s);
+/* The run-time error or deadlock report ("" when none); may span several lines. */
+const char *sim_error(const sim_t *s);
+/* Statistics so far (final after the run ends). */
+const sim_stats_t *sim_stats(sim_t *s);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * sim_internal.h -- the simulator's components, shared by sim.c (engines, semaphores, run
+ * loop) and dma.c (queues, transfers, bandwidth sharing). Not a public interface.
+ */
+#ifndef NCSIM_SIM_INTERNAL_H
+#define NCSIM_SIM_INTERNAL_H
+
+#include "cost.h"
+#include "event.h"
+#include "exec.h"
+#include "mem.h"
+#include "sim.h"
+
+/* Event priorities at equal times: completions (which post semaphores) before issues, so
+ * an engine woken at time t sees every post made at t; engines in a fixed order. */
+enum {
+    PRIO_DMA = 0,
+    PRIO_POST = 10,
+    PRIO_ENGINE = 20 /* + engine id */
+};
+
+/* Bytes an in-flight instruction writes, as a box: partitions x byte range, per space. */
+typedef struct box {
+    uint8_t space;
+    uint16_t p0, p1; /* partitions [p0, p1) (HBM: 0, 1) */
+    int64_t lo, hi;  /* bytes [lo, hi) */
+} box_t;
+
+typedef struct inflight {
+    uint64_t complete;
+    uint32_t index;   /* in the engine stream */
+    uint8_t posts;    /* has posts to apply at completion */
+    uint8_t nw;
+    box_t w[2];
+} inflight_t;
+
+struct core;
+
+typedef struct engine {
+    sim_event_t ev;      /* try to issue the next instruction */
+    sim_event_t post_ev; /* apply posts of completed instructions */
+    struct core *core;
+    uint8_t id;
+    const isa_instr_t *instrs;
+    uint32_t n, pc;
+    uint64_t last_complete;
+    uint64_t seg_start;  /* start of the current stall segment, UINT64_MAX when not stalled */
+    uint8_t stall;       /* cause of the current segment */
+    uint8_t stall_sem;
+    uint8_t last_stall;  /* the last cause the current instruction waited for (traces) */
+    uint8_t blocked;     /* waiting for semaphores */
+    uint64_t ready_ps;   /* when the current instruction became ready */
+    inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */
+    uint32_t fl_head, fl_n, fl_cap;
+    uint32_t stationary_cols; /* pe: M of the loaded weights */
+    sim_engine_stats_t *st;
+} engine_t;
+
+typedef struct xfer {
+    sim_event_t ev;
+    struct core *core;
+    struct xfer *next;   /* queue FIFO / free list */
+    const isa_instr_t *instr;
+    uint32_t index;
+    uint8_t engine, queue, phase, touches_hbm;
+    const isa_view_t *dst, *src;
+    int accumulate;
+    uint64_t bytes;
+    double remaining;    /* bytes left in the data phase */
+    double rate;         /* bytes per ps */
+    double eff;          /* efficiency for its piece size */
+    double cap;          /* bytes per ps the engines it can use allow */
+    uint64_t last_update, issue, ready_at, start;
+    uint32_t active_slot;
+} xfer_t;
+
+enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };
+
+typedef struct dma_queue {
+    xfer_t *head, *tail;
+} dma_queue_t;
+
+typedef struct core {
+    struct sim *sim;
+    uint32_t id, chip;
+    engine_t engines[ISA_ENGINE_COUNT];
+    int32_t sems[ISA_MAX_SEMS];
+    mdl_onchip_t sbuf, psum;
+    mdl_core_state_t fs; /* functional state */
+    int fs_ready;
+    /* NC-v2 shared ports: dve/pool on SBUF, dve/act on PSUM */
+    uint64_t sbuf_port_until, psum_port_until;
+    uint8_t sbuf_port_owner, psum_port_owner;
+    dma_queue_t queues[16];
+    uint32_t dma_active;      /* transfers in the data phase */
+    uint64_t dma_busy_since;
+    sim_core_stats_t *st;
+} core_t;
+
+typedef struct chip {
+    mdl_hbm_t hbm;
+    int hbm_ready;
+    xfer_t **active;          /* transfers in the data phase on this chip */
+    uint32_t nactive, cap_active;
+    uint32_t hbm_active;      /* of which touch HBM */
+} chip_t;
+
+struct sim {
+    const isa_program_t *prog;
+    sim_options_t opt;
+    const mdl_arch_t *arch;
+    sim_queue_t q;
+    uint32_t ncores, nchips;
+    core_t *cores;
+    chip_t *chips;
+    xfer_t *free_xfers;
+    xfer_t **xfer_blocks;
+    uint32_t nxfer_blocks;
+    sim_stats_t stats;
+    uint64_t pending_xfers;   /* issued, not yet landed */
+    int failed;
+    int finished;
+    char *error;
+    size_t error_len, error_cap;
+};
+
+/* sim.c */
+void sim_fail(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
+                     const isa_instr_t *in, char *buf, size_t n);
+void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
+                     uint32_t by_index);
+
+/* dma.c */
+int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index);
+void dma_core_flush_busy(struct sim *s, core_t *c);
+
+#endif

@@ -1,0 +1,160 @@
+/*
+ * stats.c -- statistics: JSON for machines (CLI.md schema plus more), a summary for people.
+ * Every number a person reads says its unit.
+ */
+#include "stats.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double ns(uint64_t ps)
+{
+    return (double)ps / 1000.0;
+}
+
+static json_t *engine_json(const sim_engine_stats_t *e)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "instructions", json_integer((json_int_t)e->instructions));
+    json_object_set_new(o, "busy_ns", json_real(ns(e->busy_ps)));
+    json_object_set_new(o, "stall_ns", json_real(ns(e->stall_ps)));
+    json_t *by = json_object();
+    json_object_set_new(by, "semaphore", json_real(ns(e->stall_by[SIM_STALL_SEMAPHORE])));
+    json_object_set_new(by, "port", json_real(ns(e->stall_by[SIM_STALL_PORT])));
+    json_object_set_new(by, "interlock", json_real(ns(e->stall_by[SIM_STALL_INTERLOCK])));
+    json_object_set_new(o, "stall_by_cause_ns", by);
+    json_object_set_new(o, "end_ns", json_real(ns(e->end_ps)));
+    if (e->flops)
+        json_object_set_new(o, "flops", json_integer((json_int_t)e->flops));
+    return o;
+}
+
+char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_program_t *prog,
+                     const sim_run_info_t *info)
+{
+    json_t *root = json_object();
+    json_object_set_new(root, "arch", json_string(arch->name));
+    json_object_set_new(root, "program", json_string(info->program ? info->program : ""));
+    json_object_set_new(root, "mode", json_string(info->timing_only ? "timing-only"
+                                                                     : "functional"));
+    json_object_set_new(root, "seed", json_integer((json_int_t)info->seed));
+    json_object_set_new(root, "total_ns", json_real(ns(st->total_ps)));
+    json_t *cores = json_array();
+    for (uint32_t i = 0; i < st->ncores; i++) {
+        const sim_core_stats_t *c = &st->cores[i];
+        json_t *co = json_object();
+        json_object_set_new(co, "id", json_integer(i));
+        json_object_set_new(co, "chip", json_integer(i / ISA_CORES_PER_CHIP));
+        json_object_set_new(co, "end_ns", json_real(ns(c->end_ps)));
+        json_t *engines = json_object();
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+            json_object_set_new(engines, isa_engine_name((isa_engine_t)e),
+                                engine_json(&c->engines[e]));
+        json_object_set_new(co, "engines", engines);
+        json_t *dma = json_object();
+        json_object_set_new(dma, "transfers", json_integer((json_int_t)c->dma_transfers));
+        json_object_set_new(dma, "bytes", json_integer((json_int_t)c->dma_bytes));
+        json_object_set_new(dma, "busy_ns", json_real(ns(c->dma_busy_ps)));
+        json_object_set_new(co, "dma", dma);
+        json_array_append_new(cores, co);
+    }
+    json_object_set_new(root, "cores", cores);
+    json_object_set_new(root, "tensor_flops", json_integer((json_int_t)st->tensor_flops));
+    json_object_set_new(root, "mfu", json_real(st->mfu));
+    json_object_set_new(root, "peak_flops_per_core", json_real(st->peak_flops_per_core));
+    json_t *hbm = json_object();
+    json_object_set_new(hbm, "read_bytes", json_integer((json_int_t)st->hbm_read_bytes));
+    json_object_set_new(hbm, "write_bytes", json_integer((json_int_t)st->hbm_write_bytes));
+    double secs = (double)st->total_ps * 1e-12;
+    double bw = secs > 0 ? (double)(st->hbm_read_bytes + st->hbm_write_bytes) / secs / 1e9 : 0;
+    json_object_set_new(hbm, "achieved_gbps", json_real(bw));
+    json_object_set_new(hbm, "peak_gbps", json_real(arch->hbm.bandwidth_gbps * prog->chips));
+    json_object_set_new(root, "hbm", hbm);
+    json_object_set_new(root, "instructions", json_integer((json_int_t)st->instructions));
+    json_object_set_new(root, "events", json_integer((json_int_t)st->events));
+    char *cfg = mdl_arch_to_json(arch);
+    if (cfg) {
+        json_error_t jerr;
+        json_t *c = json_loads(cfg, 0, &jerr);
+        if (c)
+            json_object_set_new(root, "arch_config", c);
+        free(cfg);
+    }
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    json_decref(root);
+    if (!text)
+        return NULL;
+    /* jansson's memory comes from malloc; append a newline for a well-formed text file */
+    size_t n = strlen(text);
+    char *out = realloc(text, n + 2);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    out[n] = '\n';
+    out[n + 1] = '\0';
+    return out;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
+                     const isa_program_t *prog, const sim_run_info_t *info)
+{
+    fprintf(out, "ncsim: %s on %s (%u chip%s, %u cores), %s\n",
+            info->program ? info->program : "program", arch->name, prog->chips,
+            prog->chips == 1 ? "" : "s", prog->ncores,
+            info->timing_only ? "timing only" : "functional");
+    fprintf(out, "total simulated time: %.3f ns (%.3f us)\n", ns(st->total_ps),
+            ns(st->total_ps) / 1000.0);
+    for (uint32_t i = 0; i < st->ncores; i++) {
+        const sim_core_stats_t *c = &st->cores[i];
+        if (!c->used && !c->dma_transfers)
+            continue;
+        fprintf(out, "core %u (chip %u): ends at %.3f ns\n", i, i / ISA_CORES_PER_CHIP,
+                ns(c->end_ps));
+        fprintf(out, "  engine  instructions    busy (ns)  busy %%   stall (ns)  stall %%  "
+                     "main stall cause\n");
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+            const sim_engine_stats_t *es = &c->engines[e];
+            if (!es->instructions)
+                continue;
+            static const char *const causes[] = {"-", "semaphore", "port", "interlock"};
+            int cause = 0;
+            for (int k = 1; k < SIM_STALL_COUNT; k++)
+                if (es->stall_by[k] > es->stall_by[cause] && es->stall_by[k])
+                    cause = k;
+            fprintf(out, "  %-6s %13llu %12.3f %6.1f %12.3f %7.1f  %s\n",
+                    isa_engine_name((isa_engine_t)e), (unsigned long long)es->instructions,
+                    ns(es->busy_ps), pct(es->busy_ps, st->total_ps), ns(es->stall_ps),
+                    pct(es->stall_ps, st->total_ps), causes[cause]);
+        }
+        if (c->dma_transfers) {
+            double secs = (double)c->dma_busy_ps * 1e-12;
+            fprintf(out, "  dma: %llu transfers, %llu bytes, busy %.3f ns (%.1f%% of the run), "
+                         "%.1f GB/s while busy\n",
+                    (unsigned long long)c->dma_transfers, (unsigned long long)c->dma_bytes,
+                    ns(c->dma_busy_ps), pct(c->dma_busy_ps, st->total_ps),
+                    secs > 0 ? (double)c->dma_bytes / secs / 1e9 : 0.0);
+        }
+    }
+    double secs = (double)st->total_ps * 1e-12;
+    fprintf(out, "HBM: %llu bytes read, %llu bytes written, %.1f GB/s average of %.1f GB/s "
+                 "peak\n",
+            (unsigned long long)st->hbm_read_bytes, (unsigned long long)st->hbm_write_bytes,
+            secs > 0 ? (double)(st->hbm_read_bytes + st->hbm_write_bytes) / secs / 1e9 : 0.0,
+            arch->hbm.bandwidth_gbps * prog->chips);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < st->ncores; i++)
+        used += st->cores[i].used;
+    fprintf(out, "tensor engine: %llu FLOPs; MFU %.1f%% of %u core%s x %.2f TFLOP/s bf16 peak\n",
+            (unsigned long long)st->tensor_flops, 100.0 * st->mfu, used, used == 1 ? "" : "s",
+            st->peak_flops_per_core / 1e12);
+    if (info->host_seconds > 0)
+        fprintf(out, "host: %.3f s, %llu instructions, %llu events\n", info->host_seconds,
+                (unsigned long long)st->instructions, (unsigned long long)st->events);
+}
