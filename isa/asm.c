@@ -582,6 +582,25 @@ static isa_tensor_t *find_tensor(asm_state_t *A, const isa_tok_t *t)
     return y ? &A->b.prog->tensors[y->value] : NULL;
 }
 
+/* For "undefined" diagnostics: the first core that has a per-core symbol of that name, or
+ * -1. A name declared inside another core's .core block is a common slip in SPMD code. */
+static int32_t core_owning(asm_state_t *A, const isa_tok_t *t, int ns)
+{
+    for (uint32_t c = 0; c < A->b.prog->ncores; c++)
+        if ((int32_t)c != A->core && sym_find(&A->syms, t->s, t->len, ns, (int32_t)c))
+            return (int32_t)c;
+    return -1;
+}
+
+static int undefined_tensor(asm_state_t *A, const isa_tok_t *t)
+{
+    int32_t c = core_owning(A, t, NS_TENSOR);
+    if (c >= 0)
+        return err_at(A, t->col, "undefined tensor '%.*s' on core %d (one is declared on core "
+                                 "%d)", (int)t->len, t->s, A->core < 0 ? 0 : A->core, c);
+    return err_at(A, t->col, "undefined tensor '%.*s'", (int)t->len, t->s);
+}
+
 static int is_raw_space(const isa_tok_t *t, const isa_tok_t *next)
 {
     return tok_is(next, ':') && (tok_ident(t, "sb") || tok_ident(t, "ps") || tok_ident(t, "hbm"));
@@ -638,16 +657,19 @@ static int parse_slice(asm_state_t *A, slice_t *s)
 }
 
 /* Resolve slice s over a dimension of size n: first index and count. */
-static int resolve_slice(asm_state_t *A, const slice_t *s, uint64_t n, int dim, int64_t *first,
-                         uint64_t *count)
+static int resolve_slice(asm_state_t *A, const slice_t *s, uint64_t n, int dim,
+                         const isa_tok_t *name, int64_t *first, uint64_t *count)
 {
     if ((s->has_start && s->start < 0) || (s->has_stop && s->stop < 0))
-        return err_at(A, s->col, "negative index in dimension %d (negative indices are not "
-                                 "allowed)", dim);
+        return err_at(A, s->col, "negative index %lld in dimension %d of '%.*s' (NCA has no "
+                                 "negative indexing)",
+                      (long long)(s->has_start && s->start < 0 ? s->start : s->stop), dim,
+                      (int)name->len, name->s);
     if (s->is_index) {
         if ((uint64_t)s->start >= n)
-            return err_at(A, s->col, "index %lld out of range for dimension %d of size %llu",
-                          (long long)s->start, dim, (unsigned long long)n);
+            return err_at(A, s->col, "index %lld out of range for dimension %d of '%.*s' "
+                                     "(size %llu)", (long long)s->start, dim, (int)name->len,
+                          name->s, (unsigned long long)n);
         *first = s->start;
         *count = 1;
         return 0;
@@ -660,30 +682,35 @@ static int resolve_slice(asm_state_t *A, const slice_t *s, uint64_t n, int dim, 
         stop = s->has_stop ? s->stop : (int64_t)n;
         if ((uint64_t)start >= n)
             return err_at(A, s->col,
-                          "slice start %lld past the end of dimension %d of size %llu",
-                          (long long)start, dim, (unsigned long long)n);
+                          "slice start %lld past the end of dimension %d of '%.*s' (size %llu)",
+                          (long long)start, dim, (int)name->len, name->s,
+                          (unsigned long long)n);
         if ((uint64_t)stop > n)
             return err_at(A, s->col,
-                          "slice end %lld past the end of dimension %d of size %llu",
-                          (long long)stop, dim, (unsigned long long)n);
+                          "slice end %lld past the end of dimension %d of '%.*s' (size %llu)",
+                          (long long)stop, dim, (int)name->len, name->s,
+                          (unsigned long long)n);
         if (start >= stop)
-            return err_at(A, s->col, "empty slice %lld:%lld in dimension %d", (long long)start,
-                          (long long)stop, dim);
+            return err_at(A, s->col, "empty slice %lld:%lld in dimension %d of '%.*s'",
+                          (long long)start, (long long)stop, dim, (int)name->len, name->s);
         *count = ((uint64_t)(stop - start) - 1) / mag + 1;
     } else {
         start = s->has_start ? s->start : (int64_t)n - 1;
         stop = s->has_stop ? s->stop : -1;
         if ((uint64_t)start >= n)
             return err_at(A, s->col,
-                          "slice start %lld past the end of dimension %d of size %llu",
-                          (long long)start, dim, (unsigned long long)n);
+                          "slice start %lld past the end of dimension %d of '%.*s' (size %llu)",
+                          (long long)start, dim, (int)name->len, name->s,
+                          (unsigned long long)n);
         if ((uint64_t)stop + 1 > n) /* stop == -1 wraps to 0 here */
             return err_at(A, s->col,
-                          "slice end %lld past the end of dimension %d of size %llu",
-                          (long long)stop, dim, (unsigned long long)n);
+                          "slice end %lld past the end of dimension %d of '%.*s' (size %llu)",
+                          (long long)stop, dim, (int)name->len, name->s,
+                          (unsigned long long)n);
         if (start <= stop)
-            return err_at(A, s->col, "empty slice %lld:%lld:%lld in dimension %d",
-                          (long long)start, (long long)stop, (long long)s->step, dim);
+            return err_at(A, s->col, "empty slice %lld:%lld:%lld in dimension %d of '%.*s'",
+                          (long long)start, (long long)stop, (long long)s->step, dim,
+                          (int)name->len, name->s);
         *count = ((uint64_t)(start - stop) - 1) / mag + 1;
     }
     *first = start;
@@ -695,7 +722,7 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
     const isa_tok_t *name = TOK(A);
     isa_tensor_t *T = find_tensor(A, name);
     if (!T)
-        return err_here(A, "undefined tensor '%.*s'", (int)name->len, name->s);
+        return undefined_tensor(A, name);
     if (T->space == ISA_SPACE_HBM) {
         /* ISA.md 1, 5.1, 7.5, 7.6: a core reaches only its own chip's HBM */
         uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
@@ -746,11 +773,12 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
         const slice_t *s = d < nsl ? &sl[d] : &full;
         int64_t first = 0;
         uint64_t count = 0;
-        if (resolve_slice(A, s, T->dims[d], (int)d, &first, &count))
+        if (resolve_slice(A, s, T->dims[d], (int)d, name, &first, &count))
             return -1;
         if (onchip && d == 0) {
             if (s->step != 1)
-                return err_at(A, s->col, "the partition slice must have step 1");
+                return err_at(A, s->col, "the partition slice of '%.*s' must have step 1, not "
+                                         "%lld", (int)name->len, name->s, (long long)s->step);
             v->pstart = (uint8_t)(T->pstart + (uint64_t)first);
             v->pcount = (uint16_t)count;
             continue;
@@ -760,8 +788,8 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
             continue;
         if (count > ISA_MAX_COUNT)
             return err_at(A, s->col, "dimension %u of '%.*s' selects %llu elements; a view "
-                                     "dimension holds at most %d (split it with a reshaped "
-                                     "raw view)", d, (int)name->len, name->s,
+                                     "dimension holds at most %d (declare the tensor with "
+                                     "smaller dimensions, or use a raw view)", d, (int)name->len, name->s,
                           (unsigned long long)count, ISA_MAX_COUNT);
         /* with one element the step is irrelevant; otherwise |step| < n keeps this small */
         v->stride[v->ndims] = count == 1 ? stride[d] : stride[d] * s->step;
@@ -849,8 +877,11 @@ static int parse_raw_view(asm_state_t *A, isa_view_t *v)
                 if (parse_expr(A, &stride))
                     return -1;
                 const isa_tok_t *x = TOK(A);
-                if (x->kind != TK_IDENT || x->s[0] != 'x')
-                    return err_here(A, "expected 'xCOUNT' after the stride");
+                if (x->kind != TK_IDENT || x->s[0] != 'x') {
+                    char b[64];
+                    return err_here(A, "expected 'xCOUNT' after the stride (STRIDExCOUNT), "
+                                       "found %s", tok_desc(x, b, sizeof b));
+                }
                 if (x->len == 1) {
                     A->pos++;
                     if (parse_expr(A, &count))
@@ -943,12 +974,26 @@ static int overlaps(const isa_tensor_t *U, const isa_tensor_t *T, uint64_t lo, u
     return !(uhi <= lo || hi <= ulo);
 }
 
+/* "32 GiB" for exact binary multiples, else "N bytes". */
+static const char *fmt_bytes(uint64_t n, char *buf, size_t len)
+{
+    if (n && n % (1ull << 30) == 0)
+        snprintf(buf, len, "%llu GiB", (unsigned long long)(n >> 30));
+    else if (n && n % (1ull << 20) == 0)
+        snprintf(buf, len, "%llu MiB", (unsigned long long)(n >> 20));
+    else
+        snprintf(buf, len, "%llu bytes", (unsigned long long)n);
+    return buf;
+}
+
 /* First-fit: the lowest aligned offset where T fits without overlapping any tensor already
  * placed that shares its memory. */
 static int place_tensor(asm_state_t *A, isa_tensor_t *T, uint64_t align, uint64_t limit)
 {
     isa_program_t *p = A->b.prog;
     uint64_t size = tensor_bytes(T);
+    if (size > limit)
+        return -1;
     uint64_t cand = 0;
     for (;;) {
         int moved = 0;
@@ -962,7 +1007,7 @@ static int place_tensor(asm_state_t *A, isa_tensor_t *T, uint64_t align, uint64_
         if (!moved)
             break;
     }
-    if (cand + size > limit || cand + size < cand)
+    if (cand > limit - size)
         return -1;
     T->offset = cand;
     return 0;
@@ -1002,8 +1047,9 @@ static int expect_end(asm_state_t *A)
     return err_here(A, "unexpected %s at end of statement", tok_desc(TOK(A), b, sizeof b));
 }
 
-static int declare_name(asm_state_t *A, const isa_tok_t *name, int ns, int32_t core,
-                        int64_t value)
+/* Report a redefinition of `name` (0 when the name is free). Checked before anything else
+ * about a declaration, so that a repeated line is reported as such. */
+static int check_free_name(asm_state_t *A, const isa_tok_t *name, int ns, int32_t core)
 {
     sym_t *y = sym_find(&A->syms, name->s, name->len, ns, core);
     /* A per-core name may not hide a global one of the same kind, nor the reverse. */
@@ -1022,7 +1068,15 @@ static int declare_name(asm_state_t *A, const isa_tok_t *name, int ns, int32_t c
         return err_at(A, name->col, "%s '%.*s' is already defined (line %u)", what[ns],
                       (int)name->len, name->s, y->line);
     }
-    y = sym_add(&A->syms, name->s, name->len, ns, core);
+    return 0;
+}
+
+static int declare_name(asm_state_t *A, const isa_tok_t *name, int ns, int32_t core,
+                        int64_t value)
+{
+    if (check_free_name(A, name, ns, core))
+        return -1;
+    sym_t *y = sym_add(&A->syms, name->s, name->len, ns, core);
     if (!y) {
         A->oom = 1;
         return -1;
@@ -1039,6 +1093,8 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
         char b[64];
         return err_here(A, "expected a tensor name, found %s", tok_desc(name, b, sizeof b));
     }
+    if (check_free_name(A, name, NS_TENSOR, space == ISA_SPACE_HBM ? -1 : A->core))
+        return -1;
     A->pos++;
     const isa_tok_t *dt = TOK(A);
     int d = dt->kind == TK_IDENT ? isa_dtype_lookup(dt->s, dt->len) : -1;
@@ -1063,6 +1119,8 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
         return -1;
     T.ndims = (uint8_t)nd;
     int explicit_addr = 0;
+    uint32_t addr_col = dims_col;
+    char sz1[32], sz2[32];
     if (space == ISA_SPACE_HBM) {
         const isa_tok_t *k = TOK(A);
         static const char *const kinds[] = {"input", "output", "inout", "scratch"};
@@ -1080,7 +1138,7 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
         T.core = -1;
         T.chip = 0;
         if (accept(A, '@')) {
-            uint32_t col = TOK(A)->col;
+            uint32_t col = addr_col = TOK(A)->col;
             int64_t addr;
             if (parse_expr(A, &addr))
                 return -1;
@@ -1106,22 +1164,21 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
             return -1;
         uint64_t size = tensor_bytes(&T);
         if (explicit_addr) {
-            if (T.offset + size > A->geo.hbm_bytes || T.offset + size < T.offset)
-                return err_at(A, dims_col, "tensor '%.*s' (%llu bytes at 0x%llx) does not fit "
-                                           "in HBM of %llu bytes", (int)name->len, name->s,
-                              (unsigned long long)size, (unsigned long long)T.offset,
-                              (unsigned long long)A->geo.hbm_bytes);
+            if (size > A->geo.hbm_bytes || T.offset > A->geo.hbm_bytes - size)
+                return err_at(A, addr_col, "tensor '%.*s' (%s at 0x%llx) does not fit in the "
+                                           "%s HBM of chip %d", (int)name->len, name->s,
+                              fmt_bytes(size, sz1, sizeof sz1), (unsigned long long)T.offset,
+                              fmt_bytes(A->geo.hbm_bytes, sz2, sizeof sz2), T.chip);
         } else if (place_tensor(A, &T, 64, A->geo.hbm_bytes)) {
-            return err_at(A, dims_col, "tensor '%.*s' (%llu bytes) does not fit in HBM of %llu "
-                                       "bytes", (int)name->len, name->s,
-                          (unsigned long long)size, (unsigned long long)A->geo.hbm_bytes);
+            return err_at(A, dims_col, "tensor '%.*s' (%s) does not fit in the free space of "
+                                       "the %s HBM of chip %d", (int)name->len, name->s,
+                          fmt_bytes(size, sz1, sizeof sz1),
+                          fmt_bytes(A->geo.hbm_bytes, sz2, sizeof sz2), T.chip);
         }
     } else {
         T.kind = ISA_TK_LOCAL;
         T.core = A->core;
         T.chip = -1;
-        if (nd < 1)
-            return err_at(A, dims_col, "an on-chip tensor needs a partition dimension");
         if (T.dims[0] > A->geo.partitions)
             return err_at(A, dims_col, "tensor '%.*s' has %llu partitions; %s has %u",
                           (int)name->len, name->s, (unsigned long long)T.dims[0],
@@ -1129,7 +1186,8 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
         if (accept(A, '@')) {
             uint32_t col = TOK(A)->col;
             int64_t ps;
-            if (parse_expr(A, &ps))
+            /* a primary, not a full expression: `@0 +2048` is PSTART then +OFFSET */
+            if (parse_primary(A, &ps))
                 return -1;
             if (ps < 0 || (uint64_t)ps + T.dims[0] > A->geo.partitions)
                 return err_at(A, col, "partitions %lld..%llu out of range 0..%u",
@@ -1138,7 +1196,7 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
             T.pstart = (uint32_t)ps;
         }
         if (accept(A, '+')) {
-            uint32_t col = TOK(A)->col;
+            uint32_t col = addr_col = TOK(A)->col;
             int64_t off;
             if (parse_expr(A, &off))
                 return -1;
@@ -1161,18 +1219,25 @@ static int dir_tensor(asm_state_t *A, isa_space_t space)
         uint64_t size = tensor_bytes(&T);
         const char *mem = space == ISA_SPACE_SBUF ? "SBUF" : "PSUM";
         if (explicit_addr) {
-            if (T.offset + size > limit)
-                return err_at(A, dims_col, "tensor '%.*s' (%llu bytes per partition at +%llu) "
+            if (size > limit || T.offset > limit - size)
+                return err_at(A, addr_col, "tensor '%.*s' (%llu bytes per partition at +%llu) "
                                            "does not fit in %s of %llu bytes per partition",
                               (int)name->len, name->s, (unsigned long long)size,
                               (unsigned long long)T.offset, mem, (unsigned long long)limit);
+        } else if (size > limit) {
+            return err_at(A, dims_col, "tensor '%.*s' (%llu bytes per partition) is larger "
+                                       "than %s (%llu bytes per partition)", (int)name->len,
+                          name->s, (unsigned long long)size, mem, (unsigned long long)limit);
         } else {
             uint64_t align = space == ISA_SPACE_PSUM ? A->geo.psum_bank_bytes : 64;
             if (place_tensor(A, &T, align, limit))
                 return err_at(A, dims_col, "tensor '%.*s' (%llu bytes per partition) does not "
-                                           "fit in the free %s space (%llu bytes per partition)",
-                              (int)name->len, name->s, (unsigned long long)size, mem,
-                              (unsigned long long)limit);
+                                           "fit in %s: no free range that large is left in "
+                                           "partitions %u..%llu (%llu bytes per partition)%s",
+                              (int)name->len, name->s, (unsigned long long)size, mem, T.pstart,
+                              (unsigned long long)(T.pstart + T.dims[0] - 1),
+                              (unsigned long long)limit,
+                              space == ISA_SPACE_PSUM ? ", tensors start on 2 KiB banks" : "");
         }
     }
     T.name = isa_builder_string(&A->b, name->s, name->len);
@@ -1191,6 +1256,8 @@ static int dir_sem(asm_state_t *A)
         char b[64];
         return err_here(A, "expected a semaphore name, found %s", tok_desc(name, b, sizeof b));
     }
+    if (check_free_name(A, name, NS_SEM, A->core))
+        return -1;
     A->pos++;
     int64_t init = 0;
     if (accept(A, '=')) {
@@ -1207,15 +1274,18 @@ static int dir_sem(asm_state_t *A)
     if (A->core < 0) {
         index = A->nsems_global;
         if (index >= ISA_MAX_SEMS)
-            return err_at(A, name->col, "too many semaphores: a core has %d", ISA_MAX_SEMS);
+            return err_at(A, name->col, "too many semaphores: '%.*s' would be number %u, but a "
+                                        "core has %d", (int)name->len, name->s, index + 1,
+                          ISA_MAX_SEMS);
         A->nsems_global++;
         for (int c = 0; c < ISA_MAX_CORES; c++)
             A->nsems_core[c] = A->nsems_global;
     } else {
         index = A->nsems_core[A->core];
         if (index >= ISA_MAX_SEMS)
-            return err_at(A, name->col, "too many semaphores on core %d: a core has %d",
-                          A->core, ISA_MAX_SEMS);
+            return err_at(A, name->col, "too many semaphores on core %d: '%.*s' would be "
+                                        "number %u, but a core has %d", A->core, (int)name->len,
+                          name->s, index + 1, ISA_MAX_SEMS);
         A->nsems_core[A->core]++;
     }
     if (declare_name(A, name, NS_SEM, A->core, index))
@@ -1270,6 +1340,8 @@ static int dir_group(asm_state_t *A)
     char b[64];
     if (name->kind != TK_IDENT)
         return err_here(A, "expected a group name, found %s", tok_desc(name, b, sizeof b));
+    if (check_free_name(A, name, NS_GROUP, -1))
+        return -1;
     A->pos++;
     if (expect(A, '=', "'=' and the member cores"))
         return -1;
@@ -1360,7 +1432,15 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
         arg->is_view = 1;
         return add_view_arg(A, &v, arg);
     }
-    case ISA_KIND_SCALAR:
+    case ISA_KIND_SCALAR: {
+        const isa_tok_t *t = TOK(A);
+        if (t->kind == TK_IDENT && !at_view(A) && !tok_ident(t, "inf") && !tok_ident(t, "nan") &&
+            !sym_find(&A->syms, t->s, t->len, NS_INT, -1) && !tok_ident(t, "core")) {
+            if (core_owning(A, t, NS_TENSOR) >= 0)
+                return undefined_tensor(A, t);
+            return err_here(A, "%s: '%.*s' is neither a tensor nor a constant", sd->name,
+                            (int)t->len, t->s);
+        }
         if (at_view(A)) {
             isa_view_t v;
             if (parse_view(A, &v))
@@ -1369,6 +1449,7 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
             return add_view_arg(A, &v, arg);
         }
         return parse_fexpr(A, &arg->v.f);
+    }
     case ISA_KIND_FLOAT:
         return parse_fexpr(A, &arg->v.f);
     case ISA_KIND_INT:
@@ -1434,6 +1515,11 @@ static int find_sem(asm_state_t *A, const isa_tok_t *t, uint8_t *index)
     }
     if (!y) {
         char b[64];
+        int32_t c = t->kind == TK_IDENT ? core_owning(A, t, NS_SEM) : -1;
+        if (c >= 0)
+            return err_at(A, t->col, "undefined semaphore '%.*s' on core %d (one is declared "
+                                     "on core %d; semaphores are private to a core)",
+                          (int)t->len, t->s, A->core < 0 ? 0 : A->core, c);
         if (t->kind == TK_IDENT)
             return err_at(A, t->col, "undefined semaphore '%.*s'", (int)t->len, t->s);
         return err_at(A, t->col, "expected a semaphore name, found %s", tok_desc(t, b, sizeof b));
@@ -1786,12 +1872,16 @@ static int statement_instr(asm_state_t *A)
         if (check_emitted(A, &l, lcols, mn->col) || stream_push(A, core, A->engine, &l))
             return -1;
     }
-    uint32_t first = isa_builder_args(&A->b, info->nslots);
-    if (first == UINT32_MAX) {
-        A->oom = 1;
-        return -1;
+    /* nop has no slots: no allocation (the builder would index a NULL array) */
+    uint32_t first = A->b.prog->nargs;
+    if (info->nslots) {
+        first = isa_builder_args(&A->b, info->nslots);
+        if (first == UINT32_MAX) {
+            A->oom = 1;
+            return -1;
+        }
+        memcpy(&A->b.prog->args[first], args, info->nslots * sizeof args[0]);
     }
-    memcpy(&A->b.prog->args[first], args, info->nslots * sizeof args[0]);
     in.args = first;
     if (check_emitted(A, &in, cols, mn->col))
         return -1;
@@ -1863,10 +1953,13 @@ static int statement(asm_state_t *A)
     }
     if (IS("let")) {
         const isa_tok_t *n = TOK(A);
-        if (n->kind != TK_IDENT)
-            return err_here(A, "expected a name after .let");
+        if (n->kind != TK_IDENT) {
+            char b[64];
+            return err_here(A, "expected a name after .let, found %s", tok_desc(n, b, sizeof b));
+        }
         if (tok_ident(n, "core"))
-            return err_here(A, "'core' is reserved");
+            return err_here(A, "'core' is reserved (it is the core being emitted); choose "
+                               "another name");
         A->pos++;
         int64_t v;
         if (expect(A, '=', "'='") || parse_expr(A, &v) || expect_end(A))

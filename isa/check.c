@@ -13,6 +13,8 @@
 #include <string.h>
 
 #define NO_SLOT (ISA_MAX_SLOTS + 1)
+#define VIEW_MAX_STRIDE (1ll << 40) /* elements */
+#define VIEW_MAX_OFFSET (1ull << 48) /* bytes */
 
 static int __attribute__((format(printf, 4, 5))) fail(char *msg, size_t n, int slot,
                                                        const char *fmt, ...)
@@ -40,10 +42,19 @@ int isa_check_view(const isa_view_t *v, const isa_geometry_t *g, char *msg, size
     if (v->ndims > maxd)
         return fail(msg, msglen, 1, "%s view has %u dimensions (at most %u)",
                     space_name(v->space), v->ndims, maxd);
-    for (unsigned d = 0; d < v->ndims; d++)
+    for (unsigned d = 0; d < v->ndims; d++) {
         if (v->count[d] < 1 || v->count[d] > ISA_MAX_COUNT)
             return fail(msg, msglen, 1, "dimension %u count %u out of range 1..%d", d,
                         v->count[d], ISA_MAX_COUNT);
+        /* bounds far beyond any memory that keep the byte-range arithmetic below from
+         * overflowing on a hand-made binary */
+        if (v->stride[d] < -VIEW_MAX_STRIDE || v->stride[d] > VIEW_MAX_STRIDE)
+            return fail(msg, msglen, 1, "dimension %u stride %lld out of range", d,
+                        (long long)v->stride[d]);
+    }
+    if (v->offset > VIEW_MAX_OFFSET)
+        return fail(msg, msglen, 1, "%s view offset 0x%llx out of range", space_name(v->space),
+                    (unsigned long long)v->offset);
     int64_t lo, hi;
     isa_view_byte_range(v, &lo, &hi);
     if (onchip) {
@@ -54,9 +65,10 @@ int isa_check_view(const isa_view_t *v, const isa_geometry_t *g, char *msg, size
                         (unsigned long long)(ps + P - 1), g->partitions - 1);
         if ((P > 64 && ps != 0) || (P > 32 && P <= 64 && ps % 64) || (P <= 32 && ps % 32))
             return fail(msg, msglen, 1,
-                        "%llu partitions cannot start at partition %llu (ISA.md 5.2: more "
-                        "than 64 start at 0; 33..64 at 0 or 64; up to 32 at 0, 32, 64 or 96)",
-                        (unsigned long long)P, (unsigned long long)ps);
+                        "a view of %llu partition%s cannot start at partition %llu (ISA.md "
+                        "5.2: more than 64 start at 0; 33..64 at 0 or 64; up to 32 at 0, 32, "
+                        "64 or 96)", (unsigned long long)P, P == 1 ? "" : "s",
+                        (unsigned long long)ps);
         uint64_t limit = v->space == ISA_SPACE_SBUF ? g->sbuf_bytes : g->psum_bytes;
         if (lo < 0 || (uint64_t)hi > limit)
             return fail(msg, msglen, 1,
@@ -84,6 +96,8 @@ typedef struct ctx {
 
 static const isa_view_t *view_of(const ctx_t *c, int slot)
 {
+    if (slot < 0 || slot >= c->info->nslots)
+        return NULL;
     const isa_arg_t *a = &c->a[slot];
     return a->present && a->is_view ? &c->p->views[a->index] : NULL;
 }
@@ -160,8 +174,8 @@ static int check_spaces(const ctx_t *c)
         }
         if (eng == ISA_ENGINE_CC) {
             if (sp != ISA_SPACE_HBM)
-                return fail(c->msg, c->n, (int)i + 1, "collective operand %s must be in HBM",
-                            name);
+                return fail(c->msg, c->n, (int)i + 1, "collective operand %s must be in HBM, "
+                            "not %s", name, space_name(sp));
             continue;
         }
         if (sp == ISA_SPACE_HBM)
@@ -264,11 +278,11 @@ static int want_dtype(const ctx_t *c, int s, int dt)
 static int check_affine_steps(const ctx_t *c, int list_slot)
 {
     const isa_arg_t *l = &c->a[list_slot];
-    const isa_view_t *D = view_of(c, 0);
+    const isa_view_t *D = c->info->nslots ? view_of(c, 0) : NULL; /* nop has no slots */
     if (l->present && D && l->count > D->ndims)
         return fail(c->msg, c->n, list_slot + 1,
-                    "steps has %u entries but the destination has %u free dimensions", l->count,
-                    D->ndims);
+                    "steps has %u entries but the destination has %u free dimension%s",
+                    l->count, D->ndims, D->ndims == 1 ? "" : "s");
     return 0;
 }
 
@@ -294,7 +308,7 @@ static int check_group_member(const ctx_t *c, uint32_t core, int gslot)
 static int check_semantics(const ctx_t *c, uint32_t core, const isa_geometry_t *g)
 {
     const isa_arg_t *a = c->a;
-    const isa_view_t *D = view_of(c, 0);
+    const isa_view_t *D = c->info->nslots ? view_of(c, 0) : NULL; /* nop has no slots */
     char *msg = c->msg;
     size_t n = c->n;
     switch ((isa_op_t)c->in->op) {
@@ -331,6 +345,9 @@ static int check_semantics(const ctx_t *c, uint32_t core, const isa_geometry_t *
     }
     case ISA_OP_TRANSPOSE: {
         const isa_view_t *S = view_of(c, 1);
+        if (c->in->engine == ISA_ENGINE_PE && !is_pe_input_type(S->dtype))
+            return fail(msg, n, 2, "pe inputs must be floating point, not %s",
+                        isa_dtype_name((isa_dtype_t)S->dtype));
         uint32_t lim = c->in->engine == ISA_ENGINE_PE ? 128 : 32;
         if (S->pcount > lim || free_elems(S) > lim)
             return fail(msg, n, 2, "transpose on %s takes at most %ux%u, not %ux%llu",
@@ -391,8 +408,8 @@ static int check_semantics(const ctx_t *c, uint32_t core, const isa_geometry_t *
         const isa_view_t *S = view_of(c, 1);
         int64_t axes = a[3].v.i;
         if (axes < 1 || axes > S->ndims)
-            return fail(msg, n, 4, "axes=%lld: SRC has %u free dimensions", (long long)axes,
-                        S->ndims);
+            return fail(msg, n, 4, "axes=%lld out of range: SRC has %u free dimension%s",
+                        (long long)axes, S->ndims, S->ndims == 1 ? "" : "s");
         uint64_t outer = 1;
         for (unsigned d = 0; d < S->ndims - (unsigned)axes; d++)
             outer *= S->count[d];
@@ -540,8 +557,9 @@ static int check_semantics(const ctx_t *c, uint32_t core, const isa_geometry_t *
     case ISA_OP_RECV: {
         int64_t peer = a[1].v.i, tag = a[2].v.i;
         if (peer < 0 || peer >= (int64_t)c->p->ncores)
-            return fail(msg, n, 2, "core %lld out of range: the program has %u cores",
-                        (long long)peer, c->p->ncores);
+            return fail(msg, n, 2, "%s=%lld: core out of range: the program has %u cores",
+                        c->in->op == ISA_OP_SEND ? "to" : "from", (long long)peer,
+                        c->p->ncores);
         if ((uint64_t)peer == core)
             return fail(msg, n, 2, "core %u cannot %s itself", core,
                         c->in->op == ISA_OP_SEND ? "send to" : "receive from");
@@ -589,7 +607,8 @@ int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in
     }
     if ((uint64_t)in->args + info->nslots > p->nargs)
         return fail(msg, msglen, NO_SLOT, "operand slots out of range");
-    ctx_t c = {p, in, info, &p->args[in->args], msg, msglen};
+    /* p->args is NULL in a program whose only instructions have no slots (nop) */
+    ctx_t c = {p, in, info, info->nslots ? &p->args[in->args] : NULL, msg, msglen};
     for (unsigned i = 0; i < info->nslots; i++) {
         const isa_slot_desc_t *sd = &info->slots[i];
         const isa_arg_t *a = &c.a[i];

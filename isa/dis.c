@@ -165,12 +165,66 @@ static void put_name(out_t *o, const isa_program_t *p, uint32_t off, char prefix
     out_puts(o, buf);
 }
 
+/*
+ * Invented names are numbered by canonical position (FORMAT.md 3.3), not by array index, so
+ * that a program and its written-and-read-back copy disassemble to the same text.
+ */
+static uint64_t tensor_class(const isa_tensor_t *t)
+{
+    return t->space == ISA_SPACE_HBM ? 0 : t->core < 0 ? 1 : 2 + (uint64_t)t->core;
+}
+
+static uint32_t tensor_position(const isa_program_t *p, uint32_t ti)
+{
+    uint64_t key = tensor_class(&p->tensors[ti]);
+    uint32_t pos = 0;
+    for (uint32_t j = 0; j < p->ntensors; j++) {
+        uint64_t k = tensor_class(&p->tensors[j]);
+        pos += k < key || (k == key && j < ti);
+    }
+    return pos;
+}
+
+static uint64_t sem_key(const isa_sem_t *s)
+{
+    return ((uint64_t)((int64_t)s->core + 1) & 0xFFFFFF) << 8 | s->index;
+}
+
+static uint32_t sem_position(const isa_program_t *p, uint32_t si)
+{
+    uint64_t key = sem_key(&p->sems[si]);
+    uint32_t pos = 0;
+    for (uint32_t j = 0; j < p->nsems; j++) {
+        uint64_t k = sem_key(&p->sems[j]);
+        pos += k < key || (k == key && j < si);
+    }
+    return pos;
+}
+
+static void put_tensor_name(out_t *o, const isa_program_t *p, uint32_t ti)
+{
+    const isa_tensor_t *t = &p->tensors[ti];
+    if (t->name != ISA_NO_NAME && *isa_string(p, t->name))
+        out_puts(o, isa_string(p, t->name));
+    else
+        put_name(o, p, ISA_NO_NAME, 't', tensor_position(p, ti));
+}
+
+static void put_sem_name(out_t *o, const isa_program_t *p, uint32_t si)
+{
+    const isa_sem_t *s = &p->sems[si];
+    if (s->name != ISA_NO_NAME && *isa_string(p, s->name))
+        out_puts(o, isa_string(p, s->name));
+    else
+        put_name(o, p, ISA_NO_NAME, 's', sem_position(p, si));
+}
+
 static void put_sem(out_t *o, const isa_program_t *p, uint32_t core, unsigned index)
 {
     for (uint32_t i = 0; i < p->nsems; i++) {
         const isa_sem_t *s = &p->sems[i];
         if (s->index == index && (s->core == -1 || (uint32_t)s->core == core)) {
-            put_name(o, p, s->name, 's', i);
+            put_sem_name(o, p, i);
             return;
         }
     }
@@ -265,7 +319,8 @@ static int spec_view(const isa_tensor_t *t, const dim_spec_t *sp, isa_view_t *v)
         if (a < 0 || a >= f || n < 1 || n > ISA_MAX_COUNT || nd >= ISA_MAX_DIMS)
             return -1;
         off += a * (int64_t)T[d];
-        v->stride[nd] = step * (int64_t)T[d];
+        /* as the assembler: with one element the step does not matter, the stride is the dim's */
+        v->stride[nd] = n == 1 ? (int64_t)T[d] : step * (int64_t)T[d];
         v->count[nd] = (uint32_t)n;
         nd++;
     }
@@ -342,6 +397,10 @@ static int derive_slice(const isa_tensor_t *t, const isa_view_t *v, dim_spec_t *
                 break;
             }
             int64_t step = stride / (int64_t)T[d];
+            if (cnt == 1 && step != 1) { /* a one-element slice always gets the dim's stride */
+                ok = 0;
+                break;
+            }
             s->step = step;
             if (step > 0) {
                 if (cnt - 1 > (uint64_t)(f - 1 - a) / (uint64_t)step) {
@@ -416,8 +475,9 @@ static int name_unique_on_core(const isa_program_t *p, uint32_t ti, uint32_t cor
     return 1;
 }
 
-/* Does `name` equal one of the op's flag names? The assembler reads a bare name after the
- * required operands as the flag, so such a tensor is printed as NAME[:] instead. */
+/* Does `name` equal one of the op's flag names (info: NULL when no flag can be meant here)?
+ * The assembler reads a bare name after the required operands as the flag, so such a
+ * tensor is printed as NAME[:] instead. */
 static int is_flag_name(const isa_op_info_t *info, const char *name)
 {
     for (unsigned i = 0; info && i < info->nslots; i++)
@@ -430,16 +490,19 @@ static void put_view(out_t *o, const isa_program_t *p, uint32_t core, const isa_
                      const isa_op_info_t *info)
 {
     dim_spec_t sp[ISA_MAX_DIMS + 1];
-    for (uint32_t i = 0; i < p->ntensors; i++) {
+    /* Candidates in canonical order (FORMAT.md 3.3: global tensors, then the core's own), so
+     * that when tensors alias the choice does not depend on the order in memory. */
+    for (uint32_t k = 0; k < 2 * p->ntensors; k++) {
+        uint32_t i = k % p->ntensors;
         const isa_tensor_t *t = &p->tensors[i];
-        if (t->space != v->space || t->dtype != v->dtype)
+        if (t->space != v->space || t->dtype != v->dtype || (t->core >= 0) != (k >= p->ntensors))
             continue;
         if (t->space == ISA_SPACE_HBM ? t->chip != (int32_t)(core / ISA_CORES_PER_CHIP)
                                       : t->core != -1 && (uint32_t)t->core != core)
             continue;
         if (derive_slice(t, v, sp) || !name_unique_on_core(p, i, core))
             continue;
-        put_name(o, p, t->name, 't', i);
+        put_tensor_name(o, p, i);
         unsigned n = t->ndims;
         while (n > 0 && spec_is_full(&sp[n - 1]))
             n--; /* missing trailing indices mean ':' */
@@ -550,11 +613,18 @@ static void put_instr(out_t *o, const isa_program_t *p, uint32_t core, const isa
     }
     out_puts(o, info->mnemonic);
     const isa_arg_t *args = isa_instr_args(p, in);
+    unsigned required = 0, npos = 0;
+    for (unsigned i = 0; i < info->nslots; i++)
+        required += info->slots[i].form == ISA_FORM_POSITIONAL && !info->slots[i].optional;
     int first = 1;
     for (unsigned i = 0; i < info->nslots; i++) {
         const isa_slot_desc_t *slot = &info->slots[i];
         if (!args[i].present)
             continue;
+        /* after the required positionals the assembler reads a bare flag name as the flag */
+        const isa_op_info_t *flags = NULL;
+        if (slot->form == ISA_FORM_POSITIONAL && npos++ >= required)
+            flags = info;
         out_puts(o, first ? " " : ", ");
         first = 0;
         if (slot->form == ISA_FORM_FLAG) {
@@ -565,7 +635,7 @@ static void put_instr(out_t *o, const isa_program_t *p, uint32_t core, const isa
             out_puts(o, slot->name);
             out_puts(o, "=");
         }
-        put_arg(o, p, core, info, slot, &args[i]);
+        put_arg(o, p, core, flags, slot, &args[i]);
     }
     for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
         out_puts(o, " | wait ");
@@ -609,7 +679,7 @@ static void put_tensor_decl(out_t *o, const isa_program_t *p, uint32_t i)
     const isa_tensor_t *t = &p->tensors[i];
     if (t->space == ISA_SPACE_HBM) {
         out_puts(o, ".hbm ");
-        put_name(o, p, t->name, 't', i);
+        put_tensor_name(o, p, i);
         out_printf(o, " %s ", isa_dtype_name((isa_dtype_t)t->dtype));
         put_dims(o, t);
         out_printf(o, " %s @0x%" PRIx64 " chip=%" PRId32 "\n",
@@ -617,7 +687,7 @@ static void put_tensor_decl(out_t *o, const isa_program_t *p, uint32_t i)
         return;
     }
     out_puts(o, t->space == ISA_SPACE_PSUM ? ".psum " : ".sbuf ");
-    put_name(o, p, t->name, 't', i);
+    put_tensor_name(o, p, i);
     out_printf(o, " %s ", isa_dtype_name((isa_dtype_t)t->dtype));
     put_dims(o, t);
     out_printf(o, " @%" PRIu32 " +%" PRIu64 "\n", t->pstart, t->offset);
@@ -643,7 +713,8 @@ char *isa_disassemble(const isa_program_t *prog)
     qsort(sems, p->nsems, sizeof *sems, cmp_u64);
 
     out_puts(&o, "; disassembled by ncsim\n");
-    size_t alen = strnlen(p->arch, sizeof p->arch);
+    const char *nul = memchr(p->arch, '\0', sizeof p->arch);
+    size_t alen = nul ? (size_t)(nul - p->arch) : sizeof p->arch;
     if (alen) {
         out_puts(&o, ".arch ");
         out_write(&o, p->arch, alen);
@@ -660,7 +731,7 @@ char *isa_disassemble(const isa_program_t *prog)
     for (; si < p->nsems && p->sems[(uint32_t)sems[si]].core == -1; si++) {
         const isa_sem_t *s = &p->sems[(uint32_t)sems[si]];
         out_puts(&o, ".sem ");
-        put_name(&o, p, s->name, 's', (uint32_t)sems[si]);
+        put_sem_name(&o, p, (uint32_t)sems[si]);
         out_printf(&o, " = %" PRId32 "\n", s->init);
     }
     for (uint32_t i = 0; i < p->ngroups; i++) {
@@ -690,7 +761,7 @@ char *isa_disassemble(const isa_program_t *prog)
         for (; si < p->nsems && p->sems[(uint32_t)sems[si]].core == (int32_t)core; si++) {
             const isa_sem_t *s = &p->sems[(uint32_t)sems[si]];
             out_puts(&o, ".sem ");
-            put_name(&o, p, s->name, 's', (uint32_t)sems[si]);
+            put_sem_name(&o, p, (uint32_t)sems[si]);
             out_printf(&o, " = %" PRId32 "\n", s->init);
         }
         for (int e = 0; e < ISA_ENGINE_COUNT; e++) {

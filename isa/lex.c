@@ -258,8 +258,8 @@ int isa_lex(const char *text, size_t len, isa_lexed_t *out, isa_lex_error_fn err
                     if ((unsigned char)c >= 32 && (unsigned char)c < 127)
                         snprintf(msg, sizeof msg, "unexpected character '%c'", c);
                     else
-                        snprintf(msg, sizeof msg, "unexpected byte 0x%02x",
-                                 (unsigned)(unsigned char)c);
+                        snprintf(msg, sizeof msg, "unexpected byte 0x%02x (NCA text is ASCII "
+                                 "outside comments)", (unsigned)(unsigned char)c);
                     err(ctx, line, t.col, msg);
                 }
             }

@@ -494,7 +494,8 @@ ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *l
         put32(m + NCX_META_CORES, prog->ncores);
         put32(m + NCX_META_SOURCE, source);
         /* only the bytes up to the NUL: whatever follows it in memory is not written */
-        size_t alen = strnlen(prog->arch, sizeof prog->arch);
+        const char *nul = memchr(prog->arch, '\0', sizeof prog->arch);
+        size_t alen = nul ? (size_t)(nul - prog->arch) : sizeof prog->arch;
         if (alen > NCX_META_ARCH_LEN - 1)
             alen = NCX_META_ARCH_LEN - 1;
         memcpy(m + NCX_META_ARCH, prog->arch, alen);
@@ -778,7 +779,8 @@ static int read_meta(reader_t *r, const span_t *s)
     if (check_name(r, source, 0, "source file"))
         return -1;
     const char *arch = (const char *)s->p + NCX_META_ARCH;
-    size_t alen = strnlen(arch, NCX_META_ARCH_LEN);
+    const char *nul = memchr(arch, '\0', NCX_META_ARCH_LEN);
+    size_t alen = nul ? (size_t)(nul - arch) : NCX_META_ARCH_LEN;
     if (alen == NCX_META_ARCH_LEN)
         return fail(r, "architecture name is not NUL-terminated");
     for (size_t i = alen; i < NCX_META_ARCH_LEN; i++)
@@ -1273,7 +1275,8 @@ static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, u
             return fail(r, "%s clause: operation %u is not a %s%s", kind, s->op, kind, newer(r));
     }
 
-    uint32_t first = isa_builder_args(&r->b, info->nslots);
+    /* (no call for 0 slots: the builder would memset a still-NULL pool) */
+    uint32_t first = info->nslots ? isa_builder_args(&r->b, info->nslots) : r->b.prog->nargs;
     if (first == UINT32_MAX)
         return fail_nomem(r);
     in.args = first;
@@ -1450,6 +1453,7 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
     uint32_t nsect = get32(buf + NCX_HDR_NSECTIONS);
     size_t pos = NCX_HEADER_SIZE;
     for (uint32_t i = 0; i < nsect; i++) {
+        set_where(r, "%s", "");
         if (len - pos < NCX_SEC_HEADER_SIZE)
             return fail(r, "section %u of %u: header runs past the end of the file", i, nsect);
         const uint8_t *h = buf + pos;

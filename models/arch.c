@@ -521,7 +521,7 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
         buf = bigger;
         cap *= 2;
     }
-    int failed = ferror(f);
+    int failed = ferror(f), saved_errno = errno;
     fclose(f);
     if (!buf) {
         set_err(err, errlen, "%s: out of memory", path);
@@ -529,7 +529,8 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
     }
     if (failed) {
         free(buf);
-        set_err(err, errlen, "%s: read error", path);
+        set_err(err, errlen, "cannot read architecture config '%s': %s", path,
+                strerror(saved_errno));
         return NCSIM_IO;
     }
     *text = buf;

@@ -27,7 +27,8 @@
 #define DMA_CHUNK_ELEMS (1ull << 20)
 #define SMALL_BUFFERS 8u
 
-/* ---- Core state --------------------------------------------------------------------------------- */
+/* ---- Core state ---------------------------------------------------------------------------------
+ */
 
 int mdl_core_state_init(mdl_core_state_t *s, const isa_program_t *prog, uint32_t core,
                         mdl_mem_t mem, mdl_rounding_t rounding, uint64_t seed)
@@ -151,12 +152,12 @@ ncsim_status_t exec_view(exec_ctx_t *x, unsigned slot, unsigned spaces, const is
     if (!(spaces & (1u << v->space))) {
         char allowed[32];
         spaces_label(spaces, allowed, sizeof allowed);
-        return exec_fail(x, "%s is in %s; on %s it must be in %s", d->name,
-                         space_label(v->space), isa_engine_name(x->engine), allowed);
+        return exec_fail(x, "%s is in %s; on %s it must be in %s", d->name, space_label(v->space),
+                         isa_engine_name(x->engine), allowed);
     }
     if (isa_view_elems(v) > EXEC_MAX_ELEMS)
-        return exec_fail(x, "%s has %" PRIu64 " elements, more than %llu per instruction",
-                         d->name, isa_view_elems(v), EXEC_MAX_ELEMS);
+        return exec_fail(x, "%s has %" PRIu64 " elements, more than %llu per instruction", d->name,
+                         isa_view_elems(v), EXEC_MAX_ELEMS);
     *out = v;
     return NCSIM_OK;
 }
@@ -177,8 +178,9 @@ ncsim_status_t exec_not_both_psum(exec_ctx_t *x, unsigned sa, const isa_view_t *
                                   const isa_view_t *b)
 {
     if (a->space == ISA_SPACE_PSUM && b->space == ISA_SPACE_PSUM)
-        return exec_fail(x, "%s and %s are both in PSUM; a two-input op may read at most one "
-                            "input from PSUM",
+        return exec_fail(x,
+                         "%s and %s are both in PSUM; a two-input op may read at most one "
+                         "input from PSUM",
                          exec_slot_name(x, sa), exec_slot_name(x, sb));
     return NCSIM_OK;
 }
@@ -409,7 +411,8 @@ ncsim_status_t exec_scalar(exec_ctx_t *x, unsigned slot, uint32_t pcount, double
     return NCSIM_OK;
 }
 
-/* ---- Tensor engine ----------------------------------------------------------------------------- */
+/* ---- Tensor engine -----------------------------------------------------------------------------
+ */
 
 static ncsim_status_t need_pe_input_type(exec_ctx_t *x, unsigned slot, const isa_view_t *v)
 {
@@ -476,7 +479,8 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
         return exec_fail(x, "D has %u partitions but the loaded weights have M = %u columns",
                          d->pcount, m);
     if (isa_view_free_elems(d) != n)
-        return exec_fail(x, "D has %" PRIu64 " free elements per partition but MOV has N = %" PRIu64,
+        return exec_fail(x,
+                         "D has %" PRIu64 " free elements per partition but MOV has N = %" PRIu64,
                          isa_view_free_elems(d), n);
     const uint64_t bank = x->s->psum_bank_bytes;
     if (bank) {
@@ -499,8 +503,8 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
         exec_read_f32(x, d, c);
     else
         memset(c, 0, (size_t)m * n * sizeof *c);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
-                pe->weights, (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
+                (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
     return exec_write_f32(x, d, c);
 }
 
@@ -536,7 +540,8 @@ static ncsim_status_t exec_transpose_pe(exec_ctx_t *x)
     return exec_write_f32(x, d, t);
 }
 
-/* ---- DMA -------------------------------------------------------------------------------------- */
+/* ---- DMA --------------------------------------------------------------------------------------
+ */
 
 static ncsim_status_t dma_check(exec_ctx_t *x, const isa_view_t *dst, const isa_view_t *src)
 {
@@ -547,13 +552,14 @@ static ncsim_status_t dma_check(exec_ctx_t *x, const isa_view_t *dst, const isa_
         if (mdl_view_check(&x->s->mem, v[i], msg, sizeof msg))
             return exec_fail(x, "%s: %s", names[i], msg);
         if (v[i]->space == ISA_SPACE_PSUM)
-            return exec_fail(x, "%s is in PSUM; DMA moves data between HBM and SBUF only "
-                                "(PSUM is reached through act or dve)",
+            return exec_fail(x,
+                             "%s is in PSUM; DMA moves data between HBM and SBUF only "
+                             "(PSUM is reached through act or dve)",
                              names[i]);
     }
     if (isa_view_elems(dst) != isa_view_elems(src))
-        return exec_fail(x, "D has %" PRIu64 " elements but SRC has %" PRIu64,
-                         isa_view_elems(dst), isa_view_elems(src));
+        return exec_fail(x, "D has %" PRIu64 " elements but SRC has %" PRIu64, isa_view_elems(dst),
+                         isa_view_elems(src));
     return NCSIM_OK;
 }
 
@@ -566,14 +572,20 @@ static ncsim_status_t exec_dma_issue(exec_ctx_t *x)
             return exec_fail(x, "missing operand %s", exec_slot_name(x, slot));
     if (a[SLOT_DMA_QUEUE].present && (a[SLOT_DMA_QUEUE].v.i < 0 || a[SLOT_DMA_QUEUE].v.i > 15))
         return exec_fail(x, "queue=%" PRId64 " is not a DMA queue (0..15)", a[SLOT_DMA_QUEUE].v.i);
-    return dma_check(x, &x->prog->views[a[SLOT_DMA_D].index], &x->prog->views[a[SLOT_DMA_SRC].index]);
+    return dma_check(x, &x->prog->views[a[SLOT_DMA_D].index],
+                     &x->prog->views[a[SLOT_DMA_SRC].index]);
 }
 
 ncsim_status_t mdl_exec_dma(mdl_core_state_t *s, const isa_view_t *dst, const isa_view_t *src,
                             int accumulate, char *err, size_t errlen)
 {
-    exec_ctx_t x = {.s = s, .prog = s->prog, .op = ISA_OP_DMA, .engine = ISA_ENGINE_SP,
-                    .mnemonic = "dma", .rng = &s->rng[ISA_ENGINE_SP], .err = err,
+    exec_ctx_t x = {.s = s,
+                    .prog = s->prog,
+                    .op = ISA_OP_DMA,
+                    .engine = ISA_ENGINE_SP,
+                    .mnemonic = "dma",
+                    .rng = &s->rng[ISA_ENGINE_SP],
+                    .err = err,
                     .errlen = errlen};
     if (errlen)
         err[0] = '\0';
@@ -619,8 +631,13 @@ ncsim_status_t mdl_exec_dma(mdl_core_state_t *s, const isa_view_t *dst, const is
 
 ncsim_status_t mdl_exec(mdl_core_state_t *s, const isa_instr_t *in, char *err, size_t errlen)
 {
-    exec_ctx_t x = {.s = s, .prog = s->prog, .in = in, .op = (isa_op_t)in->op,
-                    .engine = (isa_engine_t)in->engine, .mnemonic = "?", .err = err,
+    exec_ctx_t x = {.s = s,
+                    .prog = s->prog,
+                    .in = in,
+                    .op = (isa_op_t)in->op,
+                    .engine = (isa_engine_t)in->engine,
+                    .mnemonic = "?",
+                    .err = err,
                     .errlen = errlen};
     if (errlen)
         err[0] = '\0';
@@ -695,8 +712,10 @@ ncsim_status_t mdl_exec(mdl_core_state_t *s, const isa_instr_t *in, char *err, s
     case ISA_OP_SEND:
     case ISA_OP_RECV:
         if (errlen)
-            snprintf(err, errlen, "%s: collectives are executed by the collective model, not "
-                                  "mdl_exec", x.mnemonic);
+            snprintf(err, errlen,
+                     "%s: collectives are executed by the collective model, not "
+                     "mdl_exec",
+                     x.mnemonic);
         return NCSIM_INTERNAL;
     case ISA_OP_COUNT:
         break;

@@ -63,6 +63,8 @@ static inline int64_t shr_i(int64_t x, int64_t y)
     return (y < 0 || y > 31) ? 0 : (int64_t)(((uint64_t)x & 0xffffffffu) >> y);
 }
 
+/* One operator per line, as a table. */
+// clang-format off
 #define F32_CASES(LOOP)                                                                        \
     case ISA_ALU_ADD: LOOP(x + y); break;                                                      \
     case ISA_ALU_SUBTRACT: LOOP(x - y); break;                                                 \
@@ -105,23 +107,24 @@ static inline int64_t shr_i(int64_t x, int64_t y)
     case ISA_ALU_SHIFT_LEFT: LOOP(shl_i(x, y)); break;                                         \
     case ISA_ALU_SHIFT_RIGHT: LOOP(shr_i(x, y)); break;                                        \
     default: LOOP(((void)x, (void)y, (int64_t)0)); break;
+// clang-format on
 
 /* ---- Kernels --------------------------------------------------------------------------------- */
 
-#define LOOP_VV(T, E)                                                                          \
-    for (size_t i = 0; i < n; i++) {                                                           \
-        const T x = a[i], y = b[i];                                                            \
-        d[i] = (E);                                                                            \
+#define LOOP_VV(T, E)                                                                              \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        const T x = a[i], y = b[i];                                                                \
+        d[i] = (E);                                                                                \
     }
-#define LOOP_VS(T, E)                                                                          \
-    for (size_t i = 0; i < n; i++) {                                                           \
-        const T x = a[i], y = s;                                                               \
-        d[i] = (E);                                                                            \
+#define LOOP_VS(T, E)                                                                              \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        const T x = a[i], y = s;                                                                   \
+        d[i] = (E);                                                                                \
     }
-#define LOOP_SV(T, E)                                                                          \
-    for (size_t i = 0; i < n; i++) {                                                           \
-        const T x = s, y = b[i];                                                               \
-        d[i] = (E);                                                                            \
+#define LOOP_SV(T, E)                                                                              \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        const T x = s, y = b[i];                                                                   \
+        d[i] = (E);                                                                                \
     }
 #define VV_F(E) LOOP_VV(float, E)
 #define VS_F(E) LOOP_VS(float, E)
@@ -132,39 +135,55 @@ static inline int64_t shr_i(int64_t x, int64_t y)
 
 void exec_alu_vv_f32(isa_alu_t op, float *d, const float *a, const float *b, size_t n)
 {
-    switch (op) { F32_CASES(VV_F) }
+    switch (op) {
+        F32_CASES(VV_F)
+    }
 }
 void exec_alu_vs_f32(isa_alu_t op, float *d, const float *a, float s, size_t n)
 {
-    switch (op) { F32_CASES(VS_F) }
+    switch (op) {
+        F32_CASES(VS_F)
+    }
 }
 void exec_alu_sv_f32(isa_alu_t op, float *d, float s, const float *b, size_t n)
 {
-    switch (op) { F32_CASES(SV_F) }
+    switch (op) {
+        F32_CASES(SV_F)
+    }
 }
 void exec_alu_vv_i64(isa_alu_t op, int64_t *d, const int64_t *a, const int64_t *b, size_t n)
 {
-    switch (op) { I64_CASES(VV_I) }
+    switch (op) {
+        I64_CASES(VV_I)
+    }
 }
 void exec_alu_vs_i64(isa_alu_t op, int64_t *d, const int64_t *a, int64_t s, size_t n)
 {
-    switch (op) { I64_CASES(VS_I) }
+    switch (op) {
+        I64_CASES(VS_I)
+    }
 }
 void exec_alu_sv_i64(isa_alu_t op, int64_t *d, int64_t s, const int64_t *b, size_t n)
 {
-    switch (op) { I64_CASES(SV_I) }
+    switch (op) {
+        I64_CASES(SV_I)
+    }
 }
 
 #define ONE(E) return (E)
 
 float exec_alu1_f32(isa_alu_t op, float x, float y)
 {
-    switch (op) { F32_CASES(ONE) }
+    switch (op) {
+        F32_CASES(ONE)
+    }
 }
 
 int64_t exec_alu1_i64(isa_alu_t op, int64_t x, int64_t y)
 {
-    switch (op) { I64_CASES(ONE) }
+    switch (op) {
+        I64_CASES(ONE)
+    }
 }
 
 int64_t exec_wrap_i64(isa_dtype_t t, int64_t v)
@@ -187,7 +206,8 @@ int64_t exec_wrap_i64(isa_dtype_t t, int64_t v)
     }
 }
 
-/* ---- Shared helpers ---------------------------------------------------------------------------- */
+/* ---- Shared helpers ----------------------------------------------------------------------------
+ */
 
 /* The ALU operator of a slot; `reduce` requires a reduction operator (ISA_ALU_MAP can_reduce). */
 static ncsim_status_t get_alu(exec_ctx_t *x, unsigned slot, int reduce, isa_alu_t *out)
@@ -199,8 +219,9 @@ static ncsim_status_t get_alu(exec_ctx_t *x, unsigned slot, int reduce, isa_alu_
         return exec_fail(x, "%s: invalid operator %" PRId64, exec_slot_name(x, slot), a->v.i);
     *out = (isa_alu_t)a->v.i;
     if (reduce && !isa_alu_can_reduce(*out))
-        return exec_fail(x, "%s is not a reduction operator (add max min multiply bitwise_and "
-                            "bitwise_or bitwise_xor)",
+        return exec_fail(x,
+                         "%s is not a reduction operator (add max min multiply bitwise_and "
+                         "bitwise_or bitwise_xor)",
                          isa_alu_name(*out));
     return NCSIM_OK;
 }
@@ -258,7 +279,8 @@ ncsim_status_t exec_tensor_tensor(exec_ctx_t *x)
     return exec_write_f32(x, d, fa);
 }
 
-/* ---- tensor_scalar ----------------------------------------------------------------------------- */
+/* ---- tensor_scalar -----------------------------------------------------------------------------
+ */
 
 /* row = row OP s (or s OP row when rev), over `pcount` rows of `f` elements. */
 static void rows_scalar_f32(isa_alu_t op, float *v, uint32_t pcount, size_t f,
@@ -332,7 +354,8 @@ ncsim_status_t exec_tensor_scalar(exec_ctx_t *x)
     return exec_write_f32(x, d, v);
 }
 
-/* ---- scalar_tensor_tensor ---------------------------------------------------------------------- */
+/* ---- scalar_tensor_tensor ----------------------------------------------------------------------
+ */
 
 ncsim_status_t exec_scalar_tensor_tensor(exec_ctx_t *x)
 {
@@ -379,7 +402,8 @@ ncsim_status_t exec_scalar_tensor_tensor(exec_ctx_t *x)
     return exec_write_f32(x, d, va);
 }
 
-/* ---- tensor_scan ------------------------------------------------------------------------------ */
+/* ---- tensor_scan ------------------------------------------------------------------------------
+ */
 
 /* Length of the innermost free dim of v (1 for a view without free dims). */
 static size_t innermost(const isa_view_t *v)
@@ -442,18 +466,21 @@ ncsim_status_t exec_tensor_scan(exec_ctx_t *x)
     return exec_write_f32(x, d, va);
 }
 
-/* ---- tensor_reduce ---------------------------------------------------------------------------- */
+/* ---- tensor_reduce ----------------------------------------------------------------------------
+ */
 
 /* Sequential reduction of n >= 1 values, in order (fp32 accumulator). */
 static float reduce_f32(isa_alu_t op, const float *a, size_t n)
 {
     float r = a[0];
-#define RED_F(E)                                                                               \
-    for (size_t i = 1; i < n; i++) {                                                           \
-        const float x = r, y = a[i];                                                           \
-        r = (E);                                                                               \
+#define RED_F(E)                                                                                   \
+    for (size_t i = 1; i < n; i++) {                                                               \
+        const float x = r, y = a[i];                                                               \
+        r = (E);                                                                                   \
     }
-    switch (op) { F32_CASES(RED_F) }
+    switch (op) {
+        F32_CASES(RED_F)
+    }
 #undef RED_F
     return r;
 }
@@ -461,12 +488,14 @@ static float reduce_f32(isa_alu_t op, const float *a, size_t n)
 static int64_t reduce_i64(isa_alu_t op, const int64_t *a, size_t n)
 {
     int64_t r = a[0];
-#define RED_I(E)                                                                               \
-    for (size_t i = 1; i < n; i++) {                                                           \
-        const int64_t x = r, y = a[i];                                                         \
-        r = (E);                                                                               \
+#define RED_I(E)                                                                                   \
+    for (size_t i = 1; i < n; i++) {                                                               \
+        const int64_t x = r, y = a[i];                                                             \
+        r = (E);                                                                                   \
     }
-    switch (op) { I64_CASES(RED_I) }
+    switch (op) {
+        I64_CASES(RED_I)
+    }
 #undef RED_I
     return r;
 }
@@ -484,8 +513,8 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
     const unsigned ndims = src->ndims ? src->ndims : 1;
     const int64_t axes = x->args[SLOT_RED_AXES].present ? x->args[SLOT_RED_AXES].v.i : 0;
     if (axes < 1 || axes > (int64_t)ndims)
-        return exec_fail(x, "axes=%" PRId64 " but SRC has %u free dim%s (axes must be 1..%u)",
-                         axes, ndims, ndims == 1 ? "" : "s", ndims);
+        return exec_fail(x, "axes=%" PRId64 " but SRC has %u free dim%s (axes must be 1..%u)", axes,
+                         ndims, ndims == 1 ? "" : "s", ndims);
     size_t inner = 1;
     for (unsigned i = ndims - (unsigned)axes; i < src->ndims; i++)
         inner *= src->count[i];
@@ -495,8 +524,7 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
         return exec_fail(x,
                          "D has %u partitions x %" PRIu64 " elements; reducing the innermost "
                          "%" PRId64 " dim%s of SRC leaves %u partitions x %zu elements",
-                         d->pcount, isa_view_free_elems(d), axes, axes == 1 ? "" : "s", pc,
-                         outer);
+                         d->pcount, isa_view_free_elems(d), axes, axes == 1 ? "" : "s", pc, outer);
     const int negate = exec_flag(x, SLOT_RED_NEGATE);
     const size_t n = f * pc, m = outer * pc;
     if (exec_alu_is_bitwise(op)) {
@@ -523,7 +551,8 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
     return exec_write_f32(x, d, r);
 }
 
-/* ---- partition_reduce --------------------------------------------------------------------------- */
+/* ---- partition_reduce ---------------------------------------------------------------------------
+ */
 
 ncsim_status_t exec_partition_reduce(exec_ctx_t *x)
 {
@@ -537,8 +566,9 @@ ncsim_status_t exec_partition_reduce(exec_ctx_t *x)
         return st;
     if (op != ISA_ALU_ADD && op != ISA_ALU_MAX && op != ISA_ALU_BITWISE_AND &&
         op != ISA_ALU_BITWISE_OR)
-        return exec_fail(x, "%s is not a partition_reduce operator (add, max, bitwise_and, "
-                            "bitwise_or)",
+        return exec_fail(x,
+                         "%s is not a partition_reduce operator (add, max, bitwise_and, "
+                         "bitwise_or)",
                          isa_alu_name(op));
     const size_t f = (size_t)isa_view_free_elems(src);
     if (d->pcount != 1 || isa_view_free_elems(d) != f)

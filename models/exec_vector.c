@@ -25,12 +25,14 @@ static ncsim_status_t need_column(exec_ctx_t *x, unsigned slot, const isa_view_t
 {
     if (v->pcount == pcount && isa_view_free_elems(v) == 1)
         return NCSIM_OK;
-    return exec_fail(x, "%s must be a [%u, 1] per-partition vector, but it has %u partitions x "
-                        "%" PRIu64 " elements",
+    return exec_fail(x,
+                     "%s must be a [%u, 1] per-partition vector, but it has %u partitions x "
+                     "%" PRIu64 " elements",
                      exec_slot_name(x, slot), pcount, v->pcount, isa_view_free_elems(v));
 }
 
-/* ---- activate ---------------------------------------------------------------------------------- */
+/* ---- activate ----------------------------------------------------------------------------------
+ */
 
 static inline float sigmoid_f(float t)
 {
@@ -46,11 +48,11 @@ static inline float softplus_f(float t)
 /* The 22 functions of ISA.md 7.2, in fp32 with the C library's float functions. */
 static void apply_func(isa_func_t fn, float *v, size_t n)
 {
-#define MAP(E)                                                                                 \
-    for (size_t i = 0; i < n; i++) {                                                           \
-        const float t = v[i];                                                                  \
-        v[i] = (E);                                                                            \
-    }                                                                                          \
+#define MAP(E)                                                                                     \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        const float t = v[i];                                                                      \
+        v[i] = (E);                                                                                \
+    }                                                                                              \
     break
     switch (fn) {
     case ISA_FUNC_IDENTITY:
@@ -119,8 +121,7 @@ ncsim_status_t exec_activate(exec_ctx_t *x)
     const uint32_t pc = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src), n = f * pc;
     exec_scalar_t scale;
-    if ((st = exec_scalar(x, SLOT_ACT_SCALE, pc, 1.0, 0, ISA_ALU_MULTIPLY, 0, &scale)) !=
-        NCSIM_OK)
+    if ((st = exec_scalar(x, SLOT_ACT_SCALE, pc, 1.0, 0, ISA_ALU_MULTIPLY, 0, &scale)) != NCSIM_OK)
         return st;
     const float *bv = NULL;
     if (bias) {
@@ -185,7 +186,8 @@ ncsim_status_t exec_activate(exec_ctx_t *x)
     return exec_write_f32(x, r, acc);
 }
 
-/* ---- tensor_copy, memset, reciprocal ---------------------------------------------------------- */
+/* ---- tensor_copy, memset, reciprocal ----------------------------------------------------------
+ */
 
 /* D = SRC converted; shapes already checked. */
 static ncsim_status_t copy_view(exec_ctx_t *x, const isa_view_t *d, const isa_view_t *src)
@@ -265,7 +267,8 @@ ncsim_status_t exec_reciprocal(exec_ctx_t *x)
     return exec_write_f32(x, d, v);
 }
 
-/* ---- select ------------------------------------------------------------------------------------ */
+/* ---- select ------------------------------------------------------------------------------------
+ */
 
 ncsim_status_t exec_select(exec_ctx_t *x)
 {
@@ -308,7 +311,8 @@ ncsim_status_t exec_select(exec_ctx_t *x)
     return exec_write_f32(x, d, dv);
 }
 
-/* ---- bn_stats, bn_aggr ------------------------------------------------------------------------ */
+/* ---- bn_stats, bn_aggr ------------------------------------------------------------------------
+ */
 
 #define BN_STATS_MAX_FREE 512u
 
@@ -396,7 +400,8 @@ ncsim_status_t exec_bn_aggr(exec_ctx_t *x)
     return exec_write_f32(x, d, out);
 }
 
-/* ---- transpose (dve), shuffle ------------------------------------------------------------------- */
+/* ---- transpose (dve), shuffle -------------------------------------------------------------------
+ */
 
 #define DVE_TRANSPOSE_MAX 32u
 
@@ -650,7 +655,8 @@ ncsim_status_t exec_match_replace8(exec_ctx_t *x)
     return exec_write_f32(x, d, v);
 }
 
-/* ---- dropout ----------------------------------------------------------------------------------- */
+/* ---- dropout -----------------------------------------------------------------------------------
+ */
 
 ncsim_status_t exec_dropout(exec_ctx_t *x)
 {
@@ -691,7 +697,8 @@ ncsim_status_t exec_dropout(exec_ctx_t *x)
     return integer ? exec_write_i64(x, d, iv) : exec_write_f32(x, d, fv);
 }
 
-/* ---- iota, affine_select ------------------------------------------------------------------------- */
+/* ---- iota, affine_select
+ * ------------------------------------------------------------------------- */
 
 /*
  * v = base + pstep * p + sum steps[k] * i_k over the elements of d in row-major order, with p
@@ -743,10 +750,10 @@ ncsim_status_t exec_iota(exec_ctx_t *x)
     int64_t *v = exec_scratch_i64(x, 0, (size_t)isa_view_elems(d));
     if (!v)
         return exec_nomem(x);
-    if ((st = affine_values(x, d, SLOT_IOTA_BASE, SLOT_IOTA_PSTEP, SLOT_IOTA_STEPS, v)) !=
-        NCSIM_OK)
+    if ((st = affine_values(x, d, SLOT_IOTA_BASE, SLOT_IOTA_PSTEP, SLOT_IOTA_STEPS, v)) != NCSIM_OK)
         return st;
-    return exec_write_i64(x, d, v); /* int32 values: exact or saturating for integer D, RNE for float */
+    return exec_write_i64(x, d,
+                          v); /* int32 values: exact or saturating for integer D, RNE for float */
 }
 
 ncsim_status_t exec_affine_select(exec_ctx_t *x)
@@ -770,12 +777,12 @@ ncsim_status_t exec_affine_select(exec_ctx_t *x)
         return exec_nomem(x);
     if ((st = affine_values(x, d, SLOT_AS_BASE, SLOT_AS_PSTEP, SLOT_AS_STEPS, av)) != NCSIM_OK)
         return st;
-    /* Turn av into the condition, one loop per comparison. */
-#define COND(E)                                                                                \
-    for (size_t i = 0; i < n; i++) {                                                           \
-        const int64_t t = av[i];                                                               \
-        av[i] = (E);                                                                           \
-    }                                                                                          \
+        /* Turn av into the condition, one loop per comparison. */
+#define COND(E)                                                                                    \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        const int64_t t = av[i];                                                                   \
+        av[i] = (E);                                                                               \
+    }                                                                                              \
     break
     switch ((isa_cmp_t)cmp) {
     case ISA_CMP_GE:
@@ -800,10 +807,10 @@ ncsim_status_t exec_affine_select(exec_ctx_t *x)
             return exec_nomem(x);
         exec_read_i64(x, src, v);
         /* fill as a store converts it: RNE, saturating (NaN -> 0). */
-        const int64_t fi = fill != fill                      ? 0
-                           : fill >= 9223372036854775808.0   ? INT64_MAX
-                           : fill < -9223372036854775808.0   ? INT64_MIN
-                                                             : (int64_t)nearbyint(fill);
+        const int64_t fi = fill != fill                    ? 0
+                           : fill >= 9223372036854775808.0 ? INT64_MAX
+                           : fill < -9223372036854775808.0 ? INT64_MIN
+                                                           : (int64_t)nearbyint(fill);
         for (size_t i = 0; i < n; i++)
             if (!av[i])
                 v[i] = fi;

@@ -104,7 +104,8 @@ int mdl_hbm_write(mdl_hbm_t *h, uint64_t addr, const void *src, size_t n)
     return 0;
 }
 
-/* ---- SBUF / PSUM ------------------------------------------------------------------------------ */
+/* ---- SBUF / PSUM ------------------------------------------------------------------------------
+ */
 
 int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
 {
@@ -126,7 +127,8 @@ void mdl_onchip_free(mdl_onchip_t *m)
     memset(m, 0, sizeof *m);
 }
 
-/* ---- View checks -------------------------------------------------------------------------------- */
+/* ---- View checks --------------------------------------------------------------------------------
+ */
 
 static const char *space_name(unsigned space)
 {
@@ -230,8 +232,8 @@ int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t er
     }
     const unsigned plast = (unsigned)v->pstart + v->pcount - 1;
     if (plast >= mem->partitions) {
-        snprintf(err, errlen, "%s partitions %u..%u out of range (%u partitions)", name,
-                 v->pstart, plast, mem->partitions);
+        snprintf(err, errlen, "%s partitions %u..%u out of range (%u partitions)", name, v->pstart,
+                 plast, mem->partitions);
         return -1;
     }
     if (lo < 0 || (uint64_t)hi > mem->bytes) {
@@ -241,11 +243,11 @@ int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t er
         else
             snprintf(parts, sizeof parts, "partitions %u..%u", v->pstart, plast);
         if (lo < 0)
-            snprintf(err, errlen, "%s bytes %" PRId64 "..%" PRId64 " of %s start below 0", name,
-                     lo, hi, parts);
+            snprintf(err, errlen, "%s bytes %" PRId64 "..%" PRId64 " of %s start below 0", name, lo,
+                     hi, parts);
         else
-            snprintf(err, errlen, "%s bytes %" PRId64 "..%" PRId64 " of %s beyond %" PRIu64,
-                     name, lo, hi, parts, mem->bytes);
+            snprintf(err, errlen, "%s bytes %" PRId64 "..%" PRId64 " of %s beyond %" PRIu64, name,
+                     lo, hi, parts, mem->bytes);
         return -1;
     }
     return 0;
@@ -255,12 +257,12 @@ int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t er
 
 /* A checked view as byte strides over one flat address space (see the file comment). */
 typedef struct plan {
-    uint8_t *base;    /* SBUF/PSUM data; NULL for HBM */
-    mdl_hbm_t *hbm;   /* HBM; NULL for SBUF/PSUM */
+    uint8_t *base;  /* SBUF/PSUM data; NULL for HBM */
+    mdl_hbm_t *hbm; /* HBM; NULL for SBUF/PSUM */
     isa_dtype_t dtype;
-    uint32_t es;      /* element bytes */
-    uint64_t start;   /* flat byte address of the first element */
-    unsigned nd;      /* >= 1 */
+    uint32_t es;    /* element bytes */
+    uint64_t start; /* flat byte address of the first element */
+    unsigned nd;    /* >= 1 */
     uint64_t count[PLAN_DIMS];
     int64_t bstride[PLAN_DIMS];
     uint64_t total;
@@ -294,8 +296,7 @@ static void plan_make(const mdl_mem_t *m, const isa_view_t *v, plan_t *pl)
         pl->total *= count[i];
         if (count[i] == 1)
             continue;
-        if (pl->nd > 0 &&
-            pl->bstride[pl->nd - 1] == bstride[i] * (int64_t)count[i]) {
+        if (pl->nd > 0 && pl->bstride[pl->nd - 1] == bstride[i] * (int64_t)count[i]) {
             pl->count[pl->nd - 1] *= count[i];
             pl->bstride[pl->nd - 1] = bstride[i];
             continue;
@@ -341,11 +342,16 @@ static int plan_walk(const plan_t *pl, uint64_t first, uint64_t n, run_fn fn, vo
     return 0;
 }
 
-/* ---- Raw element movement for one run ---------------------------------------------------------- */
+/* ---- Raw element movement for one run ----------------------------------------------------------
+ */
 
 /* Gather n strided elements of es bytes from p into packed out. */
 static void gather_bytes(const uint8_t *p, int64_t bs, size_t n, uint32_t es, uint8_t *out)
 {
+    if (bs == (int64_t)es) {
+        memcpy(out, p, n * es);
+        return;
+    }
     switch (es) {
     case 1:
         for (size_t i = 0; i < n; i++)
@@ -368,6 +374,10 @@ static void gather_bytes(const uint8_t *p, int64_t bs, size_t n, uint32_t es, ui
 
 static void scatter_bytes(uint8_t *p, int64_t bs, size_t n, uint32_t es, const uint8_t *in)
 {
+    if (bs == (int64_t)es) {
+        memmove(p, in, n * es);
+        return;
+    }
     switch (es) {
     case 1:
         for (size_t i = 0; i < n; i++)
@@ -492,12 +502,13 @@ static int run_commit(const plan_t *pl, uint64_t addr, int64_t bs, size_t n, con
     return hbm_scatter(pl->hbm, addr, bs, n, pl->es, stage);
 }
 
-/* ---- Typed runs --------------------------------------------------------------------------------- */
+/* ---- Typed runs ---------------------------------------------------------------------------------
+ */
 
 typedef struct io_ctx {
-    float *f;           /* f32 in/out, advancing */
-    int64_t *i;         /* i64 in/out, advancing */
-    uint8_t *b;         /* raw bytes in/out, advancing */
+    float *f;   /* f32 in/out, advancing */
+    int64_t *i; /* i64 in/out, advancing */
+    uint8_t *b; /* raw bytes in/out, advancing */
     mdl_rounding_t mode;
     mdl_rng_t *rng;
 } io_ctx_t;
@@ -606,7 +617,8 @@ static int run_write_bytes(void *c, const plan_t *pl, uint64_t addr, int64_t bs,
     return 0;
 }
 
-/* ---- Public view access ------------------------------------------------------------------------ */
+/* ---- Public view access ------------------------------------------------------------------------
+ */
 
 void mdl_view_read_f32(const mdl_mem_t *m, const isa_view_t *v, float *out)
 {
@@ -653,8 +665,8 @@ int mdl_view_write_i64(mdl_mem_t *m, const isa_view_t *v, const int64_t *in)
     return plan_walk(&pl, 0, pl.total, run_write_i64, &io);
 }
 
-void mdl_view_read_bytes_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t first,
-                               uint64_t n, void *out)
+void mdl_view_read_bytes_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
+                               void *out)
 {
     plan_t pl;
     plan_make(m, v, &pl);

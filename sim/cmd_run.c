@@ -4,6 +4,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@
 #include "rng.h"
 #include "sim.h"
 #include "stats.h"
+#include "trace.h"
+#include "trace_sink.h"
 
 static const char usage_run[] =
     "usage: ncsim run PROG [options]\n"
@@ -32,6 +36,12 @@ static const char usage_run[] =
     "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
     "  --timing-only             model time only, skip arithmetic (fastest)\n"
     "  --stats FILE.json         write the statistics (with the resolved config)\n"
+    "  --trace FILE              write a trace: .json (Chrome/Perfetto JSON), .json.gz (the\n"
+    "                            same gzipped) or .pftrace (Perfetto protobuf); see\n"
+    "                            docs/traces.md. Filters for big runs:\n"
+    "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
+    "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
+    "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
     "  --progress auto|always|never   progress on stderr (auto: when it is a terminal)\n"
@@ -145,18 +155,27 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
 
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
 
-/* Run to the end, printing progress when asked: redrawn a few times a second on a
- * terminal, one line every ~10 s otherwise. */
-static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show)
+/* SIGINT/SIGTERM while tracing: stop between slices of the run and close the trace. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
 {
-    if (!show)
+    stop_signal = sig;
+}
+
+/* Run to the end, printing progress when asked: redrawn a few times a second on a
+ * terminal, one line every ~10 s otherwise. `sliced` runs in slices even without
+ * progress, so that a signal can stop the run cleanly. */
+static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show, int sliced)
+{
+    if (!show && !sliced)
         return sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
     int tty = isatty(STDERR_FILENO);
     double interval = tty ? 0.25 : 10.0;
     double t0 = now_seconds(), last = t0;
     uint64_t step = 1000000; /* 1 us of simulated time per slice, adapted below */
     ncsim_status_t st = NCSIM_OK;
-    while (!sim_finished(s)) {
+    while (!sim_finished(s) && !stop_signal) {
         double before = now_seconds();
         st = sim_run(s, SIM_RUN_UNTIL_TIME, sim_now_ps(s) + step);
         if (st != NCSIM_OK)
@@ -167,7 +186,7 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
             step *= 2;
         else if (after - before > 0.05 && step > 1000)
             step /= 2;
-        if (after - last >= interval && !sim_finished(s)) {
+        if (show && after - last >= interval && !sim_finished(s)) {
             last = after;
             const sim_stats_t *ss = sim_stats(s);
             double frac = total_instrs ? (double)ss->instructions / (double)total_instrs : 1.0;
@@ -179,7 +198,7 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
                     (unsigned long long)total_instrs, 100.0 * frac, after - t0);
         }
     }
-    if (tty && now_seconds() - t0 >= interval)
+    if (show && tty && now_seconds() - t0 >= interval)
         fputs("\r\033[K", stderr);
     return st;
 }
@@ -187,7 +206,7 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
 int cli_run(int argc, char **argv)
 {
     enum { O_ARCH = 256, O_SET, O_IN, O_OUT, O_RANDOM, O_TIMING, O_TRACE, O_STATS, O_CHECK,
-           O_SEED, O_SR, O_PROGRESS };
+           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
                                          {"set", required_argument, 0, O_SET},
                                          {"in", required_argument, 0, O_IN},
@@ -195,6 +214,10 @@ int cli_run(int argc, char **argv)
                                          {"random-inputs", required_argument, 0, O_RANDOM},
                                          {"timing-only", no_argument, 0, O_TIMING},
                                          {"trace", required_argument, 0, O_TRACE},
+                                         {"trace-start", required_argument, 0, O_TRACE_START},
+                                         {"trace-end", required_argument, 0, O_TRACE_END},
+                                         {"trace-engines", required_argument, 0,
+                                          O_TRACE_ENGINES},
                                          {"stats", required_argument, 0, O_STATS},
                                          {"check", required_argument, 0, O_CHECK},
                                          {"seed", required_argument, 0, O_SEED},
@@ -203,7 +226,10 @@ int cli_run(int argc, char **argv)
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *arch_name = NULL, *stats_path = NULL;
+    const char *arch_name = NULL, *stats_path = NULL, *trace_path = NULL;
+    sim_trace_options_t topt;
+    memset(&topt, 0, sizeof topt);
+    int trace_filter = 0;
     const char *sets[MAX_BINDINGS];
     int nsets = 0;
     binding_t ins[MAX_BINDINGS], outs[MAX_BINDINGS];
@@ -247,9 +273,34 @@ int cli_run(int argc, char **argv)
             have_random = 1;
             break;
         case O_TIMING: timing_only = 1; break;
-        case O_TRACE:
-            fputs("ncsim run: --trace is not available in this build yet\n", stderr);
-            return 2;
+        case O_TRACE: trace_path = optarg; break;
+        case O_TRACE_START:
+        case O_TRACE_END: {
+            errno = 0;
+            double ns = strtod(optarg, &end);
+            if (errno || *end || !*optarg || !(ns >= 0) || ns > 1.8e13) {
+                fprintf(stderr, "ncsim run: --%s wants a time in ns (>= 0), not '%s'\n",
+                        c == O_TRACE_START ? "trace-start" : "trace-end", optarg);
+                return 2;
+            }
+            uint64_t ps = (uint64_t)llround(ns * 1000.0);
+            if (c == O_TRACE_START)
+                topt.start_ps = ps;
+            else
+                topt.end_ps = ps ? ps : 1;
+            trace_filter = 1;
+            break;
+        }
+        case O_TRACE_ENGINES: {
+            char terr[256];
+            if (sim_trace_parse_engines(optarg, &topt.engines, terr, sizeof terr) != NCSIM_OK) {
+                fprintf(stderr, "ncsim run: %s\n", terr);
+                return 2;
+            }
+            topt.engines_text = optarg;
+            trace_filter = 1;
+            break;
+        }
         case O_CHECK:
             fputs("ncsim run: --check is not available in this build yet\n", stderr);
             return 2;
@@ -286,6 +337,18 @@ int cli_run(int argc, char **argv)
     }
     const char *path = argv[optind];
     char err[4096];
+    if (trace_filter && !trace_path) {
+        fputs("ncsim run: --trace-start, --trace-end and --trace-engines need --trace FILE\n",
+              stderr);
+        return 2;
+    }
+    if (trace_path && trc_format_for_path(trace_path) == TRC_FORMAT_COUNT) {
+        fprintf(stderr, "ncsim run: --trace %s: the name must end in .json, .json.gz or "
+                        ".pftrace\n",
+                trace_path);
+        return 2;
+    }
+    sim_trace_file_t *trace = NULL;
 
     /* architecture: --arch, else the program's .arch (resolved after loading), else trn1 */
     isa_geometry_t g;
@@ -394,6 +457,21 @@ int cli_run(int argc, char **argv)
     so.timing_only = timing_only;
     so.stochastic_rounding = stochastic;
     so.seed = seed;
+    if (trace_path) {
+        topt.path = trace_path;
+        topt.program = path;
+        topt.timing_only = timing_only;
+        st = sim_trace_open(&topt, prog, &arch, &trace, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim run: %s\n", err);
+            free(bound);
+            free(in_tensor);
+            free(out_tensor);
+            rc = cli_exit(st);
+            goto out;
+        }
+        so.trace = sim_trace_sink(trace);
+    }
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", err);
@@ -425,8 +503,35 @@ int cli_run(int argc, char **argv)
     int show = !quiet && (progress == PROGRESS_ALWAYS ||
                           (progress == PROGRESS_AUTO && isatty(STDERR_FILENO)));
     double t0 = now_seconds();
-    st = run_with_progress(s, prog->ninstrs, show);
+    struct sigaction sa_new, sa_int, sa_term;
+    if (trace) {
+        memset(&sa_new, 0, sizeof sa_new);
+        sa_new.sa_handler = on_stop_signal;
+        sigemptyset(&sa_new.sa_mask);
+        sigaction(SIGINT, &sa_new, &sa_int);
+        sigaction(SIGTERM, &sa_new, &sa_term);
+    }
+    st = run_with_progress(s, prog->ninstrs, show, trace != NULL);
     double host = now_seconds() - t0;
+    if (trace) {
+        sigaction(SIGINT, &sa_int, NULL);
+        sigaction(SIGTERM, &sa_term, NULL);
+        ncsim_status_t tst = sim_trace_close(trace, err, sizeof err);
+        trace = NULL;
+        if (tst != NCSIM_OK) {
+            fprintf(stderr, "ncsim run: %s\n", err);
+            if (st == NCSIM_OK)
+                rc = cli_exit(tst);
+        }
+        if (stop_signal) {
+            fprintf(stderr, "ncsim run: stopped by signal %d at %.3f ns; the trace is complete "
+                            "up to there\n",
+                    (int)stop_signal, (double)sim_now_ps(s) / 1000.0);
+            free(out_tensor);
+            rc = 128 + (int)stop_signal;
+            goto out;
+        }
+    }
     if (st != NCSIM_OK) {
         fputs(sim_error(s), stderr);
         rc = cli_exit(st);
@@ -454,6 +559,10 @@ int cli_run(int argc, char **argv)
     if (!quiet && (st == NCSIM_OK || sim_finished(s)))
         sim_stats_print(stdout, ss, &arch, prog, &info);
 out:
+    if (trace) {
+        char terr[512];
+        sim_trace_close(trace, terr, sizeof terr);
+    }
     sim_destroy(s);
     isa_program_free(prog);
     return rc;

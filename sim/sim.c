@@ -297,13 +297,17 @@ static void stall_segment(engine_t *E, uint64_t now, uint8_t cause, uint8_t sem)
 {
     if (E->seg_start != UINT64_MAX && now > E->seg_start)
         E->st->stall_by[E->stall] += now - E->seg_start;
-    if (E->seg_start != UINT64_MAX && now > E->seg_start)
+    if (E->seg_start != UINT64_MAX && now > E->seg_start) {
         E->st->stall_ps += now - E->seg_start;
+        E->wait_by[E->stall] += now - E->seg_start;
+    }
     E->seg_start = now;
     E->stall = cause;
     E->stall_sem = sem;
     if (cause != SIM_STALL_NONE)
         E->last_stall = cause;
+    if (cause == SIM_STALL_SEMAPHORE)
+        E->wait_sem = sem;
 }
 
 /* Port the instruction needs that another engine holds: time it frees, or 0. */
@@ -407,6 +411,7 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     if (complete > st->end_ps)
         st->end_ps = complete;
     s->stats.tensor_flops += cost->flops;
+    s->stats.tensor_hw_flops += cost->hw_flops;
     s->stats.instructions++;
     c->st->used = 1;
     if (s->opt.trace && s->opt.trace->instr) {
@@ -420,9 +425,11 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.ii_ps = ii;
         r.end_ps = complete;
         r.stall = E->last_stall;
-        r.stall_sem = E->stall_sem;
+        r.stall_sem = E->wait_sem;
         r.flops = cost->flops;
         r.bytes = cost->bytes_read + cost->bytes_written;
+        r.hw_flops = cost->hw_flops;
+        memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
         s->opt.trace->instr(s->opt.trace->ctx, &r);
     }
     return ii;
@@ -443,6 +450,8 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             E->ready_ps = now;
             E->stall = SIM_STALL_NONE;
             E->last_stall = SIM_STALL_NONE;
+            E->wait_sem = 0;
+            memset(E->wait_by, 0, sizeof E->wait_by);
         }
         fl_trim(E, now);
         uint8_t sem = 0;
@@ -802,6 +811,10 @@ static void finish_stats(struct sim *s)
     double seconds = (double)total * 1e-12;
     s->stats.mfu = used && seconds > 0
                        ? (double)s->stats.tensor_flops /
+                             (s->stats.peak_flops_per_core * used * seconds)
+                       : 0.0;
+    s->stats.hfu = used && seconds > 0
+                       ? (double)s->stats.tensor_hw_flops /
                              (s->stats.peak_flops_per_core * used * seconds)
                        : 0.0;
 }

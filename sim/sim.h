@@ -36,9 +36,11 @@ typedef struct sim_trace_instr {
     uint64_t ii_ps;
     uint64_t end_ps;       /* completion (start + latency) */
     uint8_t stall;         /* sim_stall_t: the last reason it waited */
-    uint8_t stall_sem;     /* semaphore it waited for (SIM_STALL_SEMAPHORE) */
+    uint8_t stall_sem;     /* the last semaphore it waited for (when stall_by[SEMAPHORE]) */
     uint64_t flops;
     uint64_t bytes;
+    uint64_t hw_flops;     /* all PE FLOPs, transposes included (HFU) */
+    uint64_t stall_by[SIM_STALL_COUNT]; /* ps it was held between ready and start, by cause */
 } sim_trace_instr_t;
 
 typedef struct sim_trace_dma {
@@ -100,11 +102,13 @@ typedef struct sim_stats {
     uint32_t ncores;
     sim_core_stats_t *cores;
     uint64_t tensor_flops;
+    uint64_t tensor_hw_flops; /* all PE FLOPs, transposes included (HFU) */
     uint64_t instructions;
     uint64_t events;
     uint64_t hbm_read_bytes, hbm_write_bytes;
     double peak_flops_per_core; /* bf16 dense peak, FLOP/s */
     double mfu;
+    double hfu;                 /* tensor_hw_flops over the same peak */
 } sim_stats_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */

@@ -48,6 +48,8 @@ typedef struct engine {
     uint8_t stall;       /* cause of the current segment */
     uint8_t stall_sem;
     uint8_t last_stall;  /* the last cause the current instruction waited for (traces) */
+    uint8_t wait_sem;    /* the last semaphore the current instruction waited for (traces) */
+    uint64_t wait_by[SIM_STALL_COUNT]; /* its held time so far, by cause (traces) */
     uint8_t blocked;     /* waiting for semaphores */
     uint64_t ready_ps;   /* when the current instruction became ready */
     inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */

@@ -62,6 +62,8 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
     json_object_set_new(root, "cores", cores);
     json_object_set_new(root, "tensor_flops", json_integer((json_int_t)st->tensor_flops));
     json_object_set_new(root, "mfu", json_real(st->mfu));
+    json_object_set_new(root, "tensor_hw_flops", json_integer((json_int_t)st->tensor_hw_flops));
+    json_object_set_new(root, "hfu", json_real(st->hfu));
     json_object_set_new(root, "peak_flops_per_core", json_real(st->peak_flops_per_core));
     json_t *hbm = json_object();
     json_object_set_new(hbm, "read_bytes", json_integer((json_int_t)st->hbm_read_bytes));

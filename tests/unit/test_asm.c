@@ -149,7 +149,7 @@ static void test_slicing(void **state)
     assert_int_equal(v->count[1], 256);
     isa_program_free(p);
     assemble_fails(".sbuf x bf16 [128, 4]\n.engine dve\ntensor_copy x[5, 0:2], x[32, 0:2]\n",
-                   "t.nca:3:13: error: D: 1 partitions cannot start at partition 5");
+                   "t.nca:3:13: error: D: a view of 1 partition cannot start at partition 5");
 }
 
 static void test_raw_views(void **state)
@@ -325,13 +325,560 @@ static void test_many_errors_reported(void **state)
     assert_int_equal(d.errors, 3);
     assert_non_null(strstr(d.text, "t.nca:2:1: error: unknown instruction 'foo'"));
     assert_non_null(strstr(d.text, "t.nca:3:1: error: unknown instruction 'bar'"));
-    assert_non_null(strstr(d.text, "t.nca:4:9: error: expected a data type"));
+    assert_non_null(strstr(d.text, "t.nca:4:9: error: unknown data type 'fp99'"));
     isa_diag_free(&d);
     /* one error per line even when a loop repeats it */
     p = assemble(".sbuf x fp32 [128, 4]\n.engine dve\n.loop i = 0, 10\nmemset x[:, i], 0\n"
                  ".endloop\n", &d);
     assert_null(p);
     assert_int_equal(d.errors, 1);
+    isa_diag_free(&d);
+}
+
+/* ---- ISA.md snippets ------------------------------------------------------------------------ */
+
+static void test_isa_view_examples(void **state)
+{
+    (void)state;
+    /* section 5.1: x[0:128, 1, 0:256]  x[:, 0:512:2]  a[i*128:(i+1)*128, k*512:(k+1)*512] */
+    isa_program_t *p = assemble_ok(".hbm a bf16 [256, 1024] input\n"
+                                   ".sbuf x fp32 [128, 4, 256]\n"
+                                   ".sbuf y fp32 [128, 512]\n"
+                                   ".sbuf xs bf16 [128, 512]\n"
+                                   ".engine dve\n"
+                                   "tensor_copy x[0:128, 1, 0:256], y[:, 0:512:2]\n"
+                                   ".engine sp\n"
+                                   ".loop i = 0, 2\n"
+                                   ".loop k = 0, 2\n"
+                                   "dma xs, a[i*128:(i+1)*128, k*512:(k+1)*512]\n"
+                                   ".endloop\n"
+                                   ".endloop\n");
+    const isa_stream_t *s = isa_stream(p, 0, ISA_ENGINE_DVE);
+    const isa_view_t *v = arg_view(p, &p->instrs[s->first], 0);
+    assert_int_equal(v->pcount, 128);
+    assert_int_equal(v->ndims, 1);
+    assert_int_equal(v->count[0], 256);
+    assert_int_equal(v->offset, 256 * 4); /* row 1 of each partition */
+    v = arg_view(p, &p->instrs[s->first], 1);
+    assert_int_equal(v->stride[0], 2);
+    assert_int_equal(v->count[0], 256);
+    s = isa_stream(p, 0, ISA_ENGINE_SP);
+    assert_int_equal(s->count, 4);
+    for (uint32_t n = 0; n < 4; n++) {
+        uint32_t i = n / 2, k = n % 2;
+        v = arg_view(p, &p->instrs[s->first + n], 1);
+        assert_int_equal(v->space, ISA_SPACE_HBM);
+        assert_int_equal(v->ndims, 2);
+        assert_int_equal(v->stride[0], 1024);
+        assert_int_equal(v->count[0], 128);
+        assert_int_equal(v->stride[1], 1);
+        assert_int_equal(v->count[1], 512);
+        assert_int_equal(v->offset, (i * 128 * 1024 + k * 512) * 2);
+    }
+    isa_program_free(p);
+}
+
+static void test_isa_raw_examples(void **state)
+{
+    (void)state;
+    /* section 5.1's three raw views, each in an instruction where it is legal */
+    isa_program_t *p = assemble_ok(
+        ".engine pe\n"
+        "ldweights sb:bf16@0:128+0[1x128]\n"
+        "matmul ps:fp32@0:128+2048[1x512], sb:bf16@0:128+1024[64x4, 1x8, 1x16]\n"
+        ".engine sp\n"
+        "dma sb:bf16@0:128+1024[64x4, 1x8, 4x16], hbm:bf16+0x100000[8192x128, 1x512]\n");
+    const isa_stream_t *s = isa_stream(p, 0, ISA_ENGINE_PE);
+    assert_int_equal(s->count, 2);
+    const isa_view_t *v = arg_view(p, &p->instrs[s->first + 1], 0);
+    assert_int_equal(v->space, ISA_SPACE_PSUM);
+    assert_int_equal(v->dtype, ISA_DT_FP32);
+    assert_int_equal(v->pstart, 0);
+    assert_int_equal(v->pcount, 128);
+    assert_int_equal(v->offset, 2048);
+    assert_int_equal(v->ndims, 1);
+    assert_int_equal(v->count[0], 512);
+    v = arg_view(p, &p->instrs[s->first + 1], 1);
+    assert_int_equal(v->ndims, 3);
+    assert_int_equal(v->stride[0], 64);
+    assert_int_equal(v->count[0], 4);
+    s = isa_stream(p, 0, ISA_ENGINE_SP);
+    v = arg_view(p, &p->instrs[s->first], 1);
+    assert_int_equal(v->space, ISA_SPACE_HBM);
+    assert_int_equal(v->dtype, ISA_DT_BF16);
+    assert_int_equal(v->offset, 0x100000);
+    assert_int_equal(v->ndims, 2);
+    assert_int_equal(v->stride[0], 8192);
+    assert_int_equal(v->count[0], 128);
+    assert_int_equal(v->stride[1], 1);
+    assert_int_equal(v->count[1], 512);
+    isa_program_free(p);
+    /* raw counts may be constants glued to the x, or expressions after a lone x */
+    p = assemble_ok(".let N = 8\n.engine dve\n"
+                    "tensor_copy sb:fp32@0:32+0[1xN], sb:fp32@32:64+(N*4)[2 x N/2, 1x2]\n");
+    s = isa_stream(p, 0, ISA_ENGINE_DVE);
+    v = arg_view(p, &p->instrs[s->first], 0);
+    assert_int_equal(v->count[0], 8);
+    v = arg_view(p, &p->instrs[s->first], 1);
+    assert_int_equal(v->pstart, 32);
+    assert_int_equal(v->pcount, 32);
+    assert_int_equal(v->offset, 32);
+    assert_int_equal(v->count[0], 4);
+    assert_int_equal(v->stride[0], 2);
+    isa_program_free(p);
+}
+
+static void test_isa_clause_example(void **state)
+{
+    (void)state;
+    /* section 6 */
+    isa_program_t *p = assemble_ok(".sbuf xs bf16 [128, 512]\n.psum acc fp32 [128, 512]\n"
+                                   ".sem w_ready\n.sem mm_done\n.engine pe\n"
+                                   "matmul acc[:, 0:512], xs[:, 0:512]   | wait w_ready >= 1 | "
+                                   "post mm_done\n"
+                                   "nop | wait mm_done == 2 | post w_ready -= 3 | post mm_done = 0\n"
+                                   "nop | post w_ready += 5\n");
+    const isa_stream_t *s = isa_stream(p, 0, ISA_ENGINE_PE);
+    assert_int_equal(s->count, 3);
+    const isa_instr_t *in = &p->instrs[s->first];
+    assert_int_equal(in->op, ISA_OP_MATMUL);
+    assert_int_equal(in->nwait, 1);
+    assert_int_equal(in->wait[0].sem, 0);
+    assert_int_equal(in->wait[0].op, ISA_WAIT_GE);
+    assert_int_equal(in->wait[0].value, 1);
+    assert_int_equal(in->npost, 1);
+    assert_int_equal(in->post[0].sem, 1);
+    assert_int_equal(in->post[0].op, ISA_POST_ADD);
+    assert_int_equal(in->post[0].value, 1);
+    in++;
+    assert_int_equal(in->wait[0].op, ISA_WAIT_EQ);
+    assert_int_equal(in->wait[0].value, 2);
+    assert_int_equal(in->npost, 2);
+    assert_int_equal(in->post[0].op, ISA_POST_SUB);
+    assert_int_equal(in->post[0].value, 3);
+    assert_int_equal(in->post[1].op, ISA_POST_SET);
+    assert_int_equal(in->post[1].value, 0);
+    in++;
+    assert_int_equal(in->post[0].op, ISA_POST_ADD);
+    assert_int_equal(in->post[0].value, 5);
+    isa_program_free(p);
+}
+
+/* ---- every instruction of ISA.md section 7, on every engine where it is legal ---------------- */
+
+/* One sample per row; `engines` 0 means "every engine of the opcode". The declarations are
+ * shared (every_op_decls). */
+static const struct {
+    isa_op_t op;
+    uint32_t engines;
+    const char *text;
+} every_op[] = {
+    {ISA_OP_LDWEIGHTS, 0, "ldweights w"},
+    {ISA_OP_MATMUL, 0, "matmul acc, m, acc"},
+    {ISA_OP_TRANSPOSE, ISA_ENG_PE, "transpose pt, w"},
+    {ISA_OP_TRANSPOSE, ISA_ENG_DVE, "transpose t, x[0:32, 0:32]"},
+    {ISA_OP_ACTIVATE, 0, "activate x, pv, gelu_tanh, scale=0.5, bias=v, sumacc=v"},
+    {ISA_OP_TENSOR_TENSOR, ISA_ENG_DVE, "tensor_tensor x, y, pv, divide"},
+    {ISA_OP_TENSOR_TENSOR, ISA_ENG_POOL, "tensor_tensor x, y, z, pow"},
+    {ISA_OP_TENSOR_SCALAR, 0, "tensor_scalar x, y, multiply, 2.0, add, v, rev1"},
+    {ISA_OP_SCALAR_TENSOR_TENSOR, 0, "scalar_tensor_tensor x, y, multiply, v, add, z"},
+    {ISA_OP_TENSOR_REDUCE, 0, "tensor_reduce v, x, max, axes=1, negate"},
+    {ISA_OP_TENSOR_SCAN, 0, "tensor_scan x, y, z, multiply, add, init=0.0"},
+    {ISA_OP_TENSOR_COPY, 0, "tensor_copy x, y"},
+    {ISA_OP_MEMSET, 0, "memset x, -inf"},
+    {ISA_OP_SELECT, 0, "select x, y, z, reverse"},
+    {ISA_OP_RECIPROCAL, 0, "reciprocal x, pv"},
+    {ISA_OP_BN_STATS, 0, "bn_stats st, x"},
+    {ISA_OP_BN_AGGR, 0, "bn_aggr ag, st"},
+    {ISA_OP_SHUFFLE, 0,
+     "shuffle t, t, mask=[31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, "
+     "14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 255]"},
+    {ISA_OP_MAX8, 0, "max8 e8, x"},
+    {ISA_OP_FIND_INDEX8, 0, "find_index8 idx, x, e8"},
+    {ISA_OP_MATCH_REPLACE8, 0, "match_replace8 x, y, e8, -1e30"},
+    {ISA_OP_DROPOUT, 0, "dropout x, y, prob=0.125"},
+    {ISA_OP_IOTA, 0, "iota ix, base=0, pstep=64, steps=[1]"},
+    {ISA_OP_AFFINE_SELECT, 0, "affine_select x, y, base=0, pstep=1, steps=[-1], cmp=ge, fill=-inf"},
+    {ISA_OP_PARTITION_REDUCE, 0, "partition_reduce r1, x, add"},
+    {ISA_OP_DMA, 0, "dma x, h, queue=15, accumulate"},
+    {ISA_OP_ALL_REDUCE, 0, "all_reduce h2, h, op=min, group=g"},
+    {ISA_OP_ALL_GATHER, 0, "all_gather hg, h, group=g"},
+    {ISA_OP_REDUCE_SCATTER, 0, "reduce_scatter h, hg, op=add, group=g"},
+    {ISA_OP_ALL_TO_ALL, 0, "all_to_all h2, h, group=g"},
+    {ISA_OP_SEND, 0, "send h, to=1, tag=7"},
+    {ISA_OP_RECV, 0, "recv h2, from=1, tag=7"},
+    {ISA_OP_NOP, 0, "nop | post s"},
+};
+
+static const char every_op_decls[] = ".hbm h fp32 [128, 64] scratch\n"
+                                     ".hbm h2 fp32 [128, 64] scratch\n"
+                                     ".hbm hg fp32 [256, 64] scratch\n"
+                                     ".group g = 0, 1\n"
+                                     ".core 0\n"
+                                     ".sbuf x fp32 [128, 64]\n"
+                                     ".sbuf y fp32 [128, 64]\n"
+                                     ".sbuf z fp32 [128, 64]\n"
+                                     ".sbuf v fp32 [128, 1]\n"
+                                     ".sbuf w bf16 [128, 128]\n"
+                                     ".sbuf m bf16 [128, 512]\n"
+                                     ".sbuf t fp32 [32, 32]\n"
+                                     ".sbuf st fp32 [128, 3]\n"
+                                     ".sbuf ag fp32 [128, 2]\n"
+                                     ".sbuf e8 fp32 [128, 8]\n"
+                                     ".sbuf idx u32 [128, 8]\n"
+                                     ".sbuf ix i32 [128, 64]\n"
+                                     ".sbuf r1 fp32 [1, 64]\n"
+                                     ".psum acc fp32 [128, 512]\n"
+                                     ".psum pt fp32 [128, 128]\n"
+                                     ".psum pv fp32 [128, 64]\n"
+                                     ".sem s\n";
+
+static uint32_t row_engines(size_t r)
+{
+    return every_op[r].engines ? every_op[r].engines : isa_op_info(every_op[r].op)->engines;
+}
+
+static void test_every_instruction(void **state)
+{
+    (void)state;
+    size_t nrows = sizeof every_op / sizeof every_op[0];
+    /* the table covers every (opcode, legal engine) pair of ops.def, and nothing illegal */
+    for (int op = 0; op < ISA_OP_COUNT; op++) {
+        uint32_t covered = 0;
+        for (size_t r = 0; r < nrows; r++)
+            if ((int)every_op[r].op == op)
+                covered |= row_engines(r);
+        if (covered != isa_op_info((isa_op_t)op)->engines)
+            fprintf(stderr, "every_op does not cover %s on every engine\n",
+                    isa_op_info((isa_op_t)op)->mnemonic);
+        assert_int_equal(covered, isa_op_info((isa_op_t)op)->engines);
+    }
+    size_t cap = 16384, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "%s", every_op_decls);
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+        len += (size_t)snprintf(text + len, cap - len, ".engine %s\n",
+                                isa_engine_name((isa_engine_t)e));
+        for (size_t r = 0; r < nrows; r++)
+            if (row_engines(r) & (1u << e))
+                len += (size_t)snprintf(text + len, cap - len, "    %s\n", every_op[r].text);
+        assert_true(len < cap);
+    }
+    isa_program_t *p = assemble_ok(text);
+    free(text);
+    /* each engine's stream holds exactly its rows, in order */
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+        const isa_stream_t *s = isa_stream(p, 0, (isa_engine_t)e);
+        uint32_t k = 0;
+        for (size_t r = 0; r < nrows; r++) {
+            if (!(row_engines(r) & (1u << e)))
+                continue;
+            assert_true(k < s->count);
+            const isa_instr_t *in = &p->instrs[s->first + k];
+            assert_int_equal(in->op, every_op[r].op);
+            assert_int_equal(in->engine, e);
+            k++;
+        }
+        assert_int_equal(s->count, k);
+        assert_int_equal(isa_stream(p, 1, (isa_engine_t)e)->count, 0);
+    }
+    /* spot checks of decoded operands */
+    const isa_stream_t *s = isa_stream(p, 0, ISA_ENGINE_CC);
+    const isa_arg_t *a = isa_instr_args(p, &p->instrs[s->first]);
+    assert_int_equal(a[2].v.i, ISA_ALU_MIN);
+    assert_int_equal(a[3].v.i, 0);
+    s = isa_stream(p, 0, ISA_ENGINE_SP);
+    a = isa_instr_args(p, &p->instrs[s->first]);
+    assert_int_equal(a[2].v.i, 15);
+    assert_true(a[3].present);
+    isa_program_free(p);
+}
+
+/* ---- integer expressions ----------------------------------------------------------------------- */
+
+static void test_int_expressions(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *expr;
+        int64_t value;
+    } cases[] = {
+        {"2 + 3 * 4", 14},          {"(2 + 3) * 4", 20},       {"10 - 4 - 3", 3},
+        {"100 / 10 / 5", 2},        {"-7 / 2", -3},            {"-7 % 2", -1},
+        {"7 / -2", -3},             {"7 % -2", 1},             {"2 * -3", -6},
+        {"- -4", 4},                {"+5", 5},                 {"1 < 2", 1},
+        {"2 < 1", 0},               {"2 <= 2", 1},             {"3 > 3", 0},
+        {"3 >= 3", 1},              {"3 == 3", 1},             {"3 != 3", 0},
+        {"5 > 3 > 0", 1},           {"1 + 2 == 3", 1},         {"1 < 2 == 1", 1},
+        {"1 && 0", 0},              {"2 && 3", 1},             {"0 || 5", 1},
+        {"0 || 0", 0},              {"1 || 0 && 0", 1},        {"!0", 1},
+        {"!7", 0},                  {"!0 + 1", 2},             {"!(1 - 1)", 1},
+        {"0x10", 16},               {"0XfF", 255},             {"1_000_000", 1000000},
+        {"0xff_ff", 65535},         {"9223372036854775807", INT64_MAX},
+        {"-9223372036854775807 - 1", INT64_MIN},
+        {"N * 2 + N % 3", 2 * 37 + 37 % 3},
+        {"(N > 30) * 100 + (N < 30)", 100},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text, ".let N = 37\n.sbuf x i32 [128, 4]\n.engine pool\n"
+                                    "iota x, base=%s\n", cases[i].expr);
+        isa_program_t *p = assemble_ok(text);
+        const isa_stream_t *s = isa_stream(p, 0, ISA_ENGINE_POOL);
+        int64_t got = isa_instr_args(p, &p->instrs[s->first])[1].v.i;
+        if (got != cases[i].value)
+            fprintf(stderr, "%s = %lld, expected %lld\n", cases[i].expr, (long long)got,
+                    (long long)cases[i].value);
+        assert_true(got == cases[i].value);
+        isa_program_free(p);
+    }
+    assemble_fails(".let x = -9223372036854775807 - 2\n",
+                   "t.nca:1:31: error: integer overflow: -9223372036854775807 - 2");
+    assemble_fails(".let x = 3037000500 * 3037000500\n", "t.nca:1:21: error: integer overflow");
+    assemble_fails(".let m = -9223372036854775807 - 1\n.let x = m / -1\n",
+                   "t.nca:2:12: error: integer overflow");
+    assemble_fails(".let m = -9223372036854775807 - 1\n.let x = -m\n",
+                   "t.nca:2:10: error: integer overflow");
+    assemble_fails(".let x = 1 % 0\n", "t.nca:1:12: error: division by zero");
+}
+
+/* ---- .let, loops, .core -------------------------------------------------------------------- */
+
+/* The `base=` of every iota of a stream of core `core`, into out[]; returns the count. */
+static uint32_t iota_bases(const isa_program_t *p, uint32_t core, int64_t *out, uint32_t max)
+{
+    const isa_stream_t *s = isa_stream(p, core, ISA_ENGINE_POOL);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->count && n < max; i++)
+        if (p->instrs[s->first + i].op == ISA_OP_IOTA)
+            out[n++] = isa_instr_args(p, &p->instrs[s->first + i])[1].v.i;
+    return n;
+}
+
+static void test_let_rebinding_and_nested_loops(void **state)
+{
+    (void)state;
+    int64_t b[64];
+    /* a .let inside a loop is evaluated per iteration and keeps its last value */
+    isa_program_t *p = assemble_ok(".sbuf x i32 [128, 4]\n.engine pool\n"
+                                   ".let acc = 0\n"
+                                   ".loop i = 0, 4\n"
+                                   "  .let acc = acc + i\n"
+                                   "  iota x, base=acc\n"
+                                   ".endloop\n"
+                                   "iota x, base=acc\n");
+    assert_int_equal(iota_bases(p, 0, b, 64), 5);
+    assert_int_equal(b[0], 0);
+    assert_int_equal(b[1], 1);
+    assert_int_equal(b[2], 3);
+    assert_int_equal(b[3], 6);
+    assert_int_equal(b[4], 6);
+    isa_program_free(p);
+    /* nested loops: the inner bounds depend on the outer variable; negative steps; a loop
+     * variable shadowing a .let gets its old value back after the loop */
+    p = assemble_ok(".sbuf x i32 [128, 4]\n.engine pool\n"
+                    ".let j = 99\n"
+                    ".loop i = 0, 3\n"
+                    "  .loop j = i, 3\n"
+                    "    iota x, base=i*10+j\n"
+                    "  .endloop\n"
+                    ".endloop\n"
+                    "iota x, base=j\n"
+                    ".loop k = 10, 0, -4\n"
+                    "  iota x, base=k\n"
+                    ".endloop\n"
+                    ".loop k = 0, 0\n"
+                    "  iota x, base=1000\n"
+                    ".endloop\n");
+    static const int64_t want[] = {0, 1, 2, 11, 12, 22, 99, 10, 6, 2};
+    assert_int_equal(iota_bases(p, 0, b, 64), sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        assert_int_equal(b[i], want[i]);
+    isa_program_free(p);
+    /* .if chains inside loops pick one branch per iteration */
+    p = assemble_ok(".sbuf x i32 [128, 4]\n.engine pool\n"
+                    ".loop i = 0, 5\n"
+                    "  .if i == 0\n    iota x, base=100\n"
+                    "  .elif i % 2\n    iota x, base=200 + i\n"
+                    "  .elif i == 4\n"
+                    "  .else\n    iota x, base=300 + i\n"
+                    "  .endif\n"
+                    ".endloop\n");
+    static const int64_t want2[] = {100, 201, 302, 203};
+    assert_int_equal(iota_bases(p, 0, b, 64), 4);
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(b[i], want2[i]);
+    isa_program_free(p);
+}
+
+static void test_core_lists(void **state)
+{
+    (void)state;
+    int64_t b[8];
+    isa_program_t *p = assemble_ok(".chips 3\n"
+                                   ".sbuf x i32 [128, 4]\n"
+                                   ".core 0\n.engine pool\niota x, base=core\n"
+                                   ".core 1..3\n.engine pool\niota x, base=core * 10\n"
+                                   ".core 4, 2, 5\n.engine pool\niota x, base=core + 100\n"
+                                   ".if core == 5\niota x, base=-1\n.endif\n");
+    assert_int_equal(p->ncores, 6);
+    static const int64_t want[6][3] = {{0}, {10}, {20, 102}, {30}, {104}, {105, -1}};
+    static const uint32_t nwant[6] = {1, 1, 2, 1, 1, 2};
+    for (uint32_t c = 0; c < 6; c++) {
+        assert_int_equal(iota_bases(p, c, b, 8), nwant[c]);
+        for (uint32_t i = 0; i < nwant[c]; i++)
+            assert_int_equal(b[i], want[c][i]);
+    }
+    isa_program_free(p);
+    /* a name declared in one core's block is that core's: the same name on another core
+     * is another tensor, placed independently */
+    p = assemble_ok(".core 0\n.sbuf a fp32 [128, 16]\n.sbuf t fp32 [128, 4]\n"
+                    ".core 1\n.sbuf t fp32 [128, 4]\n.engine dve\nmemset t, 0\n");
+    assert_int_equal(p->ntensors, 3);
+    assert_int_equal(p->tensors[1].core, 0);
+    assert_int_equal(p->tensors[1].offset, 64);
+    assert_int_equal(p->tensors[2].core, 1);
+    assert_int_equal(p->tensors[2].offset, 0);
+    isa_program_free(p);
+}
+
+/* ---- placement ----------------------------------------------------------------------------------- */
+
+static void test_sbuf_placement(void **state)
+{
+    (void)state;
+    isa_program_t *p = assemble_ok(".sbuf e fp32 [128, 16] +64\n" /* explicit: bytes 64..128 */
+                                   ".sbuf a fp32 [128, 16]\n"     /* fits below e: 0 */
+                                   ".sbuf b fp32 [128, 32]\n"     /* 128 B: after e, 128 */
+                                   ".sbuf c fp32 [128, 1]\n"      /* after b: 256 */
+                                   ".sbuf p0 fp32 [32, 100] @0\n" /* 400 B at 320 (64-aligned) */
+                                   ".sbuf p1 fp32 [32, 100] @32\n" /* other partitions: 320 */
+                                   ".sbuf p2 fp32 [64, 10]\n"     /* over p0 and p1: 768 */
+                                   ".sbuf p3 fp32 [32, 10] @96\n"); /* free partitions: 320 */
+    static const uint64_t want[] = {64, 0, 128, 256, 320, 320, 768, 320};
+    assert_int_equal(p->ntensors, 8);
+    for (uint32_t i = 0; i < 8; i++)
+        assert_int_equal(p->tensors[i].offset, want[i]);
+    assert_int_equal(p->tensors[5].pstart, 32);
+    isa_program_free(p);
+}
+
+static void test_psum_banks(void **state)
+{
+    (void)state;
+    isa_program_t *p = assemble_ok(".psum a fp32 [64, 600]\n"   /* 2400 B: banks 0 and 1 */
+                                   ".psum b fp32 [64, 4] @64\n" /* other partitions: bank 0 */
+                                   ".psum c bf16 [128, 4]\n"   /* over a: bank 2 */
+                                   ".sbuf w bf16 [128, 64]\n.sbuf m bf16 [128, 512]\n"
+                                   ".engine pe\n"
+                                   "matmul a[:, 0:512], w, m\n"
+                                   "matmul a[:, 512:600], w, m[:, 0:88]\n");
+    assert_int_equal(p->tensors[0].offset, 0);
+    assert_int_equal(p->tensors[1].offset, 0);
+    assert_int_equal(p->tensors[2].offset, 4096);
+    isa_program_free(p);
+    /* bytes 2048.. of a: a 512-wide matmul from column 1 crosses into bank 1 */
+    assemble_fails(".psum a fp32 [128, 600]\n.sbuf w bf16 [128, 128]\n.sbuf m bf16 [128, 512]\n"
+                   ".engine pe\nmatmul a[:, 1:513], w, m\n",
+                   "t.nca:5:8: error: matmul output bytes 4..2051 cross a PSUM bank boundary");
+    /* 8 banks: a ninth bank-sized tensor does not fit */
+    assemble_fails(".psum a fp32 [128, 4096]\n.psum b fp32 [128, 1]\n",
+                   "t.nca:2:14: error: tensor 'b' (4 bytes per partition) does not fit in PSUM");
+}
+
+static void test_hbm_placement(void **state)
+{
+    (void)state;
+    isa_program_t *p = assemble_ok(".chips 2\n"
+                                   ".hbm a fp32 [16] input\n"          /* chip 0: 0 */
+                                   ".hbm b fp32 [16] input chip=1\n"   /* chip 1: 0 */
+                                   ".hbm x fp32 [16] scratch @0x80\n"  /* chip 0: explicit */
+                                   ".hbm c fp32 [48] output chip=0\n"  /* 192 B: after x */
+                                   ".hbm d fp32 [1] inout\n"           /* first fit: 64 */
+                                   ".hbm e u8 [3] scratch chip=1\n"    /* chip 1: 64 */
+                                   ".core 2\n.sbuf s fp32 [1, 16]\n.engine sp\ndma s, b\n"
+                                   "dma s, hbm:fp32+0[1x16]\n");
+    static const uint64_t want[] = {0, 0, 0x80, 0xc0, 64, 64};
+    static const int32_t chips[] = {0, 1, 0, 0, 0, 1};
+    assert_int_equal(p->ntensors, 7);
+    for (uint32_t i = 0; i < 6; i++)
+        assert_int_equal(p->tensors[i].offset, want[i]);
+    for (uint32_t i = 0; i < 6; i++)
+        assert_int_equal(p->tensors[i].chip, chips[i]);
+    assert_int_equal(p->tensors[0].kind, ISA_TK_INPUT);
+    assert_int_equal(p->tensors[4].kind, ISA_TK_INOUT);
+    assert_int_equal(isa_stream(p, 2, ISA_ENGINE_SP)->count, 2);
+    isa_program_free(p);
+}
+
+/* ---- text details ------------------------------------------------------------------------------ */
+
+static void test_text_details(void **state)
+{
+    (void)state;
+    /* byte-order mark, CRLF, tabs, both comment styles, blank lines */
+    static const char text[] = "\xef\xbb\xbf; header\r\n.sbuf x fp32 [128, 4] # trailing\r\n"
+                               "\r\n\t.engine dve\r\n\tmemset x, 1.5e0 ; one and a half\r\n";
+    isa_program_t *p = assemble_ok(text);
+    const isa_stream_t *s = isa_stream(p, 0, ISA_ENGINE_DVE);
+    assert_int_equal(s->count, 1);
+    assert_int_equal(p->instrs[s->first].line, 5);
+    assert_true(isa_instr_args(p, &p->instrs[s->first])[1].v.f == 1.5);
+    isa_program_free(p);
+    /* a NUL byte is not text */
+    isa_diag_t d;
+    isa_asm_options_t opt;
+    isa_asm_options_default(&opt);
+    opt.filename = "t.nca";
+    isa_diag_init(&d, 0);
+    p = NULL;
+    assert_int_equal(isa_assemble(".let x = 1\n\0\n", 13, &opt, &p, &d), NCSIM_ASSEMBLY);
+    assert_null(p);
+    assert_non_null(strstr(d.text, "t.nca: error: input contains a NUL byte"));
+    isa_diag_free(&d);
+    /* the empty program is a program */
+    p = assemble_ok("");
+    assert_int_equal(p->ninstrs, 0);
+    assert_int_equal(p->ncores, 2);
+    isa_program_free(p);
+}
+
+/* ---- the diagnostic limit ------------------------------------------------------------------------ */
+
+static void test_diag_limit(void **state)
+{
+    (void)state;
+    /* 60 bad lines: the default limit (50) stops the assembler with a note */
+    char text[4096];
+    size_t len = 0;
+    for (int i = 0; i < 60; i++)
+        len += (size_t)snprintf(text + len, sizeof text - len, ".let x%d = %d / 0\n", i, i);
+    isa_diag_t d;
+    isa_program_t *p = assemble(text, &d);
+    assert_null(p);
+    assert_int_equal(d.errors, 50);
+    assert_non_null(strstr(d.text, "t.nca:50:"));
+    assert_null(strstr(d.text, "t.nca:51:"));
+    const char *note = strstr(d.text, "note: too many errors, stopping\n");
+    assert_non_null(note);
+    assert_string_equal(note, "note: too many errors, stopping\n"); /* last line */
+    isa_diag_free(&d);
+    /* a caller-chosen limit */
+    isa_asm_options_t opt;
+    isa_asm_options_default(&opt);
+    opt.filename = "t.nca";
+    isa_diag_init(&d, 3);
+    assert_int_equal(isa_assemble(text, len, &opt, &p, &d), NCSIM_ASSEMBLY);
+    assert_int_equal(d.errors, 3);
+    assert_non_null(strstr(d.text, "t.nca:3:"));
+    assert_null(strstr(d.text, "t.nca:4:"));
+    assert_non_null(strstr(d.text, "note: too many errors"));
+    isa_diag_free(&d);
+    /* 49 errors: no note */
+    p = assemble(strstr(text, ".let x11 ="), &d);
+    assert_int_equal(d.errors, 49);
+    assert_null(strstr(d.text, "note:"));
     isa_diag_free(&d);
 }
 
@@ -343,6 +890,18 @@ int main(void)
         cmocka_unit_test(test_cores_and_sems), cmocka_unit_test(test_psum_placement),
         cmocka_unit_test(test_options_flags),  cmocka_unit_test(test_flag_vs_tensor_name),
         cmocka_unit_test(test_many_errors_reported),
+        cmocka_unit_test(test_isa_view_examples),
+        cmocka_unit_test(test_isa_raw_examples),
+        cmocka_unit_test(test_isa_clause_example),
+        cmocka_unit_test(test_every_instruction),
+        cmocka_unit_test(test_int_expressions),
+        cmocka_unit_test(test_let_rebinding_and_nested_loops),
+        cmocka_unit_test(test_core_lists),
+        cmocka_unit_test(test_sbuf_placement),
+        cmocka_unit_test(test_psum_banks),
+        cmocka_unit_test(test_hbm_placement),
+        cmocka_unit_test(test_text_details),
+        cmocka_unit_test(test_diag_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,764 @@
+/*
+ * trace_sink.c -- sim_trace_sink_t on top of traces/ (the only file of sim/ that builds
+ * trace records; traces/ knows nothing of the simulator).
+ *
+ * What a trace holds (docs/traces.md): a process per core ("chip C core K") with a track
+ * per engine and per DMA queue, and a process per chip for HBM. Each instruction is a
+ * slice lasting its initiation interval, with its operands, latency, bytes, FLOPs and the
+ * time it was held by cause; each DMA transfer is a slice on its queue. Counters: semaphore
+ * values, SBUF/PSUM bytes of declared tensors touched so far, DMA bytes in flight and DMA
+ * bandwidth per core, HBM bandwidth per chip. Flows: from the post that released a wait to
+ * the instruction that waited, and from a dma instruction to its transfer.
+ *
+ * Which post released a wait: the engine records the last semaphore each instruction was
+ * blocked on; the sink remembers, per core and semaphore, the last post (the posting
+ * instruction's slice, or the DMA transfer's). Posts of an instruction fire at its
+ * completion, after its record, so each engine keeps a short FIFO of its posting
+ * instructions until their posts arrive.
+ *
+ * Bandwidth counters use each transfer's average rate over its data phase (bytes / time),
+ * summed over the transfers moving at each instant; they are written when the trace is
+ * closed (transfers are only known once they complete).
+ */
+#include "trace_sink.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dis.h"
+#include "trace.h"
+#include "version.h"
+
+/* A counter track with the --trace-start window applied: values before the window are
+ * held and written at its start. */
+typedef struct series {
+    uint32_t pid;
+    const char *name, *unit;
+    int pending;
+    double pending_value;
+    int written;       /* a value was written: `last` holds it */
+    double last;
+} series_t;
+
+typedef struct poster {
+    uint32_t index;
+    uint64_t start_ps;
+    uint8_t included;
+} poster_t;
+
+typedef struct fifo {
+    poster_t *p;
+    uint32_t head, n, cap;
+} fifo_t;
+
+typedef struct last_post {
+    uint8_t valid, included;
+    uint32_t tid;
+    uint64_t ts_ps;
+} last_post_t;
+
+typedef struct delta {
+    uint64_t t;
+    uint64_t seq;   /* insertion order: a deterministic tie-break */
+    double v;
+    uint32_t series; /* index into the delta series table */
+    int32_t active;  /* +1 / -1 transfers (bandwidth series), 0 otherwise */
+} delta_t;
+
+typedef struct core_trace {
+    uint32_t pid;
+    uint64_t queues_declared; /* bit per DMA queue track written */
+    fifo_t posters[ISA_ENGINE_COUNT];
+    last_post_t last_post[ISA_MAX_SEMS];
+    last_post_t last_dma;
+    series_t sem[ISA_MAX_SEMS];
+    char *sem_name[ISA_MAX_SEMS];
+    series_t sbuf, psum;
+    uint64_t sbuf_bytes, psum_bytes;
+    uint8_t *view_done;   /* per program view: its tensors are accounted */
+    uint8_t *tensor_done; /* per program tensor */
+} core_trace_t;
+
+/* Series built from deltas at close: per core DMA in flight and DMA bandwidth, per chip HBM
+ * bandwidth. */
+enum { DS_INFLIGHT, DS_DMA_BW, DS_PER_CORE };
+
+struct sim_trace_file {
+    sim_trace_sink_t sink;
+    sim_trace_options_t opt;
+    uint32_t engines;
+    const isa_program_t *prog;
+    const mdl_arch_t *arch;
+    trc_writer_t *w;
+    ncsim_status_t status;
+    char err[512];
+    uint64_t next_flow;
+    uint32_t ncores, nchips;
+    core_trace_t *cores;
+    series_t *dseries; /* ncores * DS_PER_CORE, then nchips HBM */
+    delta_t *deltas;
+    size_t ndeltas, cap_deltas;
+    char text[2048];
+};
+
+static const char *const stall_names[SIM_STALL_COUNT] = {"none", "semaphore", "port",
+                                                         "interlock"};
+
+/* ---- writing ------------------------------------------------------------------------------------- */
+
+static void put(sim_trace_file_t *t, const trc_record_t *r)
+{
+    if (t->status != NCSIM_OK)
+        return;
+    ncsim_status_t st = trc_write(t->w, r);
+    if (st != NCSIM_OK) {
+        t->status = st;
+        snprintf(t->err, sizeof t->err, "cannot write the trace %s: %s", t->opt.path,
+                 st == NCSIM_IO ? "write error" : ncsim_status_text(st));
+    }
+}
+
+static void fail(sim_trace_file_t *t, ncsim_status_t st, const char *msg)
+{
+    if (t->status == NCSIM_OK) {
+        t->status = st;
+        snprintf(t->err, sizeof t->err, "trace %s: %s", t->opt.path, msg);
+    }
+}
+
+static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
+{
+    if (s->written && s->last == v)
+        return; /* a counter holds its value until the next one */
+    s->written = 1;
+    s->last = v;
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_COUNTER;
+    r.u.counter.pid = s->pid;
+    r.u.counter.name = s->name;
+    r.u.counter.unit = s->unit;
+    r.u.counter.ts_ps = ts;
+    r.u.counter.value = v;
+    put(t, &r);
+}
+
+static void series_set(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
+{
+    if (ts < t->opt.start_ps) {
+        s->pending = 1;
+        s->pending_value = v;
+        return;
+    }
+    if (t->opt.end_ps && ts > t->opt.end_ps)
+        return;
+    if (s->pending) {
+        s->pending = 0;
+        if (ts > t->opt.start_ps)
+            counter_emit(t, s, t->opt.start_ps, s->pending_value);
+    }
+    counter_emit(t, s, ts, v);
+}
+
+static void series_flush(sim_trace_file_t *t, series_t *s)
+{
+    if (s->pending) {
+        s->pending = 0;
+        counter_emit(t, s, t->opt.start_ps, s->pending_value);
+    }
+}
+
+static int in_window(const sim_trace_file_t *t, uint64_t from, uint64_t to)
+{
+    return to >= t->opt.start_ps && (!t->opt.end_ps || from <= t->opt.end_ps);
+}
+
+static void write_track(sim_trace_file_t *t, uint32_t pid, uint32_t tid, const char *name,
+                        int32_t sort)
+{
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_TRACK;
+    r.u.track.pid = pid;
+    r.u.track.tid = tid;
+    r.u.track.name = name;
+    r.u.track.sort_index = sort;
+    put(t, &r);
+}
+
+static void write_flow(sim_trace_file_t *t, const char *cat, const char *name, uint32_t pid,
+                       uint32_t from_tid, uint64_t from_ts, uint32_t to_tid, uint64_t to_ts)
+{
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_FLOW;
+    r.u.flow.id = ++t->next_flow;
+    r.u.flow.cat = cat;
+    r.u.flow.name = name;
+    r.u.flow.from_pid = pid;
+    r.u.flow.from_tid = from_tid;
+    r.u.flow.from_ts_ps = from_ts;
+    r.u.flow.to_pid = pid;
+    r.u.flow.to_tid = to_tid;
+    r.u.flow.to_ts_ps = to_ts;
+    put(t, &r);
+}
+
+static void add_delta(sim_trace_file_t *t, uint32_t series, uint64_t time, double v, int active)
+{
+    if (t->ndeltas == t->cap_deltas) {
+        size_t cap = t->cap_deltas ? t->cap_deltas * 2 : 1024;
+        delta_t *d = realloc(t->deltas, cap * sizeof *d);
+        if (!d) {
+            fail(t, NCSIM_NOMEM, "out of memory");
+            return;
+        }
+        t->deltas = d;
+        t->cap_deltas = cap;
+    }
+    delta_t *d = &t->deltas[t->ndeltas];
+    d->t = time;
+    d->seq = t->ndeltas++;
+    d->v = v;
+    d->series = series;
+    d->active = active;
+}
+
+/* ---- posters ----------------------------------------------------------------------------------- */
+
+static int fifo_push(fifo_t *f, const poster_t *p)
+{
+    if (f->n == f->cap) {
+        uint32_t cap = f->cap ? f->cap * 2 : 16;
+        poster_t *q = malloc(cap * sizeof *q);
+        if (!q)
+            return -1;
+        for (uint32_t i = 0; i < f->n; i++)
+            q[i] = f->p[(f->head + i) % f->cap];
+        free(f->p);
+        f->p = q;
+        f->cap = cap;
+        f->head = 0;
+    }
+    f->p[(f->head + f->n) % f->cap] = *p;
+    f->n++;
+    return 0;
+}
+
+/* The posting instruction `index`: drop the ones before it (their posts are done). */
+static const poster_t *fifo_find(fifo_t *f, uint32_t index)
+{
+    while (f->n && f->p[f->head].index < index) {
+        f->head = (f->head + 1) % f->cap;
+        f->n--;
+    }
+    return f->n && f->p[f->head].index == index ? &f->p[f->head] : NULL;
+}
+
+/* ---- SBUF / PSUM in use ------------------------------------------------------------------------ */
+
+static uint64_t tensor_bytes_per_partition(const isa_tensor_t *T)
+{
+    uint64_t n = isa_dtype_size((isa_dtype_t)T->dtype);
+    for (unsigned d = 1; d < T->ndims; d++)
+        n *= T->dims[d];
+    return n;
+}
+
+/* A view touches declared tensors: count those not counted yet. Each view is looked at once
+ * per core, so this costs nothing after the first use of a view. */
+static void touch_view(sim_trace_file_t *t, core_trace_t *ct, uint32_t core, uint32_t vi,
+                       uint64_t ts)
+{
+    if (ct->view_done[vi])
+        return;
+    ct->view_done[vi] = 1;
+    const isa_view_t *v = &t->prog->views[vi];
+    if (v->space == ISA_SPACE_HBM)
+        return;
+    int64_t lo, hi;
+    isa_view_byte_range(v, &lo, &hi);
+    uint32_t p0 = v->pstart, p1 = (uint32_t)v->pstart + v->pcount;
+    int changed = 0;
+    for (uint32_t k = 0; k < t->prog->ntensors; k++) {
+        const isa_tensor_t *T = &t->prog->tensors[k];
+        if (ct->tensor_done[k] || T->space != v->space ||
+            (T->core != -1 && (uint32_t)T->core != core) || !T->ndims)
+            continue;
+        uint64_t bpp = tensor_bytes_per_partition(T);
+        uint64_t tp0 = T->pstart, tp1 = T->pstart + T->dims[0];
+        if (p0 >= tp1 || tp0 >= p1 || hi <= (int64_t)T->offset ||
+            lo >= (int64_t)(T->offset + bpp))
+            continue;
+        ct->tensor_done[k] = 1;
+        if (T->space == ISA_SPACE_SBUF)
+            ct->sbuf_bytes += bpp * T->dims[0];
+        else
+            ct->psum_bytes += bpp * T->dims[0];
+        changed |= T->space == ISA_SPACE_SBUF ? 1 : 2;
+    }
+    if (changed & 1)
+        series_set(t, &ct->sbuf, ts, (double)ct->sbuf_bytes);
+    if (changed & 2)
+        series_set(t, &ct->psum, ts, (double)ct->psum_bytes);
+}
+
+static void touch_instr(sim_trace_file_t *t, core_trace_t *ct, uint32_t core,
+                        const isa_instr_t *in, uint64_t ts)
+{
+    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+    const isa_arg_t *args = isa_instr_args(t->prog, in);
+    for (unsigned k = 0; k < info->nslots; k++)
+        if (args[k].present && args[k].is_view)
+            touch_view(t, ct, core, args[k].index, ts);
+}
+
+/* ---- hooks ---------------------------------------------------------------------------------------- */
+
+static void on_instr(void *ctx, const sim_trace_instr_t *r)
+{
+    sim_trace_file_t *t = ctx;
+    if (t->status != NCSIM_OK)
+        return;
+    core_trace_t *ct = &t->cores[r->core];
+    const isa_instr_t *in = r->instr;
+    uint32_t tid = trc_tid(ct->pid, TRC_TRACK_ENGINE, r->engine);
+    int included = (t->engines >> r->engine & 1) &&
+                   in_window(t, r->start_ps, r->start_ps + r->ii_ps);
+    if (in->npost && in->op != ISA_OP_DMA) {
+        poster_t p = {r->index, r->start_ps, (uint8_t)included};
+        if (fifo_push(&ct->posters[r->engine], &p))
+            fail(t, NCSIM_NOMEM, "out of memory");
+    }
+    touch_instr(t, ct, r->core, in, r->start_ps);
+    if (!included)
+        return;
+    const char *sem = NULL;
+    if (r->stall_by[SIM_STALL_SEMAPHORE]) {
+        sem = ct->sem_name[r->stall_sem];
+        const last_post_t *lp = &ct->last_post[r->stall_sem];
+        if (lp->valid && lp->included)
+            write_flow(t, "semaphore", sem, ct->pid, lp->tid, lp->ts_ps, tid, r->start_ps);
+    }
+    int main_cause = 0;
+    for (int k = 1; k < SIM_STALL_COUNT; k++)
+        if (r->stall_by[k] > r->stall_by[main_cause])
+            main_cause = k;
+    char stall[96] = "";
+    if (main_cause == SIM_STALL_SEMAPHORE)
+        snprintf(stall, sizeof stall, "semaphore %s", sem);
+    else if (main_cause)
+        snprintf(stall, sizeof stall, "%s", stall_names[main_cause]);
+    isa_format_instr(t->prog, r->core, in, t->text, sizeof t->text);
+    trc_record_t rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = TRC_REC_SLICE;
+    trc_slice_t *s = &rec.u.slice;
+    s->kind = TRC_SLICE_INSTR;
+    s->pid = ct->pid;
+    s->tid = tid;
+    s->ts_ps = r->start_ps;
+    s->dur_ps = r->ii_ps;
+    s->name = isa_op_info((isa_op_t)in->op)->mnemonic;
+    trc_instr_args_t *a = &s->a.instr;
+    a->index = r->index;
+    a->line = in->line;
+    a->operands = t->text;
+    a->ii = r->ii_ps;
+    a->latency = r->end_ps - r->start_ps;
+    a->bytes = r->bytes;
+    a->flops = r->flops;
+    a->hw_flops = r->hw_flops;
+    a->wait = r->start_ps - r->ready_ps;
+    a->wait_semaphore = r->stall_by[SIM_STALL_SEMAPHORE];
+    a->wait_port = r->stall_by[SIM_STALL_PORT];
+    a->wait_interlock = r->stall_by[SIM_STALL_INTERLOCK];
+    a->semaphore = sem;
+    a->stall = stall;
+    put(t, &rec);
+}
+
+static const char *space_name(int space)
+{
+    return space == ISA_SPACE_SBUF ? "sbuf" : space == ISA_SPACE_PSUM ? "psum" : "hbm";
+}
+
+static void on_dma(void *ctx, const sim_trace_dma_t *r)
+{
+    sim_trace_file_t *t = ctx;
+    if (t->status != NCSIM_OK)
+        return;
+    core_trace_t *ct = &t->cores[r->core];
+    const isa_arg_t *args = isa_instr_args(t->prog, r->instr);
+    const isa_view_t *dst = &t->prog->views[args[0].index];
+    const isa_view_t *src = &t->prog->views[args[1].index];
+    uint32_t tid = trc_tid(ct->pid, TRC_TRACK_DMA_QUEUE, r->queue);
+    int included = (t->engines & SIM_TRACE_DMA_BIT) && in_window(t, r->start_ps, r->end_ps);
+    ct->last_dma.valid = 1;
+    ct->last_dma.included = (uint8_t)included;
+    ct->last_dma.tid = tid;
+    ct->last_dma.ts_ps = r->start_ps;
+    /* counters, written at close */
+    uint64_t dur = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 1;
+    double gbps = (double)r->bytes / (double)dur * 1000.0; /* bytes/ps -> GB/s */
+    uint32_t base = r->core * DS_PER_CORE;
+    add_delta(t, base + DS_INFLIGHT, r->issue_ps, (double)r->bytes, 0);
+    add_delta(t, base + DS_INFLIGHT, r->end_ps, -(double)r->bytes, 0);
+    add_delta(t, base + DS_DMA_BW, r->start_ps, gbps, 1);
+    add_delta(t, base + DS_DMA_BW, r->end_ps, -gbps, -1);
+    if (src->space == ISA_SPACE_HBM || dst->space == ISA_SPACE_HBM) {
+        uint32_t hbm = t->ncores * DS_PER_CORE + r->core / ISA_CORES_PER_CHIP;
+        add_delta(t, hbm, r->start_ps, gbps, 1);
+        add_delta(t, hbm, r->end_ps, -gbps, -1);
+    }
+    if (!included)
+        return;
+    if (!(ct->queues_declared >> r->queue & 1)) {
+        ct->queues_declared |= 1ull << r->queue;
+        char name[32];
+        snprintf(name, sizeof name, "dma q%u", r->queue);
+        write_track(t, ct->pid, tid, name, (int32_t)(100 + r->queue));
+    }
+    uint32_t issuer_tid = trc_tid(ct->pid, TRC_TRACK_ENGINE, r->issuing_engine);
+    if ((t->engines >> r->issuing_engine & 1) && in_window(t, r->issue_ps, r->issue_ps))
+        write_flow(t, "dma", "dma issue", ct->pid, issuer_tid, r->issue_ps, tid, r->start_ps);
+    isa_format_instr(t->prog, r->core, r->instr, t->text, sizeof t->text);
+    trc_record_t rec;
+    memset(&rec, 0, sizeof rec);
+    rec.kind = TRC_REC_SLICE;
+    trc_slice_t *s = &rec.u.slice;
+    s->kind = TRC_SLICE_DMA;
+    s->pid = ct->pid;
+    s->tid = tid;
+    s->ts_ps = r->start_ps;
+    s->dur_ps = r->end_ps - r->start_ps;
+    char name[48];
+    snprintf(name, sizeof name, "%s->%s", space_name(src->space), space_name(dst->space));
+    s->name = name;
+    trc_dma_args_t *a = &s->a.dma;
+    a->index = r->index;
+    a->issuer = isa_engine_name((isa_engine_t)r->issuing_engine);
+    a->line = r->instr->line;
+    a->operands = t->text;
+    a->bytes = r->bytes;
+    a->src = space_name(src->space);
+    a->dst = space_name(dst->space);
+    a->accumulate = args[3].present ? 1 : 0;
+    a->queued = r->start_ps - r->issue_ps;
+    a->gbps = gbps;
+    put(t, &rec);
+}
+
+static void on_sem(void *ctx, const sim_trace_sem_t *r)
+{
+    sim_trace_file_t *t = ctx;
+    if (t->status != NCSIM_OK)
+        return;
+    core_trace_t *ct = &t->cores[r->core];
+    last_post_t *lp = &ct->last_post[r->sem];
+    if (r->by_engine >= ISA_ENGINE_COUNT) {
+        *lp = ct->last_dma; /* dma.c reports the transfer just before its posts */
+    } else {
+        const poster_t *p = fifo_find(&ct->posters[r->by_engine], r->by_index);
+        lp->valid = p != NULL;
+        if (p) {
+            lp->included = p->included;
+            lp->tid = trc_tid(ct->pid, TRC_TRACK_ENGINE, r->by_engine);
+            lp->ts_ps = p->start_ps;
+        }
+    }
+    series_set(t, &ct->sem[r->sem], r->time_ps, (double)r->value);
+}
+
+/* ---- life cycle -------------------------------------------------------------------------------------- */
+
+ncsim_status_t sim_trace_parse_engines(const char *list, uint32_t *bits, char *err,
+                                       size_t errlen)
+{
+    *bits = 0;
+    const char *p = list;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        int k = isa_engine_lookup(p, n);
+        if (k >= 0)
+            *bits |= 1u << k;
+        else if (n == 3 && memcmp(p, "dma", 3) == 0)
+            *bits |= SIM_TRACE_DMA_BIT;
+        else {
+            snprintf(err, errlen, "--trace-engines: unknown engine '%.*s' (use pe, act, dve, "
+                                  "pool, sp, cc, dma)",
+                     (int)n, p);
+            return NCSIM_USAGE;
+        }
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!*bits) {
+        snprintf(err, errlen, "--trace-engines: empty list");
+        return NCSIM_USAGE;
+    }
+    return NCSIM_OK;
+}
+
+static void free_file(sim_trace_file_t *t)
+{
+    if (t->cores)
+        for (uint32_t i = 0; i < t->ncores; i++) {
+            core_trace_t *ct = &t->cores[i];
+            for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+                free(ct->posters[e].p);
+            for (int k = 0; k < ISA_MAX_SEMS; k++) {
+                free(ct->sem_name[k]);
+                free((char *)ct->sem[k].name); /* "semaphore NAME", malloc'd at open */
+            }
+            free(ct->view_done);
+            free(ct->tensor_done);
+        }
+    free(t->cores);
+    free(t->dseries);
+    free(t->deltas);
+    free(t);
+}
+
+static int core_used(const isa_program_t *p, uint32_t core)
+{
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+        if (isa_stream(p, core, (isa_engine_t)e)->count)
+            return 1;
+    return 0;
+}
+
+ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_t *prog,
+                              const mdl_arch_t *arch, sim_trace_file_t **out, char *err,
+                              size_t errlen)
+{
+    *out = NULL;
+    trc_format_t fmt = trc_format_for_path(opt->path);
+    if (fmt == TRC_FORMAT_COUNT) {
+        snprintf(err, errlen, "--trace %s: the name must end in .json, .json.gz or .pftrace",
+                 opt->path);
+        return NCSIM_USAGE;
+    }
+    if (opt->end_ps && opt->end_ps <= opt->start_ps) {
+        snprintf(err, errlen, "--trace-end must be later than --trace-start");
+        return NCSIM_USAGE;
+    }
+    sim_trace_file_t *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    t->opt = *opt;
+    t->engines = opt->engines ? opt->engines : SIM_TRACE_ALL;
+    t->prog = prog;
+    t->arch = arch;
+    t->ncores = prog->ncores;
+    t->nchips = prog->chips;
+    t->cores = calloc(t->ncores, sizeof *t->cores);
+    t->dseries = calloc((size_t)t->ncores * DS_PER_CORE + t->nchips, sizeof *t->dseries);
+    if (!t->cores || !t->dseries)
+        goto oom;
+    for (uint32_t i = 0; i < t->ncores; i++) {
+        core_trace_t *ct = &t->cores[i];
+        ct->pid = trc_pid_core(i);
+        ct->view_done = calloc(prog->nviews + 1, 1);
+        ct->tensor_done = calloc(prog->ntensors + 1, 1);
+        if (!ct->view_done || !ct->tensor_done)
+            goto oom;
+        for (int k = 0; k < ISA_MAX_SEMS; k++) {
+            char name[96];
+            snprintf(name, sizeof name, "%d", k);
+            for (uint32_t m = 0; m < prog->nsems; m++) {
+                const isa_sem_t *S = &prog->sems[m];
+                if (S->index == k && (S->core == -1 || (uint32_t)S->core == i) &&
+                    *isa_string(prog, S->name))
+                    snprintf(name, sizeof name, "%s", isa_string(prog, S->name));
+            }
+            ct->sem_name[k] = strdup(name);
+            if (!ct->sem_name[k])
+                goto oom;
+        }
+    }
+    ncsim_status_t st = trc_writer_open(opt->path, fmt, &t->w, err, errlen);
+    if (st != NCSIM_OK) {
+        free_file(t);
+        return st;
+    }
+    t->sink.ctx = t;
+    t->sink.instr = on_instr;
+    t->sink.dma = on_dma;
+    t->sink.sem = on_sem;
+
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_RUN;
+    char generator[64];
+    snprintf(generator, sizeof generator, "ncsim %s", ncsim_version());
+    r.u.run.generator = generator;
+    r.u.run.program = opt->program ? opt->program : "";
+    r.u.run.arch = arch->name;
+    r.u.run.chips = prog->chips;
+    r.u.run.cores = prog->ncores;
+    r.u.run.timing_only = (uint64_t)(opt->timing_only != 0);
+    r.u.run.peak_flops_per_core = (double)arch->pe.rows * arch->pe.cols * 2.0 *
+                                  arch->pe.clock_ghz * 1e9;
+    r.u.run.hbm_peak_gbps = arch->hbm.bandwidth_gbps;
+    r.u.run.dma_peak_gbps = arch->dma.engine_bandwidth_gbps * arch->dma.engines;
+    r.u.run.window_start = opt->start_ps;
+    r.u.run.window_end = opt->end_ps;
+    r.u.run.engines = opt->engines ? opt->engines_text : "";
+    put(t, &r);
+
+    for (uint32_t i = 0; i < t->ncores; i++) {
+        if (!core_used(prog, i))
+            continue;
+        core_trace_t *ct = &t->cores[i];
+        char name[64];
+        snprintf(name, sizeof name, "chip %u core %u", i / ISA_CORES_PER_CHIP,
+                 i % ISA_CORES_PER_CHIP);
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_PROCESS;
+        r.u.process.pid = ct->pid;
+        r.u.process.name = name;
+        r.u.process.sort_index = (int32_t)i;
+        put(t, &r);
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+            if (isa_stream(prog, i, (isa_engine_t)e)->count && (t->engines >> e & 1))
+                write_track(t, ct->pid, trc_tid(ct->pid, TRC_TRACK_ENGINE, (uint32_t)e),
+                            isa_engine_name((isa_engine_t)e), e);
+        ct->sbuf = (series_t){ct->pid, "SBUF in use", "bytes", 0, 0, 0, 0};
+        ct->psum = (series_t){ct->pid, "PSUM in use", "bytes", 0, 0, 0, 0};
+        for (int k = 0; k < ISA_MAX_SEMS; k++) {
+            char *full = malloc(strlen(ct->sem_name[k]) + 16);
+            if (!full)
+                goto oom_open;
+            sprintf(full, "semaphore %s", ct->sem_name[k]);
+            /* the series keeps the "semaphore NAME" text; sem_name keeps NAME for flows */
+            ct->sem[k] = (series_t){ct->pid, full, "value", 0, 0, 0, 0};
+        }
+        for (uint32_t m = 0; m < prog->nsems; m++) {
+            const isa_sem_t *S = &prog->sems[m];
+            if (S->core == -1 || (uint32_t)S->core == i)
+                series_set(t, &ct->sem[S->index], 0, (double)S->init);
+        }
+        t->dseries[i * DS_PER_CORE + DS_INFLIGHT] =
+            (series_t){ct->pid, "DMA in flight", "bytes", 0, 0, 0, 0};
+        t->dseries[i * DS_PER_CORE + DS_DMA_BW] =
+            (series_t){ct->pid, "DMA bandwidth", "GB/s", 0, 0, 0, 0};
+    }
+    for (uint32_t c = 0; c < t->nchips; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "chip %u", c);
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_PROCESS;
+        r.u.process.pid = trc_pid_chip(c);
+        r.u.process.name = name;
+        r.u.process.sort_index = (int32_t)(t->ncores + c);
+        put(t, &r);
+        t->dseries[t->ncores * DS_PER_CORE + c] =
+            (series_t){trc_pid_chip(c), "HBM bandwidth", "GB/s", 0, 0, 0, 0};
+    }
+    if (t->status != NCSIM_OK) {
+        snprintf(err, errlen, "%s", t->err);
+        st = t->status;
+        trc_writer_close(t->w, NULL, 0);
+        t->w = NULL;
+        goto fail_open;
+    }
+    *out = t;
+    return NCSIM_OK;
+oom_open:
+    trc_writer_close(t->w, NULL, 0);
+    t->w = NULL;
+oom:
+    snprintf(err, errlen, "out of memory");
+    st = NCSIM_NOMEM;
+fail_open:
+    free_file(t);
+    return st;
+}
+
+const sim_trace_sink_t *sim_trace_sink(sim_trace_file_t *t)
+{
+    return &t->sink;
+}
+
+static int cmp_delta(const void *a, const void *b)
+{
+    const delta_t *x = a, *y = b;
+    if (x->series != y->series)
+        return x->series < y->series ? -1 : 1;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The step functions from the deltas, one value per distinct time. */
+static void write_delta_series(sim_trace_file_t *t)
+{
+    qsort(t->deltas, t->ndeltas, sizeof *t->deltas, cmp_delta);
+    size_t i = 0;
+    while (i < t->ndeltas && t->status == NCSIM_OK) {
+        uint32_t sid = t->deltas[i].series;
+        series_t *s = &t->dseries[sid];
+        double value = 0;
+        int64_t active = 0;
+        series_set(t, s, 0, 0);
+        while (i < t->ndeltas && t->deltas[i].series == sid) {
+            uint64_t time = t->deltas[i].t;
+            while (i < t->ndeltas && t->deltas[i].series == sid && t->deltas[i].t == time) {
+                value += t->deltas[i].v;
+                active += t->deltas[i].active;
+                i++;
+            }
+            /* sums of + and - rates leave rounding dust: no transfer moving means 0 */
+            if (sid % DS_PER_CORE == DS_DMA_BW || sid >= t->ncores * DS_PER_CORE)
+                if (active <= 0)
+                    value = 0;
+            if (value < 0 && value > -1e-6)
+                value = 0;
+            series_set(t, s, time, value);
+        }
+        series_flush(t, s);
+    }
+}
+
+ncsim_status_t sim_trace_close(sim_trace_file_t *t, char *err, size_t errlen)
+{
+    if (!t)
+        return NCSIM_OK;
+    for (uint32_t i = 0; i < t->ncores; i++) {
+        if (!core_used(t->prog, i))
+            continue;
+        core_trace_t *ct = &t->cores[i];
+        series_flush(t, &ct->sbuf);
+        series_flush(t, &ct->psum);
+        for (int k = 0; k < ISA_MAX_SEMS; k++)
+            series_flush(t, &ct->sem[k]);
+    }
+    write_delta_series(t);
+    ncsim_status_t st = t->status;
+    char werr[256] = "";
+    ncsim_status_t cst = trc_writer_close(t->w, werr, sizeof werr);
+    if (st == NCSIM_OK && cst != NCSIM_OK) {
+        st = cst;
+        snprintf(t->err, sizeof t->err, "cannot write the trace %s: %s", t->opt.path, werr);
+    }
+    if (st != NCSIM_OK)
+        snprintf(err, errlen, "%s", t->err);
+    free_file(t);
+    return st;
+}
+
+uint64_t sim_trace_events(const sim_trace_file_t *t)
+{
+    return trc_writer_events(t->w);
+}
+
+uint64_t sim_trace_bytes(const sim_trace_file_t *t)
+{
+    return trc_writer_bytes(t->w);
+}

@@ -1,0 +1,463 @@
+/*
+ * test_sim.c -- the simulator core: timing of single instructions against the published
+ * formulas, semaphores, the same-engine interlock, the NC-v2 port conflicts, DMA/compute
+ * overlap, deadlock and run-time error reports, determinism, and the ncsim run command line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "arch.h"
+#include "asm.h"
+#include "sim.h"
+#include "testutil.h"
+
+static mdl_arch_t trn1;
+
+static int setup(void **state)
+{
+    (void)state;
+    char err[512];
+    if (mdl_arch_load("trn1", &trn1, err, sizeof err) != NCSIM_OK) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+static isa_program_t *assemble(const char *text)
+{
+    isa_asm_options_t opt;
+    isa_asm_options_default(&opt);
+    opt.filename = "t.nca";
+    isa_diag_t d;
+    isa_diag_init(&d, 0);
+    isa_program_t *p = NULL;
+    if (isa_assemble(text, strlen(text), &opt, &p, &d) != NCSIM_OK)
+        fprintf(stderr, "%s", d.text ? d.text : "");
+    isa_diag_free(&d);
+    assert_non_null(p);
+    return p;
+}
+
+typedef struct run {
+    isa_program_t *prog;
+    sim_t *sim;
+    ncsim_status_t status;
+} run_t;
+
+static run_t run_text(const char *text, int timing_only)
+{
+    run_t r;
+    r.prog = assemble(text);
+    sim_options_t o;
+    memset(&o, 0, sizeof o);
+    o.arch = &trn1;
+    o.timing_only = timing_only;
+    char err[1024];
+    assert_int_equal(sim_create(r.prog, &o, &r.sim, err, sizeof err), NCSIM_OK);
+    r.status = sim_run(r.sim, SIM_RUN_UNTIL_IDLE, 0);
+    return r;
+}
+
+static void run_free(run_t *r)
+{
+    sim_destroy(r->sim);
+    isa_program_free(r->prog);
+}
+
+static double total_ns(run_t *r)
+{
+    return (double)sim_stats(r->sim)->total_ps / 1000.0;
+}
+
+static const sim_engine_stats_t *eng(run_t *r, uint32_t core, isa_engine_t e)
+{
+    return &sim_stats(r->sim)->cores[core].engines[e];
+}
+
+/* One bf16 128x128x512 matmul: II = 512 PE cycles at 2.8 GHz = 182.857 ns (ISA-OLD); it
+ * completes after the II plus the pe pipeline latency of the preset. */
+static void test_matmul_timing(void **state)
+{
+    (void)state;
+    run_t r = run_text(".sbuf w bf16 [128, 128]\n.sbuf m bf16 [128, 512]\n"
+                       ".psum o fp32 [128, 512]\n.engine pe\nmatmul o, w, m\n",
+                       1);
+    assert_int_equal(r.status, NCSIM_OK);
+    const sim_engine_stats_t *pe = eng(&r, 0, ISA_ENGINE_PE);
+    assert_int_equal(pe->instructions, 2);
+    /* ldweights: max(64, 128) / 4 = 32 cycles; matmul 512 cycles */
+    double busy = (double)pe->busy_ps / 1000.0;
+    assert_true(tu_close(busy, (32.0 + 512.0) / 2.8, 1e-3, 0.01));
+    double expect_end = (32.0 + 512.0 + trn1.pe.latency_cycles) / 2.8;
+    assert_true(tu_close(total_ns(&r), expect_end, 1e-3, 0.01));
+    assert_int_equal(sim_stats(r.sim)->tensor_flops, 2ull * 128 * 128 * 512);
+    run_free(&r);
+}
+
+/* act instructions back to back: each II = max(64, N) ScalarE cycles; independent ones
+ * pipeline, so n of them end at n*II + the last one's latency. */
+static void test_act_pipelining(void **state)
+{
+    (void)state;
+    run_t r = run_text(".sbuf x fp32 [128, 1024]\n.sbuf y fp32 [128, 1024]\n.engine act\n"
+                       ".loop i = 0, 4\nactivate y[:, i*256:(i+1)*256], x[:, i*256:(i+1)*256], "
+                       "exp\n.endloop\n",
+                       1);
+    const sim_engine_stats_t *act = eng(&r, 0, ISA_ENGINE_ACT);
+    assert_int_equal(act->instructions, 4);
+    double ii = 256.0 / 1.4;
+    assert_true(tu_close((double)act->busy_ps / 1000.0, 4 * ii, 1e-3, 0.01));
+    assert_int_equal(act->stall_ps, 0);
+    assert_true(total_ns(&r) > 4 * ii && total_ns(&r) < 4 * ii + 300.0);
+    run_free(&r);
+}
+
+/* A dependent instruction on the same engine waits for the previous one to complete
+ * (ISA.md 8): the stall shows up as interlock time. */
+static void test_interlock(void **state)
+{
+    (void)state;
+    run_t dep = run_text(".sbuf x fp32 [128, 64]\n.engine dve\n"
+                         "tensor_scalar x, x, add, 1.0\ntensor_scalar x, x, add, 1.0\n",
+                         1);
+    run_t ind = run_text(".sbuf x fp32 [128, 64]\n.sbuf y fp32 [128, 64]\n.engine dve\n"
+                         "tensor_scalar x, x, add, 1.0\ntensor_scalar y, y, add, 1.0\n",
+                         1);
+    const sim_engine_stats_t *d = eng(&dep, 0, ISA_ENGINE_DVE);
+    const sim_engine_stats_t *i = eng(&ind, 0, ISA_ENGINE_DVE);
+    assert_true(d->stall_by[SIM_STALL_INTERLOCK] > 0);
+    assert_int_equal(i->stall_by[SIM_STALL_INTERLOCK], 0);
+    assert_true(total_ns(&dep) > total_ns(&ind));
+    run_free(&dep);
+    run_free(&ind);
+}
+
+/* dve and pool cannot use SBUF at the same time (NC-v2): the loser waits, counted as port
+ * stall; act and pool can. */
+static void test_port_conflicts(void **state)
+{
+    (void)state;
+    run_t c = run_text(".sbuf x fp32 [128, 2048]\n.sbuf y fp32 [128, 2048]\n"
+                       ".engine dve\ntensor_copy x, x\n.engine pool\ntensor_copy y, y\n",
+                       1);
+    uint64_t port = eng(&c, 0, ISA_ENGINE_DVE)->stall_by[SIM_STALL_PORT] +
+                    eng(&c, 0, ISA_ENGINE_POOL)->stall_by[SIM_STALL_PORT];
+    assert_true(port > 0);
+    run_t n = run_text(".sbuf x fp32 [128, 2048]\n.sbuf y fp32 [128, 2048]\n"
+                       ".engine act\ntensor_copy x, x\n.engine pool\ntensor_copy y, y\n",
+                       1);
+    assert_int_equal(eng(&n, 0, ISA_ENGINE_ACT)->stall_by[SIM_STALL_PORT] +
+                         eng(&n, 0, ISA_ENGINE_POOL)->stall_by[SIM_STALL_PORT],
+                     0);
+    run_free(&c);
+    run_free(&n);
+}
+
+/* DMA and compute overlap: the total is below the sum of the parts. */
+static void test_dma_compute_overlap(void **state)
+{
+    (void)state;
+    const char *dma_only = ".hbm a fp32 [128, 4096] input\n.sbuf s fp32 [128, 4096]\n"
+                           ".engine sp\ndma s, a\n";
+    const char *compute_only = ".sbuf t fp32 [128, 4096]\n.engine act\n"
+                               ".loop i = 0, 8\nactivate t, t, exp\n.endloop\n";
+    const char *both = ".hbm a fp32 [128, 4096] input\n.sbuf s fp32 [128, 4096]\n"
+                       ".sbuf t fp32 [128, 4096]\n.engine sp\ndma s, a\n.engine act\n"
+                       ".loop i = 0, 8\nactivate t, t, exp\n.endloop\n";
+    run_t d = run_text(dma_only, 1), c = run_text(compute_only, 1), b = run_text(both, 1);
+    double td = total_ns(&d), tc = total_ns(&c), tb = total_ns(&b);
+    assert_true(tb < td + tc);
+    assert_true(tb >= td - 1e-6 && tb >= tc - 1e-6);
+    /* the DMA moved 2 MiB from HBM */
+    assert_int_equal(sim_stats(d.sim)->hbm_read_bytes, 128ull * 4096 * 4);
+    assert_int_equal(sim_stats(d.sim)->cores[0].dma_bytes, 128ull * 4096 * 4);
+    run_free(&d);
+    run_free(&c);
+    run_free(&b);
+}
+
+/* Waits hold an instruction until the semaphore reaches the value; posts fire at completion. */
+static void test_semaphore_order(void **state)
+{
+    (void)state;
+    run_t r = run_text(".sbuf x fp32 [128, 512]\n.sem s\n.sem t = 5\n"
+                       ".engine act\nactivate x, x, exp | post s += 2\n"
+                       ".engine dve\ntensor_scalar x, x, add, 1.0 | wait s == 2 | wait t >= 5\n",
+                       1);
+    assert_int_equal(r.status, NCSIM_OK);
+    const sim_engine_stats_t *dve = eng(&r, 0, ISA_ENGINE_DVE);
+    const sim_engine_stats_t *act = eng(&r, 0, ISA_ENGINE_ACT);
+    assert_true(dve->stall_by[SIM_STALL_SEMAPHORE] > 0);
+    /* dve started only after act completed */
+    assert_true(dve->end_ps > act->end_ps);
+    run_free(&r);
+}
+
+static void test_deadlock_report(void **state)
+{
+    (void)state;
+    run_t r = run_text(".sbuf x fp32 [128, 8]\n.sem a\n.sem b\n"
+                       ".engine act\nactivate x, x, exp | wait a >= 1 | post b\n"
+                       ".engine dve\nmemset x, 0 | wait b >= 1 | post a\n",
+                       1);
+    assert_int_equal(r.status, NCSIM_PROGRAM);
+    const char *e = sim_error(r.sim);
+    assert_non_null(strstr(e, "deadlock"));
+    assert_non_null(strstr(e, "t.nca:5: core 0 act instruction 0"));
+    assert_non_null(strstr(e, "waits for a >= 1 (now 0)"));
+    assert_non_null(strstr(e, "t.nca:7: core 0 dve instruction 0"));
+    assert_non_null(strstr(e, "semaphores on core 0: a=0 b=0"));
+    assert_false(sim_finished(r.sim));
+    run_free(&r);
+}
+
+/* Run-time errors name core, engine, instruction index and line. */
+static void test_runtime_error_location(void **state)
+{
+    (void)state;
+    run_t r = run_text(".sbuf m bf16 [128, 512]\n.psum o fp32 [128, 512]\n.engine dve\n"
+                       "memset o, 0\n.engine pe\nmatmul o, m, acc\n",
+                       0);
+    assert_int_equal(r.status, NCSIM_PROGRAM);
+    const char *e = sim_error(r.sim);
+    assert_non_null(strstr(e, "t.nca:6: core 0 pe instruction 0"));
+    run_free(&r);
+}
+
+static void test_collectives_not_yet(void **state)
+{
+    (void)state;
+    run_t r = run_text(".hbm x fp32 [4] scratch\n.group g = 0, 1\n.core 0..1\n.engine cc\n"
+                       "all_reduce x, x, op=add, group=g\n",
+                       1);
+    assert_int_equal(r.status, NCSIM_PROGRAM);
+    assert_non_null(strstr(sim_error(r.sim), "not supported yet"));
+    run_free(&r);
+}
+
+/* Same program, same seed: identical statistics (and timing-only gives the same times). */
+static void test_determinism(void **state)
+{
+    (void)state;
+    char *text = tu_read_file(tu_source_path("kernels/demo_gemm.nca"), NULL);
+    assert_non_null(text);
+    run_t a = run_text(text, 0), b = run_text(text, 0), c = run_text(text, 1);
+    free(text);
+    assert_int_equal(a.status, NCSIM_OK);
+    assert_int_equal(sim_stats(a.sim)->total_ps, sim_stats(b.sim)->total_ps);
+    assert_int_equal(sim_stats(a.sim)->total_ps, sim_stats(c.sim)->total_ps);
+    assert_int_equal(sim_stats(a.sim)->events, sim_stats(b.sim)->events);
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+        assert_int_equal(eng(&a, 1, (isa_engine_t)e)->stall_ps,
+                         eng(&b, 1, (isa_engine_t)e)->stall_ps);
+    /* both cores did the same work */
+    assert_int_equal(sim_stats(a.sim)->cores[0].end_ps, sim_stats(a.sim)->cores[1].end_ps);
+    run_free(&a);
+    run_free(&b);
+    run_free(&c);
+}
+
+/* The command line: .npy in and out (inout tensor through SBUF), exit codes, stats JSON. */
+static void test_cli_run(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char path[512], cmd[4096];
+    snprintf(path, sizeof path, "%s/copy.nca", dir);
+    const char *prog = ".hbm x fp16 [128, 64] inout\n.hbm y bf16 [128, 64] output\n"
+                       ".sbuf s fp32 [128, 64]\n.sem in\n.sem done\n.sem out\n"
+                       ".engine sp\ndma s, x | post in\ndma x, s | wait done >= 1 | post out\n"
+                       "dma y, s | wait done >= 1\n"
+                       ".engine act\nactivate s, s, square | wait in >= 1 | post done\n";
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd %s && /usr/bin/python3 -c \"import numpy as np; "
+             "np.save('x.npy', (np.arange(128*64).reshape(128,64) %% 17 - 8).astype(np.float16) / 4)\"",
+             dir);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s run copy.nca --in x=x.npy --out x=x2.npy --out y=y.npy --stats s.json -q",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 0);
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && /usr/bin/python3 -c \"import numpy as np, json; x=np.load('x.npy'); "
+             "x2=np.load('x2.npy'); y=np.load('y.npy'); "
+             "assert x2.dtype==np.float16 and y.dtype==np.float32, (x2.dtype, y.dtype); "
+             "ref=x.astype(np.float32)**2; assert (x2==ref.astype(np.float16)).all(); "
+             "assert (y==ref).all(); s=json.load(open('s.json')); "
+             "assert s['cores'][0]['dma']['transfers']==3; assert s['total_ns']>0; "
+             "assert s['arch_config']['hbm']['bandwidth_gbps']==820\"",
+             dir);
+    rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out);
+    assert_int_equal(rc, 0);
+    free(out);
+    /* missing input binding: usage error 2; bad npy shape: 3; missing file: 3 */
+    snprintf(cmd, sizeof cmd, "cd %s && %s run copy.nca -q", dir, tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 2);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && /usr/bin/python3 -c \"import numpy as np; "
+             "np.save('bad.npy', np.zeros((64,128), np.float16))\" && %s run copy.nca "
+             "--in x=bad.npy -q",
+             dir, tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 3);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run copy.nca --in x=nope.npy -q", dir, tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 3);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run copy.nca --in z=x.npy -q", dir, tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 2);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run copy.nca --random-inputs 3 --set hbm.nope=1 -q",
+             dir, tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 2);
+    /* a deadlock exits 1 with the report on stderr */
+    snprintf(path, sizeof path, "%s/dead.nca", dir);
+    const char *dead = ".sem a\n.engine sp\nnop | wait a >= 1\n";
+    assert_int_equal(tu_write_file(path, dead, strlen(dead)), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run dead.nca -q", dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "deadlock"));
+    assert_non_null(strstr(out, "dead.nca:3: core 0 sp instruction 0"));
+    free(out);
+    /* an assembly error exits 2 */
+    snprintf(path, sizeof path, "%s/bad.nca", dir);
+    assert_int_equal(tu_write_file(path, "bogus\n", 6), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run bad.nca -q", dir, tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 2);
+}
+
+/* A 32 GiB HBM costs host memory only for what is touched: write the last bytes. */
+static void test_hbm_lazy(void **state)
+{
+    (void)state;
+    run_t r = run_text(".hbm top fp32 [128, 64] scratch @34359705600\n.sbuf s fp32 [128, 64]\n"
+                       ".sem d\n.engine sp\ndma top, s | post d\ndma s, top | wait d >= 1\n",
+                       0);
+    assert_int_equal(r.status, NCSIM_OK);
+    run_free(&r);
+}
+
+/* Achieved DMA bandwidth of one transfer HBM -> SBUF of `bytes_per_partition` per partition. */
+static double dma_gbps(unsigned bytes_per_partition, unsigned partitions)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             ".hbm a u8 [%u, %u] input\n.sbuf s u8 [%u, %u]\n.engine sp\ndma s, a\n", partitions,
+             bytes_per_partition, partitions, bytes_per_partition);
+    run_t r = run_text(text, 1);
+    double ns = total_ns(&r);
+    run_free(&r);
+    /* the transfer starts when the dma is issued, at 0; take out its fixed cost */
+    double data_ns = ns - trn1.dma.fixed_cost_ns;
+    return (double)bytes_per_partition * partitions / data_ns;
+}
+
+/* Efficiency by bytes per partition piece (DMA-BW): overhead-bound below 256 B, near peak
+ * from 2 KiB; the curve rises and saturates at the engines' bandwidth. */
+static void test_dma_bandwidth_curve(void **state)
+{
+    (void)state;
+    double peak = trn1.dma.engines * trn1.dma.engine_bandwidth_gbps;
+    double prev = 0;
+    unsigned sizes[] = {64, 256, 1024, 2048, 4096, 16384};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        double bw = dma_gbps(sizes[i], 128);
+        assert_true(bw > prev);
+        assert_true(bw <= peak * 1.001);
+        prev = bw;
+        if (sizes[i] == 64)
+            assert_true(bw < 0.3 * peak);
+        if (sizes[i] >= 2048)
+            assert_true(bw > 0.85 * peak);
+    }
+    /* one partition is served by one engine: at most one engine's bandwidth */
+    assert_true(dma_gbps(16384, 1) <= trn1.dma.engine_bandwidth_gbps * 1.001);
+}
+
+/* Queues run concurrently; a queue completes its transfers in order, one after another. */
+static void test_dma_queues(void **state)
+{
+    (void)state;
+    const char *one_queue = ".hbm a u8 [16, 65536] input\n.sbuf s u8 [16, 65536]\n.engine sp\n"
+                            "dma s[0:16, 0:32768], a[:, 0:32768], queue=0\n"
+                            "dma s[0:16, 32768:65536], a[:, 32768:65536], queue=0\n";
+    const char *two_queues = ".hbm a u8 [16, 65536] input\n.sbuf s u8 [16, 65536]\n.engine sp\n"
+                             "dma s[0:16, 0:32768], a[:, 0:32768], queue=0\n"
+                             "dma s[0:16, 32768:65536], a[:, 32768:65536], queue=1\n";
+    run_t a = run_text(one_queue, 1), b = run_text(two_queues, 1);
+    /* 16 partitions = 16 pieces: each transfer can use all 16 engines, so two queues share
+     * them and end about together; on one queue the second waits for the first, but its
+     * fixed cost overlaps the first's data phase, so the totals are close */
+    assert_true(total_ns(&b) <= total_ns(&a));
+    run_free(&a);
+    run_free(&b);
+    /* one-partition transfers use one DMA engine each: on one queue they move one after
+     * another, spread over four queues they move at the same time */
+    const char *small1 = ".hbm a fp32 [128, 4096] input\n.sbuf s fp32 [128, 4096]\n.engine sp\n"
+                         ".loop i = 0, 4\ndma s[i*32, :], a[i*32, :], queue=0\n.endloop\n";
+    const char *small4 = ".hbm a fp32 [128, 4096] input\n.sbuf s fp32 [128, 4096]\n.engine sp\n"
+                         ".loop i = 0, 4\ndma s[i*32, :], a[i*32, :], queue=i\n.endloop\n";
+    run_t c = run_text(small1, 1), d = run_text(small4, 1);
+    double one = total_ns(&c) - trn1.dma.fixed_cost_ns, four = total_ns(&d) - trn1.dma.fixed_cost_ns;
+    /* four queues: about 4x, less the 46 ns between the issues of consecutive dma */
+    assert_true(one / four > 3.0 && one / four <= 4.0);
+    run_free(&c);
+    run_free(&d);
+}
+
+/* The chip's HBM bandwidth is shared by the transfers of both cores: with it set below
+ * one core's DMA bandwidth, two cores take about twice as long as one. */
+static void test_hbm_shared_by_cores(void **state)
+{
+    (void)state;
+    mdl_arch_t saved = trn1;
+    char err[256];
+    assert_int_equal(mdl_arch_set(&trn1, "hbm.bandwidth_gbps=100", err, sizeof err), NCSIM_OK);
+    const char *one = ".hbm a fp32 [2, 128, 8192] input\n.sbuf s fp32 [128, 8192]\n"
+                      ".core 0\n.engine sp\ndma s, a[0]\n";
+    const char *two = ".hbm a fp32 [2, 128, 8192] input\n.sbuf s fp32 [128, 8192]\n"
+                      ".core 0..1\n.engine sp\ndma s, a[core]\n";
+    run_t a = run_text(one, 1), b = run_text(two, 1);
+    double t1 = total_ns(&a) - trn1.dma.fixed_cost_ns, t2 = total_ns(&b) - trn1.dma.fixed_cost_ns;
+    assert_true(tu_close(t2 / t1, 2.0, 0.05, 0));
+    /* each core got about half: 4 MiB at 100 GB/s is 41.9 us, two of them about 83.9 us */
+    assert_true(tu_close(t1, 128.0 * 8192 * 4 / 100.0, 0.05, 0));
+    run_free(&a);
+    run_free(&b);
+    trn1 = saved;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_timing),
+        cmocka_unit_test(test_act_pipelining),
+        cmocka_unit_test(test_interlock),
+        cmocka_unit_test(test_port_conflicts),
+        cmocka_unit_test(test_dma_compute_overlap),
+        cmocka_unit_test(test_semaphore_order),
+        cmocka_unit_test(test_deadlock_report),
+        cmocka_unit_test(test_runtime_error_location),
+        cmocka_unit_test(test_collectives_not_yet),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_cli_run),
+        cmocka_unit_test(test_hbm_lazy),
+        cmocka_unit_test(test_dma_bandwidth_curve),
+        cmocka_unit_test(test_dma_queues),
+        cmocka_unit_test(test_hbm_shared_by_cores),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,351 @@
+/*
+ * common.c -- buffered (optionally gzipped) output, exact number formatting and parsing, and
+ * the protobuf wire format, shared by the writers and readers.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_internal.h"
+
+/* ---- buffered output ----------------------------------------------------------------------------- */
+
+int trc_out_open(trc_out_t *o, const char *path, int gzip)
+{
+    memset(o, 0, sizeof *o);
+    o->buf = malloc(TRC_OUT_BUFSZ);
+    if (!o->buf) {
+        snprintf(o->err, sizeof o->err, "out of memory");
+        return -1;
+    }
+    if (gzip) {
+        /* level 1: a trace compresses ~10x even so, and writing stays fast */
+        o->gz = gzopen(path, "wb1");
+        if (o->gz)
+            gzbuffer(o->gz, 1u << 17);
+    } else {
+        o->f = fopen(path, "wb");
+    }
+    if (!o->gz && !o->f) {
+        snprintf(o->err, sizeof o->err, "cannot create %s: %s", path, strerror(errno));
+        free(o->buf);
+        o->buf = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+void trc_out_flush(trc_out_t *o)
+{
+    if (!o->n)
+        return;
+    if (!o->failed) {
+        int ok;
+        if (o->gz)
+            ok = gzwrite(o->gz, o->buf, (unsigned)o->n) == (int)o->n;
+        else
+            ok = fwrite(o->buf, 1, o->n, o->f) == o->n;
+        if (!ok) {
+            o->failed = 1;
+            snprintf(o->err, sizeof o->err, "write error: %s", strerror(errno));
+        }
+    }
+    o->n = 0;
+}
+
+void trc_out_write(trc_out_t *o, const void *data, size_t n)
+{
+    const unsigned char *d = data;
+    while (n) {
+        if (o->n == TRC_OUT_BUFSZ)
+            trc_out_flush(o);
+        size_t k = TRC_OUT_BUFSZ - o->n;
+        if (k > n)
+            k = n;
+        memcpy(o->buf + o->n, d, k);
+        o->n += k;
+        o->total += k;
+        d += k;
+        n -= k;
+    }
+}
+
+int trc_out_close(trc_out_t *o)
+{
+    trc_out_flush(o);
+    if (o->gz) {
+        if (gzclose(o->gz) != Z_OK && !o->failed) {
+            o->failed = 1;
+            snprintf(o->err, sizeof o->err, "cannot finish the gzip stream");
+        }
+    } else if (o->f) {
+        if (fclose(o->f) != 0 && !o->failed) {
+            o->failed = 1;
+            snprintf(o->err, sizeof o->err, "write error: %s", strerror(errno));
+        }
+    }
+    o->gz = NULL;
+    o->f = NULL;
+    free(o->buf);
+    o->buf = NULL;
+    return o->failed ? -1 : 0;
+}
+
+/* ---- numbers ------------------------------------------------------------------------------------- */
+
+size_t trc_fmt_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        p[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static const uint64_t pow10_table[] = {1ull,         10ull,         100ull,        1000ull,
+                                       10000ull,     100000ull,     1000000ull,    10000000ull,
+                                       100000000ull, 1000000000ull, 10000000000ull};
+
+size_t trc_fmt_fixed(char *p, uint64_t v, unsigned decimals)
+{
+    uint64_t scale = pow10_table[decimals];
+    size_t n = trc_fmt_u64(p, v / scale);
+    uint64_t frac = v % scale;
+    if (!frac)
+        return n;
+    p[n++] = '.';
+    unsigned digits = decimals;
+    while (frac % 10 == 0) {
+        frac /= 10;
+        digits--;
+    }
+    for (unsigned i = digits; i > 0; i--) {
+        p[n + i - 1] = (char)('0' + frac % 10);
+        frac /= 10;
+    }
+    return n + digits;
+}
+
+size_t trc_fmt_f64(char *p, double v)
+{
+    if (!isfinite(v))
+        v = 0;
+    /* the shortest of 15..17 significant digits that reads back identically */
+    for (int prec = 15; prec <= 17; prec++) {
+        int n = snprintf(p, 32, "%.*g", prec, v);
+        if (prec == 17 || strtod(p, NULL) == v)
+            return (size_t)n;
+    }
+    return 0;
+}
+
+int trc_parse_scaled(const char *s, size_t len, unsigned decimals, uint64_t *out)
+{
+    size_t i = 0;
+    uint64_t mant = 0;
+    int exp10 = 0, digits = 0, overflow = 0;
+    if (i < len && s[i] == '+')
+        i++;
+    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+        if (mant > (UINT64_MAX - 9) / 10) {
+            overflow = 1;
+            exp10++;
+        } else {
+            mant = mant * 10 + (uint64_t)(s[i] - '0');
+        }
+    }
+    if (i < len && s[i] == '.') {
+        for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++) {
+            if (mant > (UINT64_MAX - 9) / 10) {
+                overflow = 1;
+            } else {
+                mant = mant * 10 + (uint64_t)(s[i] - '0');
+                exp10--;
+            }
+        }
+    }
+    if (!digits)
+        return -1;
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        int neg = 0, e = 0, ed = 0;
+        if (i < len && (s[i] == '+' || s[i] == '-'))
+            neg = s[i++] == '-';
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, ed++)
+            if (e < 10000)
+                e = e * 10 + (s[i] - '0');
+        if (!ed)
+            return -1;
+        exp10 += neg ? -e : e;
+    }
+    if (i != len)
+        return -1;
+    (void)overflow;
+    int shift = exp10 + (int)decimals;
+    while (shift > 0 && mant) {
+        if (mant > UINT64_MAX / 10)
+            return -1;
+        mant *= 10;
+        shift--;
+    }
+    if (shift < 0) {
+        if (shift < -19) {
+            mant = 0;
+        } else {
+            uint64_t d = 1;
+            for (int k = 0; k < -shift; k++)
+                d *= 10;
+            mant = mant / d + (mant % d >= (d + 1) / 2 ? 1 : 0);
+        }
+    }
+    *out = mant;
+    return 0;
+}
+
+/* ---- protobuf ------------------------------------------------------------------------------------ */
+
+int pb_reserve(pb_buf_t *b, size_t more)
+{
+    if (b->n + more <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->n + more)
+        cap *= 2;
+    unsigned char *p = realloc(b->p, cap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void pb_varint_field(pb_buf_t *b, uint32_t field, uint64_t v)
+{
+    if (pb_reserve(b, 20))
+        return;
+    b->n += pb_put_tag(b->p + b->n, field, PB_VARINT);
+    b->n += pb_put_varint(b->p + b->n, v);
+}
+
+void pb_sint_field(pb_buf_t *b, uint32_t field, int64_t v)
+{
+    pb_varint_field(b, field, (uint64_t)v);
+}
+
+void pb_fixed64_field(pb_buf_t *b, uint32_t field, uint64_t v)
+{
+    if (pb_reserve(b, 16))
+        return;
+    b->n += pb_put_tag(b->p + b->n, field, PB_I64);
+    for (int i = 0; i < 8; i++)
+        b->p[b->n++] = (unsigned char)(v >> (8 * i));
+}
+
+void pb_double_field(pb_buf_t *b, uint32_t field, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    pb_fixed64_field(b, field, bits);
+}
+
+void pb_bytes_field(pb_buf_t *b, uint32_t field, const void *data, size_t n)
+{
+    if (pb_reserve(b, n + 16))
+        return;
+    b->n += pb_put_tag(b->p + b->n, field, PB_LEN);
+    b->n += pb_put_varint(b->p + b->n, n);
+    if (n)
+        memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+void pb_string_field(pb_buf_t *b, uint32_t field, const char *s)
+{
+    pb_bytes_field(b, field, s, strlen(s));
+}
+
+size_t pb_begin(pb_buf_t *b, uint32_t field)
+{
+    if (pb_reserve(b, 16))
+        return 0;
+    b->n += pb_put_tag(b->p + b->n, field, PB_LEN);
+    size_t at = b->n;
+    b->n += 4; /* room for the length; shrunk by pb_end */
+    return at;
+}
+
+void pb_end(pb_buf_t *b, size_t at)
+{
+    if (b->failed)
+        return;
+    size_t len = b->n - at - 4;
+    size_t size = pb_varint_size(len);
+    if (size <= 4) {
+        if (size < 4)
+            memmove(b->p + at + size, b->p + at + 4, len);
+        pb_put_varint(b->p + at, len);
+        b->n -= 4 - size;
+    } else {
+        b->failed = 1; /* a single message above 256 MiB: never written by this code */
+    }
+}
+
+static int get_varint(pb_in_t *in, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (in->p >= in->end)
+            return -1;
+        unsigned char c = *in->p++;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int pb_next(pb_in_t *in, pb_field_t *f)
+{
+    if (in->p >= in->end)
+        return 0;
+    uint64_t tag;
+    if (get_varint(in, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+        return -1;
+    f->field = (uint32_t)(tag >> 3);
+    f->wire = (unsigned)(tag & 7);
+    f->data = NULL;
+    f->len = 0;
+    f->v = 0;
+    switch (f->wire) {
+    case PB_VARINT: return get_varint(in, &f->v) ? -1 : 1;
+    case PB_I64:
+    case PB_I32: {
+        size_t k = f->wire == PB_I64 ? 8 : 4;
+        if ((size_t)(in->end - in->p) < k)
+            return -1;
+        for (size_t i = 0; i < k; i++)
+            f->v |= (uint64_t)in->p[i] << (8 * i);
+        in->p += k;
+        return 1;
+    }
+    case PB_LEN: {
+        uint64_t n;
+        if (get_varint(in, &n) || n > (uint64_t)(in->end - in->p))
+            return -1;
+        f->data = in->p;
+        f->len = (size_t)n;
+        in->p += n;
+        return 1;
+    }
+    default: return -1;
+    }
+}

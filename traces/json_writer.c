@@ -1,0 +1,288 @@
+/*
+ * json_writer.c -- Chrome Trace Event JSON, streamed: one event per line, no event held in
+ * memory. Perfetto UI and chrome://tracing open it (gzipped too).
+ *
+ *   {"displayTimeUnit":"ns","otherData":{RUN fields},"traceEvents":[
+ *   {"ph":"M","name":"process_name","pid":1,"args":{"name":"chip 0 core 0"}},
+ *   {"ph":"X","cat":"instr","name":"matmul","pid":1,"tid":1,"ts":1.5,"dur":0.045714,
+ *    "args":{...}},
+ *   {"ph":"C","name":"HBM bandwidth","pid":10001,"ts":2,"args":{"GB/s":412.5}},
+ *   {"ph":"s","cat":"semaphore","name":"b_ready","id":3,...},{"ph":"f","bp":"e",...}
+ *   ]}
+ *
+ * ts and dur are microseconds; with six decimals they carry the simulator's picoseconds
+ * exactly (numbers are formatted by hand: printf would dominate the cost of tracing).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_internal.h"
+
+typedef struct json_state {
+    int started; /* header written */
+    int any;     /* an event written (a comma precedes the next) */
+} json_state_t;
+
+/* An event is composed in a fixed buffer; strings that would not fit are cut (never
+ * happens for instruction text, which is far shorter). */
+#define EV_CAP 8192
+
+typedef struct ev {
+    char *p;
+    size_t n;
+} ev_t;
+
+static void put(ev_t *e, const char *s, size_t n)
+{
+    if (e->n + n > EV_CAP - 64)
+        n = e->n < EV_CAP - 64 ? EV_CAP - 64 - e->n : 0;
+    memcpy(e->p + e->n, s, n);
+    e->n += n;
+}
+#define PUTS(e, lit) put(e, lit, sizeof lit - 1)
+
+static void put_u64(ev_t *e, uint64_t v)
+{
+    e->n += trc_fmt_u64(e->p + e->n, v);
+}
+
+static void put_fixed(ev_t *e, uint64_t v, unsigned decimals)
+{
+    e->n += trc_fmt_fixed(e->p + e->n, v, decimals);
+}
+
+static void put_f64(ev_t *e, double v)
+{
+    e->n += trc_fmt_f64(e->p + e->n, v);
+}
+
+/* A JSON string with its quotes. */
+static void put_str(ev_t *e, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    e->p[e->n++] = '"';
+    for (; s && *s; s++) {
+        if (e->n > EV_CAP - 80)
+            break;
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            e->p[e->n++] = '\\';
+            e->p[e->n++] = (char)c;
+        } else if (c < 0x20) {
+            memcpy(e->p + e->n, "\\u00", 4);
+            e->p[e->n + 4] = hex[c >> 4];
+            e->p[e->n + 5] = hex[c & 15];
+            e->n += 6;
+        } else {
+            e->p[e->n++] = (char)c;
+        }
+    }
+    e->p[e->n++] = '"';
+}
+
+/* The fields of an args struct as JSON members (no braces); returns how many. */
+static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *base, int any)
+{
+    const unsigned char *b = base;
+    for (unsigned i = 0; i < nf; i++) {
+        const void *m = b + f[i].offset;
+        uint64_t u = 0;
+        double d = 0;
+        const char *s = NULL;
+        switch (f[i].type) {
+        case TRC_FT_U64:
+        case TRC_FT_PS: memcpy(&u, m, sizeof u); break;
+        case TRC_FT_F64: memcpy(&d, m, sizeof d); break;
+        default: memcpy(&s, m, sizeof s); break;
+        }
+        if (!f[i].always && !u && d == 0 && !(s && *s))
+            continue;
+        if (f[i].type == TRC_FT_STR && !s)
+            s = "";
+        if (any++)
+            e->p[e->n++] = ',';
+        put_str(e, f[i].key);
+        e->p[e->n++] = ':';
+        switch (f[i].type) {
+        case TRC_FT_U64: put_u64(e, u); break;
+        case TRC_FT_PS: put_fixed(e, u, 3); break;
+        case TRC_FT_F64: put_f64(e, d); break;
+        default: put_str(e, s); break;
+        }
+    }
+    return any;
+}
+
+static void begin_event(trc_writer_t *w, ev_t *e)
+{
+    json_state_t *js = w->state;
+    if (js->any++)
+        PUTS(e, ",\n");
+    w->events++;
+}
+
+static void put_pid_tid(ev_t *e, uint32_t pid, uint32_t tid)
+{
+    PUTS(e, ",\"pid\":");
+    put_u64(e, pid);
+    PUTS(e, ",\"tid\":");
+    put_u64(e, tid);
+}
+
+static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
+{
+    json_state_t *js = w->state;
+    char buf[EV_CAP];
+    ev_t e = {buf, 0};
+    if (!js->started) {
+        js->started = 1;
+        PUTS(&e, "{\"displayTimeUnit\":\"ns\",");
+        if (r->kind == TRC_REC_RUN) {
+            unsigned nf;
+            const trc_field_t *f = trc_run_fields(&nf);
+            PUTS(&e, "\"otherData\":{");
+            put_fields(&e, f, nf, &r->u.run, 0);
+            PUTS(&e, "},");
+        }
+        PUTS(&e, "\"traceEvents\":[\n");
+        trc_out_write(&w->out, e.p, e.n);
+        if (r->kind == TRC_REC_RUN)
+            return NCSIM_OK;
+        e.n = 0;
+    }
+    switch ((trc_kind_t)r->kind) {
+    case TRC_REC_RUN:
+        return NCSIM_USAGE; /* the run comes first or not at all */
+    case TRC_REC_PROCESS: {
+        const trc_process_t *p = &r->u.process;
+        begin_event(w, &e);
+        PUTS(&e, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+        put_u64(&e, p->pid);
+        PUTS(&e, ",\"args\":{\"name\":");
+        put_str(&e, p->name);
+        PUTS(&e, "}}");
+        begin_event(w, &e);
+        PUTS(&e, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+        put_u64(&e, p->pid);
+        PUTS(&e, ",\"args\":{\"sort_index\":");
+        put_u64(&e, (uint64_t)(p->sort_index < 0 ? 0 : p->sort_index));
+        PUTS(&e, "}}");
+        break;
+    }
+    case TRC_REC_TRACK: {
+        const trc_track_t *t = &r->u.track;
+        begin_event(w, &e);
+        PUTS(&e, "{\"ph\":\"M\",\"name\":\"thread_name\"");
+        put_pid_tid(&e, t->pid, t->tid);
+        PUTS(&e, ",\"args\":{\"name\":");
+        put_str(&e, t->name);
+        PUTS(&e, "}}");
+        begin_event(w, &e);
+        PUTS(&e, "{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
+        put_pid_tid(&e, t->pid, t->tid);
+        PUTS(&e, ",\"args\":{\"sort_index\":");
+        put_u64(&e, (uint64_t)(t->sort_index < 0 ? 0 : t->sort_index));
+        PUTS(&e, "}}");
+        break;
+    }
+    case TRC_REC_SLICE: {
+        const trc_slice_t *s = &r->u.slice;
+        if (s->kind >= TRC_SLICE_KIND_COUNT)
+            return NCSIM_INTERNAL;
+        begin_event(w, &e);
+        PUTS(&e, "{\"ph\":\"X\",\"cat\":");
+        put_str(&e, trc_slice_category((trc_slice_kind_t)s->kind));
+        PUTS(&e, ",\"name\":");
+        put_str(&e, s->name);
+        put_pid_tid(&e, s->pid, s->tid);
+        PUTS(&e, ",\"ts\":");
+        put_fixed(&e, s->ts_ps, 6);
+        PUTS(&e, ",\"dur\":");
+        put_fixed(&e, s->dur_ps, 6);
+        PUTS(&e, ",\"args\":{");
+        unsigned nf;
+        const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)s->kind, &nf);
+        put_fields(&e, f, nf, &s->a, 0);
+        PUTS(&e, "}}");
+        break;
+    }
+    case TRC_REC_COUNTER: {
+        const trc_counter_t *c = &r->u.counter;
+        begin_event(w, &e);
+        PUTS(&e, "{\"ph\":\"C\",\"name\":");
+        put_str(&e, c->name);
+        PUTS(&e, ",\"pid\":");
+        put_u64(&e, c->pid);
+        PUTS(&e, ",\"ts\":");
+        put_fixed(&e, c->ts_ps, 6);
+        PUTS(&e, ",\"args\":{");
+        put_str(&e, c->unit);
+        e.p[e.n++] = ':';
+        put_f64(&e, c->value);
+        PUTS(&e, "}}");
+        break;
+    }
+    case TRC_REC_FLOW: {
+        const trc_flow_t *fl = &r->u.flow;
+        for (int end = 0; end < 2; end++) {
+            begin_event(w, &e);
+            PUTS(&e, "{\"ph\":");
+            if (end)
+                PUTS(&e, "\"f\",\"bp\":\"e\"");
+            else
+                PUTS(&e, "\"s\"");
+            PUTS(&e, ",\"cat\":");
+            put_str(&e, fl->cat);
+            PUTS(&e, ",\"name\":");
+            put_str(&e, fl->name);
+            PUTS(&e, ",\"id\":");
+            put_u64(&e, fl->id);
+            put_pid_tid(&e, end ? fl->to_pid : fl->from_pid, end ? fl->to_tid : fl->from_tid);
+            PUTS(&e, ",\"ts\":");
+            put_fixed(&e, end ? fl->to_ts_ps : fl->from_ts_ps, 6);
+            PUTS(&e, "}");
+        }
+        break;
+    }
+    default: return NCSIM_INTERNAL;
+    }
+    trc_out_write(&w->out, e.p, e.n);
+    return NCSIM_OK;
+}
+
+static ncsim_status_t json_finish(trc_writer_t *w)
+{
+    json_state_t *js = w->state;
+    static const char head[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+    if (!js->started)
+        trc_out_str(&w->out, head, sizeof head - 1);
+    trc_out_str(&w->out, "\n]}\n", 4);
+    return NCSIM_OK;
+}
+
+static void json_destroy(trc_writer_t *w)
+{
+    free(w->state);
+    w->state = NULL;
+}
+
+static ncsim_status_t json_init(trc_writer_t *w)
+{
+    if (!w->state)
+        w->state = calloc(1, sizeof(json_state_t));
+    return w->state ? NCSIM_OK : NCSIM_NOMEM;
+}
+
+static ncsim_status_t json_write_lazy(trc_writer_t *w, const trc_record_t *r)
+{
+    ncsim_status_t st = json_init(w);
+    return st != NCSIM_OK ? st : json_write(w, r);
+}
+
+static ncsim_status_t json_finish_lazy(trc_writer_t *w)
+{
+    ncsim_status_t st = json_init(w);
+    return st != NCSIM_OK ? st : json_finish(w);
+}
+
+const trc_backend_t trc_json_backend = {json_write_lazy, json_finish_lazy, json_destroy};

@@ -1,0 +1,131 @@
+/*
+ * records.c -- the tables behind trace.h: formats, track kinds, field descriptors for every
+ * argument struct (expanded from the X-macros, so a field added there reaches both writers,
+ * the reader and the report without another edit).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "trace_internal.h"
+
+/* ---- formats ---------------------------------------------------------------------------------- */
+
+static const char *const format_ext[] = {
+#define XX(id, ext) ext,
+    TRC_FORMAT_MAP(XX)
+#undef XX
+};
+
+trc_format_t trc_format_for_path(const char *path)
+{
+    size_t n = strlen(path);
+    for (int f = 0; f < TRC_FORMAT_COUNT; f++) {
+        size_t e = strlen(format_ext[f]);
+        if (n > e && strcmp(path + n - e, format_ext[f]) == 0)
+            return (trc_format_t)f;
+    }
+    return TRC_FORMAT_COUNT;
+}
+
+const char *trc_format_ext(trc_format_t f)
+{
+    return f < TRC_FORMAT_COUNT ? format_ext[f] : "";
+}
+
+/* ---- tracks ----------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    uint32_t first, n;
+} track_kinds[] = {
+#define XX(id, name, first, n) {name, first, n},
+    TRC_TRACK_KIND_MAP(XX)
+#undef XX
+};
+
+uint32_t trc_tid(uint32_t pid, trc_track_kind_t kind, uint32_t n)
+{
+    return pid * TRC_TIDS_PER_PID + track_kinds[kind].first + n;
+}
+
+trc_track_kind_t trc_track_kind_of_tid(uint32_t tid, uint32_t *n)
+{
+    tid %= TRC_TIDS_PER_PID;
+    for (int k = 0; k < TRC_TRACK_KIND_COUNT; k++)
+        if (tid >= track_kinds[k].first && tid < track_kinds[k].first + track_kinds[k].n) {
+            if (n)
+                *n = tid - track_kinds[k].first;
+            return (trc_track_kind_t)k;
+        }
+    return TRC_TRACK_KIND_COUNT;
+}
+
+const char *trc_track_kind_name(trc_track_kind_t k)
+{
+    return k < TRC_TRACK_KIND_COUNT ? track_kinds[k].name : "track";
+}
+
+/* ---- fields ----------------------------------------------------------------------------------- */
+
+#define FIELD_DESC(STRUCT, member, key, type, always)                                          \
+    {key, TRC_FT_##type, always, (uint16_t)offsetof(STRUCT, member)},
+
+#define RUN_DESC(member, key, type, always) FIELD_DESC(trc_run_t, member, key, type, always)
+static const trc_field_t run_fields[] = {TRC_RUN_FIELDS(RUN_DESC)};
+#undef RUN_DESC
+
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    static const trc_field_t member_##_fields[] = {FIELDS(member_##_DESC)};
+#define instr_DESC(member, key, type, always) FIELD_DESC(trc_instr_args_t, member, key, type, always)
+#define dma_DESC(member, key, type, always) FIELD_DESC(trc_dma_args_t, member, key, type, always)
+#define link_DESC(member, key, type, always) FIELD_DESC(trc_link_args_t, member, key, type, always)
+#define collective_DESC(member, key, type, always) FIELD_DESC(trc_collective_args_t, member, key, type, always)
+TRC_SLICE_KIND_MAP(XX)
+#undef XX
+
+static const struct {
+    const char *cat;
+    const trc_field_t *fields;
+    unsigned n;
+} slice_kinds[] = {
+#define XX(ID, member, cat, FIELDS)                                                            \
+    {cat, member##_fields, (unsigned)(sizeof member##_fields / sizeof member##_fields[0])},
+    TRC_SLICE_KIND_MAP(XX)
+#undef XX
+};
+
+const trc_field_t *trc_run_fields(unsigned *n)
+{
+    *n = (unsigned)(sizeof run_fields / sizeof run_fields[0]);
+    return run_fields;
+}
+
+const trc_field_t *trc_slice_fields(trc_slice_kind_t k, unsigned *n)
+{
+    *n = slice_kinds[k].n;
+    return slice_kinds[k].fields;
+}
+
+const char *trc_slice_category(trc_slice_kind_t k)
+{
+    return k < TRC_SLICE_KIND_COUNT ? slice_kinds[k].cat : "";
+}
+
+trc_slice_kind_t trc_slice_kind_lookup(const char *cat, size_t len)
+{
+    for (int k = 0; k < TRC_SLICE_KIND_COUNT; k++)
+        if (strlen(slice_kinds[k].cat) == len && memcmp(slice_kinds[k].cat, cat, len) == 0)
+            return (trc_slice_kind_t)k;
+    return TRC_SLICE_KIND_COUNT;
+}
+
+static const char *const record_names[] = {
+#define XX(ID, member, desc) #member,
+    TRC_RECORD_MAP(XX)
+#undef XX
+};
+
+const char *trc_record_kind_name(trc_kind_t k)
+{
+    return k < TRC_REC_COUNT ? record_names[k] : "?";
+}

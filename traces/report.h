@@ -1,0 +1,128 @@
+/*
+ * report.h -- where the time went: the figures `ncsim report` prints, built from a trace
+ * (everything, critical path included) or filled by the caller from a statistics file
+ * (what it holds), then printed as text with units or as JSON.
+ */
+#ifndef NCSIM_TRACES_REPORT_H
+#define NCSIM_TRACES_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "status.h"
+
+/* Stall causes, as the simulator counts them: XX(ID, key, text) */
+#define TRC_STALL_MAP(XX)                                                                      \
+    XX(SEMAPHORE, "semaphore", "semaphore")                                                    \
+    XX(PORT, "port", "port (shared SBUF/PSUM port busy)")                                      \
+    XX(INTERLOCK, "interlock", "interlock (reads a result still being written)")
+
+typedef enum trc_stall {
+#define XX(id, key, text) TRC_STALL_##id,
+    TRC_STALL_MAP(XX)
+#undef XX
+        TRC_STALL_COUNT
+} trc_stall_t;
+
+const char *trc_stall_key(trc_stall_t s);
+const char *trc_stall_text(trc_stall_t s);
+
+typedef struct trc_report_engine {
+    uint32_t core;
+    char name[24];
+    uint64_t instructions;
+    uint64_t busy_ps;  /* sum of initiation intervals */
+    uint64_t stall_ps; /* ready but held */
+} trc_report_engine_t;
+
+typedef struct trc_report_dma {
+    uint32_t core;
+    uint64_t transfers, bytes;
+    uint64_t busy_ps; /* time with at least one transfer moving data */
+} trc_report_dma_t;
+
+typedef struct trc_report_stall {
+    uint32_t core;
+    char engine[24];
+    char cause[96];
+    uint64_t ps;
+    uint64_t instructions; /* held for this cause (0: unknown, from statistics) */
+} trc_report_stall_t;
+
+typedef struct trc_report_kind {
+    char engine[24];
+    char name[48];
+    uint64_t count, busy_ps, latency_ps, wait_ps, flops, bytes;
+} trc_report_kind_t;
+
+/* A run of consecutive critical-path steps on one track. */
+typedef struct trc_report_step {
+    uint32_t core;
+    char track[24];
+    char what[96];
+    uint64_t count;
+    uint64_t start_ps, end_ps; /* first start, release of the next run */
+    uint64_t wait_ps;          /* of which, waiting (gaps not explained by a step's own time) */
+    uint64_t first_index, last_index;
+    uint32_t line_first, line_last;
+    char via[96];              /* how the run was reached from the previous one */
+} trc_report_step_t;
+
+typedef struct trc_report_track_time {
+    uint32_t core;
+    char track[24];
+    uint64_t ps;
+} trc_report_track_time_t;
+
+typedef struct trc_report {
+    int from_trace;
+    char source[512];
+    char program[512];
+    char arch[64];
+    uint64_t chips, cores_used;
+    uint64_t total_ps;
+    double peak_flops_per_core;
+    double hbm_peak_gbps;         /* all chips */
+    double dma_peak_gbps_per_core;
+    uint64_t flops, hw_flops;
+    int have_hw_flops;
+    uint64_t hbm_read, hbm_write;
+    trc_report_engine_t *engines;
+    size_t nengines;
+    trc_report_dma_t *dma;
+    size_t ndma;
+    trc_report_stall_t *stalls; /* every cause; sorted by trc_report_finish */
+    size_t nstalls;
+    trc_report_kind_t *kinds;
+    size_t nkinds;
+    int have_path;
+    trc_report_step_t *path;
+    size_t npath;
+    uint64_t path_end_ps, path_wait_ps;
+    trc_report_track_time_t *path_tracks;
+    size_t npath_tracks;
+    char notes[6][320];
+    int nnotes;
+} trc_report_t;
+
+/* Everything from a trace file. NCSIM_IO / NCSIM_FORMAT / NCSIM_NOMEM with a message. */
+ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *err,
+                                     size_t errlen);
+
+/* Building a report from elsewhere (a statistics file): each returns a zeroed entry
+ * appended to its list, NULL when out of memory. Then call trc_report_finish. */
+trc_report_engine_t *trc_report_add_engine(trc_report_t *rep);
+trc_report_dma_t *trc_report_add_dma(trc_report_t *rep);
+trc_report_stall_t *trc_report_add_stall(trc_report_t *rep);
+void trc_report_note(trc_report_t *rep, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Sort stalls (largest first) and kinds; call once the lists are complete. */
+void trc_report_finish(trc_report_t *rep);
+
+void trc_report_print(FILE *out, const trc_report_t *rep);
+/* The report as JSON text (malloc'd, ends with a newline); NULL when out of memory. */
+char *trc_report_json(const trc_report_t *rep);
+void trc_report_free(trc_report_t *rep);
+
+#endif
