@@ -1,14 +1,19 @@
 /*
- * asm.c -- the NCA assembler.
+ * asm.c -- the NCA assembler (shared/spec/ISA.md).
  *
- * Two passes over pre-tokenized lines:
- *  1. structure: match .loop/.endloop, .if/.elif/.else/.endif and find the .core blocks;
- *  2. execution: walk the lines like an interpreter, replaying loop bodies and .core blocks
- *     (once per core), evaluating expressions, declaring tensors and semaphores, and
- *     emitting instructions into per-(core, engine) streams.
+ * Two passes over the text:
+ *  1. structure (scan_source): lex the text in chunks, reporting every lexical error;
+ *     classify each line, match .loop/.endloop and .if/.elif/.else/.endif, find the end of
+ *     each .core block, and keep the tokens of lines inside loops (they are replayed);
+ *  2. execution (exec_lines): walk the lines like an interpreter, replaying loop bodies and
+ *     .core blocks (once per core), evaluating expressions, declaring tensors and
+ *     semaphores, and emitting instructions into per-(core, engine) streams. Lines whose
+ *     tokens were not kept are re-lexed through a window of consecutive lines, so a
+ *     million-line text never holds all its tokens at once.
  * Every statement is checked as it is emitted (isa_check_instr) so errors carry the line
  * and column of the operand at fault. At most one error is reported per source line (a
- * loop would otherwise repeat it), up to the diagnostic limit.
+ * loop would otherwise repeat it), up to the diagnostic limit. Identical views and operand
+ * blocks are stored once. Expansion is bounded (ASM_MAX_*): a runaway loop is an error.
  */
 #include "asm.h"
 
@@ -124,7 +129,105 @@ static sym_t *sym_add(symtab_t *t, const char *s, uint32_t len, int ns, int32_t 
     return y;
 }
 
+/* What a kept (replayed) token resolved to: loops look the same names up millions of times.
+ * Symbols are never removed, and a per-core name cannot shadow a global one, so a
+ * resolution stays right for the same namespace and core. */
+typedef struct tok_sym {
+    uint32_t sym;  /* index + 1 in the symbol table, 0: not resolved yet */
+    int32_t core;  /* A->core when resolved */
+    uint8_t ns;
+} tok_sym_t;
+
 /* ---- assembler state ---------------------------------------------------------------------------- */
+
+/*
+ * Interning of views and operand blocks. Loop-generated code repeats a few distinct views
+ * (x[:, i % 4, :] has four) and argument blocks millions of times; sharing one copy of
+ * each keeps a million-instruction program in a fraction of the memory. Nothing writes
+ * to an assembled program's views or args, so sharing is invisible to its readers.
+ * Open addressing over indices (+1; 0 is empty) into prog->views / prog->args.
+ */
+typedef struct intern {
+    uint32_t *slots;
+    uint32_t cap; /* power of two, or 0 */
+    uint32_t n;
+} intern_t;
+
+static uint64_t mix64(uint64_t h, uint64_t x)
+{
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t view_hash(const isa_view_t *v)
+{
+    uint64_t h = mix64(0, (uint64_t)v->space | (uint64_t)v->dtype << 8 |
+                              (uint64_t)v->ndims << 16 | (uint64_t)v->pstart << 24 |
+                              (uint64_t)v->pcount << 32);
+    h = mix64(h, v->offset);
+    for (unsigned d = 0; d < v->ndims && d < ISA_MAX_DIMS; d++)
+        h = mix64(h, (uint64_t)v->stride[d] ^ (uint64_t)v->count[d] << 40);
+    return h ^ h >> 29;
+}
+
+/* Equality of every field that means something (padding and unused dims excluded). */
+static int view_same(const isa_view_t *a, const isa_view_t *b)
+{
+    if (a->space != b->space || a->dtype != b->dtype || a->ndims != b->ndims ||
+        a->pstart != b->pstart || a->pcount != b->pcount || a->offset != b->offset)
+        return 0;
+    for (unsigned d = 0; d < a->ndims && d < ISA_MAX_DIMS; d++)
+        if (a->stride[d] != b->stride[d] || a->count[d] != b->count[d])
+            return 0;
+    return 1;
+}
+
+static uint64_t args_hash(const isa_arg_t *a, uint32_t n)
+{
+    uint64_t h = n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t bits;
+        memcpy(&bits, &a[i].v, sizeof bits);
+        h = mix64(h, (uint64_t)a[i].present | (uint64_t)a[i].is_view << 8 |
+                         (uint64_t)a[i].count << 16 | (uint64_t)a[i].index << 32);
+        h = mix64(h, bits);
+    }
+    return h ^ h >> 29;
+}
+
+static int args_same(const isa_arg_t *a, const isa_arg_t *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i].present != b[i].present || a[i].is_view != b[i].is_view ||
+            a[i].count != b[i].count || a[i].index != b[i].index ||
+            memcmp(&a[i].v, &b[i].v, sizeof a[i].v) != 0)
+            return 0;
+    return 1;
+}
+
+/* Make room for one more entry (load <= 1/2); rehash with `hash_of`. */
+static int intern_reserve(intern_t *t, uint64_t (*hash_of)(void *ctx, uint32_t idx), void *ctx)
+{
+    if ((uint64_t)(t->n + 1) * 2 <= t->cap)
+        return 0;
+    uint32_t nc = t->cap ? t->cap * 2 : 1024;
+    if (nc <= t->cap)
+        return -1;
+    uint32_t *slots = calloc(nc, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint32_t i = 0; i < t->cap; i++)
+        if (t->slots[i]) {
+            uint32_t h = (uint32_t)hash_of(ctx, t->slots[i] - 1) & (nc - 1);
+            while (slots[h])
+                h = (h + 1) & (nc - 1);
+            slots[h] = t->slots[i];
+        }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = nc;
+    return 0;
+}
 
 typedef struct instr_vec {
     isa_instr_t *v;
@@ -145,19 +248,39 @@ typedef enum line_kind {
 } line_kind_t;
 
 typedef struct line_info {
-    uint32_t next;  /* see above */
-    uint32_t endif; /* for .if/.elif/.else: the .endif line */
-    uint32_t head;  /* for .elif/.else: the .if line of the chain */
-    uint8_t kind;   /* line_kind_t */
-    uint16_t op;    /* instruction lines: the opcode, UINT16_MAX when unknown */
+    uint32_t next;   /* see above */
+    uint32_t endif;  /* for .if/.elif/.else: the .endif line */
+    uint32_t head;   /* for .elif/.else: the .if line of the chain */
+    uint32_t number; /* 1-based source line */
+    uint32_t count;  /* tokens, the end-of-line token excluded */
+    uint32_t cache;  /* first token in cache_toks, UINT32_MAX when not kept */
+    uint32_t col;    /* column of the first token */
+    uint32_t len;    /* bytes from the line start to the newline */
+    uint64_t start;  /* byte offset of the line start in the text */
+    uint8_t kind;    /* line_kind_t */
+    uint16_t op;     /* instruction lines: the opcode, UINT16_MAX when unknown */
 } line_info_t;
 
 typedef struct asm_state {
     const isa_asm_options_t *opt;
     isa_geometry_t geo;
     isa_diag_t *diag;
-    isa_lexed_t lx;
+    const char *text;
+    size_t len;
+    /*
+     * Lines with at least one token. Tokens are not kept for the whole text (30 M tokens
+     * for a million-line program): the structure pass lexes the text in chunks and keeps
+     * only the tokens of lines inside loops, which are replayed; execution re-lexes the
+     * other lines, which run once per .core, through a window of consecutive lines.
+     */
     line_info_t *info;
+    uint32_t nlines, cap_lines;
+    isa_tok_t *cache_toks;
+    struct tok_sym *cache_sym; /* per kept token: the symbol it last resolved to */
+    uint32_t ncache, cap_cache;
+    isa_lexed_t win;     /* tokens of lines win_first .. win_first + win_n - 1 */
+    uint32_t win_first, win_n;
+    uint32_t lex_base;   /* line number offset of the chunk being lexed */
     isa_builder_t b;
     symtab_t syms;
 
@@ -183,8 +306,11 @@ typedef struct asm_state {
     int oom;
     uint64_t emitted;     /* instructions emitted */
     uint64_t steps;       /* statements executed, loop replays included */
+    intern_t view_tab;    /* distinct views of prog->views */
+    intern_t args_tab[ISA_MAX_SLOTS + 1]; /* distinct operand blocks, by length */
     int limit_hit;        /* an expansion limit was reported: stop */
     unsigned expr_depth;  /* nesting of the expression being parsed */
+    unsigned loop_depth;  /* .loop bodies being executed */
 } asm_state_t;
 
 /*
@@ -238,7 +364,7 @@ static void lex_error(void *ctx, uint32_t line, uint32_t col, const char *msg)
 {
     asm_state_t *A = ctx;
     uint32_t saved = A->lineno;
-    A->lineno = line;
+    A->lineno = A->lex_base + line;
     err_at(A, col, "%s", msg);
     A->lineno = saved;
 }
@@ -258,9 +384,40 @@ static int dir_is(const isa_tok_t *t, const char *word)
     return t->kind == TK_DIRECTIVE && t->len == strlen(word) && memcmp(t->s, word, t->len) == 0;
 }
 
+#define ASM_LEX_CHUNK 256   /* lines lexed at once by the structure pass */
+#define ASM_LEX_WINDOW 256  /* lines re-lexed at once by the execution pass */
+
+static void lex_silent(void *ctx, uint32_t line, uint32_t col, const char *msg)
+{
+    /* re-lexing text that already lexed without error: nothing to report */
+    (void)ctx, (void)line, (void)col, (void)msg;
+}
+
+/*
+ * Tokens of line i, followed by its end-of-line token. The pointer stays valid until the
+ * next call for a line that is neither kept nor in the current window.
+ */
 static const isa_tok_t *line_tok(asm_state_t *A, uint32_t i)
 {
-    return &A->lx.toks[A->lx.lines[i].first];
+    const line_info_t *li = &A->info[i];
+    if (li->cache != UINT32_MAX)
+        return &A->cache_toks[li->cache];
+    if (i < A->win_first || i - A->win_first >= A->win_n) {
+        uint32_t last = A->nlines - i < ASM_LEX_WINDOW ? A->nlines : i + ASM_LEX_WINDOW;
+        const line_info_t *lo = &A->info[i], *hi = &A->info[last - 1];
+        isa_lexed_free(&A->win);
+        A->win_n = 0;
+        if (isa_lex(A->text + lo->start, (size_t)(hi->start + hi->len - lo->start), &A->win,
+                    lex_silent, A) || A->win.nlines != last - i) {
+            /* out of memory (or a lexer that disagrees with itself): stop cleanly */
+            A->oom = 1;
+            static const isa_tok_t end_tok = {TK_END, 0, 0, 1, 0, "", 0, 0.0};
+            return &end_tok;
+        }
+        A->win_first = i;
+        A->win_n = last - i;
+    }
+    return &A->win.toks[A->win.lines[i - A->win_first].first];
 }
 
 static int accept(asm_state_t *A, int op)
@@ -295,9 +452,33 @@ static int expect(asm_state_t *A, int op, const char *what)
 
 static int parse_expr(asm_state_t *A, int64_t *out);
 
+/* The symbol a name token means in namespace ns on the current core (a per-core one first,
+ * then a global one), or NULL. */
+static sym_t *resolve(asm_state_t *A, const isa_tok_t *t, int ns)
+{
+    tok_sym_t *c = NULL;
+    uintptr_t at = (uintptr_t)t, base = (uintptr_t)A->cache_toks;
+    if (base && at >= base && at < base + (uintptr_t)A->ncache * sizeof *t) {
+        c = &A->cache_sym[(at - base) / sizeof *t];
+        if (c->sym && c->ns == ns && (ns == NS_INT || c->core == A->core))
+            return &A->syms.syms[c->sym - 1];
+    }
+    sym_t *y = NULL;
+    if (ns != NS_INT && ns != NS_GROUP && A->core >= 0)
+        y = sym_find(&A->syms, t->s, t->len, ns, A->core);
+    if (!y)
+        y = sym_find(&A->syms, t->s, t->len, ns, -1);
+    if (y && c) {
+        c->sym = (uint32_t)(y - A->syms.syms) + 1;
+        c->ns = (uint8_t)ns;
+        c->core = A->core;
+    }
+    return y;
+}
+
 static int lookup_int(asm_state_t *A, const isa_tok_t *t, int64_t *out)
 {
-    sym_t *y = sym_find(&A->syms, t->s, t->len, NS_INT, -1);
+    sym_t *y = resolve(A, t, NS_INT);
     if (y && y->hidden)
         y = NULL;
     if (!y) {
@@ -574,11 +755,7 @@ static const char engine_list[] = "one of" ISA_ENGINE_MAP(XX);
 
 static isa_tensor_t *find_tensor(asm_state_t *A, const isa_tok_t *t)
 {
-    sym_t *y = NULL;
-    if (A->core >= 0)
-        y = sym_find(&A->syms, t->s, t->len, NS_TENSOR, A->core);
-    if (!y)
-        y = sym_find(&A->syms, t->s, t->len, NS_TENSOR, -1);
+    sym_t *y = resolve(A, t, NS_TENSOR);
     return y ? &A->b.prog->tensors[y->value] : NULL;
 }
 
@@ -1057,6 +1234,10 @@ static int check_free_name(asm_state_t *A, const isa_tok_t *name, int ns, int32_
         y = sym_find(&A->syms, name->s, name->len, ns, -1);
     if (y) {
         static const char *const what[] = {"constant", "tensor", "semaphore", "group"};
+        if (y->line == A->lineno && A->loop_depth)
+            return err_at(A, name->col, "%s '%.*s' is declared again by the next iteration of "
+                                        "a loop: declare it once, before the loop", what[ns],
+                          (int)name->len, name->s);
         if (y->line == A->lineno && y->core == -1 && core == -1 && A->in_core_block)
             /* a global declaration inside a .core block replayed for its next core */
             return err_at(A, name->col, "%s '%.*s' is global but declared inside a .core "
@@ -1410,15 +1591,73 @@ static int parse_enum_slot(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t 
     return 0;
 }
 
+static uint64_t view_hash_at(void *ctx, uint32_t idx)
+{
+    asm_state_t *A = ctx;
+    return view_hash(&A->b.prog->views[idx]);
+}
+
+/* Store the index of view v (in prog->views, added if new) in arg. */
 static int add_view_arg(asm_state_t *A, const isa_view_t *v, isa_arg_t *arg)
 {
-    uint32_t idx = isa_builder_view(&A->b, v);
-    if (idx == UINT32_MAX) {
+    intern_t *t = &A->view_tab;
+    if (intern_reserve(t, view_hash_at, A)) {
         A->oom = 1;
         return -1;
     }
+    uint32_t h = (uint32_t)view_hash(v) & (t->cap - 1);
+    for (; t->slots[h]; h = (h + 1) & (t->cap - 1))
+        if (view_same(&A->b.prog->views[t->slots[h] - 1], v)) {
+            arg->index = t->slots[h] - 1;
+            return 0;
+        }
+    uint32_t idx = isa_builder_view(&A->b, v);
+    if (idx >= UINT32_MAX - 1) {
+        A->oom = 1;
+        return -1;
+    }
+    t->slots[h] = idx + 1;
+    t->n++;
     arg->index = idx;
     return 0;
+}
+
+typedef struct args_ctx {
+    asm_state_t *A;
+    uint32_t n;
+} args_ctx_t;
+
+static uint64_t args_hash_at(void *ctx, uint32_t first)
+{
+    args_ctx_t *c = ctx;
+    return args_hash(&c->A->b.prog->args[first], c->n);
+}
+
+/* The first slot of an operand block equal to args[0..n) in prog->args, added if new.
+ * UINT32_MAX when out of memory. n == 0 (nop) takes no slots. */
+static uint32_t intern_args(asm_state_t *A, const isa_arg_t *args, uint32_t n)
+{
+    if (n == 0)
+        return A->b.prog->nargs;
+    intern_t *t = &A->args_tab[n];
+    args_ctx_t ctx = {A, n};
+    if (intern_reserve(t, args_hash_at, &ctx)) {
+        A->oom = 1;
+        return UINT32_MAX;
+    }
+    uint32_t h = (uint32_t)args_hash(args, n) & (t->cap - 1);
+    for (; t->slots[h]; h = (h + 1) & (t->cap - 1))
+        if (args_same(&A->b.prog->args[t->slots[h] - 1], args, n))
+            return t->slots[h] - 1;
+    uint32_t first = isa_builder_args(&A->b, n);
+    if (first >= UINT32_MAX - 1) {
+        A->oom = 1;
+        return UINT32_MAX;
+    }
+    memcpy(&A->b.prog->args[first], args, n * sizeof *args);
+    t->slots[h] = first + 1;
+    t->n++;
+    return first;
 }
 
 static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t *arg)
@@ -1435,7 +1674,7 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
     case ISA_KIND_SCALAR: {
         const isa_tok_t *t = TOK(A);
         if (t->kind == TK_IDENT && !at_view(A) && !tok_ident(t, "inf") && !tok_ident(t, "nan") &&
-            !sym_find(&A->syms, t->s, t->len, NS_INT, -1) && !tok_ident(t, "core")) {
+            !resolve(A, t, NS_INT) && !tok_ident(t, "core")) {
             if (core_owning(A, t, NS_TENSOR) >= 0)
                 return undefined_tensor(A, t);
             return err_here(A, "%s: '%.*s' is neither a tensor nor a constant", sd->name,
@@ -1506,13 +1745,7 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
 
 static int find_sem(asm_state_t *A, const isa_tok_t *t, uint8_t *index)
 {
-    sym_t *y = NULL;
-    if (t->kind == TK_IDENT) {
-        if (A->core >= 0)
-            y = sym_find(&A->syms, t->s, t->len, NS_SEM, A->core);
-        if (!y)
-            y = sym_find(&A->syms, t->s, t->len, NS_SEM, -1);
-    }
+    sym_t *y = t->kind == TK_IDENT ? resolve(A, t, NS_SEM) : NULL;
     if (!y) {
         char b[64];
         int32_t c = t->kind == TK_IDENT ? core_owning(A, t, NS_SEM) : -1;
@@ -1719,7 +1952,7 @@ static int is_directive_name(const isa_tok_t *t)
 static int statement_instr(asm_state_t *A)
 {
     const isa_tok_t *mn = TOK(A);
-    /* the opcode was looked up once per source line by build_structure */
+    /* the opcode was looked up once per source line by the structure pass */
     uint16_t cached = A->info[A->cur_line].op;
     isa_op_t op = cached == UINT16_MAX ? ISA_OP_COUNT : (isa_op_t)cached;
     char ub[256];
@@ -1861,27 +2094,21 @@ static int statement_instr(asm_state_t *A)
         memcpy(l.wait, in.wait, sizeof l.wait);
         in.nwait = 0;
         memset(in.wait, 0, sizeof in.wait);
-        uint32_t first = isa_builder_args(&A->b, lw->nslots);
-        if (first == UINT32_MAX) {
-            A->oom = 1;
+        isa_arg_t largs[ISA_MAX_SLOTS];
+        memset(largs, 0, sizeof largs);
+        largs[0] = stat_arg;
+        uint32_t first = intern_args(A, largs, lw->nslots);
+        if (first == UINT32_MAX)
             return -1;
-        }
-        A->b.prog->args[first] = stat_arg;
         l.args = first;
         uint32_t lcols[ISA_MAX_SLOTS] = {stat_col};
         if (check_emitted(A, &l, lcols, mn->col) || stream_push(A, core, A->engine, &l))
             return -1;
     }
-    /* nop has no slots: no allocation (the builder would index a NULL array) */
-    uint32_t first = A->b.prog->nargs;
-    if (info->nslots) {
-        first = isa_builder_args(&A->b, info->nslots);
-        if (first == UINT32_MAX) {
-            A->oom = 1;
-            return -1;
-        }
-        memcpy(&A->b.prog->args[first], args, info->nslots * sizeof args[0]);
-    }
+    /* (nop has no slots: no allocation, where the builder would index a NULL array) */
+    uint32_t first = intern_args(A, args, info->nslots);
+    if (first == UINT32_MAX)
+        return -1;
     in.args = first;
     if (check_emitted(A, &in, cols, mn->col))
         return -1;
@@ -2042,151 +2269,239 @@ static uint32_t if_head(asm_state_t *A, uint32_t i)
     return A->info[i].kind == LK_IF ? i : A->info[i].head;
 }
 
-/*
- * Match .loop/.endloop and .if/.elif/.else/.endif, find where each .core block ends, and
- * reject structure errors with a message naming the block that is open. Returns -1 on
- * errors (the program is then not executed, to avoid cascades).
- */
-static int build_structure(asm_state_t *A)
+/* State of the structure pass between chunks. */
+typedef struct scan {
+    uint32_t *stack; /* open .loop/.if/.elif/.else lines */
+    uint32_t sp, cap;
+    uint32_t loops;  /* .loop lines on the stack */
+    uint32_t last_core;
+    int bad;
+} scan_t;
+
+static int keep_tokens(asm_state_t *A, const isa_tok_t *t, uint32_t n, uint32_t *at)
 {
-    uint32_t n = A->lx.nlines;
-    uint32_t *stack = malloc((n + 1) * sizeof *stack);
-    if (!stack) {
-        A->oom = 1;
+    if (A->ncache + (uint64_t)n > UINT32_MAX - 1)
         return -1;
+    if (A->ncache + n > A->cap_cache) {
+        uint64_t nc = A->cap_cache ? (uint64_t)A->cap_cache * 2 : 4096;
+        while (nc < A->ncache + n)
+            nc *= 2;
+        if (nc > UINT32_MAX - 1)
+            nc = UINT32_MAX - 1;
+        isa_tok_t *p = realloc(A->cache_toks, (size_t)nc * sizeof *p);
+        if (!p)
+            return -1;
+        A->cache_toks = p;
+        tok_sym_t *q = realloc(A->cache_sym, (size_t)nc * sizeof *q);
+        if (!q)
+            return -1;
+        memset(q + A->cap_cache, 0, (size_t)(nc - A->cap_cache) * sizeof *q);
+        A->cache_sym = q;
+        A->cap_cache = (uint32_t)nc;
     }
-    uint32_t sp = 0;
-    int bad = 0;
-    uint32_t last_core = UINT32_MAX;
-    for (uint32_t i = 0; i < n; i++) {
-        const isa_tok_t *t = line_tok(A, i);
-        line_info_t *li = &A->info[i];
-        A->lineno = A->lx.lines[i].number;
-        li->next = UINT32_MAX;
-        li->endif = UINT32_MAX;
-        li->kind = classify_line(t);
-        li->op = UINT16_MAX;
-        if (t->kind == TK_IDENT) {
-            isa_op_t op = isa_op_lookup(t->s, t->len);
-            li->op = (uint16_t)(op == ISA_OP_COUNT ? UINT16_MAX : op);
+    memcpy(&A->cache_toks[A->ncache], t, n * sizeof *t);
+    *at = A->ncache;
+    A->ncache += n;
+    return 0;
+}
+
+/*
+ * One line of the structure pass: record it, match .loop/.endloop and .if/.elif/.else/
+ * .endif, find where each .core block ends, and reject structure errors with a message
+ * naming the block that is open. `t` are the line's tokens (ending in TK_END).
+ */
+static int scan_line(asm_state_t *A, scan_t *S, const isa_tok_t *t, uint32_t count,
+                     uint32_t number)
+{
+    if (A->nlines == A->cap_lines) {
+        uint32_t nc = A->cap_lines ? A->cap_lines * 2 : 1024;
+        line_info_t *p = nc > A->cap_lines ? realloc(A->info, (size_t)nc * sizeof *p) : NULL;
+        if (!p)
+            return -1;
+        A->info = p;
+        A->cap_lines = nc;
+    }
+    if (S->sp == S->cap) {
+        uint32_t nc = S->cap ? S->cap * 2 : 64;
+        uint32_t *p = realloc(S->stack, (size_t)nc * sizeof *p);
+        if (!p)
+            return -1;
+        S->stack = p;
+        S->cap = nc;
+    }
+    uint32_t i = A->nlines++;
+    line_info_t *li = &A->info[i];
+    memset(li, 0, sizeof *li);
+    const isa_tok_t *end = &t[count];
+    li->next = UINT32_MAX;
+    li->endif = UINT32_MAX;
+    li->number = number;
+    li->count = count;
+    li->col = t->col;
+    li->len = end->col - 1;
+    li->start = (uint64_t)(end->s - li->len - A->text);
+    li->kind = classify_line(t);
+    li->op = UINT16_MAX;
+    li->cache = UINT32_MAX;
+    if (t->kind == TK_IDENT) {
+        isa_op_t op = isa_op_lookup(t->s, t->len);
+        li->op = (uint16_t)(op == ISA_OP_COUNT ? UINT16_MAX : op);
+    }
+    /* lines inside a loop are replayed: keep their tokens */
+    if (S->loops && li->kind != LK_ENDLOOP && keep_tokens(A, t, count + 1, &li->cache))
+        return -1;
+    A->lineno = number;
+    uint32_t *stack = S->stack, sp = S->sp;
+    const line_info_t *top = sp ? &A->info[stack[sp - 1]] : NULL;
+    uint32_t top_line = top ? top->number : 0;
+    uint32_t head_line = top && top->kind != LK_LOOP ? A->info[if_head(A, stack[sp - 1])].number
+                                                     : 0;
+    if ((li->kind == LK_ENDLOOP || li->kind == LK_ENDIF) && count > 1) {
+        char b[64];
+        err_at(A, t[1].col, "unexpected %s after '.%.*s'", tok_desc(&t[1], b, sizeof b),
+               (int)t->len, t->s);
+        S->bad = 1;
+    }
+    switch (li->kind) {
+    case LK_LOOP:
+    case LK_IF:
+        if (sp == ASM_MAX_NESTING) {
+            err_at(A, t->col, "'.%.*s' nested too deeply (at most %d levels of .loop and .if)",
+                   (int)t->len, t->s, ASM_MAX_NESTING);
+            S->bad = 1;
         }
-        const line_info_t *top = sp ? &A->info[stack[sp - 1]] : NULL;
-        uint32_t top_line = sp ? A->lx.lines[stack[sp - 1]].number : 0;
-        uint32_t head_line = top && top->kind != LK_LOOP
-                                 ? A->lx.lines[if_head(A, stack[sp - 1])].number
-                                 : 0;
-        if ((li->kind == LK_ENDLOOP || li->kind == LK_ENDIF) && A->lx.lines[i].count > 1) {
-            char b[64];
-            err_at(A, t[1].col, "unexpected %s after '.%.*s'", tok_desc(&t[1], b, sizeof b),
-                   (int)t->len, t->s);
-            bad = 1;
-        }
-        switch (li->kind) {
-        case LK_LOOP:
-        case LK_IF:
-            if (sp == ASM_MAX_NESTING) {
-                err_at(A, t->col, "'.%.*s' nested too deeply (at most %d levels of .loop and "
-                                  ".if)", (int)t->len, t->s, ASM_MAX_NESTING);
-                bad = 1;
-            }
-            stack[sp++] = i;
-            break;
-        case LK_ELIF:
-        case LK_ELSE:
-            if (!top) {
-                err_at(A, t->col, "'.%.*s' without a matching .if", (int)t->len, t->s);
-                bad = 1;
-                continue;
-            }
-            if (top->kind == LK_LOOP) {
-                err_at(A, t->col, "'.%.*s' without a matching .if: the innermost open block "
-                                  "is the .loop of line %u", (int)t->len, t->s, top_line);
-                bad = 1;
-                continue;
-            }
-            if (top->kind == LK_ELSE) {
-                err_at(A, t->col, "'.%.*s' after the .else (line %u) of the .if of line %u",
-                       (int)t->len, t->s, top_line, head_line);
-                bad = 1;
-                continue;
-            }
+        stack[S->sp++] = i;
+        S->loops += li->kind == LK_LOOP;
+        break;
+    case LK_ELIF:
+    case LK_ELSE:
+        if (!top) {
+            err_at(A, t->col, "'.%.*s' without a matching .if", (int)t->len, t->s);
+            S->bad = 1;
+        } else if (top->kind == LK_LOOP) {
+            err_at(A, t->col, "'.%.*s' without a matching .if: the innermost open block is "
+                              "the .loop of line %u", (int)t->len, t->s, top_line);
+            S->bad = 1;
+        } else if (top->kind == LK_ELSE) {
+            err_at(A, t->col, "'.%.*s' after the .else (line %u) of the .if of line %u",
+                   (int)t->len, t->s, top_line, head_line);
+            S->bad = 1;
+        } else {
             A->info[stack[sp - 1]].next = i;
             li->head = if_head(A, stack[sp - 1]);
             stack[sp - 1] = i;
-            break;
-        case LK_ENDIF: {
-            if (!top) {
-                err_at(A, t->col, "'.endif' without a matching .if");
-                bad = 1;
-                continue;
-            }
-            if (top->kind == LK_LOOP) {
-                err_at(A, t->col, "'.endif' without a matching .if: the innermost open block "
-                                  "is the .loop of line %u (close it with .endloop first)",
-                       top_line);
-                bad = 1;
-                continue;
-            }
-            uint32_t last = stack[--sp];
+        }
+        break;
+    case LK_ENDIF:
+        if (!top) {
+            err_at(A, t->col, "'.endif' without a matching .if");
+            S->bad = 1;
+        } else if (top->kind == LK_LOOP) {
+            err_at(A, t->col, "'.endif' without a matching .if: the innermost open block is "
+                              "the .loop of line %u (close it with .endloop first)",
+                   top_line);
+            S->bad = 1;
+        } else {
+            uint32_t last = stack[--S->sp];
             A->info[last].next = i;
             for (uint32_t j = if_head(A, last); j != i; j = A->info[j].next)
                 A->info[j].endif = i;
-            break;
         }
-        case LK_ENDLOOP:
-            if (!top) {
-                err_at(A, t->col, "'.endloop' without a matching .loop");
-                bad = 1;
-                continue;
-            }
-            if (top->kind != LK_LOOP) {
-                err_at(A, t->col, "'.endloop' without a matching .loop: the innermost open "
-                                  "block is the .if of line %u (close it with .endif first)",
-                       head_line);
-                bad = 1;
-                continue;
-            }
-            A->info[stack[--sp]].next = i;
-            break;
-        case LK_CORE:
-            if (top) {
-                err_at(A, t->col, ".core must be at the top level, not inside the %s of line "
-                                  "%u", top->kind == LK_LOOP ? ".loop" : ".if",
-                       top->kind == LK_LOOP ? top_line : head_line);
-                bad = 1;
-                continue;
-            }
-            if (last_core != UINT32_MAX)
-                A->info[last_core].next = i;
-            last_core = i;
-            break;
-        default:
-            break;
+        break;
+    case LK_ENDLOOP:
+        if (!top) {
+            err_at(A, t->col, "'.endloop' without a matching .loop");
+            S->bad = 1;
+        } else if (top->kind != LK_LOOP) {
+            err_at(A, t->col, "'.endloop' without a matching .loop: the innermost open block "
+                              "is the .if of line %u (close it with .endif first)", head_line);
+            S->bad = 1;
+        } else {
+            A->info[stack[--S->sp]].next = i;
+            S->loops--;
+        }
+        break;
+    case LK_CORE:
+        if (top) {
+            err_at(A, t->col, ".core must be at the top level, not inside the %s of line %u",
+                   top->kind == LK_LOOP ? ".loop" : ".if",
+                   top->kind == LK_LOOP ? top_line : head_line);
+            S->bad = 1;
+        } else {
+            if (S->last_core != UINT32_MAX)
+                A->info[S->last_core].next = i;
+            S->last_core = i;
+        }
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+/*
+ * The structure pass: lex the whole text chunk by chunk (reporting every lexical error),
+ * and scan each line. Returns -1 when out of memory; structure errors go to the
+ * diagnostics (and set *bad).
+ */
+static int scan_source(asm_state_t *A, int *bad)
+{
+    scan_t S;
+    memset(&S, 0, sizeof S);
+    S.last_core = UINT32_MAX;
+    const char *text = A->text;
+    size_t len = A->len, pos = 0;
+    uint32_t base = 0;
+    int rc = 0;
+    /* a UTF-8 byte-order mark, as some editors write, is not part of the program */
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+        pos = 3;
+    while (pos < len && !rc) {
+        size_t end = pos;
+        uint32_t nl = 0;
+        while (end < len && nl < ASM_LEX_CHUNK) {
+            const char *q = memchr(text + end, '\n', len - end);
+            end = q ? (size_t)(q - text) + 1 : len;
+            nl += q != NULL;
+        }
+        isa_lexed_t lx;
+        A->lex_base = base;
+        if (isa_lex(text + pos, end - pos, &lx, lex_error, A)) {
+            rc = -1;
+        } else {
+            for (uint32_t k = 0; k < lx.nlines && !rc; k++)
+                rc = scan_line(A, &S, &lx.toks[lx.lines[k].first], lx.lines[k].count,
+                               base + lx.lines[k].number);
+        }
+        isa_lexed_free(&lx);
+        base += nl;
+        pos = end;
+    }
+    if (!rc) {
+        if (S.last_core != UINT32_MAX)
+            A->info[S.last_core].next = A->nlines;
+        while (S.sp) {
+            uint32_t i = S.stack[--S.sp];
+            int is_loop = A->info[i].kind == LK_LOOP;
+            if (!is_loop)
+                i = if_head(A, i);
+            A->lineno = A->info[i].number;
+            err_at(A, A->info[i].col, "'.%s' is never closed (missing .%s)",
+                   is_loop ? "loop" : "if", is_loop ? "endloop" : "endif");
+            S.bad = 1;
         }
     }
-    if (last_core != UINT32_MAX)
-        A->info[last_core].next = n;
-    while (sp) {
-        uint32_t i = stack[--sp];
-        int is_loop = A->info[i].kind == LK_LOOP;
-        if (!is_loop)
-            i = if_head(A, i);
-        const isa_tok_t *t = line_tok(A, i);
-        A->lineno = A->lx.lines[i].number;
-        err_at(A, t->col, "'.%s' is never closed (missing .%s)", is_loop ? "loop" : "if",
-               is_loop ? "endloop" : "endif");
-        bad = 1;
-    }
-    free(stack);
-    return bad ? -1 : 0;
+    free(S.stack);
+    *bad = S.bad;
+    return rc;
 }
 
 static void begin_line(asm_state_t *A, uint32_t i)
 {
     A->t = line_tok(A, i);
     A->pos = 0;
-    A->ntok = A->lx.lines[i].count;
-    A->lineno = A->lx.lines[i].number;
+    A->ntok = A->info[i].count;
+    A->lineno = A->info[i].number;
     A->cur_line = i;
     A->line_failed = 0;
     A->expr_depth = 0;
@@ -2264,6 +2579,7 @@ static void exec_loop(asm_state_t *A, uint32_t i)
     uint32_t yi = (uint32_t)(y - A->syms.syms);
     uint32_t line = A->lineno;
     int64_t v = start;
+    A->loop_depth++;
     for (uint64_t k = 0; k < iters; k++) {
         if (count_step(A, line))
             break;
@@ -2274,6 +2590,7 @@ static void exec_loop(asm_state_t *A, uint32_t i)
         if (k + 1 < iters)
             v += step;
     }
+    A->loop_depth--;
     /* After the loop the name means what it meant before: the old value, or nothing. */
     if (existed)
         A->syms.syms[yi].value = saved;
@@ -2311,7 +2628,7 @@ static void exec_if(asm_state_t *A, uint32_t i)
 static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last)
 {
     for (uint32_t i = first; i < last && !stop_now(A);) {
-        if (count_step(A, A->lx.lines[i].number))
+        if (count_step(A, A->info[i].number))
             return;
         switch (A->info[i].kind) {
         case LK_LOOP:
@@ -2406,29 +2723,40 @@ ncsim_status_t isa_assemble(const char *text, size_t len, const isa_asm_options_
     A->diag = diag;
     A->core = -1;
     A->engine = -1;
+    A->text = text;
+    A->len = len;
     ncsim_status_t st = NCSIM_NOMEM;
+    if (len >= UINT32_MAX) {
+        isa_diag_error(diag, opt->filename, 0, 0, "input of %zu bytes is too large (at most "
+                       "4 GiB of text)", len);
+        st = NCSIM_ASSEMBLY;
+        goto done;
+    }
     /* count lines for the one-error-per-line table */
     uint32_t nl = 1;
-    for (size_t i = 0; i < len; i++)
-        nl += text[i] == '\n';
+    for (const char *q = text, *e = text + len; q && q < e; q++) {
+        q = memchr(q, '\n', (size_t)(e - q));
+        if (!q)
+            break;
+        nl++;
+    }
     A->max_line = nl;
     A->line_reported = calloc(nl + 1, 1);
     A->streams = calloc(ISA_MAX_CORES * ISA_ENGINE_COUNT, sizeof *A->streams);
     if (!A->line_reported || !A->streams || isa_builder_init(&A->b) || symtab_init(&A->syms))
         goto done;
-    if (memchr(text, '\0', len)) {
+    if (len && memchr(text, '\0', len)) {
         isa_diag_error(diag, opt->filename, 0, 0, "input contains a NUL byte: not NCA text");
         st = NCSIM_ASSEMBLY;
         goto done;
     }
     unsigned errors_before = diag->errors;
-    if (isa_lex(text, len, &A->lx, lex_error, A))
+    int structure_bad = 0;
+    if (scan_source(A, &structure_bad))
         goto done;
-    A->info = calloc(A->lx.nlines + 1, sizeof *A->info);
-    if (!A->info)
-        goto done;
-    if (build_structure(A) == 0 && diag->errors == errors_before)
-        exec_lines(A, 0, A->lx.nlines);
+    /* any lexical or structure error: do not execute (it would only add cascades) */
+    if (!structure_bad && diag->errors == errors_before)
+        exec_lines(A, 0, A->nlines);
     if (A->oom || A->b.oom)
         goto done;
     if (diag->errors != errors_before) {
@@ -2450,7 +2778,12 @@ done:
     free(A->streams);
     free(A->line_reported);
     free(A->info);
-    isa_lexed_free(&A->lx);
+    free(A->cache_toks);
+    free(A->cache_sym);
+    isa_lexed_free(&A->win);
+    free(A->view_tab.slots);
+    for (int k = 0; k <= ISA_MAX_SLOTS; k++)
+        free(A->args_tab[k].slots);
     symtab_free(&A->syms);
     free(A);
     return st;

@@ -21,7 +21,7 @@ typedef struct out {
     char *p;
     size_t len; /* length the text needs (may exceed cap in fixed mode) */
     size_t cap;
-    int grow;   /* 1: realloc as needed; 0: fixed buffer of cap bytes, truncating */
+    int grow; /* 1: realloc as needed; 0: fixed buffer of cap bytes, truncating */
     int oom;
 } out_t;
 
@@ -86,7 +86,7 @@ static void out_printf(out_t *o, const char *fmt, ...)
     free(big);
 }
 
-/* ---- numbers ------------------------------------------------------------------------------------ */
+/* ---- numbers --------------------------------------------------------------------------------- */
 
 static void put_int(out_t *o, int64_t v)
 {
@@ -123,7 +123,7 @@ static void put_double(out_t *o, double d)
         out_puts(o, ".0");
 }
 
-/* ---- names --------------------------------------------------------------------------------------- */
+/* ---- names ----------------------------------------------------------------------------------- */
 
 static const char *real_name(const isa_program_t *p, uint32_t off)
 {
@@ -341,12 +341,14 @@ static int derive_slice(const isa_tensor_t *t, const isa_view_t *v, dim_spec_t *
     unsigned first = local ? 1 : 0;
     uint64_t T[ISA_MAX_DIMS + 1], total;
     if (v->space != t->space || v->dtype != t->dtype || t->ndims < 1 ||
-        t->ndims > ISA_MAX_DIMS + 1 || v->ndims > ISA_MAX_DIMS || tensor_layout(t, first, T, &total))
+        t->ndims > ISA_MAX_DIMS + 1 || v->ndims > ISA_MAX_DIMS ||
+        tensor_layout(t, first, T, &total))
         return -1;
     memset(sp, 0, sizeof(dim_spec_t) * (ISA_MAX_DIMS + 1));
     if (local) {
         uint64_t P = t->dims[0];
-        if (v->pstart < t->pstart || v->pcount < 1 || v->pstart + (uint64_t)v->pcount > t->pstart + P)
+        if (v->pstart < t->pstart || v->pcount < 1 ||
+            v->pstart + (uint64_t)v->pcount > t->pstart + P)
             return -1;
         uint64_t a = v->pstart - t->pstart;
         sp[0].step = 1;
@@ -533,7 +535,7 @@ size_t isa_format_view(const isa_view_t *v, char *buf, size_t buflen)
     return o.len;
 }
 
-/* ---- instructions ------------------------------------------------------------------------------ */
+/* ---- instructions ---------------------------------------------------------------------------- */
 
 /* Is there a tensor called `name`? (A scalar operand that reads as a name is a view.) */
 static int tensor_named(const isa_program_t *p, const char *name)
@@ -640,8 +642,8 @@ static void put_instr(out_t *o, const isa_program_t *p, uint32_t core, const isa
     for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
         out_puts(o, " | wait ");
         put_sem(o, p, core, in->wait[k].sem);
-        out_printf(o, " %s %" PRId32, in->wait[k].op == ISA_WAIT_EQ ? "==" : ">=",
-                   in->wait[k].value);
+        out_printf(o, " %s %" PRId32,
+                   in->wait[k].op == ISA_WAIT_EQ ? "==" : ">=", in->wait[k].value);
     }
     for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
         const isa_sync_t *s = &in->post[k];
@@ -650,12 +652,15 @@ static void put_instr(out_t *o, const isa_program_t *p, uint32_t core, const isa
         if (s->op == ISA_POST_ADD && s->value == 1)
             continue;
         out_printf(o, " %s %" PRId32,
-                   s->op == ISA_POST_SUB ? "-=" : s->op == ISA_POST_SET ? "=" : "+=", s->value);
+                   s->op == ISA_POST_SUB   ? "-="
+                   : s->op == ISA_POST_SET ? "="
+                                           : "+=",
+                   s->value);
     }
 }
 
-size_t isa_format_instr(const isa_program_t *prog, uint32_t core, const isa_instr_t *in,
-                        char *buf, size_t buflen)
+size_t isa_format_instr(const isa_program_t *prog, uint32_t core, const isa_instr_t *in, char *buf,
+                        size_t buflen)
 {
     out_t o = {buf, 0, buflen, 0, 0};
     if (buf && buflen)
@@ -745,12 +750,14 @@ char *isa_disassemble(const isa_program_t *prog)
         out_puts(&o, "\n");
     }
 
+    /* a program without a stream table (only possible in memory) has no instructions */
+    uint32_t ncores_with_streams = p->streams ? p->ncores : 0;
     for (uint32_t core = 0; core < p->ncores; core++) {
         int any = 0;
         for (uint32_t i = 0; i < p->ntensors && !any; i++)
             any = p->tensors[i].space != ISA_SPACE_HBM && p->tensors[i].core == (int32_t)core;
         any |= si < p->nsems && p->sems[(uint32_t)sems[si]].core == (int32_t)core;
-        for (int e = 0; e < ISA_ENGINE_COUNT && !any; e++)
+        for (int e = 0; e < ISA_ENGINE_COUNT && !any && core < ncores_with_streams; e++)
             any = isa_stream(p, core, (isa_engine_t)e)->count != 0;
         if (!any)
             continue;
@@ -764,7 +771,7 @@ char *isa_disassemble(const isa_program_t *prog)
             put_sem_name(&o, p, (uint32_t)sems[si]);
             out_printf(&o, " = %" PRId32 "\n", s->init);
         }
-        for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+        for (int e = 0; e < ISA_ENGINE_COUNT && core < ncores_with_streams; e++) {
             const isa_stream_t *st = isa_stream(p, core, (isa_engine_t)e);
             if (!st->count)
                 continue;

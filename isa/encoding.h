@@ -57,8 +57,8 @@
 #define NCX_SEC_REQUIRED 0x1u /* an unknown section with this bit makes the file unreadable */
 
 /* Tags as the u32 their 4 bytes read as, little-endian: NCX_TAG('M','E','T','A'). */
-#define NCX_TAG(a, b, c, d)                                                                    \
-    ((uint32_t)(uint8_t)(a) | (uint32_t)(uint8_t)(b) << 8 | (uint32_t)(uint8_t)(c) << 16 |     \
+#define NCX_TAG(a, b, c, d)                                                                        \
+    ((uint32_t)(uint8_t)(a) | (uint32_t)(uint8_t)(b) << 8 | (uint32_t)(uint8_t)(c) << 16 |         \
      (uint32_t)(uint8_t)(d) << 24)
 #define NCX_TAG_META NCX_TAG('M', 'E', 'T', 'A')
 #define NCX_TAG_STRS NCX_TAG('S', 'T', 'R', 'S')

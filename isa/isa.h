@@ -249,7 +249,7 @@ typedef struct isa_sync {
 /* One operand slot. `present` is 0 for an optional slot left out. */
 typedef struct isa_arg {
     uint8_t present;
-    uint8_t is_view; /* SCALAR slots: 1 when the scalar is a [P,1] view */
+    uint8_t is_view; /* 1 for VIEW slots, and for SCALAR slots given as a [P,1] view */
     uint16_t count;  /* LIST: number of integers */
     uint32_t index;  /* VIEW / SCALAR view: index in prog->views; LIST: index in prog->ints */
     union {

@@ -125,6 +125,32 @@ static size_t lex_number(const char *s, const char *end, isa_tok_t *t, lexer_t *
         }
         return check_suffix(s, p, end, t, L, line);
     }
+    /* Fast path: a plain decimal integer (most numbers), accumulated directly. */
+    {
+        const char *q = p;
+        uint64_t v = 0;
+        int big = 0;
+        while (q < end && (is_digit(*q) || *q == '_')) {
+            if (*q != '_') {
+                uint64_t d = (uint64_t)(*q - '0');
+                if (v > ((uint64_t)INT64_MAX - d) / 10)
+                    big = 1;
+                else
+                    v = v * 10 + d;
+            }
+            q++;
+        }
+        if (!(q < end && (*q == '.' || *q == 'e' || *q == 'E'))) {
+            t->kind = TK_INT;
+            t->ival = (int64_t)v;
+            if (big) {
+                t->kind = TK_BAD;
+                L->err(L->ctx, line, t->col, "integer constant too large");
+                return (size_t)(q - s);
+            }
+            return check_suffix(s, q, end, t, L, line);
+        }
+    }
     int is_float = 0;
     while (p < end && (is_digit(*p) || *p == '_')) {
         if (*p != '_' && n < sizeof buf - 1)
@@ -190,10 +216,6 @@ int isa_lex(const char *text, size_t len, isa_lexed_t *out, isa_lex_error_fn err
     lexer_t L = {out, 0, 0, err, ctx};
     const char *p = text, *end = text + len;
     uint32_t line = 1;
-    /* A UTF-8 byte-order mark, as some editors write, is not part of the program. */
-    if (len >= 3 && (unsigned char)p[0] == 0xef && (unsigned char)p[1] == 0xbb &&
-        (unsigned char)p[2] == 0xbf)
-        p += 3;
     while (p <= end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol)

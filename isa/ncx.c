@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Opcodes are ops.def row numbers; they must stay below the reserved ranges (FORMAT.md 3.4). */
+_Static_assert(ISA_OP_COUNT <= NCX_OP_ISA_LAST + 1, "ops.def has outgrown the ISA opcode range");
+_Static_assert(ISA_MAX_SLOTS <= 8, "the operand presence mask is one byte");
+
 /* ---- little-endian fields -------------------------------------------------------------------- */
 
 static void put16(uint8_t *p, uint16_t v)
@@ -71,10 +75,10 @@ static int bits_are_nan(uint64_t u)
  */
 static uint32_t crc32_of(const uint8_t *p, size_t n)
 {
-    static const uint32_t nibble[16] = {
-        0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu, 0x76DC4190u, 0x6B6B51F4u,
-        0x4DB26158u, 0x5005713Cu, 0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
-        0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu};
+    static const uint32_t nibble[16] = {0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu,
+                                        0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+                                        0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
+                                        0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu};
     uint32_t crc = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++) {
         crc ^= p[i];
@@ -159,7 +163,7 @@ static size_t nameset_find_or_add(nameset_t *s, int32_t scope, const char *name,
     return i;
 }
 
-/* ---- writer ------------------------------------------------------------------------------------ */
+/* ---- writer ---------------------------------------------------------------------------------- */
 
 typedef struct wbuf {
     uint8_t *p;
@@ -626,7 +630,7 @@ int isa_ncx_is_binary(const uint8_t *buf, size_t len)
     return buf && len >= NCX_MAGIC_LEN && memcmp(buf, NCX_MAGIC, NCX_MAGIC_LEN) == 0;
 }
 
-/* ---- reader ------------------------------------------------------------------------------------ */
+/* ---- reader ---------------------------------------------------------------------------------- */
 
 typedef struct span {
     const uint8_t *p;
@@ -644,8 +648,8 @@ typedef struct reader {
     isa_builder_t b;
     const char *strs; /* STRS payload (NUL-terminated pieces) */
     size_t strs_len;
-    uint64_t sem_mask_global;            /* semaphore indices declared on every core */
-    uint64_t sem_mask[ISA_MAX_CORES];    /* per core */
+    uint64_t sem_mask_global;         /* semaphore indices declared on every core */
+    uint64_t sem_mask[ISA_MAX_CORES]; /* per core */
 } reader_t;
 
 /* Report a problem (prefixed with the current context) and return -1. */
@@ -677,12 +681,17 @@ static void set_where(reader_t *r, const char *fmt, ...)
     va_end(ap);
 }
 
+#define NCX_STR2(x) #x
+#define NCX_STR(x) NCX_STR2(x)
+
 /* Suffix for values this reader does not know when the file is of a newer minor version. */
 static const char *newer(const reader_t *r)
 {
-    return r->minor > NCX_VERSION_MINOR ? " (the file is of a newer minor version than this "
-                                          "reader's " "1.0; a newer ncsim may read it)"
-                                        : "";
+    return r->minor > NCX_VERSION_MINOR
+               ? " (the file is of a newer minor version than this reader's " NCX_STR(
+                     NCX_VERSION_MAJOR) "." NCX_STR(NCX_VERSION_MINOR) "; a newer ncsim may "
+                                                                       "read it)"
+               : "";
 }
 
 static void tag_text(uint32_t tag, char out[20])
@@ -880,7 +889,9 @@ static int read_tensor(reader_t *r, const uint8_t *rec, uint32_t index, nameset_
         return fail(r, "bytes %llu..%llu are outside the %s (%llu bytes%s)",
                     (unsigned long long)t.offset,
                     (unsigned long long)(bytes == UINT64_MAX ? UINT64_MAX : t.offset + bytes),
-                    hbm ? "HBM" : t.space == ISA_SPACE_SBUF ? "SBUF" : "PSUM",
+                    hbm                         ? "HBM"
+                    : t.space == ISA_SPACE_SBUF ? "SBUF"
+                                                : "PSUM",
                     (unsigned long long)limit, hbm ? "" : " per partition");
     if (t.name != NCX_NO_NAME) {
         int found;
@@ -906,9 +917,10 @@ static int read_decl(reader_t *r, const span_t *s)
     uint64_t fixed = (uint64_t)nt * NCX_TENSOR_SIZE + (uint64_t)ns * NCX_SEM_SIZE +
                      (uint64_t)ng * NCX_GROUP_HEADER_SIZE;
     if (fixed > s->len - NCX_DECL_HEADER_SIZE)
-        return fail(r, "%u tensors, %u semaphores and %u groups need at least %llu bytes, the "
-                    "section has %zu", nt, ns, ng,
-                    (unsigned long long)(fixed + NCX_DECL_HEADER_SIZE), s->len);
+        return fail(r,
+                    "%u tensors, %u semaphores and %u groups need at least %llu bytes, the "
+                    "section has %zu",
+                    nt, ns, ng, (unsigned long long)(fixed + NCX_DECL_HEADER_SIZE), s->len);
     isa_program_t *p = r->b.prog;
     cursor_t c = {s->p, s->len, NCX_DECL_HEADER_SIZE};
     nameset_t names;
@@ -1033,8 +1045,7 @@ static int read_decl(reader_t *r, const span_t *s)
         if (t->core >= 0 && t->name != NCX_NO_NAME &&
             nameset_contains(&names, -1, r->strs + t->name)) {
             set_where(r, "section DECL: tensor %u (%s): ", i, r->strs + t->name);
-            rc = fail(r, "a tensor of core %d hides the global tensor of the same name",
-                      t->core);
+            rc = fail(r, "a tensor of core %d hides the global tensor of the same name", t->core);
         }
     }
     for (uint32_t i = 0; i < p->nsems && !rc; i++) {
@@ -1072,8 +1083,10 @@ static int read_view(reader_t *r, cursor_t *c, const char *what, isa_view_t *v)
     if (v->dtype >= ISA_DT_COUNT)
         return fail(r, "operand %s: dtype %u is unknown%s", what, v->dtype, newer(r));
     if (get16(h + NCX_VIEW_DYN))
-        return fail(r, "operand %s: dynamic addressing field is set; it is reserved for a later "
-                    "version%s", what, newer(r));
+        return fail(r,
+                    "operand %s: dynamic addressing field is set; it is reserved for a later "
+                    "version%s",
+                    what, newer(r));
     int hbm = v->space == ISA_SPACE_HBM;
     unsigned maxdims = hbm ? ISA_MAX_HBM_DIMS : ISA_MAX_FREE_DIMS;
     if (v->ndims > maxdims)
@@ -1093,8 +1106,8 @@ static int read_view(reader_t *r, cursor_t *c, const char *what, isa_view_t *v)
     for (unsigned d = 0; d < v->ndims; d++) {
         v->stride[d] = (int64_t)get64(take(c, NCX_VIEW_STRIDE_SIZE));
         if (v->stride[d] > NCX_MAX_ABS_STRIDE || v->stride[d] < -NCX_MAX_ABS_STRIDE)
-            return fail(r, "operand %s: stride %lld of dim %u exceeds the format limit 2^40",
-                        what, (long long)v->stride[d], d);
+            return fail(r, "operand %s: stride %lld of dim %u exceeds the format limit 2^40", what,
+                        (long long)v->stride[d], d);
     }
     for (unsigned d = 0; d < v->ndims; d++) {
         v->count[d] = get32(take(c, NCX_VIEW_COUNT_SIZE));
@@ -1105,12 +1118,15 @@ static int read_view(reader_t *r, cursor_t *c, const char *what, isa_view_t *v)
     /* With the limits above, every term fits in 64 bits. */
     int64_t lo, hi;
     isa_view_byte_range(v, &lo, &hi);
-    uint64_t limit = hbm ? r->g->hbm_bytes
-                         : v->space == ISA_SPACE_SBUF ? r->g->sbuf_bytes : r->g->psum_bytes;
+    uint64_t limit = hbm                          ? r->g->hbm_bytes
+                     : v->space == ISA_SPACE_SBUF ? r->g->sbuf_bytes
+                                                  : r->g->psum_bytes;
     if (lo < 0 || (uint64_t)hi > limit)
         return fail(r, "operand %s: bytes %lld..%lld are outside the %s (%llu bytes%s)", what,
                     (long long)lo, (long long)hi,
-                    hbm ? "HBM" : v->space == ISA_SPACE_SBUF ? "SBUF" : "PSUM",
+                    hbm                          ? "HBM"
+                    : v->space == ISA_SPACE_SBUF ? "SBUF"
+                                                 : "PSUM",
                     (unsigned long long)limit, hbm ? "" : " per partition");
     return 0;
 }
@@ -1223,8 +1239,10 @@ static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, u
     uint16_t op = get16(h + NCX_INSTR_OPCODE);
     if (op >= ISA_OP_COUNT) {
         if (op >= NCX_OP_SEQ_FIRST && op <= NCX_OP_SEQ_LAST)
-            return fail(r, "opcode 0x%04x is in the range reserved for sequencer and "
-                        "control-flow instructions of a later version%s", op, newer(r));
+            return fail(r,
+                        "opcode 0x%04x is in the range reserved for sequencer and "
+                        "control-flow instructions of a later version%s",
+                        op, newer(r));
         return fail(r, "opcode %u is unknown%s", op, newer(r));
     }
     const isa_op_info_t *info = isa_op_info((isa_op_t)op);
@@ -1241,11 +1259,15 @@ static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, u
         return fail(r, "%u waits and %u posts, at most %d of each", nwait, npost, ISA_MAX_WAITS);
     uint8_t present = h[NCX_INSTR_PRESENT];
     if (info->nslots < 8 && present >> info->nslots)
-        return fail(r, "operand mask 0x%02x marks slots the instruction does not have (it has "
-                    "%u)", present, info->nslots);
+        return fail(r,
+                    "operand mask 0x%02x marks slots the instruction does not have (it has "
+                    "%u)",
+                    present, info->nslots);
     if (h[NCX_INSTR_EXT] || get16(h + NCX_INSTR_RESERVED))
-        return fail(r, "extension byte or reserved field is set; reserved for a later "
-                    "version%s", newer(r));
+        return fail(r,
+                    "extension byte or reserved field is set; reserved for a later "
+                    "version%s",
+                    newer(r));
 
     isa_instr_t in;
     memset(&in, 0, sizeof in);
@@ -1358,8 +1380,8 @@ static int read_strm(reader_t *r, const span_t *s)
         }
         if (c.pos != c.len) {
             set_where(r, "section STRM: ");
-            return fail(r, "stream of core %u %s: %zu bytes left after its %u instructions",
-                        core, isa_engine_name(e), c.len - c.pos, count);
+            return fail(r, "stream of core %u %s: %zu bytes left after its %u instructions", core,
+                        isa_engine_name(e), c.len - c.pos, count);
         }
         pos += bytes;
     }
@@ -1390,8 +1412,8 @@ static int read_line(reader_t *r, const span_t *s)
 }
 
 /* Header and section table; fills the spans of the known sections. */
-static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *meta,
-                          span_t *strs, span_t *decl, span_t *strm, span_t *line)
+static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *meta, span_t *strs,
+                          span_t *decl, span_t *strm, span_t *line)
 {
     set_where(r, "%s", "");
     if (len == 0)
@@ -1405,26 +1427,28 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
     if (len < NCX_MAGIC_LEN)
         return fail(r, "truncated header (%zu of %d bytes)", len, NCX_HEADER_SIZE);
     const uint8_t *sn = buf + NCX_HDR_SENTINEL;
-    size_t have_sn = len - NCX_HDR_SENTINEL < NCX_SENTINEL_LEN ? len - NCX_HDR_SENTINEL
-                                                                : NCX_SENTINEL_LEN;
+    size_t have_sn =
+        len - NCX_HDR_SENTINEL < NCX_SENTINEL_LEN ? len - NCX_HDR_SENTINEL : NCX_SENTINEL_LEN;
     if (memcmp(sn, NCX_SENTINEL, have_sn) != 0) {
         if (have_sn >= 3 && sn[0] == '\n' && sn[1] == 0x1A && sn[2] == '\n')
             return fail(r, "corruption sentinel damaged: CR LF became LF (the file was copied "
-                        "in text mode)");
+                           "in text mode)");
         if (have_sn >= 3 && sn[0] == '\r' && sn[1] == '\r' && sn[2] == '\n')
             return fail(r, "corruption sentinel damaged: LF became CR LF (the file was copied "
-                        "in text mode)");
+                           "in text mode)");
         return fail(r, "corruption sentinel damaged");
     }
     if (len == NCX_HDR_SENTINEL + 2)
         return fail(r, "the file ends at the ^Z of the sentinel (copied as DOS text, which "
-                    "stops at ^Z)");
+                       "stops at ^Z)");
     if (len < NCX_HEADER_SIZE)
         return fail(r, "truncated header (%zu of %d bytes)", len, NCX_HEADER_SIZE);
     unsigned major = get16(buf + NCX_HDR_MAJOR), minor = get16(buf + NCX_HDR_MINOR);
     if (major > NCX_VERSION_MAJOR)
-        return fail(r, "format version %u.%u is newer than this reader (%d.%d); a newer ncsim "
-                    "is needed", major, minor, NCX_VERSION_MAJOR, NCX_VERSION_MINOR);
+        return fail(r,
+                    "format version %u.%u is newer than this reader (%d.%d); a newer ncsim "
+                    "is needed",
+                    major, minor, NCX_VERSION_MAJOR, NCX_VERSION_MINOR);
     if (major < NCX_VERSION_MAJOR)
         return fail(r, "format version %u.%u is not supported (this reader reads %d.x)", major,
                     minor, NCX_VERSION_MAJOR);
@@ -1434,8 +1458,10 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
         return fail(r, "the file is truncated: the header says %llu bytes, there are %zu",
                     (unsigned long long)flen, len);
     if (flen < len)
-        return fail(r, "%llu unexpected bytes after the end of the file (the header says %llu "
-                    "bytes)", (unsigned long long)(len - flen), (unsigned long long)flen);
+        return fail(r,
+                    "%llu unexpected bytes after the end of the file (the header says %llu "
+                    "bytes)",
+                    (unsigned long long)(len - flen), (unsigned long long)flen);
     uint32_t flags = get32(buf + NCX_HDR_FLAGS);
     uint32_t unknown = flags & NCX_FLAGS_MUST_UNDERSTAND & ~NCX_FLAGS_KNOWN;
     if (unknown) {
@@ -1444,8 +1470,8 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
             bit++;
         return fail(r, "header flag bit %u is not understood by this reader%s", bit, newer(r));
     }
-    uint32_t crc = get32(buf + NCX_HDR_CRC), calc = crc32_of(buf + NCX_HEADER_SIZE,
-                                                                len - NCX_HEADER_SIZE);
+    uint32_t crc = get32(buf + NCX_HDR_CRC),
+             calc = crc32_of(buf + NCX_HEADER_SIZE, len - NCX_HEADER_SIZE);
     if (crc != calc)
         return fail(r, "CRC mismatch: the file is corrupt (stored 0x%08x, computed 0x%08x)", crc,
                     calc);
@@ -1480,8 +1506,10 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
                         : tag == NCX_TAG_LINE ? line
                                               : NULL;
         if (tag == NCX_TAG_SEQR)
-            return fail(r, "sequencer registers are reserved for a later version of the "
-                        "format%s", newer(r));
+            return fail(r,
+                        "sequencer registers are reserved for a later version of the "
+                        "format%s",
+                        newer(r));
         if (known) {
             if (known->seen)
                 return fail(r, "appears twice");
@@ -1491,8 +1519,10 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
             known->len = (size_t)slen;
             known->seen = 1;
         } else if (sflags & NCX_SEC_REQUIRED) {
-            return fail(r, "unknown section marked required: this reader cannot use the "
-                        "file%s", newer(r));
+            return fail(r,
+                        "unknown section marked required: this reader cannot use the "
+                        "file%s",
+                        newer(r));
         } /* else: an unknown optional section, skipped */
         pos += NCX_SEC_HEADER_SIZE + (size_t)slen + pad;
     }
@@ -1531,9 +1561,8 @@ ncsim_status_t isa_ncx_read(const uint8_t *buf, size_t len, const isa_geometry_t
         free(r);
         return NCSIM_NOMEM;
     }
-    if (read_container(r, buf, len, &meta, &strs, &decl, &strm, &line) ||
-        read_strs(r, &strs) || read_meta(r, &meta) || read_decl(r, &decl) ||
-        read_strm(r, &strm) || read_line(r, &line))
+    if (read_container(r, buf, len, &meta, &strs, &decl, &strm, &line) || read_strs(r, &strs) ||
+        read_meta(r, &meta) || read_decl(r, &decl) || read_strm(r, &strm) || read_line(r, &line))
         goto fail;
     isa_diag_t quiet;
     isa_diag_init(&quiet, 1);

@@ -399,7 +399,8 @@ uint32_t isa_builder_args(isa_builder_t *b, uint32_t n)
     if ((uint64_t)p->nargs + n >= UINT32_MAX ||
         grow(b, (void **)&p->args, &b->cap_args, p->nargs + n, sizeof *p->args))
         return UINT32_MAX;
-    memset(&p->args[p->nargs], 0, n * sizeof *p->args);
+    if (n) /* an empty pool has no array yet: memset(NULL, 0, 0) is undefined */
+        memset(&p->args[p->nargs], 0, n * sizeof *p->args);
     uint32_t first = p->nargs;
     p->nargs += n;
     return first;

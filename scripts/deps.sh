@@ -5,7 +5,8 @@ set -euo pipefail
 # build (C11, strict warnings; clang for libFuzzer and its runtimes), unit tests (cmocka),
 # configs and statistics (jansson), streaming trace reading (yajl), gzip traces (zlib),
 # functional matmul (OpenBLAS), the viewer (SDL2, libpng), the .pftrace test oracle (protoc),
-# numeric references in tests (/usr/bin/python3 with NumPy)
+# numeric references in tests (/usr/bin/python3 with NumPy), the Slurm sweep test (a one-node
+# slurmctld + slurmd + munged on localhost, tests/slurm/)
 packages=(
   cmake make gcc clang pkg-config
   libclang-rt-14-dev
@@ -17,6 +18,7 @@ packages=(
   libsdl2-dev libpng-dev
   protobuf-compiler
   python3 python3-numpy
+  slurm-wlm munge
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

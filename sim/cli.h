@@ -16,5 +16,9 @@ int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t err
 
 /* ncsim run (sim/cmd_run.c) */
 int cli_run(int argc, char **argv);
+/* ncsim report (sim/cmd_report.c) */
+int cli_report(int argc, char **argv);
+/* ncsim check (sim/cmd_check.c) */
+int cli_check(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "checker.h"
 #include "cli.h"
 #include "load.h"
 #include "npy.h"
@@ -42,6 +43,8 @@ static const char usage_run[] =
     "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
     "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
     "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
+    "  --check LIST              checks during the run: races,uninit,nan,psum,sems or all\n"
+    "                            (docs/check.md); findings on stderr make the exit code 1\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
     "  --progress auto|always|never   progress on stderr (auto: when it is a terminal)\n"
@@ -235,6 +238,8 @@ int cli_run(int argc, char **argv)
     binding_t ins[MAX_BINDINGS], outs[MAX_BINDINGS];
     int nins = 0, nouts = 0;
     int timing_only = 0, stochastic = 0, quiet = 0, have_random = 0;
+    unsigned checks = 0; /* --check: sim/checker.h */
+    chk_t *chk = NULL;
     uint64_t seed = 0, random_seed = 0;
     progress_t progress = PROGRESS_AUTO;
     int c;
@@ -301,9 +306,14 @@ int cli_run(int argc, char **argv)
             trace_filter = 1;
             break;
         }
-        case O_CHECK:
-            fputs("ncsim run: --check is not available in this build yet\n", stderr);
-            return 2;
+        case O_CHECK: {
+            char cerr[256];
+            if (chk_parse_list(optarg, &checks, cerr, sizeof cerr)) {
+                fprintf(stderr, "ncsim run: --check: %s\n", cerr);
+                return 2;
+            }
+            break;
+        }
         case O_STATS: stats_path = optarg; break;
         case O_SEED:
             errno = 0;
@@ -385,6 +395,18 @@ int cli_run(int argc, char **argv)
                         "--timing-only)\n");
         rc = 2;
         goto out;
+    }
+    if (timing_only && (checks & CHK_NAN)) {
+        fputs("ncsim run: --check nan needs a functional run (drop --timing-only)\n", stderr);
+        rc = 2;
+        goto out;
+    }
+    if (checks) {
+        if (chk_create(prog, &arch, checks, &chk) != NCSIM_OK) {
+            rc = cli_exit(NCSIM_NOMEM);
+            goto out;
+        }
+        chk_static(chk);
     }
     /* every binding names a declared tensor of the right kind */
     uint8_t *bound = calloc(prog->ntensors + 1, 1);
@@ -472,6 +494,7 @@ int cli_run(int argc, char **argv)
         }
         so.trace = sim_trace_sink(trace);
     }
+    so.observer = chk ? chk_observer(chk) : NULL;
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", err);
@@ -514,10 +537,11 @@ int cli_run(int argc, char **argv)
     st = run_with_progress(s, prog->ninstrs, show, trace != NULL);
     double host = now_seconds() - t0;
     if (trace) {
+        /* a signal while the trace is being finished is noted, not fatal */
+        ncsim_status_t tst = sim_trace_close(trace, NULL, err, sizeof err);
+        trace = NULL;
         sigaction(SIGINT, &sa_int, NULL);
         sigaction(SIGTERM, &sa_term, NULL);
-        ncsim_status_t tst = sim_trace_close(trace, err, sizeof err);
-        trace = NULL;
         if (tst != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             if (st == NCSIM_OK)
@@ -535,6 +559,11 @@ int cli_run(int argc, char **argv)
     if (st != NCSIM_OK) {
         fputs(sim_error(s), stderr);
         rc = cli_exit(st);
+    }
+    if (chk) { /* findings of --check: stderr, exit code 1 */
+        chk_print(chk, stderr, 50);
+        if ((chk_count(chk) || chk_dropped(chk)) && !rc)
+            rc = 1;
     }
     const sim_stats_t *ss = sim_stats(s);
     sim_run_info_t info = {path, timing_only, seed, host};
@@ -561,9 +590,10 @@ int cli_run(int argc, char **argv)
 out:
     if (trace) {
         char terr[512];
-        sim_trace_close(trace, terr, sizeof terr);
+        sim_trace_close(trace, NULL, terr, sizeof terr);
     }
     sim_destroy(s);
+    chk_destroy(chk);
     isa_program_free(prog);
     return rc;
 }

@@ -1,17 +1,19 @@
 /*
- * dma.c -- DMA queues and transfers (first version; ISA.md 7.5 and 8, reference section 5).
+ * dma.c -- DMA queues and transfers (ISA.md 7.5 and 8, reference section 5).
  *
  * A `dma` instruction costs its issuing engine only the trigger; the transfer is appended
  * to one of the core's 16 queues. Within a queue transfers move data one after another and
- * complete in order; each pays a fixed cost (descriptor setup and synchronisation) that
- * overlaps the data phase of the transfer ahead of it. Queues run concurrently and share:
- *   - the core's DMA engines: engines x engine bandwidth, split evenly among the core's
- *     transfers that are moving data (round-robin between queues);
- *   - the chip's HBM bandwidth, split evenly among the transfers of both cores that touch HBM;
- *   - a transfer can use at most as many engines as it has contiguous pieces, and moves at
- *     the efficiency its piece size allows (small pieces are overhead-bound, DMA-BW).
- * Rates are recomputed whenever a transfer starts or stops moving data (a fluid model), so
- * the cost is a few events per transfer whatever its size.
+ * complete in order (FIFO); each pays a fixed cost (descriptor setup and synchronisation,
+ * plus the HBM access latency when it touches HBM) that overlaps the data phase of the
+ * transfer ahead of it. Queues run concurrently; their data phases are flows (flow.h) over
+ *   - the core's DMA engines (engines x engine bandwidth), split evenly among the core's
+ *     moving transfers and collective traffic (round-robin between queues), at the
+ *     efficiency the transfer's piece size allows (DMA-BW: overhead-bound below 256 B, near
+ *     peak from 2 KiB);
+ *   - the chip's HBM, shared by the transfers of both cores and collectives; a transfer
+ *     reading and writing HBM uses it twice, an accumulate into HBM three times;
+ * and a transfer can use at most as many engines as it has contiguous pieces, and at most
+ * the HBM channels its address span covers (hbm.channels, hbm.interleave_bytes).
  */
 #include "sim_internal.h"
 
@@ -20,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void xfer_data_done(sim_queue_t *q, sim_event_t *ev);
 
 static xfer_t *xfer_alloc(struct sim *s)
 {
@@ -58,67 +59,49 @@ static double gbps_to_bytes_per_ps(double gbps)
     return gbps * 1e-3; /* 1 GB/s = 1e9 B / 1e12 ps */
 }
 
-/* Bring every moving transfer of the chip up to now, then share the bandwidth again. */
-static void reshare(struct sim *s, chip_t *ch)
+static void xfer_landed(sim_queue_t *q, sim_event_t *ev);
+
+/* Bytes per ps the HBM channels under [lo, hi) can deliver. */
+static double channel_cap(const mdl_arch_t *a, int64_t lo, int64_t hi)
 {
-    const mdl_arch_t *a = s->arch;
-    uint64_t now = s->q.now;
-    double core_bw = gbps_to_bytes_per_ps(a->dma.engine_bandwidth_gbps) * a->dma.engines;
-    double hbm_bw = gbps_to_bytes_per_ps(a->hbm.bandwidth_gbps);
-    for (uint32_t i = 0; i < ch->nactive; i++) {
-        xfer_t *x = ch->active[i];
-        x->remaining -= x->rate * (double)(now - x->last_update);
-        if (x->remaining < 0)
-            x->remaining = 0;
-        x->last_update = now;
-    }
-    for (uint32_t i = 0; i < ch->nactive; i++) {
-        xfer_t *x = ch->active[i];
-        double rate = x->cap;
-        double share = core_bw / (double)x->core->dma_active;
-        if (share < rate)
-            rate = share;
-        if (x->touches_hbm && ch->hbm_active) {
-            double h = hbm_bw / (double)ch->hbm_active;
-            if (h < rate)
-                rate = h;
-        }
-        rate *= x->eff;
-        if (rate <= 0)
-            rate = 1e-9;
-        x->rate = rate;
-        uint64_t done = now + (uint64_t)ceil(x->remaining / rate);
-        if (sim_schedule(&s->q, &x->ev, done))
-            sim_fail(s, "out of memory");
-    }
+    double bw = gbps_to_bytes_per_ps(a->hbm.bandwidth_gbps);
+    if (a->hbm.channels <= 1 || a->hbm.interleave_bytes == 0)
+        return bw;
+    uint64_t span = hi > lo ? (uint64_t)(hi - lo) : 1;
+    uint64_t first = (uint64_t)lo / a->hbm.interleave_bytes;
+    uint64_t last = ((uint64_t)lo + span - 1) / a->hbm.interleave_bytes;
+    uint64_t k = last - first + 1;
+    if (k >= a->hbm.channels)
+        return bw;
+    return bw * (double)k / (double)a->hbm.channels;
 }
 
 static void begin_data(struct sim *s, xfer_t *x)
 {
     core_t *c = x->core;
-    chip_t *ch = &s->chips[c->chip];
-    if (ch->nactive == ch->cap_active) {
-        uint32_t nc = ch->cap_active ? ch->cap_active * 2 : 64;
-        xfer_t **p = realloc(ch->active, nc * sizeof *p);
-        if (!p) {
-            sim_fail(s, "out of memory");
-            return;
-        }
-        ch->active = p;
-        ch->cap_active = nc;
-    }
+    const mdl_arch_t *a = s->arch;
     x->phase = XFER_DATA;
     x->start = s->q.now;
-    x->last_update = s->q.now;
-    x->rate = 0;
-    x->active_slot = ch->nactive;
-    ch->active[ch->nactive++] = x;
-    if (x->touches_hbm)
-        ch->hbm_active++;
+    double cap = x->cap;
+    int hbm_uses = 0;
+    const isa_view_t *sides[2] = {x->src, x->dst};
+    for (int i = 0; i < 2; i++)
+        if (sides[i]->space == ISA_SPACE_HBM) {
+            int64_t lo, hi;
+            isa_view_byte_range(sides[i], &lo, &hi);
+            double ch = channel_cap(a, lo, hi);
+            if (ch < cap)
+                cap = ch;
+            hbm_uses += (i == 1 && x->accumulate) ? 2 : 1; /* accumulate reads, then writes */
+        }
+    flow_init(&x->flow, (double)x->bytes, cap, NULL, x);
+    flow_use(&x->flow, res_dma(s, c->id), 1.0, x->eff);
+    if (hbm_uses)
+        flow_use(&x->flow, res_hbm(s, c->chip), hbm_uses, 1.0);
     if (c->dma_active++ == 0)
         c->dma_busy_since = s->q.now;
-    x->ev.fn = xfer_data_done;
-    reshare(s, ch);
+    if (flow_start(s, &s->net, &x->flow))
+        sim_fail(s, "out of memory");
 }
 
 /* The fixed cost of the queue's head has elapsed: start moving data. */
@@ -139,24 +122,17 @@ static void queue_advance(struct sim *s, dma_queue_t *dq)
         begin_data(s, x);
     } else {
         x->phase = XFER_FIXED;
-        x->ev.fn = xfer_ready;
-        if (sim_schedule(&s->q, &x->ev, x->ready_at))
+        if (sim_schedule(&s->q, &x->ready_ev, x->ready_at))
             sim_fail(s, "out of memory");
     }
 }
 
-static void xfer_data_done(sim_queue_t *q, sim_event_t *ev)
+static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
 {
     xfer_t *x = ev->owner;
     core_t *c = x->core;
     struct sim *s = c->sim;
-    chip_t *ch = &s->chips[c->chip];
-    /* leave the active set */
-    uint32_t slot = x->active_slot;
-    ch->active[slot] = ch->active[--ch->nactive];
-    ch->active[slot]->active_slot = slot;
-    if (x->touches_hbm)
-        ch->hbm_active--;
+    flow_finish(s, &s->net, &x->flow);
     if (--c->dma_active == 0)
         c->st->dma_busy_ps += q->now - c->dma_busy_since;
     /* the data lands now */
@@ -187,6 +163,9 @@ static void xfer_data_done(sim_queue_t *q, sim_event_t *ev)
                              x->issue, x->start, q->now, x->bytes};
         s->opt.trace->dma(s->opt.trace->ctx, &r);
     }
+    if (s->opt.observer && s->opt.observer->dma_landed)
+        s->opt.observer->dma_landed(s->opt.observer->ctx, s, c->id, x->queue, x->engine,
+                                    x->index, x->instr);
     sim_apply_posts(s, c, x->instr, ISA_ENGINE_COUNT, x->index);
     dma_queue_t *dq = &c->queues[x->queue];
     dq->head = x->next;
@@ -194,7 +173,6 @@ static void xfer_data_done(sim_queue_t *q, sim_event_t *ev)
         dq->tail = NULL;
     s->pending_xfers--;
     xfer_release(s, x);
-    reshare(s, ch);
     queue_advance(s, dq);
 }
 
@@ -217,7 +195,6 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     mdl_dma_shape_t shape;
     mdl_dma_shape(x->dst, x->src, &shape);
     x->bytes = shape.bytes;
-    x->remaining = (double)shape.bytes;
     x->eff = mdl_dma_efficiency(s->arch, shape.bytes_per_piece);
     double engines = (double)s->arch->dma.engines;
     if ((double)shape.pieces < engines)
@@ -225,9 +202,11 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
     x->touches_hbm = x->src->space == ISA_SPACE_HBM || x->dst->space == ISA_SPACE_HBM;
     x->issue = s->q.now;
-    x->ready_at = s->q.now + (uint64_t)llround(s->arch->dma.fixed_cost_ns * 1000.0);
+    double fixed = s->arch->dma.fixed_cost_ns + (x->touches_hbm ? s->arch->hbm.latency_ns : 0);
+    x->ready_at = s->q.now + (uint64_t)llround(fixed * 1000.0);
     x->phase = XFER_QUEUED;
-    sim_event_init(&x->ev, xfer_ready, x, PRIO_DMA);
+    sim_event_init(&x->ready_ev, xfer_ready, x, PRIO_DMA);
+    sim_event_init(&x->flow.ev, xfer_landed, x, PRIO_DMA);
     dma_queue_t *dq = &c->queues[x->queue];
     if (dq->tail)
         dq->tail->next = x;

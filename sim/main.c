@@ -15,6 +15,7 @@
 #include "dis.h"
 #include "load.h"
 #include "ncx.h"
+#include "sweep.h"
 #include "version.h"
 
 static const char usage_main[] =
@@ -287,9 +288,14 @@ int main(int argc, char **argv)
         return cmd_arch(sub_argc, sub_argv);
     if (strcmp(cmd, "run") == 0)
         return cli_run(sub_argc, sub_argv);
-    if (strcmp(cmd, "check") == 0 || strcmp(cmd, "report") == 0 || strcmp(cmd, "viz") == 0 ||
-        strcmp(cmd, "sweep") == 0)
+    if (strcmp(cmd, "report") == 0)
+        return cli_report(sub_argc, sub_argv);
+    if (strcmp(cmd, "check") == 0)
+        return cli_check(sub_argc, sub_argv);
+    if (strcmp(cmd, "viz") == 0)
         return cmd_unavailable(cmd);
+    if (strcmp(cmd, "sweep") == 0)
+        return cli_sweep(sub_argc, sub_argv);
     fprintf(stderr, "ncsim: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

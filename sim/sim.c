@@ -22,7 +22,7 @@
 
 /* ---- errors ----------------------------------------------------------------------------------- */
 
-static void error_append(struct sim *s, const char *text)
+void sim_error_append(struct sim *s, const char *text)
 {
     size_t n = strlen(text);
     if (s->error_len + n + 1 > s->error_cap) {
@@ -49,7 +49,7 @@ void sim_fail(struct sim *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    error_append(s, buf);
+    sim_error_append(s, buf);
 }
 
 /* "FILE:LINE: core C ENGINE instruction I `text`" */
@@ -99,6 +99,8 @@ static void wake_core(struct sim *s, core_t *c)
 void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
                      uint32_t by_index)
 {
+    if (s->opt.observer && s->opt.observer->posts && in->npost)
+        s->opt.observer->posts(s->opt.observer->ctx, s, c->id, by_engine, by_index, in);
     for (unsigned i = 0; i < in->npost; i++) {
         const isa_sync_t *p = &in->post[i];
         int64_t v = c->sems[p->sem];
@@ -350,7 +352,10 @@ static void fail_at(struct sim *s, core_t *c, engine_t *E, const isa_instr_t *in
     sim_fail(s, "%s: %s\n", where, msg);
 }
 
-/* Start instruction E->pc now. Returns its II in ps, or UINT64_MAX on failure. */
+#define PARKED (UINT64_MAX - 1)
+
+/* Start instruction E->pc now. Returns its II in ps, PARKED when the engine now waits in a
+ * collective, or UINT64_MAX on failure. */
 static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
                             const mdl_cost_t *cost, uint64_t now)
 {
@@ -365,10 +370,17 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         const isa_view_t *w = &s->prog->views[isa_instr_args(s->prog, in)[0].index];
         E->stationary_cols = (uint32_t)isa_view_free_elems(w);
     }
+    if (s->opt.observer && s->opt.observer->instr_start)
+        s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
     if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
-        fail_at(s, c, E, in, "collective instructions are not supported yet (they arrive "
-                             "with the collectives model)");
-        return UINT64_MAX;
+        /* the cc engine waits in the collective until every member has arrived and the
+         * data has moved; its posts fire then (cc.c) */
+        if (cc_arrive(s, c, E, in, E->pc))
+            return UINT64_MAX;
+        E->st->instructions++;
+        c->st->used = 1;
+        s->stats.instructions++;
+        return PARKED;
     }
     if (in->op == ISA_OP_DMA) {
         if (dma_issue(s, c, E, in, E->pc))
@@ -380,6 +392,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
             fail_at(s, c, E, in, st == NCSIM_NOMEM ? "out of memory" : err);
             return UINT64_MAX;
         }
+        if (s->opt.observer && s->opt.observer->instr_done)
+            s->opt.observer->instr_done(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
     }
     uint64_t complete = now + lat;
     if (complete < E->last_complete)
@@ -483,6 +497,10 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         if (ii == UINT64_MAX)
             return;
         E->pc++;
+        if (ii == PARKED) {
+            E->parked = 1;
+            return;
+        }
         uint64_t next = now + ii;
         if (E->pc == E->n)
             return;
@@ -495,6 +513,13 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             sim_fail(s, "out of memory");
         return;
     }
+}
+
+void sim_engine_resume(struct sim *s, engine_t *E)
+{
+    E->parked = 0;
+    if (E->pc < E->n && sim_schedule(&s->q, &E->ev, s->q.now))
+        sim_fail(s, "out of memory");
 }
 
 /* ---- construction --------------------------------------------------------------------------------- */
@@ -545,6 +570,23 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     s->stats.ncores = s->ncores;
     s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
     if (!s->cores || !s->chips || !s->stats.cores || sim_queue_init(&s->q))
+        goto oom;
+    /* the machine's links, whether or not the program uses every chip */
+    if (mdl_linkmap_build(a, a->chips, &s->topo, err, errlen)) {
+        sim_destroy(s);
+        return NCSIM_USAGE;
+    }
+    if (flow_net_init(&s->net, s->ncores + s->nchips + s->topo.nlinks))
+        goto oom;
+    for (uint32_t i = 0; i < s->ncores; i++)
+        s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
+    for (uint32_t i = 0; i < s->nchips; i++) {
+        s->net.res[res_hbm(s, i)].cap = a->hbm.bandwidth_gbps * 1e-3;
+        s->net.res[res_hbm(s, i)].track = 1;
+    }
+    for (uint32_t i = 0; i < s->topo.nlinks; i++)
+        s->net.res[res_link(s, i)].cap = s->topo.links[i].gbps * 1e-3;
+    if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
         if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
@@ -614,14 +656,18 @@ void sim_destroy(sim_t *s)
         for (uint32_t i = 0; i < s->nchips; i++) {
             if (s->chips[i].hbm_ready)
                 mdl_hbm_free(&s->chips[i].hbm);
-            free(s->chips[i].active);
         }
     for (uint32_t i = 0; i < s->nxfer_blocks; i++)
         free(s->xfer_blocks[i]);
+    cc_free(s);
+    flow_net_free(&s->net);
+    mdl_linkmap_free(&s->topo);
     free(s->xfer_blocks);
     free(s->cores);
     free(s->chips);
     free(s->stats.cores);
+    free(s->stats.links);
+    free(s->stats.hbm_series);
     free(s->error);
     sim_queue_free(&s->q);
     free(s);
@@ -746,14 +792,15 @@ static void report_deadlock(struct sim *s)
     snprintf(line, sizeof line, "deadlock at %.3f ns: no engine can make progress\n",
              (double)s->q.now / 1000.0);
     s->failed = 1;
-    error_append(s, line);
+    sim_error_append(s, line);
+    cc_report_pending(s);
     for (uint32_t i = 0; i < s->ncores; i++) {
         core_t *c = &s->cores[i];
         int any = 0;
         for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
             engine_t *E = &c->engines[e];
-            if (E->pc == E->n)
-                continue;
+            if (E->pc == E->n || E->parked)
+                continue; /* parked engines are reported with their collective */
             any = 1;
             const isa_instr_t *in = &E->instrs[E->pc];
             char where[768];
@@ -769,7 +816,7 @@ static void report_deadlock(struct sim *s)
             }
             if (at < sizeof line)
                 snprintf(line + at, sizeof line - at, "\n");
-            error_append(s, line);
+            sim_error_append(s, line);
         }
         if (any) {
             size_t at = (size_t)snprintf(line, sizeof line, "  semaphores on core %u:", c->id);
@@ -784,13 +831,67 @@ static void report_deadlock(struct sim *s)
             }
             if (at < sizeof line)
                 snprintf(line + at, sizeof line - at, "\n");
-            error_append(s, line);
+            sim_error_append(s, line);
         }
+    }
+}
+
+/* Link and HBM-over-time figures from the bandwidth model. */
+static void movement_stats(struct sim *s)
+{
+    sim_stats_t *st = &s->stats;
+    st->nchips = s->nchips;
+    if (!st->links && s->topo.nlinks)
+        st->links = calloc(s->topo.nlinks, sizeof *st->links);
+    if (st->links) {
+        st->nlinks = s->topo.nlinks;
+        for (uint32_t i = 0; i < s->topo.nlinks; i++) {
+            const flow_res_t *r = &s->net.res[res_link(s, i)];
+            st->links[i].from = s->topo.links[i].from;
+            st->links[i].to = s->topo.links[i].to;
+            st->links[i].gbps = s->topo.links[i].gbps;
+            st->links[i].bytes = (uint64_t)llround(r->bytes);
+            st->links[i].busy_ps = r->busy_ps;
+        }
+    }
+    /* one common bucket width: the widest any chip reached */
+    uint64_t bucket = 0;
+    uint32_t len = 0;
+    for (uint32_t c = 0; c < s->nchips; c++) {
+        const flow_res_t *r = &s->net.res[res_hbm(s, c)];
+        if (r->series && r->bucket_ps > bucket)
+            bucket = r->bucket_ps;
+    }
+    if (!bucket)
+        return;
+    for (uint32_t c = 0; c < s->nchips; c++) {
+        const flow_res_t *r = &s->net.res[res_hbm(s, c)];
+        if (r->series) {
+            uint32_t n = (uint32_t)(((uint64_t)r->nbuckets * r->bucket_ps + bucket - 1) / bucket);
+            if (n > len)
+                len = n;
+        }
+    }
+    free(st->hbm_series);
+    st->hbm_series = calloc((size_t)s->nchips * len + 1, sizeof *st->hbm_series);
+    if (!st->hbm_series)
+        return;
+    st->hbm_series_len = len;
+    st->hbm_series_bucket_ps = bucket;
+    for (uint32_t c = 0; c < s->nchips; c++) {
+        const flow_res_t *r = &s->net.res[res_hbm(s, c)];
+        if (!r->series)
+            continue;
+        uint64_t ratio = bucket / r->bucket_ps;
+        for (uint32_t b = 0; b < r->nbuckets; b++)
+            st->hbm_series[(size_t)c * len + b / ratio] += r->series[b];
     }
 }
 
 static void finish_stats(struct sim *s)
 {
+    flow_net_flush(s, &s->net);
+    movement_stats(s);
     uint64_t total = 0;
     uint32_t used = 0;
     for (uint32_t i = 0; i < s->ncores; i++) {
@@ -821,7 +922,7 @@ static void finish_stats(struct sim *s)
 
 static int all_done(const struct sim *s)
 {
-    if (s->pending_xfers)
+    if (s->pending_xfers || cc_pending(s))
         return 0;
     for (uint32_t i = 0; i < s->ncores; i++)
         for (int e = 0; e < ISA_ENGINE_COUNT; e++)

@@ -23,6 +23,7 @@ typedef enum sim_stall {
     SIM_STALL_SEMAPHORE, /* a wait clause did not hold */
     SIM_STALL_PORT,      /* the shared SBUF (dve/pool) or PSUM (dve/act) port was busy */
     SIM_STALL_INTERLOCK, /* reads what an earlier instruction of the engine still writes */
+    SIM_STALL_COLLECTIVE, /* cc: waiting for the other members of a collective */
     SIM_STALL_COUNT
 } sim_stall_t;
 
@@ -69,6 +70,35 @@ typedef struct sim_trace_sink {
     void (*sem)(void *ctx, const sim_trace_sem_t *r);
 } sim_trace_sink_t;
 
+/* ---- observers (sim/checker.c is one; NULL costs one pointer test per hook) --------------- */
+
+/*
+ * What happens to memory and semaphores, in simulation order, for checkers. Any callback may
+ * be NULL. `index` is the instruction's index in its engine stream.
+ */
+typedef struct sim_observer {
+    void *ctx;
+    /* An instruction starts: its waits hold, its effect is about to be applied. Called for
+     * every instruction (dma, nop and collectives too). */
+    void (*instr_start)(void *ctx, sim_t *s, uint32_t core, uint8_t engine, uint32_t index,
+                        const isa_instr_t *in);
+    /* Its effect has been applied (functional runs; not for dma, nop or collectives). */
+    void (*instr_done)(void *ctx, sim_t *s, uint32_t core, uint8_t engine, uint32_t index,
+                       const isa_instr_t *in);
+    /* A dma instruction's transfer landed on `queue` (its data written in functional runs);
+     * its posts follow. `engine` and `index` name the issuing instruction. */
+    void (*dma_landed)(void *ctx, sim_t *s, uint32_t core, uint8_t queue, uint8_t engine,
+                       uint32_t index, const isa_instr_t *in);
+    /* A collective completed (data written), before its members' posts: called for every
+     * member with phase 0 (the barrier), then for every member with phase 1. */
+    void (*collective)(void *ctx, sim_t *s, int phase, uint32_t core, uint32_t index,
+                       const isa_instr_t *in);
+    /* An instruction's posts are about to be applied: by_engine is ISA_ENGINE_COUNT for a
+     * transfer (the one that just landed on that core), the engine otherwise. */
+    void (*posts)(void *ctx, sim_t *s, uint32_t core, int by_engine, uint32_t by_index,
+                  const isa_instr_t *in);
+} sim_observer_t;
+
 /* ---- options and statistics --------------------------------------------------------------- */
 
 typedef struct sim_options {
@@ -77,6 +107,7 @@ typedef struct sim_options {
     int stochastic_rounding;
     uint64_t seed;
     const sim_trace_sink_t *trace; /* may be NULL */
+    const sim_observer_t *observer; /* may be NULL (checks off) */
 } sim_options_t;
 
 typedef struct sim_engine_stats {
@@ -97,6 +128,13 @@ typedef struct sim_core_stats {
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 
+typedef struct sim_link_stats {
+    uint32_t from, to;        /* chips */
+    double gbps;              /* capacity of this direction */
+    uint64_t bytes;
+    uint64_t busy_ps;         /* time carrying at least one transfer */
+} sim_link_stats_t;
+
 typedef struct sim_stats {
     uint64_t total_ps;
     uint32_t ncores;
@@ -109,6 +147,16 @@ typedef struct sim_stats {
     double peak_flops_per_core; /* bf16 dense peak, FLOP/s */
     double mfu;
     double hfu;                 /* tensor_hw_flops over the same peak */
+    /* data movement */
+    uint32_t nchips;
+    sim_link_stats_t *links;    /* every directed NeuronLink of the machine */
+    uint32_t nlinks;
+    uint64_t collective_bytes;  /* bytes collectives moved between members */
+    /* HBM bytes over time per chip: hbm_series[chip * hbm_series_len + bucket], buckets of
+     * hbm_series_bucket_ps (reads and writes together) */
+    double *hbm_series;
+    uint32_t hbm_series_len;
+    uint64_t hbm_series_bucket_ps;
 } sim_stats_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */

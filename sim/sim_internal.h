@@ -8,6 +8,8 @@
 #include "cost.h"
 #include "event.h"
 #include "exec.h"
+#include "flow.h"
+#include "neuronlink.h"
 #include "mem.h"
 #include "sim.h"
 
@@ -51,6 +53,7 @@ typedef struct engine {
     uint8_t wait_sem;    /* the last semaphore the current instruction waited for (traces) */
     uint64_t wait_by[SIM_STALL_COUNT]; /* its held time so far, by cause (traces) */
     uint8_t blocked;     /* waiting for semaphores */
+    uint8_t parked;      /* in a collective, until it completes */
     uint64_t ready_ps;   /* when the current instruction became ready */
     inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */
     uint32_t fl_head, fl_n, fl_cap;
@@ -59,7 +62,8 @@ typedef struct engine {
 } engine_t;
 
 typedef struct xfer {
-    sim_event_t ev;
+    flow_t flow;         /* the data phase; flow.ev fires when it lands */
+    sim_event_t ready_ev; /* the fixed cost has elapsed */
     struct core *core;
     struct xfer *next;   /* queue FIFO / free list */
     const isa_instr_t *instr;
@@ -68,12 +72,9 @@ typedef struct xfer {
     const isa_view_t *dst, *src;
     int accumulate;
     uint64_t bytes;
-    double remaining;    /* bytes left in the data phase */
-    double rate;         /* bytes per ps */
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
-    uint64_t last_update, issue, ready_at, start;
-    uint32_t active_slot;
+    uint64_t issue, ready_at, start;
 } xfer_t;
 
 enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };
@@ -102,10 +103,9 @@ typedef struct core {
 typedef struct chip {
     mdl_hbm_t hbm;
     int hbm_ready;
-    xfer_t **active;          /* transfers in the data phase on this chip */
-    uint32_t nactive, cap_active;
-    uint32_t hbm_active;      /* of which touch HBM */
 } chip_t;
+
+struct cc_state;
 
 struct sim {
     const isa_program_t *prog;
@@ -120,6 +120,11 @@ struct sim {
     uint32_t nxfer_blocks;
     sim_stats_t stats;
     uint64_t pending_xfers;   /* issued, not yet landed */
+    /* shared bandwidth: resource ids are [0, ncores) the cores' DMA engines, then
+     * [ncores, ncores + nchips) the chips' HBM, then the directed NeuronLinks */
+    flow_net_t net;
+    mdl_linkmap_t topo;
+    struct cc_state *cc;
     int failed;
     int finished;
     char *error;
@@ -128,13 +133,39 @@ struct sim {
 
 /* sim.c */
 void sim_fail(struct sim *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Add text to the error report without failing (deadlock details). */
+void sim_error_append(struct sim *s, const char *text);
 void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n);
 void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
                      uint32_t by_index);
 
+static inline uint32_t res_dma(const struct sim *s, uint32_t core)
+{
+    (void)s;
+    return core;
+}
+static inline uint32_t res_hbm(const struct sim *s, uint32_t chip)
+{
+    return s->ncores + chip;
+}
+static inline uint32_t res_link(const struct sim *s, uint32_t link)
+{
+    return s->ncores + s->nchips + link;
+}
+
 /* dma.c */
 int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index);
 void dma_core_flush_busy(struct sim *s, core_t *c);
+
+/* cc.c: collectives. cc_arrive parks the calling engine until the collective completes.
+ * Returns -1 on failure (sim_fail called). */
+int cc_init(struct sim *s);
+void cc_free(struct sim *s);
+int cc_arrive(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index);
+int cc_pending(const struct sim *s);
+void cc_report_pending(struct sim *s);
+/* sim.c: an engine parked in a collective continues */
+void sim_engine_resume(struct sim *s, engine_t *e);
 
 #endif

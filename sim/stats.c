@@ -23,6 +23,7 @@ static json_t *engine_json(const sim_engine_stats_t *e)
     json_object_set_new(by, "semaphore", json_real(ns(e->stall_by[SIM_STALL_SEMAPHORE])));
     json_object_set_new(by, "port", json_real(ns(e->stall_by[SIM_STALL_PORT])));
     json_object_set_new(by, "interlock", json_real(ns(e->stall_by[SIM_STALL_INTERLOCK])));
+    json_object_set_new(by, "collective", json_real(ns(e->stall_by[SIM_STALL_COLLECTIVE])));
     json_object_set_new(o, "stall_by_cause_ns", by);
     json_object_set_new(o, "end_ns", json_real(ns(e->end_ps)));
     if (e->flops)
@@ -72,7 +73,44 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
     double bw = secs > 0 ? (double)(st->hbm_read_bytes + st->hbm_write_bytes) / secs / 1e9 : 0;
     json_object_set_new(hbm, "achieved_gbps", json_real(bw));
     json_object_set_new(hbm, "peak_gbps", json_real(arch->hbm.bandwidth_gbps * prog->chips));
+    /* achieved HBM bandwidth over time, per chip */
+    if (st->hbm_series && st->hbm_series_len) {
+        json_t *series = json_object();
+        double bucket_ns = ns(st->hbm_series_bucket_ps);
+        json_object_set_new(series, "bucket_ns", json_real(bucket_ns));
+        json_t *chips = json_array();
+        for (uint32_t c = 0; c < st->nchips; c++) {
+            json_t *row = json_array();
+            for (uint32_t b = 0; b < st->hbm_series_len; b++)
+                json_array_append_new(
+                    row, json_real(st->hbm_series[(size_t)c * st->hbm_series_len + b] /
+                                   bucket_ns));
+            json_array_append_new(chips, row);
+        }
+        json_object_set_new(series, "gbps_by_chip", chips);
+        json_object_set_new(hbm, "over_time", series);
+    }
     json_object_set_new(root, "hbm", hbm);
+    if (st->nlinks) {
+        json_t *links = json_array();
+        for (uint32_t i = 0; i < st->nlinks; i++) {
+            const sim_link_stats_t *l = &st->links[i];
+            json_t *o = json_object();
+            json_object_set_new(o, "from_chip", json_integer(l->from));
+            json_object_set_new(o, "to_chip", json_integer(l->to));
+            json_object_set_new(o, "bytes", json_integer((json_int_t)l->bytes));
+            json_object_set_new(o, "busy_ns", json_real(ns(l->busy_ps)));
+            json_object_set_new(o, "peak_gbps", json_real(l->gbps));
+            json_object_set_new(o, "utilisation",
+                                json_real(st->total_ps ? (double)l->bytes /
+                                                             (l->gbps * 1e-3 *
+                                                              (double)st->total_ps)
+                                                       : 0.0));
+            json_array_append_new(links, o);
+        }
+        json_object_set_new(root, "links", links);
+    }
+    json_object_set_new(root, "collective_bytes", json_integer((json_int_t)st->collective_bytes));
     json_object_set_new(root, "instructions", json_integer((json_int_t)st->instructions));
     json_object_set_new(root, "events", json_integer((json_int_t)st->events));
     char *cfg = mdl_arch_to_json(arch);
@@ -125,7 +163,8 @@ void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
             const sim_engine_stats_t *es = &c->engines[e];
             if (!es->instructions)
                 continue;
-            static const char *const causes[] = {"-", "semaphore", "port", "interlock"};
+            static const char *const causes[] = {"-", "semaphore", "port", "interlock",
+                                                 "collective peers"};
             int cause = 0;
             for (int k = 1; k < SIM_STALL_COUNT; k++)
                 if (es->stall_by[k] > es->stall_by[cause] && es->stall_by[k])
@@ -150,6 +189,29 @@ void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
             (unsigned long long)st->hbm_read_bytes, (unsigned long long)st->hbm_write_bytes,
             secs > 0 ? (double)(st->hbm_read_bytes + st->hbm_write_bytes) / secs / 1e9 : 0.0,
             arch->hbm.bandwidth_gbps * prog->chips);
+    if (st->collective_bytes || st->nlinks) {
+        uint64_t link_bytes = 0, busiest = 0;
+        double busiest_util = 0;
+        for (uint32_t i = 0; i < st->nlinks; i++) {
+            link_bytes += st->links[i].bytes;
+            double u = st->total_ps ? (double)st->links[i].bytes /
+                                          (st->links[i].gbps * 1e-3 * (double)st->total_ps)
+                                    : 0;
+            if (u > busiest_util) {
+                busiest_util = u;
+                busiest = i;
+            }
+        }
+        fprintf(out, "collectives: %llu bytes between members; NeuronLink: %llu bytes over %u "
+                     "directed links",
+                (unsigned long long)st->collective_bytes, (unsigned long long)link_bytes,
+                st->nlinks);
+        if (link_bytes)
+            fprintf(out, ", busiest chip %u -> %u at %.1f%% of %.1f GB/s",
+                    st->links[busiest].from, st->links[busiest].to, 100.0 * busiest_util,
+                    st->links[busiest].gbps);
+        fputc('\n', out);
+    }
     uint32_t used = 0;
     for (uint32_t i = 0; i < st->ncores; i++)
         used += st->cores[i].used;

@@ -74,6 +74,7 @@ typedef struct core_trace {
     last_post_t last_dma;
     series_t sem[ISA_MAX_SEMS];
     char *sem_name[ISA_MAX_SEMS];
+    char *clause_name[ISA_MAX_SEMS]; /* as the disassembler prints it in clauses */
     series_t sbuf, psum;
     uint64_t sbuf_bytes, psum_bytes;
     uint8_t *view_done;   /* per program view: its tensors are accounted */
@@ -84,8 +85,22 @@ typedef struct core_trace {
  * bandwidth. */
 enum { DS_INFLIGHT, DS_DMA_BW, DS_PER_CORE };
 
+/* Operand text cache: instructions unrolled from loops repeat the same operands, and the
+ * disassembler's view naming is the dominant cost of tracing without it. Keyed by core,
+ * opcode and operand contents (not the wait/post clauses, which the sink appends). */
+typedef struct op_entry {
+    uint64_t hash;
+    const isa_instr_t *instr; /* the first instruction with these operands */
+    uint32_t core;
+    char *text;               /* operands without the mnemonic */
+} op_entry_t;
+
+#define OP_CACHE_SIZE (1u << 15)
+
 struct sim_trace_file {
     sim_trace_sink_t sink;
+    op_entry_t *ops;          /* OP_CACHE_SIZE entries */
+    uint32_t nops;
     sim_trace_options_t opt;
     uint32_t engines;
     const isa_program_t *prog;
@@ -103,7 +118,7 @@ struct sim_trace_file {
 };
 
 static const char *const stall_names[SIM_STALL_COUNT] = {"none", "semaphore", "port",
-                                                         "interlock"};
+                                                         "interlock", "collective"};
 
 /* ---- writing ------------------------------------------------------------------------------------- */
 
@@ -314,6 +329,194 @@ static void touch_instr(sim_trace_file_t *t, core_trace_t *ct, uint32_t core,
             touch_view(t, ct, core, args[k].index, ts);
 }
 
+/* ---- operand text -------------------------------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t view_hash(uint64_t h, const isa_view_t *v)
+{
+    h = mix(h, (uint64_t)v->space | (uint64_t)v->dtype << 8 | (uint64_t)v->ndims << 16 |
+                   (uint64_t)v->pstart << 24 | (uint64_t)v->pcount << 32);
+    h = mix(h, v->offset);
+    for (unsigned d = 0; d < v->ndims && d < ISA_MAX_DIMS; d++)
+        h = mix(h, (uint64_t)v->stride[d] ^ ((uint64_t)v->count[d] << 40));
+    return h;
+}
+
+/* Hash of what the disassembler prints for the operands of `in`. */
+static uint64_t operands_hash(const isa_program_t *p, uint32_t core, const isa_instr_t *in)
+{
+    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+    const isa_arg_t *a = isa_instr_args(p, in);
+    uint64_t h = mix(core, in->op);
+    for (unsigned k = 0; k < info->nslots; k++) {
+        h = mix(h, (uint64_t)a[k].present | (uint64_t)a[k].is_view << 8 |
+                       (uint64_t)a[k].count << 16);
+        if (!a[k].present)
+            continue;
+        if (a[k].is_view) {
+            h = view_hash(h, &p->views[a[k].index]);
+        } else if (info->slots[k].kind == ISA_KIND_LIST) {
+            for (unsigned j = 0; j < a[k].count; j++)
+                h = mix(h, (uint64_t)p->ints[a[k].index + j]);
+        } else {
+            uint64_t bits;
+            memcpy(&bits, &a[k].v, sizeof bits);
+            h = mix(h, bits);
+        }
+    }
+    return h;
+}
+
+static int operands_equal(const isa_program_t *p, const isa_instr_t *x, const isa_instr_t *y)
+{
+    if (x->op != y->op)
+        return 0;
+    const isa_op_info_t *info = isa_op_info((isa_op_t)x->op);
+    const isa_arg_t *a = isa_instr_args(p, x), *b = isa_instr_args(p, y);
+    for (unsigned k = 0; k < info->nslots; k++) {
+        if (a[k].present != b[k].present || a[k].is_view != b[k].is_view ||
+            a[k].count != b[k].count)
+            return 0;
+        if (!a[k].present)
+            continue;
+        if (a[k].is_view) {
+            if (!isa_view_equal(&p->views[a[k].index], &p->views[b[k].index]))
+                return 0;
+        } else if (info->slots[k].kind == ISA_KIND_LIST) {
+            if (memcmp(&p->ints[a[k].index], &p->ints[b[k].index],
+                       a[k].count * sizeof *p->ints) != 0)
+                return 0;
+        } else if (memcmp(&a[k].v, &b[k].v, sizeof a[k].v) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The operands of `in` as the disassembler prints them, without the mnemonic and without
+ * the wait/post clauses. */
+static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+{
+    uint64_t h = operands_hash(t->prog, core, in);
+    uint32_t j = (uint32_t)h & (OP_CACHE_SIZE - 1);
+    while (t->ops[j].text) {
+        op_entry_t *e = &t->ops[j];
+        if (e->hash == h && e->core == core && operands_equal(t->prog, e->instr, in))
+            return e->text;
+        j = (j + 1) & (OP_CACHE_SIZE - 1);
+    }
+    isa_instr_t bare = *in;
+    bare.nwait = bare.npost = 0;
+    isa_format_instr(t->prog, core, &bare, t->text, sizeof t->text);
+    const char *text = t->text;
+    size_t skip = strlen(isa_op_info((isa_op_t)in->op)->mnemonic);
+    text += strncmp(text, isa_op_info((isa_op_t)in->op)->mnemonic, skip) == 0 ? skip : 0;
+    if (*text == ' ')
+        text++;
+    if (t->nops * 4 >= OP_CACHE_SIZE * 3) {
+        /* full: start again (programs with this many distinct operand sets are rare) */
+        for (uint32_t k = 0; k < OP_CACHE_SIZE; k++) {
+            free(t->ops[k].text);
+            t->ops[k].text = NULL;
+        }
+        t->nops = 0;
+        j = (uint32_t)h & (OP_CACHE_SIZE - 1);
+    }
+    char *copy = strdup(text);
+    if (!copy)
+        return text; /* t->text: valid until the next call */
+    t->ops[j].hash = h;
+    t->ops[j].core = core;
+    t->ops[j].instr = in;
+    t->ops[j].text = copy;
+    t->nops++;
+    return copy;
+}
+
+/* " OP VALUE" without printf (this runs for every traced instruction with clauses). */
+static void op_value(char *buf, const char *op, int32_t value)
+{
+    char digits[16];
+    size_t n = 0, k = 0;
+    uint32_t u = value < 0 ? 0u - (uint32_t)value : (uint32_t)value;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    buf[k++] = ' ';
+    while (*op)
+        buf[k++] = *op++;
+    buf[k++] = ' ';
+    if (value < 0)
+        buf[k++] = '-';
+    while (n)
+        buf[k++] = digits[--n];
+    buf[k] = '\0';
+}
+
+static size_t append(char *buf, size_t at, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (at + n >= cap)
+        n = at < cap - 1 ? cap - 1 - at : 0;
+    memmove(buf + at, s, n); /* s may lie in buf (operands_text's fallback) */
+    buf[at + n] = '\0';
+    return at + n;
+}
+
+/* Operands and clauses of `in` into t->text, as `ncsim dis` prints them (mnemonic apart). */
+static const char *instr_text(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+{
+    const char *ops = operands_text(t, core, in);
+    if (!in->nwait && !in->npost)
+        return ops;
+    core_trace_t *ct = &t->cores[core];
+    char num[32];
+    size_t at = 0;
+    if (ops != t->text)
+        at = append(t->text, 0, sizeof t->text, ops);
+    else
+        at = strlen(t->text);
+    for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
+        at = append(t->text, at, sizeof t->text, " | wait ");
+        at = append(t->text, at, sizeof t->text, ct->clause_name[in->wait[k].sem]);
+        op_value(num, in->wait[k].op == ISA_WAIT_EQ ? "==" : ">=", in->wait[k].value);
+        at = append(t->text, at, sizeof t->text, num);
+    }
+    for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
+        const isa_sync_t *sp = &in->post[k];
+        at = append(t->text, at, sizeof t->text, " | post ");
+        at = append(t->text, at, sizeof t->text, ct->clause_name[sp->sem]);
+        if (sp->op == ISA_POST_ADD && sp->value == 1)
+            continue;
+        op_value(num, sp->op == ISA_POST_SUB ? "-=" : sp->op == ISA_POST_SET ? "=" : "+=",
+                 sp->value);
+        at = append(t->text, at, sizeof t->text, num);
+    }
+    return t->text;
+}
+
+/* The name the disassembler gives semaphore `sem` of `core` in clauses. */
+static char *clause_name(const isa_program_t *p, uint32_t core, uint8_t sem)
+{
+    isa_instr_t nop;
+    memset(&nop, 0, sizeof nop);
+    nop.op = ISA_OP_NOP;
+    nop.npost = 1;
+    nop.post[0].sem = sem;
+    nop.post[0].op = ISA_POST_ADD;
+    nop.post[0].value = 1;
+    char buf[256];
+    isa_format_instr(p, core, &nop, buf, sizeof buf);
+    const char *at = strstr(buf, "| post ");
+    return strdup(at ? at + 7 : buf);
+}
+
 /* ---- hooks ---------------------------------------------------------------------------------------- */
 
 static void on_instr(void *ctx, const sim_trace_instr_t *r)
@@ -350,7 +553,7 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
         snprintf(stall, sizeof stall, "semaphore %s", sem);
     else if (main_cause)
         snprintf(stall, sizeof stall, "%s", stall_names[main_cause]);
-    isa_format_instr(t->prog, r->core, in, t->text, sizeof t->text);
+    const char *text = instr_text(t, r->core, in);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
@@ -364,7 +567,7 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     trc_instr_args_t *a = &s->a.instr;
     a->index = r->index;
     a->line = in->line;
-    a->operands = t->text;
+    a->operands = text;
     a->ii = r->ii_ps;
     a->latency = r->end_ps - r->start_ps;
     a->bytes = r->bytes;
@@ -423,7 +626,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint32_t issuer_tid = trc_tid(ct->pid, TRC_TRACK_ENGINE, r->issuing_engine);
     if ((t->engines >> r->issuing_engine & 1) && in_window(t, r->issue_ps, r->issue_ps))
         write_flow(t, "dma", "dma issue", ct->pid, issuer_tid, r->issue_ps, tid, r->start_ps);
-    isa_format_instr(t->prog, r->core, r->instr, t->text, sizeof t->text);
+    const char *text = instr_text(t, r->core, r->instr);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
@@ -440,7 +643,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->index = r->index;
     a->issuer = isa_engine_name((isa_engine_t)r->issuing_engine);
     a->line = r->instr->line;
-    a->operands = t->text;
+    a->operands = text;
     a->bytes = r->bytes;
     a->src = space_name(src->space);
     a->dst = space_name(dst->space);
@@ -512,11 +715,16 @@ static void free_file(sim_trace_file_t *t)
                 free(ct->posters[e].p);
             for (int k = 0; k < ISA_MAX_SEMS; k++) {
                 free(ct->sem_name[k]);
+                free(ct->clause_name[k]);
                 free((char *)ct->sem[k].name); /* "semaphore NAME", malloc'd at open */
             }
             free(ct->view_done);
             free(ct->tensor_done);
         }
+    if (t->ops)
+        for (uint32_t k = 0; k < OP_CACHE_SIZE; k++)
+            free(t->ops[k].text);
+    free(t->ops);
     free(t->cores);
     free(t->dseries);
     free(t->deltas);
@@ -559,7 +767,8 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->nchips = prog->chips;
     t->cores = calloc(t->ncores, sizeof *t->cores);
     t->dseries = calloc((size_t)t->ncores * DS_PER_CORE + t->nchips, sizeof *t->dseries);
-    if (!t->cores || !t->dseries)
+    t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
+    if (!t->cores || !t->dseries || !t->ops)
         goto oom;
     for (uint32_t i = 0; i < t->ncores; i++) {
         core_trace_t *ct = &t->cores[i];
@@ -578,7 +787,8 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
                     snprintf(name, sizeof name, "%s", isa_string(prog, S->name));
             }
             ct->sem_name[k] = strdup(name);
-            if (!ct->sem_name[k])
+            ct->clause_name[k] = clause_name(prog, i, (uint8_t)k);
+            if (!ct->sem_name[k] || !ct->clause_name[k])
                 goto oom;
         }
     }
@@ -699,7 +909,8 @@ static int cmp_delta(const void *a, const void *b)
 /* The step functions from the deltas, one value per distinct time. */
 static void write_delta_series(sim_trace_file_t *t)
 {
-    qsort(t->deltas, t->ndeltas, sizeof *t->deltas, cmp_delta);
+    if (t->ndeltas)
+        qsort(t->deltas, t->ndeltas, sizeof *t->deltas, cmp_delta);
     size_t i = 0;
     while (i < t->ndeltas && t->status == NCSIM_OK) {
         uint32_t sid = t->deltas[i].series;
@@ -726,7 +937,8 @@ static void write_delta_series(sim_trace_file_t *t)
     }
 }
 
-ncsim_status_t sim_trace_close(sim_trace_file_t *t, char *err, size_t errlen)
+ncsim_status_t sim_trace_close(sim_trace_file_t *t, sim_trace_totals_t *totals, char *err,
+                               size_t errlen)
 {
     if (!t)
         return NCSIM_OK;
@@ -740,6 +952,10 @@ ncsim_status_t sim_trace_close(sim_trace_file_t *t, char *err, size_t errlen)
             series_flush(t, &ct->sem[k]);
     }
     write_delta_series(t);
+    if (totals) {
+        totals->events = trc_writer_events(t->w);
+        totals->bytes = trc_writer_bytes(t->w);
+    }
     ncsim_status_t st = t->status;
     char werr[256] = "";
     ncsim_status_t cst = trc_writer_close(t->w, werr, sizeof werr);
@@ -751,14 +967,4 @@ ncsim_status_t sim_trace_close(sim_trace_file_t *t, char *err, size_t errlen)
         snprintf(err, errlen, "%s", t->err);
     free_file(t);
     return st;
-}
-
-uint64_t sim_trace_events(const sim_trace_file_t *t)
-{
-    return trc_writer_events(t->w);
-}
-
-uint64_t sim_trace_bytes(const sim_trace_file_t *t)
-{
-    return trc_writer_bytes(t->w);
 }

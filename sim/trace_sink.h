@@ -41,11 +41,15 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
                               size_t errlen);
 /* The hooks to put in sim_options_t.trace (valid until close). */
 const sim_trace_sink_t *sim_trace_sink(sim_trace_file_t *t);
+/* Totals of a finished trace. */
+typedef struct sim_trace_totals {
+    uint64_t events; /* JSON events, or Perfetto packets */
+    uint64_t bytes;  /* before compression */
+} sim_trace_totals_t;
+
 /* Write the counters gathered during the run, finish and free. The first error met while
- * tracing (I/O, memory) is returned here, with its message. */
-ncsim_status_t sim_trace_close(sim_trace_file_t *t, char *err, size_t errlen);
-/* Trace events and bytes (before compression) written so far. */
-uint64_t sim_trace_events(const sim_trace_file_t *t);
-uint64_t sim_trace_bytes(const sim_trace_file_t *t);
+ * tracing (I/O, memory) is returned here, with its message. `totals` may be NULL. */
+ncsim_status_t sim_trace_close(sim_trace_file_t *t, sim_trace_totals_t *totals, char *err,
+                               size_t errlen);
 
 #endif

@@ -56,26 +56,33 @@ static void put_f64(ev_t *e, double v)
     e->n += trc_fmt_f64(e->p + e->n, v);
 }
 
-/* A JSON string with its quotes. */
+/* A JSON string with its quotes: runs of plain characters are copied at once. */
 static void put_str(ev_t *e, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     e->p[e->n++] = '"';
-    for (; s && *s; s++) {
-        if (e->n > EV_CAP - 80)
+    const char *run = s ? s : "";
+    for (const char *c = run;; c++) {
+        unsigned char ch = (unsigned char)*c;
+        if (ch >= 0x20 && ch != '"' && ch != '\\')
+            continue;
+        size_t k = (size_t)(c - run);
+        if (e->n + k > EV_CAP - 80)
+            k = e->n < EV_CAP - 80 ? EV_CAP - 80 - e->n : 0;
+        memcpy(e->p + e->n, run, k);
+        e->n += k;
+        if (!ch || e->n >= EV_CAP - 80)
             break;
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
+        if (ch == '"' || ch == '\\') {
             e->p[e->n++] = '\\';
-            e->p[e->n++] = (char)c;
-        } else if (c < 0x20) {
-            memcpy(e->p + e->n, "\\u00", 4);
-            e->p[e->n + 4] = hex[c >> 4];
-            e->p[e->n + 5] = hex[c & 15];
-            e->n += 6;
+            e->p[e->n++] = (char)ch;
         } else {
-            e->p[e->n++] = (char)c;
+            memcpy(e->p + e->n, "\\u00", 4);
+            e->p[e->n + 4] = hex[ch >> 4];
+            e->p[e->n + 5] = hex[ch & 15];
+            e->n += 6;
         }
+        run = c + 1;
     }
     e->p[e->n++] = '"';
 }
@@ -132,8 +139,8 @@ static void put_pid_tid(ev_t *e, uint32_t pid, uint32_t tid)
 static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
 {
     json_state_t *js = w->state;
-    char buf[EV_CAP];
-    ev_t e = {buf, 0};
+    /* events are composed in place, in the output buffer */
+    ev_t e = {(char *)trc_out_reserve(&w->out, EV_CAP), 0};
     if (!js->started) {
         js->started = 1;
         PUTS(&e, "{\"displayTimeUnit\":\"ns\",");
@@ -145,9 +152,10 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
             PUTS(&e, "},");
         }
         PUTS(&e, "\"traceEvents\":[\n");
-        trc_out_write(&w->out, e.p, e.n);
+        trc_out_commit(&w->out, e.n);
         if (r->kind == TRC_REC_RUN)
             return NCSIM_OK;
+        e.p = (char *)trc_out_reserve(&w->out, EV_CAP);
         e.n = 0;
     }
     switch ((trc_kind_t)r->kind) {
@@ -246,7 +254,7 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
     }
     default: return NCSIM_INTERNAL;
     }
-    trc_out_write(&w->out, e.p, e.n);
+    trc_out_commit(&w->out, e.n);
     return NCSIM_OK;
 }
 

@@ -109,6 +109,11 @@ typedef struct pf_state {
     size_t nflows, cap_flows;
     int first_packet;
     int oom;
+    /* iids of each slice kind's category and argument names, taken once */
+    int kind_ready[TRC_SLICE_KIND_COUNT];
+    uint64_t kind_cat[TRC_SLICE_KIND_COUNT];
+    uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
+    uint64_t ts_iid, dur_iid;
 } pf_state_t;
 
 static uint64_t iid_of(pf_state_t *st, int table, const char *s)
@@ -310,12 +315,18 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
         return rc;
     unsigned nf;
     const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)s->kind, &nf);
-    uint64_t iids[32];
-    collect_names(st, f, nf, iids);
-    uint64_t cat_iid = iid_of(st, TBL_CATEGORY, trc_slice_category((trc_slice_kind_t)s->kind));
+    if (!st->kind_ready[s->kind]) {
+        st->kind_ready[s->kind] = 1;
+        collect_names(st, f, nf, st->kind_fields[s->kind]);
+        st->kind_cat[s->kind] =
+            iid_of(st, TBL_CATEGORY, trc_slice_category((trc_slice_kind_t)s->kind));
+        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_ps");
+        st->dur_iid = iid_of(st, TBL_ANNOTATION, "dur_ps");
+    }
+    const uint64_t *iids = st->kind_fields[s->kind];
+    uint64_t cat_iid = st->kind_cat[s->kind];
     uint64_t name_iid = iid_of(st, TBL_NAME, s->name);
-    uint64_t ts_iid = iid_of(st, TBL_ANNOTATION, "ts_ps");
-    uint64_t dur_iid = iid_of(st, TBL_ANNOTATION, "dur_ps");
+    uint64_t ts_iid = st->ts_iid, dur_iid = st->dur_iid;
     packet_begin(st, 1, s->ts_ps / 1000, 1);
     pb_buf_t *b = &st->pkt;
     size_t te = pb_begin(b, PF_PKT_TRACK_EVENT);

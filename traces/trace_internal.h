@@ -5,6 +5,7 @@
 #ifndef NCSIM_TRACES_INTERNAL_H
 #define NCSIM_TRACES_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,15 +16,34 @@
 /* ---- buffered output ------------------------------------------------------------------------ */
 
 #define TRC_OUT_BUFSZ (1u << 18)
+#define TRC_OUT_NBUF 8
 
+/*
+ * Filled buffers go to a writer thread that compresses (gzip) and writes them, so that
+ * deflate and the disk overlap with the simulation; output order is kept, so files stay
+ * byte-identical. Without a thread (it could not be started) buffers are written inline.
+ */
 typedef struct trc_out {
     FILE *f;
     gzFile gz;
-    unsigned char *buf;
+    unsigned char *buf; /* being filled */
     size_t n;
-    uint64_t total;  /* bytes produced (before compression) */
+    uint64_t total;     /* bytes produced (before compression) */
     int failed;
     char err[256];
+    /* the writer thread */
+    int threaded;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t have_full, have_free;
+    unsigned char *full[TRC_OUT_NBUF];
+    size_t full_len[TRC_OUT_NBUF];
+    unsigned full_head, nfull;
+    unsigned char *free_bufs[TRC_OUT_NBUF];
+    unsigned nfree;
+    int closing;
+    int thread_failed;
+    char thread_err[256];
 } trc_out_t;
 
 int trc_out_open(trc_out_t *o, const char *path, int gzip);

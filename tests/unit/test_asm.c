@@ -1,6 +1,8 @@
 /*
- * test_asm.c -- the assembler: the ISA.md example, each directive, views, expressions and
- * placement, checked against hand-computed programs.
+ * test_asm.c -- the assembler: the ISA.md examples, every instruction on every engine where
+ * it is legal, each directive, views, integer expressions, loops and .core blocks, placement,
+ * long texts and the diagnostic limit, checked against hand-computed programs. The negative
+ * corpus is tests/asm_errors (test_asm_errors.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <cmocka.h>
 
 #include "asm.h"
+#include "check.h"
 #include "testutil.h"
 
 static isa_program_t *assemble(const char *text, isa_diag_t *diag)
@@ -26,6 +29,8 @@ static isa_program_t *assemble(const char *text, isa_diag_t *diag)
     return p;
 }
 
+/* Assemble text that must be accepted; what the assembler emits must also pass the loader's
+ * whole-program checks. */
 static isa_program_t *assemble_ok(const char *text)
 {
     isa_diag_t d;
@@ -34,6 +39,14 @@ static isa_program_t *assemble_ok(const char *text)
         fprintf(stderr, "unexpected errors:\n%s", d.text ? d.text : "");
     isa_diag_free(&d);
     assert_non_null(p);
+    isa_geometry_t g;
+    isa_geometry_default(&g);
+    isa_diag_init(&d, 0);
+    ncsim_status_t st = isa_check_program(p, &g, "t.nca", &d);
+    if (st != NCSIM_OK)
+        fprintf(stderr, "isa_check_program rejects the program:\n%s", d.text ? d.text : "");
+    isa_diag_free(&d);
+    assert_int_equal(st, NCSIM_OK);
     return p;
 }
 
@@ -882,6 +895,128 @@ static void test_diag_limit(void **state)
     isa_diag_free(&d);
 }
 
+/* ---- long texts: the structure pass lexes in chunks, execution re-lexes in windows ------------ */
+
+typedef struct expect_seq {
+    int64_t base[8000];
+    uint32_t line[8000];
+    uint32_t n;
+} expect_seq_t;
+
+static void emit(char *text, size_t cap, size_t *len, uint32_t *line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void emit(char *text, size_t cap, size_t *len, uint32_t *line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < cap - *len);
+    *len += (size_t)n;
+    for (int i = 0; i < n; i++)
+        *line += text[*len - (size_t)n + (size_t)i] == '\n';
+}
+
+static void test_long_text(void **state)
+{
+    (void)state;
+    size_t cap = 1 << 20, len = 0;
+    char *text = malloc(cap);
+    expect_seq_t *want = calloc(2, sizeof *want);
+    assert_non_null(text);
+    assert_non_null(want);
+    uint32_t line = 1; /* number of the line being written */
+    emit(text, cap, &len, &line, ".chips 2\n.sbuf x i32 [128, 4]\n");
+    for (int k = 0; k < 300; k++) /* push everything past the first chunk and window */
+        emit(text, cap, &len, &line, k % 3 ? "; comment %d\n" : "\n", k);
+    emit(text, cap, &len, &line, ".core 0..1\n.engine pool\n");
+    /* straight-line code executed once per core: core 1 re-lexes it from the start */
+    for (int k = 0; k < 700; k++) {
+        for (uint32_t c = 0; c < 2; c++) {
+            want[c].base[want[c].n] = k * 10 + c;
+            want[c].line[want[c].n++] = line;
+        }
+        emit(text, cap, &len, &line, "iota x, base=%d * 10 + core%s\n", k,
+             k % 5 ? "" : " ; with a comment");
+        if (k % 7 == 0)
+            emit(text, cap, &len, &line, "\n");
+    }
+    /* a loop whose 300-line body crosses chunk boundaries */
+    emit(text, cap, &len, &line, ".loop i = 0, 3\n");
+    uint32_t body_first = line;
+    for (int j = 0; j < 300; j++)
+        emit(text, cap, &len, &line, "    iota x, base=100000 + i * 1000 + %d\n", j);
+    emit(text, cap, &len, &line, ".endloop\n");
+    for (uint32_t c = 0; c < 2; c++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 300; j++) {
+                want[c].base[want[c].n] = 100000 + i * 1000 + j;
+                want[c].line[want[c].n++] = body_first + (uint32_t)j;
+            }
+    /* an .if whose taken branch spans several windows */
+    emit(text, cap, &len, &line, ".if core == 1\n");
+    for (int j = 0; j < 600; j++) {
+        want[1].base[want[1].n] = 200000 + j;
+        want[1].line[want[1].n++] = line;
+        emit(text, cap, &len, &line, "iota x, base=200000 + %d\n", j);
+    }
+    emit(text, cap, &len, &line, ".else\n");
+    for (int j = 0; j < 5; j++) {
+        want[0].base[want[0].n] = 300000 + j;
+        want[0].line[want[0].n++] = line;
+        emit(text, cap, &len, &line, "iota x, base=300000 + %d\n", j);
+    }
+    emit(text, cap, &len, &line, ".endif\n");
+    isa_program_t *p = assemble_ok(text);
+    for (uint32_t c = 0; c < 2; c++) {
+        const isa_stream_t *s = isa_stream(p, c, ISA_ENGINE_POOL);
+        assert_int_equal(s->count, want[c].n);
+        for (uint32_t i = 0; i < s->count; i++) {
+            const isa_instr_t *in = &p->instrs[s->first + i];
+            if (isa_instr_args(p, in)[1].v.i != want[c].base[i] || in->line != want[c].line[i])
+                fprintf(stderr, "core %u instruction %u: base %lld line %u, expected %lld %u\n",
+                        c, i, (long long)isa_instr_args(p, in)[1].v.i, in->line,
+                        (long long)want[c].base[i], want[c].line[i]);
+            assert_int_equal(isa_instr_args(p, in)[1].v.i, want[c].base[i]);
+            assert_int_equal(in->line, want[c].line[i]);
+        }
+    }
+    isa_program_free(p);
+    /* errors far into a long text carry their own line numbers */
+    len = 0;
+    line = 1;
+    for (int k = 0; k < 4000; k++)
+        emit(text, cap, &len, &line, k % 2 ? ".let a%d = %d\n" : "\n", k, k);
+    uint32_t bad_lex = line;
+    emit(text, cap, &len, &line, ".let z = 1 $ 2\n");
+    for (int k = 0; k < 600; k++)
+        emit(text, cap, &len, &line, "; filler\n");
+    uint32_t bad_loop = line;
+    emit(text, cap, &len, &line, "  .loop i = 0, 2\n");
+    char want_lex[64], want_loop[96];
+    snprintf(want_lex, sizeof want_lex, "t.nca:%u:12: error: unexpected character '$'", bad_lex);
+    snprintf(want_loop, sizeof want_loop, "t.nca:%u:3: error: '.loop' is never closed",
+             bad_loop);
+    isa_diag_t d;
+    assert_null(assemble(text, &d));
+    assert_non_null(strstr(d.text, want_lex));
+    assert_non_null(strstr(d.text, want_loop));
+    assert_int_equal(d.errors, 2);
+    isa_diag_free(&d);
+    /* and at run time, past many windows */
+    len = 0;
+    line = 1;
+    emit(text, cap, &len, &line, ".sbuf x i32 [128, 4]\n.engine pool\n");
+    for (int k = 0; k < 3000; k++)
+        emit(text, cap, &len, &line, "iota x, base=%d\n", k);
+    uint32_t bad_run = line;
+    emit(text, cap, &len, &line, "iota x, base=1 / (2 - 2)\n");
+    snprintf(want_loop, sizeof want_loop, "t.nca:%u:16: error: division by zero", bad_run);
+    assemble_fails(text, want_loop);
+    free(want);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -902,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_hbm_placement),
         cmocka_unit_test(test_text_details),
         cmocka_unit_test(test_diag_limit),
+        cmocka_unit_test(test_long_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,39 +255,38 @@ static isa_program_t *example_program(int with_lines)
     in = pb_instr(pb, 0, ISA_ENGINE_PE, ISA_OP_MATMUL,
                   (isa_arg_t[]){A_t(pb, EX_ACC), A_t(pb, EX_BS), {0}});
     in->npost = 1, in->post[0] = sync_(1, ISA_POST_ADD, 1), in->line = with_lines ? 19 : 0;
-    in = pb_instr(pb, 0, ISA_ENGINE_ACT, ISA_OP_ACTIVATE,
-                  (isa_arg_t[]){A_t(pb, EX_CS), A_t(pb, EX_ACC), A_i(ISA_FUNC_COPY), {0}, {0},
-                                {0}, {0}});
+    in = pb_instr(
+        pb, 0, ISA_ENGINE_ACT, ISA_OP_ACTIVATE,
+        (isa_arg_t[]){A_t(pb, EX_CS), A_t(pb, EX_ACC), A_i(ISA_FUNC_COPY), {0}, {0}, {0}, {0}});
     in->nwait = 1, in->wait[0] = sync_(1, ISA_WAIT_GE, 1);
     in->npost = 1, in->post[0] = sync_(2, ISA_POST_ADD, 1), in->line = with_lines ? 21 : 0;
     return pb_finish(pb);
 }
 
-static const char example_text[] =
-    "; disassembled by ncsim\n"
-    ".arch trn1\n"
-    ".chips 1\n"
-    ".hbm a bf16 [128, 128] input @0x0 chip=0\n"
-    ".hbm b bf16 [128, 512] input @0x8000 chip=0\n"
-    ".hbm c fp32 [128, 512] output @0x28000 chip=0\n"
-    "\n"
-    ".core 0\n"
-    ".sbuf as bf16 [128, 128] @0 +0\n"
-    ".sbuf bs bf16 [128, 512] @0 +256\n"
-    ".psum acc fp32 [128, 512] @0 +0\n"
-    ".sbuf cs fp32 [128, 512] @0 +1280\n"
-    ".sem loaded = 0\n"
-    ".sem mm = 0\n"
-    ".sem copied = 0\n"
-    ".engine pe\n"
-    "    ldweights as | wait loaded >= 2\n"
-    "    matmul acc, bs | post mm\n"
-    ".engine act\n"
-    "    activate cs, acc, copy | wait mm >= 1 | post copied\n"
-    ".engine sp\n"
-    "    dma as, a, queue=0 | post loaded\n"
-    "    dma bs, b, queue=1 | post loaded\n"
-    "    dma c, cs, queue=2 | wait copied >= 1\n";
+static const char example_text[] = "; disassembled by ncsim\n"
+                                   ".arch trn1\n"
+                                   ".chips 1\n"
+                                   ".hbm a bf16 [128, 128] input @0x0 chip=0\n"
+                                   ".hbm b bf16 [128, 512] input @0x8000 chip=0\n"
+                                   ".hbm c fp32 [128, 512] output @0x28000 chip=0\n"
+                                   "\n"
+                                   ".core 0\n"
+                                   ".sbuf as bf16 [128, 128] @0 +0\n"
+                                   ".sbuf bs bf16 [128, 512] @0 +256\n"
+                                   ".psum acc fp32 [128, 512] @0 +0\n"
+                                   ".sbuf cs fp32 [128, 512] @0 +1280\n"
+                                   ".sem loaded = 0\n"
+                                   ".sem mm = 0\n"
+                                   ".sem copied = 0\n"
+                                   ".engine pe\n"
+                                   "    ldweights as | wait loaded >= 2\n"
+                                   "    matmul acc, bs | post mm\n"
+                                   ".engine act\n"
+                                   "    activate cs, acc, copy | wait mm >= 1 | post copied\n"
+                                   ".engine sp\n"
+                                   "    dma as, a, queue=0 | post loaded\n"
+                                   "    dma bs, b, queue=1 | post loaded\n"
+                                   "    dma c, cs, queue=2 | wait copied >= 1\n";
 
 /* ---- helpers over binaries ------------------------------------------------------------------ */
 
@@ -452,8 +451,7 @@ static size_t strm_body(const sect_t *strm, uint32_t s)
     uint32_t cores = rd32(strm->data + NCX_STRM_CORES);
     size_t pos = NCX_STRM_HEADER_SIZE + (size_t)cores * ISA_ENGINE_COUNT * NCX_STRM_DIR_SIZE;
     for (uint32_t k = 0; k < s; k++)
-        pos += rd32(strm->data + NCX_STRM_HEADER_SIZE + k * NCX_STRM_DIR_SIZE +
-                    NCX_STRM_DIR_BYTES);
+        pos += rd32(strm->data + NCX_STRM_HEADER_SIZE + k * NCX_STRM_DIR_SIZE + NCX_STRM_DIR_BYTES);
     return pos;
 }
 
@@ -463,7 +461,7 @@ static void set_lines_zero(isa_program_t *p)
         p->instrs[i].line = 0;
 }
 
-/* ---- round trips and determinism --------------------------------------------------------------- */
+/* ---- round trips and determinism ------------------------------------------------------------- */
 
 static void test_write_read_write(void **state)
 {
@@ -559,20 +557,18 @@ static isa_program_t *kitchen_sink(void)
     pb_t *pb = pb_new(2, NULL, NULL);
     uint32_t in = pb_hbm(pb, "in", ISA_DT_FP32, ISA_TK_INPUT, 0, 0, 2, (uint64_t[]){256, 64});
     uint32_t out = pb_hbm(pb, "out", ISA_DT_FP32, ISA_TK_OUTPUT, 1, 0, 2, (uint64_t[]){256, 64});
-    uint32_t h0 = pb_hbm(pb, "h0", ISA_DT_FP32, ISA_TK_SCRATCH, 0, 0x10000, 1,
-                         (uint64_t[]){1024});
-    uint32_t h1 = pb_hbm(pb, "h1", ISA_DT_FP32, ISA_TK_SCRATCH, 1, 0x10000, 1,
-                         (uint64_t[]){1024});
-    uint32_t x = pb_local(pb, "x", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 0, 3,
-                          (uint64_t[]){128, 8, 16});
-    uint32_t y = pb_local(pb, "y", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 512, 2,
-                          (uint64_t[]){128, 128});
-    uint32_t v = pb_local(pb, "v", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 1024, 2,
-                          (uint64_t[]){128, 1});
-    uint32_t ps = pb_local(pb, "ps", ISA_SPACE_PSUM, ISA_DT_FP32, 2, 0, 2048, 2,
-                           (uint64_t[]){128, 128});
-    uint32_t q = pb_local(pb, "q", ISA_SPACE_SBUF, ISA_DT_I32, 3, 32, 4096, 2,
-                          (uint64_t[]){32, 16});
+    uint32_t h0 = pb_hbm(pb, "h0", ISA_DT_FP32, ISA_TK_SCRATCH, 0, 0x10000, 1, (uint64_t[]){1024});
+    uint32_t h1 = pb_hbm(pb, "h1", ISA_DT_FP32, ISA_TK_SCRATCH, 1, 0x10000, 1, (uint64_t[]){1024});
+    uint32_t x =
+        pb_local(pb, "x", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 0, 3, (uint64_t[]){128, 8, 16});
+    uint32_t y =
+        pb_local(pb, "y", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 512, 2, (uint64_t[]){128, 128});
+    uint32_t v =
+        pb_local(pb, "v", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 1024, 2, (uint64_t[]){128, 1});
+    uint32_t ps =
+        pb_local(pb, "ps", ISA_SPACE_PSUM, ISA_DT_FP32, 2, 0, 2048, 2, (uint64_t[]){128, 128});
+    uint32_t q =
+        pb_local(pb, "q", ISA_SPACE_SBUF, ISA_DT_I32, 3, 32, 4096, 2, (uint64_t[]){32, 16});
     pb_sem(pb, "g", -1, 0, -5);
     pb_sem(pb, "l2", 2, 1, 7);
     pb_sem(pb, "l0", 0, 1, 0);
@@ -589,8 +585,8 @@ static isa_program_t *kitchen_sink(void)
     i->npost = 2, i->post[0] = sync_(1, ISA_POST_SUB, 2), i->post[1] = sync_(0, ISA_POST_SET, 9);
     isa_arg_t scale_view = A_t(pb, v);
     pb_instr(pb, 0, ISA_ENGINE_ACT, ISA_OP_ACTIVATE,
-             (isa_arg_t[]){A_t(pb, y), A_t(pb, y), A_i(ISA_FUNC_EXP), scale_view, none,
-                           A_t(pb, v), none});
+             (isa_arg_t[]){A_t(pb, y), A_t(pb, y), A_i(ISA_FUNC_EXP), scale_view, none, A_t(pb, v),
+                           none});
     /* core 0 dve: tensor_scalar with both ops and flags, reduce, scan, memset edges */
     isa_arg_t rev = A_i(1);
     pb_instr(pb, 0, ISA_ENGINE_DVE, ISA_OP_TENSOR_SCALAR,
@@ -642,12 +638,13 @@ static isa_program_t *kitchen_sink(void)
              (isa_arg_t[]){A_t(pb, h1), A_view(pb, half), A_i(1)});
     /* core 2 pe: transpose into its own PSUM tensor, waiting on a local semaphore */
     isa_view_t sq = tview(pb, y);
-    i = pb_instr(pb, 2, ISA_ENGINE_PE, ISA_OP_TRANSPOSE, (isa_arg_t[]){A_t(pb, ps), A_view(pb, sq)});
+    i = pb_instr(pb, 2, ISA_ENGINE_PE, ISA_OP_TRANSPOSE,
+                 (isa_arg_t[]){A_t(pb, ps), A_view(pb, sq)});
     i->nwait = 1, i->wait[0] = sync_(1, ISA_WAIT_GE, 1);
     /* core 3 pool: integer tensor at partition 32 */
-    pb_instr(pb, 3, ISA_ENGINE_POOL, ISA_OP_TENSOR_SCALAR,
-             (isa_arg_t[]){A_t(pb, q), A_t(pb, q), A_i(ISA_ALU_ADD), A_f(3.0), none, none, none,
-                           none});
+    pb_instr(
+        pb, 3, ISA_ENGINE_POOL, ISA_OP_TENSOR_SCALAR,
+        (isa_arg_t[]){A_t(pb, q), A_t(pb, q), A_i(ISA_ALU_ADD), A_f(3.0), none, none, none, none});
     return pb_finish(pb);
 }
 
@@ -694,8 +691,7 @@ static void test_stripped_names(void **state)
     pb_t *pb = pb_new(1, NULL, NULL);
     uint32_t in = pb_hbm(pb, "in", ISA_DT_FP32, ISA_TK_INPUT, 0, 0, 2, (uint64_t[]){128, 4});
     uint32_t s = pb_hbm(pb, NULL, ISA_DT_FP32, ISA_TK_SCRATCH, 0, 4096, 2, (uint64_t[]){128, 4});
-    uint32_t t1 = pb_local(pb, "t1", ISA_SPACE_SBUF, ISA_DT_FP32, 0, 0, 0, 2,
-                           (uint64_t[]){128, 4});
+    uint32_t t1 = pb_local(pb, "t1", ISA_SPACE_SBUF, ISA_DT_FP32, 0, 0, 0, 2, (uint64_t[]){128, 4});
     pb_sem(pb, NULL, -1, 0, 0);
     pb_group(pb, NULL, 2, (int64_t[]){0, 1});
     isa_instr_t *i = pb_instr(pb, 0, ISA_ENGINE_SP, ISA_OP_DMA,
@@ -703,12 +699,14 @@ static void test_stripped_names(void **state)
     i->npost = 1, i->post[0] = sync_(0, ISA_POST_ADD, 4);
     pb_instr(pb, 0, ISA_ENGINE_SP, ISA_OP_DMA, (isa_arg_t[]){A_t(pb, s), A_t(pb, t1), {0}, {0}});
     pb_instr(pb, 0, ISA_ENGINE_CC, ISA_OP_ALL_GATHER,
-             (isa_arg_t[]){A_t(pb, s), A_view(pb, (isa_view_t){.space = ISA_SPACE_HBM,
-                                                               .dtype = ISA_DT_FP32,
-                                                               .pcount = 1, .ndims = 1,
-                                                               .offset = 4096,
-                                                               .stride = {1},
-                                                               .count = {256}}),
+             (isa_arg_t[]){A_t(pb, s),
+                           A_view(pb, (isa_view_t){.space = ISA_SPACE_HBM,
+                                                   .dtype = ISA_DT_FP32,
+                                                   .pcount = 1,
+                                                   .ndims = 1,
+                                                   .offset = 4096,
+                                                   .stride = {1},
+                                                   .count = {256}}),
                            A_i(0)});
     isa_program_t *p = pb_finish(pb);
     uint8_t *b;
@@ -720,21 +718,20 @@ static void test_stripped_names(void **state)
     assert_memory_equal(find(f, NCX_TAG_STRS)->data, strs, sizeof strs);
     isa_program_t *q = read_ok(b, n);
     char *text = isa_disassemble(q);
-    static const char expect[] =
-        "; disassembled by ncsim\n"
-        ".chips 1\n"
-        ".hbm in fp32 [128, 4] input @0x0 chip=0\n"
-        ".hbm t1_ fp32 [128, 4] scratch @0x1000 chip=0\n"
-        ".sem s0 = 0\n"
-        ".group g0 = 0, 1\n"
-        "\n"
-        ".core 0\n"
-        ".sbuf t1 fp32 [128, 4] @0 +0\n"
-        ".engine sp\n"
-        "    dma t1, in | post s0 += 4\n"
-        "    dma t1_, t1\n"
-        ".engine cc\n"
-        "    all_gather t1_, hbm:fp32+0x1000[1x256], group=g0\n";
+    static const char expect[] = "; disassembled by ncsim\n"
+                                 ".chips 1\n"
+                                 ".hbm in fp32 [128, 4] input @0x0 chip=0\n"
+                                 ".hbm t1_ fp32 [128, 4] scratch @0x1000 chip=0\n"
+                                 ".sem s0 = 0\n"
+                                 ".group g0 = 0, 1\n"
+                                 "\n"
+                                 ".core 0\n"
+                                 ".sbuf t1 fp32 [128, 4] @0 +0\n"
+                                 ".engine sp\n"
+                                 "    dma t1, in | post s0 += 4\n"
+                                 "    dma t1_, t1\n"
+                                 ".engine cc\n"
+                                 "    all_gather t1_, hbm:fp32+0x1000[1x256], group=g0\n";
     assert_string_equal(text, expect);
     free(text);
     free(f);
@@ -811,7 +808,9 @@ static void test_header_damage(void **state)
     wr32(m + NCX_HDR_FLAGS, 0x00010000u);
     isa_program_free(read_ok(m, n));
     wr32(m + NCX_HDR_FLAGS, 0x00000004u);
-    read_fails(m, n, "header flag bit 2 is not understood by this reader");
+    read_fails(m, n,
+               "header flag bit 2 is not understood by this reader (the file is of a "
+               "newer minor version than this reader's 1.0; a newer ncsim may read it)");
 
     memcpy(m, b, n);
     m[n] = 0;
@@ -998,11 +997,11 @@ static void test_meta_strs_decl(void **state)
     ncx_file_t *f = split(b, n), *g = calloc(1, sizeof *g);
     assert_non_null(g);
 
-#define EDIT(sec, off, width, val, expect)                                                     \
-    do {                                                                                       \
-        *g = *f;                                                                               \
-        wr##width(find(g, sec)->data + (off), val);                                            \
-        join_fails(g, expect);                                                                 \
+#define EDIT(sec, off, width, val, expect)                                                         \
+    do {                                                                                           \
+        *g = *f;                                                                                   \
+        wr##width(find(g, sec)->data + (off), val);                                                \
+        join_fails(g, expect);                                                                     \
     } while (0)
 
     EDIT(NCX_TAG_META, NCX_META_CORES, 32, 3, "section META: core count 3 does not match 1 chips");
@@ -1143,20 +1142,20 @@ static void test_instruction_damage(void **state)
     size_t ld_view = pe + NCX_INSTR_HEADER_SIZE + NCX_CLAUSE_SIZE;
     size_t mm = ld_view + NCX_VIEW_SIZE(1);
     size_t act_func = act + NCX_INSTR_HEADER_SIZE + 2 * NCX_CLAUSE_SIZE + 2 * NCX_VIEW_SIZE(1);
-    size_t dma_queue = sp + NCX_INSTR_HEADER_SIZE + NCX_CLAUSE_SIZE + NCX_VIEW_SIZE(1) +
-                       NCX_VIEW_SIZE(2);
+    size_t dma_queue =
+        sp + NCX_INSTR_HEADER_SIZE + NCX_CLAUSE_SIZE + NCX_VIEW_SIZE(1) + NCX_VIEW_SIZE(2);
 
-#define EDIT(off, width, val, expect)                                                          \
-    do {                                                                                       \
-        *g = *f;                                                                               \
-        wr##width(find(g, NCX_TAG_STRM)->data + (off), val);                                   \
-        join_fails(g, expect);                                                                 \
+#define EDIT(off, width, val, expect)                                                              \
+    do {                                                                                           \
+        *g = *f;                                                                                   \
+        wr##width(find(g, NCX_TAG_STRM)->data + (off), val);                                       \
+        join_fails(g, expect);                                                                     \
     } while (0)
-#define EDIT8(off, val, expect)                                                                \
-    do {                                                                                       \
-        *g = *f;                                                                               \
-        find(g, NCX_TAG_STRM)->data[off] = (uint8_t)(val);                                     \
-        join_fails(g, expect);                                                                 \
+#define EDIT8(off, val, expect)                                                                    \
+    do {                                                                                           \
+        *g = *f;                                                                                   \
+        find(g, NCX_TAG_STRM)->data[off] = (uint8_t)(val);                                         \
+        join_fails(g, expect);                                                                     \
     } while (0)
 
     EDIT(pe + NCX_INSTR_OPCODE, 16, 999,
@@ -1187,14 +1186,15 @@ static void test_instruction_damage(void **state)
     EDIT8(ld_view + NCX_VIEW_PSTART, 1, "operand STAT: partitions 1..129 are outside 0..128");
     EDIT(ld_view + NCX_VIEW_OFFSET, 64, 1ull << 50, "offset 1125899906842624 exceeds the format");
     EDIT(ld_view + NCX_VIEW_OFFSET, 64, 196600, "operand STAT: bytes 196600..196856 are outside");
-    EDIT(ld_view + NCX_VIEW_HEADER_SIZE, 64, (uint64_t)-(1ll << 41),
+    EDIT(ld_view + NCX_VIEW_HEADER_SIZE, 64, (uint64_t) - (1ll << 41),
          "stride -2199023255552 of dim 0 exceeds the format limit");
     EDIT(ld_view + NCX_VIEW_HEADER_SIZE, 64, (uint64_t)-1, "operand STAT: bytes -254..2 are");
     EDIT(ld_view + NCX_VIEW_HEADER_SIZE + 8, 32, 0, "count 0 of dim 0 is out of range (1..65535)");
     EDIT(ld_view + NCX_VIEW_HEADER_SIZE + 8, 32, 70000, "count 70000 of dim 0 is out of range");
     /* enums, ints: values out of range, and the static checks behind the structure */
-    EDIT8(act_func, 99, "instruction 0 of core 0 act: activate: operand FUNC: activation "
-                        "function 99 is unknown");
+    EDIT8(act_func, 99,
+          "instruction 0 of core 0 act: activate: operand FUNC: activation "
+          "function 99 is unknown");
     EDIT(dma_queue, 64, 20, "queue=20 out of range 0..15");
     /* stream directory */
     EDIT(NCX_STRM_CORES, 32, 4, "section STRM: 4 cores, but META says 2");
@@ -1280,21 +1280,44 @@ static void test_format_view_raw(void **state)
 {
     (void)state;
     char buf[96];
-    isa_view_t v = {.space = ISA_SPACE_SBUF, .dtype = ISA_DT_BF16, .pstart = 0, .pcount = 128,
-                    .offset = 1024, .ndims = 2, .stride = {64, 1}, .count = {4, 8}};
+    isa_view_t v = {.space = ISA_SPACE_SBUF,
+                    .dtype = ISA_DT_BF16,
+                    .pstart = 0,
+                    .pcount = 128,
+                    .offset = 1024,
+                    .ndims = 2,
+                    .stride = {64, 1},
+                    .count = {4, 8}};
     isa_format_view(&v, buf, sizeof buf);
     assert_string_equal(buf, "sb:bf16@0:128+1024[64x4, 1x8]");
-    isa_view_t w = {.space = ISA_SPACE_PSUM, .dtype = ISA_DT_FP32, .pstart = 0, .pcount = 128,
-                    .offset = 2048, .ndims = 1, .stride = {1}, .count = {512}};
+    isa_view_t w = {.space = ISA_SPACE_PSUM,
+                    .dtype = ISA_DT_FP32,
+                    .pstart = 0,
+                    .pcount = 128,
+                    .offset = 2048,
+                    .ndims = 1,
+                    .stride = {1},
+                    .count = {512}};
     isa_format_view(&w, buf, sizeof buf);
     assert_string_equal(buf, "ps:fp32@0:128+2048[1x512]");
-    isa_view_t h = {.space = ISA_SPACE_HBM, .dtype = ISA_DT_BF16, .pcount = 1,
-                    .offset = 0x100000, .ndims = 2, .stride = {8192, 1}, .count = {128, 512}};
+    isa_view_t h = {.space = ISA_SPACE_HBM,
+                    .dtype = ISA_DT_BF16,
+                    .pcount = 1,
+                    .offset = 0x100000,
+                    .ndims = 2,
+                    .stride = {8192, 1},
+                    .count = {128, 512}};
     size_t need = isa_format_view(&h, buf, sizeof buf);
     assert_string_equal(buf, "hbm:bf16+0x100000[8192x128, 1x512]");
     assert_int_equal(need, strlen(buf));
-    isa_view_t z = {.space = ISA_SPACE_SBUF, .dtype = ISA_DT_U8, .pstart = 96, .pcount = 32,
-                    .offset = 7, .ndims = 3, .stride = {0, -2, 1}, .count = {3, 5, 1}};
+    isa_view_t z = {.space = ISA_SPACE_SBUF,
+                    .dtype = ISA_DT_U8,
+                    .pstart = 96,
+                    .pcount = 32,
+                    .offset = 7,
+                    .ndims = 3,
+                    .stride = {0, -2, 1},
+                    .count = {3, 5, 1}};
     isa_format_view(&z, buf, sizeof buf);
     assert_string_equal(buf, "sb:u8@96:128+7[0x3, -2x5, 1x1]");
     z.ndims = 0;
@@ -1303,7 +1326,7 @@ static void test_format_view_raw(void **state)
     assert_string_equal(tiny, "sb:u8");
 }
 
-/* ---- assembler round trips ---------------------------------------------------------------------- */
+/* ---- assembler round trips ------------------------------------------------------------------- */
 
 static isa_program_t *assemble_text(const char *text, const char *filename)
 {
@@ -1467,34 +1490,39 @@ static void test_dis_named_slices(void **state)
 static void test_dis_immediates_and_names(void **state)
 {
     (void)state;
-    char *dis = asm_dis_asm(
-        ".let big = 123456789012345678\n"
-        ".core 0\n"
-        ".sbuf y fp32 [128, 4]\n"
-        ".sbuf inf fp32 [128, 1] +1024\n"
-        ".sbuf rev0 fp32 [128, 1] +2048\n"
-        ".sbuf w i32 [128, 2, 4] +4096\n"
-        ".engine dve\n"
-        "    memset y, 0.1\n"
-        "    memset y, 1\n"
-        "    memset y, -0.0\n"
-        "    memset y, 1e300\n"
-        "    memset y, 5e-324\n"
-        "    memset y, -inf\n"
-        "    memset y, nan\n"
-        "    memset y, -3\n"
-        "    memset y, big\n"
-        "    memset y, 0.30000000000000004\n"
-        "    tensor_scalar y, y, add, inf\n"
-        "    tensor_scalar y, y, add, (inf)\n"
-        "    tensor_scalar y, y, add, 1.5, multiply, rev0[:], rev1\n"
-        ".engine pool\n"
-        "    iota w, base=-9223372036854775807-1, pstep=-1, steps=[0x10, -4]\n"
-        "    affine_select y, y, base=3, steps=[], cmp=lt, fill=-1e30\n");
+    char *dis = asm_dis_asm(".let big = 123456789012345678\n"
+                            ".core 0\n"
+                            ".sbuf y fp32 [128, 4]\n"
+                            ".sbuf inf fp32 [128, 1] +1024\n"
+                            ".sbuf rev0 fp32 [128, 1] +2048\n"
+                            ".sbuf w i32 [128, 2, 4] +4096\n"
+                            ".engine dve\n"
+                            "    memset y, 0.1\n"
+                            "    memset y, 1\n"
+                            "    memset y, -0.0\n"
+                            "    memset y, 1e300\n"
+                            "    memset y, 5e-324\n"
+                            "    memset y, -inf\n"
+                            "    memset y, nan\n"
+                            "    memset y, -3\n"
+                            "    memset y, big\n"
+                            "    memset y, 0.30000000000000004\n"
+                            "    tensor_scalar y, y, add, inf\n"
+                            "    tensor_scalar y, y, add, (inf)\n"
+                            "    tensor_scalar y, y, add, 1.5, multiply, rev0[:], rev1\n"
+                            ".engine pool\n"
+                            "    iota w, base=-9223372036854775807-1, pstep=-1, steps=[0x10, -4]\n"
+                            "    affine_select y, y, base=3, steps=[], cmp=lt, fill=-1e30\n");
     static const char *const expect[] = {
-        "    memset y, 0.1\n", "    memset y, 1.0\n", "    memset y, -0.0\n",
-        "    memset y, 1e+300\n", "    memset y, 5e-324\n", "    memset y, -inf\n",
-        "    memset y, nan\n", "    memset y, -3.0\n", "    memset y, 1.2345678901234568e+17\n",
+        "    memset y, 0.1\n",
+        "    memset y, 1.0\n",
+        "    memset y, -0.0\n",
+        "    memset y, 1e+300\n",
+        "    memset y, 5e-324\n",
+        "    memset y, -inf\n",
+        "    memset y, nan\n",
+        "    memset y, -3.0\n",
+        "    memset y, 1.2345678901234568e+17\n",
         "    memset y, 0.30000000000000004\n",
         "    tensor_scalar y, y, add, inf\n",   /* the tensor `inf` */
         "    tensor_scalar y, y, add, (inf)\n", /* the number */
@@ -1512,41 +1540,42 @@ static void test_dis_immediates_and_names(void **state)
 static void test_dis_cores_sems_groups(void **state)
 {
     (void)state;
-    char *dis = asm_dis_asm(
-        ".arch inf2\n"
-        ".chips 2\n"
-        ".hbm src fp32 [256] input\n"
-        ".hbm dst fp32 [1024] output chip=1\n"
-        ".hbm s0 fp32 [1024] scratch\n"
-        ".hbm s1 fp32 [1024] scratch chip=1\n"
-        ".sbuf shared fp32 [128, 8]\n"
-        ".sem go = 3\n"
-        ".sem done\n"
-        ".group all = 0..3\n"
-        ".group back = 2, 0\n"
-        ".core 0, 2\n"
-        ".sem mine = -7\n"
-        ".sbuf loc fp32 [64, 2] @64\n"
-        ".engine sp\n"
-        "    nop | wait go == 3 | wait mine >= -7 | post done = 2 | post mine -= 1\n"
-        ".engine cc\n"
-        "    .if core == 0\n"
-        "    send src, to=2, tag=5\n"
-        "    all_reduce s0, s0, op=max, group=all\n"
-        "    .else\n"
-        "    recv dst[0:256], from=0, tag=5\n"
-        "    all_reduce s1, s1, op=max, group=all\n"
-        "    all_gather dst[0:512], s1[0:256], group=back\n"
-        "    .endif\n"
-        ".core 1\n"
-        ".sem other\n"
-        ".engine cc\n"
-        "    all_reduce s0, s0, op=add, group=all | post other += 5\n"
-        ".core 3\n"
-        ".engine cc\n"
-        "    all_reduce s1, s1, op=add, group=all\n");
+    char *dis =
+        asm_dis_asm(".arch inf2\n"
+                    ".chips 2\n"
+                    ".hbm src fp32 [256] input\n"
+                    ".hbm dst fp32 [1024] output chip=1\n"
+                    ".hbm s0 fp32 [1024] scratch\n"
+                    ".hbm s1 fp32 [1024] scratch chip=1\n"
+                    ".sbuf shared fp32 [128, 8]\n"
+                    ".sem go = 3\n"
+                    ".sem done\n"
+                    ".group all = 0..3\n"
+                    ".group back = 2, 0\n"
+                    ".core 0, 2\n"
+                    ".sem mine = -7\n"
+                    ".sbuf loc fp32 [64, 2] @64\n"
+                    ".engine sp\n"
+                    "    nop | wait go == 3 | wait mine >= -7 | post done = 2 | post mine -= 1\n"
+                    ".engine cc\n"
+                    "    .if core == 0\n"
+                    "    send src, to=2, tag=5\n"
+                    "    all_reduce s0, s0, op=max, group=all\n"
+                    "    .else\n"
+                    "    recv dst[0:256], from=0, tag=5\n"
+                    "    all_reduce s1, s1, op=max, group=all\n"
+                    "    all_gather dst[0:512], s1[0:256], group=back\n"
+                    "    .endif\n"
+                    ".core 1\n"
+                    ".sem other\n"
+                    ".engine cc\n"
+                    "    all_reduce s0, s0, op=add, group=all | post other += 5\n"
+                    ".core 3\n"
+                    ".engine cc\n"
+                    "    all_reduce s1, s1, op=add, group=all\n");
     static const char *const expect[] = {
-        ".arch inf2\n.chips 2\n", ".hbm dst fp32 [1024] output @0x",
+        ".arch inf2\n.chips 2\n",
+        ".hbm dst fp32 [1024] output @0x",
         ".sbuf shared fp32 [128, 8] @0 +0\n.sem go = 3\n.sem done = 0\n"
         ".group all = 0, 1, 2, 3\n.group back = 2, 0\n\n.core 0\n.sbuf loc fp32 [64, 2] @64 +",
         "    nop | wait go == 3 | wait mine >= -7 | post done = 2 | post mine -= 1\n",
@@ -1588,6 +1617,42 @@ static void test_dis_kitchen_sink_reassembles(void **state)
     isa_program_free(r);
 }
 
+/* Invented names and the choice among aliasing tensors do not depend on declaration order:
+ * a program prints the same before and after a write -> read (which makes the order canonical).
+ * Both were found by fuzzing. */
+static void test_dis_independent_of_order(void **state)
+{
+    (void)state;
+    pb_t *pb = pb_new(1, NULL, NULL);
+    uint32_t l1 = pb_local(pb, NULL, ISA_SPACE_SBUF, ISA_DT_FP32, 1, 0, 0, 2, (uint64_t[]){128, 4});
+    uint32_t l0 = pb_local(pb, NULL, ISA_SPACE_SBUF, ISA_DT_FP32, 0, 0, 0, 2, (uint64_t[]){128, 4});
+    pb_local(pb, "alias", ISA_SPACE_SBUF, ISA_DT_FP32, 0, 0, 0, 2, (uint64_t[]){128, 4});
+    uint32_t g =
+        pb_local(pb, "glob", ISA_SPACE_SBUF, ISA_DT_FP32, -1, 0, 0, 2, (uint64_t[]){128, 4});
+    pb_hbm(pb, NULL, ISA_DT_FP32, ISA_TK_SCRATCH, 0, 0, 2, (uint64_t[]){128, 4});
+    pb_sem(pb, NULL, 1, 0, 0);
+    pb_sem(pb, NULL, 0, 0, 0);
+    pb_instr(pb, 0, ISA_ENGINE_DVE, ISA_OP_TENSOR_COPY, (isa_arg_t[]){A_t(pb, l0), A_t(pb, g)});
+    pb_instr(pb, 1, ISA_ENGINE_DVE, ISA_OP_TENSOR_COPY, (isa_arg_t[]){A_t(pb, l1), A_t(pb, g)});
+    isa_program_t *p = pb_finish(pb);
+    uint8_t *b;
+    size_t n;
+    write_ok(p, &b, &n);
+    isa_program_t *q = read_ok(b, n);
+    char *t1 = isa_disassemble(p), *t2 = isa_disassemble(q);
+    assert_string_equal(t1, t2);
+    /* the global tensor wins over the core's own aliases; invented names count canonically */
+    assert_non_null(strstr(t1, ".hbm t0 fp32 [128, 4] scratch @0x0 chip=0\n"));
+    assert_non_null(strstr(t1, ".core 0\n.sbuf t2 fp32 [128, 4] @0 +0\n.sbuf alias"));
+    assert_non_null(strstr(t1, ".core 1\n.sbuf t4 fp32 [128, 4] @0 +0\n.sem s1 = 0\n"));
+    assert_non_null(strstr(t1, "    tensor_copy glob, glob\n"));
+    free(t1);
+    free(t2);
+    free(b);
+    isa_program_free(p);
+    isa_program_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1611,6 +1676,7 @@ int main(void)
         cmocka_unit_test(test_dis_immediates_and_names),
         cmocka_unit_test(test_dis_cores_sems_groups),
         cmocka_unit_test(test_dis_kitchen_sink_reassembles),
+        cmocka_unit_test(test_dis_independent_of_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

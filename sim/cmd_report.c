@@ -1,0 +1,243 @@
+/*
+ * cmd_report.c -- `ncsim report STATS.json|TRACE [--json]` (CLI.md): where the time went.
+ *
+ * A trace (.json, .json.gz, .pftrace written by `ncsim run --trace`) gives everything,
+ * critical path and instruction kinds included (traces/report.c). A statistics file
+ * (`ncsim run --stats`) gives what it holds: per-engine busy and stall, DMA, HBM, MFU/HFU
+ * and stall causes per engine; the report says what is missing.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "load.h"
+#include "report.h"
+#include "trace.h"
+
+static const char usage_report[] =
+    "usage: ncsim report STATS.json|TRACE [--json] [-o FILE]\n"
+    "\n"
+    "Summarise a run: total time; per-engine busy, stall and idle percentages; MFU and HFU;\n"
+    "HBM and DMA bandwidth against peak; the ten largest stall causes; the critical path;\n"
+    "a table per instruction kind. TRACE is a file written by `ncsim run --trace` (.json,\n"
+    ".json.gz, .pftrace); a statistics file (`ncsim run --stats`) gives all but the\n"
+    "critical path and the instruction kinds.\n"
+    "  --json              machine-readable output (units in the key names)\n"
+    "  -o, --output FILE   write the report to FILE instead of stdout\n";
+
+static uint64_t ps_of(json_t *v)
+{
+    double ns = json_number_value(v);
+    return ns > 0 ? (uint64_t)llround(ns * 1000.0) : 0;
+}
+
+static uint64_t u64_of(json_t *v)
+{
+    if (json_is_integer(v))
+        return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    double d = json_number_value(v);
+    return d > 0 ? (uint64_t)llround(d) : 0;
+}
+
+/* The statistics JSON (CLI.md schema and sim/stats.c extras) into a report. */
+static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_report_t *rep,
+                                        char *err, size_t errlen)
+{
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->source, sizeof rep->source, "%s", path);
+    json_t *cores = json_object_get(root, "cores");
+    json_t *total = json_object_get(root, "total_ns");
+    if (!json_is_array(cores) || !json_is_number(total)) {
+        snprintf(err, errlen, "%s: neither a trace nor a statistics file (no \"cores\" and "
+                              "\"total_ns\")",
+                 path);
+        return NCSIM_FORMAT;
+    }
+    const char *s = json_string_value(json_object_get(root, "program"));
+    snprintf(rep->program, sizeof rep->program, "%s", s ? s : "");
+    s = json_string_value(json_object_get(root, "arch"));
+    snprintf(rep->arch, sizeof rep->arch, "%s", s ? s : "");
+    rep->total_ps = ps_of(total);
+    rep->flops = u64_of(json_object_get(root, "tensor_flops"));
+    json_t *hw = json_object_get(root, "tensor_hw_flops");
+    rep->have_hw_flops = json_is_number(hw);
+    rep->hw_flops = u64_of(hw);
+    rep->peak_flops_per_core = json_number_value(json_object_get(root, "peak_flops_per_core"));
+    json_t *hbm = json_object_get(root, "hbm");
+    rep->hbm_read = u64_of(json_object_get(hbm, "read_bytes"));
+    rep->hbm_write = u64_of(json_object_get(hbm, "write_bytes"));
+    rep->hbm_peak_gbps = json_number_value(json_object_get(hbm, "peak_gbps"));
+    json_t *cfg = json_object_get(root, "arch_config");
+    json_t *dma_cfg = json_object_get(cfg, "dma");
+    rep->dma_peak_gbps_per_core =
+        json_number_value(json_object_get(dma_cfg, "engine_bandwidth_gbps")) *
+        json_number_value(json_object_get(dma_cfg, "engines"));
+    uint64_t max_chip = 0;
+    size_t i;
+    json_t *co;
+    json_array_foreach(cores, i, co)
+    {
+        uint32_t id = (uint32_t)u64_of(json_object_get(co, "id"));
+        uint64_t chip = u64_of(json_object_get(co, "chip"));
+        if (chip + 1 > max_chip)
+            max_chip = chip + 1;
+        json_t *engines = json_object_get(co, "engines");
+        const char *name;
+        json_t *e;
+        int used = 0;
+        json_object_foreach(engines, name, e)
+        {
+            uint64_t n = u64_of(json_object_get(e, "instructions"));
+            if (!n)
+                continue;
+            used = 1;
+            trc_report_engine_t *re = trc_report_add_engine(rep);
+            if (!re)
+                return NCSIM_NOMEM;
+            re->core = id;
+            snprintf(re->name, sizeof re->name, "%s", name);
+            re->instructions = n;
+            re->busy_ps = ps_of(json_object_get(e, "busy_ns"));
+            re->stall_ps = ps_of(json_object_get(e, "stall_ns"));
+            json_t *by = json_object_get(e, "stall_by_cause_ns");
+            for (int c = 0; c < TRC_STALL_COUNT; c++) {
+                uint64_t ps = ps_of(json_object_get(by, trc_stall_key((trc_stall_t)c)));
+                if (!ps)
+                    continue;
+                trc_report_stall_t *st = trc_report_add_stall(rep);
+                if (!st)
+                    return NCSIM_NOMEM;
+                st->core = id;
+                snprintf(st->engine, sizeof st->engine, "%s", name);
+                snprintf(st->cause, sizeof st->cause, "%s", trc_stall_text((trc_stall_t)c));
+                st->ps = ps;
+            }
+        }
+        rep->cores_used += (uint64_t)used;
+        json_t *dma = json_object_get(co, "dma");
+        uint64_t transfers = u64_of(json_object_get(dma, "transfers"));
+        if (transfers) {
+            trc_report_dma_t *d = trc_report_add_dma(rep);
+            if (!d)
+                return NCSIM_NOMEM;
+            d->core = id;
+            d->transfers = transfers;
+            d->bytes = u64_of(json_object_get(dma, "bytes"));
+            d->busy_ps = ps_of(json_object_get(dma, "busy_ns"));
+        }
+    }
+    rep->chips = max_chip;
+    trc_report_note(rep, "from a statistics file: no critical path, no instruction kinds and "
+                         "no semaphore names (report on a trace for those)");
+    trc_report_finish(rep);
+    return NCSIM_OK;
+}
+
+/* A trace, or a statistics file? Traces: .pftrace, gzip, or JSON with "traceEvents". */
+static int looks_like_trace(const char *path, const char *head, size_t n)
+{
+    if (trc_format_for_path(path) == TRC_FORMAT_PFTRACE)
+        return 1;
+    if (n >= 2 && (unsigned char)head[0] == 0x1f && (unsigned char)head[1] == 0x8b)
+        return 1;
+    size_t i = 0;
+    while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\t' || head[i] == '\r'))
+        i++;
+    if (i < n && head[i] != '{' && head[i] != '[')
+        return 1; /* binary: the trace reader will say what it is */
+    return strstr(head, "\"traceEvents\"") != NULL;
+}
+
+int cli_report(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"output", required_argument, 0, 'o'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int as_json = 0;
+    const char *out_path = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': as_json = 1; break;
+        case 'o': out_path = optarg; break;
+        case 'h': fputs(usage_report, stdout); return 0;
+        default: fputs(usage_report, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "ncsim report: expected one statistics or trace file\n%s",
+                usage_report);
+        return 2;
+    }
+    const char *path = argv[optind];
+    char err[1024];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "ncsim report: cannot open %s: %s\n", path, strerror(errno));
+        return cli_exit(NCSIM_IO);
+    }
+    char head[65537];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    head[n] = '\0';
+    fclose(f);
+    trc_report_t rep;
+    ncsim_status_t st;
+    if (looks_like_trace(path, head, n)) {
+        st = trc_report_from_trace(path, &rep, err, sizeof err);
+    } else {
+        json_error_t jerr;
+        json_t *root = json_load_file(path, 0, &jerr);
+        if (!root) {
+            snprintf(err, sizeof err, "%s:%d:%d: not valid JSON: %s", path, jerr.line,
+                     jerr.column, jerr.text);
+            st = NCSIM_FORMAT;
+        } else {
+            st = report_from_stats(path, root, &rep, err, sizeof err);
+            json_decref(root);
+            if (st == NCSIM_NOMEM)
+                snprintf(err, sizeof err, "out of memory");
+            if (st != NCSIM_OK)
+                trc_report_free(&rep);
+        }
+    }
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim report: %s\n", err);
+        return cli_exit(st);
+    }
+    int rc = 0;
+    if (as_json) {
+        char *text = trc_report_json(&rep);
+        if (!text) {
+            fputs("ncsim report: out of memory\n", stderr);
+            rc = cli_exit(NCSIM_NOMEM);
+        } else if (out_path ? sim_write_file(out_path, text, strlen(text)) != 0
+                            : fputs(text, stdout) < 0) {
+            fprintf(stderr, "ncsim report: cannot write %s: %s\n",
+                    out_path ? out_path : "stdout", strerror(errno));
+            rc = cli_exit(NCSIM_IO);
+        }
+        free(text);
+    } else {
+        FILE *out = stdout;
+        if (out_path && !(out = fopen(out_path, "w"))) {
+            fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path, strerror(errno));
+            rc = cli_exit(NCSIM_IO);
+        } else {
+            trc_report_print(out, &rep);
+            if (out != stdout && fclose(out) != 0) {
+                fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path,
+                        strerror(errno));
+                rc = cli_exit(NCSIM_IO);
+            }
+        }
+    }
+    trc_report_free(&rep);
+    return rc;
+}

@@ -1,0 +1,207 @@
+/*
+ * flow.c -- the fluid bandwidth-sharing model of flow.h.
+ */
+#include "flow.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+int flow_net_init(flow_net_t *net, uint32_t nres)
+{
+    net->nres = nres;
+    net->res = calloc(nres ? nres : 1, sizeof *net->res);
+    return net->res ? 0 : -1;
+}
+
+void flow_net_free(flow_net_t *net)
+{
+    if (net->res)
+        for (uint32_t i = 0; i < net->nres; i++) {
+            free(net->res[i].flows);
+            free(net->res[i].series);
+        }
+    free(net->res);
+    memset(net, 0, sizeof *net);
+}
+
+void flow_init(flow_t *f, double bytes, double cap, flow_done_fn done, void *owner)
+{
+    sim_event_t ev = f->ev;
+    memset(f, 0, sizeof *f);
+    f->ev = ev;
+    f->remaining = bytes;
+    f->cap = cap;
+    f->done = done;
+    f->owner = owner;
+}
+
+void flow_use(flow_t *f, uint32_t res, double weight, double eff)
+{
+    for (unsigned i = 0; i < f->nres; i++)
+        if (f->res[i] == res) { /* the same resource twice (a loop route): add the weight */
+            f->weight[i] += (float)weight;
+            return;
+        }
+    if (f->nres == FLOW_MAX_RES)
+        return;
+    f->res[f->nres] = res;
+    f->weight[f->nres] = (float)weight;
+    f->eff[f->nres] = (float)(eff > 0 ? eff : 1.0);
+    f->nres++;
+}
+
+/* Add `bytes` spread evenly over [t0, t1) to a resource's series. */
+static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
+{
+    if (!r->track || t1 <= t0 || bytes <= 0)
+        return;
+    if (!r->series) {
+        r->series = calloc(FLOW_SERIES_MAX, sizeof *r->series);
+        if (!r->series)
+            return;
+        r->bucket_ps = 1000000; /* 1 us to start with */
+    }
+    while (t1 > r->bucket_ps * FLOW_SERIES_MAX) {
+        /* double the bucket width: merge pairs */
+        for (uint32_t i = 0; i < FLOW_SERIES_MAX / 2; i++)
+            r->series[i] = r->series[2 * i] + r->series[2 * i + 1];
+        memset(r->series + FLOW_SERIES_MAX / 2, 0, FLOW_SERIES_MAX / 2 * sizeof *r->series);
+        r->bucket_ps *= 2;
+    }
+    double per_ps = bytes / (double)(t1 - t0);
+    for (uint64_t t = t0; t < t1;) {
+        uint64_t b = t / r->bucket_ps;
+        uint64_t end = (b + 1) * r->bucket_ps;
+        if (end > t1)
+            end = t1;
+        r->series[b] += per_ps * (double)(end - t);
+        if (b + 1 > r->nbuckets)
+            r->nbuckets = (uint32_t)(b + 1);
+        t = end;
+    }
+}
+
+/* Bring a flow's remaining bytes up to now at its current rate. */
+static void advance(flow_net_t *net, flow_t *f, uint64_t now)
+{
+    if (now <= f->last_update)
+        return;
+    double moved = f->rate * (double)(now - f->last_update);
+    if (moved > f->remaining)
+        moved = f->remaining;
+    for (unsigned i = 0; i < f->nres; i++) {
+        flow_res_t *r = &net->res[f->res[i]];
+        r->bytes += moved * f->weight[i];
+        series_add(r, f->last_update, now, moved * f->weight[i]);
+    }
+    f->remaining -= moved;
+    f->last_update = now;
+}
+
+static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
+{
+    double rate = f->cap > 0 ? f->cap : INFINITY;
+    for (unsigned i = 0; i < f->nres; i++) {
+        const flow_res_t *r = &net->res[f->res[i]];
+        double bound = r->cap * f->eff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
+        if (bound < rate)
+            rate = bound;
+    }
+    if (!(rate > 0) || isinf(rate))
+        rate = 1e-9;
+    f->rate = rate;
+    double ps = ceil(f->remaining / rate);
+    uint64_t done = s->q.now + (ps > 0 ? (uint64_t)ps : 0);
+    if (sim_schedule(&s->q, &f->ev, done))
+        sim_fail(s, "out of memory");
+}
+
+/* Recompute every flow that shares a resource with f (f included when active). */
+static void reshare_around(struct sim *s, flow_net_t *net, flow_t *f)
+{
+    uint64_t now = s->q.now;
+    /* first bring everything touched up to now, then rate them */
+    for (unsigned i = 0; i < f->nres; i++) {
+        flow_res_t *r = &net->res[f->res[i]];
+        for (uint32_t k = 0; k < r->n; k++)
+            advance(net, r->flows[k], now);
+    }
+    for (unsigned i = 0; i < f->nres; i++) {
+        flow_res_t *r = &net->res[f->res[i]];
+        for (uint32_t k = 0; k < r->n; k++) {
+            flow_t *g = r->flows[k];
+            /* a flow on several of f's resources is rated once per resource: harmless */
+            rate_and_schedule(s, net, g);
+        }
+    }
+}
+
+int flow_start(struct sim *s, flow_net_t *net, flow_t *f)
+{
+    uint64_t now = s->q.now;
+    for (unsigned i = 0; i < f->nres; i++) {
+        flow_res_t *r = &net->res[f->res[i]];
+        if (r->n == r->capn) {
+            uint32_t nc = r->capn ? r->capn * 2 : 16;
+            flow_t **p = realloc(r->flows, nc * sizeof *p);
+            if (!p)
+                return -1;
+            r->flows = p;
+            r->capn = nc;
+        }
+        /* bring the others up to now before the split changes */
+        for (uint32_t k = 0; k < r->n; k++)
+            advance(net, r->flows[k], now);
+        if (r->n == 0)
+            r->busy_since = now;
+        f->slot[i] = r->n;
+        r->flows[r->n++] = f;
+        r->weight_sum += f->weight[i];
+    }
+    f->active = 1;
+    f->last_update = now;
+    reshare_around(s, net, f);
+    if (!f->nres)
+        rate_and_schedule(s, net, f);
+    return 0;
+}
+
+void flow_finish(struct sim *s, flow_net_t *net, flow_t *f)
+{
+    uint64_t now = s->q.now;
+    advance(net, f, now);
+    for (unsigned i = 0; i < f->nres; i++) {
+        flow_res_t *r = &net->res[f->res[i]];
+        uint32_t slot = f->slot[i];
+        flow_t *last = r->flows[--r->n];
+        r->flows[slot] = last;
+        /* fix the moved flow's slot for this resource */
+        for (unsigned k = 0; k < last->nres; k++)
+            if (last->res[k] == f->res[i])
+                last->slot[k] = slot;
+        r->weight_sum -= f->weight[i];
+        if (r->n == 0) {
+            r->weight_sum = 0.0; /* no drift left behind by float subtraction */
+            r->busy_ps += now - r->busy_since;
+        }
+    }
+    f->active = 0;
+    reshare_around(s, net, f);
+}
+
+void flow_net_flush(struct sim *s, flow_net_t *net)
+{
+    uint64_t now = s->q.now;
+    for (uint32_t i = 0; i < net->nres; i++) {
+        flow_res_t *r = &net->res[i];
+        for (uint32_t k = 0; k < r->n; k++)
+            advance(net, r->flows[k], now);
+        if (r->n) {
+            r->busy_ps += now - r->busy_since;
+            r->busy_since = now;
+        }
+    }
+}

@@ -1,0 +1,1654 @@
+/*
+ * sweep.c -- architecture sweeps: the spec, the points, running them in this process or in
+ * forked workers, the per-point result files, the merged CSV and the Slurm script
+ * (sweep.h describes the contract, docs/exploration.md the use).
+ */
+#include "sweep.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "load.h"
+#include "npy.h"
+#include "rng.h"
+#include "sim.h"
+#include "stats.h"
+
+/* ---- the spec ----------------------------------------------------------------------------- */
+
+/* One grid entry: nkeys keys varied together over nvalues values. */
+typedef struct sweep_axis {
+    size_t first_param; /* index in sw->params of its first key */
+    size_t nkeys;
+    size_t nvalues;
+    char **values;      /* nvalues x nkeys value texts, row-major */
+} sweep_axis_t;
+
+typedef struct sweep_input {
+    char *name;
+    char *path;       /* absolute */
+    int loaded;
+    mdl_npy_t data;
+} sweep_input_t;
+
+/* One assembled program per memory geometry (assembly checks sizes against it). */
+typedef struct sweep_program {
+    isa_geometry_t geometry;
+    isa_program_t *prog;
+    ncsim_status_t status;
+    char *diag;       /* assembler messages when status != NCSIM_OK */
+} sweep_program_t;
+
+struct sim_sweep {
+    char *spec_path;  /* absolute */
+    char *spec_dir;
+    char *name;       /* spec file name without directory and ".json" */
+    char *program;    /* absolute */
+    mdl_arch_t base;  /* base config with the spec's "set" applied (not validated) */
+    char **params;    /* varied keys, CSV column order */
+    size_t nparams;
+    sweep_axis_t *axes;
+    size_t naxes;
+    uint64_t npoints;
+    int timing_only;
+    int have_random;
+    uint64_t random_seed;
+    uint64_t seed;
+    int stochastic;
+    sweep_input_t *inputs;
+    size_t ninputs;
+    char fingerprint[17];
+    sweep_program_t *progs;
+    size_t nprogs;
+};
+
+#define SWEEP_MAX_POINTS (UINT64_C(1) << 40)
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *dup_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* 64-bit FNV-1a: a cheap fingerprint of the inputs that decide a point's result. */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* `path` made absolute against `dir` (the spec's directory), then canonical when it exists. */
+static char *resolve_path(const char *dir, const char *path)
+{
+    char *joined = path[0] == '/' ? dup_str(path) : dup_printf("%s/%s", dir, path);
+    if (!joined)
+        return NULL;
+    char *real = realpath(joined, NULL);
+    if (real) {
+        free(joined);
+        return real;
+    }
+    return joined;
+}
+
+/* Hash a whole file into h; -1 when it cannot be read (errno set). */
+static int hash_file(uint64_t *h, const char *path)
+{
+    size_t len = 0;
+    char *data = sim_read_file(path, &len);
+    if (!data)
+        return -1;
+    *h = fnv1a(*h, data, len);
+    free(data);
+    return 0;
+}
+
+/*
+ * A grid or "set" value as the text mdl_arch_set takes: integers in decimal, reals in the
+ * shortest form that reads back to the same double, strings (enum names) as they are.
+ */
+static int value_text(const json_t *v, char *buf, size_t len)
+{
+    if (json_is_integer(v)) {
+        snprintf(buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return 0;
+    }
+    if (json_is_real(v)) {
+        double x = json_real_value(v);
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, len, "%.*g", prec, x);
+            if (strtod(buf, NULL) == x)
+                break;
+        }
+        return 0;
+    }
+    if (json_is_string(v)) {
+        snprintf(buf, len, "%s", json_string_value(v));
+        return 0;
+    }
+    return -1;
+}
+
+/* Apply "key=value" to a; the error names the spec file. */
+static ncsim_status_t apply_set(const char *spec, mdl_arch_t *a, const char *key,
+                                const char *value, char *err, size_t errlen)
+{
+    char assignment[512], e[512];
+    snprintf(assignment, sizeof assignment, "%s=%s", key, value);
+    if (mdl_arch_set(a, assignment, e, sizeof e) != NCSIM_OK) {
+        set_err(err, errlen, "%s: %s", spec, e);
+        return NCSIM_USAGE;
+    }
+    return NCSIM_OK;
+}
+
+static int is_arch_key(const char *key)
+{
+    for (size_t i = 0; i < mdl_arch_key_count(); i++)
+        if (strcmp(mdl_arch_key_name(i), key) == 0)
+            return 1;
+    return 0;
+}
+
+static ncsim_status_t add_param(sim_sweep_t *sw, const char *key, char *err, size_t errlen)
+{
+    if (!is_arch_key(key)) {
+        set_err(err, errlen, "%s: grid: unknown key '%s' (`ncsim arch trn1` lists the keys)",
+                sw->spec_path, key);
+        return NCSIM_USAGE;
+    }
+    for (size_t i = 0; i < sw->nparams; i++)
+        if (strcmp(sw->params[i], key) == 0) {
+            set_err(err, errlen, "%s: grid: key '%s' is varied twice", sw->spec_path, key);
+            return NCSIM_USAGE;
+        }
+    char **p = realloc(sw->params, (sw->nparams + 1) * sizeof *p);
+    if (!p)
+        return NCSIM_NOMEM;
+    sw->params = p;
+    if (!(p[sw->nparams] = dup_str(key)))
+        return NCSIM_NOMEM;
+    sw->nparams++;
+    return NCSIM_OK;
+}
+
+/* Parse one grid entry: "key": [v, ...] or "k1,k2": [[v1, v2], ...]. */
+static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t *values,
+                                 char *err, size_t errlen)
+{
+    sweep_axis_t *ax = &sw->axes[sw->naxes];
+    memset(ax, 0, sizeof *ax);
+    ax->first_param = sw->nparams;
+    sw->naxes++;
+    /* split the name at commas */
+    const char *p = name;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ')) {
+            p++;
+            len--;
+        }
+        while (len && p[len - 1] == ' ')
+            len--;
+        char key[128];
+        if (len == 0 || len >= sizeof key) {
+            set_err(err, errlen, "%s: grid: bad key list '%s'", sw->spec_path, name);
+            return NCSIM_USAGE;
+        }
+        memcpy(key, p, len);
+        key[len] = 0;
+        ncsim_status_t st = add_param(sw, key, err, errlen);
+        if (st != NCSIM_OK)
+            return st;
+        ax->nkeys++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    if (!json_is_array(values) || json_array_size(values) == 0) {
+        set_err(err, errlen, "%s: grid: '%s' must be a non-empty array of values",
+                sw->spec_path, name);
+        return NCSIM_USAGE;
+    }
+    ax->nvalues = json_array_size(values);
+    ax->values = calloc(ax->nvalues * ax->nkeys, sizeof *ax->values);
+    if (!ax->values)
+        return NCSIM_NOMEM;
+    for (size_t v = 0; v < ax->nvalues; v++) {
+        const json_t *item = json_array_get(values, v);
+        if (ax->nkeys > 1 && (!json_is_array(item) || json_array_size(item) != ax->nkeys)) {
+            set_err(err, errlen, "%s: grid: '%s' varies %zu keys together: value %zu must be "
+                                 "an array of %zu values",
+                    sw->spec_path, name, ax->nkeys, v, ax->nkeys);
+            return NCSIM_USAGE;
+        }
+        for (size_t k = 0; k < ax->nkeys; k++) {
+            const json_t *x = ax->nkeys > 1 ? json_array_get(item, k) : item;
+            char text[128];
+            const char *key = sw->params[ax->first_param + k];
+            if (value_text(x, text, sizeof text)) {
+                set_err(err, errlen, "%s: grid: '%s' value %zu must be a number or a string",
+                        sw->spec_path, key, v);
+                return NCSIM_USAGE;
+            }
+            /* check the value now: a bad one is reported before anything runs */
+            mdl_arch_t scratch = sw->base;
+            ncsim_status_t st = apply_set(sw->spec_path, &scratch, key, text, err, errlen);
+            if (st != NCSIM_OK)
+                return st;
+            if (!(ax->values[v * ax->nkeys + k] = dup_str(text)))
+                return NCSIM_NOMEM;
+        }
+    }
+    return NCSIM_OK;
+}
+
+static const char *const spec_keys[] = {"program", "arch",  "timing_only", "grid",
+                                        "set",     "inputs", "random_inputs", "seed",
+                                        "stochastic_rounding", "description", NULL};
+
+/* The program's `.arch` (assembling it once; the result is kept for points that use the
+ * same geometry). */
+static int arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
+{
+    (void)ctx;
+    mdl_arch_t a;
+    char e[256];
+    if (mdl_arch_load(name, &a, e, sizeof e) != NCSIM_OK)
+        return -1;
+    mdl_arch_geometry(&a, g);
+    return 0;
+}
+
+static ncsim_status_t assemble(sim_sweep_t *sw, const isa_geometry_t *g, int use_lookup,
+                               sweep_program_t **out)
+{
+    sweep_program_t *pp = realloc(sw->progs, (sw->nprogs + 1) * sizeof *pp);
+    if (!pp)
+        return NCSIM_NOMEM;
+    sw->progs = pp;
+    sweep_program_t *e = &pp[sw->nprogs];
+    memset(e, 0, sizeof *e);
+    e->geometry = *g;
+    isa_diag_t diag;
+    isa_diag_init(&diag, 20);
+    e->status = sim_load_program(sw->program, g, use_lookup ? arch_lookup : NULL, NULL,
+                                 &e->prog, &diag);
+    if (e->status != NCSIM_OK) {
+        e->diag = dup_str(diag.text ? diag.text : ncsim_status_text(e->status));
+        if (!e->diag) {
+            isa_diag_free(&diag);
+            return NCSIM_NOMEM;
+        }
+    }
+    isa_diag_free(&diag);
+    sw->nprogs++;
+    *out = e;
+    return NCSIM_OK;
+}
+
+static int same_geometry(const isa_geometry_t *a, const isa_geometry_t *b)
+{
+    return a->partitions == b->partitions && a->sbuf_bytes == b->sbuf_bytes &&
+           a->psum_bytes == b->psum_bytes && a->psum_bank_bytes == b->psum_bank_bytes &&
+           a->hbm_bytes == b->hbm_bytes;
+}
+
+static ncsim_status_t program_for(sim_sweep_t *sw, const mdl_arch_t *a, sweep_program_t **out)
+{
+    isa_geometry_t g;
+    mdl_arch_geometry(a, &g);
+    for (size_t i = 0; i < sw->nprogs; i++)
+        if (same_geometry(&sw->progs[i].geometry, &g)) {
+            *out = &sw->progs[i];
+            return NCSIM_OK;
+        }
+    return assemble(sw, &g, 0, out);
+}
+
+ncsim_status_t sim_sweep_load(const char *spec_path, sim_sweep_t **out, char *err,
+                              size_t errlen)
+{
+    *out = NULL;
+    sim_sweep_t *sw = calloc(1, sizeof *sw);
+    if (!sw)
+        return NCSIM_NOMEM;
+    ncsim_status_t st = NCSIM_NOMEM;
+    json_t *root = NULL;
+    char *text = NULL;
+    size_t len = 0;
+
+    sw->spec_path = realpath(spec_path, NULL);
+    if (!sw->spec_path) {
+        set_err(err, errlen, "%s: %s", spec_path, strerror(errno));
+        st = NCSIM_IO;
+        goto fail;
+    }
+    sw->spec_dir = dup_str(sw->spec_path);
+    if (!sw->spec_dir)
+        goto fail;
+    char *slash = strrchr(sw->spec_dir, '/');
+    if (slash == sw->spec_dir)
+        slash[1] = 0;
+    else if (slash)
+        *slash = 0;
+    const char *base_name = strrchr(sw->spec_path, '/') + 1;
+    sw->name = dup_str(base_name);
+    if (!sw->name)
+        goto fail;
+    size_t nl = strlen(sw->name);
+    if (nl > 5 && strcmp(sw->name + nl - 5, ".json") == 0)
+        sw->name[nl - 5] = 0;
+
+    text = sim_read_file(sw->spec_path, &len);
+    if (!text) {
+        set_err(err, errlen, "%s: %s", spec_path, strerror(errno));
+        st = NCSIM_IO;
+        goto fail;
+    }
+    json_error_t jerr;
+    root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        set_err(err, errlen, "%s:%d:%d: %s", spec_path, jerr.line, jerr.column, jerr.text);
+        st = NCSIM_USAGE;
+        goto fail;
+    }
+    st = NCSIM_USAGE;
+    if (!json_is_object(root)) {
+        set_err(err, errlen, "%s: a sweep spec is a JSON object", spec_path);
+        goto fail;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        int known = 0;
+        for (int i = 0; spec_keys[i]; i++)
+            known |= strcmp(key, spec_keys[i]) == 0;
+        if (!known) {
+            set_err(err, errlen, "%s: unknown key '%s' (a spec has program, arch, timing_only, "
+                                 "set, grid, inputs, random_inputs, seed, "
+                                 "stochastic_rounding, description)",
+                    spec_path, key);
+            goto fail;
+        }
+    }
+    /* program */
+    json_t *jprog = json_object_get(root, "program");
+    if (!json_is_string(jprog) || !json_string_value(jprog)[0]) {
+        set_err(err, errlen, "%s: 'program' (the .nca or .ncx file to run) is required and "
+                             "must be a string",
+                spec_path);
+        goto fail;
+    }
+    sw->program = resolve_path(sw->spec_dir, json_string_value(jprog));
+    if (!sw->program) {
+        st = NCSIM_NOMEM;
+        goto fail;
+    }
+    uint64_t fp = fnv1a(UINT64_C(0xcbf29ce484222325), text, len);
+    if (hash_file(&fp, sw->program)) {
+        set_err(err, errlen, "%s: program %s: %s", spec_path, sw->program, strerror(errno));
+        st = NCSIM_IO;
+        goto fail;
+    }
+    /* flags */
+    json_t *j = json_object_get(root, "timing_only");
+    sw->timing_only = 1;
+    if (j) {
+        if (!json_is_boolean(j)) {
+            set_err(err, errlen, "%s: 'timing_only' must be true or false", spec_path);
+            goto fail;
+        }
+        sw->timing_only = json_is_true(j);
+    }
+    j = json_object_get(root, "stochastic_rounding");
+    if (j) {
+        if (!json_is_boolean(j)) {
+            set_err(err, errlen, "%s: 'stochastic_rounding' must be true or false", spec_path);
+            goto fail;
+        }
+        sw->stochastic = json_is_true(j);
+    }
+    j = json_object_get(root, "seed");
+    if (j) {
+        if (!json_is_integer(j) || json_integer_value(j) < 0) {
+            set_err(err, errlen, "%s: 'seed' must be a non-negative integer", spec_path);
+            goto fail;
+        }
+        sw->seed = (uint64_t)json_integer_value(j);
+    }
+    j = json_object_get(root, "random_inputs");
+    if (j) {
+        if (!json_is_integer(j) || json_integer_value(j) < 0) {
+            set_err(err, errlen, "%s: 'random_inputs' must be a non-negative integer seed",
+                    spec_path);
+            goto fail;
+        }
+        sw->have_random = 1;
+        sw->random_seed = (uint64_t)json_integer_value(j);
+    }
+    j = json_object_get(root, "description");
+    if (j && !json_is_string(j)) {
+        set_err(err, errlen, "%s: 'description' must be a string", spec_path);
+        goto fail;
+    }
+    j = json_object_get(root, "inputs");
+    if (j) {
+        if (!json_is_object(j)) {
+            set_err(err, errlen, "%s: 'inputs' must map tensor names to .npy files", spec_path);
+            goto fail;
+        }
+        sw->inputs = calloc(json_object_size(j) + 1, sizeof *sw->inputs);
+        if (!sw->inputs) {
+            st = NCSIM_NOMEM;
+            goto fail;
+        }
+        json_object_foreach(j, key, val) {
+            if (!json_is_string(val)) {
+                set_err(err, errlen, "%s: inputs: '%s' must name a .npy file", spec_path, key);
+                goto fail;
+            }
+            sweep_input_t *in = &sw->inputs[sw->ninputs++];
+            in->name = dup_str(key);
+            in->path = resolve_path(sw->spec_dir, json_string_value(val));
+            if (!in->name || !in->path) {
+                st = NCSIM_NOMEM;
+                goto fail;
+            }
+            fp = fnv1a(fp, in->path, strlen(in->path) + 1);
+        }
+    }
+    if ((sw->ninputs || sw->have_random) && sw->timing_only) {
+        set_err(err, errlen, "%s: 'inputs' and 'random_inputs' need \"timing_only\": false",
+                spec_path);
+        goto fail;
+    }
+    /* base architecture: "arch", else the program's .arch, else trn1 */
+    json_t *jarch = json_object_get(root, "arch");
+    if (jarch && !json_is_string(jarch)) {
+        set_err(err, errlen, "%s: 'arch' must be a preset name or a config file", spec_path);
+        goto fail;
+    }
+    char e[1024];
+    if (jarch) {
+        const char *an = json_string_value(jarch);
+        int is_file = strchr(an, '/') || (strlen(an) > 5 && !strcmp(an + strlen(an) - 5, ".json"));
+        char *ap = is_file ? resolve_path(sw->spec_dir, an) : dup_str(an);
+        if (!ap) {
+            st = NCSIM_NOMEM;
+            goto fail;
+        }
+        if (is_file && hash_file(&fp, ap)) {
+            set_err(err, errlen, "%s: arch %s: %s", spec_path, ap, strerror(errno));
+            free(ap);
+            st = NCSIM_IO;
+            goto fail;
+        }
+        fp = fnv1a(fp, ap, strlen(ap));
+        st = mdl_arch_load(ap, &sw->base, e, sizeof e);
+        free(ap);
+        if (st != NCSIM_OK) {
+            set_err(err, errlen, "%s: arch: %s", spec_path, e);
+            goto fail;
+        }
+    } else {
+        /* assemble once against trn1 sizes with `.arch` lookup, to learn the program's arch */
+        mdl_arch_t trn1;
+        st = mdl_arch_load("trn1", &trn1, e, sizeof e);
+        if (st != NCSIM_OK) {
+            set_err(err, errlen, "%s", e);
+            goto fail;
+        }
+        isa_geometry_t g;
+        mdl_arch_geometry(&trn1, &g);
+        sweep_program_t *pe = NULL;
+        st = assemble(sw, &g, 1, &pe);
+        if (st != NCSIM_OK)
+            goto fail;
+        if (pe->status != NCSIM_OK) {
+            set_err(err, errlen, "%s: program %s:\n%s", spec_path, sw->program, pe->diag);
+            st = pe->status;
+            goto fail;
+        }
+        const char *an = pe->prog->arch[0] ? pe->prog->arch : "trn1";
+        st = mdl_arch_load(an, &sw->base, e, sizeof e);
+        if (st != NCSIM_OK) {
+            set_err(err, errlen, "%s: %s", spec_path, e);
+            goto fail;
+        }
+        /* the lookup assembled it against the .arch preset's sizes */
+        mdl_arch_geometry(&sw->base, &pe->geometry);
+    }
+    /* fixed overrides, in file order */
+    j = json_object_get(root, "set");
+    if (j) {
+        if (!json_is_object(j)) {
+            set_err(err, errlen, "%s: 'set' must be an object of \"section.key\": value",
+                    spec_path);
+            st = NCSIM_USAGE;
+            goto fail;
+        }
+        json_object_foreach(j, key, val) {
+            char vt[128];
+            if (value_text(val, vt, sizeof vt)) {
+                set_err(err, errlen, "%s: set: '%s' must be a number or a string", spec_path,
+                        key);
+                st = NCSIM_USAGE;
+                goto fail;
+            }
+            st = apply_set(spec_path, &sw->base, key, vt, err, errlen);
+            if (st != NCSIM_OK)
+                goto fail;
+        }
+    }
+    /* the grid */
+    j = json_object_get(root, "grid");
+    if (j && !json_is_object(j)) {
+        set_err(err, errlen, "%s: 'grid' must be an object of \"section.key\": [values]",
+                spec_path);
+        st = NCSIM_USAGE;
+        goto fail;
+    }
+    sw->axes = calloc((j ? json_object_size(j) : 0) + 1, sizeof *sw->axes);
+    if (!sw->axes) {
+        st = NCSIM_NOMEM;
+        goto fail;
+    }
+    sw->npoints = 1;
+    if (j)
+        json_object_foreach(j, key, val) {
+            st = parse_axis(sw, key, val, err, errlen);
+            if (st != NCSIM_OK)
+                goto fail;
+            uint64_t n = sw->axes[sw->naxes - 1].nvalues;
+            if (sw->npoints > SWEEP_MAX_POINTS / n) {
+                set_err(err, errlen, "%s: the grid has too many points", spec_path);
+                st = NCSIM_USAGE;
+                goto fail;
+            }
+            sw->npoints *= n;
+        }
+    /* every point must be a valid config: say which one is not, before anything runs */
+    for (uint64_t i = 0; i < sw->npoints; i++) {
+        mdl_arch_t a;
+        st = sim_sweep_point_arch(sw, i, &a, e, sizeof e);
+        if (st != NCSIM_OK) {
+            char where[512] = "";
+            size_t w = 0;
+            for (size_t k = 0; k < sw->nparams && w < sizeof where - 1; k++) {
+                char v[64];
+                mdl_arch_get(&a, sw->params[k], v, sizeof v);
+                int n = snprintf(where + w, sizeof where - w, "%s%s=%s", k ? " " : "",
+                                 sw->params[k], v);
+                w += n > 0 ? (size_t)n : 0;
+            }
+            set_err(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
+                    sw->nparams > 1 ? "\n(keys that must change together can be varied "
+                                      "together: \"k1,k2\": [[v1, v2], ...])"
+                                    : "");
+            goto fail;
+        }
+    }
+    snprintf(sw->fingerprint, sizeof sw->fingerprint, "%016" PRIx64, fp);
+    json_decref(root);
+    free(text);
+    *out = sw;
+    return NCSIM_OK;
+fail:
+    json_decref(root);
+    free(text);
+    sim_sweep_free(sw);
+    if (st == NCSIM_NOMEM)
+        set_err(err, errlen, "out of memory");
+    return st;
+}
+
+void sim_sweep_free(sim_sweep_t *sw)
+{
+    if (!sw)
+        return;
+    free(sw->spec_path);
+    free(sw->spec_dir);
+    free(sw->name);
+    free(sw->program);
+    for (size_t i = 0; i < sw->nparams; i++)
+        free(sw->params[i]);
+    free(sw->params);
+    for (size_t a = 0; a < sw->naxes; a++) {
+        for (size_t v = 0; v < sw->axes[a].nvalues * sw->axes[a].nkeys; v++)
+            free(sw->axes[a].values[v]);
+        free(sw->axes[a].values);
+    }
+    free(sw->axes);
+    for (size_t i = 0; i < sw->ninputs; i++) {
+        free(sw->inputs[i].name);
+        free(sw->inputs[i].path);
+        if (sw->inputs[i].loaded)
+            mdl_npy_free(&sw->inputs[i].data);
+    }
+    free(sw->inputs);
+    for (size_t i = 0; i < sw->nprogs; i++) {
+        isa_program_free(sw->progs[i].prog);
+        free(sw->progs[i].diag);
+    }
+    free(sw->progs);
+    free(sw);
+}
+
+uint64_t sim_sweep_point_count(const sim_sweep_t *sw)
+{
+    return sw->npoints;
+}
+
+size_t sim_sweep_param_count(const sim_sweep_t *sw)
+{
+    return sw->nparams;
+}
+
+const char *sim_sweep_param_key(const sim_sweep_t *sw, size_t i)
+{
+    return i < sw->nparams ? sw->params[i] : NULL;
+}
+
+const char *sim_sweep_fingerprint(const sim_sweep_t *sw)
+{
+    return sw->fingerprint;
+}
+
+const char *sim_sweep_spec_path(const sim_sweep_t *sw)
+{
+    return sw->spec_path;
+}
+
+const char *sim_sweep_program_path(const sim_sweep_t *sw)
+{
+    return sw->program;
+}
+
+void sim_sweep_default_out_dir(const sim_sweep_t *sw, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "%s.sweep", sw->name);
+}
+
+/* Point index -> the value index of each axis: the last axis varies fastest. */
+ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_arch_t *out,
+                                    char *err, size_t errlen)
+{
+    if (index >= sw->npoints) {
+        set_err(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64
+                             " points, 0 to %" PRIu64 ")",
+                index, sw->npoints, sw->npoints - 1);
+        return NCSIM_USAGE;
+    }
+    *out = sw->base;
+    uint64_t rest = index;
+    /* decompose from the last (fastest) axis, but apply in grid order */
+    size_t *which = calloc(sw->naxes + 1, sizeof *which);
+    if (!which)
+        return NCSIM_NOMEM;
+    for (size_t a = sw->naxes; a-- > 0;) {
+        which[a] = (size_t)(rest % sw->axes[a].nvalues);
+        rest /= sw->axes[a].nvalues;
+    }
+    ncsim_status_t st = NCSIM_OK;
+    for (size_t a = 0; a < sw->naxes && st == NCSIM_OK; a++) {
+        const sweep_axis_t *ax = &sw->axes[a];
+        for (size_t k = 0; k < ax->nkeys && st == NCSIM_OK; k++)
+            st = apply_set(sw->spec_path, out, sw->params[ax->first_param + k],
+                           ax->values[which[a] * ax->nkeys + k], err, errlen);
+    }
+    free(which);
+    if (st == NCSIM_OK)
+        st = mdl_arch_validate(out, err, errlen);
+    return st;
+}
+
+ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last, char *err,
+                                 size_t errlen)
+{
+    if (last >= sw->npoints)
+        last = sw->npoints - 1;
+    for (uint64_t i = first; i <= last && i < sw->npoints; i++) {
+        mdl_arch_t a;
+        ncsim_status_t st = sim_sweep_point_arch(sw, i, &a, err, errlen);
+        if (st != NCSIM_OK)
+            return st;
+        sweep_program_t *p;
+        st = program_for(sw, &a, &p);
+        if (st != NCSIM_OK) {
+            set_err(err, errlen, "out of memory");
+            return st;
+        }
+    }
+    /* functional sweeps read their .npy inputs once, before the workers fork */
+    for (size_t i = 0; i < sw->ninputs; i++) {
+        sweep_input_t *in = &sw->inputs[i];
+        if (in->loaded)
+            continue;
+        char e[512];
+        ncsim_status_t st = mdl_npy_read(in->path, &in->data, e, sizeof e);
+        if (st != NCSIM_OK) {
+            set_err(err, errlen, "%s: inputs: %s", sw->spec_path, e);
+            return st == NCSIM_NOMEM ? st : NCSIM_IO;
+        }
+        in->loaded = 1;
+    }
+    return NCSIM_OK;
+}
+
+/* ---- one point ---------------------------------------------------------------------------- */
+
+static char *point_path(const char *out_dir, uint64_t index)
+{
+    return dup_printf("%s/point-%" PRIu64 ".json", out_dir, index);
+}
+
+/* The point file holds a result of this sweep (same fingerprint, same index)? */
+static int point_done(const sim_sweep_t *sw, const char *path, uint64_t index)
+{
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root)
+        return 0;
+    json_t *s = json_object_get(root, "sweep");
+    int ok = json_is_object(s) &&
+             json_is_string(json_object_get(s, "fingerprint")) &&
+             strcmp(json_string_value(json_object_get(s, "fingerprint")), sw->fingerprint) == 0 &&
+             json_is_integer(json_object_get(s, "index")) &&
+             (uint64_t)json_integer_value(json_object_get(s, "index")) == index &&
+             json_is_string(json_object_get(s, "status"));
+    json_decref(root);
+    return ok;
+}
+
+static int find_hbm_tensor(const isa_program_t *p, const char *name)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++)
+        if (p->tensors[i].space == ISA_SPACE_HBM &&
+            strcmp(isa_string(p, p->tensors[i].name), name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Bind the functional inputs exactly as `ncsim run --in/--random-inputs` does (the same
+ * random stream per tensor), so a point reproduces with `ncsim run`. */
+static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t *p, char *err,
+                                  size_t errlen)
+{
+    uint8_t *bound = calloc(p->ntensors + 1, 1);
+    if (!bound)
+        return NCSIM_NOMEM;
+    ncsim_status_t st = NCSIM_OK;
+    for (size_t i = 0; i < sw->ninputs && st == NCSIM_OK; i++) {
+        sweep_input_t *in = &sw->inputs[i];
+        int t = find_hbm_tensor(p, in->name);
+        if (t < 0 || (p->tensors[t].kind != ISA_TK_INPUT && p->tensors[t].kind != ISA_TK_INOUT)) {
+            set_err(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
+            st = NCSIM_USAGE;
+            break;
+        }
+        if (!in->loaded) {
+            st = mdl_npy_read(in->path, &in->data, err, errlen);
+            if (st != NCSIM_OK) {
+                st = st == NCSIM_NOMEM ? st : NCSIM_IO;
+                break;
+            }
+            in->loaded = 1;
+        }
+        const isa_tensor_t *T = &p->tensors[t];
+        st = mdl_npy_expect(&in->data, in->path, in->name, (isa_dtype_t)T->dtype, T->dims,
+                            T->ndims, err, errlen);
+        if (st != NCSIM_OK) {
+            st = NCSIM_IO;
+            break;
+        }
+        st = mdl_npy_dtype_is_native((isa_dtype_t)T->dtype)
+                 ? sim_tensor_write_raw(s, (uint32_t)t, in->data.data)
+                 : sim_tensor_write_f32(s, (uint32_t)t, (const float *)in->data.data);
+        bound[t] = 1;
+    }
+    for (uint32_t t = 0; t < p->ntensors && st == NCSIM_OK; t++) {
+        int kind = p->tensors[t].kind;
+        if (p->tensors[t].space != ISA_SPACE_HBM || bound[t] ||
+            (kind != ISA_TK_INPUT && kind != ISA_TK_INOUT))
+            continue;
+        if (!sw->have_random) {
+            set_err(err, errlen, "input tensor '%s' is not bound: give it in \"inputs\" or set "
+                                 "\"random_inputs\"",
+                    isa_string(p, p->tensors[t].name));
+            st = NCSIM_USAGE;
+            break;
+        }
+        uint64_t n = sim_tensor_elems(p, t);
+        float *v = malloc((n ? n : 1) * sizeof *v);
+        if (!v) {
+            st = NCSIM_NOMEM;
+            break;
+        }
+        mdl_rng_t r;
+        mdl_rng_seed(&r, sw->random_seed, 0x1000 + t);
+        for (uint64_t i = 0; i < n; i++)
+            v[i] = mdl_rng_float(&r) * 2.0f - 1.0f;
+        st = sim_tensor_write_f32(s, t, v);
+        free(v);
+    }
+    free(bound);
+    return st;
+}
+
+/* The "sweep" object of a point file, without its result. */
+static json_t *sweep_object(const sim_sweep_t *sw, uint64_t index, const mdl_arch_t *a)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "spec", json_string(sw->spec_path));
+    json_object_set_new(o, "fingerprint", json_string(sw->fingerprint));
+    json_object_set_new(o, "index", json_integer((json_int_t)index));
+    json_object_set_new(o, "points", json_integer((json_int_t)sw->npoints));
+    json_t *params = json_object();
+    for (size_t k = 0; k < sw->nparams; k++) {
+        char v[128] = "";
+        if (a)
+            mdl_arch_get(a, sw->params[k], v, sizeof v);
+        json_object_set_new(params, sw->params[k], json_string(v));
+    }
+    json_object_set_new(o, "params", params);
+    return o;
+}
+
+static double ratio(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0.0;
+}
+
+/* The CSV numbers of a finished run: utilisation is busy time over (cores used x total). */
+static json_t *result_object(const sim_stats_t *ss)
+{
+    json_t *r = json_object();
+    uint32_t used = 0;
+    for (uint32_t c = 0; c < ss->ncores; c++)
+        used += ss->cores[c].used || ss->cores[c].dma_transfers ? 1u : 0u;
+    uint64_t denom = ss->total_ps * (used ? used : 1);
+    json_object_set_new(r, "total_ps", json_integer((json_int_t)ss->total_ps));
+    json_object_set_new(r, "mfu", json_real(ss->mfu));
+    json_t *u = json_object();
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+        uint64_t busy = 0;
+        for (uint32_t c = 0; c < ss->ncores; c++)
+            busy += ss->cores[c].engines[e].busy_ps;
+        json_object_set_new(u, isa_engine_name((isa_engine_t)e), json_real(ratio(busy, denom)));
+    }
+    uint64_t dma = 0;
+    for (uint32_t c = 0; c < ss->ncores; c++)
+        dma += ss->cores[c].dma_busy_ps;
+    json_object_set_new(u, "dma", json_real(ratio(dma, denom)));
+    json_object_set_new(r, "utilisation", u);
+    json_object_set_new(r, "hbm_read_bytes", json_integer((json_int_t)ss->hbm_read_bytes));
+    json_object_set_new(r, "hbm_write_bytes", json_integer((json_int_t)ss->hbm_write_bytes));
+    json_object_set_new(r, "instructions", json_integer((json_int_t)ss->instructions));
+    return r;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Write root as the point file (atomically). */
+static ncsim_status_t write_point(json_t *root, const char *path, char *err, size_t errlen)
+{
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+    if (!text) {
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    size_t n = strlen(text);
+    char *t2 = realloc(text, n + 2);
+    if (!t2) {
+        free(text);
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    t2[n] = '\n';
+    t2[n + 1] = 0;
+    int rc = sim_write_file(path, t2, n + 1);
+    free(t2);
+    if (rc) {
+        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return NCSIM_IO;
+    }
+    return NCSIM_OK;
+}
+
+ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *out_dir,
+                                   int force, sim_sweep_point_status_t *status, char *err,
+                                   size_t errlen)
+{
+    *status = SIM_SWEEP_POINT_FAILED;
+    if (index >= sw->npoints) {
+        set_err(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64
+                             " points)",
+                index, sw->npoints);
+        return NCSIM_USAGE;
+    }
+    char *path = point_path(out_dir, index);
+    if (!path) {
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    if (!force && point_done(sw, path, index)) {
+        free(path);
+        *status = SIM_SWEEP_POINT_SKIPPED;
+        return NCSIM_OK;
+    }
+    double t0 = now_seconds();
+    char msg[8192] = "";
+    ncsim_status_t pst; /* the point's own outcome */
+    mdl_arch_t a;
+    int have_arch = 0;
+    sim_t *s = NULL;
+    json_t *root = NULL;
+    sweep_program_t *sp = NULL;
+    pst = sim_sweep_point_arch(sw, index, &a, msg, sizeof msg);
+    if (pst == NCSIM_OK) {
+        have_arch = 1;
+        pst = program_for(sw, &a, &sp);
+        if (pst == NCSIM_OK && sp->status != NCSIM_OK) {
+            pst = sp->status;
+            snprintf(msg, sizeof msg, "%s", sp->diag);
+        }
+    }
+    if (pst == NCSIM_OK) {
+        sim_options_t so;
+        memset(&so, 0, sizeof so);
+        so.arch = &a;
+        so.timing_only = sw->timing_only;
+        so.stochastic_rounding = sw->stochastic;
+        so.seed = sw->seed;
+        pst = sim_create(sp->prog, &so, &s, msg, sizeof msg);
+    }
+    if (pst == NCSIM_OK && !sw->timing_only)
+        pst = bind_inputs(sw, s, sp->prog, msg, sizeof msg);
+    if (pst == NCSIM_OK) {
+        pst = sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
+        if (pst != NCSIM_OK)
+            snprintf(msg, sizeof msg, "%s", sim_error(s)[0] ? sim_error(s)
+                                                           : ncsim_status_text(pst));
+    }
+    if (pst == NCSIM_NOMEM && !msg[0])
+        snprintf(msg, sizeof msg, "out of memory");
+    double host = now_seconds() - t0;
+    if (pst == NCSIM_OK) {
+        const sim_stats_t *ss = sim_stats(s);
+        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host};
+        char *stats = sim_stats_json(ss, &a, sp->prog, &info);
+        json_error_t jerr;
+        root = stats ? json_loads(stats, 0, &jerr) : NULL;
+        free(stats);
+        if (root) {
+            json_t *o = sweep_object(sw, index, &a);
+            json_object_set_new(o, "status", json_string("ok"));
+            json_object_set_new(o, "result", result_object(ss));
+            json_object_set_new(o, "host_seconds", json_real(host));
+            json_object_set_new(root, "sweep", o);
+        }
+    } else {
+        /* the failure is the point's result: record it (and the config it ran on) */
+        root = json_object();
+        json_t *o = sweep_object(sw, index, have_arch ? &a : NULL);
+        json_object_set_new(o, "status", json_string("error"));
+        json_object_set_new(o, "error", json_string(msg[0] ? msg : ncsim_status_text(pst)));
+        json_object_set_new(o, "exit_code", json_integer(ncsim_status_exit_code(pst)));
+        json_object_set_new(root, "sweep", o);
+        if (have_arch) {
+            char *cfg = mdl_arch_to_json(&a);
+            json_error_t jerr;
+            json_t *c = cfg ? json_loads(cfg, 0, &jerr) : NULL;
+            free(cfg);
+            if (c)
+                json_object_set_new(root, "arch_config", c);
+        }
+    }
+    sim_destroy(s);
+    ncsim_status_t st;
+    if (!root) {
+        set_err(err, errlen, "out of memory");
+        st = NCSIM_NOMEM;
+    } else {
+        st = write_point(root, path, err, errlen);
+    }
+    json_decref(root);
+    free(path);
+    if (st == NCSIM_OK) {
+        *status = pst == NCSIM_OK ? SIM_SWEEP_POINT_OK : SIM_SWEEP_POINT_FAILED;
+        if (pst != NCSIM_OK)
+            set_err(err, errlen, "point %" PRIu64 ": %s", index, msg);
+    }
+    return st;
+}
+
+/* ---- many points: this process or forked workers ------------------------------------------ */
+
+typedef struct progress {
+    sim_sweep_progress_t mode;
+    int tty;
+    double t0, last;
+    uint64_t total;
+} progress_t;
+
+static void progress_init(progress_t *p, sim_sweep_progress_t mode, uint64_t total)
+{
+    p->mode = mode;
+    p->tty = isatty(STDERR_FILENO);
+    p->t0 = p->last = now_seconds();
+    p->total = total;
+}
+
+/* Progress as `ncsim run` shows it: only on a terminal unless asked (ALWAYS), redrawn a few
+ * times a second there, one line every ~10 s otherwise, and a last line at the end. */
+static void progress_show(progress_t *p, const sim_sweep_summary_t *s, int final)
+{
+    if (p->mode == SIM_SWEEP_PROGRESS_NEVER || (p->mode == SIM_SWEEP_PROGRESS_AUTO && !p->tty))
+        return;
+    double t = now_seconds();
+    if (!final && t - p->last < (p->tty ? 0.25 : 10.0))
+        return;
+    p->last = t;
+    uint64_t done = s->ran + s->skipped + s->lost;
+    double rate = s->ran && t > p->t0 ? (double)s->ran / (t - p->t0) : 0.0;
+    fprintf(stderr, "%ssweep: %" PRIu64 " of %" PRIu64 " points done (%" PRIu64 " skipped, %" PRIu64
+                    " failed), %.1f s",
+            p->tty ? "\r\033[K" : "", done, p->total, s->skipped, s->failed, t - p->t0);
+    if (!final && rate > 0)
+        fprintf(stderr, ", about %.0f s left", (double)(p->total - done) / rate);
+    fputs(p->tty && !final ? "" : "\n", stderr);
+}
+
+typedef struct worker_msg {
+    uint64_t index;
+    int32_t worker;
+    int32_t status;   /* ncsim_status_t of recording the point */
+    int32_t outcome;  /* sim_sweep_point_status_t */
+    int32_t pad;
+} worker_msg_t;
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* 1: got len bytes; 0: end of file before any byte; -1: error or short read. */
+static int read_all(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, p + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return got ? -1 : 0;
+        got += (size_t)n;
+    }
+    return 1;
+}
+
+/*
+ * A worker: run the points the parent sends until it closes the pipe. It runs in a forked
+ * copy of the parent, so the assembled programs and loaded inputs are shared; it ends with
+ * _exit() so that the parent's stdio buffers and atexit handlers are not run twice.
+ */
+static void worker_main(sim_sweep_t *sw, int id, int task_fd, int result_fd, const char *out_dir,
+                        int force)
+{
+    for (;;) {
+        uint64_t index;
+        int r = read_all(task_fd, &index, sizeof index);
+        if (r <= 0)
+            break;
+        char err[8192];
+        sim_sweep_point_status_t outcome;
+        ncsim_status_t st = sim_sweep_run_point(sw, index, out_dir, force, &outcome, err,
+                                                sizeof err);
+        if (st != NCSIM_OK || outcome == SIM_SWEEP_POINT_FAILED)
+            fprintf(stderr, "ncsim sweep: %s%s", err,
+                    err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
+        worker_msg_t m = {index, id, (int32_t)st, (int32_t)outcome, 0};
+        if (write_all(result_fd, &m, sizeof m))
+            break;
+    }
+    fflush(stderr);
+    _exit(0);
+}
+
+static void count(sim_sweep_summary_t *s, ncsim_status_t st, sim_sweep_point_status_t o)
+{
+    if (st != NCSIM_OK)
+        return;
+    if (o == SIM_SWEEP_POINT_SKIPPED)
+        s->skipped++;
+    else {
+        s->ran++;
+        if (o == SIM_SWEEP_POINT_FAILED)
+            s->failed++;
+    }
+}
+
+static ncsim_status_t run_serial(sim_sweep_t *sw, uint64_t first, uint64_t last,
+                                 const sim_sweep_run_options_t *opt, sim_sweep_summary_t *sum,
+                                 progress_t *pr, char *err, size_t errlen)
+{
+    for (uint64_t i = first; i <= last; i++) {
+        char e[8192];
+        sim_sweep_point_status_t o;
+        ncsim_status_t st = sim_sweep_run_point(sw, i, opt->out_dir, opt->force, &o, e, sizeof e);
+        if (st != NCSIM_OK) {
+            set_err(err, errlen, "%s", e);
+            return st;
+        }
+        if (o == SIM_SWEEP_POINT_FAILED && opt->progress != SIM_SWEEP_PROGRESS_NEVER)
+            fprintf(stderr, "%sncsim sweep: %s%s", pr->tty ? "\r\033[K" : "", e,
+                    e[0] && e[strlen(e) - 1] == '\n' ? "" : "\n");
+        count(sum, st, o);
+        progress_show(pr, sum, 0);
+    }
+    return NCSIM_OK;
+}
+
+static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last, unsigned jobs,
+                                  const sim_sweep_run_options_t *opt, sim_sweep_summary_t *sum,
+                                  progress_t *pr, char *err, size_t errlen)
+{
+    int result_pipe[2];
+    int (*task)[2] = calloc(jobs, sizeof *task);
+    pid_t *pids = calloc(jobs, sizeof *pids);
+    uint64_t *inflight = calloc(jobs, sizeof *inflight);
+    uint8_t *busy = calloc(jobs, 1);
+    if (!task || !pids || !inflight || !busy) {
+        free(task);
+        free(pids);
+        free(inflight);
+        free(busy);
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    ncsim_status_t st = NCSIM_OK;
+    unsigned nt = 0, started = 0;
+    if (pipe(result_pipe)) {
+        set_err(err, errlen, "pipe: %s", strerror(errno));
+        st = NCSIM_IO;
+        goto done_alloc;
+    }
+    for (; nt < jobs; nt++)
+        if (pipe(task[nt])) {
+            set_err(err, errlen, "pipe: %s", strerror(errno));
+            st = NCSIM_IO;
+            goto done_pipes;
+        }
+    /* a worker that dies closes its pipe: writing to it must fail, not kill the parent */
+    struct sigaction ign, old_pipe;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    fflush(stdout);
+    fflush(stderr);
+    for (; started < jobs; started++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            set_err(err, errlen, "fork: %s", strerror(errno));
+            st = NCSIM_IO;
+            break;
+        }
+        if (pid == 0) {
+            /* keep only this worker's task reader and the shared result writer */
+            close(result_pipe[0]);
+            for (unsigned w = 0; w < jobs; w++) {
+                close(task[w][1]);
+                if (w != started)
+                    close(task[w][0]);
+            }
+            sigaction(SIGPIPE, &old_pipe, NULL);
+            worker_main(sw, (int)started, task[started][0], result_pipe[1], opt->out_dir,
+                        opt->force);
+        }
+        pids[started] = pid;
+    }
+    close(result_pipe[1]);
+    for (unsigned w = 0; w < jobs; w++)
+        close(task[w][0]);
+    /* hand out points one at a time; a worker gets the next when it reports */
+    uint64_t next = first;
+    unsigned open_tasks = started;
+    for (unsigned w = 0; w < jobs; w++) {
+        if (w >= started || next > last || st != NCSIM_OK) {
+            close(task[w][1]);
+            task[w][1] = -1;
+            if (w < started)
+                open_tasks--;
+            continue;
+        }
+        if (write_all(task[w][1], &next, sizeof next) == 0) {
+            inflight[w] = next++;
+            busy[w] = 1;
+        }
+    }
+    for (;;) {
+        worker_msg_t m;
+        int r = read_all(result_pipe[0], &m, sizeof m);
+        if (r <= 0)
+            break; /* every worker has exited */
+        if (m.worker < 0 || (unsigned)m.worker >= started)
+            continue;
+        unsigned w = (unsigned)m.worker;
+        busy[w] = 0;
+        if (m.status != NCSIM_OK && st == NCSIM_OK) {
+            st = (ncsim_status_t)m.status;
+            set_err(err, errlen, "point %" PRIu64 " could not be recorded (see above)", m.index);
+        }
+        count(sum, (ncsim_status_t)m.status, (sim_sweep_point_status_t)m.outcome);
+        progress_show(pr, sum, 0);
+        if (task[w][1] < 0)
+            continue;
+        if (next <= last && st == NCSIM_OK && write_all(task[w][1], &next, sizeof next) == 0) {
+            inflight[w] = next++;
+            busy[w] = 1;
+        } else {
+            close(task[w][1]);
+            task[w][1] = -1;
+            open_tasks--;
+        }
+    }
+    (void)open_tasks;
+    for (unsigned w = 0; w < jobs; w++)
+        if (task[w][1] >= 0) {
+            close(task[w][1]);
+            task[w][1] = -1;
+        }
+    for (unsigned w = 0; w < started; w++) {
+        int wstatus = 0;
+        while (waitpid(pids[w], &wstatus, 0) < 0 && errno == EINTR)
+            ;
+        if (busy[w]) {
+            sum->lost++;
+            if (st == NCSIM_OK) {
+                st = NCSIM_INTERNAL;
+                if (WIFSIGNALED(wstatus))
+                    set_err(err, errlen, "the worker running point %" PRIu64
+                                         " died (signal %d); rerun the sweep to redo it",
+                            inflight[w], WTERMSIG(wstatus));
+                else
+                    set_err(err, errlen, "the worker running point %" PRIu64
+                                         " exited (status %d); rerun the sweep to redo it",
+                            inflight[w], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+            }
+        }
+    }
+    if (st == NCSIM_OK && next <= last) {
+        st = NCSIM_INTERNAL;
+        set_err(err, errlen, "the workers stopped before point %" PRIu64, next);
+    }
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    close(result_pipe[0]);
+    goto done_alloc;
+done_pipes:
+    for (unsigned w = 0; w < nt; w++) {
+        close(task[w][0]);
+        close(task[w][1]);
+    }
+    close(result_pipe[0]);
+    close(result_pipe[1]);
+done_alloc:
+    free(task);
+    free(pids);
+    free(inflight);
+    free(busy);
+    return st;
+}
+
+static int make_dir(const char *dir, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST) {
+        struct stat sb;
+        if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return 0;
+        set_err(err, errlen, "%s exists and is not a directory", dir);
+        return -1;
+    }
+    set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+    return -1;
+}
+
+ncsim_status_t sim_sweep_run(sim_sweep_t *sw, uint64_t first, uint64_t last,
+                             const sim_sweep_run_options_t *opt, sim_sweep_summary_t *summary,
+                             char *err, size_t errlen)
+{
+    memset(summary, 0, sizeof *summary);
+    if (first > last || last >= sw->npoints) {
+        set_err(err, errlen, "points %" PRIu64 "-%" PRIu64 " are not in the sweep (0-%" PRIu64
+                             ")",
+                first, last, sw->npoints - 1);
+        return NCSIM_USAGE;
+    }
+    if (make_dir(opt->out_dir, err, errlen))
+        return NCSIM_IO;
+    ncsim_status_t st = sim_sweep_prepare(sw, first, last, err, errlen);
+    if (st != NCSIM_OK)
+        return st;
+    uint64_t n = last - first + 1;
+    unsigned jobs = opt->jobs ? opt->jobs : 1;
+    if (jobs > n)
+        jobs = (unsigned)n;
+    progress_t pr;
+    progress_init(&pr, opt->progress, n);
+    if (jobs <= 1)
+        st = run_serial(sw, first, last, opt, summary, &pr, err, errlen);
+    else
+        st = run_workers(sw, first, last, jobs, opt, summary, &pr, err, errlen);
+    summary->seconds = now_seconds() - pr.t0;
+    progress_show(&pr, summary, 1);
+    return st;
+}
+
+/* ---- merge -------------------------------------------------------------------------------- */
+
+typedef struct strbuf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} strbuf_t;
+
+static void sb_add(strbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_add(strbuf_t *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->failed = 1;
+        return;
+    }
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* A CSV field: quoted when it holds a comma, quote or line break (RFC 4180). */
+static void sb_field(strbuf_t *b, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        sb_add(b, "%s", s);
+        return;
+    }
+    sb_add(b, "\"");
+    for (const char *p = s; *p; p++)
+        sb_add(b, *p == '"' ? "\"\"" : "%c", *p);
+    sb_add(b, "\"");
+}
+
+static double jreal(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+static uint64_t jint(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const char *csv_path,
+                               sim_sweep_merge_summary_t *summary, char *err, size_t errlen)
+{
+    memset(summary, 0, sizeof *summary);
+    summary->points = sw->npoints;
+    strbuf_t b = {0};
+    strbuf_t missing = {0};
+    for (size_t k = 0; k < sw->nparams; k++) {
+        sb_field(&b, sw->params[k]);
+        sb_add(&b, ",");
+    }
+    sb_add(&b, "total_ns,mfu");
+    for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+        sb_add(&b, ",%s_util", isa_engine_name((isa_engine_t)e));
+    sb_add(&b, ",dma_util,hbm_read_bytes,hbm_write_bytes,status\n");
+    for (uint64_t i = 0; i < sw->npoints; i++) {
+        char *path = point_path(out_dir, i);
+        if (!path) {
+            b.failed = 1;
+            break;
+        }
+        json_error_t jerr;
+        json_t *root = json_load_file(path, 0, &jerr);
+        json_t *s = root ? json_object_get(root, "sweep") : NULL;
+        const char *why = NULL;
+        if (!root)
+            why = access(path, F_OK) == 0 ? "unreadable" : NULL;
+        else if (!json_is_object(s) || !json_is_string(json_object_get(s, "fingerprint")) ||
+                 strcmp(json_string_value(json_object_get(s, "fingerprint")), sw->fingerprint) ||
+                 jint(s, "index") != i || !json_is_string(json_object_get(s, "status")))
+            why = "stale: from another spec or program";
+        if (!root || why) {
+            if (summary->missing < 8)
+                sb_add(&missing, "%s  point %" PRIu64 ": %s", summary->missing ? "\n" : "", i,
+                       why ? why : "no result");
+            summary->missing++;
+            json_decref(root);
+            free(path);
+            continue;
+        }
+        free(path);
+        const json_t *params = json_object_get(s, "params");
+        for (size_t k = 0; k < sw->nparams; k++) {
+            const json_t *v = json_object_get(params, sw->params[k]);
+            sb_field(&b, json_is_string(v) ? json_string_value(v) : "");
+            sb_add(&b, ",");
+        }
+        int ok = strcmp(json_string_value(json_object_get(s, "status")), "ok") == 0;
+        const json_t *r = json_object_get(s, "result");
+        if (ok && json_is_object(r)) {
+            uint64_t ps = jint(r, "total_ps");
+            sb_add(&b, "%" PRIu64 ".%03" PRIu64 ",%.6f", ps / 1000, ps % 1000, jreal(r, "mfu"));
+            const json_t *u = json_object_get(r, "utilisation");
+            for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+                sb_add(&b, ",%.6f", jreal(u, isa_engine_name((isa_engine_t)e)));
+            sb_add(&b, ",%.6f,%" PRIu64 ",%" PRIu64 ",ok\n", jreal(u, "dma"),
+                   jint(r, "hbm_read_bytes"), jint(r, "hbm_write_bytes"));
+            summary->ok++;
+        } else {
+            /* empty total_ns, mfu, engine and DMA utilisation, HBM read and write */
+            for (int f = 0; f < 2 + ISA_ENGINE_COUNT + 3; f++)
+                sb_add(&b, ",");
+            sb_add(&b, "error\n");
+            summary->failed++;
+        }
+        json_decref(root);
+    }
+    ncsim_status_t st = NCSIM_OK;
+    if (b.failed || missing.failed) {
+        set_err(err, errlen, "out of memory");
+        st = NCSIM_NOMEM;
+    } else if (summary->missing) {
+        set_err(err, errlen, "%" PRIu64 " of %" PRIu64 " points have no result in %s:\n%s%s\n"
+                             "run them (ncsim sweep SPEC --out DIR, or --index I), then merge",
+                summary->missing, sw->npoints, out_dir, missing.p ? missing.p : "",
+                summary->missing > 8 ? "\n  ..." : "");
+        st = NCSIM_IO;
+    } else if (sim_write_file(csv_path, b.p, b.len)) {
+        set_err(err, errlen, "cannot write %s: %s", csv_path, strerror(errno));
+        st = NCSIM_IO;
+    }
+    free(b.p);
+    free(missing.p);
+    return st;
+}
+
+/* ---- Slurm -------------------------------------------------------------------------------- */
+
+/* s as one shell word in single quotes. */
+static void sb_shell(strbuf_t *b, const char *s)
+{
+    sb_add(b, "'");
+    for (const char *p = s; *p; p++)
+        sb_add(b, *p == '\'' ? "'\\''" : "%c", *p);
+    sb_add(b, "'");
+}
+
+char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_options_t *opt)
+{
+    uint64_t per = opt->points_per_task;
+    if (!per)
+        per = (sw->npoints + 999) / 1000;
+    uint64_t tasks = (sw->npoints + per - 1) / per;
+    strbuf_t b = {0};
+    char csv[PATH_MAX + 32];
+    if (opt->csv_path)
+        snprintf(csv, sizeof csv, "%s", opt->csv_path);
+    else
+        snprintf(csv, sizeof csv, "%s/results.csv", opt->out_dir);
+    sb_add(&b, "#!/bin/bash\n");
+    sb_add(&b, "# Slurm script for the ncsim sweep %s\n", sw->spec_path);
+    sb_add(&b, "# (%" PRIu64 " points, %" PRIu64 " per array task; fingerprint %s).\n",
+           sw->npoints, per, sw->fingerprint);
+    sb_add(&b, "#\n"
+               "#   bash THIS_SCRIPT     submit the array job, then a merge job that runs once\n"
+               "#                        every task succeeded (--dependency=afterok)\n"
+               "#   sbatch THIS_SCRIPT   submit only the array job; merge afterwards with\n"
+               "#                        the command in merge_cmd below\n"
+               "#\n"
+               "# Each task writes OUT/point-I.json atomically and skips points already done,\n"
+               "# so a failed or cancelled array can simply be submitted again.\n");
+    sb_add(&b, "#SBATCH --job-name=ncsim-sweep-%s\n", sw->name);
+    sb_add(&b, "#SBATCH --array=0-%" PRIu64 "\n", tasks - 1);
+    sb_add(&b, "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n");
+    sb_add(&b, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", opt->out_dir);
+    for (size_t i = 0; i < opt->nsbatch; i++)
+        sb_add(&b, "#SBATCH %s\n", opt->sbatch[i]);
+    sb_add(&b, "set -euo pipefail\n");
+    sb_add(&b, "ncsim=");
+    sb_shell(&b, opt->ncsim_path);
+    sb_add(&b, "\nspec=");
+    sb_shell(&b, sw->spec_path);
+    sb_add(&b, "\nout=");
+    sb_shell(&b, opt->out_dir);
+    sb_add(&b, "\ncsv=");
+    sb_shell(&b, csv);
+    sb_add(&b, "\npoints=%" PRIu64 "\nper_task=%" PRIu64 "\n", sw->npoints, per);
+    sb_add(&b, "merge_cmd=\"exec ${ncsim@Q} sweep ${spec@Q} --merge --out ${out@Q} "
+               "--csv ${csv@Q}\"\n");
+    sb_add(&b, "if [ -z \"${SLURM_ARRAY_TASK_ID:-}\" ]; then\n");
+    sb_add(&b, "  mkdir -p \"$out\"\n");
+    sb_add(&b, "  array_job=$(sbatch --parsable \"$0\")\n");
+    sb_add(&b, "  array_job=${array_job%%%%;*}\n");
+    sb_add(&b, "  merge_job=$(sbatch --parsable --dependency=afterok:\"$array_job\" "
+               "--job-name=ncsim-merge-%s --ntasks=1 --output=\"$out/slurm-merge-%%j.out\"",
+           sw->name);
+    for (size_t i = 0; i < opt->nsbatch; i++) {
+        sb_add(&b, " ");
+        sb_shell(&b, opt->sbatch[i]);
+    }
+    sb_add(&b, " --wrap=\"$merge_cmd\")\n");
+    sb_add(&b, "  merge_job=${merge_job%%%%;*}\n");
+    sb_add(&b, "  echo \"array job $array_job (%" PRIu64 " tasks), merge job $merge_job: "
+               "results in $csv\"\n",
+           tasks);
+    sb_add(&b, "  exit 0\n");
+    sb_add(&b, "fi\n");
+    sb_add(&b, "first=$((SLURM_ARRAY_TASK_ID * per_task))\n");
+    sb_add(&b, "last=$((first + per_task - 1))\n");
+    sb_add(&b, "if [ \"$last\" -ge \"$points\" ]; then last=$((points - 1)); fi\n");
+    sb_add(&b, "exec \"$ncsim\" sweep \"$spec\" --out \"$out\" --index \"$first-$last\" "
+               "--progress never\n");
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

@@ -1,0 +1,820 @@
+/*
+ * sweep_plot.c -- Y against X from a sweep CSV, as a PNG: axes with "nice" ticks (1, 2, 5 x
+ * 10^k), a light grid, one coloured line with markers per series, a legend, labels in a
+ * built-in 5x7 bitmap font drawn at twice its size. libpng writes the file; no other
+ * graphics library is involved, so the picture is the same on every machine.
+ */
+#include "sweep_plot.h"
+
+#include <errno.h>
+#include <math.h>
+#include <png.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "load.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- font --------------------------------------------------------------------------------- */
+
+/*
+ * 5x7 glyphs of printable ASCII (32..126), seven rows from the top, bit 4 the leftmost
+ * column: the dot-matrix character set of HD44780-style LCD controllers, typed in by hand.
+ */
+static const uint8_t font5x7[95][7] = {
+    {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, /* ' ' */
+    {0x04, 0x04, 0x04, 0x04, 0x00, 0x00, 0x04}, /* ! */
+    {0x0A, 0x0A, 0x0A, 0x00, 0x00, 0x00, 0x00}, /* " */
+    {0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A}, /* # */
+    {0x04, 0x0F, 0x14, 0x0E, 0x05, 0x1E, 0x04}, /* $ */
+    {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}, /* % */
+    {0x0C, 0x12, 0x14, 0x08, 0x15, 0x12, 0x0D}, /* & */
+    {0x0C, 0x04, 0x08, 0x00, 0x00, 0x00, 0x00}, /* ' */
+    {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}, /* ( */
+    {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}, /* ) */
+    {0x00, 0x04, 0x15, 0x0E, 0x15, 0x04, 0x00}, /* * */
+    {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}, /* + */
+    {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}, /* , */
+    {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}, /* - */
+    {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}, /* . */
+    {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}, /* / */
+    {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}, /* 0 */
+    {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}, /* 1 */
+    {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}, /* 2 */
+    {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}, /* 3 */
+    {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}, /* 4 */
+    {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}, /* 5 */
+    {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}, /* 6 */
+    {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}, /* 7 */
+    {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}, /* 8 */
+    {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}, /* 9 */
+    {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}, /* : */
+    {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x04, 0x08}, /* ; */
+    {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}, /* < */
+    {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}, /* = */
+    {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}, /* > */
+    {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}, /* ? */
+    {0x0E, 0x11, 0x01, 0x0D, 0x15, 0x15, 0x0E}, /* @ */
+    {0x0E, 0x11, 0x11, 0x11, 0x1F, 0x11, 0x11}, /* A */
+    {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}, /* B */
+    {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}, /* C */
+    {0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C}, /* D */
+    {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}, /* E */
+    {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}, /* F */
+    {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}, /* G */
+    {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}, /* H */
+    {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}, /* I */
+    {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}, /* J */
+    {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}, /* K */
+    {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}, /* L */
+    {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}, /* M */
+    {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}, /* N */
+    {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}, /* O */
+    {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}, /* P */
+    {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}, /* Q */
+    {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}, /* R */
+    {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}, /* S */
+    {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}, /* T */
+    {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}, /* U */
+    {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}, /* V */
+    {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}, /* W */
+    {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}, /* X */
+    {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}, /* Y */
+    {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}, /* Z */
+    {0x0E, 0x08, 0x08, 0x08, 0x08, 0x08, 0x0E}, /* [ */
+    {0x00, 0x10, 0x08, 0x04, 0x02, 0x01, 0x00}, /* backslash */
+    {0x0E, 0x02, 0x02, 0x02, 0x02, 0x02, 0x0E}, /* ] */
+    {0x04, 0x0A, 0x11, 0x00, 0x00, 0x00, 0x00}, /* ^ */
+    {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}, /* _ */
+    {0x08, 0x04, 0x02, 0x00, 0x00, 0x00, 0x00}, /* ` */
+    {0x00, 0x00, 0x0E, 0x01, 0x0F, 0x11, 0x0F}, /* a */
+    {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x1E}, /* b */
+    {0x00, 0x00, 0x0E, 0x10, 0x10, 0x11, 0x0E}, /* c */
+    {0x01, 0x01, 0x0D, 0x13, 0x11, 0x11, 0x0F}, /* d */
+    {0x00, 0x00, 0x0E, 0x11, 0x1F, 0x10, 0x0E}, /* e */
+    {0x06, 0x09, 0x08, 0x1C, 0x08, 0x08, 0x08}, /* f */
+    {0x00, 0x0F, 0x11, 0x11, 0x0F, 0x01, 0x0E}, /* g */
+    {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x11}, /* h */
+    {0x04, 0x00, 0x0C, 0x04, 0x04, 0x04, 0x0E}, /* i */
+    {0x02, 0x00, 0x06, 0x02, 0x02, 0x12, 0x0C}, /* j */
+    {0x10, 0x10, 0x12, 0x14, 0x18, 0x14, 0x12}, /* k */
+    {0x0C, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}, /* l */
+    {0x00, 0x00, 0x1A, 0x15, 0x15, 0x11, 0x11}, /* m */
+    {0x00, 0x00, 0x16, 0x19, 0x11, 0x11, 0x11}, /* n */
+    {0x00, 0x00, 0x0E, 0x11, 0x11, 0x11, 0x0E}, /* o */
+    {0x00, 0x00, 0x1E, 0x11, 0x1E, 0x10, 0x10}, /* p */
+    {0x00, 0x00, 0x0D, 0x13, 0x0F, 0x01, 0x01}, /* q */
+    {0x00, 0x00, 0x16, 0x19, 0x10, 0x10, 0x10}, /* r */
+    {0x00, 0x00, 0x0E, 0x10, 0x0E, 0x01, 0x1E}, /* s */
+    {0x08, 0x08, 0x1C, 0x08, 0x08, 0x09, 0x06}, /* t */
+    {0x00, 0x00, 0x11, 0x11, 0x11, 0x13, 0x0D}, /* u */
+    {0x00, 0x00, 0x11, 0x11, 0x11, 0x0A, 0x04}, /* v */
+    {0x00, 0x00, 0x11, 0x11, 0x15, 0x15, 0x0A}, /* w */
+    {0x00, 0x00, 0x11, 0x0A, 0x04, 0x0A, 0x11}, /* x */
+    {0x00, 0x00, 0x11, 0x11, 0x0F, 0x01, 0x0E}, /* y */
+    {0x00, 0x00, 0x1F, 0x02, 0x04, 0x08, 0x1F}, /* z */
+    {0x02, 0x04, 0x04, 0x08, 0x04, 0x04, 0x02}, /* { */
+    {0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}, /* | */
+    {0x08, 0x04, 0x04, 0x02, 0x04, 0x04, 0x08}, /* } */
+    {0x00, 0x00, 0x08, 0x15, 0x02, 0x00, 0x00}, /* ~ */
+};
+
+/* Letters that reach below the baseline, redrawn with two more rows (a 5x9 cell). */
+static const struct {
+    char ch;
+    uint8_t rows[9];
+} descenders[] = {
+    {',', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08, 0x00}},
+    {';', {0x00, 0x0C, 0x0C, 0x00, 0x00, 0x0C, 0x04, 0x08, 0x00}},
+    {'g', {0x00, 0x00, 0x0F, 0x11, 0x11, 0x11, 0x0F, 0x01, 0x0E}},
+    {'j', {0x02, 0x00, 0x06, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
+    {'p', {0x00, 0x00, 0x1E, 0x11, 0x11, 0x11, 0x1E, 0x10, 0x10}},
+    {'q', {0x00, 0x00, 0x0F, 0x11, 0x11, 0x11, 0x0F, 0x01, 0x01}},
+    {'y', {0x00, 0x00, 0x11, 0x11, 0x11, 0x11, 0x0F, 0x01, 0x0E}},
+};
+
+enum { GLYPH_W = 5, GLYPH_H = 7, CELL_H = 9, ADVANCE = 6, SCALE = 2 };
+
+/* The nine rows of a character (unknown characters draw as '?'). */
+static void glyph_rows(unsigned ch, uint8_t rows[CELL_H])
+{
+    for (size_t i = 0; i < sizeof descenders / sizeof *descenders; i++)
+        if ((unsigned char)descenders[i].ch == ch) {
+            memcpy(rows, descenders[i].rows, CELL_H);
+            return;
+        }
+    memset(rows, 0, CELL_H);
+    memcpy(rows, font5x7[ch >= 32 && ch < 127 ? ch - 32 : '?' - 32], GLYPH_H);
+}
+
+/* ---- canvas ------------------------------------------------------------------------------- */
+
+typedef struct rgb {
+    uint8_t r, g, b;
+} rgb_t;
+
+typedef struct canvas {
+    int w, h;
+    uint8_t *px; /* w * h * 3 */
+} canvas_t;
+
+static void put(canvas_t *c, int x, int y, rgb_t col)
+{
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h)
+        return;
+    uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
+    p[0] = col.r;
+    p[1] = col.g;
+    p[2] = col.b;
+}
+
+/* A line `thick` pixels wide (Bresenham, the pen a square). */
+static void line(canvas_t *c, int x0, int y0, int x1, int y1, int thick, rgb_t col)
+{
+    int dx = abs(x1 - x0), dy = -abs(y1 - y0);
+    int sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
+    int e = dx + dy;
+    int lo = -(thick - 1) / 2, hi = thick / 2;
+    for (;;) {
+        for (int a = lo; a <= hi; a++)
+            for (int b = lo; b <= hi; b++)
+                put(c, x0 + a, y0 + b, col);
+        if (x0 == x1 && y0 == y1)
+            break;
+        int e2 = 2 * e;
+        if (e2 >= dy) {
+            e += dy;
+            x0 += sx;
+        }
+        if (e2 <= dx) {
+            e += dx;
+            y0 += sy;
+        }
+    }
+}
+
+static void disc(canvas_t *c, int cx, int cy, int r, rgb_t col)
+{
+    for (int y = -r; y <= r; y++)
+        for (int x = -r; x <= r; x++)
+            if (x * x + y * y <= r * r + r)
+                put(c, cx + x, cy + y, col);
+}
+
+static int text_width(const char *s)
+{
+    size_t n = strlen(s);
+    return n ? (int)n * ADVANCE * SCALE - SCALE : 0;
+}
+
+/* Text with its top-left corner at (x, y); `vertical` runs it upwards from (x, y) as the
+ * bottom-left corner, for the y axis label. */
+static void draw_text(canvas_t *c, int x, int y, const char *s, rgb_t col, int vertical)
+{
+    for (int i = 0; s[i]; i++) {
+        uint8_t g[CELL_H];
+        glyph_rows((unsigned char)s[i], g);
+        for (int row = 0; row < CELL_H; row++)
+            for (int colm = 0; colm < GLYPH_W; colm++) {
+                if (!(g[row] & (0x10 >> colm)))
+                    continue;
+                int gx = i * ADVANCE + colm, gy = row;
+                for (int a = 0; a < SCALE; a++)
+                    for (int b = 0; b < SCALE; b++) {
+                        if (vertical)
+                            put(c, x + gy * SCALE + b, y - gx * SCALE - a, col);
+                        else
+                            put(c, x + gx * SCALE + a, y + gy * SCALE + b, col);
+                    }
+            }
+    }
+}
+
+/* ---- CSV ---------------------------------------------------------------------------------- */
+
+typedef struct csv {
+    size_t ncols, nrows;
+    char **cells; /* (nrows + 1) x ncols, row 0 the header */
+} csv_t;
+
+static void csv_free(csv_t *t)
+{
+    for (size_t i = 0; i < (t->nrows + 1) * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+}
+
+/* RFC 4180: fields separated by commas, optionally in double quotes ("" is a quote). */
+static ncsim_status_t csv_parse(const char *text, const char *name, csv_t *t, char *err,
+                                size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    size_t cap = 0, n = 0, row_fields = 0, line = 1;
+    const char *p = text;
+    char *field = NULL;
+    size_t flen = 0, fcap = 0;
+    while (*p) {
+        int quoted = 0;
+        flen = 0;
+        if (*p == '"') {
+            quoted = 1;
+            p++;
+        }
+        for (;;) {
+            char ch = *p;
+            if (quoted) {
+                if (!ch) {
+                    set_err(err, errlen, "%s:%zu: unterminated quoted field", name, line);
+                    goto bad;
+                }
+                if (ch == '"' && p[1] == '"') {
+                    p += 2;
+                } else if (ch == '"') {
+                    p++;
+                    quoted = 0;
+                    continue;
+                } else {
+                    p++;
+                }
+                if (ch == '\n')
+                    line++;
+            } else {
+                if (!ch || ch == ',' || ch == '\n' || ch == '\r')
+                    break;
+                p++;
+            }
+            if (flen + 2 > fcap) {
+                fcap = fcap ? fcap * 2 : 64;
+                char *f = realloc(field, fcap);
+                if (!f)
+                    goto nomem;
+                field = f;
+            }
+            field[flen++] = ch;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            char **cells = realloc(t->cells, cap * sizeof *cells);
+            if (!cells)
+                goto nomem;
+            t->cells = cells;
+        }
+        char *cell = malloc(flen + 1);
+        if (!cell)
+            goto nomem;
+        if (flen)
+            memcpy(cell, field, flen);
+        cell[flen] = 0;
+        t->cells[n++] = cell;
+        row_fields++;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '\r')
+            p++;
+        if (*p == '\n')
+            p++;
+        /* end of a row */
+        if (!t->ncols)
+            t->ncols = row_fields;
+        else if (row_fields != t->ncols) {
+            set_err(err, errlen, "%s:%zu: %zu fields, the header has %zu", name, line,
+                    row_fields, t->ncols);
+            goto bad;
+        } else
+            t->nrows++;
+        row_fields = 0;
+        line++;
+    }
+    if (row_fields) {
+        set_err(err, errlen, "%s: incomplete last row", name);
+        goto bad;
+    }
+    free(field);
+    if (!t->ncols) {
+        set_err(err, errlen, "%s: empty CSV", name);
+        csv_free(t);
+        return NCSIM_USAGE;
+    }
+    return NCSIM_OK;
+nomem:
+    free(field);
+    t->nrows = 0;
+    for (size_t i = 0; i < n; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+    set_err(err, errlen, "out of memory");
+    return NCSIM_NOMEM;
+bad:
+    free(field);
+    for (size_t i = 0; i < n; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+    return NCSIM_USAGE;
+}
+
+static const char *cell(const csv_t *t, size_t row, size_t col)
+{
+    return t->cells[row * t->ncols + col];
+}
+
+static long find_col(const csv_t *t, const char *name)
+{
+    for (size_t c = 0; c < t->ncols; c++)
+        if (strcmp(cell(t, 0, c), name) == 0)
+            return (long)c;
+    return -1;
+}
+
+/* ---- axes --------------------------------------------------------------------------------- */
+
+typedef struct axis {
+    int log;
+    double lo, hi;        /* data range shown (log axes: log10 of it) */
+    double ticks[64];
+    int nticks;
+    double step;          /* linear tick step */
+    int exp3;             /* labels are value / 10^exp3 (0: none) */
+} axis_t;
+
+/* 1, 2 or 5 x 10^k, the smallest not below x. */
+static double nice_step(double x)
+{
+    double e = pow(10.0, floor(log10(x)));
+    double f = x / e;
+    return (f <= 1.0 ? 1.0 : f <= 2.0 ? 2.0 : f <= 5.0 ? 5.0 : 10.0) * e;
+}
+
+static void axis_fit(axis_t *a, double mn, double mx, int want)
+{
+    a->nticks = 0;
+    a->exp3 = 0;
+    if (a->log) {
+        double l0 = log10(mn), l1 = log10(mx);
+        if (l1 - l0 < 1e-9) {
+            l0 -= 0.5;
+            l1 += 0.5;
+        }
+        double pad = (l1 - l0) * 0.05;
+        a->lo = l0 - pad;
+        a->hi = l1 + pad;
+        /* ticks at 1..9 x 10^k within about a decade, 1, 2, 5 x 10^k within a few, else at
+         * powers of ten (labels that would overlap are left out when drawing) */
+        static const double all[] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, some[] = {1, 2, 5};
+        double span = a->hi - a->lo;
+        const double *mant = span < 1.3 ? all : some;
+        int nm = span < 1.3 ? 9 : span < 2.5 ? 3 : 1;
+        for (int k = (int)floor(a->lo); k <= (int)ceil(a->hi) && a->nticks < 64; k++) {
+            for (int m = 0; m < nm && a->nticks < 64; m++) {
+                double v = mant[m] * pow(10.0, k);
+                double lv = log10(v);
+                if (lv >= a->lo - 1e-12 && lv <= a->hi + 1e-12)
+                    a->ticks[a->nticks++] = v;
+            }
+        }
+        return;
+    }
+    if (mx - mn < 1e-12 * (fabs(mx) + 1.0)) {
+        double d = fabs(mx) > 0 ? fabs(mx) * 0.1 : 1.0;
+        mn -= d;
+        mx += d;
+    }
+    a->step = nice_step((mx - mn) / want);
+    a->lo = floor(mn / a->step) * a->step;
+    a->hi = ceil(mx / a->step) * a->step;
+    for (double v = a->lo; v <= a->hi + a->step * 0.5 && a->nticks < 64; v += a->step)
+        a->ticks[a->nticks++] = fabs(v) < a->step * 1e-9 ? 0.0 : v;
+    double big = fmax(fabs(a->lo), fabs(a->hi));
+    if (big >= 1e5)
+        a->exp3 = (int)floor(log10(big) / 3.0) * 3;
+}
+
+static double axis_pos(const axis_t *a, double v)
+{
+    double t = a->log ? log10(v) : v;
+    return (t - a->lo) / (a->hi - a->lo);
+}
+
+static void tick_label(const axis_t *a, double v, char *buf, size_t len)
+{
+    if (a->log) {
+        snprintf(buf, len, "%g", v);
+        return;
+    }
+    double scale = pow(10.0, a->exp3);
+    double s = a->step / scale;
+    int dec = s >= 1.0 ? 0 : (int)ceil(-log10(s) - 1e-9);
+    if (dec > 9)
+        dec = 9;
+    snprintf(buf, len, "%.*f", dec, v / scale);
+}
+
+/* ---- the plot ----------------------------------------------------------------------------- */
+
+typedef struct series {
+    char *label;
+    size_t n, cap;
+    double *x; /* pairs (x, y) */
+} series_t;
+
+static const rgb_t palette[] = {{31, 119, 180}, {255, 127, 14}, {44, 160, 44},  {214, 39, 40},
+                                {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127},
+                                {188, 189, 34},  {23, 190, 207}};
+
+static int cmp_x(const void *a, const void *b)
+{
+    const double *p = a, *q = b;
+    return (p[0] > q[0]) - (p[0] < q[0]);
+}
+
+ncsim_status_t sim_plot_parse(char *text, sim_plot_options_t *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    for (char *tok = strtok(text, ","); tok; tok = strtok(NULL, ",")) {
+        if (strncmp(tok, "X=", 2) == 0 || strncmp(tok, "x=", 2) == 0)
+            o->x = tok + 2;
+        else if (strncmp(tok, "Y=", 2) == 0 || strncmp(tok, "y=", 2) == 0)
+            o->y = tok + 2;
+        else if (strcmp(tok, "logx") == 0)
+            o->log_x = 1;
+        else if (strcmp(tok, "logy") == 0)
+            o->log_y = 1;
+        else {
+            set_err(err, errlen, "unknown part '%s' (want X=KEY,Y=COLUMN[,logx][,logy])", tok);
+            return NCSIM_USAGE;
+        }
+    }
+    if (!o->x || !o->y || !*o->x || !*o->y) {
+        set_err(err, errlen, "want X=KEY,Y=COLUMN[,logx][,logy]");
+        return NCSIM_USAGE;
+    }
+    return NCSIM_OK;
+}
+
+static int parse_number(const char *s, double *v)
+{
+    char *end;
+    if (!*s)
+        return -1;
+    *v = strtod(s, &end);
+    return *end || !isfinite(*v) ? -1 : 0;
+}
+
+static ncsim_status_t write_png(const canvas_t *c, const char *path, char *err, size_t errlen);
+
+ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
+                            const char *png_path, char *err, size_t errlen)
+{
+    size_t len;
+    char *text = sim_read_file(csv_path, &len);
+    if (!text) {
+        set_err(err, errlen, "%s: %s", csv_path, strerror(errno));
+        return NCSIM_IO;
+    }
+    csv_t t;
+    ncsim_status_t st = csv_parse(text, csv_path, &t, err, errlen);
+    free(text);
+    if (st != NCSIM_OK)
+        return st;
+    long xc = find_col(&t, o->x), yc = find_col(&t, o->y), sc = find_col(&t, "status");
+    long first_result = find_col(&t, "total_ns");
+    series_t *ser = NULL;
+    size_t nser = 0;
+    canvas_t cv = {0, 0, NULL};
+    if (xc < 0 || yc < 0) {
+        set_err(err, errlen, "%s has no column '%s'", csv_path, xc < 0 ? o->x : o->y);
+        st = NCSIM_USAGE;
+        goto out;
+    }
+    /* rows -> series keyed by the other swept keys (the columns before total_ns) */
+    ser = calloc(t.nrows + 1, sizeof *ser);
+    if (!ser)
+        goto nomem;
+    for (size_t r = 1; r <= t.nrows; r++) {
+        if (sc >= 0 && strcmp(cell(&t, r, (size_t)sc), "ok") != 0)
+            continue;
+        double x, y;
+        if (parse_number(cell(&t, r, (size_t)xc), &x) ||
+            parse_number(cell(&t, r, (size_t)yc), &y)) {
+            set_err(err, errlen, "%s: row %zu: '%s' or '%s' is not a number ('%s', '%s')",
+                    csv_path, r, o->x, o->y, cell(&t, r, (size_t)xc), cell(&t, r, (size_t)yc));
+            st = NCSIM_USAGE;
+            goto out;
+        }
+        if ((o->log_x && x <= 0) || (o->log_y && y <= 0)) {
+            set_err(err, errlen, "%s: row %zu: a logarithmic axis needs positive values",
+                    csv_path, r);
+            st = NCSIM_USAGE;
+            goto out;
+        }
+        char label[512] = "";
+        size_t l = 0;
+        for (long c = 0; first_result > 0 && c < first_result; c++) {
+            if (c == xc || c == yc)
+                continue;
+            int k = snprintf(label + l, sizeof label - l, "%s%s", l ? ", " : "",
+                             cell(&t, r, (size_t)c));
+            if (k < 0 || (size_t)k >= sizeof label - l)
+                break;
+            l += (size_t)k;
+        }
+        size_t s = 0;
+        while (s < nser && strcmp(ser[s].label, label) != 0)
+            s++;
+        if (s == nser) {
+            if (!(ser[s].label = malloc(strlen(label) + 1)))
+                goto nomem;
+            strcpy(ser[s].label, label);
+            nser++;
+        }
+        series_t *S = &ser[s];
+        if (S->n == S->cap) {
+            S->cap = S->cap ? S->cap * 2 : 16;
+            double *nx = realloc(S->x, S->cap * 2 * sizeof *nx);
+            if (!nx)
+                goto nomem;
+            S->x = nx; /* pairs (x, y) interleaved, sorted by x below */
+        }
+        S->x[2 * S->n] = x;
+        S->x[2 * S->n + 1] = y;
+        S->n++;
+    }
+    if (!nser) {
+        set_err(err, errlen, "%s: no row with status ok to plot", csv_path);
+        st = NCSIM_USAGE;
+        goto out;
+    }
+    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    for (size_t s = 0; s < nser; s++) {
+        qsort(ser[s].x, ser[s].n, 2 * sizeof(double), cmp_x);
+        for (size_t i = 0; i < ser[s].n; i++) {
+            xmin = fmin(xmin, ser[s].x[2 * i]);
+            xmax = fmax(xmax, ser[s].x[2 * i]);
+            ymin = fmin(ymin, ser[s].x[2 * i + 1]);
+            ymax = fmax(ymax, ser[s].x[2 * i + 1]);
+        }
+    }
+    /* a linear y axis over values spanning more than a factor 2 starts at 0, so that ratios
+     * read off the plot are true; a narrower range is shown zoomed in */
+    if (!o->log_y && ymin >= 0 && ymin <= ymax / 2)
+        ymin = 0;
+
+    /* the legend: a heading naming the series keys, then one entry of values per series */
+    int legend = nser > 1;
+    int W = o->width ? (int)o->width : 960, H = o->height ? (int)o->height : 600;
+    int line_h = (CELL_H + 2) * SCALE;
+    int legend_w = 0;
+    char heading[512] = "";
+    if (legend) {
+        size_t l = 0;
+        for (long c = 0; first_result > 0 && c < first_result; c++) {
+            if (c == xc || c == yc)
+                continue;
+            int k = snprintf(heading + l, sizeof heading - l, "%s%s", l ? ", " : "",
+                             cell(&t, 0, (size_t)c));
+            if (k < 0 || (size_t)k >= sizeof heading - l)
+                break;
+            l += (size_t)k;
+        }
+        legend_w = text_width(heading);
+        for (size_t s = 0; s < nser; s++) {
+            int w = text_width(ser[s].label) + 32;
+            legend_w = w > legend_w ? w : legend_w;
+        }
+        legend_w += 30;
+        if (legend_w > W * 2 / 5)
+            legend_w = W * 2 / 5;
+    }
+    cv.w = W;
+    cv.h = H;
+    cv.px = malloc((size_t)W * (size_t)H * 3);
+    if (!cv.px)
+        goto nomem;
+    memset(cv.px, 255, (size_t)W * (size_t)H * 3);
+    const rgb_t black = {0, 0, 0}, grid = {225, 225, 225}, dark = {60, 60, 60};
+    int left = 40 + 9 * ADVANCE * SCALE, right = W - 30 - legend_w;
+    int top = 20 + 2 * line_h, bottom = H - (20 + 3 * line_h);
+    if (right - left < 100 || bottom - top < 100) {
+        set_err(err, errlen, "the picture is too small for the plot");
+        st = NCSIM_USAGE;
+        goto out;
+    }
+    axis_t ax = {0}, ay = {0};
+    ax.log = o->log_x;
+    ay.log = o->log_y;
+    /* about one labelled tick per 90 pixels across and 60 pixels up */
+    axis_fit(&ax, xmin, xmax, (right - left) / 90 > 2 ? (right - left) / 90 : 2);
+    axis_fit(&ay, ymin, ymax, (bottom - top) / 60 > 2 ? (bottom - top) / 60 : 2);
+
+    /* grid, ticks and tick labels */
+    char buf[64];
+    int label_end = INT32_MIN; /* right edge of the last x label drawn */
+    for (int i = 0; i < ax.nticks; i++) {
+        int px = left + (int)lround(axis_pos(&ax, ax.ticks[i]) * (right - left));
+        line(&cv, px, top, px, bottom, 1, grid);
+        line(&cv, px, bottom, px, bottom + 6, 1, black);
+        tick_label(&ax, ax.ticks[i], buf, sizeof buf);
+        int lx = px - text_width(buf) / 2;
+        if (lx > label_end + ADVANCE * SCALE) {
+            draw_text(&cv, lx, bottom + 10, buf, dark, 0);
+            label_end = lx + text_width(buf);
+        }
+    }
+    int label_top = INT32_MAX; /* top edge of the last y label drawn */
+    for (int i = 0; i < ay.nticks; i++) {
+        int py = bottom - (int)lround(axis_pos(&ay, ay.ticks[i]) * (bottom - top));
+        line(&cv, left, py, right, py, 1, grid);
+        line(&cv, left - 6, py, left, py, 1, black);
+        tick_label(&ay, ay.ticks[i], buf, sizeof buf);
+        int ly = py - GLYPH_H * SCALE / 2;
+        if (ly + CELL_H * SCALE < label_top) {
+            draw_text(&cv, left - 10 - text_width(buf), ly, buf, dark, 0);
+            label_top = ly;
+        }
+    }
+    line(&cv, left, top, left, bottom, 2, black);
+    line(&cv, left, bottom, right, bottom, 2, black);
+    line(&cv, left, top, right, top, 1, dark);
+    line(&cv, right, top, right, bottom, 1, dark);
+
+    /* axis labels and title */
+    char label[256];
+    snprintf(label, sizeof label, "%s%s", o->x, ax.log ? " (log scale)" : "");
+    if (ax.exp3)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " (x 1e%d)", ax.exp3);
+    draw_text(&cv, (left + right - text_width(label)) / 2, bottom + 10 + line_h + 8, label, black, 0);
+    snprintf(label, sizeof label, "%s%s", o->y, ay.log ? " (log scale)" : "");
+    if (ay.exp3)
+        snprintf(label + strlen(label), sizeof label - strlen(label), " (x 1e%d)", ay.exp3);
+    draw_text(&cv, 14, (top + bottom + text_width(label)) / 2, label, black, 1);
+    char title[512];
+    if (o->title)
+        snprintf(title, sizeof title, "%s", o->title);
+    else
+        snprintf(title, sizeof title, "%s vs %s", o->y, o->x);
+    draw_text(&cv, (left + right - text_width(title)) / 2, 16, title, black, 0);
+
+    /* the series */
+    for (size_t s = 0; s < nser; s++) {
+        rgb_t col = palette[s % (sizeof palette / sizeof *palette)];
+        int px0 = 0, py0 = 0;
+        for (size_t i = 0; i < ser[s].n; i++) {
+            int px = left + (int)lround(axis_pos(&ax, ser[s].x[2 * i]) * (right - left));
+            int py = bottom - (int)lround(axis_pos(&ay, ser[s].x[2 * i + 1]) * (bottom - top));
+            if (i)
+                line(&cv, px0, py0, px, py, 2, col);
+            px0 = px;
+            py0 = py;
+        }
+        for (size_t i = 0; i < ser[s].n; i++) {
+            int px = left + (int)lround(axis_pos(&ax, ser[s].x[2 * i]) * (right - left));
+            int py = bottom - (int)lround(axis_pos(&ay, ser[s].x[2 * i + 1]) * (bottom - top));
+            disc(&cv, px, py, 4, col);
+        }
+        if (legend) {
+            int ly = top + 10 + (int)(s + 1) * line_h;
+            if (ly + line_h > bottom)
+                continue;
+            int lx = right + 20;
+            line(&cv, lx, ly + GLYPH_H, lx + 24, ly + GLYPH_H, 2, col);
+            disc(&cv, lx + 12, ly + GLYPH_H, 4, col);
+            char lab[128];
+            int maxc = (legend_w - 52) / (ADVANCE * SCALE);
+            snprintf(lab, sizeof lab, "%.*s", maxc > 0 && maxc < 127 ? maxc : 127, ser[s].label);
+            draw_text(&cv, lx + 32, ly, lab, black, 0);
+        }
+    }
+    if (legend) {
+        char lab[128];
+        int maxc = (legend_w - 20) / (ADVANCE * SCALE);
+        snprintf(lab, sizeof lab, "%.*s", maxc > 0 && maxc < 127 ? maxc : 127, heading);
+        draw_text(&cv, right + 20, top + 10, lab, black, 0);
+    }
+    st = write_png(&cv, png_path, err, errlen);
+    goto out;
+nomem:
+    set_err(err, errlen, "out of memory");
+    st = NCSIM_NOMEM;
+out:
+    for (size_t s = 0; ser && s < nser; s++) {
+        free(ser[s].label);
+        free(ser[s].x);
+    }
+    free(ser);
+    free(cv.px);
+    csv_free(&t);
+    return st;
+}
+
+/* libpng reports errors by longjmp: keep everything that outlives setjmp out of this frame. */
+static int png_encode(FILE *f, const canvas_t *c)
+{
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    if (!png)
+        return -1;
+    png_infop info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_write_struct(&png, NULL);
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < c->h; y++)
+        png_write_row(png, c->px + (size_t)y * (size_t)c->w * 3);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    return 0;
+}
+
+static ncsim_status_t write_png(const canvas_t *c, const char *path, char *err, size_t errlen)
+{
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 32);
+    if (!tmp) {
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        free(tmp);
+        return NCSIM_IO;
+    }
+    int bad = png_encode(f, c);
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, path) != 0) {
+        set_err(err, errlen, "cannot write %s%s%s", path, bad ? "" : ": ",
+                bad ? "" : strerror(errno));
+        unlink(tmp);
+        free(tmp);
+        return NCSIM_IO;
+    }
+    free(tmp);
+    return NCSIM_OK;
+}

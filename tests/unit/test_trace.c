@@ -1,0 +1,814 @@
+/*
+ * test_trace.c -- traces/: exact number formatting, writer -> reader round trips of every
+ * record kind in the three formats, the structural checker (on good and on broken files),
+ * and `ncsim run --trace` end to end: content, filters, determinism, errors.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "trace.h"
+#include "trace_check.h"
+#include "trace_internal.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s", tu_tmpdir());
+    return 0;
+}
+
+static const char *in_dir(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void assert_checker_ok(const char *path, tc_stats_t *st)
+{
+    char msg[1024];
+    int rc = tc_check_json(path, st, msg, sizeof msg);
+    if (rc)
+        fprintf(stderr, "checker: %s\n", msg);
+    assert_int_equal(rc, 0);
+}
+
+/* ---- numbers ------------------------------------------------------------------------------------ */
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    char b[64];
+    size_t n = trc_fmt_fixed(b, 1234567, 6);
+    b[n] = 0;
+    assert_string_equal(b, "1.234567");
+    n = trc_fmt_fixed(b, 1500000, 6);
+    b[n] = 0;
+    assert_string_equal(b, "1.5");
+    n = trc_fmt_fixed(b, 42000, 3);
+    b[n] = 0;
+    assert_string_equal(b, "42");
+    n = trc_fmt_fixed(b, 7, 6);
+    b[n] = 0;
+    assert_string_equal(b, "0.000007");
+    n = trc_fmt_u64(b, UINT64_MAX);
+    b[n] = 0;
+    assert_string_equal(b, "18446744073709551615");
+    /* every picosecond value written as microseconds reads back exactly */
+    for (uint64_t v = 0; v < 3000000; v += 997) {
+        n = trc_fmt_fixed(b, v * 1000003ull, 6);
+        uint64_t back = 0;
+        assert_int_equal(trc_parse_scaled(b, n, 6, &back), 0);
+        assert_true(back == v * 1000003ull);
+    }
+    uint64_t v;
+    assert_int_equal(trc_parse_scaled("1.5e3", 5, 3, &v), 0);
+    assert_true(v == 1500000);
+    assert_int_equal(trc_parse_scaled("2.0004", 6, 3, &v), 0);
+    assert_true(v == 2000); /* rounded to the nearest */
+    assert_int_equal(trc_parse_scaled("-1", 2, 0, &v), -1);
+    assert_int_equal(trc_parse_scaled("1x", 2, 0, &v), -1);
+    assert_int_equal(trc_parse_scaled("", 0, 0, &v), -1);
+    n = trc_fmt_f64(b, 0.1);
+    b[n] = 0;
+    assert_string_equal(b, "0.1");
+    assert_int_equal(trc_format_for_path("a.json.gz"), TRC_FORMAT_JSON_GZ);
+    assert_int_equal(trc_format_for_path("a.json"), TRC_FORMAT_JSON);
+    assert_int_equal(trc_format_for_path("a.pftrace"), TRC_FORMAT_PFTRACE);
+    assert_int_equal(trc_format_for_path("a.txt"), TRC_FORMAT_COUNT);
+    uint32_t q;
+    assert_int_equal(trc_track_kind_of_tid(trc_tid(3, TRC_TRACK_DMA_QUEUE, 15), &q),
+                     TRC_TRACK_DMA_QUEUE);
+    assert_int_equal(q, 15);
+    assert_int_equal(trc_track_kind_of_tid(trc_tid(10001, TRC_TRACK_LINK, 2), &q),
+                     TRC_TRACK_LINK);
+    assert_int_equal(q, 2);
+}
+
+/* ---- round trips ---------------------------------------------------------------------------------- */
+
+#define MAXREC 64
+
+typedef struct collected {
+    int n;
+    trc_record_t r[MAXREC];
+    char strings[MAXREC][8][160]; /* copies of the strings of each record */
+} collected_t;
+
+/* Copy a record and the strings it points to. */
+static void keep(collected_t *c, const trc_record_t *r)
+{
+    assert_true(c->n < MAXREC);
+    int i = c->n++;
+    c->r[i] = *r;
+    int k = 0;
+#define KEEP(ptr)                                                                              \
+    do {                                                                                       \
+        snprintf(c->strings[i][k], sizeof c->strings[i][k], "%s", (ptr) ? (ptr) : "");       \
+        (ptr) = c->strings[i][k++];                                                            \
+    } while (0)
+    trc_record_t *x = &c->r[i];
+    switch (x->kind) {
+    case TRC_REC_PROCESS: KEEP(x->u.process.name); break;
+    case TRC_REC_TRACK: KEEP(x->u.track.name); break;
+    case TRC_REC_COUNTER:
+        KEEP(x->u.counter.name);
+        KEEP(x->u.counter.unit);
+        break;
+    case TRC_REC_FLOW:
+        KEEP(x->u.flow.cat);
+        KEEP(x->u.flow.name);
+        break;
+    case TRC_REC_SLICE: {
+        KEEP(x->u.slice.name);
+        unsigned nf;
+        const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)x->u.slice.kind, &nf);
+        for (unsigned j = 0; j < nf; j++)
+            if (f[j].type == TRC_FT_STR) {
+                const char **p = (const char **)((char *)&x->u.slice.a + f[j].offset);
+                KEEP(*p);
+            }
+        break;
+    }
+    case TRC_REC_RUN: {
+        unsigned nf;
+        const trc_field_t *f = trc_run_fields(&nf);
+        for (unsigned j = 0; j < nf; j++)
+            if (f[j].type == TRC_FT_STR) {
+                const char **p = (const char **)((char *)&x->u.run + f[j].offset);
+                KEEP(*p);
+            }
+        break;
+    }
+    default: break;
+    }
+#undef KEEP
+}
+
+static int collect(void *ctx, const trc_record_t *r)
+{
+    keep(ctx, r);
+    return 0;
+}
+
+static void same_fields(const trc_field_t *f, unsigned nf, const void *a, const void *b)
+{
+    for (unsigned j = 0; j < nf; j++) {
+        const char *pa = (const char *)a + f[j].offset, *pb = (const char *)b + f[j].offset;
+        if (f[j].type == TRC_FT_STR) {
+            const char *sa, *sb;
+            memcpy(&sa, pa, sizeof sa);
+            memcpy(&sb, pb, sizeof sb);
+            assert_string_equal(sa ? sa : "", sb ? sb : "");
+        } else if (f[j].type == TRC_FT_F64) {
+            double da, db;
+            memcpy(&da, pa, sizeof da);
+            memcpy(&db, pb, sizeof db);
+            assert_true(da == db);
+        } else {
+            uint64_t ua, ub;
+            memcpy(&ua, pa, sizeof ua);
+            memcpy(&ub, pb, sizeof ub);
+            if (ua != ub)
+                fprintf(stderr, "field %s: %llu != %llu\n", f[j].key, (unsigned long long)ua,
+                        (unsigned long long)ub);
+            assert_true(ua == ub);
+        }
+    }
+}
+
+static void build_records(collected_t *c)
+{
+    memset(c, 0, sizeof *c);
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_RUN;
+    r.u.run.generator = "ncsim test";
+    r.u.run.program = "dir/prog \"quoted\".nca";
+    r.u.run.arch = "trn1";
+    r.u.run.chips = 1;
+    r.u.run.cores = 2;
+    r.u.run.timing_only = 1;
+    r.u.run.peak_flops_per_core = 91750400000000.0;
+    r.u.run.hbm_peak_gbps = 820;
+    r.u.run.dma_peak_gbps = 435.2;
+    r.u.run.window_start = 1000;
+    r.u.run.window_end = 9000000;
+    r.u.run.engines = "pe,dma";
+    keep(c, &r);
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_PROCESS;
+    r.u.process.pid = 1;
+    r.u.process.name = "chip 0 core 0";
+    keep(c, &r);
+    r.u.process.pid = trc_pid_chip(0);
+    r.u.process.name = "chip 0";
+    keep(c, &r);
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_TRACK;
+    r.u.track.pid = 1;
+    r.u.track.tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
+    r.u.track.name = "pe";
+    keep(c, &r);
+    r.u.track.tid = trc_tid(1, TRC_TRACK_DMA_QUEUE, 3);
+    r.u.track.name = "dma q3";
+    keep(c, &r);
+    r.u.track.pid = trc_pid_chip(0);
+    r.u.track.tid = trc_tid(trc_pid_chip(0), TRC_TRACK_LINK, 1);
+    r.u.track.name = "link 1";
+    keep(c, &r);
+    r.u.track.pid = 1;
+    r.u.track.tid = trc_tid(1, TRC_TRACK_COLLECTIVE, 0);
+    r.u.track.name = "cc 0";
+    keep(c, &r);
+    /* a post on pe at 1.000001 us released the transfer at 2.5 us; a dma flow too */
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_SLICE;
+    r.u.slice.kind = TRC_SLICE_INSTR;
+    r.u.slice.pid = 1;
+    r.u.slice.tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
+    r.u.slice.ts_ps = 1000001;
+    r.u.slice.dur_ps = 182857;
+    r.u.slice.name = "matmul";
+    trc_instr_args_t *a = &r.u.slice.a.instr;
+    a->index = 7;
+    a->line = 42;
+    a->operands = "acc[:, 0], a[\\x], \"b\"\n\ttab";
+    a->ii = 182857;
+    a->latency = 274286;
+    a->bytes = 393216;
+    a->flops = 16777216;
+    a->hw_flops = 16777216;
+    a->wait = 1500;
+    a->wait_semaphore = 1000;
+    a->wait_port = 500;
+    a->semaphore = "b_ready";
+    a->stall = "semaphore b_ready";
+    keep(c, &r);
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_FLOW;
+    r.u.flow.id = 1;
+    r.u.flow.cat = "semaphore";
+    r.u.flow.name = "b_ready";
+    r.u.flow.from_pid = 1;
+    r.u.flow.from_tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
+    r.u.flow.from_ts_ps = 1000001;
+    r.u.flow.to_pid = 1;
+    r.u.flow.to_tid = trc_tid(1, TRC_TRACK_DMA_QUEUE, 3);
+    r.u.flow.to_ts_ps = 2500000;
+    keep(c, &r);
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_SLICE;
+    r.u.slice.kind = TRC_SLICE_DMA;
+    r.u.slice.pid = 1;
+    r.u.slice.tid = trc_tid(1, TRC_TRACK_DMA_QUEUE, 3);
+    r.u.slice.ts_ps = 2500000;
+    r.u.slice.dur_ps = 700123;
+    r.u.slice.name = "hbm->sbuf";
+    trc_dma_args_t *d = &r.u.slice.a.dma;
+    d->index = 3;
+    d->issuer = "sp";
+    d->line = 12;
+    d->operands = "dma xs, x, queue=3";
+    d->bytes = 131072;
+    d->src = "hbm";
+    d->dst = "sbuf";
+    d->accumulate = 1;
+    d->queued = 500000;
+    d->gbps = 187.2123456789;
+    keep(c, &r);
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_SLICE;
+    r.u.slice.kind = TRC_SLICE_LINK;
+    r.u.slice.pid = trc_pid_chip(0);
+    r.u.slice.tid = trc_tid(trc_pid_chip(0), TRC_TRACK_LINK, 1);
+    r.u.slice.ts_ps = 3000000;
+    r.u.slice.dur_ps = 1000;
+    r.u.slice.name = "send";
+    r.u.slice.a.link.bytes = 65536;
+    r.u.slice.a.link.src_chip = 0;
+    r.u.slice.a.link.dst_chip = 1;
+    r.u.slice.a.link.gbps = 100;
+    r.u.slice.a.link.collective = "all_reduce";
+    keep(c, &r);
+    r.u.slice.kind = TRC_SLICE_COLLECTIVE;
+    r.u.slice.pid = 1;
+    r.u.slice.tid = trc_tid(1, TRC_TRACK_COLLECTIVE, 0);
+    r.u.slice.name = "all_reduce";
+    memset(&r.u.slice.a, 0, sizeof r.u.slice.a);
+    r.u.slice.a.collective.index = 1;
+    r.u.slice.a.collective.group = "g";
+    r.u.slice.a.collective.step = 2;
+    r.u.slice.a.collective.bytes = 4096;
+    keep(c, &r);
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_COUNTER;
+    r.u.counter.pid = trc_pid_chip(0);
+    r.u.counter.name = "HBM bandwidth";
+    r.u.counter.unit = "GB/s";
+    r.u.counter.ts_ps = 2500000;
+    r.u.counter.value = 187.25;
+    keep(c, &r);
+    r.u.counter.ts_ps = 3200000;
+    r.u.counter.value = 0;
+    keep(c, &r);
+}
+
+static void roundtrip(trc_format_t fmt, const char *name)
+{
+    collected_t *in = calloc(1, sizeof *in), *out = calloc(1, sizeof *out);
+    build_records(in);
+    const char *path = in_dir(name);
+    trc_writer_t *w;
+    char err[512];
+    assert_int_equal(trc_writer_open(path, fmt, &w, err, sizeof err), NCSIM_OK);
+    for (int i = 0; i < in->n; i++)
+        assert_int_equal(trc_write(w, &in->r[i]), NCSIM_OK);
+    assert_true(trc_writer_events(w) > 0);
+    assert_int_equal(trc_writer_close(w, err, sizeof err), NCSIM_OK);
+    if (fmt != TRC_FORMAT_PFTRACE)
+        assert_checker_ok(path, NULL);
+    assert_int_equal(trc_read(path, collect, out, err, sizeof err), NCSIM_OK);
+    /* the same records in the same order; the flow comes when its second end is read */
+    assert_int_equal(out->n, in->n);
+    for (int i = 0; i < in->n; i++) {
+        const trc_record_t *a = &in->r[i], *b = &out->r[i];
+        assert_int_equal(a->kind, b->kind);
+        switch (a->kind) {
+        case TRC_REC_RUN: {
+            unsigned nf;
+            const trc_field_t *f = trc_run_fields(&nf);
+            same_fields(f, nf, &a->u.run, &b->u.run);
+            break;
+        }
+        case TRC_REC_PROCESS:
+            assert_int_equal(a->u.process.pid, b->u.process.pid);
+            assert_string_equal(a->u.process.name, b->u.process.name);
+            break;
+        case TRC_REC_TRACK:
+            assert_int_equal(a->u.track.pid, b->u.track.pid);
+            assert_int_equal(a->u.track.tid, b->u.track.tid);
+            assert_string_equal(a->u.track.name, b->u.track.name);
+            break;
+        case TRC_REC_SLICE: {
+            assert_int_equal(a->u.slice.kind, b->u.slice.kind);
+            assert_int_equal(a->u.slice.pid, b->u.slice.pid);
+            assert_int_equal(a->u.slice.tid, b->u.slice.tid);
+            assert_true(a->u.slice.ts_ps == b->u.slice.ts_ps);
+            assert_true(a->u.slice.dur_ps == b->u.slice.dur_ps);
+            assert_string_equal(a->u.slice.name, b->u.slice.name);
+            unsigned nf;
+            const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)a->u.slice.kind, &nf);
+            same_fields(f, nf, &a->u.slice.a, &b->u.slice.a);
+            break;
+        }
+        case TRC_REC_COUNTER:
+            assert_int_equal(a->u.counter.pid, b->u.counter.pid);
+            assert_string_equal(a->u.counter.name, b->u.counter.name);
+            assert_string_equal(a->u.counter.unit, b->u.counter.unit);
+            /* .pftrace counters are at whole nanoseconds */
+            assert_true(a->u.counter.ts_ps / 1000 == b->u.counter.ts_ps / 1000);
+            assert_true(a->u.counter.value == b->u.counter.value);
+            break;
+        case TRC_REC_FLOW:
+            assert_string_equal(a->u.flow.cat, b->u.flow.cat);
+            assert_string_equal(a->u.flow.name, b->u.flow.name);
+            assert_int_equal(a->u.flow.from_tid, b->u.flow.from_tid);
+            assert_int_equal(a->u.flow.to_tid, b->u.flow.to_tid);
+            assert_true(a->u.flow.from_ts_ps == b->u.flow.from_ts_ps);
+            assert_true(a->u.flow.to_ts_ps == b->u.flow.to_ts_ps);
+            break;
+        default: fail();
+        }
+    }
+    free(in);
+    free(out);
+}
+
+static void test_roundtrip_json(void **state)
+{
+    (void)state;
+    roundtrip(TRC_FORMAT_JSON, "rt.json");
+}
+
+static void test_roundtrip_json_gz(void **state)
+{
+    (void)state;
+    roundtrip(TRC_FORMAT_JSON_GZ, "rt.json.gz");
+    /* it is gzip */
+    size_t n;
+    char *b = tu_read_file(in_dir("rt.json.gz"), &n);
+    assert_non_null(b);
+    assert_true(n > 2 && (unsigned char)b[0] == 0x1f && (unsigned char)b[1] == 0x8b);
+    free(b);
+}
+
+static void test_roundtrip_pftrace(void **state)
+{
+    (void)state;
+    roundtrip(TRC_FORMAT_PFTRACE, "rt.pftrace");
+}
+
+static int stop_after_two(void *ctx, const trc_record_t *r)
+{
+    (void)r;
+    return ++*(int *)ctx == 2;
+}
+
+static int count_records(void *ctx, const trc_record_t *r)
+{
+    (void)r;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void test_reader_errors(void **state)
+{
+    (void)state;
+    char err[512];
+    int n = 0;
+    assert_int_equal(trc_read(in_dir("missing.json"), collect, NULL, err, sizeof err),
+                     NCSIM_IO);
+    assert_non_null(strstr(err, "missing.json"));
+    const char *bad = in_dir("bad.json");
+    tu_write_file(bad, "{\"traceEvents\":[{\"ph\":\"X\",", 26);
+    assert_int_equal(trc_read(bad, stop_after_two, &n, err, sizeof err), NCSIM_FORMAT);
+    assert_non_null(strstr(err, "not valid JSON"));
+    tu_write_file(bad, "hello", 5);
+    assert_int_equal(trc_read(bad, stop_after_two, &n, err, sizeof err), NCSIM_FORMAT);
+    const char *x = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"instr\",\"name\":\"a\",\"pid\":1}]}";
+    tu_write_file(bad, x, strlen(x));
+    assert_int_equal(trc_read(bad, stop_after_two, &n, err, sizeof err), NCSIM_FORMAT);
+    assert_non_null(strstr(err, "without a valid pid, tid, ts or dur"));
+    /* a truncated .pftrace */
+    roundtrip(TRC_FORMAT_PFTRACE, "cut.pftrace");
+    size_t len;
+    char *b = tu_read_file(in_dir("cut.pftrace"), &len);
+    assert_non_null(b);
+    tu_write_file(in_dir("cut.pftrace"), b, len - 3);
+    free(b);
+    assert_int_equal(trc_read(in_dir("cut.pftrace"), count_records, &n, err, sizeof err),
+                     NCSIM_FORMAT);
+    assert_non_null(strstr(err, "truncated"));
+    /* a callback may stop early */
+    n = 0;
+    assert_int_equal(trc_read(in_dir("rt.json"), stop_after_two, &n, err, sizeof err),
+                     NCSIM_OK);
+    assert_int_equal(n, 2);
+}
+
+/* ---- the checker must be able to fail ------------------------------------------------------------ */
+
+static void expect_checker_fails(const char *json, const char *what)
+{
+    const char *p = in_dir("broken.json");
+    tu_write_file(p, json, strlen(json));
+    char msg[1024];
+    assert_int_equal(tc_check_json(p, NULL, msg, sizeof msg), -1);
+    if (!strstr(msg, what))
+        fprintf(stderr, "checker said: %s (expected '%s')\n", msg, what);
+    assert_non_null(strstr(msg, what));
+}
+
+#define META "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"p\"}},"   \
+             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":2,\"args\":{\"name\":\"t\"}}"
+
+static void test_checker_catches(void **state)
+{
+    (void)state;
+    /* a good one first */
+    const char *good = "{\"traceEvents\":[" META
+                       ",{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":2,\"name\":\"a\"},"
+                       "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":1.5,\"dur\":0.5,\"name\":\"b\"},"
+                       "{\"ph\":\"s\",\"cat\":\"c\",\"id\":1,\"pid\":1,\"tid\":2,\"ts\":1},"
+                       "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"c\",\"id\":1,\"pid\":1,\"tid\":2,"
+                       "\"ts\":1.5},"
+                       "{\"ph\":\"C\",\"name\":\"n\",\"pid\":1,\"ts\":1,\"args\":{\"v\":3}}]}";
+    const char *p = in_dir("good.json");
+    tu_write_file(p, good, strlen(good));
+    tc_stats_t st;
+    assert_checker_ok(p, &st);
+    assert_true(st.slices == 2 && st.flows == 1 && st.counters == 1);
+
+    expect_checker_fails("{\"traceEvents\":[" META ",{\"ph\":\"X\",", "well-formed");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":2},"
+                         "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":2,\"dur\":2}]}",
+                         "overlap partially");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":1,\"dur\":2}]}",
+                         "no thread_name");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"X\",\"pid\":7,\"tid\":2,\"ts\":1,\"dur\":2}]}",
+                         "no process_name");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":2},"
+                         "{\"ph\":\"s\",\"cat\":\"c\",\"id\":1,\"pid\":1,\"tid\":2,\"ts\":1}]}",
+                         "not one s and one f");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":2},"
+                         "{\"ph\":\"s\",\"cat\":\"c\",\"id\":1,\"pid\":1,\"tid\":2,\"ts\":1},"
+                         "{\"ph\":\"f\",\"cat\":\"c\",\"id\":1,\"pid\":1,\"tid\":2,\"ts\":9}]}",
+                         "outside any slice");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"C\",\"name\":\"n\",\"pid\":1,\"ts\":1,"
+                         "\"args\":{\"v\":\"3\"}}]}",
+                         "non-numeric");
+    expect_checker_fails("{\"traceEvents\":[" META
+                         ",{\"ph\":\"X\",\"pid\":\"1\",\"tid\":2,\"ts\":1,\"dur\":2}]}",
+                         "not a plain number");
+    expect_checker_fails("{\"other\":[]}", "no \"traceEvents\"");
+}
+
+/* ---- ncsim run --trace ------------------------------------------------------------------------------ */
+
+static int ncsim(const char *args, char **out)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s", dir, tu_ncsim(), args);
+    return tu_run(cmd, out);
+}
+
+static char *read_all(const char *path)
+{
+    char *b = tu_read_file(path, NULL);
+    assert_non_null(b);
+    return b;
+}
+
+static const char *demo(void)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%s", tu_source_path("kernels/demo_gemm.nca"));
+    return buf;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+/* Is there a line holding both a and b? */
+static int line_with(const char *text, const char *a, const char *b)
+{
+    for (const char *p = text; (p = strstr(p, a)) != NULL; p++) {
+        const char *eol = strchr(p, '\n');
+        const char *q = strstr(p, b);
+        if (q && (!eol || q < eol))
+            return 1;
+    }
+    return 0;
+}
+
+static void test_run_json(void **state)
+{
+    (void)state;
+    char args[2048], *out = NULL;
+    snprintf(args, sizeof args, "run %s --timing-only -q --trace demo.json", demo());
+    assert_int_equal(ncsim(args, &out), 0);
+    free(out);
+    tc_stats_t st;
+    assert_checker_ok(in_dir("demo.json"), &st);
+    char *t = read_all(in_dir("demo.json"));
+    /* one process per core, named by chip and core; engine and queue tracks */
+    assert_non_null(strstr(t, "\"name\":\"chip 0 core 0\""));
+    assert_non_null(strstr(t, "\"name\":\"chip 0 core 1\""));
+    assert_non_null(strstr(t, "\"name\":\"chip 0\""));
+    assert_non_null(strstr(t, "\"thread_name\",\"pid\":1,\"tid\":1001,\"args\":{\"name\":\"pe\"}"));
+    assert_non_null(strstr(t, "\"args\":{\"name\":\"dma q9\"}"));
+    /* 2 cores x 114 instructions, 2 x 44 transfers */
+    assert_int_equal(count(t, "\"cat\":\"instr\""), 228);
+    assert_int_equal(count(t, "\"ph\":\"X\",\"cat\":\"dma\""), 88);
+    /* instruction args: line, operands, II, latency, FLOPs, stall cause */
+    assert_non_null(strstr(t, "\"name\":\"matmul\""));
+    assert_non_null(strstr(t, "\"ii_ns\":182.857,\"latency_ns\":274.286"));
+    assert_non_null(strstr(t, "\"flops\":16777216"));
+    assert_non_null(strstr(t, "\"stall\":\"semaphore b_ready\""));
+    assert_non_null(strstr(t, "\"wait_semaphore_ns\":"));
+    /* flows: post -> wait and issue -> transfer, all paired (checked above) */
+    assert_true(count(t, "\"ph\":\"s\",\"cat\":\"semaphore\"") > 20);
+    assert_int_equal(count(t, "\"ph\":\"s\",\"cat\":\"dma\""), 88);
+    /* counters */
+    assert_non_null(strstr(t, "\"name\":\"HBM bandwidth\",\"pid\":10001"));
+    assert_non_null(strstr(t, "\"name\":\"DMA in flight\""));
+    assert_non_null(strstr(t, "\"name\":\"DMA bandwidth\""));
+    assert_non_null(strstr(t, "\"name\":\"SBUF in use\""));
+    assert_non_null(strstr(t, "\"name\":\"PSUM in use\""));
+    assert_non_null(strstr(t, "\"name\":\"semaphore mm_done\""));
+    /* every declared tensor is touched in the end: a 256 KiB + b 2 MiB + out 512 KiB of
+     * SBUF, acc 512 KiB of PSUM */
+    assert_non_null(strstr(t, "\"name\":\"SBUF in use\",\"pid\":1,\"ts\":"));
+    assert_non_null(strstr(t, "{\"bytes\":2883584}"));
+    assert_true(line_with(t, "\"name\":\"PSUM in use\",\"pid\":1,", "{\"bytes\":524288}"));
+    assert_non_null(strstr(t, "\"name\":\"PSUM in use\",\"pid\":2"));
+    /* the DMA-in-flight counter returns to zero */
+    assert_non_null(strstr(t, "\"name\":\"DMA in flight\",\"pid\":2"));
+    assert_true(st.flows > 100);
+    free(t);
+}
+
+/* The stats and the trace agree (busy, stall) and the same run traced three ways reports
+ * the same figures. */
+static void test_formats_agree(void **state)
+{
+    (void)state;
+    char args[6144], *a = NULL, *b = NULL, *c = NULL;
+    snprintf(args, sizeof args,
+             "run %s --timing-only -q --trace d1.pftrace && %s run %s --timing-only -q "
+             "--trace d1.json.gz && %s run %s --timing-only -q --trace d1.json",
+             demo(), tu_ncsim(), demo(), tu_ncsim(), demo());
+    assert_int_equal(ncsim(args, NULL), 0);
+    assert_checker_ok(in_dir("d1.json.gz"), NULL);
+    assert_int_equal(ncsim("report d1.json --json", &a), 0);
+    assert_int_equal(ncsim("report d1.json.gz --json", &b), 0);
+    assert_int_equal(ncsim("report d1.pftrace --json", &c), 0);
+    /* identical but for the source line */
+    char *na = strchr(a, '\n'), *nb = strchr(b, '\n'), *nc = strchr(c, '\n');
+    na = strchr(na + 1, '\n');
+    nb = strchr(nb + 1, '\n');
+    nc = strchr(nc + 1, '\n');
+    assert_string_equal(na, nb);
+    assert_string_equal(na, nc);
+    free(a);
+    free(b);
+    free(c);
+}
+
+typedef struct window_check {
+    uint64_t start, end;
+    int slices, outside, act;
+} window_check_t;
+
+static int check_window(void *ctx, const trc_record_t *r)
+{
+    window_check_t *w = ctx;
+    if (r->kind != TRC_REC_SLICE)
+        return 0;
+    w->slices++;
+    const trc_slice_t *s = &r->u.slice;
+    if (s->ts_ps + s->dur_ps < w->start || s->ts_ps > w->end)
+        w->outside++;
+    uint32_t n;
+    if (trc_track_kind_of_tid(s->tid, &n) == TRC_TRACK_ENGINE && n != 0)
+        w->act++; /* only pe (engine 0) was asked for */
+    return 0;
+}
+
+static void test_filters(void **state)
+{
+    (void)state;
+    char args[2048], *out = NULL;
+    snprintf(args, sizeof args,
+             "run %s --timing-only -q --trace win.json --trace-start 5000 --trace-end 9000 "
+             "--trace-engines pe,dma",
+             demo());
+    assert_int_equal(ncsim(args, &out), 0);
+    free(out);
+    assert_checker_ok(in_dir("win.json"), NULL);
+    char *t = read_all(in_dir("win.json"));
+    assert_null(strstr(t, "\"name\":\"act\""));
+    assert_null(strstr(t, "\"name\":\"activate\""));
+    assert_non_null(strstr(t, "\"name\":\"matmul\""));
+    assert_non_null(strstr(t, "\"trace_start_ns\":5000,\"trace_end_ns\":9000"));
+    assert_non_null(strstr(t, "\"trace_engines\":\"pe,dma\""));
+    free(t);
+    char err[512];
+    window_check_t w = {5000000, 9000000, 0, 0, 0};
+    assert_int_equal(trc_read(in_dir("win.json"), check_window, &w, err, sizeof err), NCSIM_OK);
+    assert_true(w.slices > 10);
+    assert_int_equal(w.outside, 0);
+    assert_int_equal(w.act, 0);
+    /* the full trace has many more */
+    window_check_t all = {0, UINT64_MAX, 0, 0, 0};
+    assert_int_equal(trc_read(in_dir("demo.json"), check_window, &all, err, sizeof err),
+                     NCSIM_OK);
+    assert_true(all.slices > w.slices);
+    assert_true(all.act > 0);
+    /* the report says the trace is partial */
+    assert_int_equal(ncsim("report win.json", &out), 0);
+    assert_non_null(strstr(out, "the trace holds part of the run"));
+    free(out);
+    /* the same filter in .pftrace */
+    snprintf(args, sizeof args,
+             "run %s --timing-only -q --trace win.pftrace --trace-start 5000 --trace-end 9000 "
+             "--trace-engines pe,dma",
+             demo());
+    assert_int_equal(ncsim(args, NULL), 0);
+    window_check_t wp = {5000000, 9000000, 0, 0, 0};
+    assert_int_equal(trc_read(in_dir("win.pftrace"), check_window, &wp, err, sizeof err),
+                     NCSIM_OK);
+    assert_int_equal(wp.slices, w.slices);
+    assert_int_equal(wp.outside, 0);
+}
+
+static void same_bytes(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = tu_read_file(a, &na), *y = tu_read_file(b, &nb);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_true(na == nb);
+    assert_memory_equal(x, y, na);
+    free(x);
+    free(y);
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    static const char *const ext[] = {"json", "json.gz", "pftrace"};
+    for (int i = 0; i < 3; i++) {
+        char args[3072];
+        snprintf(args, sizeof args,
+                 "run %s --random-inputs 3 -q --trace det1.%s && %s run %s --random-inputs 3 "
+                 "-q --trace det2.%s",
+                 demo(), ext[i], tu_ncsim(), demo(), ext[i]);
+        assert_int_equal(ncsim(args, NULL), 0);
+        char a[64], b[64];
+        snprintf(a, sizeof a, "det1.%s", ext[i]);
+        snprintf(b, sizeof b, "det2.%s", ext[i]);
+        same_bytes(in_dir(a), in_dir(b));
+    }
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    char args[2048], *out = NULL;
+    snprintf(args, sizeof args, "run %s --timing-only -q --trace out.txt", demo());
+    assert_int_equal(ncsim(args, &out), 2);
+    assert_non_null(strstr(out, ".json, .json.gz or .pftrace"));
+    free(out);
+    snprintf(args, sizeof args, "run %s --timing-only -q --trace t.json --trace-engines pe,gpu",
+             demo());
+    assert_int_equal(ncsim(args, &out), 2);
+    assert_non_null(strstr(out, "unknown engine 'gpu'"));
+    free(out);
+    snprintf(args, sizeof args, "run %s --timing-only -q --trace-start 5", demo());
+    assert_int_equal(ncsim(args, &out), 2);
+    assert_non_null(strstr(out, "need --trace FILE"));
+    free(out);
+    snprintf(args, sizeof args, "run %s --timing-only -q --trace t.json --trace-start x", demo());
+    assert_int_equal(ncsim(args, &out), 2);
+    free(out);
+    snprintf(args, sizeof args,
+             "run %s --timing-only -q --trace t.json --trace-start 10 --trace-end 5", demo());
+    assert_int_equal(ncsim(args, &out), 2);
+    assert_non_null(strstr(out, "later than --trace-start"));
+    free(out);
+    snprintf(args, sizeof args, "run %s --timing-only -q --trace /nonexistent/dir/t.json",
+             demo());
+    assert_int_equal(ncsim(args, &out), 3);
+    assert_non_null(strstr(out, "cannot create /nonexistent/dir/t.json"));
+    free(out);
+}
+
+/* A deadlocked program still leaves a well-formed trace of what ran. */
+static void test_deadlock_trace(void **state)
+{
+    (void)state;
+    const char *prog = ".core 0\n.sbuf a fp32 [128, 64]\n.sem s\n.engine dve\n"
+                       "    memset a, 1.0 | post s\n    memset a, 2.0 | wait s >= 2\n";
+    tu_write_file(in_dir("dead.nca"), prog, strlen(prog));
+    char *out = NULL;
+    assert_int_equal(ncsim("run dead.nca --timing-only -q --trace dead.json", &out), 1);
+    assert_non_null(strstr(out, "deadlock"));
+    free(out);
+    tc_stats_t st;
+    assert_checker_ok(in_dir("dead.json"), &st);
+    assert_true(st.slices == 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_roundtrip_json),
+        cmocka_unit_test(test_roundtrip_json_gz),
+        cmocka_unit_test(test_roundtrip_pftrace),
+        cmocka_unit_test(test_reader_errors),
+        cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_run_json),
+        cmocka_unit_test(test_formats_agree),
+        cmocka_unit_test(test_filters),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_deadlock_trace),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,114 @@
+/*
+ * test_trace_protoc.c -- .pftrace files checked by an independent oracle: `protoc --decode`
+ * against the subset of Perfetto's schema kept in tests/proto/ (package protobuf-compiler;
+ * the test is skipped, exit 77, when protoc is absent).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s", tu_tmpdir());
+    return 0;
+}
+
+/* protoc's text form of a .pftrace; NULL when protoc rejects it. */
+static char *decode(const char *pftrace)
+{
+    char cmd[4096];
+    const char *proto_dir = tu_source_path("tests/proto");
+    char pd[1024];
+    snprintf(pd, sizeof pd, "%s", proto_dir);
+    snprintf(cmd, sizeof cmd,
+             "protoc --decode=perfetto.protos.Trace -I %s %s/perfetto_trace_subset.proto < %s "
+             "> %s.txt",
+             pd, pd, pftrace, pftrace);
+    if (tu_run(cmd, NULL) != 0)
+        return NULL;
+    char out[1100];
+    snprintf(out, sizeof out, "%s.txt", pftrace);
+    return tu_read_file(out, NULL);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static void test_demo_decodes(void **state)
+{
+    (void)state;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s run %s --timing-only -q --trace demo.pftrace", dir,
+             tu_ncsim(), tu_source_path("kernels/demo_gemm.nca"));
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/demo.pftrace", dir);
+    char *t = decode(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "process_name: \"chip 0 core 0\""));
+    assert_non_null(strstr(t, "process_name: \"chip 0 core 1\""));
+    assert_non_null(strstr(t, "process_name: \"chip 0\""));
+    assert_non_null(strstr(t, "thread_name: \"pe\""));
+    assert_non_null(strstr(t, "thread_name: \"dma q9\""));
+    assert_non_null(strstr(t, "name: \"matmul\""));
+    assert_non_null(strstr(t, "name: \"operands\""));
+    assert_non_null(strstr(t, "name: \"HBM bandwidth (GB/s)\""));
+    assert_non_null(strstr(t, "unit_name: \"GB/s\""));
+    assert_non_null(strstr(t, "double_counter_value:"));
+    assert_non_null(strstr(t, "flow_ids:"));
+    assert_non_null(strstr(t, "terminating_flow_ids:"));
+    /* every slice begins and ends: 2 x (114 instructions + 44 transfers) */
+    assert_int_equal(count(t, "type: TYPE_SLICE_BEGIN"), 316);
+    assert_int_equal(count(t, "type: TYPE_SLICE_END"), 316);
+    /* each flow has one source and one end */
+    assert_int_equal(count(t, "flow_ids:") - count(t, "terminating_flow_ids:"),
+                     count(t, "terminating_flow_ids:"));
+    free(t);
+}
+
+/* The oracle is not vacuous: a damaged file is rejected. */
+static void test_oracle_rejects_damage(void **state)
+{
+    (void)state;
+    char path[512], bad[512];
+    snprintf(path, sizeof path, "%s/demo.pftrace", dir);
+    snprintf(bad, sizeof bad, "%s/bad.pftrace", dir);
+    size_t n;
+    char *b = tu_read_file(path, &n);
+    assert_non_null(b);
+    assert_true(n > 100);
+    assert_int_equal(tu_write_file(bad, b, n - 7), 0); /* cut inside a packet */
+    free(b);
+    char *t = decode(bad);
+    assert_null(t);
+}
+
+int main(void)
+{
+    if (tu_run("command -v protoc", NULL) != 0) {
+        fprintf(stderr, "test_trace_protoc: protoc not found (package protobuf-compiler): "
+                        "skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_demo_decodes),
+        cmocka_unit_test(test_oracle_rejects_damage),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,358 @@
+/*
+ * test_trace_report.c -- `ncsim report`: the golden report of the golden kernel
+ * (kernels/demo_gemm.nca, tests/golden/trace_report/), the critical path of hand-built
+ * examples, the report from a statistics file, --json, and errors.
+ *
+ * NCSIM_UPDATE_GOLDEN=1 rewrites the golden file (after a deliberate cost-model change;
+ * review the diff).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <yajl/yajl_tree.h>
+
+#include "testutil.h"
+#include "trace_check.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "%s", tu_tmpdir());
+    return 0;
+}
+
+static const char *in_dir(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc != 0 && out)
+        fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out);
+    free(out);
+    return rc;
+}
+
+/* `ncsim report ARGS` run in the temporary directory; its stdout. */
+static char *report(const char *args, int expect_rc)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && %s report %s", dir, tu_ncsim(), args);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc != expect_rc)
+        fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out ? out : "");
+    assert_int_equal(rc, expect_rc);
+    assert_non_null(out);
+    return out;
+}
+
+static yajl_val parse(const char *text)
+{
+    char err[256];
+    yajl_val v = yajl_tree_parse(text, err, sizeof err);
+    if (!v)
+        fprintf(stderr, "report JSON: %s\n", err);
+    assert_non_null(v);
+    return v;
+}
+
+static yajl_val get(yajl_val v, const char *key)
+{
+    const char *path[] = {key, NULL};
+    return yajl_tree_get(v, path, yajl_t_any);
+}
+
+/* ---- the golden report ---------------------------------------------------------------------------- */
+
+static void test_golden_demo_gemm(void **state)
+{
+    (void)state;
+    /* from the source tree, so the program path in the report is the same everywhere */
+    assert_int_equal(sh("cd %s && %s run kernels/demo_gemm.nca --timing-only -q --trace "
+                        "%s/golden.json",
+                        tu_source_path(""), tu_ncsim(), dir),
+                     0);
+    assert_int_equal(tc_check_json(in_dir("golden.json"), NULL, (char[256]){0}, 256), 0);
+    char *text = report("golden.json", 0);
+    const char *golden = tu_source_path("tests/golden/trace_report/demo_gemm.txt");
+    if (getenv("NCSIM_UPDATE_GOLDEN")) {
+        assert_int_equal(tu_write_file(golden, text, strlen(text)), 0);
+        fprintf(stderr, "updated %s\n", golden);
+    }
+    char *want = tu_read_file(golden, NULL);
+    assert_non_null(want);
+    if (strcmp(want, text) != 0) {
+        tu_write_file(in_dir("got.txt"), text, strlen(text));
+        fprintf(stderr, "the report differs from %s: see `diff %s %s`\n", golden, golden,
+                in_dir("got.txt"));
+    }
+    assert_string_equal(want, text);
+    free(want);
+    free(text);
+}
+
+/* ---- critical paths of hand-built examples ------------------------------------------------------ */
+
+typedef struct run_want {
+    const char *track, *what, *reached_by;
+} run_want_t;
+
+static yajl_val path_runs(const char *prog_text, const char *name, yajl_val *root_out)
+{
+    char nca[64], trace[64], args[160];
+    snprintf(nca, sizeof nca, "%s.nca", name);
+    snprintf(trace, sizeof trace, "%s.json", name);
+    assert_int_equal(tu_write_file(in_dir(nca), prog_text, strlen(prog_text)), 0);
+    assert_int_equal(sh("cd %s && %s run %s --timing-only -q --trace %s", dir, tu_ncsim(), nca,
+                        trace),
+                     0);
+    char msg[512];
+    int rc = tc_check_json(in_dir(trace), NULL, msg, sizeof msg);
+    if (rc)
+        fprintf(stderr, "%s\n", msg);
+    assert_int_equal(rc, 0);
+    snprintf(args, sizeof args, "%s --json", trace);
+    char *text = report(args, 0);
+    yajl_val root = parse(text);
+    free(text);
+    yajl_val cp = get(root, "critical_path");
+    assert_true(YAJL_IS_OBJECT(cp));
+    /* the path ends at the end of the run */
+    assert_true(YAJL_GET_DOUBLE(get(cp, "end_ns")) == YAJL_GET_DOUBLE(get(root, "total_ns")));
+    yajl_val runs = get(cp, "runs");
+    assert_true(YAJL_IS_ARRAY(runs));
+    *root_out = root;
+    return runs;
+}
+
+static void expect_runs(yajl_val runs, const run_want_t *want, size_t n)
+{
+    size_t got = YAJL_GET_ARRAY(runs)->len;
+    if (got != n)
+        for (size_t i = 0; i < got; i++) {
+            yajl_val r = YAJL_GET_ARRAY(runs)->values[i];
+            fprintf(stderr, "run %zu: %s %s (%s)\n", i, YAJL_GET_STRING(get(r, "track")),
+                    YAJL_GET_STRING(get(r, "what")), YAJL_GET_STRING(get(r, "reached_by")));
+        }
+    assert_int_equal(got, n);
+    double prev_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        yajl_val r = YAJL_GET_ARRAY(runs)->values[i];
+        assert_string_equal(YAJL_GET_STRING(get(r, "track")), want[i].track);
+        assert_string_equal(YAJL_GET_STRING(get(r, "what")), want[i].what);
+        assert_string_equal(YAJL_GET_STRING(get(r, "reached_by")), want[i].reached_by);
+        double start = YAJL_GET_DOUBLE(get(r, "start_ns")), end = YAJL_GET_DOUBLE(get(r, "end_ns"));
+        double wait = YAJL_GET_DOUBLE(get(r, "wait_ns"));
+        /* runs follow one another; each starts when the previous released it, plus waiting */
+        assert_true(start >= prev_end - 1e-9);
+        assert_true(end >= start);
+        assert_true(start - prev_end <= wait + 1e-6);
+        prev_end = end;
+    }
+}
+
+/*
+ * load (sp issues, queue 0 moves) -> two activates on act (the second reads the first's
+ * result: interlock) -> store (pool issues, queue 1 moves). A short independent memset on
+ * dve must not be on the path.
+ */
+static void test_critical_path_chain(void **state)
+{
+    (void)state;
+    const char *prog = "; a hand-built critical path\n"
+                       ".arch trn1\n"
+                       ".hbm x bf16 [128, 512] input\n"
+                       ".hbm y fp32 [128, 512] output\n"
+                       ".core 0\n"
+                       ".sbuf xs bf16 [128, 512]\n"
+                       ".sbuf ys fp32 [128, 512]\n"
+                       ".sbuf zs fp32 [128, 64]\n"
+                       ".sem loaded\n"
+                       ".sem done\n"
+                       ".engine sp\n"
+                       "    dma xs, x, queue=0 | post loaded\n"
+                       ".engine act\n"
+                       "    activate ys, xs, copy | wait loaded >= 1\n"
+                       "    activate ys, ys, exp | post done\n"
+                       ".engine dve\n"
+                       "    memset zs, 0.0\n"
+                       ".engine pool\n"
+                       "    dma y, ys, queue=1 | wait done >= 1\n";
+    yajl_val root;
+    yajl_val runs = path_runs(prog, "chain", &root);
+    static const run_want_t want[] = {
+        {"sp", "dma", "start of the run"},
+        {"dma q0", "dma hbm->sbuf", "issued by dma"},
+        {"act", "activate x2", "wait on semaphore loaded"},
+        {"pool", "dma", "wait on semaphore done"},
+        {"dma q1", "dma sbuf->hbm", "issued by dma"},
+    };
+    expect_runs(runs, want, sizeof want / sizeof want[0]);
+    /* lines of the source: the activates are lines 14 and 15 */
+    yajl_val act = YAJL_GET_ARRAY(runs)->values[2];
+    assert_int_equal(YAJL_GET_INTEGER(get(act, "first_line")), 14);
+    assert_int_equal(YAJL_GET_INTEGER(get(act, "last_line")), 15);
+    /* the DMA fixed cost shows as waiting before each transfer */
+    yajl_val cp = get(root, "critical_path");
+    assert_true(YAJL_GET_DOUBLE(get(cp, "waiting_ns")) > 0);
+    yajl_tree_free(root);
+}
+
+/* Engine order: three memsets on dve then the activate that waits for the last one; the
+ * first dma's transfer is shorter than the memsets and is not on the path. */
+static void test_critical_path_engine_order(void **state)
+{
+    (void)state;
+    const char *prog = ".core 0\n"
+                       ".hbm x fp32 [128, 8] input\n"
+                       ".sbuf a fp32 [128, 4096]\n"
+                       ".sbuf b fp32 [128, 64]\n"
+                       ".sbuf c fp32 [128, 8]\n"
+                       ".sem s\n"
+                       ".sem t\n"
+                       ".engine sp\n"
+                       "    dma c, x, queue=2 | post t\n"
+                       ".engine dve\n"
+                       "    memset a, 1.0\n"
+                       "    memset a, 2.0\n"
+                       "    memset a, 3.0 | post s\n"
+                       ".engine act\n"
+                       "    activate b, b, exp | wait s >= 1 | wait t >= 1\n";
+    yajl_val root;
+    yajl_val runs = path_runs(prog, "order", &root);
+    static const run_want_t want[] = {
+        {"dve", "memset x3", "start of the run"},
+        {"act", "activate", "wait on semaphore s"},
+    };
+    expect_runs(runs, want, sizeof want / sizeof want[0]);
+    yajl_tree_free(root);
+}
+
+/* ---- statistics files, JSON, errors --------------------------------------------------------------- */
+
+static void test_report_from_stats(void **state)
+{
+    (void)state;
+    assert_int_equal(sh("cd %s && %s run %s --timing-only -q --stats s.json --trace s-trace.json",
+                        dir, tu_ncsim(), tu_source_path("kernels/demo_gemm.nca")),
+                     0);
+    char *from_stats = report("s.json", 0);
+    char *from_trace = report("s-trace.json", 0);
+    assert_non_null(strstr(from_stats, "(statistics file)"));
+    assert_non_null(strstr(from_stats, "not available from a statistics file"));
+    assert_null(strstr(from_trace, "not available from a statistics file"));
+    /* the same engine, DMA, compute and memory figures: sections between "total time" and
+     * "top stall causes" are identical */
+    const char *a = strstr(from_stats, "total time:"), *b = strstr(from_trace, "total time:");
+    const char *ae = strstr(a, "top stall causes"), *be = strstr(b, "top stall causes");
+    assert_non_null(ae);
+    assert_non_null(be);
+    assert_int_equal(ae - a, be - b);
+    assert_memory_equal(a, b, (size_t)(ae - a));
+    /* units on every figure */
+    assert_non_null(strstr(from_stats, "busy (ns)"));
+    assert_non_null(strstr(from_stats, "GB/s"));
+    assert_non_null(strstr(from_stats, "; MFU "));
+    assert_non_null(strstr(from_stats, "; HFU "));
+    free(from_stats);
+    free(from_trace);
+    /* --json from a stats file: no path, no kinds */
+    char *j = report("s.json --json", 0);
+    yajl_val root = parse(j);
+    assert_true(YAJL_IS_NULL(get(root, "critical_path")));
+    assert_int_equal(YAJL_GET_ARRAY(get(root, "instruction_kinds"))->len, 0);
+    assert_string_equal(YAJL_GET_STRING(get(root, "source_kind")), "statistics");
+    yajl_tree_free(root);
+    free(j);
+    /* --json from the trace: ten stalls at most, engines with percentages that add up */
+    j = report("s-trace.json --json -o s-report.json", 0);
+    free(j);
+    j = tu_read_file(in_dir("s-report.json"), NULL);
+    assert_non_null(j);
+    root = parse(j);
+    yajl_val stalls = get(root, "top_stalls");
+    assert_true(YAJL_GET_ARRAY(stalls)->len == 10);
+    yajl_val engines = get(root, "engines");
+    for (size_t i = 0; i < YAJL_GET_ARRAY(engines)->len; i++) {
+        yajl_val e = YAJL_GET_ARRAY(engines)->values[i];
+        double sum = YAJL_GET_DOUBLE(get(e, "busy_pct")) + YAJL_GET_DOUBLE(get(e, "stall_pct")) +
+                     YAJL_GET_DOUBLE(get(e, "idle_pct"));
+        assert_true(sum > 99.99 && sum < 100.01);
+    }
+    /* MFU from the trace is the simulator's own figure (statistics "mfu") */
+    yajl_val compute = get(root, "compute");
+    char *stats_text = tu_read_file(in_dir("s.json"), NULL);
+    assert_non_null(stats_text);
+    yajl_val stats = parse(stats_text);
+    double mfu = 100.0 * YAJL_GET_DOUBLE(get(stats, "mfu"));
+    assert_true(mfu > 1.0);
+    assert_true(fabs(YAJL_GET_DOUBLE(get(compute, "mfu_pct")) - mfu) < 1e-3);
+    assert_true(fabs(YAJL_GET_DOUBLE(get(compute, "hfu_pct")) -
+                     100.0 * YAJL_GET_DOUBLE(get(stats, "hfu"))) < 1e-3);
+    yajl_tree_free(stats);
+    free(stats_text);
+    yajl_tree_free(root);
+    free(j);
+}
+
+static void test_report_errors(void **state)
+{
+    (void)state;
+    char *out = report("nothere.json", 3);
+    assert_non_null(strstr(out, "cannot open nothere.json"));
+    free(out);
+    tu_write_file(in_dir("empty.json"), "{}", 2);
+    out = report("empty.json", 3);
+    assert_non_null(strstr(out, "neither a trace nor a statistics file"));
+    free(out);
+    tu_write_file(in_dir("junk.json"), "{\"a\":", 5);
+    out = report("junk.json", 3);
+    assert_non_null(strstr(out, "not valid JSON"));
+    free(out);
+    /* a Chrome trace from elsewhere (no run information) */
+    const char *alien = "{\"traceEvents\":[]}";
+    tu_write_file(in_dir("alien.json"), alien, strlen(alien));
+    out = report("alien.json", 3);
+    assert_non_null(strstr(out, "not an ncsim trace"));
+    free(out);
+    out = report("", 2);
+    free(out);
+    out = report("--help", 0);
+    assert_non_null(strstr(out, "usage: ncsim report"));
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_demo_gemm),
+        cmocka_unit_test(test_critical_path_chain),
+        cmocka_unit_test(test_critical_path_engine_order),
+        cmocka_unit_test(test_report_from_stats),
+        cmocka_unit_test(test_report_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,1346 @@
+/*
+ * report.c -- `ncsim report` figures from a trace: per-engine busy/stall/idle, DMA and HBM
+ * bandwidth, MFU/HFU, the largest stall causes, instruction kinds and the critical path.
+ *
+ * The trace is read once into a compact in-memory model (slices per track, flows resolved
+ * to slices); everything else is computed from it.
+ *
+ * Critical path: start from the slice that completes last; repeatedly step to whichever of
+ * its predecessors released it last:
+ *   - an instruction: the previous instruction on its engine (released at its start + II,
+ *     or at its completion when the instruction waited on the interlock), or the post
+ *     that released its semaphore wait (the poster's completion: flows mark it);
+ *   - a DMA transfer: the transfer ahead of it on its queue when it started the moment that
+ *     one ended, otherwise the instruction that issued it.
+ * The chain ends at a slice with no predecessor. Time between a predecessor's release and
+ * the next step's start is "waiting" (DMA fixed cost, port contention, wake-up).
+ */
+#include "report.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yajl/yajl_gen.h>
+
+#include "trace.h"
+
+/* ---- names ------------------------------------------------------------------------------------- */
+
+static const char *const stall_keys[] = {
+#define XX(id, key, text) key,
+    TRC_STALL_MAP(XX)
+#undef XX
+};
+static const char *const stall_texts[] = {
+#define XX(id, key, text) text,
+    TRC_STALL_MAP(XX)
+#undef XX
+};
+
+const char *trc_stall_key(trc_stall_t s)
+{
+    return s < TRC_STALL_COUNT ? stall_keys[s] : "?";
+}
+
+const char *trc_stall_text(trc_stall_t s)
+{
+    return s < TRC_STALL_COUNT ? stall_texts[s] : "?";
+}
+
+/* ---- list helpers ------------------------------------------------------------------------------- */
+
+static void *push(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        void *p = realloc(*arr, c * elem);
+        if (!p)
+            return NULL;
+        *arr = p;
+        *cap = c;
+    }
+    void *e = (char *)*arr + (*n)++ * elem;
+    memset(e, 0, elem);
+    return e;
+}
+
+/* Report lists grow by doubling; their capacity is kept by rounding n up to a power of two. */
+static size_t cap_of(size_t n)
+{
+    size_t c = 16;
+    while (c < n)
+        c *= 2;
+    return n ? c : 0;
+}
+
+trc_report_engine_t *trc_report_add_engine(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->nengines);
+    return push((void **)&rep->engines, &rep->nengines, &cap, sizeof *rep->engines);
+}
+
+trc_report_dma_t *trc_report_add_dma(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->ndma);
+    return push((void **)&rep->dma, &rep->ndma, &cap, sizeof *rep->dma);
+}
+
+trc_report_stall_t *trc_report_add_stall(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->nstalls);
+    return push((void **)&rep->stalls, &rep->nstalls, &cap, sizeof *rep->stalls);
+}
+
+static trc_report_kind_t *add_kind(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->nkinds);
+    return push((void **)&rep->kinds, &rep->nkinds, &cap, sizeof *rep->kinds);
+}
+
+static trc_report_step_t *add_step(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->npath);
+    return push((void **)&rep->path, &rep->npath, &cap, sizeof *rep->path);
+}
+
+static trc_report_track_time_t *add_track_time(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->npath_tracks);
+    return push((void **)&rep->path_tracks, &rep->npath_tracks, &cap, sizeof *rep->path_tracks);
+}
+
+void trc_report_note(trc_report_t *rep, const char *fmt, ...)
+{
+    if (rep->nnotes == (int)(sizeof rep->notes / sizeof rep->notes[0]))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rep->notes[rep->nnotes++], sizeof rep->notes[0], fmt, ap);
+    va_end(ap);
+}
+
+static int cmp_stall(const void *a, const void *b)
+{
+    const trc_report_stall_t *x = a, *y = b;
+    if (x->ps != y->ps)
+        return x->ps > y->ps ? -1 : 1;
+    if (x->core != y->core)
+        return x->core < y->core ? -1 : 1;
+    int c = strcmp(x->engine, y->engine);
+    return c ? c : strcmp(x->cause, y->cause);
+}
+
+void trc_report_finish(trc_report_t *rep)
+{
+    if (rep->nstalls)
+        qsort(rep->stalls, rep->nstalls, sizeof *rep->stalls, cmp_stall);
+}
+
+void trc_report_free(trc_report_t *rep)
+{
+    free(rep->engines);
+    free(rep->dma);
+    free(rep->stalls);
+    free(rep->kinds);
+    free(rep->path);
+    free(rep->path_tracks);
+    memset(rep, 0, sizeof *rep);
+}
+
+/* ---- the model of a trace ------------------------------------------------------------------------ */
+
+enum { SP_SBUF, SP_PSUM, SP_HBM, SP_OTHER };
+
+typedef struct rs {
+    uint32_t track;
+    uint8_t kind;
+    uint8_t src, dst, acc;
+    uint32_t name;      /* string id */
+    uint32_t sem;       /* string id of the semaphore waited for (0: none) */
+    uint32_t line;
+    uint64_t ts, dur, end; /* end: completion */
+    uint64_t index;
+    uint64_t wait[TRC_STALL_COUNT];
+    uint64_t bytes, flops, hw_flops;
+    int64_t sem_pred, dma_pred; /* slice index of the flow source, -1 when none */
+} rs_t;
+
+typedef struct stall_acc {
+    uint8_t cause;
+    uint32_t sem;
+    uint64_t ps, n;
+} stall_acc_t;
+
+typedef struct kind_acc {
+    uint32_t name;
+    uint64_t count, busy, latency, wait, flops, hw_flops, bytes;
+} kind_acc_t;
+
+typedef struct rtrack {
+    uint32_t pid, tid;
+    char name[24];
+    uint32_t *s; /* slice indices in time order */
+    size_t n, cap;
+    int unsorted;
+    stall_acc_t *stalls;
+    size_t nstalls, cap_stalls;
+    kind_acc_t *kinds;
+    size_t nkinds, cap_kinds;
+} rtrack_t;
+
+typedef struct rflow {
+    uint32_t from_pid, from_tid, to_pid, to_tid;
+    uint64_t from_ts, to_ts;
+    int is_dma;
+} rflow_t;
+
+typedef struct model {
+    trc_report_t *rep;
+    rtrack_t *tracks;
+    size_t ntracks, cap_tracks;
+    size_t *index; /* (pid, tid) -> track + 1 */
+    size_t cap_index;
+    rs_t *sl;
+    size_t nsl, cap_sl;
+    rflow_t *flows;
+    size_t nflows, cap_flows;
+    char **str;
+    size_t nstr, cap_str;
+    uint32_t *strix; /* string hash -> id + 1 */
+    size_t cap_strix;
+    int have_run;
+    int oom;
+    uint64_t window_start, window_end;
+    char engines[64];
+} model_t;
+
+static uint64_t hash_bytes(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Interned string id (0 is ""). */
+static uint32_t intern(model_t *m, const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    if ((m->nstr + 1) * 2 > m->cap_strix) {
+        size_t cap = m->cap_strix ? m->cap_strix * 2 : 256;
+        uint32_t *ix = calloc(cap, sizeof *ix);
+        if (!ix) {
+            m->oom = 1;
+            return 0;
+        }
+        for (size_t i = 1; i < m->nstr; i++) {
+            size_t j = hash_bytes(m->str[i]) & (cap - 1);
+            while (ix[j])
+                j = (j + 1) & (cap - 1);
+            ix[j] = (uint32_t)i + 1;
+        }
+        free(m->strix);
+        m->strix = ix;
+        m->cap_strix = cap;
+    }
+    if (!m->nstr) {
+        char **z = push((void **)&m->str, &m->nstr, &m->cap_str, sizeof *m->str);
+        if (!z) {
+            m->oom = 1;
+            return 0;
+        }
+        *z = NULL; /* id 0 */
+    }
+    size_t j = hash_bytes(s) & (m->cap_strix - 1);
+    while (m->strix[j]) {
+        uint32_t id = m->strix[j] - 1;
+        if (strcmp(m->str[id], s) == 0)
+            return id;
+        j = (j + 1) & (m->cap_strix - 1);
+    }
+    char *c = strdup(s);
+    char **slot = c ? push((void **)&m->str, &m->nstr, &m->cap_str, sizeof *m->str) : NULL;
+    if (!slot) {
+        free(c);
+        m->oom = 1;
+        return 0;
+    }
+    *slot = c;
+    m->strix[j] = (uint32_t)(m->nstr - 1) + 1;
+    return (uint32_t)(m->nstr - 1);
+}
+
+static const char *str_of(const model_t *m, uint32_t id)
+{
+    return id && id < m->nstr ? m->str[id] : "";
+}
+
+static size_t track_slot(uint32_t pid, uint32_t tid, size_t cap)
+{
+    uint64_t k = ((uint64_t)pid << 32 | tid) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(k >> 24) & (cap - 1);
+}
+
+static int64_t find_track(const model_t *m, uint32_t pid, uint32_t tid)
+{
+    if (!m->cap_index)
+        return -1;
+    for (size_t j = track_slot(pid, tid, m->cap_index); m->index[j];
+         j = (j + 1) & (m->cap_index - 1)) {
+        const rtrack_t *t = &m->tracks[m->index[j] - 1];
+        if (t->pid == pid && t->tid == tid)
+            return (int64_t)m->index[j] - 1;
+    }
+    return -1;
+}
+
+static int64_t get_track(model_t *m, uint32_t pid, uint32_t tid, const char *name)
+{
+    int64_t k = find_track(m, pid, tid);
+    if (k >= 0) {
+        if (name && *name)
+            snprintf(m->tracks[k].name, sizeof m->tracks[k].name, "%s", name);
+        return k;
+    }
+    if ((m->ntracks + 1) * 2 > m->cap_index) {
+        size_t cap = m->cap_index ? m->cap_index * 2 : 64;
+        size_t *ix = calloc(cap, sizeof *ix);
+        if (!ix)
+            return -1;
+        for (size_t i = 0; i < m->ntracks; i++) {
+            size_t j = track_slot(m->tracks[i].pid, m->tracks[i].tid, cap);
+            while (ix[j])
+                j = (j + 1) & (cap - 1);
+            ix[j] = i + 1;
+        }
+        free(m->index);
+        m->index = ix;
+        m->cap_index = cap;
+    }
+    rtrack_t *t = push((void **)&m->tracks, &m->ntracks, &m->cap_tracks, sizeof *m->tracks);
+    if (!t)
+        return -1;
+    t->pid = pid;
+    t->tid = tid;
+    if (name && *name) {
+        snprintf(t->name, sizeof t->name, "%s", name);
+    } else {
+        uint32_t n;
+        trc_track_kind_t kind = trc_track_kind_of_tid(tid, &n);
+        snprintf(t->name, sizeof t->name, "%s %u", trc_track_kind_name(kind), n);
+    }
+    size_t j = track_slot(pid, tid, m->cap_index);
+    while (m->index[j])
+        j = (j + 1) & (m->cap_index - 1);
+    m->index[j] = m->ntracks;
+    return (int64_t)m->ntracks - 1;
+}
+
+static uint8_t space_code(const char *s)
+{
+    if (!s)
+        return SP_OTHER;
+    return strcmp(s, "sbuf") == 0 ? SP_SBUF
+           : strcmp(s, "psum") == 0 ? SP_PSUM
+           : strcmp(s, "hbm") == 0  ? SP_HBM
+                                    : SP_OTHER;
+}
+
+static int on_record(void *ctx, const trc_record_t *r)
+{
+    model_t *m = ctx;
+    trc_report_t *rep = m->rep;
+    switch ((trc_kind_t)r->kind) {
+    case TRC_REC_RUN: {
+        const trc_run_t *u = &r->u.run;
+        m->have_run = 1;
+        snprintf(rep->program, sizeof rep->program, "%s", u->program ? u->program : "");
+        snprintf(rep->arch, sizeof rep->arch, "%s", u->arch ? u->arch : "");
+        rep->chips = u->chips;
+        rep->peak_flops_per_core = u->peak_flops_per_core;
+        rep->hbm_peak_gbps = u->hbm_peak_gbps * (double)(u->chips ? u->chips : 1);
+        rep->dma_peak_gbps_per_core = u->dma_peak_gbps;
+        m->window_start = u->window_start;
+        m->window_end = u->window_end;
+        snprintf(m->engines, sizeof m->engines, "%s", u->engines ? u->engines : "");
+        break;
+    }
+    case TRC_REC_TRACK:
+        if (get_track(m, r->u.track.pid, r->u.track.tid, r->u.track.name) < 0)
+            m->oom = 1;
+        break;
+    case TRC_REC_SLICE: {
+        const trc_slice_t *s = &r->u.slice;
+        if (s->kind != TRC_SLICE_INSTR && s->kind != TRC_SLICE_DMA)
+            break; /* links and collective steps: not in the report yet */
+        int64_t tk = get_track(m, s->pid, s->tid, NULL);
+        rs_t *x = tk < 0 ? NULL : push((void **)&m->sl, &m->nsl, &m->cap_sl, sizeof *m->sl);
+        if (!x) {
+            m->oom = 1;
+            break;
+        }
+        x->track = (uint32_t)tk;
+        x->kind = s->kind;
+        x->ts = s->ts_ps;
+        x->dur = s->dur_ps;
+        x->sem_pred = x->dma_pred = -1;
+        if (s->kind == TRC_SLICE_INSTR) {
+            const trc_instr_args_t *a = &s->a.instr;
+            x->name = intern(m, s->name);
+            x->end = s->ts_ps + (a->latency > s->dur_ps ? a->latency : s->dur_ps);
+            x->index = a->index;
+            x->line = (uint32_t)a->line;
+            x->wait[TRC_STALL_SEMAPHORE] = a->wait_semaphore;
+            x->wait[TRC_STALL_PORT] = a->wait_port;
+            x->wait[TRC_STALL_INTERLOCK] = a->wait_interlock;
+            x->sem = intern(m, a->semaphore);
+            x->bytes = a->bytes;
+            x->flops = a->flops;
+            x->hw_flops = a->hw_flops;
+        } else {
+            const trc_dma_args_t *a = &s->a.dma;
+            char name[64];
+            snprintf(name, sizeof name, "dma %s->%s", a->src ? a->src : "?",
+                     a->dst ? a->dst : "?");
+            x->name = intern(m, name);
+            x->end = s->ts_ps + s->dur_ps;
+            x->index = a->index;
+            x->line = (uint32_t)a->line;
+            x->bytes = a->bytes;
+            x->src = space_code(a->src);
+            x->dst = space_code(a->dst);
+            x->acc = a->accumulate != 0;
+        }
+        rtrack_t *t = &m->tracks[tk];
+        uint32_t *slot = push((void **)&t->s, &t->n, &t->cap, sizeof *t->s);
+        if (!slot) {
+            m->oom = 1;
+            break;
+        }
+        *slot = (uint32_t)(m->nsl - 1);
+        if (t->n > 1 && m->sl[t->s[t->n - 2]].ts > x->ts)
+            t->unsorted = 1;
+        break;
+    }
+    case TRC_REC_FLOW: {
+        rflow_t *f = push((void **)&m->flows, &m->nflows, &m->cap_flows, sizeof *m->flows);
+        if (!f) {
+            m->oom = 1;
+            break;
+        }
+        f->from_pid = r->u.flow.from_pid;
+        f->from_tid = r->u.flow.from_tid;
+        f->from_ts = r->u.flow.from_ts_ps;
+        f->to_pid = r->u.flow.to_pid;
+        f->to_tid = r->u.flow.to_tid;
+        f->to_ts = r->u.flow.to_ts_ps;
+        f->is_dma = r->u.flow.cat && strcmp(r->u.flow.cat, "dma") == 0;
+        break;
+    }
+    default: break;
+    }
+    return m->oom;
+}
+
+static const rs_t *sort_base;
+
+static int cmp_slice_ix(const void *a, const void *b)
+{
+    const rs_t *x = &sort_base[*(const uint32_t *)a], *y = &sort_base[*(const uint32_t *)b];
+    if (x->ts != y->ts)
+        return x->ts < y->ts ? -1 : 1;
+    return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* Position in a track of the slice starting at ts; -1 when none. */
+static int64_t slice_at(const model_t *m, const rtrack_t *t, uint64_t ts)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->sl[t->s[mid]].ts < ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < t->n && m->sl[t->s[lo]].ts == ts ? (int64_t)lo : -1;
+}
+
+static void resolve_flows(model_t *m)
+{
+    for (size_t i = 0; i < m->nflows; i++) {
+        const rflow_t *f = &m->flows[i];
+        int64_t ft = find_track(m, f->from_pid, f->from_tid);
+        int64_t tt = find_track(m, f->to_pid, f->to_tid);
+        if (ft < 0 || tt < 0)
+            continue;
+        int64_t a = slice_at(m, &m->tracks[ft], f->from_ts);
+        int64_t b = slice_at(m, &m->tracks[tt], f->to_ts);
+        if (a < 0 || b < 0)
+            continue;
+        uint32_t src = m->tracks[ft].s[a];
+        rs_t *dst = &m->sl[m->tracks[tt].s[b]];
+        int64_t *pred = f->is_dma ? &dst->dma_pred : &dst->sem_pred;
+        if (*pred < 0 || m->sl[*pred].end < m->sl[src].end)
+            *pred = src;
+    }
+}
+
+static int64_t core_of(const rtrack_t *t)
+{
+    return trc_core_of_pid(t->pid);
+}
+
+/* ---- figures ------------------------------------------------------------------------------------ */
+
+static int cmp_track_ptr(const void *a, const void *b)
+{
+    const rtrack_t *x = *(rtrack_t *const *)a, *y = *(rtrack_t *const *)b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+typedef struct interval {
+    uint64_t a, b;
+} interval_t;
+
+static int cmp_interval(const void *x, const void *y)
+{
+    const interval_t *p = x, *q = y;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
+static int engine_and_kinds(model_t *m, rtrack_t *t)
+{
+    trc_report_t *rep = m->rep;
+    int64_t core = core_of(t);
+    trc_report_engine_t *e = trc_report_add_engine(rep);
+    if (!e)
+        return -1;
+    e->core = (uint32_t)(core < 0 ? 0 : core);
+    snprintf(e->name, sizeof e->name, "%s", t->name);
+    for (size_t i = 0; i < t->n; i++) {
+        const rs_t *x = &m->sl[t->s[i]];
+        e->instructions++;
+        e->busy_ps += x->dur;
+        rep->flops += x->flops;
+        rep->hw_flops += x->hw_flops;
+        for (int c = 0; c < TRC_STALL_COUNT; c++) {
+            e->stall_ps += x->wait[c];
+            if (!x->wait[c])
+                continue;
+            uint32_t sem = c == TRC_STALL_SEMAPHORE ? x->sem : 0;
+            stall_acc_t *sa = NULL;
+            for (size_t k = 0; k < t->nstalls; k++)
+                if (t->stalls[k].cause == c && t->stalls[k].sem == sem)
+                    sa = &t->stalls[k];
+            if (!sa) {
+                sa = push((void **)&t->stalls, &t->nstalls, &t->cap_stalls, sizeof *sa);
+                if (!sa)
+                    return -1;
+                sa->cause = (uint8_t)c;
+                sa->sem = sem;
+            }
+            sa->ps += x->wait[c];
+            sa->n++;
+        }
+        kind_acc_t *ka = NULL;
+        for (size_t k = 0; k < t->nkinds; k++)
+            if (t->kinds[k].name == x->name)
+                ka = &t->kinds[k];
+        if (!ka) {
+            ka = push((void **)&t->kinds, &t->nkinds, &t->cap_kinds, sizeof *ka);
+            if (!ka)
+                return -1;
+            ka->name = x->name;
+        }
+        ka->count++;
+        ka->busy += x->dur;
+        ka->latency += x->end - x->ts;
+        ka->wait += x->wait[0] + x->wait[1] + x->wait[2];
+        ka->flops += x->flops;
+        ka->bytes += x->bytes;
+    }
+    for (size_t k = 0; k < t->nstalls; k++) {
+        trc_report_stall_t *s = trc_report_add_stall(rep);
+        if (!s)
+            return -1;
+        s->core = e->core;
+        snprintf(s->engine, sizeof s->engine, "%s", t->name);
+        if (t->stalls[k].cause == TRC_STALL_SEMAPHORE)
+            snprintf(s->cause, sizeof s->cause, "semaphore %s", str_of(m, t->stalls[k].sem));
+        else
+            snprintf(s->cause, sizeof s->cause, "%s", trc_stall_text(t->stalls[k].cause));
+        s->ps = t->stalls[k].ps;
+        s->instructions = t->stalls[k].n;
+    }
+    return 0;
+}
+
+/* Instruction kinds merged over cores: (engine, mnemonic) in first-seen order. */
+static int merge_kinds(model_t *m, const rtrack_t *t, const char *engine)
+{
+    trc_report_t *rep = m->rep;
+    for (size_t k = 0; k < t->nkinds; k++) {
+        const kind_acc_t *ka = &t->kinds[k];
+        trc_report_kind_t *o = NULL;
+        for (size_t j = 0; j < rep->nkinds; j++)
+            if (strcmp(rep->kinds[j].engine, engine) == 0 &&
+                strcmp(rep->kinds[j].name, str_of(m, ka->name)) == 0)
+                o = &rep->kinds[j];
+        if (!o) {
+            o = add_kind(rep);
+            if (!o)
+                return -1;
+            snprintf(o->engine, sizeof o->engine, "%s", engine);
+            snprintf(o->name, sizeof o->name, "%s", str_of(m, ka->name));
+        }
+        o->count += ka->count;
+        o->busy_ps += ka->busy;
+        o->latency_ps += ka->latency;
+        o->wait_ps += ka->wait;
+        o->flops += ka->flops;
+        o->bytes += ka->bytes;
+    }
+    return 0;
+}
+
+static int dma_figures(model_t *m, rtrack_t **order, size_t norder)
+{
+    trc_report_t *rep = m->rep;
+    size_t i = 0;
+    while (i < norder) {
+        int64_t core = core_of(order[i]);
+        size_t j = i, total = 0;
+        while (j < norder && core_of(order[j]) == core) {
+            if (trc_track_kind_of_tid(order[j]->tid, NULL) == TRC_TRACK_DMA_QUEUE)
+                total += order[j]->n;
+            j++;
+        }
+        if (total && core >= 0) {
+            interval_t *iv = malloc(total * sizeof *iv);
+            trc_report_dma_t *d = iv ? trc_report_add_dma(rep) : NULL;
+            if (!d) {
+                free(iv);
+                return -1;
+            }
+            d->core = (uint32_t)core;
+            size_t n = 0;
+            for (size_t k = i; k < j; k++) {
+                if (trc_track_kind_of_tid(order[k]->tid, NULL) != TRC_TRACK_DMA_QUEUE)
+                    continue;
+                for (size_t q = 0; q < order[k]->n; q++) {
+                    const rs_t *x = &m->sl[order[k]->s[q]];
+                    d->transfers++;
+                    d->bytes += x->bytes;
+                    if (x->src == SP_HBM)
+                        rep->hbm_read += x->bytes;
+                    if (x->dst == SP_HBM) {
+                        rep->hbm_write += x->bytes;
+                        if (x->acc)
+                            rep->hbm_read += x->bytes;
+                    }
+                    iv[n].a = x->ts;
+                    iv[n++].b = x->ts + x->dur;
+                }
+            }
+            qsort(iv, n, sizeof *iv, cmp_interval);
+            uint64_t a = 0, b = 0;
+            int open = 0;
+            for (size_t k = 0; k < n; k++) {
+                if (open && iv[k].a <= b) {
+                    if (iv[k].b > b)
+                        b = iv[k].b;
+                    continue;
+                }
+                if (open)
+                    d->busy_ps += b - a;
+                a = iv[k].a;
+                b = iv[k].b;
+                open = 1;
+            }
+            if (open)
+                d->busy_ps += b - a;
+            free(iv);
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* ---- critical path ---------------------------------------------------------------------------- */
+
+typedef struct pstep {
+    uint32_t slice;
+    uint64_t release; /* when it released the next step */
+    int via;          /* how it was reached from its predecessor (VIA_*) */
+    uint32_t pred_sem;
+} pstep_t;
+
+enum { VIA_START, VIA_ENGINE, VIA_SEMAPHORE, VIA_QUEUE, VIA_ISSUE };
+
+static int critical_path(model_t *m)
+{
+    trc_report_t *rep = m->rep;
+    if (!m->nsl)
+        return 0;
+    /* position of each slice in its track */
+    uint32_t *pos = malloc(m->nsl * sizeof *pos);
+    pstep_t *steps = malloc(m->nsl * sizeof *steps);
+    if (!pos || !steps) {
+        free(pos);
+        free(steps);
+        return -1;
+    }
+    for (size_t k = 0; k < m->ntracks; k++)
+        for (size_t i = 0; i < m->tracks[k].n; i++)
+            pos[m->tracks[k].s[i]] = (uint32_t)i;
+    size_t last = 0;
+    for (size_t i = 1; i < m->nsl; i++)
+        if (m->sl[i].end > m->sl[last].end)
+            last = i;
+    rep->have_path = 1;
+    rep->path_end_ps = m->sl[last].end;
+    size_t n = 0;
+    uint64_t cur = last, release = m->sl[last].end;
+    for (;;) {
+        const rs_t *x = &m->sl[cur];
+        pstep_t *st = &steps[n++];
+        st->slice = (uint32_t)cur;
+        st->release = release;
+        st->via = VIA_START;
+        if (n == m->nsl)
+            break;
+        const rtrack_t *t = &m->tracks[x->track];
+        uint32_t p = pos[cur];
+        int64_t best = -1;
+        uint64_t best_t = 0;
+        int via = VIA_START;
+        if (x->kind == TRC_SLICE_INSTR) {
+            if (p > 0) {
+                const rs_t *prev = &m->sl[t->s[p - 1]];
+                uint64_t r = x->wait[TRC_STALL_INTERLOCK] ? prev->end : prev->ts + prev->dur;
+                best = t->s[p - 1];
+                best_t = r;
+                via = VIA_ENGINE;
+            }
+            if (x->sem_pred >= 0 && (best < 0 || m->sl[x->sem_pred].end >= best_t)) {
+                best = x->sem_pred;
+                best_t = m->sl[x->sem_pred].end;
+                via = VIA_SEMAPHORE;
+            }
+        } else {
+            const rs_t *prev = p > 0 ? &m->sl[t->s[p - 1]] : NULL;
+            if (prev && prev->ts + prev->dur == x->ts) {
+                best = t->s[p - 1];
+                best_t = x->ts;
+                via = VIA_QUEUE;
+            } else if (x->dma_pred >= 0) {
+                best = x->dma_pred;
+                best_t = m->sl[x->dma_pred].ts;
+                via = VIA_ISSUE;
+            }
+        }
+        if (best < 0)
+            break;
+        if (best_t > x->ts)
+            best_t = x->ts; /* never later than the step it released */
+        st->via = via;
+        st->pred_sem = x->sem;
+        cur = (uint64_t)best;
+        release = best_t;
+    }
+    free(pos);
+    /* chronological runs of steps on the same track */
+    for (size_t k = n; k-- > 0;) {
+        const pstep_t *st = &steps[k];
+        const rs_t *x = &m->sl[st->slice];
+        const rtrack_t *t = &m->tracks[x->track];
+        /* waiting before this step: from the previous step's release (or 0) to its start */
+        uint64_t prev_release = k + 1 < n ? steps[k + 1].release : 0;
+        uint64_t wait = x->ts > prev_release ? x->ts - prev_release : 0;
+        rep->path_wait_ps += wait;
+        trc_report_step_t *run = rep->npath ? &rep->path[rep->npath - 1] : NULL;
+        /* steps[k] was reached from steps[k + 1] through steps[k].via: engine and queue
+         * order continue a run on the same track */
+        int same = run && (steps[k].via == VIA_ENGINE || steps[k].via == VIA_QUEUE);
+        if (!same) {
+            run = add_step(rep);
+            if (!run) {
+                free(steps);
+                return -1;
+            }
+            run->core = (uint32_t)(core_of(t) < 0 ? 0 : core_of(t));
+            snprintf(run->track, sizeof run->track, "%s", t->name);
+            snprintf(run->what, sizeof run->what, "%s", str_of(m, x->name));
+            run->start_ps = x->ts;
+            run->first_index = x->index;
+            switch (steps[k].via) {
+            case VIA_START:
+                snprintf(run->via, sizeof run->via, k + 1 == n ? "start" : "?");
+                break;
+            case VIA_SEMAPHORE:
+                snprintf(run->via, sizeof run->via, "wait on semaphore %s",
+                         str_of(m, steps[k].pred_sem));
+                break;
+            case VIA_ISSUE: snprintf(run->via, sizeof run->via, "issued by dma"); break;
+            case VIA_QUEUE: snprintf(run->via, sizeof run->via, "queue order"); break;
+            default: snprintf(run->via, sizeof run->via, "engine order"); break;
+            }
+            if (k + 1 == n)
+                snprintf(run->via, sizeof run->via, "start of the run");
+            run->wait_ps = wait;
+        } else {
+            run->wait_ps += wait;
+            /* the distinct instruction names of the run, joined by '/' */
+            const char *nm = str_of(m, x->name);
+            size_t L = strlen(nm), W = strlen(run->what);
+            int seen = 0;
+            for (const char *p = run->what; (p = strstr(p, nm)) != NULL; p++)
+                if ((p == run->what || p[-1] == '/') && (p[L] == '/' || p[L] == '\0'))
+                    seen = 1;
+            if (!seen && W + L + 2 < sizeof run->what - 12)
+                snprintf(run->what + W, sizeof run->what - W, "/%s", nm);
+        }
+        if (x->line && (!run->line_first || x->line < run->line_first))
+            run->line_first = x->line;
+        if (x->line > run->line_last)
+            run->line_last = x->line;
+        run->count++;
+        run->end_ps = st->release;
+        run->last_index = x->index;
+        /* time on the path per track */
+        trc_report_track_time_t *tt = NULL;
+        for (size_t j = 0; j < rep->npath_tracks; j++)
+            if (rep->path_tracks[j].core == run->core &&
+                strcmp(rep->path_tracks[j].track, t->name) == 0)
+                tt = &rep->path_tracks[j];
+        if (!tt) {
+            tt = add_track_time(rep);
+            if (!tt) {
+                free(steps);
+                return -1;
+            }
+            tt->core = run->core;
+            snprintf(tt->track, sizeof tt->track, "%s", t->name);
+        }
+        tt->ps += st->release > x->ts ? st->release - x->ts : 0;
+    }
+    free(steps);
+    for (size_t j = 0; j < rep->npath; j++) {
+        trc_report_step_t *run = &rep->path[j];
+        if (run->count > 1) {
+            size_t L = strlen(run->what);
+            snprintf(run->what + L, sizeof run->what - L, " x%llu",
+                     (unsigned long long)run->count);
+        }
+    }
+    return 0;
+}
+
+ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *err,
+                                     size_t errlen)
+{
+    memset(rep, 0, sizeof *rep);
+    rep->from_trace = 1;
+    snprintf(rep->source, sizeof rep->source, "%s", path);
+    model_t m;
+    memset(&m, 0, sizeof m);
+    m.rep = rep;
+    ncsim_status_t st = trc_read(path, on_record, &m, err, errlen);
+    if (st == NCSIM_OK && m.oom) {
+        st = NCSIM_NOMEM;
+        snprintf(err, errlen, "out of memory");
+    }
+    if (st == NCSIM_OK && !m.have_run) {
+        st = NCSIM_FORMAT;
+        snprintf(err, errlen, "%s: not an ncsim trace (no run information)", path);
+    }
+    rtrack_t **order = NULL;
+    if (st == NCSIM_OK) {
+        order = malloc((m.ntracks + 1) * sizeof *order);
+        if (!order)
+            st = NCSIM_NOMEM;
+    }
+    if (st == NCSIM_OK) {
+        sort_base = m.sl;
+        for (size_t k = 0; k < m.ntracks; k++) {
+            if (m.tracks[k].unsorted)
+                qsort(m.tracks[k].s, m.tracks[k].n, sizeof *m.tracks[k].s, cmp_slice_ix);
+            order[k] = &m.tracks[k];
+        }
+        qsort(order, m.ntracks, sizeof *order, cmp_track_ptr);
+        resolve_flows(&m);
+        uint64_t total = 0;
+        for (size_t i = 0; i < m.nsl; i++)
+            if (m.sl[i].end > total)
+                total = m.sl[i].end;
+        rep->total_ps = total;
+        uint64_t cores_seen = 0;
+        int64_t last_core = -1;
+        for (size_t k = 0; k < m.ntracks && st == NCSIM_OK; k++) {
+            rtrack_t *t = order[k];
+            if (trc_track_kind_of_tid(t->tid, NULL) != TRC_TRACK_ENGINE || !t->n)
+                continue;
+            if (core_of(t) != last_core) {
+                last_core = core_of(t);
+                cores_seen++;
+            }
+            if (engine_and_kinds(&m, t))
+                st = NCSIM_NOMEM;
+        }
+        rep->cores_used = cores_seen;
+        rep->have_hw_flops = 1;
+        for (size_t k = 0; k < m.ntracks && st == NCSIM_OK; k++) {
+            rtrack_t *t = order[k];
+            trc_track_kind_t kind = trc_track_kind_of_tid(t->tid, NULL);
+            if (kind == TRC_TRACK_ENGINE && merge_kinds(&m, t, t->name))
+                st = NCSIM_NOMEM;
+        }
+        for (size_t k = 0; k < m.ntracks && st == NCSIM_OK; k++) {
+            rtrack_t *t = order[k];
+            if (trc_track_kind_of_tid(t->tid, NULL) == TRC_TRACK_DMA_QUEUE &&
+                merge_kinds(&m, t, "dma"))
+                st = NCSIM_NOMEM;
+        }
+        if (st == NCSIM_OK && dma_figures(&m, order, m.ntracks))
+            st = NCSIM_NOMEM;
+        if (st == NCSIM_OK && critical_path(&m))
+            st = NCSIM_NOMEM;
+        if (st == NCSIM_NOMEM)
+            snprintf(err, errlen, "out of memory");
+        if (m.window_start || m.window_end || m.engines[0]) {
+            char what[200] = "";
+            size_t L = 0;
+            if (m.window_start)
+                L += (size_t)snprintf(what + L, sizeof what - L, " --trace-start %.3f",
+                                      (double)m.window_start / 1e3);
+            if (m.window_end && L < sizeof what)
+                L += (size_t)snprintf(what + L, sizeof what - L, " --trace-end %.3f",
+                                      (double)m.window_end / 1e3);
+            if (m.engines[0] && L < sizeof what)
+                snprintf(what + L, sizeof what - L, " --trace-engines %s", m.engines);
+            trc_report_note(rep, "the trace holds part of the run (%s): the figures describe "
+                                 "what it holds",
+                            what + 1);
+        }
+        trc_report_finish(rep);
+    }
+    free(order);
+    for (size_t k = 0; k < m.ntracks; k++) {
+        free(m.tracks[k].s);
+        free(m.tracks[k].stalls);
+        free(m.tracks[k].kinds);
+    }
+    free(m.tracks);
+    free(m.index);
+    free(m.sl);
+    free(m.flows);
+    for (size_t i = 1; i < m.nstr; i++)
+        free(m.str[i]);
+    free(m.str);
+    free(m.strix);
+    if (st != NCSIM_OK)
+        trc_report_free(rep);
+    return st;
+}
+
+/* ---- text ------------------------------------------------------------------------------------------- */
+
+/* ps as nanoseconds with three decimals, exactly. */
+static const char *ns3(char *buf, size_t n, uint64_t ps)
+{
+    snprintf(buf, n, "%llu.%03llu", (unsigned long long)(ps / 1000),
+             (unsigned long long)(ps % 1000));
+    return buf;
+}
+
+static double pct(double part, double whole)
+{
+    return whole > 0 ? 100.0 * part / whole : 0.0;
+}
+
+static double gbps(uint64_t bytes, uint64_t ps)
+{
+    return ps ? (double)bytes / (double)ps * 1000.0 : 0.0; /* bytes/ps -> GB/s */
+}
+
+static uint64_t dma_bytes_total(const trc_report_t *r)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; i < r->ndma; i++)
+        b += r->dma[i].bytes;
+    return b;
+}
+
+static double peak_flops(const trc_report_t *r, double seconds)
+{
+    return r->peak_flops_per_core * (double)r->cores_used * seconds;
+}
+
+#define SHOWN_STALLS 10
+#define SHOWN_RUNS 40
+
+void trc_report_print(FILE *out, const trc_report_t *r)
+{
+    char a[40], b[40], c[40], w[40];
+    double total = (double)r->total_ps;
+    fprintf(out, "ncsim report: %s (%s)\n", r->source,
+            r->from_trace ? "trace" : "statistics file");
+    fprintf(out, "program: %s; architecture: %s; %llu chip%s, %llu core%s used\n",
+            r->program[0] ? r->program : "?", r->arch[0] ? r->arch : "?",
+            (unsigned long long)r->chips, r->chips == 1 ? "" : "s",
+            (unsigned long long)r->cores_used, r->cores_used == 1 ? "" : "s");
+    for (int i = 0; i < r->nnotes; i++)
+        fprintf(out, "note: %s\n", r->notes[i]);
+    fprintf(out, "total time: %s ns (%.3f us)\n", ns3(a, sizeof a, r->total_ps),
+            total / 1e6);
+
+    fprintf(out, "\nengines: busy (executing) + stall (ready but held) + idle = 100%% of the "
+                 "total time\n");
+    fprintf(out, "  core  engine  instructions       busy (ns)  busy (%%)      stall (ns)  "
+                 "stall (%%)  idle (%%)\n");
+    for (size_t i = 0; i < r->nengines; i++) {
+        const trc_report_engine_t *e = &r->engines[i];
+        double idle = 100.0 - pct((double)e->busy_ps, total) - pct((double)e->stall_ps, total);
+        fprintf(out, "  %4u  %-6s  %12llu  %14s  %8.1f  %14s  %9.1f  %8.1f\n", e->core, e->name,
+                (unsigned long long)e->instructions, ns3(a, sizeof a, e->busy_ps),
+                pct((double)e->busy_ps, total), ns3(b, sizeof b, e->stall_ps),
+                pct((double)e->stall_ps, total), idle < 0 ? 0.0 : idle);
+    }
+
+    fprintf(out, "\nDMA per core (peak %.1f GB/s per core)\n", r->dma_peak_gbps_per_core);
+    if (!r->ndma)
+        fprintf(out, "  no DMA transfers\n");
+    else
+        fprintf(out, "  core  transfers           bytes       busy (ns)  busy (%%)  achieved "
+                     "(GB/s)  while busy (GB/s)  of peak (%%)\n");
+    for (size_t i = 0; i < r->ndma; i++) {
+        const trc_report_dma_t *d = &r->dma[i];
+        double ach = gbps(d->bytes, r->total_ps);
+        fprintf(out, "  %4u  %9llu  %14llu  %14s  %8.1f  %15.1f  %17.1f  %11.1f\n", d->core,
+                (unsigned long long)d->transfers, (unsigned long long)d->bytes,
+                ns3(a, sizeof a, d->busy_ps), pct((double)d->busy_ps, total), ach,
+                gbps(d->bytes, d->busy_ps), pct(ach, r->dma_peak_gbps_per_core));
+    }
+
+    double secs = total * 1e-12;
+    fprintf(out, "\ncompute (tensor engine; peak %.3f TFLOP/s bf16 per core x %llu core%s)\n",
+            r->peak_flops_per_core / 1e12, (unsigned long long)r->cores_used,
+            r->cores_used == 1 ? "" : "s");
+    fprintf(out, "  useful FLOPs: %llu FLOP; MFU %.1f %%\n", (unsigned long long)r->flops,
+            pct((double)r->flops, peak_flops(r, secs)));
+    if (r->have_hw_flops)
+        fprintf(out, "  all PE FLOPs (transposes included): %llu FLOP; HFU %.1f %%\n",
+                (unsigned long long)r->hw_flops, pct((double)r->hw_flops, peak_flops(r, secs)));
+    else
+        fprintf(out, "  HFU: not in this statistics file\n");
+
+    uint64_t hbm = r->hbm_read + r->hbm_write;
+    fprintf(out, "\nmemory\n");
+    fprintf(out, "  HBM: %llu bytes read, %llu bytes written; %.1f GB/s achieved of %.1f GB/s "
+                 "peak (%.1f %%)\n",
+            (unsigned long long)r->hbm_read, (unsigned long long)r->hbm_write,
+            gbps(hbm, r->total_ps), r->hbm_peak_gbps,
+            pct(gbps(hbm, r->total_ps), r->hbm_peak_gbps));
+    uint64_t dmab = dma_bytes_total(r);
+    double dpeak = r->dma_peak_gbps_per_core * (double)(r->ndma ? r->ndma : 1);
+    fprintf(out, "  DMA: %llu bytes moved; %.1f GB/s achieved of %.1f GB/s peak (%zu core%s, "
+                 "%.1f %%)\n",
+            (unsigned long long)dmab, gbps(dmab, r->total_ps), dpeak, r->ndma ? r->ndma : 1,
+            r->ndma == 1 || !r->ndma ? "" : "s", pct(gbps(dmab, r->total_ps), dpeak));
+
+    fprintf(out, "\ntop stall causes (time an engine was ready but held)\n");
+    if (!r->nstalls)
+        fprintf(out, "  none\n");
+    else
+        fprintf(out, "   #  core  engine  cause                                      time (ns)  "
+                     "of total (%%)  instructions\n");
+    for (size_t i = 0; i < r->nstalls && i < SHOWN_STALLS; i++) {
+        const trc_report_stall_t *s = &r->stalls[i];
+        char n[32];
+        if (s->instructions)
+            snprintf(n, sizeof n, "%llu", (unsigned long long)s->instructions);
+        else
+            snprintf(n, sizeof n, "-");
+        fprintf(out, "  %2zu  %4u  %-6s  %-38s  %13s  %12.1f  %12s\n", i + 1, s->core,
+                s->engine, s->cause, ns3(a, sizeof a, s->ps), pct((double)s->ps, total), n);
+    }
+
+    fprintf(out, "\ncritical path (the chain of instructions and waits that sets the end time)\n");
+    if (!r->have_path) {
+        fprintf(out, "  not available from a statistics file: run with --trace FILE and "
+                     "report on the trace\n");
+    } else {
+        fprintf(out, "  ends at %s ns; waiting on the path: %s ns (%.1f %%)\n",
+                ns3(a, sizeof a, r->path_end_ps), ns3(b, sizeof b, r->path_wait_ps),
+                pct((double)r->path_wait_ps, (double)r->path_end_ps));
+        fprintf(out, "  time on the path by track:");
+        for (size_t i = 0; i < r->npath_tracks; i++)
+            fprintf(out, "%s core %u %s %s ns (%.1f %%)", i ? "," : "", r->path_tracks[i].core,
+                    r->path_tracks[i].track, ns3(a, sizeof a, r->path_tracks[i].ps),
+                    pct((double)r->path_tracks[i].ps, (double)r->path_end_ps));
+        fprintf(out, "\n");
+        fprintf(out, "      start (ns)        end (ns)     length (ns)  wait (ns)  core  track   "
+                     "what                    lines      reached by\n");
+        for (size_t i = 0; i < r->npath; i++) {
+            if (r->npath > SHOWN_RUNS && i == SHOWN_RUNS / 2) {
+                fprintf(out, "  ... %zu runs not shown (--json has them all) ...\n",
+                        r->npath - SHOWN_RUNS);
+                i = r->npath - SHOWN_RUNS / 2;
+            }
+            const trc_report_step_t *s = &r->path[i];
+            char lines[32];
+            if (s->line_first == s->line_last)
+                snprintf(lines, sizeof lines, "%u", s->line_first);
+            else
+                snprintf(lines, sizeof lines, "%u-%u", s->line_first, s->line_last);
+            fprintf(out, "  %14s  %14s  %14s  %9s  %4u  %-6s  %-22s  %-9s  %s\n",
+                    ns3(a, sizeof a, s->start_ps), ns3(b, sizeof b, s->end_ps),
+                    ns3(c, sizeof c, s->end_ps - s->start_ps),
+                    ns3(w, sizeof w, s->wait_ps), s->core, s->track,
+                    s->what, lines, s->via);
+        }
+    }
+
+    fprintf(out, "\ninstruction kinds\n");
+    if (!r->nkinds) {
+        fprintf(out, "  not available from a statistics file: run with --trace FILE and "
+                     "report on the trace\n");
+    } else {
+        fprintf(out, "  engine  instruction        count       busy (ns)  mean II (ns)  "
+                     "mean latency (ns)       wait (ns)            FLOPs           bytes\n");
+        for (size_t i = 0; i < r->nkinds; i++) {
+            const trc_report_kind_t *k = &r->kinds[i];
+            double n = (double)(k->count ? k->count : 1);
+            fprintf(out, "  %-6s  %-15s  %8llu  %14s  %12.3f  %17.3f  %14s  %15llu  %14llu\n",
+                    k->engine, k->name, (unsigned long long)k->count,
+                    ns3(a, sizeof a, k->busy_ps), (double)k->busy_ps / 1000.0 / n,
+                    (double)k->latency_ps / 1000.0 / n, ns3(b, sizeof b, k->wait_ps),
+                    (unsigned long long)k->flops, (unsigned long long)k->bytes);
+        }
+    }
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------------- */
+
+static void jkey(yajl_gen g, const char *k)
+{
+    yajl_gen_string(g, (const unsigned char *)k, strlen(k));
+}
+
+static void jstr(yajl_gen g, const char *k, const char *v)
+{
+    jkey(g, k);
+    yajl_gen_string(g, (const unsigned char *)v, strlen(v));
+}
+
+static void jint(yajl_gen g, const char *k, uint64_t v)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    jkey(g, k);
+    yajl_gen_number(g, buf, (size_t)n);
+}
+
+static void jns(yajl_gen g, const char *k, uint64_t ps)
+{
+    char buf[40];
+    ns3(buf, sizeof buf, ps);
+    jkey(g, k);
+    yajl_gen_number(g, buf, strlen(buf));
+}
+
+static void jreal(yajl_gen g, const char *k, double v, int decimals)
+{
+    char buf[64];
+    if (!isfinite(v))
+        v = 0;
+    int n = snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    jkey(g, k);
+    yajl_gen_number(g, buf, (size_t)n);
+}
+
+char *trc_report_json(const trc_report_t *r)
+{
+    yajl_gen g = yajl_gen_alloc(NULL);
+    if (!g)
+        return NULL;
+    yajl_gen_config(g, yajl_gen_beautify, 1);
+    yajl_gen_config(g, yajl_gen_indent_string, "  ");
+    double total = (double)r->total_ps, secs = total * 1e-12;
+    yajl_gen_map_open(g);
+    jstr(g, "source", r->source);
+    jstr(g, "source_kind", r->from_trace ? "trace" : "statistics");
+    jstr(g, "program", r->program);
+    jstr(g, "arch", r->arch);
+    jint(g, "chips", r->chips);
+    jint(g, "cores_used", r->cores_used);
+    jns(g, "total_ns", r->total_ps);
+    jkey(g, "notes");
+    yajl_gen_array_open(g);
+    for (int i = 0; i < r->nnotes; i++)
+        yajl_gen_string(g, (const unsigned char *)r->notes[i], strlen(r->notes[i]));
+    yajl_gen_array_close(g);
+
+    jkey(g, "engines");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->nengines; i++) {
+        const trc_report_engine_t *e = &r->engines[i];
+        double idle = 100.0 - pct((double)e->busy_ps, total) - pct((double)e->stall_ps, total);
+        yajl_gen_map_open(g);
+        jint(g, "core", e->core);
+        jstr(g, "engine", e->name);
+        jint(g, "instructions", e->instructions);
+        jns(g, "busy_ns", e->busy_ps);
+        jreal(g, "busy_pct", pct((double)e->busy_ps, total), 3);
+        jns(g, "stall_ns", e->stall_ps);
+        jreal(g, "stall_pct", pct((double)e->stall_ps, total), 3);
+        jreal(g, "idle_pct", idle < 0 ? 0 : idle, 3);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+
+    jkey(g, "dma");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->ndma; i++) {
+        const trc_report_dma_t *d = &r->dma[i];
+        double ach = gbps(d->bytes, r->total_ps);
+        yajl_gen_map_open(g);
+        jint(g, "core", d->core);
+        jint(g, "transfers", d->transfers);
+        jint(g, "bytes", d->bytes);
+        jns(g, "busy_ns", d->busy_ps);
+        jreal(g, "busy_pct", pct((double)d->busy_ps, total), 3);
+        jreal(g, "achieved_gbps", ach, 3);
+        jreal(g, "while_busy_gbps", gbps(d->bytes, d->busy_ps), 3);
+        jreal(g, "peak_gbps", r->dma_peak_gbps_per_core, 3);
+        jreal(g, "of_peak_pct", pct(ach, r->dma_peak_gbps_per_core), 3);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+
+    jkey(g, "compute");
+    yajl_gen_map_open(g);
+    jint(g, "flops", r->flops);
+    jreal(g, "mfu_pct", pct((double)r->flops, peak_flops(r, secs)), 3);
+    if (r->have_hw_flops) {
+        jint(g, "hw_flops", r->hw_flops);
+        jreal(g, "hfu_pct", pct((double)r->hw_flops, peak_flops(r, secs)), 3);
+    }
+    jreal(g, "peak_flops_per_core", r->peak_flops_per_core, 0);
+    yajl_gen_map_close(g);
+
+    uint64_t hbm = r->hbm_read + r->hbm_write, dmab = dma_bytes_total(r);
+    double dpeak = r->dma_peak_gbps_per_core * (double)(r->ndma ? r->ndma : 1);
+    jkey(g, "hbm");
+    yajl_gen_map_open(g);
+    jint(g, "read_bytes", r->hbm_read);
+    jint(g, "write_bytes", r->hbm_write);
+    jreal(g, "achieved_gbps", gbps(hbm, r->total_ps), 3);
+    jreal(g, "peak_gbps", r->hbm_peak_gbps, 3);
+    jreal(g, "of_peak_pct", pct(gbps(hbm, r->total_ps), r->hbm_peak_gbps), 3);
+    yajl_gen_map_close(g);
+    jkey(g, "dma_total");
+    yajl_gen_map_open(g);
+    jint(g, "bytes", dmab);
+    jreal(g, "achieved_gbps", gbps(dmab, r->total_ps), 3);
+    jreal(g, "peak_gbps", dpeak, 3);
+    jreal(g, "of_peak_pct", pct(gbps(dmab, r->total_ps), dpeak), 3);
+    yajl_gen_map_close(g);
+
+    jkey(g, "top_stalls");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->nstalls && i < SHOWN_STALLS; i++) {
+        const trc_report_stall_t *s = &r->stalls[i];
+        yajl_gen_map_open(g);
+        jint(g, "core", s->core);
+        jstr(g, "engine", s->engine);
+        jstr(g, "cause", s->cause);
+        jns(g, "time_ns", s->ps);
+        jreal(g, "of_total_pct", pct((double)s->ps, total), 3);
+        if (s->instructions)
+            jint(g, "instructions", s->instructions);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+
+    jkey(g, "critical_path");
+    if (!r->have_path) {
+        yajl_gen_null(g);
+    } else {
+        yajl_gen_map_open(g);
+        jns(g, "end_ns", r->path_end_ps);
+        jns(g, "waiting_ns", r->path_wait_ps);
+        jkey(g, "by_track");
+        yajl_gen_array_open(g);
+        for (size_t i = 0; i < r->npath_tracks; i++) {
+            yajl_gen_map_open(g);
+            jint(g, "core", r->path_tracks[i].core);
+            jstr(g, "track", r->path_tracks[i].track);
+            jns(g, "time_ns", r->path_tracks[i].ps);
+            yajl_gen_map_close(g);
+        }
+        yajl_gen_array_close(g);
+        jkey(g, "runs");
+        yajl_gen_array_open(g);
+        for (size_t i = 0; i < r->npath; i++) {
+            const trc_report_step_t *s = &r->path[i];
+            yajl_gen_map_open(g);
+            jint(g, "core", s->core);
+            jstr(g, "track", s->track);
+            jstr(g, "what", s->what);
+            jint(g, "count", s->count);
+            jns(g, "start_ns", s->start_ps);
+            jns(g, "end_ns", s->end_ps);
+            jns(g, "wait_ns", s->wait_ps);
+            jint(g, "first_index", s->first_index);
+            jint(g, "last_index", s->last_index);
+            jint(g, "first_line", s->line_first);
+            jint(g, "last_line", s->line_last);
+            jstr(g, "reached_by", s->via);
+            yajl_gen_map_close(g);
+        }
+        yajl_gen_array_close(g);
+        yajl_gen_map_close(g);
+    }
+
+    jkey(g, "instruction_kinds");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->nkinds; i++) {
+        const trc_report_kind_t *k = &r->kinds[i];
+        double n = (double)(k->count ? k->count : 1);
+        yajl_gen_map_open(g);
+        jstr(g, "engine", k->engine);
+        jstr(g, "instruction", k->name);
+        jint(g, "count", k->count);
+        jns(g, "busy_ns", k->busy_ps);
+        jreal(g, "mean_ii_ns", (double)k->busy_ps / 1000.0 / n, 3);
+        jreal(g, "mean_latency_ns", (double)k->latency_ps / 1000.0 / n, 3);
+        jns(g, "wait_ns", k->wait_ps);
+        jint(g, "flops", k->flops);
+        jint(g, "bytes", k->bytes);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+    yajl_gen_map_close(g);
+
+    const unsigned char *buf;
+    size_t len;
+    char *out = NULL;
+    if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) {
+        out = malloc(len + 2);
+        if (out) {
+            memcpy(out, buf, len);
+            out[len] = '\n';
+            out[len + 1] = '\0';
+        }
+    }
+    yajl_gen_free(g);
+    return out;
+}
