@@ -262,6 +262,20 @@ typedef enum cost_kind {
     KIND_STREAM   /* act, dve, pool */
 } cost_kind_t;
 
+/*
+ * Passes of the PE array a K x M stationary tile needs: ceil(K / pe.rows) x ceil(M / pe.cols).
+ * The ISA's tiles (K, M <= 128) fit the 128 x 128 array of NC-v2 in one pass; an architect's
+ * smaller array (pe.rows/pe.cols) works through the tile in several, each streaming the moving
+ * data again, so a 64 x 64 array takes 4 passes and has a quarter of the peak (assumption: no
+ * other overhead between passes).
+ */
+static double array_passes(const mdl_arch_t *a, uint64_t k, uint64_t m)
+{
+    uint64_t r = a->pe.rows ? a->pe.rows : 1, c = a->pe.cols ? a->pe.cols : 1;
+    uint64_t pr = k ? (k + r - 1) / r : 1, pc = m ? (m + c - 1) / c : 1;
+    return (double)(pr * pc);
+}
+
 void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
                     uint32_t stationary_cols, mdl_cost_t *out)
 {
@@ -292,7 +306,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, stat, 0);
         n = (double)free_elems(stat);
         cycles = max_d(a->pe.mm_init_latency_cycles, n * acc.stride) /
-                 a->pe.ldweights_speedup * pe_dtype_factor(a, stat);
+                 a->pe.ldweights_speedup * pe_dtype_factor(a, stat) *
+                 array_passes(a, stat ? stat->pcount : 0, free_elems(stat));
         break;
     }
     case ISA_OP_MATMUL: {
@@ -317,7 +332,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         uint64_t k = mov ? mov->pcount : 0;
         double m_stat = stationary_cols ? (double)stationary_cols : (double)m;
         cycles = max_d(min_d(a->pe.mm_init_latency_cycles, m_stat), n * acc.stride) *
-                 pe_dtype_factor(a, mov);
+                 pe_dtype_factor(a, mov) * array_passes(a, k, (uint64_t)m_stat);
         out->flops = 2u * k * m * free_elems(mov);
         out->hw_flops = out->flops;
         break;
@@ -339,7 +354,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
             double pp = src ? (double)src->pcount : 0.0;
             n = (double)free_elems(src);
             cycles = max_d(pp, min_d(a->pe.mm_init_latency_cycles, n)) * acc.stride *
-                     pe_dtype_factor(a, src);
+                     pe_dtype_factor(a, src) *
+                     array_passes(a, src ? src->pcount : 0, free_elems(src));
             uint64_t pu = src ? src->pcount : 0;
             out->hw_flops = 2u * pu * pu * free_elems(src);
         } else {

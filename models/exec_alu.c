@@ -242,7 +242,7 @@ ncsim_status_t exec_tensor_tensor(exec_ctx_t *x)
 {
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *a, *b;
-    isa_alu_t op;
+    isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
     if ((st = exec_view(x, SLOT_TT_D, sp, &d)) != NCSIM_OK ||
         (st = exec_view(x, SLOT_TT_A, sp, &a)) != NCSIM_OK ||
@@ -311,7 +311,7 @@ ncsim_status_t exec_tensor_scalar(exec_ctx_t *x)
 {
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
-    isa_alu_t op0, op1 = ISA_ALU_ADD;
+    isa_alu_t op0 = ISA_ALU_ADD, op1 = ISA_ALU_ADD;
     ncsim_status_t st;
     if ((st = exec_view(x, SLOT_TS_D, sp, &d)) != NCSIM_OK ||
         (st = exec_view(x, SLOT_TS_SRC, sp, &src)) != NCSIM_OK ||
@@ -361,7 +361,7 @@ ncsim_status_t exec_scalar_tensor_tensor(exec_ctx_t *x)
 {
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *a, *b;
-    isa_alu_t op0, op1;
+    isa_alu_t op0 = ISA_ALU_ADD, op1 = ISA_ALU_ADD; /* set by get_alu */
     ncsim_status_t st;
     if ((st = exec_view(x, SLOT_STT_D, sp, &d)) != NCSIM_OK ||
         (st = exec_view(x, SLOT_STT_A, sp, &a)) != NCSIM_OK ||
@@ -415,7 +415,7 @@ ncsim_status_t exec_tensor_scan(exec_ctx_t *x)
 {
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *a, *b;
-    isa_alu_t op0, op1;
+    isa_alu_t op0 = ISA_ALU_ADD, op1 = ISA_ALU_ADD; /* set by get_alu */
     ncsim_status_t st;
     if ((st = exec_view(x, SLOT_SCAN_D, sp, &d)) != NCSIM_OK ||
         (st = exec_view(x, SLOT_SCAN_A, sp, &a)) != NCSIM_OK ||
@@ -504,7 +504,7 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 {
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
-    isa_alu_t op;
+    isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
     if ((st = exec_view(x, SLOT_RED_D, sp, &d)) != NCSIM_OK ||
         (st = exec_view(x, SLOT_RED_SRC, sp, &src)) != NCSIM_OK ||
@@ -558,7 +558,7 @@ ncsim_status_t exec_partition_reduce(exec_ctx_t *x)
 {
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
-    isa_alu_t op;
+    isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
     if ((st = exec_view(x, SLOT_PR_D, sp, &d)) != NCSIM_OK ||
         (st = exec_view(x, SLOT_PR_SRC, sp, &src)) != NCSIM_OK ||

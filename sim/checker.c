@@ -21,7 +21,9 @@
  *     that ever reached N. A wait that held from the initial value is ordered after nothing.
  *     Only crossings some wait of the program can need are stored (their values are known
  *     statically), so memory grows with the waits, not with the posts.
- *   - Collectives: a barrier; each member's cc joins the VCs of every member's cc.
+ *   - Collectives: a barrier; each member's cc joins the VCs of every member's cc at
+ *     arrival, and the collective's HBM accesses (each member reads its SRC and writes its
+ *     D) carry the arrival epochs, so they are ordered with each other.
  * Shadow memory. Per SBUF/PSUM partition and per 64 KiB chunk of HBM, a sorted array of byte
  * segments that covers it; each segment has its last write and the reads since, as epochs
  * (FastTrack): a read that happens after an earlier read of the same accessor or of an
@@ -1182,9 +1184,11 @@ static void on_collective(void *ctx, sim_t *s, int phase, uint32_t core, uint32_
         vc_join(k->barrier, vc, k->na);
         return;
     }
+    /* every member's accesses carry its arrival epoch (ticked when the collective started
+     * on its cc engine, parked since), and every member knows every arrival: the accesses
+     * of one collective are ordered with each other, as the collective is one operation */
     k->barrier_open = 0;
     vc_join(vc, k->barrier, k->na);
-    vc[acc]++;
     snap_t *sn = snapq_find(&k->postq[(size_t)core * ISA_ENGINE_COUNT + ISA_ENGINE_CC], index);
     if (sn)
         memcpy(sn->vc, vc, (size_t)k->na * sizeof *vc);
@@ -1591,9 +1595,10 @@ const sim_observer_t *chk_observer(chk_t *k)
 /*
  * Per (core, semaphore): the largest and smallest value the posts could ever produce (every
  * increment and the largest `= N`, every decrement and the smallest `= N`). A `>= N` wait
- * above the largest, or an `== N` wait outside the range, can never hold. A post is an orphan
- * when no wait on that semaphore of that core can observe it: none on another engine, none
- * later on its own engine (a transfer's posts: its issuing engine).
+ * above the largest, or an `== N` wait outside the range, can never hold. A post that raises
+ * or sets the value is an orphan when no wait on that semaphore of that core can observe it:
+ * none on another engine, none later on its own engine (a transfer's posts: its issuing
+ * engine). Decrements take credits and signal nobody: they are never orphans.
  */
 void chk_static(chk_t *k)
 {
@@ -1678,7 +1683,11 @@ void chk_static(chk_t *k)
                         f->first = make_site(k, acc_engine(c, e), g, 0);
                     }
                     for (unsigned q = 0; q < in->npost; q++) {
-                        if (in->post[q].sem != sem)
+                        const isa_sync_t *ps = &in->post[q];
+                        /* a decrement takes a credit: it signals nobody */
+                        if (ps->sem != sem ||
+                            (ps->op == ISA_POST_SUB && ps->value > 0) ||
+                            (ps->op == ISA_POST_ADD && ps->value < 0))
                             continue;
                         int seen = last_wait[e] > (int64_t)j;
                         for (unsigned o = 0; o < ISA_ENGINE_COUNT && !seen; o++)

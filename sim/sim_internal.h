@@ -54,10 +54,13 @@ typedef struct engine {
     uint64_t wait_by[SIM_STALL_COUNT]; /* its held time so far, by cause (traces) */
     uint8_t blocked;     /* waiting for semaphores */
     uint8_t parked;      /* in a collective, until it completes */
+    uint8_t blocked_sem; /* the semaphore whose wait did not hold */
     uint64_t ready_ps;   /* when the current instruction became ready */
     inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */
     uint32_t fl_head, fl_n, fl_cap;
     uint32_t stationary_cols; /* pe: M of the loaded weights */
+    uint16_t last_op;    /* opcode and II of the previous instruction (background ldweights) */
+    uint64_t last_ii;
     sim_engine_stats_t *st;
 } engine_t;
 

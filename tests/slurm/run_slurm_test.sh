@@ -14,6 +14,8 @@
 # KEEP=1 keeps the temporary directory (logs, slurm.conf) for a look afterwards.
 set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"
+# a cluster of its own: nothing from an enclosing Slurm job or cluster
+unset SLURM_ARRAY_TASK_ID SLURM_JOB_ID SLURM_CONF
 
 ncsim=${1:-${NCSIM_BINARY:-}}
 src=${2:-${NCSIM_SOURCE_DIR:-}}

@@ -555,6 +555,8 @@ static void test_cli(void **state)
 
 int main(void)
 {
+    /* the command-line tests run whole sweeps: not one point of an enclosing Slurm array */
+    unsetenv("SLURM_ARRAY_TASK_ID");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_point_order),
         cmocka_unit_test(test_jobs_same_bytes), cmocka_unit_test(test_points_and_merge),
