@@ -289,7 +289,8 @@ typedef struct asm_state {
     uint32_t pos, ntok;
     uint32_t lineno;
     uint32_t cur_line;   /* index of the current line in lx.lines */
-    int line_failed;     /* an error was reported on this statement */
+    int line_failed;
+    uint64_t failures;   /* statements that failed, reported or not */     /* an error was reported on this statement */
     uint8_t *line_reported; /* per source line: an error was already reported */
     uint32_t max_line;
 
@@ -329,6 +330,7 @@ typedef struct asm_state {
 static void vreport(asm_state_t *A, uint32_t col, const char *fmt, va_list ap)
 {
     A->line_failed = 1;
+    A->failures++;
     if (A->lineno <= A->max_line && A->line_reported[A->lineno])
         return;
     if (A->lineno <= A->max_line)
@@ -2584,8 +2586,11 @@ static void exec_loop(asm_state_t *A, uint32_t i)
         if (count_step(A, line))
             break;
         A->syms.syms[yi].value = v;
+        uint64_t failures = A->failures;
         exec_lines(A, i + 1, end);
-        if (stop_now(A))
+        /* After a failed iteration the next ones would mostly repeat the errors (reported
+         * once per line) at the cost of the whole loop: stop here. */
+        if (stop_now(A) || A->failures != failures)
             break;
         if (k + 1 < iters)
             v += step;
@@ -2694,6 +2699,7 @@ static int finish(asm_state_t *A)
         at += A->streams[s].n;
     }
     p->ninstrs = at;
+    p->checked = A->geo; /* every instruction passed isa_check_instr against it */
     if (A->opt->filename)
         p->source = isa_builder_string(&A->b, A->opt->filename, strlen(A->opt->filename));
     return A->b.oom ? -1 : 0;

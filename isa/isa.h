@@ -324,6 +324,8 @@ typedef struct isa_geometry {
 } isa_geometry_t;
 
 void isa_geometry_default(isa_geometry_t *g);
+/* 1 when two geometries have the same sizes. */
+int isa_geometry_equal(const isa_geometry_t *a, const isa_geometry_t *b);
 
 typedef struct isa_program {
     char arch[32];  /* from .arch, empty when absent */
@@ -351,6 +353,9 @@ typedef struct isa_program {
     uint32_t nints;
     char *strings; /* NUL-terminated names, back to back */
     uint32_t strings_len;
+    /* the geometry every static check passed against (all zero: not checked); a run on the
+     * same sizes need not check again. Not part of the .ncx format. */
+    isa_geometry_t checked;
 } isa_program_t;
 
 /* Frees everything a program owns (the struct itself too). NULL is fine. */

@@ -1600,6 +1600,7 @@ ncsim_status_t isa_ncx_read(const uint8_t *buf, size_t len, const isa_geometry_t
     isa_diag_free(&quiet);
     if (checked != NCSIM_OK)
         goto fail;
+    r->b.prog->checked = *g;
     *out = r->b.prog;
     free(r);
     return NCSIM_OK;

@@ -300,6 +300,13 @@ void isa_geometry_default(isa_geometry_t *g)
     g->hbm_bytes = 32ull << 30;
 }
 
+int isa_geometry_equal(const isa_geometry_t *a, const isa_geometry_t *b)
+{
+    return a->partitions == b->partitions && a->sbuf_bytes == b->sbuf_bytes &&
+           a->psum_bytes == b->psum_bytes && a->psum_bank_bytes == b->psum_bank_bytes &&
+           a->hbm_bytes == b->hbm_bytes;
+}
+
 void isa_program_free(isa_program_t *prog)
 {
     if (!prog)

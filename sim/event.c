@@ -91,8 +91,18 @@ void sim_cancel(sim_queue_t *q, sim_event_t *ev)
 
 int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 {
-    if (ev->heap_index != SIM_NOT_QUEUED)
-        sim_cancel(q, ev);
+    if (ev->heap_index != SIM_NOT_QUEUED) {
+        /* move it in place: cheaper than removing and inserting again */
+        uint64_t t = time < q->now ? q->now : time;
+        int earlier = t < ev->time;
+        ev->time = t;
+        ev->seq = q->next_seq++;
+        if (earlier)
+            sift_up(q, ev->heap_index);
+        else
+            sift_down(q, ev->heap_index);
+        return 0;
+    }
     if (q->n == q->cap) {
         uint32_t nc = q->cap * 2;
         sim_event_t **h = realloc(q->heap, nc * sizeof *h);

@@ -9,11 +9,21 @@
 
 #include "sim_internal.h"
 
-int flow_net_init(flow_net_t *net, uint32_t nres)
+static void reshare_event(sim_queue_t *q, sim_event_t *ev);
+
+/* Runs after every other event of the same instant. */
+#define PRIO_RESHARE 1000
+
+int flow_net_init(flow_net_t *net, struct sim *s, uint32_t nres)
 {
+    memset(net, 0, sizeof *net);
     net->nres = nres;
+    net->sim = s;
     net->res = calloc(nres ? nres : 1, sizeof *net->res);
-    return net->res ? 0 : -1;
+    net->dirty = calloc(nres ? nres : 1, sizeof *net->dirty);
+    net->is_dirty = calloc(nres ? nres : 1, 1);
+    sim_event_init(&net->reshare_ev, reshare_event, net, PRIO_RESHARE);
+    return net->res && net->dirty && net->is_dirty ? 0 : -1;
 }
 
 void flow_net_free(flow_net_t *net)
@@ -24,6 +34,8 @@ void flow_net_free(flow_net_t *net)
             free(net->res[i].series);
         }
     free(net->res);
+    free(net->dirty);
+    free(net->is_dirty);
     memset(net, 0, sizeof *net);
 }
 
@@ -112,31 +124,51 @@ static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
     }
     if (!(rate > 0) || isinf(rate))
         rate = 1e-9;
+    if (rate == f->rate && sim_event_queued(&f->ev))
+        return; /* same rate: its completion time stands */
     f->rate = rate;
     double ps = ceil(f->remaining / rate);
     uint64_t done = s->q.now + (ps > 0 ? (uint64_t)ps : 0);
-    if (sim_schedule(&s->q, &f->ev, done))
-        sim_fail(s, "out of memory");
+    if (!sim_event_queued(&f->ev) || f->ev.time != done)
+        if (sim_schedule(&s->q, &f->ev, done))
+            sim_fail(s, "out of memory");
 }
 
-/* Recompute every flow that shares a resource with f (f included when active). */
-static void reshare_around(struct sim *s, flow_net_t *net, flow_t *f)
+/* Mark f's resources for re-rating at the end of this instant. Flows on them are brought up
+ * to now first, so bytes moved so far are counted at the old rates. */
+static void mark_dirty(struct sim *s, flow_net_t *net, flow_t *f)
 {
-    uint64_t now = s->q.now;
-    /* first bring everything touched up to now, then rate them */
     for (unsigned i = 0; i < f->nres; i++) {
-        flow_res_t *r = &net->res[f->res[i]];
-        for (uint32_t k = 0; k < r->n; k++)
-            advance(net, r->flows[k], now);
+        uint32_t id = f->res[i];
+        if (net->is_dirty[id])
+            continue;
+        net->is_dirty[id] = 1;
+        net->dirty[net->ndirty++] = id;
     }
-    for (unsigned i = 0; i < f->nres; i++) {
-        flow_res_t *r = &net->res[f->res[i]];
+    if (!sim_event_queued(&net->reshare_ev))
+        if (sim_schedule(&s->q, &net->reshare_ev, s->q.now))
+            sim_fail(s, "out of memory");
+}
+
+static void reshare_event(sim_queue_t *q, sim_event_t *ev)
+{
+    (void)q;
+    flow_net_t *net = ev->owner;
+    struct sim *s = net->sim;
+    uint64_t gen = ++net->generation;
+    for (uint32_t d = 0; d < net->ndirty; d++) {
+        flow_res_t *r = &net->res[net->dirty[d]];
         for (uint32_t k = 0; k < r->n; k++) {
             flow_t *g = r->flows[k];
-            /* a flow on several of f's resources is rated once per resource: harmless */
+            if (g->generation == gen)
+                continue; /* rated already through another of its resources */
+            g->generation = gen;
+            advance(net, g, s->q.now);
             rate_and_schedule(s, net, g);
         }
+        net->is_dirty[net->dirty[d]] = 0;
     }
+    net->ndirty = 0;
 }
 
 int flow_start(struct sim *s, flow_net_t *net, flow_t *f)
@@ -163,9 +195,11 @@ int flow_start(struct sim *s, flow_net_t *net, flow_t *f)
     }
     f->active = 1;
     f->last_update = now;
-    reshare_around(s, net, f);
+    f->rate = 0;
     if (!f->nres)
         rate_and_schedule(s, net, f);
+    else
+        mark_dirty(s, net, f);
     return 0;
 }
 
@@ -189,7 +223,7 @@ void flow_finish(struct sim *s, flow_net_t *net, flow_t *f)
         }
     }
     f->active = 0;
-    reshare_around(s, net, f);
+    mark_dirty(s, net, f);
 }
 
 void flow_net_flush(struct sim *s, flow_net_t *net)

@@ -51,6 +51,7 @@ typedef struct flow {
     float weight[FLOW_MAX_RES]; /* resource bytes per byte moved */
     float eff[FLOW_MAX_RES];    /* efficiency on that resource (DMA piece overhead), 0..1 */
     uint32_t slot[FLOW_MAX_RES];
+    uint64_t generation;
     flow_done_fn done;
     void *owner;
 } flow_t;
@@ -58,9 +59,18 @@ typedef struct flow {
 typedef struct flow_net {
     flow_res_t *res;
     uint32_t nres;
+    /* Flows starting and ending at one instant are re-rated together, once, by an event at
+     * that instant that runs after everything else there (16 queues or 32 collective chunks
+     * starting at once would otherwise re-rate each other n^2 times). */
+    sim_event_t reshare_ev;
+    uint32_t *dirty;            /* resources whose flows need new rates */
+    uint32_t ndirty;
+    uint8_t *is_dirty;
+    uint64_t generation;        /* stamps flows already re-rated in this pass */
+    struct sim *sim;
 } flow_net_t;
 
-int flow_net_init(flow_net_t *net, uint32_t nres);
+int flow_net_init(flow_net_t *net, struct sim *s, uint32_t nres);
 void flow_net_free(flow_net_t *net);
 /* Prepare a flow of `bytes` with no resources yet; then flow_use() each resource. */
 void flow_init(flow_t *f, double bytes, double cap, flow_done_fn done, void *owner);

@@ -557,8 +557,10 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     mdl_arch_geometry(a, &g);
     isa_diag_t diag;
     isa_diag_init(&diag, 5);
-    /* the program may have been assembled for other sizes: check again against this arch */
-    if (isa_check_program(prog, &g, a->name, &diag) != NCSIM_OK) {
+    /* the program may have been assembled for other sizes: check again against this arch
+     * (a sweep runs the same program on many configs; most keep the memory sizes) */
+    if (!isa_geometry_equal(&prog->checked, &g) &&
+        isa_check_program(prog, &g, a->name, &diag) != NCSIM_OK) {
         snprintf(err, errlen, "the program does not fit architecture '%s':\n%s", a->name,
                  diag.text ? diag.text : "");
         isa_diag_free(&diag);
@@ -585,7 +587,7 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         sim_destroy(s);
         return NCSIM_USAGE;
     }
-    if (flow_net_init(&s->net, s->ncores + s->nchips + s->topo.nlinks))
+    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks))
         goto oom;
     for (uint32_t i = 0; i < s->ncores; i++)
         s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
