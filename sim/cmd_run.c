@@ -584,6 +584,23 @@ int cli_run(int argc, char **argv)
                 rc = cli_exit(json ? NCSIM_IO : NCSIM_NOMEM);
         }
         free(json);
+        /* the resolved architecture config beside the statistics (gem5's config.json):
+         * STATS.json -> STATS.config.json */
+        char *cfg = mdl_arch_to_json(&arch);
+        size_t sl = strlen(stats_path);
+        char *cfg_path = malloc(sl + 16);
+        if (cfg && cfg_path) {
+            size_t base = sl >= 5 && strcmp(stats_path + sl - 5, ".json") == 0 ? sl - 5 : sl;
+            memcpy(cfg_path, stats_path, base);
+            strcpy(cfg_path + base, ".config.json");
+            if (strcmp(stats_path, "-") != 0 && sim_write_file(cfg_path, cfg, strlen(cfg))) {
+                fprintf(stderr, "ncsim run: cannot write %s: %s\n", cfg_path, strerror(errno));
+                if (!rc)
+                    rc = cli_exit(NCSIM_IO);
+            }
+        }
+        free(cfg);
+        free(cfg_path);
     }
     if (!quiet && (st == NCSIM_OK || sim_finished(s)))
         sim_stats_print(stdout, ss, &arch, prog, &info);

@@ -288,7 +288,8 @@ static void test_cli_run(void **state)
              "ref=x.astype(np.float32)**2; assert (x2==ref.astype(np.float16)).all(); "
              "assert (y==ref).all(); s=json.load(open('s.json')); "
              "assert s['cores'][0]['dma']['transfers']==3; assert s['total_ns']>0; "
-             "assert s['arch_config']['hbm']['bandwidth_gbps']==820\"",
+             "assert s['arch_config']['hbm']['bandwidth_gbps']==820; "
+             "c=json.load(open('s.config.json')); assert c==s['arch_config'], 'config file'\"",
              dir);
     rc = tu_run(cmd, &out);
     if (rc)
