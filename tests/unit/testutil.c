@@ -22,11 +22,9 @@ const char *tu_ncsim(void)
     return b ? b : "ncsim";
 }
 
-char *tu_read_file(const char *path, size_t *len)
+/* Everything a stream holds, NUL-terminated (malloc'd); NULL when out of memory. */
+static char *read_stream(FILE *f, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     size_t got;
@@ -35,19 +33,26 @@ char *tu_read_file(const char *path, size_t *len)
         if (n == cap) {
             cap *= 2;
             char *t = realloc(buf, cap + 1);
-            if (!t) {
+            if (!t)
                 free(buf);
-                buf = NULL;
-            }
             buf = t;
         }
     }
-    fclose(f);
     if (!buf)
         return NULL;
     buf[n] = '\0';
     if (len)
         *len = n;
+    return buf;
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = read_stream(f, len);
+    fclose(f);
     return buf;
 }
 
@@ -69,29 +74,11 @@ const char *tu_tmpdir(void)
     return buf;
 }
 
-int tu_run(const char *cmd, char **out)
+/* pclose a command's pipe and hand over its output; returns the exit status or -1. */
+static int finish_pipe(FILE *p, char **out)
 {
-    char full[8192];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p)
-        return -1;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, p)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            char *t = realloc(buf, cap + 1);
-            if (!t)
-                free(buf);
-            buf = t;
-        }
-    }
+    char *buf = read_stream(p, NULL);
     int st = pclose(p);
-    if (buf)
-        buf[n] = '\0';
     if (out)
         *out = buf;
     else
@@ -99,6 +86,16 @@ int tu_run(const char *cmd, char **out)
     if (st == -1)
         return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tu_run(const char *cmd, char **out)
+{
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    return finish_pipe(p, out);
 }
 
 int tu_python(const char *code, const char *args, char **out)
@@ -121,30 +118,9 @@ int tu_python(const char *code, const char *args, char **out)
         unlink(path);
         return -1;
     }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, p)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            char *t = realloc(buf, cap + 1);
-            if (!t)
-                free(buf);
-            buf = t;
-        }
-    }
-    int st = pclose(p);
+    int rc = finish_pipe(p, out);
     unlink(path);
-    if (buf)
-        buf[n] = '\0';
-    if (out)
-        *out = buf;
-    else
-        free(buf);
-    if (st == -1)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return rc;
 }
 
 int tu_close(double a, double b, double rtol, double atol)
