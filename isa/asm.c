@@ -1836,10 +1836,11 @@ static int parse_clause(asm_state_t *A, isa_instr_t *in)
 static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_instr_t *in)
 {
     instr_vec_t *s = &A->streams[core * ISA_ENGINE_COUNT + (uint32_t)engine];
-    if (A->emitted >= ASM_MAX_INSTRS) {
+    uint64_t max_instrs = A->opt->max_instructions ? A->opt->max_instructions : ASM_MAX_INSTRS;
+    if (A->emitted >= max_instrs) {
         if (!A->limit_hit)
-            err_at(A, 1, "the program has more than %u instructions (the assembler's limit)",
-                   ASM_MAX_INSTRS);
+            err_at(A, 1, "the program has more than %llu instructions (the assembler's limit)",
+                   (unsigned long long)max_instrs);
         A->limit_hit = 1;
         return -1;
     }
@@ -2517,13 +2518,14 @@ static int stop_now(asm_state_t *A)
 /* Count one executed statement or loop iteration against ASM_MAX_STEPS. */
 static int count_step(asm_state_t *A, uint32_t line)
 {
-    if (++A->steps <= ASM_MAX_STEPS)
+    uint64_t max_steps = A->opt->max_steps ? A->opt->max_steps : ASM_MAX_STEPS;
+    if (++A->steps <= max_steps)
         return 0;
     if (!A->limit_hit)
         isa_diag_error(A->diag, A->opt->filename, line, 1,
                        "the program expands to more than %llu statements and loop iterations "
                        "(an assembly-time loop that is too long?)",
-                       (unsigned long long)ASM_MAX_STEPS);
+                       (unsigned long long)max_steps);
     A->limit_hit = 1;
     return -1;
 }

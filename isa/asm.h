@@ -16,6 +16,10 @@ typedef struct isa_asm_options {
      * when the name is unknown. NULL: any name is accepted and `geometry` is kept. */
     int (*arch_lookup)(void *ctx, const char *name, isa_geometry_t *g);
     void *arch_ctx;
+    /* Expansion limits (0: the defaults, 2^24 instructions and 2^26 statements executed,
+     * loop replays included). A fuzzer sets them low to bound the work per input. */
+    uint64_t max_instructions;
+    uint64_t max_steps;
 } isa_asm_options_t;
 
 void isa_asm_options_default(isa_asm_options_t *o);

@@ -9,7 +9,7 @@
  *
  * Build: tests/CMakeLists.txt (-DNCSIM_FUZZ=ON with clang for libFuzzer, otherwise a corpus
  * replayer with tests/fuzz/replay_main.c). Seeds: tests/fuzz/corpus/fuzz_asm/; dictionary of
- * NCA words: tests/fuzz/nca.dict.
+ * NCA words: tests/fuzz/fuzz_asm.dict.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -26,6 +26,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     isa_asm_options_t opt;
     isa_asm_options_default(&opt);
     opt.filename = "fuzz.nca";
+    /* bound the work per input: a short text can legally expand to millions of
+     * instructions, which under full instrumentation takes minutes */
+    opt.max_instructions = 1u << 16;
+    opt.max_steps = 1u << 18;
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
     isa_program_t *prog = NULL;
