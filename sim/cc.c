@@ -56,6 +56,8 @@ typedef struct cc_coll {
     uint64_t start;
     flow_t *flows;       /* n */
     sim_event_t step_ev;
+    uint64_t id;         /* 1, 2, ... in the order collectives begin (traces) */
+    uint64_t step_start, step_go; /* the step began; its chunks started moving */
 } cc_coll_t;
 
 typedef struct p2p_key {
@@ -70,6 +72,7 @@ struct cc_state {
     p2p_key_t *keys;
     uint32_t nkeys, capkeys;
     uint64_t moved_bytes;
+    uint64_t ncoll;      /* collectives begun */
 };
 
 int cc_init(struct sim *s)
@@ -305,6 +308,75 @@ static ncsim_status_t compute(struct sim *s, cc_coll_t *co, char *err, size_t er
     return st;
 }
 
+/* ---- trace records ------------------------------------------------------------------------------ */
+
+/* Tell the trace sink about a step (STEP_BEGIN), a member's chunk (FLOW_*, member = the
+ * sender) or the end of a step (STEP_END, member UINT32_MAX: once per member). */
+static void trace_cc(struct sim *s, const cc_coll_t *co, int event, uint32_t member)
+{
+    if (!s->opt.trace || !s->opt.trace->cc)
+        return;
+    if (event == SIM_TRACE_CC_STEP_END && member == UINT32_MAX) {
+        for (uint32_t i = 0; i < co->n; i++)
+            trace_cc(s, co, event, i);
+        return;
+    }
+    sim_trace_cc_t r;
+    memset(&r, 0, offsetof(sim_trace_cc_t, res));
+    r.event = (uint8_t)event;
+    r.time_ps = s->q.now;
+    r.coll = co->id;
+    r.op = (uint8_t)co->op;
+    r.group = co->group;
+    r.nmembers = co->n;
+    r.algorithm = co->op == ISA_OP_SEND || co->op == ISA_OP_RECV ? SIM_TRACE_CC_P2P
+                  : co->op == ISA_OP_ALL_TO_ALL                  ? SIM_TRACE_CC_PAIRWISE
+                  : co->rhd                                      ? SIM_TRACE_CC_RHD
+                                                                 : SIM_TRACE_CC_RING;
+    r.step = co->step;
+    r.nsteps = co->nsteps;
+    r.size = co->bytes;
+    r.start_ps = event == SIM_TRACE_CC_FLOW_END ? co->step_go : co->step_start;
+    if (event != SIM_TRACE_CC_STEP_BEGIN) {
+        const cc_member_t *m = &co->m[member];
+        uint32_t partner;
+        uint64_t bytes;
+        int reduce;
+        step_of(co, co->step, member, &partner, &bytes, &reduce);
+        int sends = bytes && partner != member && partner < co->n;
+        r.member = member;
+        r.core = m->core->id;
+        r.index = m->index;
+        r.instr = m->in;
+        r.to_core = sends ? co->m[partner].core->id : m->core->id;
+        r.bytes = sends ? bytes : 0;
+        r.reduce = (uint8_t)(sends && reduce);
+    }
+    if (event == SIM_TRACE_CC_FLOW_BEGIN || event == SIM_TRACE_CC_FLOW_END) {
+        const flow_t *f = &co->flows[member];
+        for (unsigned k = 0; k < f->nres && k < SIM_TRACE_MAX_RES; k++) {
+            sim_trace_res_t *x = &r.res[r.nres++];
+            uint32_t id = f->res[k];
+            memset(x, 0, sizeof *x);
+            if (id < s->ncores) {
+                x->kind = SIM_TRACE_RES_DMA;
+                x->id = id;
+            } else if (id < s->ncores + s->nchips) {
+                x->kind = SIM_TRACE_RES_HBM;
+                x->id = id - s->ncores;
+            } else {
+                x->kind = SIM_TRACE_RES_LINK;
+                x->id = id - s->ncores - s->nchips;
+                x->from_chip = s->topo.links[x->id].from;
+                x->to_chip = s->topo.links[x->id].to;
+            }
+            x->gbps = s->net.res[id].cap * f->eff[k] * 1000.0; /* bytes/ps -> GB/s */
+            x->weight = f->weight[k];
+        }
+    }
+    s->opt.trace->cc(s->opt.trace->ctx, &r);
+}
+
 /* ---- running ----------------------------------------------------------------------------------- */
 
 static void start_step(struct sim *s, cc_coll_t *co);
@@ -373,7 +445,9 @@ static void flow_landed(sim_queue_t *q, sim_event_t *ev)
     cc_coll_t *co = f->owner;
     struct sim *s = co->m[0].core->sim;
     flow_finish(s, &s->net, f);
+    trace_cc(s, co, SIM_TRACE_CC_FLOW_END, (uint32_t)(f - co->flows));
     if (--co->inflight == 0) {
+        trace_cc(s, co, SIM_TRACE_CC_STEP_END, UINT32_MAX);
         co->step++;
         if (co->step < co->nsteps)
             start_step(s, co);
@@ -390,6 +464,7 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
     struct sim *s = co->m[0].core->sim;
     const mdl_arch_t *a = s->arch;
     co->inflight = 0;
+    co->step_go = s->q.now;
     for (uint32_t i = 0; i < co->n; i++) {
         uint32_t partner;
         uint64_t bytes;
@@ -420,8 +495,10 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
             sim_fail(s, "out of memory");
             return;
         }
+        trace_cc(s, co, SIM_TRACE_CC_FLOW_BEGIN, i);
     }
     if (!co->inflight) { /* nothing moves in this step (a group of one) */
+        trace_cc(s, co, SIM_TRACE_CC_STEP_END, UINT32_MAX);
         co->step++;
         if (co->step < co->nsteps)
             start_step(s, co);
@@ -432,6 +509,8 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
 
 static void start_step(struct sim *s, cc_coll_t *co)
 {
+    co->step_start = s->q.now;
+    trace_cc(s, co, SIM_TRACE_CC_STEP_BEGIN, 0);
     const mdl_arch_t *a = s->arch;
     uint32_t max_hops = 0;
     for (uint32_t i = 0; i < co->n; i++) {
@@ -456,6 +535,7 @@ static void start_step(struct sim *s, cc_coll_t *co)
 static void begin(struct sim *s, cc_coll_t *co)
 {
     co->start = s->q.now;
+    co->id = ++s->cc->ncoll;
     plan(s, co);
     co->flows = calloc(co->n, sizeof *co->flows);
     if (!co->flows) {

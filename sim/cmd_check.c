@@ -48,49 +48,15 @@ typedef struct bind {
     size_t name_len;
 } bind_t;
 
-static int find_hbm_tensor(const isa_program_t *p, const char *name, size_t len)
+static ncsim_status_t load_input(sim_t *s, uint32_t t, const char *path, char *err,
+                                 size_t errlen)
 {
-    for (uint32_t i = 0; i < p->ntensors; i++) {
-        const char *n = isa_string(p, p->tensors[i].name);
-        if (p->tensors[i].space == ISA_SPACE_HBM && strlen(n) == len && memcmp(n, name, len) == 0)
-            return (int)i;
-    }
-    return -1;
-}
-
-static ncsim_status_t load_input(sim_t *s, const isa_program_t *p, uint32_t t, const char *path,
-                                 char *err, size_t errlen)
-{
-    const isa_tensor_t *T = &p->tensors[t];
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
         return st == NCSIM_NOMEM ? st : NCSIM_IO;
-    st = mdl_npy_expect(&a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
-                        T->ndims, err, errlen);
-    if (st == NCSIM_OK)
-        st = mdl_npy_dtype_is_native((isa_dtype_t)T->dtype)
-                 ? sim_tensor_write_raw(s, t, a.data)
-                 : sim_tensor_write_f32(s, t, (const float *)a.data);
-    else
-        st = NCSIM_IO;
+    st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
-    return st;
-}
-
-/* The same values `ncsim run --random-inputs SEED` gives (one stream per tensor). */
-static ncsim_status_t fill_random(sim_t *s, const isa_program_t *p, uint32_t t, uint64_t seed)
-{
-    uint64_t n = sim_tensor_elems(p, t);
-    float *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
-        return NCSIM_NOMEM;
-    mdl_rng_t r;
-    mdl_rng_seed(&r, seed, 0x1000 + t);
-    for (uint64_t i = 0; i < n; i++)
-        v[i] = mdl_rng_float(&r) * 2.0f - 1.0f;
-    ncsim_status_t st = sim_tensor_write_f32(s, t, v);
-    free(v);
     return st;
 }
 
@@ -225,7 +191,7 @@ int cli_check(int argc, char **argv)
         goto out;
     }
     for (int i = 0; i < nins; i++) {
-        int t = find_hbm_tensor(prog, ins[i].name, ins[i].name_len);
+        int t = sim_find_hbm_tensor(prog, ins[i].name, ins[i].name_len);
         int kind = t >= 0 ? prog->tensors[t].kind : -1;
         if (t < 0 || (kind != ISA_TK_INPUT && kind != ISA_TK_INOUT)) {
             fprintf(stderr, "ncsim check: --in %.*s: the program declares no input or inout "
@@ -234,7 +200,7 @@ int cli_check(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        st = load_input(s, prog, (uint32_t)t, ins[i].path, err, sizeof err);
+        st = load_input(s, (uint32_t)t, ins[i].path, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim check: %s\n", err);
             rc = cli_exit(st);
@@ -246,7 +212,7 @@ int cli_check(int argc, char **argv)
         const isa_tensor_t *T = &prog->tensors[t];
         if (T->space == ISA_SPACE_HBM && !bound[t] &&
             (T->kind == ISA_TK_INPUT || T->kind == ISA_TK_INOUT)) {
-            st = fill_random(s, prog, t, random_seed);
+            st = sim_tensor_fill_random(s, t, random_seed);
             if (st != NCSIM_OK) {
                 rc = cli_exit(st);
                 goto out;

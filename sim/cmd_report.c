@@ -132,8 +132,24 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
         }
     }
     rep->chips = max_chip;
-    trc_report_note(rep, "from a statistics file: no critical path, no instruction kinds and "
-                         "no semaphore names (report on a trace for those)");
+    json_t *links = json_object_get(root, "links");
+    json_t *lk;
+    json_array_foreach(links, i, lk)
+    {
+        uint64_t bytes = u64_of(json_object_get(lk, "bytes"));
+        if (!bytes)
+            continue; /* links no collective used */
+        trc_report_link_t *l = trc_report_add_link(rep);
+        if (!l)
+            return NCSIM_NOMEM;
+        l->from_chip = (uint32_t)u64_of(json_object_get(lk, "from_chip"));
+        l->to_chip = (uint32_t)u64_of(json_object_get(lk, "to_chip"));
+        l->gbps = json_number_value(json_object_get(lk, "peak_gbps"));
+        l->bytes = bytes;
+        l->busy_ps = ps_of(json_object_get(lk, "busy_ns"));
+    }
+    trc_report_note(rep, "from a statistics file: no critical path, no instruction kinds, no "
+                         "collective steps and no semaphore names (report on a trace for those)");
     trc_report_finish(rep);
     return NCSIM_OK;
 }

@@ -73,13 +73,7 @@ static int parse_binding(const char *arg, binding_t *b)
 
 static int find_tensor(const isa_program_t *p, const binding_t *b)
 {
-    for (uint32_t i = 0; i < p->ntensors; i++) {
-        const char *n = isa_string(p, p->tensors[i].name);
-        if (p->tensors[i].space == ISA_SPACE_HBM && strlen(n) == b->name_len &&
-            memcmp(n, b->name, b->name_len) == 0)
-            return (int)i;
-    }
-    return -1;
+    return sim_find_hbm_tensor(p, b->name, b->name_len);
 }
 
 static double now_seconds(void)
@@ -90,43 +84,15 @@ static double now_seconds(void)
 }
 
 /* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t, const char *path,
-                                 char *err, size_t errlen)
+static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
+                                 size_t errlen)
 {
-    const isa_tensor_t *T = &p->tensors[t];
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
         return st == NCSIM_NOMEM ? st : NCSIM_IO;
-    st = mdl_npy_expect(&a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
-                        T->ndims, err, errlen);
-    if (st != NCSIM_OK) {
-        mdl_npy_free(&a);
-        return NCSIM_IO;
-    }
-    if (mdl_npy_dtype_is_native((isa_dtype_t)T->dtype))
-        st = sim_tensor_write_raw(s, t, a.data);
-    else
-        st = sim_tensor_write_f32(s, t, (const float *)a.data);
+    st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
-    if (st != NCSIM_OK)
-        snprintf(err, errlen, "cannot store tensor '%s': %s", isa_string(p, T->name),
-                 ncsim_status_text(st));
-    return st;
-}
-
-static ncsim_status_t random_input(sim_t *s, const isa_program_t *p, uint32_t t, uint64_t seed)
-{
-    uint64_t n = sim_tensor_elems(p, t);
-    float *v = malloc((n ? n : 1) * sizeof *v);
-    if (!v)
-        return NCSIM_NOMEM;
-    mdl_rng_t r;
-    mdl_rng_seed(&r, seed, 0x1000 + t); /* one stream per tensor: binding order is irrelevant */
-    for (uint64_t i = 0; i < n; i++)
-        v[i] = mdl_rng_float(&r) * 2.0f - 1.0f;
-    ncsim_status_t st = sim_tensor_write_f32(s, t, v);
-    free(v);
     return st;
 }
 
@@ -501,7 +467,7 @@ int cli_run(int argc, char **argv)
         rc = cli_exit(st);
     }
     for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
@@ -512,7 +478,7 @@ int cli_run(int argc, char **argv)
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
                 (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
-                st = random_input(s, prog, t, random_seed);
+                st = sim_tensor_fill_random(s, t, random_seed);
                 if (st != NCSIM_OK)
                     rc = cli_exit(st);
             }

@@ -17,6 +17,9 @@
 #include "ncx.h"
 #include "sweep.h"
 #include "version.h"
+#ifdef NCSIM_HAVE_VIZ
+#include "viz.h"
+#endif
 
 static const char usage_main[] =
     "usage: ncsim COMMAND [options]\n"
@@ -257,12 +260,6 @@ static int cmd_arch(int argc, char **argv)
     return 0;
 }
 
-static int cmd_unavailable(const char *name)
-{
-    fprintf(stderr, "ncsim %s: not available in this build yet\n", name);
-    return 2;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -292,8 +289,15 @@ int main(int argc, char **argv)
         return cli_report(sub_argc, sub_argv);
     if (strcmp(cmd, "check") == 0)
         return cli_check(sub_argc, sub_argv);
-    if (strcmp(cmd, "viz") == 0)
-        return cmd_unavailable(cmd);
+    if (strcmp(cmd, "viz") == 0) {
+#ifdef NCSIM_HAVE_VIZ
+        return viz_main(sub_argc, sub_argv);
+#else
+        fputs("ncsim viz: this ncsim was built without the viewer (it needs SDL2: install "
+              "libsdl2-dev and rebuild with -DNCSIM_BUILD_VIZ=ON)\n", stderr);
+        return 2;
+#endif
+    }
     if (strcmp(cmd, "sweep") == 0)
         return cli_sweep(sub_argc, sub_argv);
     fprintf(stderr, "ncsim: unknown command '%s'\n\n%s", cmd, usage_main);

@@ -19,6 +19,8 @@
 
 #include "check.h"
 #include "dis.h"
+#include "npy.h"
+#include "rng.h"
 
 /* ---- errors ----------------------------------------------------------------------------------- */
 
@@ -731,6 +733,50 @@ static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_
     mem->psum = NULL;
     mem->hbm = &s->chips[T->chip].hbm;
     return NCSIM_OK;
+}
+
+int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const char *n = isa_string(p, p->tensors[i].name);
+        if (p->tensors[i].space == ISA_SPACE_HBM && strlen(n) == len && memcmp(n, name, len) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const mdl_npy_t *a,
+                                    const char *path, char *err, size_t errlen)
+{
+    const isa_program_t *p = s->prog;
+    if (tensor >= p->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &p->tensors[tensor];
+    if (mdl_npy_expect(a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
+                       T->ndims, err, errlen) != NCSIM_OK)
+        return NCSIM_IO;
+    ncsim_status_t st = mdl_npy_dtype_is_native((isa_dtype_t)T->dtype)
+                            ? sim_tensor_write_raw(s, tensor, a->data)
+                            : sim_tensor_write_f32(s, tensor, (const float *)a->data);
+    if (st != NCSIM_OK)
+        snprintf(err, errlen, "cannot store tensor '%s': %s", isa_string(p, T->name),
+                 ncsim_status_text(st));
+    return st;
+}
+
+ncsim_status_t sim_tensor_fill_random(sim_t *s, uint32_t tensor, uint64_t seed)
+{
+    uint64_t n = sim_tensor_elems(s->prog, tensor);
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return NCSIM_NOMEM;
+    mdl_rng_t r;
+    mdl_rng_seed(&r, seed, 0x1000 + tensor);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = mdl_rng_float(&r) * 2.0f - 1.0f;
+    ncsim_status_t st = sim_tensor_write_f32(s, tensor, v);
+    free(v);
+    return st;
 }
 
 ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)

@@ -63,11 +63,68 @@ typedef struct sim_trace_sem {
     uint32_t by_index;
 } sim_trace_sem_t;
 
+/* A resource a collective's chunk crosses (flow.h): a core's DMA engines, a chip's HBM, a
+ * directed NeuronLink. */
+typedef enum sim_trace_res_kind {
+    SIM_TRACE_RES_DMA,
+    SIM_TRACE_RES_HBM,
+    SIM_TRACE_RES_LINK
+} sim_trace_res_kind_t;
+
+typedef struct sim_trace_res {
+    uint8_t kind;          /* sim_trace_res_kind_t */
+    uint32_t id;           /* core (DMA), chip (HBM) or directed link index (LINK) */
+    uint32_t from_chip, to_chip; /* LINK */
+    double gbps;           /* capacity for this chunk (DMA: with its piece-size efficiency) */
+    double weight;         /* resource bytes per byte moved (HBM of a reducing receiver: 2) */
+} sim_trace_res_t;
+
+#define SIM_TRACE_MAX_RES 12
+
+typedef enum sim_trace_cc_event {
+    SIM_TRACE_CC_STEP_BEGIN, /* a step starts: its fixed latency runs (once per step) */
+    SIM_TRACE_CC_FLOW_BEGIN, /* a member's chunk starts moving */
+    SIM_TRACE_CC_FLOW_END,   /* that chunk landed */
+    SIM_TRACE_CC_STEP_END    /* the step's last chunk landed: once per member, in group order */
+} sim_trace_cc_event_t;
+
+typedef enum sim_trace_cc_alg {
+    SIM_TRACE_CC_RING,     /* ring (all_reduce: reduce-scatter then all-gather) */
+    SIM_TRACE_CC_RHD,      /* recursive halving-doubling */
+    SIM_TRACE_CC_PAIRWISE, /* all_to_all: member i to i+k */
+    SIM_TRACE_CC_P2P       /* send/recv */
+} sim_trace_cc_alg_t;
+
+/* A collective's progress (sim/cc.c): steps and the chunks (flows) that move in them. */
+typedef struct sim_trace_cc {
+    uint8_t event;         /* sim_trace_cc_event_t */
+    uint64_t time_ps;      /* of the event */
+    uint64_t coll;         /* the collective: 1, 2, ... in the order they begin */
+    uint8_t op;            /* isa_op_t */
+    int32_t group;         /* program group; -1 for send/recv */
+    uint32_t nmembers;
+    uint8_t algorithm;     /* sim_trace_cc_alg_t */
+    uint32_t step, nsteps; /* step counts from 0 */
+    uint64_t size;         /* bytes of the operand that sets the chunks */
+    /* FLOW_* and STEP_END: a member (position in the group), its core and instruction, the
+     * core it sends to in this step and the bytes (0 and its own core: it sends nothing) */
+    uint32_t member, core, index;
+    const isa_instr_t *instr;
+    uint32_t to_core;
+    uint64_t bytes;
+    uint8_t reduce;        /* the receiver combines the chunk with its own data */
+    uint64_t start_ps;     /* FLOW_END: when the chunk started moving; STEP_END: step start */
+    /* FLOW_*: the resources the chunk crosses */
+    uint8_t nres;
+    sim_trace_res_t res[SIM_TRACE_MAX_RES];
+} sim_trace_cc_t;
+
 typedef struct sim_trace_sink {
     void *ctx;
     void (*instr)(void *ctx, const sim_trace_instr_t *r);
     void (*dma)(void *ctx, const sim_trace_dma_t *r);
     void (*sem)(void *ctx, const sim_trace_sem_t *r);
+    void (*cc)(void *ctx, const sim_trace_cc_t *r); /* may be NULL */
 } sim_trace_sink_t;
 
 /* ---- observers (sim/checker.c is one; NULL costs one pointer test per hook) --------------- */
@@ -175,6 +232,17 @@ ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values);
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data);
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data);
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor);
+/* Index of the HBM tensor named name[0..len), or -1. */
+int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len);
+/* Store a .npy array read from `path` into a tensor: the type and shape must be the ones
+ * CLI.md requires (mdl_npy_expect); bf16, tf32 and fp8 tensors take float32 arrays, rounded
+ * to nearest even. NCSIM_IO with a message naming the file and tensor when they are not. */
+struct mdl_npy;
+ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const struct mdl_npy *a,
+                                    const char *path, char *err, size_t errlen);
+/* The values of `--random-inputs SEED`: uniform in [-1, 1), one generator stream per tensor
+ * so that the values do not depend on which other tensors are bound. */
+ncsim_status_t sim_tensor_fill_random(sim_t *s, uint32_t tensor, uint64_t seed);
 
 typedef enum sim_run_mode {
     SIM_RUN_UNTIL_IDLE, /* until the program ends (or fails) */

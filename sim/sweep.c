@@ -814,15 +814,6 @@ static int point_done(const sim_sweep_t *sw, const char *path, uint64_t index)
     return ok;
 }
 
-static int find_hbm_tensor(const isa_program_t *p, const char *name)
-{
-    for (uint32_t i = 0; i < p->ntensors; i++)
-        if (p->tensors[i].space == ISA_SPACE_HBM &&
-            strcmp(isa_string(p, p->tensors[i].name), name) == 0)
-            return (int)i;
-    return -1;
-}
-
 /* Bind the functional inputs exactly as `ncsim run --in/--random-inputs` does (the same
  * random stream per tensor), so a point reproduces with `ncsim run`. */
 static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t *p, char *err,
@@ -834,7 +825,7 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
     ncsim_status_t st = NCSIM_OK;
     for (size_t i = 0; i < sw->ninputs && st == NCSIM_OK; i++) {
         sweep_input_t *in = &sw->inputs[i];
-        int t = find_hbm_tensor(p, in->name);
+        int t = sim_find_hbm_tensor(p, in->name, strlen(in->name));
         if (t < 0 || (p->tensors[t].kind != ISA_TK_INPUT && p->tensors[t].kind != ISA_TK_INOUT)) {
             set_err(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
             st = NCSIM_USAGE;
@@ -848,16 +839,9 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
             }
             in->loaded = 1;
         }
-        const isa_tensor_t *T = &p->tensors[t];
-        st = mdl_npy_expect(&in->data, in->path, in->name, (isa_dtype_t)T->dtype, T->dims,
-                            T->ndims, err, errlen);
-        if (st != NCSIM_OK) {
-            st = NCSIM_IO;
+        st = sim_tensor_write_npy(s, (uint32_t)t, &in->data, in->path, err, errlen);
+        if (st != NCSIM_OK)
             break;
-        }
-        st = mdl_npy_dtype_is_native((isa_dtype_t)T->dtype)
-                 ? sim_tensor_write_raw(s, (uint32_t)t, in->data.data)
-                 : sim_tensor_write_f32(s, (uint32_t)t, (const float *)in->data.data);
         bound[t] = 1;
     }
     for (uint32_t t = 0; t < p->ntensors && st == NCSIM_OK; t++) {
@@ -872,18 +856,7 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
             st = NCSIM_USAGE;
             break;
         }
-        uint64_t n = sim_tensor_elems(p, t);
-        float *v = malloc((n ? n : 1) * sizeof *v);
-        if (!v) {
-            st = NCSIM_NOMEM;
-            break;
-        }
-        mdl_rng_t r;
-        mdl_rng_seed(&r, sw->random_seed, 0x1000 + t);
-        for (uint64_t i = 0; i < n; i++)
-            v[i] = mdl_rng_float(&r) * 2.0f - 1.0f;
-        st = sim_tensor_write_f32(s, t, v);
-        free(v);
+        st = sim_tensor_fill_random(s, t, sw->random_seed);
     }
     free(bound);
     return st;

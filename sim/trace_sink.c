@@ -22,6 +22,7 @@
  */
 #include "trace_sink.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,7 @@ typedef struct delta {
 
 typedef struct core_trace {
     uint32_t pid;
+    int cc_track;             /* its "cc steps" track is written */
     uint64_t queues_declared; /* bit per DMA queue track written */
     fifo_t posters[ISA_ENGINE_COUNT];
     last_post_t last_post[ISA_MAX_SEMS];
@@ -97,6 +99,51 @@ typedef struct op_entry {
 
 #define OP_CACHE_SIZE (1u << 15)
 
+/* A directed NeuronLink: its track lanes (chunks that overlap in time go on separate lanes,
+ * so slices never overlap on a track) and its bandwidth series. */
+typedef struct link_trace {
+    int used;
+    uint32_t from, to;  /* chips */
+    double gbps;        /* capacity */
+    uint32_t series;    /* index into dseries */
+    uint32_t nlanes;
+    uint8_t *lane_busy;
+    uint32_t *lane_tid; /* 0: its track is not written yet */
+    char *series_name;  /* "link C->D bandwidth" */
+} link_trace_t;
+
+/* A resource's use during a collective step: bytes carried (weights included). */
+typedef struct res_use {
+    uint8_t kind;
+    uint32_t id, from, to;
+    double gbps;
+    double bytes;
+} res_use_t;
+
+/* A member's chunk in the current step. */
+typedef struct chunk {
+    uint64_t start, end;
+    uint64_t bytes;
+    uint8_t moving, done;
+    uint8_t nlinks;
+    uint32_t link[SIM_TRACE_MAX_RES], lane[SIM_TRACE_MAX_RES];
+} chunk_t;
+
+/* A collective in progress: the state of its current step. */
+typedef struct coll_trace {
+    uint64_t id;
+    uint32_t n;
+    uint64_t go;          /* the step's chunks started moving (0: none yet) */
+    int have_go;
+    chunk_t *m;           /* per member */
+    res_use_t *res;
+    size_t nres, cap_res;
+    uint32_t slow_from, slow_to; /* the chunk that landed last */
+    int have_slow;
+    char bottleneck[48];
+    double bottleneck_pct;
+} coll_trace_t;
+
 struct sim_trace_file {
     sim_trace_sink_t sink;
     op_entry_t *ops;          /* OP_CACHE_SIZE entries */
@@ -112,8 +159,16 @@ struct sim_trace_file {
     uint32_t ncores, nchips;
     core_trace_t *cores;
     series_t *dseries; /* ncores * DS_PER_CORE, then nchips HBM */
+    uint32_t ndseries;
     delta_t *deltas;
     size_t ndeltas, cap_deltas;
+    /* collectives */
+    link_trace_t *links;  /* by the simulator's directed link index */
+    uint32_t nlinks;
+    uint8_t *links_declared;   /* per chip: its "chip C links" process is written */
+    uint32_t *links_next_tid;  /* per chip: next local track number of that process */
+    coll_trace_t **colls; /* in progress */
+    size_t ncolls, cap_colls;
     char text[2048];
 };
 
@@ -577,6 +632,7 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->wait_semaphore = r->stall_by[SIM_STALL_SEMAPHORE];
     a->wait_port = r->stall_by[SIM_STALL_PORT];
     a->wait_interlock = r->stall_by[SIM_STALL_INTERLOCK];
+    a->wait_collective = r->stall_by[SIM_STALL_COLLECTIVE];
     a->semaphore = sem;
     a->stall = stall;
     put(t, &rec);
@@ -674,6 +730,435 @@ static void on_sem(void *ctx, const sim_trace_sem_t *r)
     series_set(t, &ct->sem[r->sem], r->time_ps, (double)r->value);
 }
 
+/* ---- collectives and NeuronLinks ----------------------------------------------------------------- */
+
+static int cc_included(const sim_trace_file_t *t, uint64_t from, uint64_t to)
+{
+    return (t->engines >> ISA_ENGINE_CC & 1) && in_window(t, from, to);
+}
+
+/* Bandwidth in GB/s rounded to 1 MB/s: counters and arguments read as plain decimals. */
+static double round_gbps(double v)
+{
+    return round(v * 1000.0) / 1000.0;
+}
+
+static void declare_links_process(sim_trace_file_t *t, uint32_t chip)
+{
+    if (chip >= t->nchips || t->links_declared[chip])
+        return;
+    t->links_declared[chip] = 1;
+    char name[48];
+    snprintf(name, sizeof name, "chip %u links", chip);
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_PROCESS;
+    r.u.process.pid = trc_pid_links(chip);
+    r.u.process.name = name;
+    r.u.process.sort_index = (int32_t)(t->ncores + t->nchips + chip);
+    put(t, &r);
+}
+
+/* The link with the simulator's index `id` (from a chunk's resources), set up on first use:
+ * its chip's process and its bandwidth series. NULL when out of memory. */
+static link_trace_t *get_link(sim_trace_file_t *t, const sim_trace_res_t *res)
+{
+    if (res->id >= t->nlinks) {
+        uint32_t n = res->id + 1;
+        link_trace_t *l = realloc(t->links, n * sizeof *l);
+        if (!l)
+            return NULL;
+        memset(l + t->nlinks, 0, (n - t->nlinks) * sizeof *l);
+        t->links = l;
+        t->nlinks = n;
+    }
+    link_trace_t *l = &t->links[res->id];
+    if (l->used)
+        return l;
+    series_t *ds = realloc(t->dseries, (t->ndseries + 1) * sizeof *ds);
+    if (!ds)
+        return NULL;
+    t->dseries = ds;
+    char name[64];
+    snprintf(name, sizeof name, "link %u->%u bandwidth", res->from_chip, res->to_chip);
+    l->series_name = strdup(name);
+    if (!l->series_name)
+        return NULL;
+    l->used = 1;
+    l->from = res->from_chip;
+    l->to = res->to_chip;
+    l->gbps = res->gbps;
+    l->series = t->ndseries++;
+    t->dseries[l->series] =
+        (series_t){trc_pid_links(l->from), l->series_name, "GB/s", 0, 0, 0, 0};
+    declare_links_process(t, l->from);
+    return l;
+}
+
+/* A free lane of a link (a new one when all are busy); UINT32_MAX when out of memory. */
+static uint32_t take_lane(link_trace_t *l)
+{
+    for (uint32_t k = 0; k < l->nlanes; k++)
+        if (!l->lane_busy[k]) {
+            l->lane_busy[k] = 1;
+            return k;
+        }
+    uint8_t *b = realloc(l->lane_busy, l->nlanes + 1);
+    if (!b)
+        return UINT32_MAX;
+    l->lane_busy = b;
+    uint32_t *tid = realloc(l->lane_tid, (l->nlanes + 1) * sizeof *tid);
+    if (!tid)
+        return UINT32_MAX;
+    l->lane_tid = tid;
+    l->lane_busy[l->nlanes] = 1;
+    l->lane_tid[l->nlanes] = 0;
+    return l->nlanes++;
+}
+
+/* The track of a link's lane, written on first use; 0 when the process has no tid left. */
+static uint32_t lane_track(sim_trace_file_t *t, link_trace_t *l, uint32_t lane)
+{
+    if (l->lane_tid[lane])
+        return l->lane_tid[lane];
+    uint32_t pid = trc_pid_links(l->from);
+    uint32_t n = t->links_next_tid[l->from];
+    if (n >= 600) /* the link kind's tid range (trace.h) */
+        return 0;
+    t->links_next_tid[l->from] = n + 1;
+    uint32_t tid = trc_tid(pid, TRC_TRACK_LINK, n);
+    char name[64];
+    if (lane)
+        snprintf(name, sizeof name, "link %u->%u #%u", l->from, l->to, lane + 1);
+    else
+        snprintf(name, sizeof name, "link %u->%u", l->from, l->to);
+    write_track(t, pid, tid, name, (int32_t)(l->to * 1000 + (lane < 999 ? lane : 999)));
+    l->lane_tid[lane] = tid;
+    return tid;
+}
+
+static coll_trace_t *find_coll(sim_trace_file_t *t, uint64_t id)
+{
+    for (size_t i = 0; i < t->ncolls; i++)
+        if (t->colls[i]->id == id)
+            return t->colls[i];
+    return NULL;
+}
+
+static coll_trace_t *get_coll(sim_trace_file_t *t, const sim_trace_cc_t *r)
+{
+    coll_trace_t *c = find_coll(t, r->coll);
+    if (c)
+        return c;
+    if (t->ncolls == t->cap_colls) {
+        size_t cap = t->cap_colls ? t->cap_colls * 2 : 8;
+        coll_trace_t **p = realloc(t->colls, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        t->colls = p;
+        t->cap_colls = cap;
+    }
+    c = calloc(1, sizeof *c);
+    if (c)
+        c->m = calloc(r->nmembers ? r->nmembers : 1, sizeof *c->m);
+    if (!c || !c->m) {
+        free(c);
+        return NULL;
+    }
+    c->id = r->coll;
+    c->n = r->nmembers;
+    t->colls[t->ncolls++] = c;
+    return c;
+}
+
+static void free_coll(coll_trace_t *c)
+{
+    free(c->m);
+    free(c->res);
+    free(c);
+}
+
+static void drop_coll(sim_trace_file_t *t, coll_trace_t *c)
+{
+    for (size_t i = 0; i < t->ncolls; i++)
+        if (t->colls[i] == c) {
+            t->colls[i] = t->colls[--t->ncolls];
+            break;
+        }
+    free_coll(c);
+}
+
+/* Bytes a resource carried in the step. */
+static int use_res(coll_trace_t *c, const sim_trace_res_t *x, uint64_t bytes)
+{
+    res_use_t *u = NULL;
+    for (size_t i = 0; i < c->nres && !u; i++)
+        if (c->res[i].kind == x->kind && c->res[i].id == x->id)
+            u = &c->res[i];
+    if (!u) {
+        if (c->nres == c->cap_res) {
+            size_t cap = c->cap_res ? c->cap_res * 2 : 16;
+            res_use_t *p = realloc(c->res, cap * sizeof *p);
+            if (!p)
+                return -1;
+            c->res = p;
+            c->cap_res = cap;
+        }
+        u = &c->res[c->nres++];
+        memset(u, 0, sizeof *u);
+        u->kind = x->kind;
+        u->id = x->id;
+        u->from = x->from_chip;
+        u->to = x->to_chip;
+        u->gbps = x->gbps;
+    }
+    u->bytes += (double)bytes * x->weight;
+    if (x->gbps > u->gbps)
+        u->gbps = x->gbps;
+    return 0;
+}
+
+/* The resource busiest during the step's data phase [go, end]. */
+static void find_bottleneck(coll_trace_t *c, uint64_t end)
+{
+    c->bottleneck[0] = '\0';
+    c->bottleneck_pct = 0;
+    if (!c->have_go || end <= c->go)
+        return;
+    double best = -1;
+    const res_use_t *b = NULL;
+    for (size_t i = 0; i < c->nres; i++) {
+        const res_use_t *u = &c->res[i];
+        double cap = u->gbps * 1e-3 * (double)(end - c->go); /* bytes in the data phase */
+        double use = cap > 0 ? u->bytes / cap : 0;
+        if (use > best + 1e-12) {
+            best = use;
+            b = u;
+        }
+    }
+    if (!b)
+        return;
+    if (b->kind == SIM_TRACE_RES_LINK)
+        snprintf(c->bottleneck, sizeof c->bottleneck, "link %u->%u", b->from, b->to);
+    else if (b->kind == SIM_TRACE_RES_HBM)
+        snprintf(c->bottleneck, sizeof c->bottleneck, "HBM chip %u", b->id);
+    else
+        snprintf(c->bottleneck, sizeof c->bottleneck, "DMA core %u", b->id);
+    c->bottleneck_pct = round(best * 1000.0) / 10.0;
+}
+
+static const char *cc_algorithm_name(uint8_t a)
+{
+    switch (a) {
+    case SIM_TRACE_CC_RING: return "ring";
+    case SIM_TRACE_CC_RHD: return "rhd";
+    case SIM_TRACE_CC_PAIRWISE: return "pairwise";
+    default: return "p2p";
+    }
+}
+
+static const char *cc_phase(const sim_trace_cc_t *r)
+{
+    if (r->nmembers < 2)
+        return "";
+    switch (r->op) {
+    case ISA_OP_ALL_REDUCE: return r->step < r->nsteps / 2 ? "reduce-scatter" : "all-gather";
+    case ISA_OP_REDUCE_SCATTER: return "reduce-scatter";
+    case ISA_OP_ALL_GATHER: return "all-gather";
+    case ISA_OP_ALL_TO_ALL: return "exchange";
+    default: return "send";
+    }
+}
+
+static void cc_flow_begin(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc_t *r)
+{
+    if (r->member >= c->n)
+        return;
+    if (!c->have_go) {
+        c->have_go = 1;
+        c->go = r->time_ps;
+    }
+    chunk_t *ch = &c->m[r->member];
+    memset(ch, 0, sizeof *ch);
+    ch->start = r->time_ps;
+    ch->bytes = r->bytes;
+    ch->moving = 1;
+    for (unsigned k = 0; k < r->nres; k++) {
+        const sim_trace_res_t *x = &r->res[k];
+        if (x->kind != SIM_TRACE_RES_LINK)
+            continue;
+        link_trace_t *l = get_link(t, x);
+        uint32_t lane = l ? take_lane(l) : UINT32_MAX;
+        if (lane == UINT32_MAX) {
+            fail(t, NCSIM_NOMEM, "out of memory");
+            return;
+        }
+        ch->link[ch->nlinks] = x->id;
+        ch->lane[ch->nlinks++] = lane;
+    }
+}
+
+static void cc_flow_end(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc_t *r)
+{
+    if (r->member >= c->n)
+        return;
+    chunk_t *ch = &c->m[r->member];
+    uint64_t start = ch->moving ? ch->start : r->start_ps;
+    ch->start = start;
+    ch->end = r->time_ps;
+    ch->moving = 0;
+    ch->done = 1;
+    uint64_t dur = r->time_ps > start ? r->time_ps - start : 1;
+    double gbps = round_gbps((double)r->bytes / (double)dur * 1000.0);
+    c->slow_from = r->core;
+    c->slow_to = r->to_core;
+    c->have_slow = 1;
+    for (unsigned k = 0; k < r->nres; k++) {
+        const sim_trace_res_t *x = &r->res[k];
+        if (use_res(c, x, r->bytes)) {
+            fail(t, NCSIM_NOMEM, "out of memory");
+            return;
+        }
+        if (x->kind == SIM_TRACE_RES_HBM && x->id < t->nchips) {
+            uint32_t hbm = t->ncores * DS_PER_CORE + x->id;
+            add_delta(t, hbm, start, gbps, 1);
+            add_delta(t, hbm, r->time_ps, -gbps, -1);
+        }
+    }
+    int included = cc_included(t, start, r->time_ps);
+    char name[64];
+    snprintf(name, sizeof name, "%s step %u/%u", isa_op_info((isa_op_t)r->op)->mnemonic,
+             r->step + 1, r->nsteps);
+    for (unsigned h = 0; h < ch->nlinks; h++) {
+        if (ch->link[h] >= t->nlinks || !t->links[ch->link[h]].used)
+            continue;
+        link_trace_t *l = &t->links[ch->link[h]];
+        uint32_t lane = ch->lane[h];
+        l->lane_busy[lane] = 0;
+        add_delta(t, l->series, start, gbps, 1);
+        add_delta(t, l->series, r->time_ps, -gbps, -1);
+        uint32_t tid = included ? lane_track(t, l, lane) : 0;
+        if (!tid)
+            continue;
+        trc_record_t rec;
+        memset(&rec, 0, sizeof rec);
+        rec.kind = TRC_REC_SLICE;
+        trc_slice_t *s = &rec.u.slice;
+        s->kind = TRC_SLICE_LINK;
+        s->pid = trc_pid_links(l->from);
+        s->tid = tid;
+        s->ts_ps = start;
+        s->dur_ps = r->time_ps - start;
+        s->name = name;
+        trc_link_args_t *a = &s->a.link;
+        a->bytes = r->bytes;
+        a->src_chip = l->from;
+        a->dst_chip = l->to;
+        a->gbps = gbps;
+        a->collective = isa_op_info((isa_op_t)r->op)->mnemonic;
+        a->collective_id = r->coll;
+        a->step = r->step + 1;
+        a->from_core = r->core;
+        a->to_core = r->to_core;
+        a->group = r->group >= 0 && (uint32_t)r->group < t->prog->ngroups
+                       ? isa_string(t->prog, t->prog->groups[r->group].name)
+                       : "";
+        a->link_gbps = round_gbps(l->gbps);
+        put(t, &rec);
+    }
+    ch->nlinks = 0;
+}
+
+/* The end of a step, for one member: its slice on the core's "cc steps" track. */
+static void cc_step_end(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc_t *r)
+{
+    if (r->member == 0)
+        find_bottleneck(c, r->time_ps);
+    if (r->member < c->n && r->core < t->ncores &&
+        cc_included(t, r->start_ps, r->time_ps)) {
+        core_trace_t *ct = &t->cores[r->core];
+        uint32_t tid = trc_tid(ct->pid, TRC_TRACK_COLLECTIVE, 0);
+        if (!ct->cc_track) {
+            ct->cc_track = 1;
+            write_track(t, ct->pid, tid, "cc steps", ISA_ENGINE_COUNT);
+        }
+        const chunk_t *ch = &c->m[r->member];
+        char name[64], slowest[64] = "";
+        snprintf(name, sizeof name, "%s step %u/%u", isa_op_info((isa_op_t)r->op)->mnemonic,
+                 r->step + 1, r->nsteps);
+        if (c->have_slow)
+            snprintf(slowest, sizeof slowest, "core %u->core %u", c->slow_from, c->slow_to);
+        trc_record_t rec;
+        memset(&rec, 0, sizeof rec);
+        rec.kind = TRC_REC_SLICE;
+        trc_slice_t *s = &rec.u.slice;
+        s->kind = TRC_SLICE_COLLECTIVE;
+        s->pid = ct->pid;
+        s->tid = tid;
+        s->ts_ps = r->start_ps;
+        s->dur_ps = r->time_ps - r->start_ps;
+        s->name = name;
+        trc_collective_args_t *a = &s->a.collective;
+        a->index = r->index;
+        a->line = r->instr ? r->instr->line : 0;
+        a->operands = r->instr ? instr_text(t, r->core, r->instr) : "";
+        a->group = r->group >= 0 && (uint32_t)r->group < t->prog->ngroups
+                       ? isa_string(t->prog, t->prog->groups[r->group].name)
+                       : "";
+        a->step = r->step + 1;
+        a->bytes = r->bytes;
+        a->collective = isa_op_info((isa_op_t)r->op)->mnemonic;
+        a->collective_id = r->coll;
+        a->nsteps = r->nsteps;
+        a->phase = cc_phase(r);
+        a->algorithm = cc_algorithm_name(r->algorithm);
+        a->members = r->nmembers;
+        a->size = r->size;
+        a->to_core = r->to_core;
+        a->reduce = r->reduce;
+        a->latency = c->have_go && c->go > r->start_ps ? c->go - r->start_ps
+                                                       : r->time_ps - r->start_ps;
+        if (ch->done && r->bytes) {
+            uint64_t dur = ch->end > ch->start ? ch->end - ch->start : 1;
+            a->moving = ch->end - ch->start;
+            a->gbps = round_gbps((double)r->bytes / (double)dur * 1000.0);
+        }
+        a->slowest = slowest;
+        a->bottleneck = c->bottleneck;
+        a->bottleneck_pct = c->bottleneck_pct;
+        put(t, &rec);
+    }
+    if (r->member + 1 >= c->n) { /* the last member: the next step starts afresh */
+        if (r->step + 1 >= r->nsteps) {
+            drop_coll(t, c);
+            return;
+        }
+        memset(c->m, 0, c->n * sizeof *c->m);
+        c->nres = 0;
+        c->have_go = 0;
+        c->have_slow = 0;
+    }
+}
+
+static void on_cc(void *ctx, const sim_trace_cc_t *r)
+{
+    sim_trace_file_t *t = ctx;
+    if (t->status != NCSIM_OK)
+        return;
+    coll_trace_t *c = get_coll(t, r);
+    if (!c) {
+        fail(t, NCSIM_NOMEM, "out of memory");
+        return;
+    }
+    switch (r->event) {
+    case SIM_TRACE_CC_STEP_BEGIN: break;
+    case SIM_TRACE_CC_FLOW_BEGIN: cc_flow_begin(t, c, r); break;
+    case SIM_TRACE_CC_FLOW_END: cc_flow_end(t, c, r); break;
+    case SIM_TRACE_CC_STEP_END: cc_step_end(t, c, r); break;
+    default: break;
+    }
+}
+
 /* ---- life cycle -------------------------------------------------------------------------------------- */
 
 ncsim_status_t sim_trace_parse_engines(const char *list, uint32_t *bits, char *err,
@@ -727,6 +1212,17 @@ static void free_file(sim_trace_file_t *t)
     free(t->ops);
     free(t->cores);
     free(t->dseries);
+    for (uint32_t i = 0; i < t->nlinks; i++) {
+        free(t->links[i].lane_busy);
+        free(t->links[i].lane_tid);
+        free(t->links[i].series_name);
+    }
+    free(t->links);
+    free(t->links_declared);
+    free(t->links_next_tid);
+    for (size_t i = 0; i < t->ncolls; i++)
+        free_coll(t->colls[i]);
+    free(t->colls);
     free(t->deltas);
     free(t);
 }
@@ -766,9 +1262,12 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->ncores = prog->ncores;
     t->nchips = prog->chips;
     t->cores = calloc(t->ncores, sizeof *t->cores);
-    t->dseries = calloc((size_t)t->ncores * DS_PER_CORE + t->nchips, sizeof *t->dseries);
+    t->ndseries = t->ncores * DS_PER_CORE + t->nchips;
+    t->dseries = calloc(t->ndseries, sizeof *t->dseries);
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
-    if (!t->cores || !t->dseries || !t->ops)
+    t->links_declared = calloc(t->nchips + 1, 1);
+    t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
+    if (!t->cores || !t->dseries || !t->ops || !t->links_declared || !t->links_next_tid)
         goto oom;
     for (uint32_t i = 0; i < t->ncores; i++) {
         core_trace_t *ct = &t->cores[i];
@@ -801,6 +1300,7 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->sink.instr = on_instr;
     t->sink.dma = on_dma;
     t->sink.sem = on_sem;
+    t->sink.cc = on_cc;
 
     trc_record_t r;
     memset(&r, 0, sizeof r);
