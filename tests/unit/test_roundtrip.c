@@ -1,8 +1,8 @@
 /*
  * test_roundtrip.c -- for every NCA program in the repository (kernels/, tests/asm/,
- * tests/golden/, the fuzz seed corpus of valid programs): assemble, write the binary,
- * disassemble, assemble the text again, and require byte-identical binaries; then load the
- * binary back and require the same bytes once more.
+ * tests/golden/, tests/check/): assemble, write the binary, disassemble, assemble the text
+ * again, and require byte-identical binaries; then load the binary back and require the same
+ * bytes once more.
  */
 #include <dirent.h>
 #include <setjmp.h>
