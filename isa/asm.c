@@ -301,6 +301,10 @@ typedef struct asm_state {
     int seen_core;        /* a .core directive has been seen */
     int seen_decl;        /* a declaration or instruction has been seen */
     int seen_chips;
+    int loc_active;       /* .loc given: instructions record loc_line, not their text line */
+    uint32_t loc_line;
+    const char *source;   /* .source NAME: the source name the line map refers to */
+    uint32_t source_len;
     uint32_t nsems_core[ISA_MAX_CORES]; /* semaphores allocated per core */
     uint32_t nsems_global;
     instr_vec_t *streams; /* ISA_MAX_CORES * ISA_ENGINE_COUNT */
@@ -2065,7 +2069,7 @@ static int statement_instr(asm_state_t *A)
     memset(&in, 0, sizeof in);
     in.op = (uint16_t)op;
     in.engine = (uint8_t)A->engine;
-    in.line = A->lineno;
+    in.line = A->loc_active ? A->loc_line : A->lineno;
     while (accept(A, '|'))
         if (parse_clause(A, &in))
             return -1;
@@ -2161,6 +2165,35 @@ static int statement(asm_state_t *A)
             A->geo = g;
         }
         memcpy(A->b.prog->arch, name, len + 1);
+        return 0;
+    }
+    if (IS("loc")) {
+        /* extension: the source line the following instructions record (the disassembler
+         * writes it so that text carries the line map back to the identical binary) */
+        uint32_t col = TOK(A)->col;
+        int64_t n;
+        if (parse_expr(A, &n) || expect_end(A))
+            return -1;
+        if (n < 0 || n > UINT32_MAX)
+            return err_at(A, col, "line %lld out of range 0..%u", (long long)n, UINT32_MAX);
+        A->loc_active = 1;
+        A->loc_line = (uint32_t)n;
+        return 0;
+    }
+    if (IS("source")) {
+        /* extension: the source file name of the line map, the rest of the line as written */
+        const isa_tok_t *first = TOK(A);
+        if (first->kind == TK_END)
+            return err_here(A, "expected a source file name after .source");
+        const isa_tok_t *e = first;
+        while (e->kind != TK_END)
+            e++;
+        const char *end = e->s;
+        while (end > first->s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+            end--;
+        A->source = first->s;
+        A->source_len = (uint32_t)(end - first->s);
+        A->pos = (uint32_t)(e - A->t);
         return 0;
     }
     if (IS("chips")) {
@@ -2702,7 +2735,9 @@ static int finish(asm_state_t *A)
     }
     p->ninstrs = at;
     p->checked = A->geo; /* every instruction passed isa_check_instr against it */
-    if (A->opt->filename)
+    if (A->source)
+        p->source = isa_builder_string(&A->b, A->source, A->source_len);
+    else if (A->opt->filename)
         p->source = isa_builder_string(&A->b, A->opt->filename, strlen(A->opt->filename));
     return A->b.oom ? -1 : 0;
 }

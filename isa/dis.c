@@ -726,6 +726,12 @@ char *isa_disassemble(const isa_program_t *prog)
         out_puts(&o, "\n");
     }
     out_printf(&o, ".chips %" PRIu32 "\n", p->chips);
+    const char *source = isa_string(p, p->source);
+    if (*source && strspn(source, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                  "0123456789_./-+:@ ") == strlen(source) &&
+        source[0] != ' ')
+        out_printf(&o, ".source %s\n", source); /* names the lexer reads back as written */
+    uint64_t loc = UINT64_MAX; /* the line .loc last set */
     for (uint32_t i = 0; i < p->ntensors; i++)
         if (p->tensors[i].space == ISA_SPACE_HBM)
             put_tensor_decl(&o, p, i);
@@ -777,8 +783,13 @@ char *isa_disassemble(const isa_program_t *prog)
                 continue;
             out_printf(&o, ".engine %s\n", isa_engine_name((isa_engine_t)e));
             for (uint32_t k = 0; k < st->count; k++) {
+                const isa_instr_t *in = &p->instrs[st->first + k];
+                if (in->line != loc) { /* carry the source-line map (extension, isa-notes) */
+                    loc = in->line;
+                    out_printf(&o, ".loc %" PRIu32 "\n", in->line);
+                }
                 out_puts(&o, "    ");
-                put_instr(&o, p, core, &p->instrs[st->first + k]);
+                put_instr(&o, p, core, in);
                 out_puts(&o, "\n");
             }
         }

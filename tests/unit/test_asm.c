@@ -1020,9 +1020,28 @@ static void test_long_text(void **state)
     free(text);
 }
 
+/* .loc and .source (extensions) carry the line map and source name through text. */
+static void test_loc_and_source(void **state)
+{
+    (void)state;
+    isa_program_t *p = assemble_ok(".source gen/my kernel.nca\n.engine sp\nnop\n.loc 42\nnop\n"
+                                   "nop\n.loc 0\nnop\n");
+    const isa_stream_t *st = isa_stream(p, 0, ISA_ENGINE_SP);
+    assert_int_equal(st->count, 4);
+    assert_int_equal(p->instrs[st->first].line, 3);
+    assert_int_equal(p->instrs[st->first + 1].line, 42);
+    assert_int_equal(p->instrs[st->first + 2].line, 42);
+    assert_int_equal(p->instrs[st->first + 3].line, 0);
+    assert_string_equal(isa_string(p, p->source), "gen/my kernel.nca");
+    isa_program_free(p);
+    assemble_fails(".loc -1\n", "t.nca:1:6: error: line -1 out of range");
+    assemble_fails(".source\n", "t.nca:1:8: error: expected a source file name");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loc_and_source),
         cmocka_unit_test(test_isa_example),    cmocka_unit_test(test_slicing),
         cmocka_unit_test(test_raw_views),      cmocka_unit_test(test_loops_lets_ifs),
         cmocka_unit_test(test_cores_and_sems), cmocka_unit_test(test_psum_placement),

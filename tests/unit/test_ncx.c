@@ -266,6 +266,7 @@ static isa_program_t *example_program(int with_lines)
 static const char example_text[] = "; disassembled by ncsim\n"
                                    ".arch trn1\n"
                                    ".chips 1\n"
+                                   ".source example.nca\n"
                                    ".hbm a bf16 [128, 128] input @0x0 chip=0\n"
                                    ".hbm b bf16 [128, 512] input @0x8000 chip=0\n"
                                    ".hbm c fp32 [128, 512] output @0x28000 chip=0\n"
@@ -279,13 +280,18 @@ static const char example_text[] = "; disassembled by ncsim\n"
                                    ".sem mm = 0\n"
                                    ".sem copied = 0\n"
                                    ".engine pe\n"
+                                   ".loc 19\n"
                                    "    ldweights as | wait loaded >= 2\n"
                                    "    matmul acc, bs | post mm\n"
                                    ".engine act\n"
+                                   ".loc 21\n"
                                    "    activate cs, acc, copy | wait mm >= 1 | post copied\n"
                                    ".engine sp\n"
+                                   ".loc 15\n"
                                    "    dma as, a, queue=0 | post loaded\n"
+                                   ".loc 16\n"
                                    "    dma bs, b, queue=1 | post loaded\n"
+                                   ".loc 17\n"
                                    "    dma c, cs, queue=2 | wait copied >= 1\n";
 
 /* ---- helpers over binaries ------------------------------------------------------------------ */
@@ -728,6 +734,7 @@ static void test_stripped_names(void **state)
                                  ".core 0\n"
                                  ".sbuf t1 fp32 [128, 4] @0 +0\n"
                                  ".engine sp\n"
+                                 ".loc 0\n"
                                  "    dma t1, in | post s0 += 4\n"
                                  "    dma t1_, t1\n"
                                  ".engine cc\n"
@@ -1579,7 +1586,7 @@ static void test_dis_cores_sems_groups(void **state)
         ".sbuf shared fp32 [128, 8] @0 +0\n.sem go = 3\n.sem done = 0\n"
         ".group all = 0, 1, 2, 3\n.group back = 2, 0\n\n.core 0\n.sbuf loc fp32 [64, 2] @64 +",
         "    nop | wait go == 3 | wait mine >= -7 | post done = 2 | post mine -= 1\n",
-        ".core 1\n.sem other = 0\n.engine cc\n"
+        ".core 1\n.sem other = 0\n.engine cc\n.loc ",
         "    all_reduce s0, s0, op=add, group=all | post other += 5\n",
         "    all_gather dst[0:512], s1[0:256], group=back\n"};
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
