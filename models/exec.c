@@ -512,6 +512,16 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
     if (!b || !c)
         return exec_nomem(x);
     exec_read_f32(x, mov, b);
+    const mdl_onchip_t *ps = x->s->mem.psum;
+    if (d->ndims == 1 && d->stride[0] == 1 && d->offset % 4 == 0 && ps->bytes % 4 == 0) {
+        /* D is a contiguous fp32 row in each partition (the usual case): sgemm accumulates
+         * straight into PSUM, one partition ps->bytes apart, without copying D out and back */
+        float *cp = (float *)(void *)(ps->data + (uint64_t)d->pstart * ps->bytes + d->offset);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
+                    pe->weights, (int)m, b, (int)n, acc ? 1.0f : 0.0f, cp, (int)(ps->bytes / 4));
+        psum_mark(x->s, d, EXEC_PSUM_PE);
+        return NCSIM_OK;
+    }
     if (acc)
         exec_read_f32(x, d, c);
     else
