@@ -3,9 +3,9 @@
  * trace records; traces/ knows nothing of the simulator).
  *
  * What a trace holds (docs/traces.md): a process per core ("chip C core K") with a track
- * per engine and per DMA queue, and a process per chip for HBM. Each instruction is a
- * slice lasting its initiation interval, with its operands, latency, bytes, FLOPs and the
- * time it was held by cause; each DMA transfer is a slice on its queue. Counters: semaphore
+ * per engine and per DMA queue, a process per chip for HBM, and one per chip for its
+ * NeuronLinks. Each instruction is a slice lasting its initiation interval, with its
+ * operands, latency, bytes, FLOPs and the time it was held by cause; each DMA transfer is a slice on its queue. Counters: semaphore
  * values, SBUF/PSUM bytes of declared tensors touched so far, DMA bytes in flight and DMA
  * bandwidth per core, HBM bandwidth per chip. Flows: from the post that released a wait to
  * the instruction that waited, and from a dma instruction to its transfer.
@@ -19,6 +19,13 @@
  * Bandwidth counters use each transfer's average rate over its data phase (bytes / time),
  * summed over the transfers moving at each instant; they are written when the trace is
  * closed (transfers are only known once they complete).
+ *
+ * Collectives (sim/cc.c reports steps and the chunks moving in them): each step is a slice on
+ * the "cc steps" track of every member core, with what the member sent, the chunk that ended
+ * the step and the step's bottleneck (the resource busiest during its data phase); each chunk
+ * crossing a NeuronLink is a slice on that link's track in the sending chip's "chip C links"
+ * process, on the first free lane of the link (overlapping chunks get lanes of their own, so
+ * slices never overlap on a track); links get bandwidth counters like DMA and HBM.
  */
 #include "trace_sink.h"
 
@@ -77,6 +84,7 @@ typedef struct core_trace {
     series_t sem[ISA_MAX_SEMS];
     char *sem_name[ISA_MAX_SEMS];
     char *clause_name[ISA_MAX_SEMS]; /* as the disassembler prints it in clauses */
+    uint16_t clause_len[ISA_MAX_SEMS];
     series_t sbuf, psum;
     uint64_t sbuf_bytes, psum_bytes;
     uint8_t *view_done;   /* per program view: its tensors are accounted */
@@ -98,6 +106,17 @@ typedef struct op_entry {
 } op_entry_t;
 
 #define OP_CACHE_SIZE (1u << 15)
+
+/* In front of it, a direct-mapped cache by operand block: the assembler shares one block
+ * among instructions with the same operands, so this finds most texts without hashing. */
+typedef struct op_fast {
+    const char *text; /* in the cache above; NULL: empty */
+    uint32_t core, args;
+    uint16_t op;
+    uint8_t engine;
+} op_fast_t;
+
+#define OP_FAST_SIZE 4096u
 
 /* A directed NeuronLink: its track lanes (chunks that overlap in time go on separate lanes,
  * so slices never overlap on a track) and its bandwidth series. */
@@ -147,6 +166,7 @@ typedef struct coll_trace {
 struct sim_trace_file {
     sim_trace_sink_t sink;
     op_entry_t *ops;          /* OP_CACHE_SIZE entries */
+    op_fast_t *fast;          /* OP_FAST_SIZE entries */
     uint32_t nops;
     sim_trace_options_t opt;
     uint32_t engines;
@@ -174,6 +194,12 @@ struct sim_trace_file {
 
 static const char *const stall_names[SIM_STALL_COUNT] = {"none", "semaphore", "port",
                                                          "interlock", "collective"};
+
+/* Bandwidth in GB/s rounded to 1 MB/s: counters and arguments read as plain decimals. */
+static double round_gbps(double v)
+{
+    return round(v * 1000.0) / 1000.0;
+}
 
 /* ---- writing ------------------------------------------------------------------------------------- */
 
@@ -457,12 +483,19 @@ static int operands_equal(const isa_program_t *p, const isa_instr_t *x, const is
  * the wait/post clauses. */
 static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
 {
+    op_fast_t *fe = &t->fast[(in->args * 2654435761u ^ core * 40503u ^ in->op) &
+                             (OP_FAST_SIZE - 1)];
+    if (fe->text && fe->args == in->args && fe->core == core && fe->op == in->op &&
+        fe->engine == in->engine)
+        return fe->text;
     uint64_t h = operands_hash(t->prog, core, in);
     uint32_t j = (uint32_t)h & (OP_CACHE_SIZE - 1);
     while (t->ops[j].text) {
         op_entry_t *e = &t->ops[j];
-        if (e->hash == h && e->core == core && operands_equal(t->prog, e->instr, in))
+        if (e->hash == h && e->core == core && operands_equal(t->prog, e->instr, in)) {
+            *fe = (op_fast_t){e->text, core, in->args, in->op, in->engine};
             return e->text;
+        }
         j = (j + 1) & (OP_CACHE_SIZE - 1);
     }
     isa_instr_t bare = *in;
@@ -479,6 +512,7 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
             free(t->ops[k].text);
             t->ops[k].text = NULL;
         }
+        memset(t->fast, 0, OP_FAST_SIZE * sizeof *t->fast);
         t->nops = 0;
         j = (uint32_t)h & (OP_CACHE_SIZE - 1);
     }
@@ -490,6 +524,7 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
     t->ops[j].instr = in;
     t->ops[j].text = copy;
     t->nops++;
+    *fe = (op_fast_t){copy, core, in->args, in->op, in->engine};
     return copy;
 }
 
@@ -512,6 +547,15 @@ static void op_value(char *buf, const char *op, int32_t value)
     while (n)
         buf[k++] = digits[--n];
     buf[k] = '\0';
+}
+
+static size_t append_n(char *buf, size_t at, size_t cap, const char *s, size_t n)
+{
+    if (at + n >= cap)
+        n = at < cap - 1 ? cap - 1 - at : 0;
+    memmove(buf + at, s, n); /* s may lie in buf (operands_text's fallback) */
+    buf[at + n] = '\0';
+    return at + n;
 }
 
 static size_t append(char *buf, size_t at, size_t cap, const char *s)
@@ -538,15 +582,17 @@ static const char *instr_text(sim_trace_file_t *t, uint32_t core, const isa_inst
     else
         at = strlen(t->text);
     for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
-        at = append(t->text, at, sizeof t->text, " | wait ");
-        at = append(t->text, at, sizeof t->text, ct->clause_name[in->wait[k].sem]);
+        at = append_n(t->text, at, sizeof t->text, " | wait ", 8);
+        at = append_n(t->text, at, sizeof t->text, ct->clause_name[in->wait[k].sem],
+                      ct->clause_len[in->wait[k].sem]);
         op_value(num, in->wait[k].op == ISA_WAIT_EQ ? "==" : ">=", in->wait[k].value);
         at = append(t->text, at, sizeof t->text, num);
     }
     for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
         const isa_sync_t *sp = &in->post[k];
-        at = append(t->text, at, sizeof t->text, " | post ");
-        at = append(t->text, at, sizeof t->text, ct->clause_name[sp->sem]);
+        at = append_n(t->text, at, sizeof t->text, " | post ", 8);
+        at = append_n(t->text, at, sizeof t->text, ct->clause_name[sp->sem],
+                      ct->clause_len[sp->sem]);
         if (sp->op == ISA_POST_ADD && sp->value == 1)
             continue;
         op_value(num, sp->op == ISA_POST_SUB ? "-=" : sp->op == ISA_POST_SET ? "=" : "+=",
@@ -603,11 +649,10 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     for (int k = 1; k < SIM_STALL_COUNT; k++)
         if (r->stall_by[k] > r->stall_by[main_cause])
             main_cause = k;
-    char stall[96] = "";
-    if (main_cause == SIM_STALL_SEMAPHORE)
-        snprintf(stall, sizeof stall, "semaphore %s", sem);
-    else if (main_cause)
-        snprintf(stall, sizeof stall, "%s", stall_names[main_cause]);
+    /* "semaphore NAME" is the semaphore's counter name */
+    const char *stall = main_cause == SIM_STALL_SEMAPHORE ? ct->sem[r->stall_sem].name
+                        : main_cause                      ? stall_names[main_cause]
+                                                          : "";
     const char *text = instr_text(t, r->core, in);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
@@ -643,6 +688,17 @@ static const char *space_name(int space)
     return space == ISA_SPACE_SBUF ? "sbuf" : space == ISA_SPACE_PSUM ? "psum" : "hbm";
 }
 
+/* "hbm->sbuf" and so on */
+static const char *direction_name(int src, int dst)
+{
+    static const char *const names[3][3] = {{"sbuf->sbuf", "sbuf->psum", "sbuf->hbm"},
+                                            {"psum->sbuf", "psum->psum", "psum->hbm"},
+                                            {"hbm->sbuf", "hbm->psum", "hbm->hbm"}};
+    int a = src == ISA_SPACE_SBUF ? 0 : src == ISA_SPACE_PSUM ? 1 : 2;
+    int b = dst == ISA_SPACE_SBUF ? 0 : dst == ISA_SPACE_PSUM ? 1 : 2;
+    return names[a][b];
+}
+
 static void on_dma(void *ctx, const sim_trace_dma_t *r)
 {
     sim_trace_file_t *t = ctx;
@@ -660,7 +716,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     ct->last_dma.ts_ps = r->start_ps;
     /* counters, written at close */
     uint64_t dur = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 1;
-    double gbps = (double)r->bytes / (double)dur * 1000.0; /* bytes/ps -> GB/s */
+    double gbps = round_gbps((double)r->bytes / (double)dur * 1000.0); /* bytes/ps -> GB/s */
     uint32_t base = r->core * DS_PER_CORE;
     add_delta(t, base + DS_INFLIGHT, r->issue_ps, (double)r->bytes, 0);
     add_delta(t, base + DS_INFLIGHT, r->end_ps, -(double)r->bytes, 0);
@@ -692,9 +748,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     s->tid = tid;
     s->ts_ps = r->start_ps;
     s->dur_ps = r->end_ps - r->start_ps;
-    char name[48];
-    snprintf(name, sizeof name, "%s->%s", space_name(src->space), space_name(dst->space));
-    s->name = name;
+    s->name = direction_name(src->space, dst->space);
     trc_dma_args_t *a = &s->a.dma;
     a->index = r->index;
     a->issuer = isa_engine_name((isa_engine_t)r->issuing_engine);
@@ -735,12 +789,6 @@ static void on_sem(void *ctx, const sim_trace_sem_t *r)
 static int cc_included(const sim_trace_file_t *t, uint64_t from, uint64_t to)
 {
     return (t->engines >> ISA_ENGINE_CC & 1) && in_window(t, from, to);
-}
-
-/* Bandwidth in GB/s rounded to 1 MB/s: counters and arguments read as plain decimals. */
-static double round_gbps(double v)
-{
-    return round(v * 1000.0) / 1000.0;
 }
 
 static void declare_links_process(sim_trace_file_t *t, uint32_t chip)
@@ -1210,6 +1258,7 @@ static void free_file(sim_trace_file_t *t)
         for (uint32_t k = 0; k < OP_CACHE_SIZE; k++)
             free(t->ops[k].text);
     free(t->ops);
+    free(t->fast);
     free(t->cores);
     free(t->dseries);
     for (uint32_t i = 0; i < t->nlinks; i++) {
@@ -1265,9 +1314,11 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->ndseries = t->ncores * DS_PER_CORE + t->nchips;
     t->dseries = calloc(t->ndseries, sizeof *t->dseries);
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
+    t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
-    if (!t->cores || !t->dseries || !t->ops || !t->links_declared || !t->links_next_tid)
+    if (!t->cores || !t->dseries || !t->ops || !t->fast || !t->links_declared ||
+        !t->links_next_tid)
         goto oom;
     for (uint32_t i = 0; i < t->ncores; i++) {
         core_trace_t *ct = &t->cores[i];
@@ -1289,6 +1340,8 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
             ct->clause_name[k] = clause_name(prog, i, (uint8_t)k);
             if (!ct->sem_name[k] || !ct->clause_name[k])
                 goto oom;
+            size_t cl = strlen(ct->clause_name[k]);
+            ct->clause_len[k] = (uint16_t)(cl < UINT16_MAX ? cl : UINT16_MAX);
         }
     }
     ncsim_status_t st = trc_writer_open(opt->path, fmt, &t->w, err, errlen);
@@ -1426,12 +1479,13 @@ static void write_delta_series(sim_trace_file_t *t)
                 i++;
             }
             /* sums of + and - rates leave rounding dust: no transfer moving means 0 */
-            if (sid % DS_PER_CORE == DS_DMA_BW || sid >= t->ncores * DS_PER_CORE)
-                if (active <= 0)
-                    value = 0;
+            int rate = sid % DS_PER_CORE == DS_DMA_BW || sid >= t->ncores * DS_PER_CORE;
+            if (rate && active <= 0)
+                value = 0;
             if (value < 0 && value > -1e-6)
                 value = 0;
-            series_set(t, s, time, value);
+            /* rates to 1 MB/s: no rounding dust from the sums in the file */
+            series_set(t, s, time, rate ? round_gbps(value) : value);
         }
         series_flush(t, s);
     }

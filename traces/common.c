@@ -183,22 +183,79 @@ int trc_out_close(trc_out_t *o)
 
 /* ---- numbers ------------------------------------------------------------------------------------- */
 
-size_t trc_fmt_u64(char *p, uint64_t v)
+/* "00" .. "99": two digits per division */
+static const char digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                     "25262728293031323334353637383940414243444546474849"
+                                     "50515253545556575859606162636465666768697071727374"
+                                     "75767778798081828384858687888990919293949596979899";
+
+static const uint64_t pow10_table[] = {1ull,
+                                       10ull,
+                                       100ull,
+                                       1000ull,
+                                       10000ull,
+                                       100000ull,
+                                       1000000ull,
+                                       10000000ull,
+                                       100000000ull,
+                                       1000000000ull,
+                                       10000000000ull,
+                                       100000000000ull,
+                                       1000000000000ull,
+                                       10000000000000ull,
+                                       100000000000000ull,
+                                       1000000000000000ull,
+                                       10000000000000000ull,
+                                       100000000000000000ull,
+                                       1000000000000000000ull,
+                                       10000000000000000000ull};
+
+static unsigned count_digits32(uint32_t v)
 {
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        p[i] = tmp[n - 1 - i];
+    if (v < 100000)
+        return v < 100 ? (v < 10 ? 1 : 2) : v < 10000 ? (v < 1000 ? 3 : 4) : 5;
+    return v < 10000000 ? (v < 1000000 ? 6 : 7) : v < 1000000000 ? (v < 100000000 ? 8 : 9) : 10;
+}
+
+static unsigned count_digits(uint64_t v)
+{
+    if (v <= UINT32_MAX)
+        return count_digits32((uint32_t)v);
+    unsigned n = 10;
+    while (n < 20 && v >= pow10_table[n])
+        n++;
     return n;
 }
 
-static const uint64_t pow10_table[] = {1ull,         10ull,         100ull,        1000ull,
-                                       10000ull,     100000ull,     1000000ull,    10000000ull,
-                                       100000000ull, 1000000000ull, 10000000000ull};
+/* Exactly `n` digits of v (the leading ones of a larger number are dropped); 32-bit
+ * arithmetic once the rest fits. */
+static void put_digits(char *p, uint64_t v, unsigned n)
+{
+    while (n >= 2 && v > UINT32_MAX) {
+        unsigned k = (unsigned)(v % 100) * 2;
+        v /= 100;
+        n -= 2;
+        p[n] = digit_pairs[k];
+        p[n + 1] = digit_pairs[k + 1];
+    }
+    uint32_t w = (uint32_t)v;
+    while (n >= 2) {
+        unsigned k = (w % 100) * 2;
+        w /= 100;
+        n -= 2;
+        p[n] = digit_pairs[k];
+        p[n + 1] = digit_pairs[k + 1];
+    }
+    if (n)
+        p[0] = (char)('0' + w % 10);
+}
+
+size_t trc_fmt_u64(char *p, uint64_t v)
+{
+    unsigned n = count_digits(v);
+    put_digits(p, v, n);
+    return n;
+}
 
 size_t trc_fmt_fixed(char *p, uint64_t v, unsigned decimals)
 {
@@ -208,15 +265,11 @@ size_t trc_fmt_fixed(char *p, uint64_t v, unsigned decimals)
     if (!frac)
         return n;
     p[n++] = '.';
+    /* all the decimals, then the trailing zeros dropped */
+    put_digits(p + n, frac, decimals);
     unsigned digits = decimals;
-    while (frac % 10 == 0) {
-        frac /= 10;
+    while (p[n + digits - 1] == '0')
         digits--;
-    }
-    for (unsigned i = digits; i > 0; i--) {
-        p[n + i - 1] = (char)('0' + frac % 10);
-        frac /= 10;
-    }
     return n + digits;
 }
 
@@ -232,6 +285,18 @@ size_t trc_fmt_f64(char *p, double v)
             v = -v;
         }
         return n + trc_fmt_u64(p + n, (uint64_t)v);
+    }
+    /* at most six decimals (rates rounded to 1 MB/s, percentages): m / 10^6 with m an integer
+     * below 2^53 reads back as the double nearest to it, which is v when v == m / 1e6 */
+    double a = fabs(v);
+    if (a < 9.0e9) {
+        double m = nearbyint(a * 1e6);
+        if (m / 1e6 == a) {
+            size_t n = 0;
+            if (v < 0)
+                p[n++] = '-';
+            return n + trc_fmt_fixed(p + n, (uint64_t)m, 6);
+        }
     }
     /* the shortest of 15..17 significant digits that reads back identically */
     for (int prec = 15; prec <= 17; prec++) {

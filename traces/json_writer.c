@@ -24,22 +24,23 @@ typedef struct json_state {
 } json_state_t;
 
 /* An event is composed in a fixed buffer; strings that would not fit are cut (never
- * happens for instruction text, which is far shorter). */
+ * happens for instruction text, which is far shorter): strings end before STR_LIMIT, which
+ * leaves room for every key and number of the event after them. */
 #define EV_CAP 8192
+#define STR_LIMIT (EV_CAP - 4096)
 
 typedef struct ev {
     char *p;
     size_t n;
 } ev_t;
 
-static void put(ev_t *e, const char *s, size_t n)
-{
-    if (e->n + n > EV_CAP - 64)
-        n = e->n < EV_CAP - 64 ? EV_CAP - 64 - e->n : 0;
-    memcpy(e->p + e->n, s, n);
-    e->n += n;
-}
-#define PUTS(e, lit) put(e, lit, sizeof lit - 1)
+/* A literal: always fits (strings stop at STR_LIMIT, far from the end of the buffer), so a
+ * constant-size copy the compiler inlines. */
+#define PUTS(e, lit)                                                                           \
+    do {                                                                                       \
+        memcpy((e)->p + (e)->n, lit, sizeof lit - 1);                                          \
+        (e)->n += sizeof lit - 1;                                                              \
+    } while (0)
 
 static void put_u64(ev_t *e, uint64_t v)
 {
@@ -56,22 +57,52 @@ static void put_f64(ev_t *e, double v)
     e->n += trc_fmt_f64(e->p + e->n, v);
 }
 
+/* Length of the prefix of s[0, n) that needs no escaping, eight bytes at a time. */
+static size_t plain_prefix(const char *s, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+        uint64_t hit = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b);
+        if (hit & highs)
+            break;
+    }
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == '"' || ch == '\\')
+            break;
+        i++;
+    }
+    return i;
+}
+
 /* A JSON string with its quotes: runs of plain characters are copied at once. */
 static void put_str(ev_t *e, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     e->p[e->n++] = '"';
     const char *run = s ? s : "";
+    size_t len = strlen(run);
+    size_t plain = plain_prefix(run, len);
+    if (plain == len && e->n + len <= STR_LIMIT) { /* the usual case */
+        memcpy(e->p + e->n, run, len);
+        e->n += len;
+        e->p[e->n++] = '"';
+        return;
+    }
     for (const char *c = run;; c++) {
         unsigned char ch = (unsigned char)*c;
         if (ch >= 0x20 && ch != '"' && ch != '\\')
             continue;
         size_t k = (size_t)(c - run);
-        if (e->n + k > EV_CAP - 80)
-            k = e->n < EV_CAP - 80 ? EV_CAP - 80 - e->n : 0;
+        if (e->n + k > STR_LIMIT)
+            k = e->n < STR_LIMIT ? STR_LIMIT - e->n : 0;
         memcpy(e->p + e->n, run, k);
         e->n += k;
-        if (!ch || e->n >= EV_CAP - 80)
+        if (!ch || e->n >= STR_LIMIT)
             break;
         if (ch == '"' || ch == '\\') {
             e->p[e->n++] = '\\';
@@ -118,6 +149,44 @@ static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *ba
         }
     }
     return any;
+}
+
+/* The arguments of each slice kind, expanded from its field table at compile time: the
+ * same members in the same order as put_fields writes them, without its loop. */
+#define JSKIP_U64(v) ((v) == 0)
+#define JSKIP_PS(v) ((v) == 0)
+#define JSKIP_F64(v) ((v) == 0)
+#define JSKIP_STR(v) (!(v) || !*(v))
+#define JPUT_U64(e, v) put_u64(e, v)
+#define JPUT_PS(e, v) put_fixed(e, v, 3)
+#define JPUT_F64(e, v) put_f64(e, v)
+#define JPUT_STR(e, v) put_str(e, (v) ? (v) : "")
+#define JFIELD(member, key, type, always)                                                      \
+    if ((always) || !JSKIP_##type(a->member)) {                                                \
+        if (any++)                                                                             \
+            e->p[e->n++] = ',';                                                                \
+        PUTS(e, "\"" key "\":");                                                               \
+        JPUT_##type(e, a->member);                                                             \
+    }
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    static void put_args_##member_(ev_t *e, const trc_##member_##_args_t *a)                   \
+    {                                                                                          \
+        int any = 0;                                                                           \
+        FIELDS(JFIELD)                                                                         \
+        (void)any;                                                                             \
+    }
+TRC_SLICE_KIND_MAP(XX)
+#undef XX
+
+static void put_slice_args(ev_t *e, const trc_slice_t *s)
+{
+    switch ((trc_slice_kind_t)s->kind) {
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    case TRC_SLICE_##ID: put_args_##member_(e, &s->a.member_); break;
+        TRC_SLICE_KIND_MAP(XX)
+#undef XX
+    default: break;
+    }
 }
 
 static void begin_event(trc_writer_t *w, ev_t *e)
@@ -208,9 +277,7 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
         PUTS(&e, ",\"dur\":");
         put_fixed(&e, s->dur_ps, 6);
         PUTS(&e, ",\"args\":{");
-        unsigned nf;
-        const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)s->kind, &nf);
-        put_fields(&e, f, nf, &s->a, 0);
+        put_slice_args(&e, s);
         PUTS(&e, "}}");
         break;
     }

@@ -99,8 +99,21 @@ typedef struct pending_flow {
     char name[64];
 } pending_flow_t;
 
+/* Counter tracks by (pid, name, unit) as the caller passes them: a direct-mapped memo in
+ * front of the interning table (which needs a formatted key). */
+typedef struct counter_memo {
+    uint32_t pid;
+    const char *name_ptr, *unit_ptr;
+    char name[48], unit[16];
+    uint64_t uuid;
+} counter_memo_t;
+
+#define COUNTER_MEMO 256u
+
 typedef struct pf_state {
     pb_buf_t pkt;
+    pb_buf_t ev; /* a TrackEvent's body, composed before its packet */
+    counter_memo_t memo[COUNTER_MEMO];
     intern_t tables[TBL_COUNT];
     intern_t counters; /* "pid\x1fname\x1funit" -> counter track number */
     pending_intern_t pend[64];
@@ -183,14 +196,6 @@ static ncsim_status_t packet_end(trc_writer_t *w, pf_state_t *st)
     return NCSIM_OK;
 }
 
-static void annotation_u64(pf_state_t *st, uint64_t name_iid, uint64_t v)
-{
-    size_t a = pb_begin(&st->pkt, PF_TE_DEBUG);
-    pb_varint_field(&st->pkt, PF_DA_NAME_IID, name_iid);
-    pb_varint_field(&st->pkt, PF_DA_UINT, v);
-    pb_end(&st->pkt, a);
-}
-
 /* The debug annotations of an args struct: one per field, zero fields skipped unless the
  * table says `always`. Name iids are taken before the packet starts (see collect_names). */
 static void annotations(pf_state_t *st, const trc_field_t *f, unsigned nf, const void *base,
@@ -226,6 +231,174 @@ static void collect_names(pf_state_t *st, const trc_field_t *f, unsigned nf, uin
 {
     for (unsigned i = 0; i < nf; i++)
         iids[i] = iid_of(st, TBL_ANNOTATION, f[i].key);
+}
+
+/* ---- the fast path: a TrackEvent composed with plain stores, then its packet -------------------- */
+
+static inline unsigned char *w_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+static inline unsigned char *w_tag(unsigned char *p, uint32_t field, unsigned wire)
+{
+    return w_varint(p, (uint64_t)field << 3 | wire);
+}
+
+static inline unsigned char *w_fixed64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        *p++ = (unsigned char)(v >> (8 * i));
+    return p;
+}
+
+static inline unsigned char *w_double(unsigned char *p, double d)
+{
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return w_fixed64(p, bits);
+}
+
+/* A debug annotation {name_iid, uint_value}. */
+static inline unsigned char *w_ann_u64(unsigned char *p, uint64_t iid, uint64_t v)
+{
+    *p++ = (unsigned char)(PF_TE_DEBUG << 3 | PB_LEN);
+    unsigned char *len = p++;
+    unsigned char *q = w_tag(p, PF_DA_NAME_IID, PB_VARINT);
+    q = w_varint(q, iid);
+    q = w_tag(q, PF_DA_UINT, PB_VARINT);
+    q = w_varint(q, v);
+    *len = (unsigned char)(q - p); /* at most 24 bytes */
+    return q;
+}
+
+static inline unsigned char *w_ann_double(unsigned char *p, uint64_t iid, double v)
+{
+    *p++ = (unsigned char)(PF_TE_DEBUG << 3 | PB_LEN);
+    unsigned char *len = p++;
+    unsigned char *q = w_tag(p, PF_DA_NAME_IID, PB_VARINT);
+    q = w_varint(q, iid);
+    q = w_tag(q, PF_DA_DOUBLE, PB_I64);
+    q = w_double(q, v);
+    *len = (unsigned char)(q - p);
+    return q;
+}
+
+static inline unsigned char *w_ann_str(unsigned char *p, uint64_t iid, const char *s, size_t n)
+{
+    size_t inner = 1 + pb_varint_size(iid) + 1 + pb_varint_size(n) + n;
+    p = w_tag(p, PF_TE_DEBUG, PB_LEN);
+    p = w_varint(p, inner);
+    p = w_tag(p, PF_DA_NAME_IID, PB_VARINT);
+    p = w_varint(p, iid);
+    p = w_tag(p, PF_DA_STRING, PB_LEN);
+    p = w_varint(p, n);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* The annotations of each slice kind, expanded from its field table at compile time (the
+ * same as annotations() writes, without its loop); iids: the field names' iids in table
+ * order. */
+#define PSKIP_U64(v) ((v) == 0)
+#define PSKIP_PS(v) ((v) == 0)
+#define PSKIP_F64(v) ((v) == 0)
+#define PSKIP_STR(v) (!(v) || !*(v))
+#define PPUT_U64(p, iid, v) w_ann_u64(p, iid, v)
+#define PPUT_PS(p, iid, v) w_ann_double(p, iid, (double)(v) / 1000.0)
+#define PPUT_F64(p, iid, v) w_ann_double(p, iid, v)
+#define PPUT_STR(p, iid, v) w_ann_str(p, iid, (v) ? (v) : "", (v) ? strlen(v) : 0)
+#define PFIELD(member, key, type, always)                                                      \
+    if ((always) || !PSKIP_##type(a->member))                                                  \
+        p = PPUT_##type(p, iids[fi], a->member);                                               \
+    fi++;
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    static unsigned char *ann_##member_(unsigned char *p, const trc_##member_##_args_t *a,     \
+                                        const uint64_t *iids)                                  \
+    {                                                                                          \
+        unsigned fi = 0;                                                                       \
+        FIELDS(PFIELD)                                                                         \
+        (void)fi;                                                                              \
+        return p;                                                                              \
+    }
+TRC_SLICE_KIND_MAP(XX)
+#undef XX
+
+/* Bytes the annotations of a slice take at most. */
+#define PROOM_U64(v) 0
+#define PROOM_PS(v) 0
+#define PROOM_F64(v) 0
+#define PROOM_STR(v) ((v) ? strlen(v) : 0)
+#define PROOMFIELD(member, key, type, always) n += 32 + PROOM_##type(a->member);
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    static size_t room_##member_(const trc_##member_##_args_t *a)                              \
+    {                                                                                          \
+        size_t n = 0;                                                                          \
+        FIELDS(PROOMFIELD)                                                                     \
+        return n;                                                                              \
+    }
+TRC_SLICE_KIND_MAP(XX)
+#undef XX
+
+static size_t slice_room(const trc_slice_t *s)
+{
+    switch ((trc_slice_kind_t)s->kind) {
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    case TRC_SLICE_##ID: return room_##member_(&s->a.member_);
+        TRC_SLICE_KIND_MAP(XX)
+#undef XX
+    default: return 0;
+    }
+}
+
+static unsigned char *slice_annotations(unsigned char *p, const trc_slice_t *s,
+                                        const uint64_t *iids)
+{
+    switch ((trc_slice_kind_t)s->kind) {
+#define XX(ID, member_, cat, FIELDS)                                                           \
+    case TRC_SLICE_##ID: return ann_##member_(p, &s->a.member_, iids);
+        TRC_SLICE_KIND_MAP(XX)
+#undef XX
+    default: return p;
+    }
+}
+
+/* The packet around a TrackEvent body (st->ev). Interned strings still to be sent, the
+ * first packet and very large events go through the general path. */
+static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns)
+{
+    if (st->ev.failed || st->oom)
+        return NCSIM_NOMEM;
+    size_t nbody = st->ev.n;
+    if (st->npend || st->first_packet || nbody > (1u << 16)) {
+        packet_begin(st, 1, ts_ns, 1);
+        pb_bytes_field(&st->pkt, PF_PKT_TRACK_EVENT, st->ev.p, nbody);
+        return packet_end(w, st);
+    }
+    size_t head = 1 + pb_varint_size(ts_ns) + 2 + 2 + 1 + pb_varint_size(nbody);
+    size_t len = head + nbody;
+    unsigned char *p = trc_out_reserve(&w->out, len + 8);
+    unsigned char *q = p;
+    q = w_tag(q, PF_TRACE_PACKET, PB_LEN);
+    q = w_varint(q, len);
+    q = w_tag(q, PF_PKT_TIMESTAMP, PB_VARINT);
+    q = w_varint(q, ts_ns);
+    q = w_tag(q, PF_PKT_SEQ_ID, PB_VARINT);
+    q = w_varint(q, TRC_PF_SEQUENCE);
+    q = w_tag(q, PF_PKT_SEQ_FLAGS, PB_VARINT);
+    q = w_varint(q, PF_SEQ_NEEDS_STATE);
+    q = w_tag(q, PF_PKT_TRACK_EVENT, PB_LEN);
+    q = w_varint(q, nbody);
+    memcpy(q, st->ev.p, nbody);
+    q += nbody;
+    trc_out_commit(&w->out, (size_t)(q - p));
+    w->events++;
+    return NCSIM_OK;
 }
 
 /* ---- descriptors ------------------------------------------------------------------------------------ */
@@ -272,17 +445,23 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
     uint64_t cat_iid = iid_of(st, TBL_CATEGORY, cat);
     uint64_t name_iid = iid_of(st, TBL_NAME, name);
     uint64_t ts_iid = iid_of(st, TBL_ANNOTATION, "ts_ps");
-    packet_begin(st, 1, ts_ps / 1000, 1);
-    pb_buf_t *b = &st->pkt;
-    size_t te = pb_begin(b, PF_PKT_TRACK_EVENT);
-    pb_varint_field(b, PF_TE_TYPE, PF_TYPE_INSTANT);
-    pb_varint_field(b, PF_TE_TRACK_UUID, track);
-    pb_varint_field(b, PF_TE_CATEGORY_IIDS, cat_iid);
-    pb_varint_field(b, PF_TE_NAME_IID, name_iid);
-    annotation_u64(st, ts_iid, ts_ps);
-    pb_fixed64_field(b, terminating ? PF_TE_TERMINATING_FLOW_IDS : PF_TE_FLOW_IDS, flow);
-    pb_end(b, te);
-    return packet_end(w, st);
+    st->ev.n = 0;
+    if (pb_reserve(&st->ev, 96))
+        return NCSIM_NOMEM;
+    unsigned char *p = st->ev.p;
+    p = w_tag(p, PF_TE_TYPE, PB_VARINT);
+    p = w_varint(p, PF_TYPE_INSTANT);
+    p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
+    p = w_varint(p, track);
+    p = w_tag(p, PF_TE_CATEGORY_IIDS, PB_VARINT);
+    p = w_varint(p, cat_iid);
+    p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
+    p = w_varint(p, name_iid);
+    p = w_ann_u64(p, ts_iid, ts_ps);
+    p = w_tag(p, terminating ? PF_TE_TERMINATING_FLOW_IDS : PF_TE_FLOW_IDS, PB_I64);
+    p = w_fixed64(p, flow);
+    st->ev.n = (size_t)(p - st->ev.p);
+    return emit_event(w, st, ts_ps / 1000);
 }
 
 /* Flows whose destination never got a matching slice end on an instant of their own. */
@@ -310,7 +489,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     if (s->kind >= TRC_SLICE_KIND_COUNT)
         return NCSIM_INTERNAL;
     uint64_t track = trc_pf_track_uuid(s->pid, s->tid);
-    ncsim_status_t rc = flush_flows(w, st, track, s->ts_ps, 0);
+    ncsim_status_t rc = st->nflows ? flush_flows(w, st, track, s->ts_ps, 0) : NCSIM_OK;
     if (rc != NCSIM_OK)
         return rc;
     unsigned nf;
@@ -324,49 +503,74 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
         st->dur_iid = iid_of(st, TBL_ANNOTATION, "dur_ps");
     }
     const uint64_t *iids = st->kind_fields[s->kind];
-    uint64_t cat_iid = st->kind_cat[s->kind];
     uint64_t name_iid = iid_of(st, TBL_NAME, s->name);
-    uint64_t ts_iid = st->ts_iid, dur_iid = st->dur_iid;
-    packet_begin(st, 1, s->ts_ps / 1000, 1);
-    pb_buf_t *b = &st->pkt;
-    size_t te = pb_begin(b, PF_PKT_TRACK_EVENT);
-    pb_varint_field(b, PF_TE_TYPE, PF_TYPE_SLICE_BEGIN);
-    pb_varint_field(b, PF_TE_TRACK_UUID, track);
-    pb_varint_field(b, PF_TE_CATEGORY_IIDS, cat_iid);
-    pb_varint_field(b, PF_TE_NAME_IID, name_iid);
-    annotations(st, f, nf, &s->a, iids);
-    annotation_u64(st, ts_iid, s->ts_ps);
-    annotation_u64(st, dur_iid, s->dur_ps);
+    /* room: fixed fields, every annotation at its largest, the strings, flow ids */
+    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10;
+    st->ev.n = 0;
+    if (pb_reserve(&st->ev, room))
+        return NCSIM_NOMEM;
+    unsigned char *p = st->ev.p;
+    p = w_tag(p, PF_TE_TYPE, PB_VARINT);
+    p = w_varint(p, PF_TYPE_SLICE_BEGIN);
+    p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
+    p = w_varint(p, track);
+    p = w_tag(p, PF_TE_CATEGORY_IIDS, PB_VARINT);
+    p = w_varint(p, st->kind_cat[s->kind]);
+    p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
+    p = w_varint(p, name_iid);
+    p = slice_annotations(p, s, iids);
+    p = w_ann_u64(p, st->ts_iid, s->ts_ps);
+    p = w_ann_u64(p, st->dur_iid, s->dur_ps);
     /* flows that end here */
     size_t k = 0;
     for (size_t i = 0; i < st->nflows; i++) {
-        if (st->flows[i].track == track && st->flows[i].ts_ps == s->ts_ps)
-            pb_fixed64_field(b, PF_TE_TERMINATING_FLOW_IDS, st->flows[i].id);
-        else
+        if (st->flows[i].track == track && st->flows[i].ts_ps == s->ts_ps) {
+            p = w_tag(p, PF_TE_TERMINATING_FLOW_IDS, PB_I64);
+            p = w_fixed64(p, st->flows[i].id);
+        } else {
             st->flows[k++] = st->flows[i];
+        }
     }
     st->nflows = k;
-    pb_end(b, te);
-    rc = packet_end(w, st);
+    st->ev.n = (size_t)(p - st->ev.p);
+    rc = emit_event(w, st, s->ts_ps / 1000);
     if (rc != NCSIM_OK)
         return rc;
-    packet_begin(st, 1, (s->ts_ps + s->dur_ps) / 1000, 1);
-    te = pb_begin(b, PF_PKT_TRACK_EVENT);
-    pb_varint_field(b, PF_TE_TYPE, PF_TYPE_SLICE_END);
-    pb_varint_field(b, PF_TE_TRACK_UUID, track);
-    pb_end(b, te);
-    return packet_end(w, st);
+    p = st->ev.p;
+    p = w_tag(p, PF_TE_TYPE, PB_VARINT);
+    p = w_varint(p, PF_TYPE_SLICE_END);
+    p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
+    p = w_varint(p, track);
+    st->ev.n = (size_t)(p - st->ev.p);
+    return emit_event(w, st, (s->ts_ps + s->dur_ps) / 1000);
 }
 
 static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
 {
-    char key[512];
-    snprintf(key, sizeof key, "%u\x1f%s\x1f%s", c->pid, c->name, c->unit);
-    int is_new;
-    uint64_t n = intern_get(&st->counters, key, &is_new);
-    if (!n)
-        return NCSIM_NOMEM;
-    uint64_t uuid = TRC_PF_COUNTER_UUID + n;
+    const char *cname = c->name ? c->name : "", *cunit = c->unit ? c->unit : "";
+    uintptr_t hp = (uintptr_t)cname ^ ((uintptr_t)cname >> 9) ^ (uintptr_t)c->pid * 40503u;
+    counter_memo_t *mo = &st->memo[hp & (COUNTER_MEMO - 1)];
+    uint64_t uuid = 0;
+    if (mo->uuid && mo->pid == c->pid && mo->name_ptr == cname && mo->unit_ptr == cunit &&
+        strcmp(mo->name, cname) == 0 && strcmp(mo->unit, cunit) == 0)
+        uuid = mo->uuid;
+    int is_new = 0;
+    if (!uuid) {
+        char key[512];
+        snprintf(key, sizeof key, "%u\x1f%s\x1f%s", c->pid, cname, cunit);
+        uint64_t n = intern_get(&st->counters, key, &is_new);
+        if (!n)
+            return NCSIM_NOMEM;
+        uuid = TRC_PF_COUNTER_UUID + n;
+        if (strlen(cname) < sizeof mo->name && strlen(cunit) < sizeof mo->unit) {
+            mo->pid = c->pid;
+            mo->name_ptr = cname;
+            mo->unit_ptr = cunit;
+            strcpy(mo->name, cname);
+            strcpy(mo->unit, cunit);
+            mo->uuid = uuid;
+        }
+    }
     if (is_new) {
         char name[300];
         snprintf(name, sizeof name, "%s (%s)", c->name, c->unit);
@@ -375,14 +579,18 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         if (rc != NCSIM_OK)
             return rc;
     }
-    packet_begin(st, 1, c->ts_ps / 1000, 1);
-    pb_buf_t *b = &st->pkt;
-    size_t te = pb_begin(b, PF_PKT_TRACK_EVENT);
-    pb_varint_field(b, PF_TE_TYPE, PF_TYPE_COUNTER);
-    pb_varint_field(b, PF_TE_TRACK_UUID, uuid);
-    pb_double_field(b, PF_TE_DOUBLE_COUNTER_VALUE, c->value);
-    pb_end(b, te);
-    return packet_end(w, st);
+    st->ev.n = 0;
+    if (pb_reserve(&st->ev, 40))
+        return NCSIM_NOMEM;
+    unsigned char *p = st->ev.p;
+    p = w_tag(p, PF_TE_TYPE, PB_VARINT);
+    p = w_varint(p, PF_TYPE_COUNTER);
+    p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
+    p = w_varint(p, uuid);
+    p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
+    p = w_double(p, c->value);
+    st->ev.n = (size_t)(p - st->ev.p);
+    return emit_event(w, st, c->ts_ps / 1000);
 }
 
 static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t *r)
@@ -406,6 +614,16 @@ static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t
     annotations(st, f, nf, r, iids);
     pb_end(b, te);
     return packet_end(w, st);
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(dst, src, n);
+    dst[n] = '\0';
 }
 
 static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
@@ -445,8 +663,8 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
         p->track = trc_pf_track_uuid(fl->to_pid, fl->to_tid);
         p->ts_ps = fl->to_ts_ps;
         p->id = fl->id;
-        snprintf(p->cat, sizeof p->cat, "%s", fl->cat);
-        snprintf(p->name, sizeof p->name, "%s", fl->name);
+        copy_str(p->cat, sizeof p->cat, fl->cat);
+        copy_str(p->name, sizeof p->name, fl->name);
         return NCSIM_OK;
     }
     default: return NCSIM_INTERNAL;
@@ -471,6 +689,7 @@ static void pf_destroy(trc_writer_t *w)
     intern_free(&st->counters);
     free(st->flows);
     free(st->pkt.p);
+    free(st->ev.p);
     free(st);
     w->state = NULL;
 }

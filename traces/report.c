@@ -92,6 +92,18 @@ trc_report_stall_t *trc_report_add_stall(trc_report_t *rep)
     return push((void **)&rep->stalls, &rep->nstalls, &cap, sizeof *rep->stalls);
 }
 
+trc_report_link_t *trc_report_add_link(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->nlinks);
+    return push((void **)&rep->links, &rep->nlinks, &cap, sizeof *rep->links);
+}
+
+static trc_report_collective_t *add_coll(trc_report_t *rep)
+{
+    size_t cap = cap_of(rep->ncolls);
+    return push((void **)&rep->colls, &rep->ncolls, &cap, sizeof *rep->colls);
+}
+
 static trc_report_kind_t *add_kind(trc_report_t *rep)
 {
     size_t cap = cap_of(rep->nkinds);
@@ -131,10 +143,28 @@ static int cmp_stall(const void *a, const void *b)
     return c ? c : strcmp(x->cause, y->cause);
 }
 
+static int cmp_link(const void *a, const void *b)
+{
+    const trc_report_link_t *x = a, *y = b;
+    if (x->from_chip != y->from_chip)
+        return x->from_chip < y->from_chip ? -1 : 1;
+    return x->to_chip < y->to_chip ? -1 : x->to_chip > y->to_chip;
+}
+
+static int cmp_coll(const void *a, const void *b)
+{
+    const trc_report_collective_t *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
 void trc_report_finish(trc_report_t *rep)
 {
     if (rep->nstalls)
         qsort(rep->stalls, rep->nstalls, sizeof *rep->stalls, cmp_stall);
+    if (rep->nlinks)
+        qsort(rep->links, rep->nlinks, sizeof *rep->links, cmp_link);
+    if (rep->ncolls)
+        qsort(rep->colls, rep->ncolls, sizeof *rep->colls, cmp_coll);
 }
 
 void trc_report_free(trc_report_t *rep)
@@ -145,6 +175,8 @@ void trc_report_free(trc_report_t *rep)
     free(rep->kinds);
     free(rep->path);
     free(rep->path_tracks);
+    free(rep->links);
+    free(rep->colls);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -189,6 +221,35 @@ typedef struct rtrack {
     size_t nkinds, cap_kinds;
 } rtrack_t;
 
+typedef struct interval {
+    uint64_t a, b;
+} interval_t;
+
+/* A NeuronLink direction seen in link slices. */
+typedef struct rlink {
+    uint32_t from, to;
+    double gbps;
+    uint64_t transfers, bytes;
+    interval_t *iv;
+    size_t niv, cap_iv;
+} rlink_t;
+
+/* A step of a collective (the first member's slice for it). */
+typedef struct rstep {
+    uint8_t seen;
+    uint64_t start, end, latency;
+    uint32_t bottleneck; /* string id */
+} rstep_t;
+
+typedef struct rcoll {
+    uint64_t id;
+    uint32_t op, group, algorithm; /* string ids */
+    uint32_t members;
+    uint64_t size;
+    rstep_t *steps;
+    uint32_t nsteps;
+} rcoll_t;
+
 typedef struct rflow {
     uint32_t from_pid, from_tid, to_pid, to_tid;
     uint64_t from_ts, to_ts;
@@ -205,6 +266,10 @@ typedef struct model {
     size_t nsl, cap_sl;
     rflow_t *flows;
     size_t nflows, cap_flows;
+    rlink_t *links;
+    size_t nlinks, cap_links;
+    rcoll_t *colls;
+    size_t ncolls, cap_colls;
     char **str;
     size_t nstr, cap_str;
     uint32_t *strix; /* string hash -> id + 1 */
@@ -348,6 +413,78 @@ static uint8_t space_code(const char *s)
                                     : SP_OTHER;
 }
 
+static int link_slice(model_t *m, const trc_slice_t *s)
+{
+    const trc_link_args_t *a = &s->a.link;
+    rlink_t *l = NULL;
+    for (size_t i = 0; i < m->nlinks && !l; i++)
+        if (m->links[i].from == a->src_chip && m->links[i].to == a->dst_chip)
+            l = &m->links[i];
+    if (!l) {
+        l = push((void **)&m->links, &m->nlinks, &m->cap_links, sizeof *m->links);
+        if (!l)
+            return -1;
+        l->from = (uint32_t)a->src_chip;
+        l->to = (uint32_t)a->dst_chip;
+    }
+    if (a->link_gbps > l->gbps)
+        l->gbps = a->link_gbps;
+    l->transfers++;
+    l->bytes += a->bytes;
+    interval_t *iv = push((void **)&l->iv, &l->niv, &l->cap_iv, sizeof *l->iv);
+    if (!iv)
+        return -1;
+    iv->a = s->ts_ps;
+    iv->b = s->ts_ps + s->dur_ps;
+    return 0;
+}
+
+static int collective_slice(model_t *m, const trc_slice_t *s)
+{
+    const trc_collective_args_t *a = &s->a.collective;
+    /* HBM traffic of the member's chunk: read at the sender (and the receiver's own data
+     * when it combines), written at the receiver */
+    m->rep->hbm_read += a->bytes * (a->reduce ? 2 : 1);
+    m->rep->hbm_write += a->bytes;
+    if (!a->collective_id || !a->step)
+        return 0;
+    rcoll_t *c = NULL;
+    for (size_t i = m->ncolls; i-- > 0 && !c;)
+        if (m->colls[i].id == a->collective_id)
+            c = &m->colls[i];
+    if (!c) {
+        c = push((void **)&m->colls, &m->ncolls, &m->cap_colls, sizeof *m->colls);
+        if (!c)
+            return -1;
+        c->id = a->collective_id;
+        c->op = intern(m, a->collective);
+        c->group = intern(m, a->group);
+        c->algorithm = intern(m, a->algorithm);
+        c->members = (uint32_t)a->members;
+        c->size = a->size;
+    }
+    if (a->step > c->nsteps) {
+        uint32_t n = (uint32_t)(a->nsteps > a->step ? a->nsteps : a->step);
+        if (n > (1u << 24))
+            return 0; /* not a step count this writer makes */
+        rstep_t *p = realloc(c->steps, n * sizeof *p);
+        if (!p)
+            return -1;
+        memset(p + c->nsteps, 0, (n - c->nsteps) * sizeof *p);
+        c->steps = p;
+        c->nsteps = n;
+    }
+    rstep_t *st = &c->steps[a->step - 1];
+    if (st->seen)
+        return 0;
+    st->seen = 1;
+    st->start = s->ts_ps;
+    st->end = s->ts_ps + s->dur_ps;
+    st->latency = a->latency < s->dur_ps ? a->latency : s->dur_ps;
+    st->bottleneck = intern(m, a->bottleneck);
+    return 0;
+}
+
 static int on_record(void *ctx, const trc_record_t *r)
 {
     model_t *m = ctx;
@@ -373,8 +510,18 @@ static int on_record(void *ctx, const trc_record_t *r)
         break;
     case TRC_REC_SLICE: {
         const trc_slice_t *s = &r->u.slice;
+        if (s->kind == TRC_SLICE_LINK) {
+            if (link_slice(m, s))
+                m->oom = 1;
+            break;
+        }
+        if (s->kind == TRC_SLICE_COLLECTIVE) {
+            if (collective_slice(m, s))
+                m->oom = 1;
+            break;
+        }
         if (s->kind != TRC_SLICE_INSTR && s->kind != TRC_SLICE_DMA)
-            break; /* links and collective steps: not in the report yet */
+            break;
         int64_t tk = get_track(m, s->pid, s->tid, NULL);
         rs_t *x = tk < 0 ? NULL : push((void **)&m->sl, &m->nsl, &m->cap_sl, sizeof *m->sl);
         if (!x) {
@@ -395,6 +542,7 @@ static int on_record(void *ctx, const trc_record_t *r)
             x->wait[TRC_STALL_SEMAPHORE] = a->wait_semaphore;
             x->wait[TRC_STALL_PORT] = a->wait_port;
             x->wait[TRC_STALL_INTERLOCK] = a->wait_interlock;
+            x->wait[TRC_STALL_COLLECTIVE] = a->wait_collective;
             x->sem = intern(m, a->semaphore);
             x->bytes = a->bytes;
             x->flops = a->flops;
@@ -503,10 +651,6 @@ static int cmp_track_ptr(const void *a, const void *b)
     return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
-typedef struct interval {
-    uint64_t a, b;
-} interval_t;
-
 static int cmp_interval(const void *x, const void *y)
 {
     const interval_t *p = x, *q = y;
@@ -562,7 +706,8 @@ static int engine_and_kinds(model_t *m, rtrack_t *t)
         ka->count++;
         ka->busy += x->dur;
         ka->latency += x->end - x->ts;
-        ka->wait += x->wait[0] + x->wait[1] + x->wait[2];
+        for (int c = 0; c < TRC_STALL_COUNT; c++)
+            ka->wait += x->wait[c];
         ka->flops += x->flops;
         ka->bytes += x->bytes;
     }
@@ -669,6 +814,91 @@ static int dma_figures(model_t *m, rtrack_t **order, size_t norder)
             free(iv);
         }
         i = j;
+    }
+    return 0;
+}
+
+/* Time covered by a set of intervals (sorted here). */
+static uint64_t union_length(interval_t *iv, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(iv, n, sizeof *iv, cmp_interval);
+    uint64_t total = 0, a = iv[0].a, b = iv[0].b;
+    for (size_t k = 1; k < n; k++) {
+        if (iv[k].a <= b) {
+            if (iv[k].b > b)
+                b = iv[k].b;
+            continue;
+        }
+        total += b - a;
+        a = iv[k].a;
+        b = iv[k].b;
+    }
+    return total + (b - a);
+}
+
+static int link_and_collective_figures(model_t *m)
+{
+    trc_report_t *rep = m->rep;
+    for (size_t i = 0; i < m->nlinks; i++) {
+        rlink_t *l = &m->links[i];
+        trc_report_link_t *o = trc_report_add_link(rep);
+        if (!o)
+            return -1;
+        o->from_chip = l->from;
+        o->to_chip = l->to;
+        o->gbps = l->gbps;
+        o->transfers = l->transfers;
+        o->bytes = l->bytes;
+        o->busy_ps = union_length(l->iv, l->niv);
+    }
+    for (size_t i = 0; i < m->ncolls; i++) {
+        const rcoll_t *c = &m->colls[i];
+        trc_report_collective_t *o = add_coll(rep);
+        if (!o)
+            return -1;
+        o->id = c->id;
+        snprintf(o->op, sizeof o->op, "%s", str_of(m, c->op));
+        snprintf(o->group, sizeof o->group, "%s", str_of(m, c->group));
+        snprintf(o->algorithm, sizeof o->algorithm, "%s", str_of(m, c->algorithm));
+        o->members = c->members;
+        o->size = c->size;
+        int first = 1;
+        /* data time per bottleneck resource: small lists, linear search */
+        uint32_t names[64];
+        uint64_t times[64];
+        unsigned nnames = 0;
+        for (uint32_t k = 0; k < c->nsteps; k++) {
+            const rstep_t *st = &c->steps[k];
+            if (!st->seen)
+                continue;
+            o->steps++;
+            if (first || st->start < o->start_ps)
+                o->start_ps = st->start;
+            if (first || st->end > o->end_ps)
+                o->end_ps = st->end;
+            first = 0;
+            o->latency_ps += st->latency;
+            uint64_t data = st->end - st->start - st->latency;
+            o->data_ps += data;
+            if (!st->bottleneck)
+                continue;
+            unsigned j = 0;
+            while (j < nnames && names[j] != st->bottleneck)
+                j++;
+            if (j == nnames && nnames < 64) {
+                names[nnames] = st->bottleneck;
+                times[nnames++] = 0;
+            }
+            if (j < nnames)
+                times[j] += data;
+        }
+        for (unsigned j = 0; j < nnames; j++)
+            if (times[j] > o->bottleneck_ps || !o->bottleneck[0]) {
+                o->bottleneck_ps = times[j];
+                snprintf(o->bottleneck, sizeof o->bottleneck, "%s", str_of(m, names[j]));
+            }
     }
     return 0;
 }
@@ -910,6 +1140,8 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
         }
         if (st == NCSIM_OK && dma_figures(&m, order, m.ntracks))
             st = NCSIM_NOMEM;
+        if (st == NCSIM_OK && link_and_collective_figures(&m))
+            st = NCSIM_NOMEM;
         if (st == NCSIM_OK && critical_path(&m))
             st = NCSIM_NOMEM;
         if (st == NCSIM_NOMEM)
@@ -941,6 +1173,12 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
     free(m.index);
     free(m.sl);
     free(m.flows);
+    for (size_t i = 0; i < m.nlinks; i++)
+        free(m.links[i].iv);
+    free(m.links);
+    for (size_t i = 0; i < m.ncolls; i++)
+        free(m.colls[i].steps);
+    free(m.colls);
     for (size_t i = 1; i < m.nstr; i++)
         free(m.str[i]);
     free(m.str);
@@ -985,6 +1223,77 @@ static double peak_flops(const trc_report_t *r, double seconds)
 
 #define SHOWN_STALLS 10
 #define SHOWN_RUNS 40
+#define SHOWN_COLLS 20
+
+/* Bus bandwidth factor (the usual convention): the bandwidth each member's link would need
+ * for a ring to reach the collective's time is algbw times this. */
+static double busbw_factor(const trc_report_collective_t *c)
+{
+    double n = (double)(c->members ? c->members : 1);
+    if (strcmp(c->op, "all_reduce") == 0)
+        return 2.0 * (n - 1.0) / n;
+    if (strcmp(c->op, "send") == 0 || strcmp(c->op, "recv") == 0)
+        return 1.0;
+    return (n - 1.0) / n;
+}
+
+static void print_links_and_collectives(FILE *out, const trc_report_t *r)
+{
+    char a[40], b[40];
+    double total = (double)r->total_ps;
+    if (r->nlinks) {
+        fprintf(out, "\nNeuronLinks (per direction; busy: at least one chunk crossing; "
+                     "utilisation: achieved over capacity for the total time)\n");
+        fprintf(out, "  link     transfers           bytes       busy (ns)  busy (%%)  achieved "
+                     "(GB/s)  while busy (GB/s)  capacity (GB/s)  utilisation (%%)\n");
+        for (size_t i = 0; i < r->nlinks; i++) {
+            const trc_report_link_t *l = &r->links[i];
+            char link[24], n[24];
+            snprintf(link, sizeof link, "%u->%u", l->from_chip, l->to_chip);
+            if (l->transfers)
+                snprintf(n, sizeof n, "%llu", (unsigned long long)l->transfers);
+            else
+                snprintf(n, sizeof n, "-");
+            double ach = gbps(l->bytes, r->total_ps);
+            fprintf(out, "  %-7s  %9s  %14llu  %14s  %8.1f  %15.1f  %17.1f  %15.1f  %15.1f\n",
+                    link, n, (unsigned long long)l->bytes, ns3(a, sizeof a, l->busy_ps),
+                    pct((double)l->busy_ps, total), ach, gbps(l->bytes, l->busy_ps), l->gbps,
+                    pct(ach, l->gbps));
+        }
+    }
+    if (r->ncolls) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < r->ncolls; i++)
+            sum += r->colls[i].end_ps - r->colls[i].start_ps;
+        fprintf(out, "\ncollectives: %zu, %s ns in total (algbw: bytes / time; busbw: algbw x "
+                     "the ring factor; latency: fixed step latencies; bottleneck: the resource "
+                     "busiest in the steps, with its share of their data time)\n",
+                r->ncolls, ns3(a, sizeof a, sum));
+        fprintf(out, "     id  collective      group         members  algorithm  steps           "
+                     "bytes       time (ns)  algbw (GB/s)  busbw (GB/s)  latency (%%)  "
+                     "bottleneck\n");
+        for (size_t i = 0; i < r->ncolls; i++) {
+            if (r->ncolls > SHOWN_COLLS && i == SHOWN_COLLS) {
+                fprintf(out, "  ... %zu more (--json has them all) ...\n", r->ncolls - SHOWN_COLLS);
+                break;
+            }
+            const trc_report_collective_t *c = &r->colls[i];
+            uint64_t t = c->end_ps - c->start_ps;
+            double alg = gbps(c->size, t);
+            char bn[96];
+            if (c->bottleneck[0])
+                snprintf(bn, sizeof bn, "%s (%.1f %%)", c->bottleneck,
+                         pct((double)c->bottleneck_ps, (double)c->data_ps));
+            else
+                snprintf(bn, sizeof bn, "-");
+            fprintf(out, "  %5llu  %-14s  %-12s  %7u  %-9s  %5u  %14llu  %14s  %12.1f  %12.1f  "
+                         "%11.1f  %s\n",
+                    (unsigned long long)c->id, c->op, c->group[0] ? c->group : "-", c->members,
+                    c->algorithm, c->steps, (unsigned long long)c->size, ns3(b, sizeof b, t),
+                    alg, alg * busbw_factor(c), pct((double)c->latency_ps, (double)t), bn);
+        }
+    }
+}
 
 void trc_report_print(FILE *out, const trc_report_t *r)
 {
@@ -1054,6 +1363,8 @@ void trc_report_print(FILE *out, const trc_report_t *r)
                  "%.1f %%)\n",
             (unsigned long long)dmab, gbps(dmab, r->total_ps), dpeak, r->ndma ? r->ndma : 1,
             r->ndma == 1 || !r->ndma ? "" : "s", pct(gbps(dmab, r->total_ps), dpeak));
+
+    print_links_and_collectives(out, r);
 
     fprintf(out, "\ntop stall causes (time an engine was ready but held)\n");
     if (!r->nstalls)
@@ -1253,6 +1564,54 @@ char *trc_report_json(const trc_report_t *r)
     jreal(g, "peak_gbps", dpeak, 3);
     jreal(g, "of_peak_pct", pct(gbps(dmab, r->total_ps), dpeak), 3);
     yajl_gen_map_close(g);
+
+    jkey(g, "links");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->nlinks; i++) {
+        const trc_report_link_t *l = &r->links[i];
+        double ach = gbps(l->bytes, r->total_ps);
+        yajl_gen_map_open(g);
+        jint(g, "from_chip", l->from_chip);
+        jint(g, "to_chip", l->to_chip);
+        if (l->transfers)
+            jint(g, "transfers", l->transfers);
+        jint(g, "bytes", l->bytes);
+        jns(g, "busy_ns", l->busy_ps);
+        jreal(g, "busy_pct", pct((double)l->busy_ps, total), 3);
+        jreal(g, "achieved_gbps", ach, 3);
+        jreal(g, "while_busy_gbps", gbps(l->bytes, l->busy_ps), 3);
+        jreal(g, "capacity_gbps", l->gbps, 3);
+        jreal(g, "utilisation_pct", pct(ach, l->gbps), 3);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+
+    jkey(g, "collectives");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->ncolls; i++) {
+        const trc_report_collective_t *c = &r->colls[i];
+        uint64_t t = c->end_ps - c->start_ps;
+        double alg = gbps(c->size, t);
+        yajl_gen_map_open(g);
+        jint(g, "id", c->id);
+        jstr(g, "collective", c->op);
+        jstr(g, "group", c->group);
+        jint(g, "members", c->members);
+        jstr(g, "algorithm", c->algorithm);
+        jint(g, "steps", c->steps);
+        jint(g, "bytes", c->size);
+        jns(g, "start_ns", c->start_ps);
+        jns(g, "time_ns", t);
+        jreal(g, "algbw_gbps", alg, 3);
+        jreal(g, "busbw_gbps", alg * busbw_factor(c), 3);
+        jns(g, "latency_ns", c->latency_ps);
+        jreal(g, "latency_pct", pct((double)c->latency_ps, (double)t), 3);
+        jstr(g, "bottleneck", c->bottleneck);
+        jreal(g, "bottleneck_pct_of_data_time",
+              pct((double)c->bottleneck_ps, (double)c->data_ps), 3);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
 
     jkey(g, "top_stalls");
     yajl_gen_array_open(g);

@@ -16,7 +16,8 @@
 #define TRC_STALL_MAP(XX)                                                                      \
     XX(SEMAPHORE, "semaphore", "semaphore")                                                    \
     XX(PORT, "port", "port (shared SBUF/PSUM port busy)")                                      \
-    XX(INTERLOCK, "interlock", "interlock (reads a result still being written)")
+    XX(INTERLOCK, "interlock", "interlock (reads a result still being written)")              \
+    XX(COLLECTIVE, "collective", "collective (waiting for the other members)")
 
 typedef enum trc_stall {
 #define XX(id, key, text) TRC_STALL_##id,
@@ -75,6 +76,31 @@ typedef struct trc_report_track_time {
     uint64_t ps;
 } trc_report_track_time_t;
 
+/* A directed NeuronLink: collective chunks that crossed it. */
+typedef struct trc_report_link {
+    uint32_t from_chip, to_chip;
+    double gbps;        /* capacity of this direction (0: unknown) */
+    uint64_t transfers; /* chunks (0: unknown, from statistics) */
+    uint64_t bytes;
+    uint64_t busy_ps;   /* time with at least one chunk crossing */
+} trc_report_link_t;
+
+/* One collective (all members together), from its steps. */
+typedef struct trc_report_collective {
+    uint64_t id;            /* 1, 2, ... in the order they began */
+    char op[24];
+    char group[48];
+    char algorithm[16];
+    uint32_t members;
+    uint32_t steps;
+    uint64_t size;          /* bytes of the operand that sets the chunks */
+    uint64_t start_ps, end_ps;
+    uint64_t latency_ps;    /* fixed step latencies (hops included) */
+    char bottleneck[48];    /* the resource that was the steps' bottleneck for the longest */
+    uint64_t bottleneck_ps; /* data time of the steps it was the bottleneck of */
+    uint64_t data_ps;       /* data time of all steps */
+} trc_report_collective_t;
+
 typedef struct trc_report {
     int from_trace;
     char source[512];
@@ -104,6 +130,11 @@ typedef struct trc_report {
     size_t npath_tracks;
     char notes[6][320];
     int nnotes;
+    /* NeuronLinks and collectives (sorted by trc_report_finish) */
+    trc_report_link_t *links;
+    size_t nlinks;
+    trc_report_collective_t *colls;
+    size_t ncolls;
 } trc_report_t;
 
 /* Everything from a trace file. NCSIM_IO / NCSIM_FORMAT / NCSIM_NOMEM with a message. */
@@ -115,6 +146,7 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
 trc_report_engine_t *trc_report_add_engine(trc_report_t *rep);
 trc_report_dma_t *trc_report_add_dma(trc_report_t *rep);
 trc_report_stall_t *trc_report_add_stall(trc_report_t *rep);
+trc_report_link_t *trc_report_add_link(trc_report_t *rep);
 void trc_report_note(trc_report_t *rep, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Sort stalls (largest first) and kinds; call once the lists are complete. */

@@ -40,15 +40,18 @@ const char *trc_format_ext(trc_format_t f);
 
 /*
  * One process per core ("chip C core K", pid trc_pid_core(core)) holds its engine and DMA
- * queue tracks and its counters; one process per chip ("chip C", pid trc_pid_chip(chip))
- * holds what the two cores share: HBM bandwidth and, later, NeuronLinks. A track is a
- * thread of its process; its kind follows from its tid range:
+ * queue tracks, its collective steps and its counters; one process per chip ("chip C", pid
+ * trc_pid_chip(chip)) holds what the two cores share: HBM bandwidth; one process per chip
+ * with NeuronLinks ("chip C links", pid trc_pid_links(chip)) holds a track per directed link
+ * leaving the chip ("link C->D"; overlapping transfers on extra lanes "link C->D #2", ...)
+ * and their bandwidth counters. A track is a thread of its process; its kind follows from
+ * its tid range:
  * XX(ID, name, first tid, how many)
  */
 #define TRC_TRACK_KIND_MAP(XX)                                                                 \
     XX(ENGINE, "engine", 1, 16)                                                                \
     XX(DMA_QUEUE, "dma queue", 100, 64)                                                        \
-    XX(LINK, "neuronlink", 200, 64)                                                            \
+    XX(LINK, "neuronlink", 400, 600)                                                           \
     XX(COLLECTIVE, "collective engine", 300, 64)
 
 typedef enum trc_track_kind {
@@ -59,6 +62,7 @@ typedef enum trc_track_kind {
 } trc_track_kind_t;
 
 #define TRC_PID_CHIP_BASE 10001u
+#define TRC_PID_LINKS_BASE 20001u
 static inline uint32_t trc_pid_core(uint32_t core)
 {
     return core + 1;
@@ -67,10 +71,21 @@ static inline uint32_t trc_pid_chip(uint32_t chip)
 {
     return TRC_PID_CHIP_BASE + chip;
 }
+static inline uint32_t trc_pid_links(uint32_t chip)
+{
+    return TRC_PID_LINKS_BASE + chip;
+}
 /* Core of a core pid, -1 for a chip pid. */
 static inline int64_t trc_core_of_pid(uint32_t pid)
 {
     return pid >= 1 && pid < TRC_PID_CHIP_BASE ? (int64_t)pid - 1 : -1;
+}
+/* Chip of a chip pid or a chip-links pid, -1 for a core pid. */
+static inline int64_t trc_chip_of_pid(uint32_t pid)
+{
+    if (pid >= TRC_PID_LINKS_BASE)
+        return (int64_t)pid - TRC_PID_LINKS_BASE;
+    return pid >= TRC_PID_CHIP_BASE ? (int64_t)pid - TRC_PID_CHIP_BASE : -1;
 }
 /*
  * Thread ids are unique in the whole trace (viewers treat a tid as a system-wide thread):
@@ -129,7 +144,8 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(wait_port, "wait_port_ns", PS, 0)                                                       \
     XX(wait_interlock, "wait_interlock_ns", PS, 0)                                             \
     XX(semaphore, "semaphore", STR, 0)                                                         \
-    XX(stall, "stall", STR, 0)
+    XX(stall, "stall", STR, 0)                                                                 \
+    XX(wait_collective, "wait_collective_ns", PS, 0)
 
 /* A DMA transfer on its queue track: from the start to the end of its data phase. */
 #define TRC_DMA_FIELDS(XX)                                                                     \
@@ -144,22 +160,50 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(queued, "queued_ns", PS, 0)                                                             \
     XX(gbps, "gbps", F64, 0)
 
-/* A transfer on a NeuronLink track (chip process): reserved for the collectives model. */
+/* A collective's chunk crossing a NeuronLink, on the link's track ("chip C links" process),
+ * from the start to the landing of the chunk. src_chip/dst_chip: the link's ends;
+ * from_core/to_core: the chunk's (a route of several hops crosses several links). */
 #define TRC_LINK_FIELDS(XX)                                                                    \
     XX(bytes, "bytes", U64, 1)                                                                 \
     XX(src_chip, "src_chip", U64, 1)                                                           \
     XX(dst_chip, "dst_chip", U64, 1)                                                           \
     XX(gbps, "gbps", F64, 0)                                                                   \
-    XX(collective, "collective", STR, 0)
+    XX(collective, "collective", STR, 0)                                                       \
+    XX(collective_id, "collective_id", U64, 1)                                                 \
+    XX(step, "step", U64, 0)                                                                   \
+    XX(from_core, "from_core", U64, 1)                                                         \
+    XX(to_core, "to_core", U64, 1)                                                             \
+    XX(group, "group", STR, 0)                                                                 \
+    XX(link_gbps, "link_gbps", F64, 0)
 
-/* A step of a collective on a collective-engine track: reserved for the collectives model. */
+/* A step of a collective, on the "cc steps" track of each member core: from the start of
+ * the step (its fixed latency, then the chunks moving) to the landing of its last chunk.
+ * index/line/operands: the member's collective instruction. step counts from 1. What the
+ * member sent (bytes to to_core; 0 bytes: nothing), how long its own chunk moved and at what
+ * rate, which chunk ended the step (slowest) and the bottleneck: the resource (a link "link
+ * C->D", "HBM chip C", "DMA core K") busiest during the step's data phase, with its use. */
 #define TRC_COLLECTIVE_FIELDS(XX)                                                              \
     XX(index, "index", U64, 1)                                                                 \
     XX(line, "line", U64, 0)                                                                   \
     XX(operands, "operands", STR, 0)                                                           \
     XX(group, "group", STR, 0)                                                                 \
     XX(step, "step", U64, 0)                                                                   \
-    XX(bytes, "bytes", U64, 0)
+    XX(bytes, "bytes", U64, 0)                                                                 \
+    XX(collective, "collective", STR, 0)                                                       \
+    XX(collective_id, "collective_id", U64, 0)                                                 \
+    XX(nsteps, "nsteps", U64, 0)                                                               \
+    XX(phase, "phase", STR, 0)                                                                 \
+    XX(algorithm, "algorithm", STR, 0)                                                         \
+    XX(members, "members", U64, 0)                                                             \
+    XX(size, "size_bytes", U64, 0)                                                             \
+    XX(to_core, "to_core", U64, 1)                                                             \
+    XX(reduce, "reduce", U64, 0)                                                               \
+    XX(latency, "latency_ns", PS, 0)                                                           \
+    XX(moving, "moving_ns", PS, 0)                                                             \
+    XX(gbps, "gbps", F64, 0)                                                                   \
+    XX(slowest, "slowest", STR, 0)                                                             \
+    XX(bottleneck, "bottleneck", STR, 0)                                                       \
+    XX(bottleneck_pct, "bottleneck_pct", F64, 0)
 
 /* XX(ID, member, "category", FIELDS) -- the category names the kind in both formats */
 #define TRC_SLICE_KIND_MAP(XX)                                                                 \

@@ -2,7 +2,7 @@
  * bench_trace.c -- cost of tracing: trace events per second and bytes per event for each
  * format, and the slowdown of a traced run against the same run untraced.
  *
- *   bench_trace [ITERATIONS [SYNC_EVERY [OUTDIR]]]
+ *   bench_trace [ITERATIONS [SYNC_EVERY [OUTDIR [FORMATS]]]]
  *
  * The program is generated: on both cores of a chip, ITERATIONS iterations (default
  * 160000) of a dve tensor_scalar, an act activate and a pool tensor_copy, every SYNC_EVERY-th
@@ -10,7 +10,8 @@
  * DMA every 8 iterations on sp: 2 x (3 + 1/8) x 160000 = 1,000,000 instructions. Runs are
  * timing-only; the time measured is sim_create + sim_run (+ opening and closing the trace),
  * best of 3 untraced and best of 2 traced. Traces go to OUTDIR (default /tmp) and are
- * deleted afterwards.
+ * deleted afterwards. FORMATS (default json,json.gz,pftrace) picks the formats to run, e.g.
+ * "pftrace" alone when profiling one writer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,7 @@ static const char program_fmt[] =
 
 typedef struct result {
     double seconds, cpu_seconds;
+    double close_seconds; /* of which closing the trace (counters, the last records) */
     uint64_t events, bytes, file_bytes, instructions;
 } result_t;
 
@@ -121,7 +123,10 @@ static int run_once(const isa_program_t *prog, const mdl_arch_t *arch, const cha
     sim_destroy(s);
     if (tf) {
         sim_trace_totals_t tot;
-        if (sim_trace_close(tf, &tot, err, sizeof err) != NCSIM_OK) {
+        double tc = now();
+        ncsim_status_t cst = sim_trace_close(tf, &tot, err, sizeof err);
+        r->close_seconds = now() - tc;
+        if (cst != NCSIM_OK) {
             fprintf(stderr, "bench_trace: %s\n", err);
             return -1;
         }
@@ -142,8 +147,10 @@ int main(int argc, char **argv)
     long iterations = argc > 1 ? atol(argv[1]) : 160000;
     long sync = argc > 2 ? atol(argv[2]) : 4;
     const char *outdir = argc > 3 ? argv[3] : "/tmp";
+    const char *formats = argc > 4 ? argv[4] : "json,json.gz,pftrace";
     if (iterations < 8 || sync < 1) {
-        fputs("usage: bench_trace [ITERATIONS >= 8 [SYNC_EVERY >= 1 [OUTDIR]]]\n", stderr);
+        fputs("usage: bench_trace [ITERATIONS >= 8 [SYNC_EVERY >= 1 [OUTDIR [FORMATS]]]]\n",
+              stderr);
         return 2;
     }
     char path[1024];
@@ -190,14 +197,29 @@ int main(int argc, char **argv)
            (unsigned long long)base.instructions, iterations, sync, assemble);
     printf("untraced run: %.3f s wall, %.3f s CPU (%.2f M instructions/s)\n", base.seconds,
            base.cpu_seconds, (double)base.instructions / base.seconds / 1e6);
-    printf("%-9s %9s %9s %9s %9s %11s %14s %11s %10s\n", "format", "wall (s)", "slowdown",
-           "CPU (s)", "CPU x", "events", "events/s (M)", "bytes/event", "file (MB)");
+    printf("%-9s %9s %9s %9s %9s %9s %11s %14s %11s %10s\n", "format", "wall (s)", "slowdown",
+           "CPU (s)", "CPU x", "close (s)", "events", "events/s (M)", "bytes/event",
+           "file (MB)");
     static const char *const ext[] = {"json", "json.gz", "pftrace"};
     for (int k = 0; k < 3; k++) {
+        /* FORMATS: a comma-separated list of endings */
+        int wanted = 0;
+        size_t el = strlen(ext[k]);
+        for (const char *p = formats; *p;) {
+            size_t n = strcspn(p, ",");
+            if (n == el && memcmp(p, ext[k], n) == 0)
+                wanted = 1;
+            p += n;
+            if (*p == ',')
+                p++;
+        }
+        if (!wanted)
+            continue;
         char tp[1100];
         snprintf(tp, sizeof tp, "%s/bench_trace_%ld.%s", outdir, (long)getpid(), ext[k]);
         result_t best = {0};
         for (int i = 0; i < 2; i++) {
+            unlink(tp); /* not the truncation of the previous run's file in the timed part */
             if (run_once(prog, &arch, tp, &r))
                 return 4;
             if (i == 0 || r.seconds < best.seconds)
@@ -206,9 +228,10 @@ int main(int argc, char **argv)
         unlink(tp);
         double extra = best.seconds - base.seconds;
         /* events per second of the time tracing added */
-        printf("%-9s %9.3f %8.2fx %9.3f %8.2fx %11llu %14.2f %11.1f %10.1f\n", ext[k],
+        printf("%-9s %9.3f %8.2fx %9.3f %8.2fx %9.3f %11llu %14.2f %11.1f %10.1f\n", ext[k],
                best.seconds, best.seconds / base.seconds, best.cpu_seconds,
-               best.cpu_seconds / base.cpu_seconds, (unsigned long long)best.events,
+               best.cpu_seconds / base.cpu_seconds, best.close_seconds,
+               (unsigned long long)best.events,
                extra > 0 ? (double)best.events / extra / 1e6 : 0.0,
                (double)best.bytes / (double)(best.events ? best.events : 1),
                (double)best.file_bytes / 1e6);

@@ -84,6 +84,36 @@ static void test_numbers(void **state)
     n = trc_fmt_f64(b, 0.1);
     b[n] = 0;
     assert_string_equal(b, "0.1");
+    n = trc_fmt_f64(b, 103.079);
+    b[n] = 0;
+    assert_string_equal(b, "103.079");
+    n = trc_fmt_f64(b, -2.5);
+    b[n] = 0;
+    assert_string_equal(b, "-2.5");
+    n = trc_fmt_f64(b, 42);
+    b[n] = 0;
+    assert_string_equal(b, "42");
+    /* every double reads back identically: short decimals (the fast path), long ones,
+     * tiny and huge ones */
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double d;
+        switch (i % 4) {
+        case 0: d = (double)(x % 100000000000ull) / 1000.0; break;   /* three decimals */
+        case 1: d = (double)(x % 1000000000ull) / 1e6; break;        /* six decimals */
+        case 2: d = (double)(x >> 11) * 0x1p-53 * 1e4; break;       /* full precision */
+        default: d = (double)(x >> 11) * 0x1p-53 * ((i & 8) ? 1e-12 : 1e18); break;
+        }
+        if (i & 16)
+            d = -d;
+        n = trc_fmt_f64(b, d);
+        assert_true(n > 0 && n < 32);
+        b[n] = 0;
+        assert_true(strtod(b, NULL) == d);
+    }
     assert_int_equal(trc_format_for_path("a.json.gz"), TRC_FORMAT_JSON_GZ);
     assert_int_equal(trc_format_for_path("a.json"), TRC_FORMAT_JSON);
     assert_int_equal(trc_format_for_path("a.pftrace"), TRC_FORMAT_PFTRACE);
@@ -95,6 +125,15 @@ static void test_numbers(void **state)
     assert_int_equal(trc_track_kind_of_tid(trc_tid(10001, TRC_TRACK_LINK, 2), &q),
                      TRC_TRACK_LINK);
     assert_int_equal(q, 2);
+    assert_int_equal(trc_track_kind_of_tid(trc_tid(trc_pid_links(3), TRC_TRACK_LINK, 599), &q),
+                     TRC_TRACK_LINK);
+    assert_int_equal(q, 599);
+    assert_int_equal(trc_track_kind_of_tid(trc_tid(1, TRC_TRACK_COLLECTIVE, 0), &q),
+                     TRC_TRACK_COLLECTIVE);
+    assert_true(trc_chip_of_pid(trc_pid_links(3)) == 3);
+    assert_true(trc_chip_of_pid(trc_pid_chip(2)) == 2);
+    assert_true(trc_chip_of_pid(trc_pid_core(5)) == -1);
+    assert_true(trc_core_of_pid(trc_pid_links(0)) == -1);
 }
 
 /* ---- round trips ---------------------------------------------------------------------------------- */
@@ -216,6 +255,9 @@ static void build_records(collected_t *c)
     r.u.process.pid = trc_pid_chip(0);
     r.u.process.name = "chip 0";
     keep(c, &r);
+    r.u.process.pid = trc_pid_links(0);
+    r.u.process.name = "chip 0 links";
+    keep(c, &r);
     memset(&r, 0, sizeof r);
     r.kind = TRC_REC_TRACK;
     r.u.track.pid = 1;
@@ -225,9 +267,9 @@ static void build_records(collected_t *c)
     r.u.track.tid = trc_tid(1, TRC_TRACK_DMA_QUEUE, 3);
     r.u.track.name = "dma q3";
     keep(c, &r);
-    r.u.track.pid = trc_pid_chip(0);
-    r.u.track.tid = trc_tid(trc_pid_chip(0), TRC_TRACK_LINK, 1);
-    r.u.track.name = "link 1";
+    r.u.track.pid = trc_pid_links(0);
+    r.u.track.tid = trc_tid(trc_pid_links(0), TRC_TRACK_LINK, 1);
+    r.u.track.name = "link 0->1";
     keep(c, &r);
     r.u.track.pid = 1;
     r.u.track.tid = trc_tid(1, TRC_TRACK_COLLECTIVE, 0);
@@ -256,6 +298,7 @@ static void build_records(collected_t *c)
     a->wait_port = 500;
     a->semaphore = "b_ready";
     a->stall = "semaphore b_ready";
+    a->wait_collective = 250;
     keep(c, &r);
     memset(&r, 0, sizeof r);
     r.kind = TRC_REC_FLOW;
@@ -292,8 +335,8 @@ static void build_records(collected_t *c)
     memset(&r, 0, sizeof r);
     r.kind = TRC_REC_SLICE;
     r.u.slice.kind = TRC_SLICE_LINK;
-    r.u.slice.pid = trc_pid_chip(0);
-    r.u.slice.tid = trc_tid(trc_pid_chip(0), TRC_TRACK_LINK, 1);
+    r.u.slice.pid = trc_pid_links(0);
+    r.u.slice.tid = trc_tid(trc_pid_links(0), TRC_TRACK_LINK, 1);
     r.u.slice.ts_ps = 3000000;
     r.u.slice.dur_ps = 1000;
     r.u.slice.name = "send";
@@ -302,6 +345,12 @@ static void build_records(collected_t *c)
     r.u.slice.a.link.dst_chip = 1;
     r.u.slice.a.link.gbps = 100;
     r.u.slice.a.link.collective = "all_reduce";
+    r.u.slice.a.link.collective_id = 3;
+    r.u.slice.a.link.step = 2;
+    r.u.slice.a.link.from_core = 1;
+    r.u.slice.a.link.to_core = 2;
+    r.u.slice.a.link.group = "g";
+    r.u.slice.a.link.link_gbps = 103.079;
     keep(c, &r);
     r.u.slice.kind = TRC_SLICE_COLLECTIVE;
     r.u.slice.pid = 1;
@@ -312,6 +361,21 @@ static void build_records(collected_t *c)
     r.u.slice.a.collective.group = "g";
     r.u.slice.a.collective.step = 2;
     r.u.slice.a.collective.bytes = 4096;
+    r.u.slice.a.collective.collective = "all_reduce";
+    r.u.slice.a.collective.collective_id = 3;
+    r.u.slice.a.collective.nsteps = 6;
+    r.u.slice.a.collective.phase = "reduce-scatter";
+    r.u.slice.a.collective.algorithm = "ring";
+    r.u.slice.a.collective.members = 4;
+    r.u.slice.a.collective.size = 16384;
+    r.u.slice.a.collective.to_core = 0; /* written although zero */
+    r.u.slice.a.collective.reduce = 1;
+    r.u.slice.a.collective.latency = 2000000;
+    r.u.slice.a.collective.moving = 635783;
+    r.u.slice.a.collective.gbps = 103.079;
+    r.u.slice.a.collective.slowest = "core 3->core 0";
+    r.u.slice.a.collective.bottleneck = "link 0->1";
+    r.u.slice.a.collective.bottleneck_pct = 99.5;
     keep(c, &r);
     memset(&r, 0, sizeof r);
     r.kind = TRC_REC_COUNTER;
@@ -778,6 +842,148 @@ static void test_errors(void **state)
     free(out);
 }
 
+/* ---- collectives and NeuronLinks ------------------------------------------------------------------ */
+
+/* An all_reduce over 4 cores of 2 chips; core 3 arrives late (its cc waits for its dve), so
+ * the others wait for it. */
+static const char cc_prog[] = ".chips 2\n.group g = 0..3\n"
+                              ".hbm x0 fp32 [64, 1024] scratch chip=0\n"
+                              ".hbm x1 fp32 [64, 1024] scratch chip=1\n"
+                              ".core 0\n.engine cc\nall_reduce x0, x0, op=add, group=g\n"
+                              ".core 1\n.engine cc\nall_reduce x0, x0, op=add, group=g\n"
+                              ".core 2\n.engine cc\nall_reduce x1, x1, op=add, group=g\n"
+                              ".core 3\n.sbuf a fp32 [128, 512]\n.sem s\n"
+                              ".engine dve\nmemset a, 1.0\nmemset a, 2.0 | post s\n"
+                              ".engine cc\nall_reduce x1, x1, op=add, group=g | wait s >= 1\n";
+
+typedef struct cc_count {
+    int links, steps, instr, link_tracks;
+    uint64_t link_bytes;
+    int bad_step;
+} cc_count_t;
+
+static int count_cc(void *ctx, const trc_record_t *r)
+{
+    cc_count_t *c = ctx;
+    if (r->kind == TRC_REC_TRACK &&
+        trc_track_kind_of_tid(r->u.track.tid, NULL) == TRC_TRACK_LINK)
+        c->link_tracks++;
+    if (r->kind != TRC_REC_SLICE)
+        return 0;
+    const trc_slice_t *s = &r->u.slice;
+    if (s->kind == TRC_SLICE_LINK) {
+        c->links++;
+        c->link_bytes += s->a.link.bytes;
+        /* on a track of the sending chip's links process, between two different chips */
+        if (trc_chip_of_pid(s->pid) != (int64_t)s->a.link.src_chip ||
+            s->a.link.src_chip == s->a.link.dst_chip || !s->a.link.step ||
+            s->a.link.collective_id != 1)
+            c->bad_step++;
+    } else if (s->kind == TRC_SLICE_COLLECTIVE) {
+        c->steps++;
+        const trc_collective_args_t *a = &s->a.collective;
+        if (!a->step || a->step > a->nsteps || a->nsteps != 6 || a->members != 4 ||
+            !a->bottleneck || !a->bottleneck[0] || strcmp(a->collective, "all_reduce") != 0 ||
+            a->latency == 0 || a->latency > s->dur_ps)
+            c->bad_step++;
+    } else if (s->kind == TRC_SLICE_INSTR) {
+        c->instr++;
+    }
+    return 0;
+}
+
+static void test_collective_trace(void **state)
+{
+    (void)state;
+    tu_write_file(in_dir("cc.nca"), cc_prog, strlen(cc_prog));
+    static const char *const ext[] = {"json", "json.gz", "pftrace"};
+    cc_count_t counts[3];
+    for (int i = 0; i < 3; i++) {
+        char args[256];
+        snprintf(args, sizeof args,
+                 "run cc.nca --arch trn1-32xl --timing-only -q --trace cc1.%s && %s run cc.nca "
+                 "--arch trn1-32xl --timing-only -q --trace cc2.%s",
+                 ext[i], tu_ncsim(), ext[i]);
+        assert_int_equal(ncsim(args, NULL), 0);
+        char a[64], b[64];
+        snprintf(a, sizeof a, "cc1.%s", ext[i]);
+        snprintf(b, sizeof b, "cc2.%s", ext[i]);
+        same_bytes(in_dir(a), in_dir(b)); /* deterministic */
+        if (i < 2)
+            assert_checker_ok(in_dir(a), NULL);
+        char err[512];
+        memset(&counts[i], 0, sizeof counts[i]);
+        assert_int_equal(trc_read(in_dir(a), count_cc, &counts[i], err, sizeof err), NCSIM_OK);
+        /* ring all_reduce of 4 members: 6 steps; per step one chunk crosses each direction of
+         * the 0<->1 link, each member has a step slice */
+        assert_int_equal(counts[i].links, 12);
+        assert_int_equal(counts[i].steps, 24);
+        assert_int_equal(counts[i].instr, 4 + 2);
+        assert_int_equal(counts[i].link_tracks, 2);
+        assert_int_equal(counts[i].bad_step, 0);
+        assert_true(counts[i].link_bytes == 12 * 65536);
+    }
+    char *t = read_all(in_dir("cc1.json"));
+    assert_non_null(strstr(t, "\"name\":\"chip 0 links\""));
+    assert_non_null(strstr(t, "\"name\":\"chip 1 links\""));
+    assert_non_null(strstr(t, "\"args\":{\"name\":\"link 0->1\"}"));
+    assert_non_null(strstr(t, "\"args\":{\"name\":\"link 1->0\"}"));
+    assert_non_null(strstr(t, "\"args\":{\"name\":\"cc steps\"}"));
+    assert_non_null(strstr(t, "\"name\":\"all_reduce step 1/6\""));
+    assert_non_null(strstr(t, "\"name\":\"all_reduce step 6/6\""));
+    assert_non_null(strstr(t, "\"phase\":\"reduce-scatter\""));
+    assert_non_null(strstr(t, "\"phase\":\"all-gather\""));
+    assert_non_null(strstr(t, "\"bottleneck\":\"link "));
+    /* the link bandwidth counters rise to a nonzero rate and fall back to zero */
+    assert_true(line_with(t, "\"name\":\"link 0->1 bandwidth\",\"pid\":20001", "{\"GB/s\":0}"));
+    assert_true(count(t, "\"name\":\"link 1->0 bandwidth\",\"pid\":20002") >= 12);
+    assert_null(strstr(t, "\"name\":\"link 0->1 bandwidth\",\"pid\":20002"));
+    /* the early members waited for core 3 */
+    assert_non_null(strstr(t, "\"wait_collective_ns\":"));
+    assert_non_null(strstr(t, "\"stall\":\"collective\""));
+    free(t);
+    /* only the cc engine and the links are kept with --trace-engines cc; none with pe */
+    char args[256], *out = NULL;
+    snprintf(args, sizeof args,
+             "run cc.nca --arch trn1-32xl --timing-only -q --trace ccpe.json --trace-engines dve");
+    assert_int_equal(ncsim(args, &out), 0);
+    free(out);
+    assert_checker_ok(in_dir("ccpe.json"), NULL);
+    t = read_all(in_dir("ccpe.json"));
+    assert_int_equal(count(t, "\"cat\":\"link\""), 0);
+    assert_int_equal(count(t, "\"cat\":\"collective\""), 0);
+    free(t);
+}
+
+/* All-to-all over 8 cores of 4 chips: chunks share links, so links get extra lanes; slices
+ * still nest on every track. */
+static void test_collective_lanes(void **state)
+{
+    (void)state;
+    char prog[4096];
+    size_t at = (size_t)snprintf(prog, sizeof prog, ".chips 4\n.group g = 0..7\n");
+    for (int c = 0; c < 4; c++)
+        at += (size_t)snprintf(prog + at, sizeof prog - at,
+                               ".hbm x%d fp32 [64, 1024] scratch chip=%d\n"
+                               ".hbm y%d fp32 [64, 1024] scratch chip=%d\n",
+                               c, c, c, c);
+    for (int k = 0; k < 8; k++)
+        at += (size_t)snprintf(prog + at, sizeof prog - at,
+                               ".core %d\n.engine cc\nall_to_all y%d, x%d, group=g\n", k, k / 2,
+                               k / 2);
+    tu_write_file(in_dir("a2a.nca"), prog, at);
+    assert_int_equal(ncsim("run a2a.nca --arch trn1-32xl --timing-only -q --trace a2a.json",
+                           NULL),
+                     0);
+    tc_stats_t st;
+    assert_checker_ok(in_dir("a2a.json"), &st);
+    char *t = read_all(in_dir("a2a.json"));
+    assert_non_null(strstr(t, "\"args\":{\"name\":\"link 0->1 #2\"}"));
+    assert_non_null(strstr(t, "\"phase\":\"exchange\""));
+    assert_non_null(strstr(t, "\"algorithm\":\"pairwise\""));
+    free(t);
+}
+
 /* A deadlocked program still leaves a well-formed trace of what ran. */
 static void test_deadlock_trace(void **state)
 {
@@ -809,6 +1015,8 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_deadlock_trace),
+        cmocka_unit_test(test_collective_trace),
+        cmocka_unit_test(test_collective_lanes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -82,6 +82,43 @@ static void test_demo_decodes(void **state)
     free(t);
 }
 
+/* A traced all_reduce over 2 chips: link tracks in the chips' link processes, step slices,
+ * link bandwidth counters. */
+static void test_collective_decodes(void **state)
+{
+    (void)state;
+    static const char prog[] = ".chips 2\n.group g = 0..3\n"
+                               ".hbm x0 fp32 [64, 1024] scratch chip=0\n"
+                               ".hbm x1 fp32 [64, 1024] scratch chip=1\n"
+                               ".core 0\n.engine cc\nall_reduce x0, x0, op=add, group=g\n"
+                               ".core 1\n.engine cc\nall_reduce x0, x0, op=add, group=g\n"
+                               ".core 2\n.engine cc\nall_reduce x1, x1, op=add, group=g\n"
+                               ".core 3\n.engine cc\nall_reduce x1, x1, op=add, group=g\n";
+    char path[512], cmd[4096];
+    snprintf(path, sizeof path, "%s/ar.nca", dir);
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && %s run ar.nca --arch trn1-32xl --timing-only -q --trace ar.pftrace", dir,
+             tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    snprintf(path, sizeof path, "%s/ar.pftrace", dir);
+    char *t = decode(path);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "process_name: \"chip 0 links\""));
+    assert_non_null(strstr(t, "process_name: \"chip 1 links\""));
+    assert_non_null(strstr(t, "thread_name: \"link 0->1\""));
+    assert_non_null(strstr(t, "thread_name: \"link 1->0\""));
+    assert_non_null(strstr(t, "thread_name: \"cc steps\""));
+    assert_non_null(strstr(t, "name: \"link 0->1 bandwidth (GB/s)\""));
+    assert_non_null(strstr(t, "name: \"all_reduce step 6/6\""));
+    assert_non_null(strstr(t, "name: \"bottleneck\""));
+    assert_non_null(strstr(t, "string_value: \"link 0->1\""));
+    /* 4 instructions, 4 x 6 step slices, 2 x 6 link slices: each begins and ends */
+    assert_int_equal(count(t, "type: TYPE_SLICE_BEGIN"), 40);
+    assert_int_equal(count(t, "type: TYPE_SLICE_END"), 40);
+    free(t);
+}
+
 /* The oracle is not vacuous: a damaged file is rejected. */
 static void test_oracle_rejects_damage(void **state)
 {
@@ -108,6 +145,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_demo_decodes),
+        cmocka_unit_test(test_collective_decodes),
         cmocka_unit_test(test_oracle_rejects_damage),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -318,6 +318,100 @@ static void test_report_from_stats(void **state)
     free(j);
 }
 
+/* ---- collectives ------------------------------------------------------------------------------------ */
+
+/* Per-link utilisation and collective time, from a trace and from a statistics file. */
+static void test_report_collectives(void **state)
+{
+    (void)state;
+    static const char prog[] = ".chips 2\n.group g = 0..3\n"
+                               ".hbm x0 fp32 [64, 1024] scratch chip=0\n"
+                               ".hbm x1 fp32 [64, 1024] scratch chip=1\n"
+                               ".core 0\n.engine cc\nall_reduce x0, x0, op=add, group=g\n"
+                               ".core 1\n.engine cc\nall_reduce x0, x0, op=add, group=g\n"
+                               ".core 2\n.engine cc\nall_reduce x1, x1, op=add, group=g\n"
+                               ".core 3\n.sbuf a fp32 [128, 512]\n.sem s\n"
+                               ".engine dve\nmemset a, 1.0 | post s\n"
+                               ".engine cc\nall_reduce x1, x1, op=add, group=g | wait s >= 1\n";
+    assert_int_equal(tu_write_file(in_dir("ar.nca"), prog, strlen(prog)), 0);
+    assert_int_equal(sh("cd %s && %s run ar.nca --arch trn1-32xl --timing-only -q --stats "
+                        "ar-stats.json --trace ar.pftrace",
+                        dir, tu_ncsim()),
+                     0);
+    char *text = report("ar.pftrace", 0);
+    assert_non_null(strstr(text, "\nNeuronLinks ("));
+    assert_non_null(strstr(text, "  0->1 "));
+    assert_non_null(strstr(text, "  1->0 "));
+    assert_non_null(strstr(text, "\ncollectives: 1, "));
+    assert_non_null(strstr(text, "all_reduce"));
+    assert_non_null(strstr(text, "busbw (GB/s)"));
+    /* the early members' wait for core 3 is a stall cause of its own */
+    assert_non_null(strstr(text, "collective (waiting for the other members)"));
+    free(text);
+    char *j = report("ar.pftrace --json", 0);
+    yajl_val root = parse(j);
+    yajl_val links = get(root, "links"), colls = get(root, "collectives");
+    assert_int_equal(YAJL_GET_ARRAY(links)->len, 2);
+    assert_int_equal(YAJL_GET_ARRAY(colls)->len, 1);
+    yajl_val l = YAJL_GET_ARRAY(links)->values[0];
+    /* 6 chunks of 64 KiB each way */
+    assert_int_equal(YAJL_GET_INTEGER(get(l, "transfers")), 6);
+    assert_int_equal(YAJL_GET_INTEGER(get(l, "bytes")), 6 * 65536);
+    double util = YAJL_GET_DOUBLE(get(l, "utilisation_pct"));
+    double busy = YAJL_GET_DOUBLE(get(l, "busy_pct"));
+    assert_true(util > 1.0 && util <= 100.0);
+    assert_true(busy >= util - 0.01); /* never faster than its capacity */
+    yajl_val c = YAJL_GET_ARRAY(colls)->values[0];
+    assert_string_equal(YAJL_GET_STRING(get(c, "collective")), "all_reduce");
+    assert_string_equal(YAJL_GET_STRING(get(c, "algorithm")), "ring");
+    assert_int_equal(YAJL_GET_INTEGER(get(c, "members")), 4);
+    assert_int_equal(YAJL_GET_INTEGER(get(c, "steps")), 6);
+    assert_int_equal(YAJL_GET_INTEGER(get(c, "bytes")), 262144);
+    double alg = YAJL_GET_DOUBLE(get(c, "algbw_gbps")), bus = YAJL_GET_DOUBLE(get(c, "busbw_gbps"));
+    assert_true(alg > 0 && fabs(bus - alg * 1.5) < 0.01); /* 2 (n - 1) / n for n = 4 */
+    const char *bn = YAJL_GET_STRING(get(c, "bottleneck"));
+    assert_non_null(bn);
+    assert_true(strncmp(bn ? bn : "", "link ", 5) == 0);
+    /* the collective's time matches the instruction slices of its members */
+    double t = YAJL_GET_DOUBLE(get(c, "time_ns"));
+    yajl_val engines = get(root, "engines");
+    int cc_seen = 0;
+    for (size_t i = 0; i < YAJL_GET_ARRAY(engines)->len; i++) {
+        yajl_val e = YAJL_GET_ARRAY(engines)->values[i];
+        const char *en = YAJL_GET_STRING(get(e, "engine"));
+        if (en && strcmp(en, "cc") == 0) {
+            assert_true(fabs(YAJL_GET_DOUBLE(get(e, "busy_ns")) - t) < 0.01);
+            cc_seen++;
+        }
+    }
+    assert_int_equal(cc_seen, 4);
+    /* HBM traffic of the chunks, as the simulator counts it */
+    char *stats_text = tu_read_file(in_dir("ar-stats.json"), NULL);
+    assert_non_null(stats_text);
+    yajl_val stats = parse(stats_text);
+    yajl_val hbm = get(root, "hbm"), shbm = get(stats, "hbm");
+    assert_int_equal(YAJL_GET_INTEGER(get(hbm, "read_bytes")),
+                     YAJL_GET_INTEGER(get(shbm, "read_bytes")));
+    assert_int_equal(YAJL_GET_INTEGER(get(hbm, "write_bytes")),
+                     YAJL_GET_INTEGER(get(shbm, "write_bytes")));
+    yajl_tree_free(stats);
+    free(stats_text);
+    yajl_tree_free(root);
+    free(j);
+    /* the statistics file gives the same link figures (but no chunk counts) */
+    char *from_stats = report("ar-stats.json --json", 0);
+    yajl_val sroot = parse(from_stats);
+    yajl_val slinks = get(sroot, "links");
+    assert_int_equal(YAJL_GET_ARRAY(slinks)->len, 2);
+    yajl_val sl = YAJL_GET_ARRAY(slinks)->values[0];
+    assert_int_equal(YAJL_GET_INTEGER(get(sl, "bytes")), 6 * 65536);
+    assert_true(fabs(YAJL_GET_DOUBLE(get(sl, "utilisation_pct")) - util) < 0.01);
+    assert_true(fabs(YAJL_GET_DOUBLE(get(sl, "busy_pct")) - busy) < 0.01);
+    assert_int_equal(YAJL_GET_ARRAY(get(sroot, "collectives"))->len, 0);
+    yajl_tree_free(sroot);
+    free(from_stats);
+}
+
 static void test_report_errors(void **state)
 {
     (void)state;
@@ -352,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_critical_path_chain),
         cmocka_unit_test(test_critical_path_engine_order),
         cmocka_unit_test(test_report_from_stats),
+        cmocka_unit_test(test_report_collectives),
         cmocka_unit_test(test_report_errors),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
