@@ -166,7 +166,32 @@ static void reshare_event(sim_queue_t *q, sim_event_t *ev)
             advance(net, g, s->q.now);
             rate_and_schedule(s, net, g);
         }
-        net->is_dirty[net->dirty[d]] = 0;
+    }
+    /* the trace's bandwidth counters: the exact total through each resource that changed */
+    const sim_trace_sink_t *tr = s->opt.trace;
+    for (uint32_t d = 0; d < net->ndirty; d++) {
+        uint32_t id = net->dirty[d];
+        flow_res_t *r = &net->res[id];
+        net->is_dirty[id] = 0;
+        if (!tr || !tr->bandwidth)
+            continue;
+        double total = 0;
+        for (uint32_t k = 0; k < r->n; k++) {
+            const flow_t *g = r->flows[k];
+            for (unsigned i = 0; i < g->nres; i++)
+                if (g->res[i] == id)
+                    total += g->rate * g->weight[i];
+        }
+        if (total == r->last_rate)
+            continue;
+        r->last_rate = total;
+        int kind = id < s->ncores ? SIM_TRACE_RES_DMA
+                   : id < s->ncores + s->nchips ? SIM_TRACE_RES_HBM
+                                                : SIM_TRACE_RES_LINK;
+        uint32_t index = kind == SIM_TRACE_RES_DMA ? id
+                         : kind == SIM_TRACE_RES_HBM ? id - s->ncores
+                                                     : id - s->ncores - s->nchips;
+        tr->bandwidth(tr->ctx, kind, index, s->q.now, total * 1000.0); /* bytes/ps -> GB/s */
     }
     net->ndirty = 0;
 }

@@ -29,6 +29,7 @@ typedef struct flow_res {
     double weight_sum;
     uint64_t busy_since, busy_ps;  /* time with at least one flow */
     double bytes;               /* resource bytes carried (weights included) */
+    double last_rate;           /* total bytes per ps last reported to the trace */
     /* bytes over time: `nbuckets` buckets of `bucket_ps` each; the width doubles when the
      * run outgrows the series */
     int track;

@@ -125,6 +125,10 @@ typedef struct sim_trace_sink {
     void (*dma)(void *ctx, const sim_trace_dma_t *r);
     void (*sem)(void *ctx, const sim_trace_sem_t *r);
     void (*cc)(void *ctx, const sim_trace_cc_t *r); /* may be NULL */
+    /* The total rate through a resource changed (the bandwidth model's exact value, weights
+     * included: an HBM-to-HBM copy counts twice on HBM). kind is a sim_trace_res_kind value;
+     * may be NULL. */
+    void (*bandwidth)(void *ctx, int kind, uint32_t index, uint64_t time_ps, double gbps);
 } sim_trace_sink_t;
 
 /* ---- observers (sim/checker.c is one; NULL costs one pointer test per hook) --------------- */

@@ -179,6 +179,7 @@ struct sim_trace_file {
     uint32_t ncores, nchips;
     core_trace_t *cores;
     series_t *dseries; /* ncores * DS_PER_CORE, then nchips HBM */
+    double *bw_last;   /* the last exact rate of each DMA/HBM series (on_bandwidth) */
     uint32_t ndseries;
     delta_t *deltas;
     size_t ndeltas, cap_deltas;
@@ -720,13 +721,9 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint32_t base = r->core * DS_PER_CORE;
     add_delta(t, base + DS_INFLIGHT, r->issue_ps, (double)r->bytes, 0);
     add_delta(t, base + DS_INFLIGHT, r->end_ps, -(double)r->bytes, 0);
-    add_delta(t, base + DS_DMA_BW, r->start_ps, gbps, 1);
-    add_delta(t, base + DS_DMA_BW, r->end_ps, -gbps, -1);
-    if (src->space == ISA_SPACE_HBM || dst->space == ISA_SPACE_HBM) {
-        uint32_t hbm = t->ncores * DS_PER_CORE + r->core / ISA_CORES_PER_CHIP;
-        add_delta(t, hbm, r->start_ps, gbps, 1);
-        add_delta(t, hbm, r->end_ps, -gbps, -1);
-    }
+    (void)gbps; /* DMA and HBM bandwidth counters come from on_bandwidth (exact rates) */
+    (void)src;
+    (void)dst;
     if (!included)
         return;
     if (!(ct->queues_declared >> r->queue & 1)) {
@@ -1067,11 +1064,6 @@ static void cc_flow_end(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc
             fail(t, NCSIM_NOMEM, "out of memory");
             return;
         }
-        if (x->kind == SIM_TRACE_RES_HBM && x->id < t->nchips) {
-            uint32_t hbm = t->ncores * DS_PER_CORE + x->id;
-            add_delta(t, hbm, start, gbps, 1);
-            add_delta(t, hbm, r->time_ps, -gbps, -1);
-        }
     }
     int included = cc_included(t, start, r->time_ps);
     char name[64];
@@ -1188,6 +1180,25 @@ static void cc_step_end(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc
     }
 }
 
+/* The bandwidth model's exact rate through a core's DMA engines or a chip's HBM changed:
+ * the counters step to the new value (links have their own counters, from on_cc). */
+static void on_bandwidth(void *ctx, int kind, uint32_t index, uint64_t time_ps, double gbps)
+{
+    sim_trace_file_t *t = ctx;
+    if (t->status != NCSIM_OK)
+        return;
+    uint32_t series;
+    if (kind == SIM_TRACE_RES_DMA && index < t->ncores)
+        series = index * DS_PER_CORE + DS_DMA_BW;
+    else if (kind == SIM_TRACE_RES_HBM && index < t->nchips)
+        series = t->ncores * DS_PER_CORE + index;
+    else
+        return;
+    double last = t->bw_last[series];
+    t->bw_last[series] = gbps;
+    add_delta(t, series, time_ps, gbps - last, (gbps > 0) - (last > 0));
+}
+
 static void on_cc(void *ctx, const sim_trace_cc_t *r)
 {
     sim_trace_file_t *t = ctx;
@@ -1261,6 +1272,7 @@ static void free_file(sim_trace_file_t *t)
     free(t->fast);
     free(t->cores);
     free(t->dseries);
+    free(t->bw_last);
     for (uint32_t i = 0; i < t->nlinks; i++) {
         free(t->links[i].lane_busy);
         free(t->links[i].lane_tid);
@@ -1313,11 +1325,12 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->cores = calloc(t->ncores, sizeof *t->cores);
     t->ndseries = t->ncores * DS_PER_CORE + t->nchips;
     t->dseries = calloc(t->ndseries, sizeof *t->dseries);
+    t->bw_last = calloc(t->ndseries, sizeof *t->bw_last);
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
     t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
-    if (!t->cores || !t->dseries || !t->ops || !t->fast || !t->links_declared ||
+    if (!t->cores || !t->dseries || !t->bw_last || !t->ops || !t->fast || !t->links_declared ||
         !t->links_next_tid)
         goto oom;
     for (uint32_t i = 0; i < t->ncores; i++) {
@@ -1354,6 +1367,7 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->sink.dma = on_dma;
     t->sink.sem = on_sem;
     t->sink.cc = on_cc;
+    t->sink.bandwidth = on_bandwidth;
 
     trc_record_t r;
     memset(&r, 0, sizeof r);
