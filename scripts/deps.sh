@@ -4,7 +4,8 @@
 set -euo pipefail
 # build (C11, strict warnings; clang for libFuzzer and its runtimes), unit tests (cmocka),
 # configs and statistics (jansson), streaming trace reading (yajl), gzip traces (zlib),
-# functional matmul (OpenBLAS), the viewer (SDL2, libpng), the .pftrace test oracle (protoc),
+# functional matmul (OpenBLAS), the viewer (SDL2, libpng; Xvfb, xauth and xdotool for its
+# real-window test, tests/viz/xvfb_smoke.sh), the .pftrace test oracle (protoc),
 # numeric references in tests (/usr/bin/python3 with NumPy), the Slurm sweep test (a one-node
 # slurmctld + slurmd + munged on localhost, tests/slurm/)
 packages=(
@@ -16,6 +17,7 @@ packages=(
   zlib1g-dev
   libopenblas-dev
   libsdl2-dev libpng-dev
+  xvfb xauth xdotool
   protobuf-compiler
   python3 python3-numpy
   slurm-wlm munge
