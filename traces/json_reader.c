@@ -458,9 +458,12 @@ ncsim_status_t trc_read_json(trc_src_t *src, const unsigned char *head, size_t n
             break;
         offset += n;
         int got = gzread(src->gz, buf, 1u << 17);
-        if (got < 0) {
-            int code;
-            snprintf(err, errlen, "%s: %s", src->path, gzerror(src->gz, &code));
+        int code = Z_OK;
+        if (got == 0)
+            gzerror(src->gz, &code); /* a gzip stream cut short ends in Z_BUF_ERROR */
+        if (got < 0 || code == Z_BUF_ERROR) {
+            snprintf(err, errlen, "%s: %s", src->path,
+                     got < 0 ? gzerror(src->gz, &code) : "truncated gzip data");
             st = NCSIM_IO;
             break;
         }

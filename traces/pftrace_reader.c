@@ -638,8 +638,15 @@ static int stream_fill(pf_stream_t *s, size_t need)
             s->ioerr = 1;
             return -1;
         }
-        if (got == 0)
+        if (got == 0) {
+            int code = Z_OK;
+            gzerror(s->src->gz, &code);
+            if (code == Z_BUF_ERROR) { /* a gzip stream cut short */
+                s->ioerr = 1;
+                return -1;
+            }
             s->eof = 1;
+        }
         s->len += (size_t)got;
     }
     return 0;
