@@ -2181,20 +2181,15 @@ static int statement(asm_state_t *A)
         return 0;
     }
     if (IS("source")) {
-        /* extension: the source file name of the line map, the rest of the line as written */
-        const isa_tok_t *first = TOK(A);
-        if (first->kind == TK_END)
+        /* extension: the source file name of the line map: the rest of the line as written
+         * (the lexer keeps it as one raw token) */
+        const isa_tok_t *name = TOK(A);
+        if (name->kind != TK_RAW)
             return err_here(A, "expected a source file name after .source");
-        const isa_tok_t *e = first;
-        while (e->kind != TK_END)
-            e++;
-        const char *end = e->s;
-        while (end > first->s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-            end--;
-        A->source = first->s;
-        A->source_len = (uint32_t)(end - first->s);
-        A->pos = (uint32_t)(e - A->t);
-        return 0;
+        A->source = name->s;
+        A->source_len = name->len;
+        A->pos++;
+        return expect_end(A);
     }
     if (IS("chips")) {
         uint32_t col = TOK(A)->col;

@@ -727,10 +727,14 @@ char *isa_disassemble(const isa_program_t *prog)
     }
     out_printf(&o, ".chips %" PRIu32 "\n", p->chips);
     const char *source = isa_string(p, p->source);
-    if (*source && strspn(source, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                  "0123456789_./-+:@ ") == strlen(source) &&
-        source[0] != ' ')
-        out_printf(&o, ".source %s\n", source); /* names the lexer reads back as written */
+    size_t slen = strlen(source);
+    /* `.source` takes the rest of its line, trimmed: any name without line breaks, control
+     * characters or surrounding blanks reads back as written */
+    int printable = slen > 0 && source[0] != ' ' && source[slen - 1] != ' ';
+    for (size_t i = 0; i < slen && printable; i++)
+        printable = (unsigned char)source[i] >= 32 && (unsigned char)source[i] != 127;
+    if (printable)
+        out_printf(&o, ".source %s\n", source);
     uint64_t loc = UINT64_MAX; /* the line .loc last set */
     for (uint32_t i = 0; i < p->ntensors; i++)
         if (p->tensors[i].space == ISA_SPACE_HBM)

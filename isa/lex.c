@@ -290,6 +290,26 @@ int isa_lex(const char *text, size_t len, isa_lexed_t *out, isa_lex_error_fn err
             if (push_tok(&L, &t))
                 return -1;
             p += n;
+            if (t.kind == TK_DIRECTIVE && out->ntoks - first == 1 && t.len == 6 &&
+                memcmp(t.s, "source", 6) == 0) {
+                /* `.source NAME`: the rest of the line, trimmed, is one raw token */
+                while (p < eol && (*p == ' ' || *p == '\t'))
+                    p++;
+                const char *q = eol;
+                while (q > p && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\r'))
+                    q--;
+                if (q > p) {
+                    isa_tok_t r;
+                    memset(&r, 0, sizeof r);
+                    r.kind = TK_RAW;
+                    r.col = (uint32_t)(p - line_start) + 1;
+                    r.s = p;
+                    r.len = (uint32_t)(q - p);
+                    if (push_tok(&L, &r))
+                        return -1;
+                }
+                p = eol;
+            }
         }
         uint32_t count = out->ntoks - first;
         if (count) {

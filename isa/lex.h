@@ -18,7 +18,8 @@ typedef enum isa_tok_kind {
     TK_INT,
     TK_FLOAT,
     TK_PUNCT,     /* one of the operators below; `op` holds it */
-    TK_BAD        /* a character that starts no token */
+    TK_BAD,       /* a character that starts no token */
+    TK_RAW        /* the rest of a `.source` line, as written (a file name is no NCA token) */
 } isa_tok_kind_t;
 
 /* Multi-character operators get codes above 255; single characters are their own code. */

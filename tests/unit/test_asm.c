@@ -1024,15 +1024,16 @@ static void test_long_text(void **state)
 static void test_loc_and_source(void **state)
 {
     (void)state;
-    isa_program_t *p = assemble_ok(".source gen/my kernel.nca\n.engine sp\nnop\n.loc 42\nnop\n"
-                                   "nop\n.loc 0\nnop\n");
+    isa_program_t *p = assemble_ok(".source gen/3eed my;kernel#1.nca  \n.engine sp\nnop\n"
+                                   ".loc 42\nnop\nnop\n.loc 0\nnop\n");
     const isa_stream_t *st = isa_stream(p, 0, ISA_ENGINE_SP);
     assert_int_equal(st->count, 4);
     assert_int_equal(p->instrs[st->first].line, 3);
     assert_int_equal(p->instrs[st->first + 1].line, 42);
     assert_int_equal(p->instrs[st->first + 2].line, 42);
     assert_int_equal(p->instrs[st->first + 3].line, 0);
-    assert_string_equal(isa_string(p, p->source), "gen/my kernel.nca");
+    /* the name is raw text: not lexed as numbers, not cut at comment characters */
+    assert_string_equal(isa_string(p, p->source), "gen/3eed my;kernel#1.nca");
     isa_program_free(p);
     assemble_fails(".loc -1\n", "t.nca:1:6: error: line -1 out of range");
     assemble_fails(".source\n", "t.nca:1:8: error: expected a source file name");
