@@ -162,6 +162,16 @@ ncsim_status_t exec_view(exec_ctx_t *x, unsigned slot, unsigned spaces, const is
     return NCSIM_OK;
 }
 
+ncsim_status_t exec_view_pair(exec_ctx_t *x, unsigned sd, unsigned ss, unsigned sp,
+                              const isa_view_t **d, const isa_view_t **src)
+{
+    ncsim_status_t st;
+    if ((st = exec_view(x, sd, sp, d)) != NCSIM_OK ||
+        (st = exec_view(x, ss, sp, src)) != NCSIM_OK)
+        return st;
+    return exec_same_shape(x, sd, *d, ss, *src);
+}
+
 ncsim_status_t exec_same_shape(exec_ctx_t *x, unsigned sa, const isa_view_t *a, unsigned sb,
                                const isa_view_t *b)
 {

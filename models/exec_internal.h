@@ -130,6 +130,10 @@ ncsim_status_t exec_view(exec_ctx_t *x, unsigned slot, unsigned spaces, const is
 /* Element-wise compatibility (ISA.md 5.3): same partitions, same free elements. */
 ncsim_status_t exec_same_shape(exec_ctx_t *x, unsigned sa, const isa_view_t *a, unsigned sb,
                                const isa_view_t *b);
+/* The destination view of slot sd and the source view of slot ss, both in spaces `sp`, with
+ * the same shape (element-wise instructions). */
+ncsim_status_t exec_view_pair(exec_ctx_t *x, unsigned sd, unsigned ss, unsigned sp,
+                              const isa_view_t **d, const isa_view_t **src);
 /* "a two-input op may not take both inputs from PSUM" (ISA.md 1). */
 ncsim_status_t exec_not_both_psum(exec_ctx_t *x, unsigned sa, const isa_view_t *a, unsigned sb,
                                   const isa_view_t *b);

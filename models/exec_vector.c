@@ -212,9 +212,7 @@ ncsim_status_t exec_tensor_copy(exec_ctx_t *x)
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_CP_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_CP_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_CP_D, d, SLOT_CP_SRC, src)) != NCSIM_OK)
+    if ((st = exec_view_pair(x, SLOT_CP_D, SLOT_CP_SRC, sp, &d, &src)) != NCSIM_OK)
         return st;
     return copy_view(x, d, src);
 }
@@ -253,9 +251,7 @@ ncsim_status_t exec_reciprocal(exec_ctx_t *x)
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_UN_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_UN_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_UN_D, d, SLOT_UN_SRC, src)) != NCSIM_OK)
+    if ((st = exec_view_pair(x, SLOT_UN_D, SLOT_UN_SRC, sp, &d, &src)) != NCSIM_OK)
         return st;
     const size_t n = (size_t)isa_view_elems(src);
     float *v = exec_scratch(x, 0, n);
@@ -452,9 +448,7 @@ ncsim_status_t exec_shuffle(exec_ctx_t *x)
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_SHUF_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_SHUF_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_SHUF_D, d, SLOT_SHUF_SRC, src)) != NCSIM_OK)
+    if ((st = exec_view_pair(x, SLOT_SHUF_D, SLOT_SHUF_SRC, sp, &d, &src)) != NCSIM_OK)
         return st;
     const isa_arg_t *ma = &x->args[SLOT_SHUF_MASK];
     if (!ma->present || ma->count != SHUFFLE_QUADRANT ||
@@ -621,9 +615,7 @@ ncsim_status_t exec_match_replace8(exec_ctx_t *x)
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_MR8_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_MR8_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_MR8_D, d, SLOT_MR8_SRC, src)) != NCSIM_OK)
+    if ((st = exec_view_pair(x, SLOT_MR8_D, SLOT_MR8_SRC, sp, &d, &src)) != NCSIM_OK)
         return st;
     if (!x->args[SLOT_MR8_IMM].present)
         return exec_fail(x, "missing IMM");
@@ -663,9 +655,7 @@ ncsim_status_t exec_dropout(exec_ctx_t *x)
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_DROP_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_DROP_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_DROP_D, d, SLOT_DROP_SRC, src)) != NCSIM_OK)
+    if ((st = exec_view_pair(x, SLOT_DROP_D, SLOT_DROP_SRC, sp, &d, &src)) != NCSIM_OK)
         return st;
     if (!x->args[SLOT_DROP_PROB].present)
         return exec_fail(x, "missing prob=");
@@ -761,9 +751,7 @@ ncsim_status_t exec_affine_select(exec_ctx_t *x)
     const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_AS_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_AS_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_AS_D, d, SLOT_AS_SRC, src)) != NCSIM_OK)
+    if ((st = exec_view_pair(x, SLOT_AS_D, SLOT_AS_SRC, sp, &d, &src)) != NCSIM_OK)
         return st;
     const int64_t cmp = x->args[SLOT_AS_CMP].v.i;
     if (!x->args[SLOT_AS_CMP].present || cmp < 0 || cmp >= ISA_CMP_COUNT)
