@@ -144,7 +144,7 @@ typedef struct sim_sweep_slurm_options {
  */
 char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_options_t *opt);
 
-/* `ncsim sweep` (sim/cmd_sweep.c) */
+/* `ncsim sweep` (cli/cmd_sweep.c) */
 int cli_sweep(int argc, char **argv);
 
 #endif

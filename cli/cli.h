@@ -14,11 +14,11 @@ int cli_arch_lookup(void *ctx, const char *name, isa_geometry_t *g);
 int cli_exit(ncsim_status_t st);
 int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen);
 
-/* ncsim run (sim/cmd_run.c) */
+/* ncsim run (cli/cmd_run.c) */
 int cli_run(int argc, char **argv);
-/* ncsim report (sim/cmd_report.c) */
+/* ncsim report (cli/cmd_report.c) */
 int cli_report(int argc, char **argv);
-/* ncsim check (sim/cmd_check.c) */
+/* ncsim check (cli/cmd_check.c) */
 int cli_check(int argc, char **argv);
 
 #endif
