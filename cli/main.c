@@ -16,7 +16,7 @@
 #include "load.h"
 #include "ncx.h"
 #include "sweep.h"
-#include "version.h"
+#include "ncsim.h"
 #ifdef NCSIM_HAVE_VIZ
 #include "viz.h"
 #endif

@@ -29,6 +29,30 @@ const char *ncsim_status_text(ncsim_status_t status)
     return (unsigned)status < NCSIM_STATUS_COUNT ? texts[status] : "unknown status";
 }
 
+const char *ncsim_status_name(ncsim_status_t status)
+{
+    static const char *const names[] = {
+#define XX(name, code, text) #name,
+        NCSIM_STATUS_MAP(XX)
+#undef XX
+    };
+    return (unsigned)status < NCSIM_STATUS_COUNT ? names[status] : "UNKNOWN";
+}
+
+/* The version of the library (the header's macros are those of the header compiled against). */
+const char *ncsim_version(void)
+{
+#define NCSIM_STR2(x) #x
+#define NCSIM_STR(x) NCSIM_STR2(x)
+    return NCSIM_STR(NCSIM_VERSION_MAJOR) "." NCSIM_STR(NCSIM_VERSION_MINOR) "." NCSIM_STR(
+        NCSIM_VERSION_PATCH);
+}
+
+int ncsim_version_number(void)
+{
+    return NCSIM_VERSION_NUMBER;
+}
+
 /* ---- name tables --------------------------------------------------------------------------- */
 
 static const char *const engine_names[] = {
