@@ -1,8 +1,8 @@
 """ctypes bindings of libncsim (include/ncsim.h). Internal: use the ncsim package.
 
 The library is found, in order, at $NCSIM_LIBRARY (a file path), in the build tree next to
-this source tree (build*/libncsim.so), beside an installed package (PREFIX/lib), and through
-the system's loader (ldconfig, LD_LIBRARY_PATH).
+this source tree (build*/libncsim.so), through the system's loader (LD_LIBRARY_PATH, the
+ldconfig cache), then in PREFIX/lib for the Python prefix, /usr/local and /usr.
 """
 import ctypes
 import ctypes.util
@@ -83,6 +83,7 @@ def _candidates():
             p = os.path.join(src, d, "libncsim.so")
             if os.path.exists(p):
                 yield p
+    yield "libncsim.so.0"  # the loader: LD_LIBRARY_PATH, the ldconfig cache
     for prefix in (sys.prefix, "/usr/local", "/usr"):
         for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
             p = os.path.join(prefix, lib, "libncsim.so.0")
@@ -91,7 +92,6 @@ def _candidates():
     found = ctypes.util.find_library("ncsim")
     if found:
         yield found
-    yield "libncsim.so.0"
 
 
 def _load():
