@@ -516,6 +516,9 @@ static ncsim_status_t drive(ncsim_sim_t *h, uint64_t target_ps)
     h->host_seconds += api_now_seconds() - t0;
     if (st != NCSIM_OK)
         return run_failed(h, st);
+    if (h->chk && chk_failed(h->chk))
+        return api_fail(NCSIM_NOMEM, "memory",
+                        "out of memory while checking: the findings are incomplete");
     if (sim_finished(h->s))
         return ncsim_sim_close_trace(h);
     return NCSIM_OK;

@@ -1,6 +1,7 @@
 /*
  * cmd_run.c -- `ncsim run PROG [options]` (CLI.md): bind inputs, simulate, write outputs,
- * statistics and a summary.
+ * statistics and a summary. A client of the public API (include/ncsim.h): the program, the
+ * architecture, the run driver (slices, progress, signals) are the library's.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,18 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "arch.h"
-#include "checker.h"
 #include "cli.h"
 #include "load.h"
-#include "npy.h"
-#include "numerics.h"
-#include "rng.h"
-#include "sim.h"
-#include "stats.h"
 #include "trace.h"
 #include "trace_sink.h"
 
@@ -71,105 +64,41 @@ static int parse_binding(const char *arg, binding_t *b)
     return 0;
 }
 
-static int find_tensor(const isa_program_t *p, const binding_t *b)
-{
-    return sim_find_hbm_tensor(p, b->name, b->name_len);
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
-{
-    mdl_npy_t a;
-    ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
-    if (st != NCSIM_OK)
-        return st == NCSIM_NOMEM ? st : NCSIM_IO;
-    st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
-    mdl_npy_free(&a);
-    return st;
-}
-
-static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
-                                   const char *path, char *err, size_t errlen)
-{
-    const isa_tensor_t *T = &p->tensors[t];
-    uint64_t n = sim_tensor_elems(p, t);
-    isa_dtype_t dt = (isa_dtype_t)T->dtype;
-    int native = mdl_npy_dtype_is_native(dt);
-    size_t es = native ? isa_dtype_size(dt) : sizeof(float);
-    void *buf = malloc(n * es > 0 ? n * es : 1);
-    if (!buf)
-        return NCSIM_NOMEM;
-    ncsim_status_t st = native ? sim_tensor_read_raw(s, t, buf)
-                               : sim_tensor_read_f32(s, t, (float *)buf);
-    if (st == NCSIM_OK) {
-        const char *descr = mdl_npy_type_descr(mdl_npy_type_for_dtype(dt));
-        uint64_t dims[ISA_MAX_DIMS + 1];
-        for (unsigned d = 0; d < T->ndims; d++)
-            dims[d] = T->dims[d];
-        st = mdl_npy_write(path, descr, dims, T->ndims, buf, err, errlen);
-        if (st != NCSIM_OK)
-            st = NCSIM_IO;
-    }
-    free(buf);
-    return st;
-}
-
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
 
-/* SIGINT/SIGTERM while tracing: stop between slices of the run and close the trace. */
+/* SIGINT/SIGTERM while tracing: the run stops between two slices (ncsim_sim_cancel is
+ * async-signal-safe) and the trace is closed. */
 static volatile sig_atomic_t stop_signal;
+static ncsim_sim_t *volatile running;
 
 static void on_stop_signal(int sig)
 {
     stop_signal = sig;
+    if (running)
+        ncsim_sim_cancel(running);
 }
 
-/* Run to the end, printing progress when asked: redrawn a few times a second on a
- * terminal, one line every ~10 s otherwise. `sliced` runs in slices even without
- * progress, so that a signal can stop the run cleanly. */
-static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show, int sliced)
+/* Progress on stderr: redrawn a few times a second on a terminal, one line every ~10 s
+ * otherwise (the interval is the library's progress interval). */
+typedef struct progress_ctx {
+    int tty;
+    int shown;
+} progress_ctx_t;
+
+static int show_progress(void *ctx, const ncsim_progress_t *p)
 {
-    if (!show && !sliced)
-        return sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
-    int tty = isatty(STDERR_FILENO);
-    double interval = tty ? 0.25 : 10.0;
-    double t0 = now_seconds(), last = t0;
-    uint64_t step = 1000000; /* 1 us of simulated time per slice, adapted below */
-    ncsim_status_t st = NCSIM_OK;
-    while (!sim_finished(s) && !stop_signal) {
-        double before = now_seconds();
-        st = sim_run(s, SIM_RUN_UNTIL_TIME, sim_now_ps(s) + step);
-        if (st != NCSIM_OK)
-            break;
-        double after = now_seconds();
-        /* aim for slices of ~20 ms of host time */
-        if (after - before < 0.01 && step < (UINT64_MAX >> 2))
-            step *= 2;
-        else if (after - before > 0.05 && step > 1000)
-            step /= 2;
-        if (show && after - last >= interval && !sim_finished(s)) {
-            last = after;
-            const sim_stats_t *ss = sim_stats(s);
-            double frac = total_instrs ? (double)ss->instructions / (double)total_instrs : 1.0;
-            fprintf(stderr, tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
-                                  "(%.0f%%), %.1f s"
-                                : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
-                                  "%.1f s\n",
-                    (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
-                    (unsigned long long)total_instrs, 100.0 * frac, after - t0);
-        }
-    }
-    if (show && tty && now_seconds() - t0 >= interval)
-        fputs("\r\033[K", stderr);
-    return st;
+    progress_ctx_t *pc = ctx;
+    double frac = p->total_instructions
+                      ? (double)p->instructions / (double)p->total_instructions
+                      : 1.0;
+    fprintf(stderr, pc->tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
+                              "(%.0f%%), %.1f s"
+                            : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
+                              "%.1f s\n",
+            p->now_ns / 1e3, (unsigned long long)p->instructions,
+            (unsigned long long)p->total_instructions, 100.0 * frac, p->host_seconds);
+    pc->shown = 1;
+    return 0;
 }
 
 int cli_run(int argc, char **argv)
@@ -204,8 +133,7 @@ int cli_run(int argc, char **argv)
     binding_t ins[MAX_BINDINGS], outs[MAX_BINDINGS];
     int nins = 0, nouts = 0;
     int timing_only = 0, stochastic = 0, quiet = 0, have_random = 0;
-    unsigned checks = 0; /* --check: sim/checker.h */
-    chk_t *chk = NULL;
+    unsigned checks = 0; /* --check: NCSIM_CHECK_* */
     uint64_t seed = 0, random_seed = 0;
     progress_t progress = PROGRESS_AUTO;
     int c;
@@ -273,9 +201,8 @@ int cli_run(int argc, char **argv)
             break;
         }
         case O_CHECK: {
-            char cerr[256];
-            if (chk_parse_list(optarg, &checks, cerr, sizeof cerr)) {
-                fprintf(stderr, "ncsim run: --check: %s\n", cerr);
+            if (ncsim_parse_checks(optarg, &checks) != NCSIM_OK) {
+                fprintf(stderr, "ncsim run: --check: %s\n", ncsim_last_error());
                 return 2;
             }
             break;
@@ -312,7 +239,6 @@ int cli_run(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
-    char err[4096];
     if (trace_filter && !trace_path) {
         fputs("ncsim run: --trace-start, --trace-end and --trace-engines need --trace FILE\n",
               stderr);
@@ -324,58 +250,28 @@ int cli_run(int argc, char **argv)
                 trace_path);
         return 2;
     }
-    sim_trace_file_t *trace = NULL;
-
-    /* architecture: --arch, else the program's .arch (resolved after loading), else trn1 */
-    isa_geometry_t g;
-    if (cli_geometry(arch_name, &g, err, sizeof err)) {
-        fprintf(stderr, "ncsim run: %s\n", err);
-        return 2;
-    }
-    isa_diag_t diag;
-    isa_diag_init(&diag, 0);
-    isa_program_t *prog = NULL;
-    ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
-                                         &prog, &diag);
-    cli_print_diag(&diag);
-    isa_diag_free(&diag);
-    if (st != NCSIM_OK)
-        return cli_exit(st);
-    int rc = 0;
-    sim_t *s = NULL;
-    mdl_arch_t arch;
-    const char *use = arch_name ? arch_name : (prog->arch[0] ? prog->arch : "trn1");
-    st = mdl_arch_load(use, &arch, err, sizeof err);
-    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
-        st = mdl_arch_set(&arch, sets[i], err, sizeof err);
-    /* a multi-chip program on a single-chip preset: grow the system to fit */
-    if (st == NCSIM_OK)
-        st = mdl_arch_validate(&arch, err, sizeof err);
-    if (st != NCSIM_OK) {
-        fprintf(stderr, "ncsim run: %s\n", err);
-        rc = cli_exit(st == NCSIM_IO ? NCSIM_IO : NCSIM_USAGE);
-        goto out;
-    }
+    ncsim_program_t *prog = NULL;
+    ncsim_arch_t *arch = NULL;
+    int rc = cli_load("run", path, arch_name, sets, nsets, &prog, &arch);
+    if (rc)
+        return rc;
+    ncsim_sim_t *s = NULL;
+    ncsim_status_t st;
+    uint32_t ntensors = ncsim_program_tensor_count(prog);
+    ncsim_tensor_info_t info;
     if (timing_only && (nins || nouts)) {
         fprintf(stderr, "ncsim run: --in and --out need a functional run (drop "
                         "--timing-only)\n");
         rc = 2;
         goto out;
     }
-    if (timing_only && (checks & CHK_NAN)) {
+    if (timing_only && (checks & NCSIM_CHECK_NAN)) {
         fputs("ncsim run: --check nan needs a functional run (drop --timing-only)\n", stderr);
         rc = 2;
         goto out;
     }
-    if (checks) {
-        if (chk_create(prog, &arch, checks, &chk) != NCSIM_OK) {
-            rc = cli_exit(NCSIM_NOMEM);
-            goto out;
-        }
-        chk_static(chk);
-    }
     /* every binding names a declared tensor of the right kind */
-    uint8_t *bound = calloc(prog->ntensors + 1, 1);
+    uint8_t *bound = calloc(ntensors + 1, 1);
     int *in_tensor = calloc((size_t)nins + 1, sizeof *in_tensor);
     int *out_tensor = calloc((size_t)nouts + 1, sizeof *out_tensor);
     if (!bound || !in_tensor || !out_tensor) {
@@ -388,7 +284,7 @@ int cli_run(int argc, char **argv)
     for (int i = 0; i < nins + nouts && !rc; i++) {
         int is_in = i < nins;
         binding_t *b = is_in ? &ins[i] : &outs[i - nins];
-        int t = find_tensor(prog, b);
+        int t = cli_find_hbm_tensor(prog, b->name, b->name_len, &info);
         if (t < 0) {
             fprintf(stderr, "ncsim run: --%s %.*s: the program declares no HBM tensor '%.*s'\n",
                     is_in ? "in" : "out", (int)b->name_len, b->name, (int)b->name_len,
@@ -396,17 +292,17 @@ int cli_run(int argc, char **argv)
             rc = 2;
             break;
         }
-        int kind = prog->tensors[t].kind;
-        if (is_in && kind != ISA_TK_INPUT && kind != ISA_TK_INOUT) {
+        ncsim_role_t kind = info.role;
+        if (is_in && kind != NCSIM_INPUT && kind != NCSIM_INOUT) {
             fprintf(stderr, "ncsim run: --in %.*s: tensor '%.*s' is %s, not input or inout\n",
                     (int)b->name_len, b->name, (int)b->name_len, b->name,
-                    isa_tensor_kind_name((isa_tensor_kind_t)kind));
+                    ncsim_role_name(kind));
             rc = 2;
         }
-        if (!is_in && kind != ISA_TK_OUTPUT && kind != ISA_TK_INOUT) {
+        if (!is_in && kind != NCSIM_OUTPUT && kind != NCSIM_INOUT) {
             fprintf(stderr, "ncsim run: --out %.*s: tensor '%.*s' is %s, not output or inout\n",
                     (int)b->name_len, b->name, (int)b->name_len, b->name,
-                    isa_tensor_kind_name((isa_tensor_kind_t)kind));
+                    ncsim_role_name(kind));
             rc = 2;
         }
         if (is_in) {
@@ -422,137 +318,137 @@ int cli_run(int argc, char **argv)
         }
     }
     if (!rc && !timing_only && !have_random)
-        for (uint32_t t = 0; t < prog->ntensors; t++) {
-            int kind = prog->tensors[t].kind;
-            if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
-                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
+        for (uint32_t t = 0; t < ntensors; t++) {
+            if (ncsim_program_tensor(prog, t, &info) == NCSIM_OK && info.memory == NCSIM_HBM &&
+                !bound[t] && (info.role == NCSIM_INPUT || info.role == NCSIM_INOUT)) {
                 fprintf(stderr, "ncsim run: input tensor '%s' is not bound: give --in %s=FILE.npy "
                                 "or --random-inputs SEED\n",
-                        isa_string(prog, prog->tensors[t].name),
-                        isa_string(prog, prog->tensors[t].name));
+                        info.name, info.name);
                 rc = 2;
             }
         }
+    free(bound);
     if (rc) {
-        free(bound);
         free(in_tensor);
         free(out_tensor);
         goto out;
     }
-    sim_options_t so;
-    memset(&so, 0, sizeof so);
-    so.arch = &arch;
+    ncsim_options_t so;
+    ncsim_options_init(&so);
     so.timing_only = timing_only;
     so.stochastic_rounding = stochastic;
     so.seed = seed;
+    so.checks = checks;
+    so.program_name = path;
     if (trace_path) {
-        topt.path = trace_path;
-        topt.program = path;
-        topt.timing_only = timing_only;
-        st = sim_trace_open(&topt, prog, &arch, &trace, err, sizeof err);
-        if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: %s\n", err);
-            free(bound);
-            free(in_tensor);
-            free(out_tensor);
-            rc = cli_exit(st);
-            goto out;
-        }
-        so.trace = sim_trace_sink(trace);
+        so.trace_path = trace_path;
+        so.trace_start_ns = (double)topt.start_ps / 1000.0;
+        /* an end of 0 keeps only what starts at 0: 1 ps, as the library reads 0 as "no end" */
+        so.trace_end_ns = (double)topt.end_ps / 1000.0;
+        so.trace_engines = topt.engines_text;
     }
-    so.observer = chk ? chk_observer(chk) : NULL;
-    st = sim_create(prog, &so, &s, err, sizeof err);
+    st = ncsim_sim_create(prog, arch, &so, &s);
     if (st != NCSIM_OK) {
-        fprintf(stderr, "ncsim run: %s\n", err);
+        fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
         rc = cli_exit(st);
     }
-    for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
-        if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: %s\n", err);
-            rc = cli_exit(st);
-        }
-    }
-    if (!rc && !timing_only && have_random)
-        for (uint32_t t = 0; t < prog->ntensors && !rc; t++) {
-            int kind = prog->tensors[t].kind;
-            if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
-                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
-                st = sim_tensor_fill_random(s, t, random_seed);
-                if (st != NCSIM_OK)
-                    rc = cli_exit(st);
-            }
-        }
-    free(bound);
-    free(in_tensor);
-    if (rc) {
-        free(out_tensor);
-        goto out;
-    }
-    int show = !quiet && (progress == PROGRESS_ALWAYS ||
-                          (progress == PROGRESS_AUTO && isatty(STDERR_FILENO)));
-    double t0 = now_seconds();
+    /* from here on the trace file exists: a signal stops the run and finishes the trace (one
+     * while the inputs are read stops the run before its first slice) */
     struct sigaction sa_new, sa_int, sa_term;
-    if (trace) {
+    int handling = trace_path && !rc;
+    if (handling) {
+        running = s;
         memset(&sa_new, 0, sizeof sa_new);
         sa_new.sa_handler = on_stop_signal;
         sigemptyset(&sa_new.sa_mask);
         sigaction(SIGINT, &sa_new, &sa_int);
         sigaction(SIGTERM, &sa_new, &sa_term);
     }
-    st = run_with_progress(s, prog->ninstrs, show, trace != NULL);
-    double host = now_seconds() - t0;
-    if (trace) {
+    for (int i = 0; !rc && i < nins; i++) {
+        st = ncsim_sim_load_npy(s, (uint32_t)in_tensor[i], ins[i].path);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
+            rc = cli_exit(st);
+        }
+    }
+    if (!rc && !timing_only && have_random) {
+        st = ncsim_sim_random_inputs(s, random_seed);
+        if (st != NCSIM_OK)
+            rc = cli_exit(st);
+    }
+    free(in_tensor);
+    if (rc) {
+        free(out_tensor);
+        goto restore;
+    }
+    int tty = isatty(STDERR_FILENO);
+    progress_ctx_t pc = {tty, 0};
+    int show = !quiet && (progress == PROGRESS_ALWAYS ||
+                          (progress == PROGRESS_AUTO && tty));
+    if (show)
+        ncsim_sim_set_progress(s, show_progress, &pc, tty ? 0.25 : 10.0);
+    st = ncsim_sim_run(s);
+    if (show && tty && pc.shown)
+        fputs("\r\033[K", stderr);
+    if (trace_path) {
         /* a signal while the trace is being finished is noted, not fatal */
-        ncsim_status_t tst = sim_trace_close(trace, NULL, err, sizeof err);
-        trace = NULL;
+        ncsim_status_t tst = ncsim_sim_close_trace(s);
         sigaction(SIGINT, &sa_int, NULL);
         sigaction(SIGTERM, &sa_term, NULL);
+        running = NULL;
+        handling = 0;
         if (tst != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: %s\n", err);
+            fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
             if (st == NCSIM_OK)
                 rc = cli_exit(tst);
         }
         if (stop_signal) {
             fprintf(stderr, "ncsim run: stopped by signal %d at %.3f ns; the trace is complete "
                             "up to there\n",
-                    (int)stop_signal, (double)sim_now_ps(s) / 1000.0);
+                    (int)stop_signal, ncsim_sim_now_ns(s));
             free(out_tensor);
             rc = 128 + (int)stop_signal;
             goto out;
         }
     }
-    if (st != NCSIM_OK) {
-        fputs(sim_error(s), stderr);
+    if (st == NCSIM_IO && ncsim_sim_finished(s)) {
+        /* the run ended but finishing its trace failed */
+        fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
+        rc = cli_exit(st);
+    } else if (st == NCSIM_PROGRAM) {
+        fputs(ncsim_sim_error(s), stderr);
+        rc = cli_exit(st);
+    } else if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
         rc = cli_exit(st);
     }
-    if (chk) { /* findings of --check: stderr, exit code 1 */
-        chk_print(chk, stderr, 50);
-        if ((chk_count(chk) || chk_dropped(chk)) && !rc)
+    if (checks) { /* findings of --check: stderr, exit code 1 */
+        ncsim_sim_findings_print(s, stderr, 50);
+        if ((ncsim_sim_finding_count(s) || ncsim_sim_findings_dropped(s)) && !rc)
             rc = 1;
     }
-    const sim_stats_t *ss = sim_stats(s);
-    sim_run_info_t info = {path, timing_only, seed, host};
     for (int i = 0; !rc && i < nouts; i++) {
-        st = write_output(s, prog, (uint32_t)out_tensor[i], outs[i].path, err, sizeof err);
+        st = ncsim_sim_save_npy(s, (uint32_t)out_tensor[i], outs[i].path);
         if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: %s\n", err);
+            fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
             rc = cli_exit(st);
         }
     }
     free(out_tensor);
     if (stats_path) {
-        char *json = sim_stats_json(ss, &arch, prog, &info);
-        if (!json || sim_write_file(stats_path, json, strlen(json))) {
+        char *json = NULL;
+        if (ncsim_sim_stats_json(s, &json) != NCSIM_OK ||
+            sim_write_file(stats_path, json, strlen(json))) {
             fprintf(stderr, "ncsim run: cannot write %s: %s\n", stats_path,
                     json ? strerror(errno) : "out of memory");
             if (!rc)
                 rc = cli_exit(json ? NCSIM_IO : NCSIM_NOMEM);
         }
-        free(json);
+        ncsim_free(json);
         /* the resolved architecture config beside the statistics (gem5's config.json):
          * STATS.json -> STATS.config.json */
-        char *cfg = mdl_arch_to_json(&arch);
+        char *cfg = NULL;
+        ncsim_sim_arch_json(s, &cfg);
         size_t sl = strlen(stats_path);
         char *cfg_path = malloc(sl + 16);
         if (cfg && cfg_path) {
@@ -565,18 +461,20 @@ int cli_run(int argc, char **argv)
                     rc = cli_exit(NCSIM_IO);
             }
         }
-        free(cfg);
+        ncsim_free(cfg);
         free(cfg_path);
     }
-    if (!quiet && (st == NCSIM_OK || sim_finished(s)))
-        sim_stats_print(stdout, ss, &arch, prog, &info);
-out:
-    if (trace) {
-        char terr[512];
-        sim_trace_close(trace, NULL, terr, sizeof terr);
+    if (!quiet && (st == NCSIM_OK || ncsim_sim_finished(s)))
+        ncsim_sim_print_summary(s, stdout);
+restore:
+    if (handling) {
+        sigaction(SIGINT, &sa_int, NULL);
+        sigaction(SIGTERM, &sa_term, NULL);
+        running = NULL;
     }
-    sim_destroy(s);
-    chk_destroy(chk);
-    isa_program_free(prog);
+out:
+    ncsim_sim_free(s);
+    ncsim_program_free(prog);
+    ncsim_arch_free(arch);
     return rc;
 }

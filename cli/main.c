@@ -97,6 +97,56 @@ int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t err
     return 0;
 }
 
+int cli_load(const char *cmd, const char *path, const char *arch_name, const char *const *sets,
+             int nsets, ncsim_program_t **prog, ncsim_arch_t **arch)
+{
+    *prog = NULL;
+    *arch = NULL;
+    ncsim_arch_t *given = NULL;
+    if (arch_name && ncsim_arch_load(arch_name, &given) != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        return 2;
+    }
+    ncsim_status_t st = ncsim_program_load_file(path, given, prog);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "%s\n", ncsim_last_error()); /* every diagnostic, FILE:LINE:COL: ... */
+        ncsim_arch_free(given);
+        return cli_exit(st);
+    }
+    /* --arch, else the program's .arch, else trn1; then the --set overrides */
+    if (given)
+        *arch = given;
+    else
+        st = ncsim_arch_load(ncsim_program_arch(*prog)[0] ? ncsim_program_arch(*prog) : "trn1",
+                             arch);
+    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
+        st = ncsim_arch_set(*arch, sets[i]);
+    if (st == NCSIM_OK)
+        st = ncsim_arch_validate(*arch);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        ncsim_program_free(*prog);
+        ncsim_arch_free(*arch);
+        *prog = NULL;
+        *arch = NULL;
+        return cli_exit(st == NCSIM_IO ? NCSIM_IO : NCSIM_USAGE);
+    }
+    return 0;
+}
+
+int cli_find_hbm_tensor(const ncsim_program_t *prog, const char *name, size_t len,
+                        ncsim_tensor_info_t *info)
+{
+    for (uint32_t i = 0; i < ncsim_program_tensor_count(prog); i++) {
+        if (ncsim_program_tensor(prog, i, info) != NCSIM_OK)
+            break;
+        if (info->memory == NCSIM_HBM && strlen(info->name) == len &&
+            memcmp(info->name, name, len) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
 static int cmd_asm(int argc, char **argv)
 {
     static const struct option opts[] = {{"output", required_argument, 0, 'o'},
