@@ -707,12 +707,14 @@ static unsigned flat_dims(uint64_t n, unsigned max, uint32_t *count, int64_t *st
     while (rest > 1 || nd == 0) {
         if (nd == max)
             return 0;
-        uint32_t cnt = 1;
-        for (uint32_t f = ISA_MAX_COUNT; f >= 1; f--)
-            if (rest % f == 0) {
-                cnt = f;
-                break;
-            }
+        /* the largest count <= ISA_MAX_COUNT dividing rest: rest over its smallest cofactor
+         * at or above rest / ISA_MAX_COUNT */
+        uint64_t d = rest <= ISA_MAX_COUNT ? 1 : (rest + ISA_MAX_COUNT - 1) / ISA_MAX_COUNT;
+        while (rest % d)
+            d++;
+        uint32_t cnt = (uint32_t)(rest / d);
+        if (cnt == 1 && rest > 1)
+            return 0; /* a prime above ISA_MAX_COUNT */
         counts[nd++] = cnt;
         rest /= cnt;
         if (cnt == 1)
