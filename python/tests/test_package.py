@@ -24,3 +24,10 @@ def test_bad_library_path_is_a_clear_import_error():
                        text=True, cwd=os.path.join(SRC, "python"))
     assert p.returncode != 0
     assert "cannot load libncsim" in p.stderr and "NCSIM_LIBRARY" in p.stderr
+
+
+def test_docs_show_the_compiler_test_verbatim():
+    doc = open(os.path.join(SRC, "docs", "python.md")).read()
+    block = doc.split("<!-- example: test_compiler.py -->\n```python\n", 1)[1].split("```\n<!-- end example -->", 1)[0]
+    code = open(os.path.join(SRC, "python", "tests", "test_compiler.py")).read()
+    assert block == code, "docs/python.md shows an old copy of python/tests/test_compiler.py"

@@ -2,11 +2,11 @@
  * bench_api.c -- the cost of one call of a small kernel through the public API (libncsim.so),
  * the C side of tests/bench/bench_python.py, which runs this program and compares.
  *
- *   bench_api KERNEL.nca [CALLS]      (default 1000 calls)
+ *   bench_api KERNEL.nca [CALLS [ROUNDS]]      (default 1000 calls, 3 rounds)
  *
  * The kernel is assembled once. Each call creates a simulator, binds every input from memory
  * (float32 values), runs to the end, reads every output and frees the simulator: what a test
- * harness does per test case. Prints the best of 3 rounds as "c_us_per_call <value>".
+ * harness does per test case. Prints the best round as "c_us_per_call <value>".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +25,11 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_api KERNEL.nca [CALLS]\n");
+        fprintf(stderr, "usage: bench_api KERNEL.nca [CALLS [ROUNDS]]\n");
         return 2;
     }
     long calls = argc > 2 ? atol(argv[2]) : 1000;
+    int rounds = argc > 3 ? atoi(argv[3]) : 3;
     ncsim_program_t *prog;
     if (ncsim_program_load_file(argv[1], NULL, &prog) != NCSIM_OK) {
         fprintf(stderr, "%s\n", ncsim_last_error());
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
     }
     double best = 1e30;
     long instructions = 0;
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < rounds; round++) {
         double t0 = now_s();
         for (long c = 0; c < calls; c++) {
             ncsim_sim_t *sim;
