@@ -10,6 +10,7 @@
  * after it are the few other characters the programs print: 'µ', the fold triangles, the
  * middle dot, the en dash and 'Δ' (text is UTF-8; rst_font_decode maps it).
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "raster.h"
@@ -121,13 +122,10 @@ static const char *const glyph_rows[RST_GLYPH_COUNT - 32] = {
 };
 
 static uint8_t glyph_bits[RST_GLYPH_COUNT][RST_GLYPH_ROWS];
-static int glyphs_ready;
 
 /* Turn the drawings into row bitmaps once (bit 4 is the leftmost column). */
 static void glyphs_init(void)
 {
-    if (glyphs_ready)
-        return;
     memset(glyph_bits, 0, sizeof glyph_bits);
     for (unsigned g = 32; g < RST_GLYPH_COUNT; g++) {
         const char *s = glyph_rows[g - 32];
@@ -143,12 +141,12 @@ static void glyphs_init(void)
             col++;
         }
     }
-    glyphs_ready = 1;
 }
 
 const uint8_t *rst_font_glyph(unsigned code)
 {
-    glyphs_init();
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, glyphs_init);
     if (code < 32 || code >= RST_GLYPH_COUNT)
         code = '?';
     return glyph_bits[code];

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
+# Sanitizer builds pass the flags their clients need in NCSIM_CLIENT_CFLAGS, and the ASan
+# runtime the Python interpreter must preload in NCSIM_PY_PRELOAD (tests/CMakeLists.txt).
 # Install the build into a temporary prefix, then build the example of docs/api.md against the
 # installed tree through pkg-config and through find_package(ncsim) (shared and static), and
 # run each. Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
+read -r -a client_flags <<<"${NCSIM_CLIENT_CFLAGS:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -30,7 +33,7 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 [ "$(pkg-config --modversion ncsim)" = "$(sed -n 's/^ncsim //p' <<<"$("$prefix/bin/ncsim" --version)")" ] \
   || { echo "ncsim.pc version differs from ncsim --version"; exit 1; }
 # shellcheck disable=SC2046
-cc -std=c11 -Wall -Wextra -Werror "$tmp/api_example.c" -o "$tmp/example_pc" \
+cc -std=c11 -Wall -Wextra -Werror "${client_flags[@]}" "$tmp/api_example.c" -o "$tmp/example_pc" \
    $(pkg-config --cflags --libs ncsim) -lm -Wl,-rpath,"$libdir"
 "$tmp/example_pc" > "$tmp/out_pc.txt" 2>/dev/null
 grep -q "0 wrong elements" "$tmp/out_pc.txt" || { cat "$tmp/out_pc.txt"; exit 1; }
@@ -49,7 +52,7 @@ add_executable(example_static api_example.c)
 target_link_libraries(example_static PRIVATE ncsim::ncsim_static m)
 CM
 cmake -S "$tmp/client" -B "$tmp/client/build" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_BUILD_RPATH="$libdir" >/dev/null
+      -DCMAKE_BUILD_RPATH="$libdir" -DCMAKE_C_FLAGS="${NCSIM_CLIENT_CFLAGS:-}" >/dev/null
 cmake --build "$tmp/client/build" >/dev/null
 for kind in shared static; do
   "$tmp/client/build/example_$kind" > "$tmp/out_$kind.txt" 2>/dev/null
@@ -74,7 +77,11 @@ if /usr/bin/python3 -c "import venv, numpy, setuptools" 2>/dev/null; then
   /usr/bin/python3 -m venv --system-site-packages "$tmp/venv"
   "$tmp/venv/bin/pip" install -q --no-index --no-build-isolation "$tmp/python" >/dev/null 2>&1 ||
     "$tmp/venv/bin/pip" install --no-index --no-build-isolation "$tmp/python"
-  (cd / && env -u NCSIM_LIBRARY LD_LIBRARY_PATH="$libdir" "$tmp/venv/bin/python" - "$prefix" <<'PY'
+  preload=()
+  if [ -n "${NCSIM_PY_PRELOAD:-}" ]; then
+    preload=(LD_PRELOAD="$NCSIM_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
+  fi
+  (cd / && env -u NCSIM_LIBRARY "${preload[@]}" LD_LIBRARY_PATH="$libdir" "$tmp/venv/bin/python" - "$prefix" <<'PY'
 import sys
 import numpy as np
 import ncsim
