@@ -20,5 +20,8 @@ int cli_run(int argc, char **argv);
 int cli_report(int argc, char **argv);
 /* ncsim check (cli/cmd_check.c) */
 int cli_check(int argc, char **argv);
+/* ncsim validate, ncsim fit (cli/cmd_validate.c) */
+int cli_validate(int argc, char **argv);
+int cli_fit(int argc, char **argv);
 
 #endif

@@ -34,6 +34,8 @@ static const char usage_main[] =
     "  report STATS.json|TRACE       summarise a run\n"
     "  viz TRACE [--png OUT.png]     trace viewer\n"
     "  sweep SPEC.json [options]     architecture sweep\n"
+    "  validate MANIFEST.json        compare simulated figures with measured ones\n"
+    "  fit MANIFEST.json --key K=LO:HI  fit config keys to a manifest's measurements\n"
     "  arch [NAME]                   list presets, or print one resolved config as JSON\n"
     "\n"
     "`ncsim COMMAND --help` describes a command's options.\n"
@@ -300,6 +302,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "sweep") == 0)
         return cli_sweep(sub_argc, sub_argv);
+    if (strcmp(cmd, "validate") == 0)
+        return cli_validate(sub_argc, sub_argv);
+    if (strcmp(cmd, "fit") == 0)
+        return cli_fit(sub_argc, sub_argv);
     fprintf(stderr, "ncsim: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }
