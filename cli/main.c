@@ -233,9 +233,9 @@ static int cmd_arch(int argc, char **argv)
             mdl_arch_t a;
             char err[512];
             if (mdl_arch_load(names[i], &a, err, sizeof err) == NCSIM_OK)
-                printf("%-12s %s\n", names[i], a.description);
+                printf("%-14s %s\n", names[i], a.description);
             else
-                printf("%-12s (cannot load: %s)\n", names[i], err);
+                printf("%-14s (cannot load: %s)\n", names[i], err);
         }
         return 0;
     }
