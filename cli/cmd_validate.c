@@ -282,6 +282,17 @@ int cli_fit(int argc, char **argv)
         fprintf(stderr, "ncsim fit: %s\n", err);
         return cli_exit(st);
     }
+    /* fitted keys apply after every entry's own "set": say so where that hides a choice */
+    for (size_t i = 0; i < m->nentries; i++)
+        for (size_t j = 0; j < m->entries[i].nsets; j++)
+            for (size_t k = 0; k < nkeys; k++) {
+                size_t kl = strlen(keys[k].key);
+                if (m->entries[i].fit && strncmp(m->entries[i].sets[j], keys[k].key, kl) == 0 &&
+                    m->entries[i].sets[j][kl] == '=')
+                    fprintf(stderr, "ncsim fit: note: entry '%s' sets %s; the fit replaces it "
+                                    "(fitted keys apply after the entries' own \"set\")\n",
+                            m->entries[i].id, m->entries[i].sets[j]);
+            }
     sim_fit_options_t fo;
     memset(&fo, 0, sizeof fo);
     fo.run.arch = arch;
