@@ -24,7 +24,8 @@
     "\"set\": {\"sp.clock_ghz\": 1.4, \"sp.issue_cycles\": 64, \"dma.fixed_cost_ns\": 500, "      \
     "\"hbm.latency_ns\": 200, \"dma.engines\": 16, \"dma.engine_bandwidth_gbps\": 27.2, "          \
     "\"dma.piece_overhead_ns\": 8, \"hbm.bandwidth_gbps\": 820, \"hbm.channels\": 16, "            \
-    "\"hbm.interleave_bytes\": 4096}"
+    "\"hbm.interleave_bytes\": 4096, \"act.clock_ghz\": 1.4, \"act.min_ii_cycles\": 64, "         \
+    "\"act.static_overhead_cycles\": 60, \"act.latency_cycles\": 140}"
 
 /* The same without the keys the fits vary (a fitted key would override an entry's own). */
 #define PIN_FIT                                                                                    \
@@ -33,6 +34,9 @@
     "\"hbm.channels\": 16, \"hbm.interleave_bytes\": 4096}"
 
 static const double ISSUE_NS = 64.0 / 1.4; /* one nop or dma trigger on sp */
+/* an activate of 64 elements: initiation interval (max(min_ii, 64) cycles) and completion
+ * (interval + static overhead + latency) */
+static const double ACT_II_NS = 64.0 / 1.4, ACT_DONE_NS = (64.0 + 60 + 140) / 1.4;
 
 /* One DMA of `bytes` in pieces of `piece` bytes from HBM: its data phase, in ns, at
  * 16 engines of `bw` GB/s with the piece efficiency p / (p + 8 ns x bw). */
@@ -249,14 +253,19 @@ static char *figures_manifest(const char *dir, const double *measured)
         "\"hbm_bandwidth_gbps\", \"relative_to\": \"dma-bw\", \"measured\": %.17g, "
         "\"fit\": false},\n"
         "{\"id\": \"interval-per-duration\", \"program\": \"%s\", %s, \"figure\": "
-        "\"mean_interval_ns:nop\", \"relative_to\": \"nop-duration\", \"measured\": %.17g}\n"
+        "\"mean_interval_ns:nop\", \"relative_to\": \"nop-duration\", \"measured\": %.17g},\n"
+        "{\"id\": \"busy-act\", \"program\": \"%s\", %s, \"figure\": \"busy_fraction:act\", "
+        "\"measured\": %.17g},\n"
+        "{\"id\": \"act-duration\", \"program\": \"%s\", %s, \"figure\": "
+        "\"mean_duration_ns:activate\", \"measured\": %.17g}\n"
         "]}\n",
         p, PIN, measured[0], p, PIN, measured[1], p, PIN, measured[2], p, PIN, measured[3], p,
         PIN, measured[4], p, PIN, measured[5], p, PIN, measured[6], p, PIN, measured[7], p, PIN,
-        measured[8], p, PIN, measured[9], p, PIN, measured[10], p, PIN, measured[11]);
+        measured[8], p, PIN, measured[9], p, PIN, measured[10], p, PIN, measured[11], p, PIN,
+        measured[12], p, PIN, measured[13]);
 }
 
-#define NFIG 12
+#define NFIG 14
 
 static void hand_values(double *v)
 {
@@ -273,6 +282,10 @@ static void hand_values(double *v)
     v[9] = 32768 / total;                  /* read only */
     v[10] = 1.0;
     v[11] = 1.5;
+    /* active, not busy: the two activates overlap, the engine is active from the first start
+     * to the second completion (their intervals sum to only 2 x ACT_II_NS) */
+    v[12] = (ACT_II_NS + ACT_DONE_NS) / total;
+    v[13] = ACT_DONE_NS;
 }
 
 static void test_figures(void **state)
@@ -331,8 +344,8 @@ static void test_figure_missing(void **state)
     const char *dir = tu_tmpdir();
     char *path = write_manifest(
         dir, "m.json",
-        "{\"entries\": [{\"id\": \"no-act\", \"program\": \"%s\", \"figure\": "
-        "\"mean_duration_ns:activate\", \"measured\": 1}, {\"id\": \"core9\", \"program\": "
+        "{\"entries\": [{\"id\": \"no-matmul\", \"program\": \"%s\", \"figure\": "
+        "\"mean_duration_ns:matmul\", \"measured\": 1}, {\"id\": \"core9\", \"program\": "
         "\"%s\", \"figure\": \"busy_fraction:sp@core9\", \"measured\": 1}]}",
         fixture("tests/validate/figures.nca"), fixture("tests/validate/figures.nca"));
     sim_validate_manifest_t *m = NULL;
@@ -353,8 +366,8 @@ static void test_figure_missing(void **state)
     char cmd[2048], *out = NULL;
     snprintf(cmd, sizeof cmd, "%s validate %s", tu_ncsim(), path);
     assert_int_equal(tu_run(cmd, &out), 2);
-    assert_non_null(strstr(out, "no-act"));
-    assert_non_null(strstr(out, "error: figure 'mean_duration_ns:activate'"));
+    assert_non_null(strstr(out, "no-matmul"));
+    assert_non_null(strstr(out, "error: figure 'mean_duration_ns:matmul'"));
     free(out);
     free(path);
 }
@@ -375,8 +388,8 @@ static void test_command(void **state)
     if (rc)
         fprintf(stderr, "%s\n", out);
     assert_int_equal(rc, 0);
-    assert_non_null(strstr(out, "all 12 entries are inside their band"));
-    assert_non_null(strstr(out, "geometric-mean error 0.0% over 12 entries"));
+    assert_non_null(strstr(out, "all 14 entries are inside their band"));
+    assert_non_null(strstr(out, "geometric-mean error 0.0% over 14 entries"));
     assert_non_null(strstr(out, "nop-interval"));
     free(out);
     /* CSV: a header and one row per entry */
@@ -429,7 +442,7 @@ static void test_command(void **state)
     assert_non_null(strstr(out, "nop-duration"));
     assert_non_null(strstr(out, "+20.0%"));
     assert_non_null(strstr(out, "NO"));
-    assert_non_null(strstr(out, "1 of 12 entries are outside their band"));
+    assert_non_null(strstr(out, "1 of 14 entries are outside their band"));
     assert_null(strstr(out, "nop-interval ")); /* -q: only the entries outside */
     free(out);
     w[5] = v[5] / 1.149;
