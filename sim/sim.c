@@ -364,6 +364,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
 {
     core_t *c = E->core;
     uint64_t ii = ns_to_ps(cost->ii_ns);
+    uint64_t model_ii = ii;
+    uint32_t stationary_cols = E->stationary_cols; /* what the cost was computed with */
     uint64_t lat = ns_to_ps(cost->latency_ns);
     if (lat < ii)
         lat = ii;
@@ -454,6 +456,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
         memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
+        r.stationary_cols = stationary_cols;
+        r.model_ii_ps = model_ii;
         s->opt.trace->instr(s->opt.trace->ctx, &r);
     }
     return ii;
@@ -531,6 +535,28 @@ void sim_engine_resume(struct sim *s, engine_t *E)
     E->parked = 0;
     if (E->pc < E->n && sim_schedule(&s->q, &E->ev, s->q.now))
         sim_fail(s, "out of memory");
+}
+
+/* ---- breakdowns -------------------------------------------------------------------------------- */
+
+size_t sim_explain_instr(const mdl_arch_t *a, const isa_program_t *p,
+                         const sim_trace_instr_t *r, struct mdl_cost_terms *terms, char *buf,
+                         size_t n)
+{
+    mdl_cost_terms_t local;
+    mdl_cost_terms_t *t = terms ? terms : &local;
+    mdl_cost_t cost;
+    mdl_cost_explain(a, p, r->instr, r->stationary_cols, &cost, t);
+    size_t len = mdl_cost_terms_format(t, &cost, buf, n);
+    if (r->ii_ps < r->model_ii_ps) {
+        /* background LoadStationary (sim.c start_instr) */
+        int at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0,
+                          "; loads in the background of the previous matmul: charged %.3f ns "
+                          "of %.3f",
+                          (double)r->ii_ps / 1e3, (double)r->model_ii_ps / 1e3);
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
 }
 
 /* ---- construction --------------------------------------------------------------------------------- */

@@ -78,6 +78,8 @@ typedef struct xfer {
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
     uint64_t issue, ready_at, start;
+    uint64_t pieces;     /* shape, for breakdowns */
+    double bytes_per_piece, engines;
 } xfer_t;
 
 enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };

@@ -196,6 +196,7 @@ typedef struct rs {
     uint64_t wait[TRC_STALL_COUNT];
     uint64_t bytes, flops, hw_flops;
     int64_t sem_pred, dma_pred; /* slice index of the flow source, -1 when none */
+    uint32_t cost;      /* string id of its cost breakdown (transfers: shape and limit) */
 } rs_t;
 
 typedef struct stall_acc {
@@ -204,9 +205,13 @@ typedef struct stall_acc {
     uint64_t ps, n;
 } stall_acc_t;
 
+#define KIND_COSTS 4 /* distinct breakdowns kept per kind and track (the busiest win) */
+
 typedef struct kind_acc {
     uint32_t name;
     uint64_t count, busy, latency, wait, flops, hw_flops, bytes;
+    uint32_t cost[KIND_COSTS];
+    uint64_t cost_busy[KIND_COSTS];
 } kind_acc_t;
 
 typedef struct rtrack {
@@ -547,6 +552,7 @@ static int on_record(void *ctx, const trc_record_t *r)
             x->bytes = a->bytes;
             x->flops = a->flops;
             x->hw_flops = a->hw_flops;
+            x->cost = intern(m, a->cost);
         } else {
             const trc_dma_args_t *a = &s->a.dma;
             char name[64];
@@ -560,6 +566,13 @@ static int on_record(void *ctx, const trc_record_t *r)
             x->src = space_code(a->src);
             x->dst = space_code(a->dst);
             x->acc = a->accumulate != 0;
+            if (a->pieces) {
+                char cost[160];
+                snprintf(cost, sizeof cost, "%llu pieces x %.0f B, efficiency %.3f, rate set by %s",
+                         (unsigned long long)a->pieces, a->piece_bytes, a->efficiency,
+                         a->limit && *a->limit ? a->limit : "-");
+                x->cost = intern(m, cost);
+            }
         }
         rtrack_t *t = &m->tracks[tk];
         uint32_t *slot = push((void **)&t->s, &t->n, &t->cap, sizeof *t->s);
@@ -659,6 +672,43 @@ static int cmp_interval(const void *x, const void *y)
     return p->b < q->b ? -1 : p->b > q->b;
 }
 
+/* One slice into its track's instruction kinds. */
+static int kind_add(rtrack_t *t, const rs_t *x)
+{
+    kind_acc_t *ka = NULL;
+    for (size_t k = 0; k < t->nkinds; k++)
+        if (t->kinds[k].name == x->name)
+            ka = &t->kinds[k];
+    if (!ka) {
+        ka = push((void **)&t->kinds, &t->nkinds, &t->cap_kinds, sizeof *ka);
+        if (!ka)
+            return -1;
+        ka->name = x->name;
+    }
+    ka->count++;
+    ka->busy += x->dur;
+    ka->latency += x->end - x->ts;
+    for (int c = 0; c < TRC_STALL_COUNT; c++)
+        ka->wait += x->wait[c];
+    ka->flops += x->flops;
+    ka->bytes += x->bytes;
+    if (x->cost) {
+        int j = 0;
+        while (j < KIND_COSTS && ka->cost[j] && ka->cost[j] != x->cost)
+            j++;
+        if (j == KIND_COSTS) { /* full: replace the least busy */
+            j = 0;
+            for (int q = 1; q < KIND_COSTS; q++)
+                if (ka->cost_busy[q] < ka->cost_busy[j])
+                    j = q;
+            ka->cost_busy[j] = 0;
+        }
+        ka->cost[j] = x->cost;
+        ka->cost_busy[j] += x->dur;
+    }
+    return 0;
+}
+
 static int engine_and_kinds(model_t *m, rtrack_t *t)
 {
     trc_report_t *rep = m->rep;
@@ -693,23 +743,8 @@ static int engine_and_kinds(model_t *m, rtrack_t *t)
             sa->ps += x->wait[c];
             sa->n++;
         }
-        kind_acc_t *ka = NULL;
-        for (size_t k = 0; k < t->nkinds; k++)
-            if (t->kinds[k].name == x->name)
-                ka = &t->kinds[k];
-        if (!ka) {
-            ka = push((void **)&t->kinds, &t->nkinds, &t->cap_kinds, sizeof *ka);
-            if (!ka)
-                return -1;
-            ka->name = x->name;
-        }
-        ka->count++;
-        ka->busy += x->dur;
-        ka->latency += x->end - x->ts;
-        for (int c = 0; c < TRC_STALL_COUNT; c++)
-            ka->wait += x->wait[c];
-        ka->flops += x->flops;
-        ka->bytes += x->bytes;
+        if (kind_add(t, x))
+            return -1;
     }
     for (size_t k = 0; k < t->nstalls; k++) {
         trc_report_stall_t *s = trc_report_add_stall(rep);
@@ -751,6 +786,17 @@ static int merge_kinds(model_t *m, const rtrack_t *t, const char *engine)
         o->wait_ps += ka->wait;
         o->flops += ka->flops;
         o->bytes += ka->bytes;
+        for (int j = 0; j < KIND_COSTS; j++) {
+            if (!ka->cost[j])
+                continue;
+            const char *text = str_of(m, ka->cost[j]);
+            if (strcmp(o->cost, text) == 0)
+                o->cost_busy_ps += ka->cost_busy[j];
+            else if (ka->cost_busy[j] > o->cost_busy_ps) {
+                snprintf(o->cost, sizeof o->cost, "%s", text);
+                o->cost_busy_ps = ka->cost_busy[j];
+            }
+        }
     }
     return 0;
 }
@@ -1134,8 +1180,12 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
         }
         for (size_t k = 0; k < m.ntracks && st == NCSIM_OK; k++) {
             rtrack_t *t = order[k];
-            if (trc_track_kind_of_tid(t->tid, NULL) == TRC_TRACK_DMA_QUEUE &&
-                merge_kinds(&m, t, "dma"))
+            if (trc_track_kind_of_tid(t->tid, NULL) != TRC_TRACK_DMA_QUEUE)
+                continue;
+            for (size_t i = 0; i < t->n && st == NCSIM_OK; i++)
+                if (kind_add(t, &m.sl[t->s[i]]))
+                    st = NCSIM_NOMEM;
+            if (st == NCSIM_OK && merge_kinds(&m, t, "dma"))
                 st = NCSIM_NOMEM;
         }
         if (st == NCSIM_OK && dma_figures(&m, order, m.ntracks))
@@ -1435,6 +1485,18 @@ void trc_report_print(FILE *out, const trc_report_t *r)
                     (double)k->latency_ps / 1000.0 / n, ns3(b, sizeof b, k->wait_ps),
                     (unsigned long long)k->flops, (unsigned long long)k->bytes);
         }
+        int any = 0;
+        for (size_t i = 0; i < r->nkinds; i++) {
+            const trc_report_kind_t *k = &r->kinds[i];
+            if (!k->cost[0])
+                continue;
+            if (!any)
+                fprintf(out, "\nwhat each kind costs (the breakdown of the instances that took "
+                             "most of its busy time)\n");
+            any = 1;
+            fprintf(out, "  %-6s %-15s %5.1f %% of its busy time: %s\n", k->engine, k->name,
+                    pct((double)k->cost_busy_ps, (double)k->busy_ps), k->cost);
+        }
     }
 }
 
@@ -1684,6 +1746,10 @@ char *trc_report_json(const trc_report_t *r)
         jns(g, "wait_ns", k->wait_ps);
         jint(g, "flops", k->flops);
         jint(g, "bytes", k->bytes);
+        if (k->cost[0]) {
+            jstr(g, "cost", k->cost);
+            jreal(g, "cost_busy_pct", pct((double)k->cost_busy_ps, (double)k->busy_ps), 3);
+        }
         yajl_gen_map_close(g);
     }
     yajl_gen_array_close(g);

@@ -55,6 +55,11 @@ typedef struct trc_report_kind {
     char engine[24];
     char name[48];
     uint64_t count, busy_ps, latency_ps, wait_ps, flops, bytes;
+    /* the dominant cost breakdown (traces with "cost" arguments): the formula with values of
+     * the instances that took most of the kind's busy time, and their share of it; for
+     * transfers, their shape and what limited them */
+    char cost[400];
+    uint64_t cost_busy_ps;
 } trc_report_kind_t;
 
 /* A run of consecutive critical-path steps on one track. */
