@@ -217,6 +217,11 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     }
     c->st->dma_transfers++;
     c->st->dma_bytes += x->bytes;
+    sim_line_stats_t *ls = sim_line(s, x->instr);
+    ls->transfers++;
+    ls->dma_bytes += x->bytes;
+    ls->dma_ps += q->now - x->start;
+    ls->dma_wait_ps += x->start - x->issue;
     if (x->src->space == ISA_SPACE_HBM)
         s->stats.hbm_read_bytes += x->bytes;
     if (x->dst->space == ISA_SPACE_HBM) {

@@ -384,6 +384,12 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     }
     if (s->opt.observer && s->opt.observer->instr_start)
         s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
+    sim_line_stats_t *ls = sim_line(s, in);
+    ls->instructions++;
+    for (int k = 0; k < SIM_STALL_COUNT; k++)
+        ls->stall_by[k] += E->wait_by[k];
+    if (in->engine != ISA_ENGINE_CC || in->op == ISA_OP_NOP)
+        ls->busy_ps += ii;
     if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
         /* the cc engine waits in the collective until every member has arrived and the
          * data has moved; its posts fire then (cc.c) */
@@ -606,6 +612,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     s->cores = calloc(s->ncores, sizeof *s->cores);
     s->chips = calloc(s->nchips, sizeof *s->chips);
     s->stats.cores = calloc(s->ncores, sizeof *s->stats.cores);
+    uint32_t max_line = 0;
+    for (uint32_t i = 0; i < prog->ninstrs; i++)
+        if (prog->instrs[i].line > max_line)
+            max_line = prog->instrs[i].line;
+    s->stats.nlines = max_line + 1;
+    s->stats.lines = calloc(s->stats.nlines, sizeof *s->stats.lines);
+    if (!s->stats.lines)
+        goto oom;
     s->stats.ncores = s->ncores;
     s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
     if (!s->cores || !s->chips || !s->stats.cores || sim_queue_init(&s->q))
@@ -705,6 +719,7 @@ void sim_destroy(sim_t *s)
     free(s->cores);
     free(s->chips);
     free(s->stats.cores);
+    free(s->stats.lines);
     free(s->stats.links);
     free(s->stats.hbm_series);
     free(s->error);

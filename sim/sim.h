@@ -235,6 +235,19 @@ typedef struct sim_core_stats {
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 
+/* Where the time went by source line (the instruction's line, or its .loc): what the
+ * engine totals hold, split by line. Summed over lines, instructions, busy_ps and stall_by
+ * equal the sums over cores and engines. */
+typedef struct sim_line_stats {
+    uint64_t instructions;
+    uint64_t busy_ps;        /* initiation intervals (collectives: their duration) */
+    uint64_t stall_by[SIM_STALL_COUNT]; /* held before starting, by cause */
+    uint64_t transfers;      /* DMA transfers its dma instructions made */
+    uint64_t dma_bytes;
+    uint64_t dma_ps;         /* their data phases, summed */
+    uint64_t dma_wait_ps;    /* issue to start (fixed cost and queue wait), summed */
+} sim_line_stats_t;
+
 typedef struct sim_link_stats {
     uint32_t from, to;        /* chips */
     double gbps;              /* capacity of this direction */
@@ -264,6 +277,10 @@ typedef struct sim_stats {
     double *hbm_series;
     uint32_t hbm_series_len;
     uint64_t hbm_series_bucket_ps;
+    /* by source line: lines[l] for l in [0, nlines); line 0 gathers instructions with no
+     * line */
+    sim_line_stats_t *lines;
+    uint32_t nlines;
 } sim_stats_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <yajl/yajl_tree.h>
 
 #include "arch.h"
 #include "asm.h"
@@ -249,8 +250,233 @@ static void test_dma_small_pieces(void **state)
     run_free(r);
 }
 
+/* ---- the command line: verdicts, by-line profiles --------------------------------------------- */
+
+static char dir[256];
+
+static const char *in_dir(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static void put_file(const char *name, const char *text)
+{
+    assert_int_equal(tu_write_file(in_dir(name), text, strlen(text)), 0);
+}
+
+/* `ncsim ARGS` in the temporary directory: its exit status; its output in *out (may be NULL). */
+static int ncsim(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int ncsim(char **out, const char *fmt, ...)
+{
+    char args[3072], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s", dir, tu_ncsim(), args);
+    char *o = NULL;
+    int rc = tu_run(cmd, &o);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    return rc;
+}
+
+static yajl_val parse(const char *text)
+{
+    char err[256];
+    yajl_val v = yajl_tree_parse(text, err, sizeof err);
+    if (!v)
+        fprintf(stderr, "JSON: %s\n%s\n", err, text);
+    assert_non_null(v);
+    return v;
+}
+
+static yajl_val get(yajl_val v, const char *key)
+{
+    const char *path[] = {key, NULL};
+    return yajl_tree_get(v, path, yajl_t_any);
+}
+
+static double num(yajl_val v, const char *key)
+{
+    yajl_val x = get(v, key);
+    return x && YAJL_IS_NUMBER(x) ? YAJL_GET_DOUBLE(x) : 0.0;
+}
+
+static const char *str(yajl_val v, const char *key)
+{
+    yajl_val x = get(v, key);
+    return x && YAJL_IS_STRING(x) ? YAJL_GET_STRING(x) : "";
+}
+
+/* Programs built to be bound by one thing each. */
+static const char prog_pe[] = ".core 0\n.sbuf w bf16 [128, 128]\n.sbuf x bf16 [128, 512]\n"
+                              ".psum acc fp32 [128, 512]\n.engine pe\n.loop i = 0, 50\n"
+                              "    matmul acc, w, x\n.endloop\n";
+/* one transfer of 4-byte pieces (every other SBUF element): DMA efficiency 0.018 */
+static const char prog_dma[] = ".hbm x fp32 [128, 2048] input\n.core 0\n.sbuf y fp32 [128, 4096]\n"
+                               ".engine sp\n    dma y[:, 0:4096:2], x, queue=0\n";
+/* four 1 MiB contiguous reads on four queues; with HBM at 50 GB/s, HBM is the limit */
+static const char prog_hbm[] = ".hbm x fp32 [512, 2048] input\n.core 0\n"
+                               ".sbuf y fp32 [128, 4, 2048]\n.engine sp\n.loop i = 0, 4\n"
+                               "    dma y[:, i, :], x[i*128:(i+1)*128, :], queue=i\n.endloop\n";
+/* act and dve hand one small tile back and forth: each waits for the other's completion */
+static const char prog_sem[] =
+    ".core 0\n.sbuf x fp32 [128, 4]\n.sem a\n.sem b\n.engine act\n.loop i = 0, 20\n"
+    "    activate x, x, copy | wait b >= i | post a\n.endloop\n.engine dve\n"
+    ".loop i = 0, 20\n    tensor_scalar x, x, add, 1.0 | wait a >= i+1 | post b\n.endloop\n";
+
+/* The verdict's first candidate of `ncsim report FILE --json`, and its share. */
+static void verdict_of(const char *file, char *what, size_t n, double *share)
+{
+    char *out = NULL;
+    assert_int_equal(ncsim(&out, "report %s --json", file), 0);
+    yajl_val v = parse(out);
+    yajl_val b = get(v, "bounds");
+    assert_true(b && YAJL_IS_ARRAY(b) && b->u.array.len > 0);
+    snprintf(what, n, "%s", str(b->u.array.values[0], "what"));
+    *share = num(b->u.array.values[0], "share_pct");
+    assert_non_null(strstr(str(v, "verdict"), what));
+    yajl_tree_free(v);
+    free(out);
+}
+
+static void check_verdict(const char *name, const char *text, const char *set,
+                          const char *expect, double min_share)
+{
+    char file[64], trace[64];
+    snprintf(file, sizeof file, "%s.nca", name);
+    snprintf(trace, sizeof trace, "%s.pftrace", name);
+    put_file(file, text);
+    assert_int_equal(ncsim(NULL, "run %s --timing-only -q %s --trace %s", file, set, trace), 0);
+    char what[64];
+    double share;
+    verdict_of(trace, what, sizeof what, &share);
+    if (strcmp(what, expect) != 0)
+        fail_msg("%s: verdict '%s', expected '%s'", name, what, expect);
+    assert_true(share >= min_share);
+}
+
+static void test_verdicts(void **state)
+{
+    (void)state;
+    check_verdict("pe", prog_pe, "", "engine pe", 90.0);
+    check_verdict("dma", prog_dma, "", "DMA engines (piece efficiency)", 90.0);
+    check_verdict("hbm", prog_hbm, "--set hbm.bandwidth_gbps=50", "HBM", 90.0);
+    check_verdict("sem", prog_sem, "", "a chain of semaphore waits", 50.0);
+    /* the text report says it in one line */
+    char *out = NULL;
+    assert_int_equal(ncsim(&out, "report pe.pftrace"), 0);
+    assert_non_null(strstr(out, "\nverdict: bound by engine pe: "));
+    free(out);
+}
+
+/* By line, from the statistics and from the trace: the totals equal the engine totals, and
+ * both sources agree line by line. */
+static void test_by_line_totals(void **state)
+{
+    (void)state;
+    const char *kernel = tu_source_path("kernels/demo_gemm.nca");
+    assert_int_equal(ncsim(NULL, "run %s --timing-only -q --stats s.json --trace s.json.gz", kernel),
+                     0);
+    char *text = tu_read_file(in_dir("s.json"), NULL);
+    assert_non_null(text);
+    yajl_val st = parse(text);
+    free(text);
+    double busy = 0, stall = 0, lbusy = 0, lstall = 0, instrs = 0, linstrs = 0;
+    yajl_val cores = get(st, "cores");
+    for (size_t i = 0; i < cores->u.array.len; i++) {
+        yajl_val e = get(cores->u.array.values[i], "engines");
+        for (size_t k = 0; k < e->u.object.len; k++) {
+            busy += num(e->u.object.values[k], "busy_ns");
+            stall += num(e->u.object.values[k], "stall_ns");
+            instrs += num(e->u.object.values[k], "instructions");
+        }
+    }
+    yajl_val lines = get(st, "lines");
+    assert_true(lines && lines->u.array.len >= 5);
+    for (size_t i = 0; i < lines->u.array.len; i++) {
+        lbusy += num(lines->u.array.values[i], "busy_ns");
+        lstall += num(lines->u.array.values[i], "stall_ns");
+        linstrs += num(lines->u.array.values[i], "instructions");
+    }
+    assert_true(busy > 0 && stall > 0);
+    assert_true(tu_close(lbusy, busy, 1e-9, 0.01));
+    assert_true(tu_close(lstall, stall, 1e-9, 0.01));
+    assert_true(linstrs == instrs);
+    /* the report of each source agrees */
+    char *a = NULL, *b = NULL;
+    assert_int_equal(ncsim(&a, "report s.json --by-line --json"), 0);
+    assert_int_equal(ncsim(&b, "report s.json.gz --by-line --json"), 0);
+    yajl_val ra = parse(a), rb = parse(b);
+    yajl_val la = get(ra, "lines"), lb = get(rb, "lines");
+    assert_int_equal(la->u.array.len, lb->u.array.len);
+    double tbusy = 0;
+    for (size_t i = 0; i < la->u.array.len; i++) {
+        yajl_val x = la->u.array.values[i];
+        yajl_val y = NULL;
+        for (size_t j = 0; j < lb->u.array.len && !y; j++)
+            if (num(lb->u.array.values[j], "line") == num(x, "line"))
+                y = lb->u.array.values[j];
+        assert_non_null(y);
+        assert_true(tu_close(num(x, "busy_ns"), num(y, "busy_ns"), 1e-9, 0.01));
+        assert_true(tu_close(num(x, "stall_ns"), num(y, "stall_ns"), 1e-9, 0.01));
+        assert_true(tu_close(num(x, "dma_ns"), num(y, "dma_ns"), 1e-6, 0.01));
+        assert_true(num(x, "instructions") == num(y, "instructions"));
+        assert_true(num(x, "transfers") == num(y, "transfers"));
+        tbusy += num(y, "busy_ns");
+        /* sorted by cost, costliest first */
+        if (i)
+            assert_true(num(la->u.array.values[i - 1], "cost_ns") >= num(x, "cost_ns"));
+    }
+    assert_true(tu_close(tbusy, busy, 1e-9, 0.01));
+    /* the source text of each line comes along */
+    assert_non_null(strstr(a, "matmul acc[:, n%2, :]"));
+    yajl_tree_free(ra);
+    yajl_tree_free(rb);
+    free(a);
+    free(b);
+    /* CSV: a header and a row per line */
+    char *csv = NULL;
+    assert_int_equal(ncsim(&csv, "report s.json --by-line --csv"), 0);
+    assert_int_equal(strncmp(csv, "line,instructions,busy_ns,", 26), 0);
+    size_t rows = 0;
+    for (const char *p = csv; *p; p++)
+        rows += *p == '\n';
+    assert_int_equal(rows, lines->u.array.len + 1);
+    free(csv);
+    /* --csv alone is a usage error */
+    assert_int_equal(ncsim(NULL, "report s.json --csv"), 2);
+    yajl_tree_free(st);
+}
+
+/* The trace files carry the breakdowns, in both formats. */
+static void test_trace_cost_args(void **state)
+{
+    (void)state;
+    put_file("fp32.nca", ".core 0\n.sbuf w fp32 [128, 128]\n.sbuf x fp32 [128, 512]\n"
+                         ".psum acc fp32 [128, 512]\n.engine pe\nmatmul acc, w, x\n");
+    const char *formats[] = {"json", "pftrace"};
+    for (int f = 0; f < 2; f++) {
+        char *out = NULL;
+        assert_int_equal(ncsim(NULL, "run fp32.nca --timing-only -q --trace t.%s", formats[f]),
+                         0);
+        assert_int_equal(ncsim(&out, "report t.%s", formats[f]), 0);
+        assert_non_null(strstr(out, "f=4 (fp32: pe.fp32_factor)"));
+        assert_non_null(strstr(out, "= 2048 cycles = 731.429 ns"));
+        free(out);
+    }
+}
+
 int main(void)
 {
+    snprintf(dir, sizeof dir, "%s", tu_tmpdir());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_fp32_breakdown),
         cmocka_unit_test(test_stride_breakdown),
@@ -258,6 +484,9 @@ int main(void)
         cmocka_unit_test(test_background_ldweights_note),
         cmocka_unit_test(test_dma_breakdown),
         cmocka_unit_test(test_dma_small_pieces),
+        cmocka_unit_test(test_verdicts),
+        cmocka_unit_test(test_by_line_totals),
+        cmocka_unit_test(test_trace_cost_args),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
