@@ -18,6 +18,12 @@ int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t err
 int cli_run(int argc, char **argv);
 /* ncsim report (cli/cmd_report.c) */
 int cli_report(int argc, char **argv);
+/* A statistics file or a trace into a report (report.h), told apart by content. */
+struct trc_report;
+ncsim_status_t cli_report_load(const char *path, struct trc_report *rep, char *err,
+                               size_t errlen);
+/* ncsim diff (cli/cmd_diff.c) */
+int cli_diff(int argc, char **argv);
 /* ncsim check (cli/cmd_check.c) */
 int cli_check(int argc, char **argv);
 

@@ -194,6 +194,45 @@ static int looks_like_trace(const char *path, const char *head, size_t n)
     return strstr(head, "\"traceEvents\"") != NULL;
 }
 
+ncsim_status_t cli_report_load(const char *path, trc_report_t *rep, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NCSIM_IO;
+    }
+    char *head = malloc(65537);
+    if (!head) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    size_t n = fread(head, 1, 65536, f);
+    head[n] = '\0';
+    fclose(f);
+    ncsim_status_t st;
+    if (looks_like_trace(path, head, n)) {
+        st = trc_report_from_trace(path, rep, err, errlen);
+    } else {
+        json_error_t jerr;
+        json_t *root = json_load_file(path, 0, &jerr);
+        if (!root) {
+            snprintf(err, errlen, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
+                     jerr.text);
+            st = NCSIM_FORMAT;
+        } else {
+            st = report_from_stats(path, root, rep, err, errlen);
+            json_decref(root);
+            if (st == NCSIM_NOMEM)
+                snprintf(err, errlen, "out of memory");
+            if (st != NCSIM_OK)
+                trc_report_free(rep);
+        }
+    }
+    free(head);
+    return st;
+}
+
 int cli_report(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, 0, 'j'},
@@ -237,35 +276,8 @@ int cli_report(int argc, char **argv)
     }
     const char *path = argv[optind];
     char err[1024];
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "ncsim report: cannot open %s: %s\n", path, strerror(errno));
-        return cli_exit(NCSIM_IO);
-    }
-    char head[65537];
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    head[n] = '\0';
-    fclose(f);
     trc_report_t rep;
-    ncsim_status_t st;
-    if (looks_like_trace(path, head, n)) {
-        st = trc_report_from_trace(path, &rep, err, sizeof err);
-    } else {
-        json_error_t jerr;
-        json_t *root = json_load_file(path, 0, &jerr);
-        if (!root) {
-            snprintf(err, sizeof err, "%s:%d:%d: not valid JSON: %s", path, jerr.line,
-                     jerr.column, jerr.text);
-            st = NCSIM_FORMAT;
-        } else {
-            st = report_from_stats(path, root, &rep, err, sizeof err);
-            json_decref(root);
-            if (st == NCSIM_NOMEM)
-                snprintf(err, sizeof err, "out of memory");
-            if (st != NCSIM_OK)
-                trc_report_free(&rep);
-        }
-    }
+    ncsim_status_t st = cli_report_load(path, &rep, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim report: %s\n", err);
         return cli_exit(st);

@@ -31,8 +31,10 @@ static const char usage_main[] =
     "  dis PROG.ncx [-o OUT.nca]     disassemble to text that assembles back identically\n"
     "  run PROG [options]            simulate a program (.nca or .ncx)\n"
     "  check PROG [options]          static checks plus a run with every optional check on\n"
-    "  report STATS.json|TRACE       summarise a run\n"
-    "  viz TRACE [--png OUT.png]     trace viewer\n"
+    "  report STATS.json|TRACE       summarise a run: verdict, engines, critical path;\n"
+    "                                --by-line: where the time went per source line\n"
+    "  diff A B                      compare two runs (statistics files or traces)\n"
+    "  viz TRACE [B] [--png OUT.png] trace viewer (two traces: compared on one time axis)\n"
     "  sweep SPEC.json [options]     architecture sweep\n"
     "  arch [NAME]                   list presets, or print one resolved config as JSON\n"
     "\n"
@@ -287,6 +289,8 @@ int main(int argc, char **argv)
         return cli_run(sub_argc, sub_argv);
     if (strcmp(cmd, "report") == 0)
         return cli_report(sub_argc, sub_argv);
+    if (strcmp(cmd, "diff") == 0)
+        return cli_diff(sub_argc, sub_argv);
     if (strcmp(cmd, "check") == 0)
         return cli_check(sub_argc, sub_argv);
     if (strcmp(cmd, "viz") == 0) {

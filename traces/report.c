@@ -274,10 +274,17 @@ static void bounds_from_totals(trc_report_t *rep)
     for (size_t i = 0; i < rep->ndma; i++)
         if (rep->dma[i].busy_ps > dma)
             dma = rep->dma[i].busy_ps;
-    trc_report_bound_add(rep, "DMA transfers", dma, HINT_DMA_ENGINES);
-    if (rep->hbm_peak_gbps > 0) {
-        double ps = (double)(rep->hbm_read + rep->hbm_write) / (rep->hbm_peak_gbps * 1e-3);
-        trc_report_bound_add(rep, "HBM", (uint64_t)ps, HINT_HBM);
+    uint64_t hbm = rep->hbm_peak_gbps > 0
+                       ? (uint64_t)((double)(rep->hbm_read + rep->hbm_write) /
+                                    (rep->hbm_peak_gbps * 1e-3))
+                       : 0;
+    /* transfers moving while HBM runs at its peak are HBM's: when HBM's time at peak covers
+     * nearly all the DMA busy time, the DMA was waiting for HBM */
+    if (hbm && (double)hbm >= 0.95 * (double)dma) {
+        trc_report_bound_add(rep, "HBM", hbm > dma ? hbm : dma, HINT_HBM);
+    } else {
+        trc_report_bound_add(rep, "DMA transfers", dma, HINT_DMA_ENGINES);
+        trc_report_bound_add(rep, "HBM", hbm, HINT_HBM);
     }
     uint64_t link = 0;
     for (size_t i = 0; i < rep->nlinks; i++)

@@ -474,6 +474,92 @@ static void test_trace_cost_args(void **state)
     }
 }
 
+/* ---- ncsim diff ------------------------------------------------------------------------------ */
+
+static double total_of(const char *stats)
+{
+    char *text = tu_read_file(in_dir(stats), NULL);
+    assert_non_null(text);
+    yajl_val v = parse(text);
+    double t = num(v, "total_ns");
+    yajl_tree_free(v);
+    free(text);
+    return t;
+}
+
+/* B is the same kernel with a quarter of the HBM bandwidth: slower, by HBM. The deltas are
+ * B - A, per engine and per line; --fail-if-slower gives the CI exit status. */
+static void test_diff(void **state)
+{
+    (void)state;
+    const char *kernel = tu_source_path("kernels/demo_gemm.nca");
+    assert_int_equal(ncsim(NULL, "run %s --timing-only -q --stats da.json --trace da.pftrace",
+                           kernel),
+                     0);
+    assert_int_equal(ncsim(NULL, "run %s --timing-only -q --stats db.json --trace db.json.gz "
+                                 "--set hbm.bandwidth_gbps=200",
+                           kernel),
+                     0);
+    double ta = total_of("da.json"), tb = total_of("db.json");
+    assert_true(tb > ta * 1.2);
+    const char *pairs[][2] = {{"da.json", "db.json"}, {"da.pftrace", "db.json.gz"},
+                              {"da.json", "db.json.gz"}};
+    for (int k = 0; k < 3; k++) {
+        char *out = NULL;
+        assert_int_equal(ncsim(&out, "diff %s %s --json", pairs[k][0], pairs[k][1]), 0);
+        yajl_val v = parse(out);
+        assert_true(tu_close(num(v, "total_a_ns"), ta, 1e-9, 0.001));
+        assert_true(tu_close(num(v, "total_b_ns"), tb, 1e-9, 0.001));
+        assert_true(tu_close(num(v, "delta_ns"), tb - ta, 1e-9, 0.001));
+        assert_true(tu_close(num(v, "delta_pct"), 100.0 * (tb - ta) / ta, 1e-6, 1e-6));
+        yajl_val engines = get(v, "engines");
+        assert_true(engines && engines->u.array.len >= 8);
+        for (size_t i = 0; i < engines->u.array.len; i++) {
+            yajl_val e = engines->u.array.values[i];
+            assert_true(tu_close(num(e, "stall_delta_ns"),
+                                 num(e, "stall_b_ns") - num(e, "stall_a_ns"), 1e-9, 0.001));
+            assert_true(tu_close(num(e, "busy_delta_ns"), 0.0, 0, 0.01)); /* same work */
+        }
+        yajl_val lines = get(v, "lines");
+        assert_true(lines && lines->u.array.len >= 5);
+        double sum = 0;
+        for (size_t i = 0; i < lines->u.array.len; i++) {
+            yajl_val l = lines->u.array.values[i];
+            const char *pa[] = {"a", "cost_ns", NULL}, *pb[] = {"b", "cost_ns", NULL};
+            double ca = YAJL_GET_DOUBLE(yajl_tree_get(l, pa, yajl_t_number));
+            double cb = YAJL_GET_DOUBLE(yajl_tree_get(l, pb, yajl_t_number));
+            assert_true(tu_close(num(l, "cost_delta_ns"), cb - ca, 1e-9, 0.001));
+            sum += fabs(num(l, "cost_delta_ns"));
+            if (i) /* largest change first */
+                assert_true(fabs(num(lines->u.array.values[i - 1], "cost_delta_ns")) >=
+                            fabs(num(l, "cost_delta_ns")));
+        }
+        assert_true(sum > 0);
+        assert_non_null(strstr(str(v, "verdict_b"), "bound by HBM"));
+        yajl_tree_free(v);
+        free(out);
+    }
+    /* the critical paths side by side (traces only) */
+    char *out = NULL;
+    assert_int_equal(ncsim(&out, "diff da.pftrace db.json.gz"), 0);
+    assert_non_null(strstr(out, "B is slower"));
+    assert_non_null(strstr(out, "the paths side by side"));
+    free(out);
+    assert_int_equal(ncsim(&out, "diff da.json db.json"), 0);
+    assert_non_null(strstr(out, "not available: A and B are a statistics file"));
+    free(out);
+    /* exit status for CI */
+    double slower = 100.0 * (tb - ta) / ta;
+    assert_int_equal(ncsim(NULL, "diff da.json db.json --fail-if-slower %.3f", slower - 1), 1);
+    assert_int_equal(ncsim(NULL, "diff da.json db.json --fail-if-slower %.3f", slower + 1), 0);
+    assert_int_equal(ncsim(NULL, "diff db.json da.json --fail-if-slower 0"), 0);
+    assert_int_equal(ncsim(NULL, "diff da.json da.pftrace --fail-if-slower 0"), 0);
+    /* usage and I/O errors */
+    assert_int_equal(ncsim(NULL, "diff da.json"), 2);
+    assert_int_equal(ncsim(NULL, "diff da.json db.json --fail-if-slower x"), 2);
+    assert_int_equal(ncsim(NULL, "diff da.json nothere.json"), 3);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
@@ -487,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_by_line_totals),
         cmocka_unit_test(test_trace_cost_args),
+        cmocka_unit_test(test_diff),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
