@@ -89,12 +89,14 @@ int cli_exit(ncsim_status_t st)
 }
 
 /* Geometry for assembling: --arch when given, else trn1. The program's own .arch, if any,
- * replaces it through cli_arch_lookup. */
+ * replaces it through cli_arch_lookup. Returns 0, or the exit code (2 for an unknown
+ * name or a bad config, 3 for a file that cannot be read). */
 int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen)
 {
     mdl_arch_t a;
-    if (mdl_arch_load(arch_name ? arch_name : "trn1", &a, err, errlen) != NCSIM_OK)
-        return -1;
+    ncsim_status_t st = mdl_arch_load(arch_name ? arch_name : "trn1", &a, err, errlen);
+    if (st != NCSIM_OK)
+        return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
     mdl_arch_geometry(&a, g);
     return 0;
 }
@@ -124,9 +126,10 @@ static int cmd_asm(int argc, char **argv)
     const char *in = argv[optind];
     char err[512];
     isa_geometry_t g;
-    if (cli_geometry(arch, &g, err, sizeof err)) {
+    int grc = cli_geometry(arch, &g, err, sizeof err);
+    if (grc) {
         fprintf(stderr, "ncsim asm: %s\n", err);
-        return 2;
+        return grc;
     }
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
@@ -177,9 +180,10 @@ static int cmd_dis(int argc, char **argv)
     }
     char err[512];
     isa_geometry_t g;
-    if (cli_geometry(arch, &g, err, sizeof err)) {
+    int grc = cli_geometry(arch, &g, err, sizeof err);
+    if (grc) {
         fprintf(stderr, "ncsim dis: %s\n", err);
-        return 2;
+        return grc;
     }
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
@@ -264,6 +268,7 @@ static int cmd_arch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    cli_escape_stderr();
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;

@@ -35,6 +35,10 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
                      const sim_run_info_t *info)
 {
     json_t *root = json_object();
+    /* first, so that a harness (and `ncsim report`) cannot miss a failed run */
+    json_object_set_new(root, "status", json_string(info->error ? "error" : "ok"));
+    if (info->error)
+        json_object_set_new(root, "error", json_string(info->error));
     json_object_set_new(root, "arch", json_string(arch->name));
     json_object_set_new(root, "program", json_string(info->program ? info->program : ""));
     json_object_set_new(root, "mode", json_string(info->timing_only ? "timing-only"
