@@ -36,5 +36,8 @@ ncsim_status_t cli_report_load(const char *path, struct trc_report *rep, char *e
 int cli_diff(int argc, char **argv);
 /* ncsim check (cli/cmd_check.c) */
 int cli_check(int argc, char **argv);
+/* ncsim validate, ncsim fit (cli/cmd_validate.c) */
+int cli_validate(int argc, char **argv);
+int cli_fit(int argc, char **argv);
 
 #endif
