@@ -500,6 +500,9 @@ static void fill_source(arch_source_t *src, const char *path, bool is_preset)
 }
 
 /* Read a whole file. NCSIM_IO with a message when it cannot be read. */
+/* A config is a few KiB; bigger inputs are refused rather than read until memory runs out. */
+#define MDL_ARCH_MAX_FILE_BYTES (16 << 20)
+
 static ncsim_status_t read_file(const char *path, char **text, size_t *len, char *err,
                                 size_t errlen)
 {
@@ -515,6 +518,13 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
         n += got;
         if (n < cap)
             break;
+        if (cap >= MDL_ARCH_MAX_FILE_BYTES) { /* /dev/zero, a mistaken path: not a config */
+            fclose(f);
+            free(buf);
+            set_err(err, errlen, "architecture config '%s' is larger than %d MiB: not a "
+                    "config file", path, MDL_ARCH_MAX_FILE_BYTES >> 20);
+            return NCSIM_IO;
+        }
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) {
             free(buf);

@@ -412,6 +412,9 @@ static void complete(struct sim *s, cc_coll_t *co)
         /* waiting for the other members counts as a stall */
         st->stall_ps += co->start - m->arrived;
         st->stall_by[SIM_STALL_COLLECTIVE] += co->start - m->arrived;
+        sim_line_stats_t *ls = sim_line(s, m->in);
+        ls->busy_ps += now - co->start;
+        ls->stall_by[SIM_STALL_COLLECTIVE] += co->start - m->arrived;
         if (now > st->end_ps)
             st->end_ps = now;
         if (s->opt.trace && s->opt.trace->instr) {

@@ -110,18 +110,23 @@ static void advance(flow_net_t *net, flow_t *f, uint64_t now)
         series_add(r, f->last_update, now, moved * f->weight[i]);
     }
     f->remaining -= moved;
+    f->bound_ps[f->binding] += now - f->last_update;
     f->last_update = now;
 }
 
 static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
 {
     double rate = f->cap > 0 ? f->cap : INFINITY;
+    uint8_t binding = FLOW_MAX_RES;
     for (unsigned i = 0; i < f->nres; i++) {
         const flow_res_t *r = &net->res[f->res[i]];
         double bound = r->cap * f->eff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
-        if (bound < rate)
+        if (bound < rate) {
             rate = bound;
+            binding = (uint8_t)i;
+        }
     }
+    f->binding = binding;
     if (!(rate > 0) || isinf(rate))
         rate = 1e-9;
     if (rate == f->rate && sim_event_queued(&f->ev))
