@@ -462,10 +462,13 @@ static void test_command(void **state)
     assert_int_equal(tu_run(cmd, &out), 3);
     assert_non_null(strstr(out, "none.json"));
     free(out);
-    snprintf(cmd, sizeof cmd, "%s validate %s --set dma.nothing=1", tu_ncsim(), path);
+    /* a failed command leaves no stale CSV behind (docs/cli.md's output discipline) */
+    snprintf(cmd, sizeof cmd, "%s validate %s --set dma.nothing=1 --csv %s", tu_ncsim(), path,
+             csvp);
     assert_int_equal(tu_run(cmd, &out), 2);
     assert_non_null(strstr(out, "unknown key 'dma.nothing'"));
     free(out);
+    assert_null(tu_read_file(csvp, NULL));
     snprintf(cmd, sizeof cmd, "%s validate %s --csv /nonexistent/dir/x.csv", tu_ncsim(), path);
     assert_int_equal(tu_run(cmd, &out), 3);
     free(out);
