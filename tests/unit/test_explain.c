@@ -21,6 +21,7 @@
 #include "isa.h"
 #include "sim.h"
 #include "testutil.h"
+#include "trace.h"
 
 static mdl_arch_t trn1;
 
@@ -560,6 +561,80 @@ static void test_diff(void **state)
     assert_int_equal(ncsim(NULL, "diff da.json nothere.json"), 3);
 }
 
+/* ---- live SBUF / PSUM ---------------------------------------------------------------------------- */
+
+typedef struct ctr {
+    const char *name;
+    uint64_t ts[64];
+    double v[64];
+    int n;
+} ctr_t;
+
+static int on_counter(void *ctx, const trc_record_t *r)
+{
+    ctr_t *c = ctx;
+    if (r->kind == TRC_REC_COUNTER && r->u.counter.pid == trc_pid_core(0) &&
+        strcmp(r->u.counter.name, c->name) == 0 && c->n < 64) {
+        c->ts[c->n] = r->u.counter.ts_ps;
+        c->v[c->n++] = r->u.counter.value;
+    }
+    return 0;
+}
+
+static void read_counter(const char *trace, ctr_t *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    char err[256];
+    assert_int_equal(trc_read(in_dir(trace), on_counter, c, err, sizeof err), NCSIM_OK);
+    assert_true(c->n > 0);
+}
+
+/* Three 256 KiB tensors on VectorE: a is written, copied to b, c written, copied to b. SBUF in
+ * use rises to 768 KiB and falls: a dies when its only read (the first copy) completes, at
+ * 2 x (512 + 60 + 40) DVE cycles = 1092.857 ns; b and c when the second copy completes. PSUM:
+ * written by a matmul, read by an activate, then free. */
+static void test_live_counters(void **state)
+{
+    (void)state;
+    put_file("live.nca", ".core 0\n.sbuf a fp32 [128, 512]\n.sbuf b fp32 [128, 512]\n"
+                         ".sbuf c fp32 [128, 512]\n.engine dve\n    memset a, 1.0\n"
+                         "    tensor_copy b, a\n    memset c, 2.0\n    tensor_copy b, c\n");
+    for (int f = 0; f < 2; f++) {
+        const char *trace = f ? "live.pftrace" : "live.json";
+        assert_int_equal(ncsim(NULL, "run live.nca --timing-only -q --trace %s", trace), 0);
+        ctr_t c;
+        read_counter(trace, &c, "SBUF in use");
+        double max = 0;
+        int fell = 0;
+        for (int i = 0; i < c.n; i++) {
+            if (c.v[i] > max)
+                max = c.v[i];
+            if (i && c.v[i] < c.v[i - 1] && c.v[i] > 0) {
+                fell = 1;
+                assert_int_equal(c.v[i], 2 * 262144.0);
+                uint64_t expect = (uint64_t)llround(2.0 * (512 + 60 + 40) / 1.12 * 1000.0);
+                uint64_t tol = f ? 1000 : 1; /* .pftrace times are whole ns */
+                assert_true(c.ts[i] + tol >= expect && c.ts[i] <= expect + tol);
+            }
+        }
+        assert_true(max == 3 * 262144.0);
+        assert_true(fell);
+        assert_true(c.v[c.n - 1] == 0.0); /* nothing live at the end */
+    }
+    put_file("psum.nca", ".core 0\n.sbuf w bf16 [128, 128]\n.sbuf x bf16 [128, 512]\n"
+                         ".sbuf y fp32 [128, 512]\n.psum acc fp32 [128, 512]\n.engine pe\n"
+                         "    matmul acc, w, x\n.engine act\n    activate y, acc, copy\n");
+    assert_int_equal(ncsim(NULL, "run psum.nca --timing-only -q --trace psum.json"), 0);
+    ctr_t p;
+    read_counter("psum.json", &p, "PSUM in use");
+    double max = 0;
+    for (int i = 0; i < p.n; i++)
+        max = p.v[i] > max ? p.v[i] : max;
+    assert_true(max == 128.0 * 512 * 4);
+    assert_true(p.v[p.n - 1] == 0.0);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
@@ -574,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_by_line_totals),
         cmocka_unit_test(test_trace_cost_args),
         cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_live_counters),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
