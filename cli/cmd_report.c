@@ -36,7 +36,9 @@ static const char usage_report[] =
     "                      busy, stall by cause, DMA time, sorted by cost\n"
     "  --csv               with --by-line: CSV\n"
     "  --top N             with --by-line: the N costliest lines (default 30; 0: all)\n"
-    "  -o, --output FILE   write the report to FILE instead of stdout\n";
+    "  -o, --output FILE   write the report to FILE instead of stdout\n"
+    "exit codes: 0 success, 1 the statistics record a failed run (run-time error,\n"
+    "deadlock; the report is still printed), 2 usage error, 3 unreadable or invalid file.\n";
 
 static uint64_t ps_of(json_t *v)
 {
@@ -70,6 +72,11 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
     snprintf(rep->program, sizeof rep->program, "%s", s ? s : "");
     s = json_string_value(json_object_get(root, "arch"));
     snprintf(rep->arch, sizeof rep->arch, "%s", s ? s : "");
+    s = json_string_value(json_object_get(root, "status"));
+    if (s && strcmp(s, "ok") != 0) { /* a failed run's statistics (ncsim run --stats) */
+        const char *why = json_string_value(json_object_get(root, "error"));
+        snprintf(rep->failed, sizeof rep->failed, "%s", why && why[0] ? why : s);
+    }
     rep->total_ps = ps_of(total);
     rep->flops = u64_of(json_object_get(root, "tensor_flops"));
     json_t *hw = json_object_get(root, "tensor_hw_flops");
@@ -315,6 +322,10 @@ int cli_report(int argc, char **argv)
                 rc = cli_exit(NCSIM_IO);
             }
         }
+    }
+    if (!rc && rep.failed[0]) { /* the report is printed, but a failed run is not a result */
+        fprintf(stderr, "ncsim report: %s records a failed run: %s\n", path, rep.failed);
+        rc = 1;
     }
     trc_report_free(&rep);
     return rc;

@@ -190,12 +190,15 @@ static void reshare_event(sim_queue_t *q, sim_event_t *ev)
         if (total == r->last_rate)
             continue;
         r->last_rate = total;
-        int kind = id < s->ncores ? SIM_TRACE_RES_DMA
-                   : id < s->ncores + s->nchips ? SIM_TRACE_RES_HBM
-                                                : SIM_TRACE_RES_LINK;
-        uint32_t index = kind == SIM_TRACE_RES_DMA ? id
-                         : kind == SIM_TRACE_RES_HBM ? id - s->ncores
-                                                     : id - s->ncores - s->nchips;
+        uint32_t nlinks = s->topo.nlinks;
+        int kind = id < s->ncores                       ? SIM_TRACE_RES_DMA
+                   : id < s->ncores + s->nchips          ? SIM_TRACE_RES_HBM
+                   : id < s->ncores + s->nchips + nlinks ? SIM_TRACE_RES_LINK
+                                                         : SIM_TRACE_RES_EFA;
+        uint32_t index = kind == SIM_TRACE_RES_DMA    ? id
+                         : kind == SIM_TRACE_RES_HBM  ? id - s->ncores
+                         : kind == SIM_TRACE_RES_LINK ? id - s->ncores - s->nchips
+                                                      : id - s->ncores - s->nchips - nlinks;
         tr->bandwidth(tr->ctx, kind, index, s->q.now, total * 1000.0); /* bytes/ps -> GB/s */
     }
     net->ndirty = 0;

@@ -629,8 +629,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         sim_destroy(s);
         return NCSIM_USAGE;
     }
-    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks))
+    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks +
+                                      2 * s->topo.instances))
         goto oom;
+    s->stats.ninstances = s->topo.instances;
+    /* Gbit/s -> bytes per ps */
+    for (uint32_t k = 0; k < s->topo.instances; k++)
+        for (uint32_t d = 0; d < 2; d++)
+            s->net.res[res_efa(s, k, d)].cap = a->efa.bandwidth_gbits / 8.0 * 1e-3;
     for (uint32_t i = 0; i < s->ncores; i++)
         s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
     for (uint32_t i = 0; i < s->nchips; i++) {

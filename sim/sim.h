@@ -93,11 +93,12 @@ typedef struct sim_trace_sem {
 } sim_trace_sem_t;
 
 /* A resource a collective's chunk crosses (flow.h): a core's DMA engines, a chip's HBM, a
- * directed NeuronLink. */
+ * directed NeuronLink, an instance's network (EFA) out or in. */
 typedef enum sim_trace_res_kind {
     SIM_TRACE_RES_DMA,
     SIM_TRACE_RES_HBM,
-    SIM_TRACE_RES_LINK
+    SIM_TRACE_RES_LINK,
+    SIM_TRACE_RES_EFA      /* an instance's network: id = 2 x instance + (0 out, 1 in) */
 } sim_trace_res_kind_t;
 
 typedef struct sim_trace_res {
@@ -272,6 +273,8 @@ typedef struct sim_stats {
     sim_link_stats_t *links;    /* every directed NeuronLink of the machine */
     uint32_t nlinks;
     uint64_t collective_bytes;  /* bytes collectives moved between members */
+    uint32_t ninstances;        /* instances joined by EFA (efa.instances) */
+    uint64_t efa_bytes;         /* bytes collectives sent from one instance to another */
     /* HBM bytes over time per chip: hbm_series[chip * hbm_series_len + bucket], buckets of
      * hbm_series_bucket_ps (reads and writes together) */
     double *hbm_series;

@@ -163,6 +163,11 @@ static inline uint32_t res_link(const struct sim *s, uint32_t link)
 {
     return s->ncores + s->nchips + link;
 }
+/* An instance's network (EFA): dir 0 what leaves the instance, 1 what enters it. */
+static inline uint32_t res_efa(const struct sim *s, uint32_t instance, uint32_t dir)
+{
+    return s->ncores + s->nchips + s->topo.nlinks + 2 * instance + dir;
+}
 
 /* dma.c */
 int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index);

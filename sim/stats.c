@@ -35,6 +35,10 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
                      const sim_run_info_t *info)
 {
     json_t *root = json_object();
+    /* first, so that a harness (and `ncsim report`) cannot miss a failed run */
+    json_object_set_new(root, "status", json_string(info->error ? "error" : "ok"));
+    if (info->error)
+        json_object_set_new(root, "error", json_string(info->error));
     json_object_set_new(root, "arch", json_string(arch->name));
     json_object_set_new(root, "program", json_string(info->program ? info->program : ""));
     json_object_set_new(root, "mode", json_string(info->timing_only ? "timing-only"
@@ -140,6 +144,13 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
     }
     json_object_set_new(root, "lines", lines);
     json_object_set_new(root, "collective_bytes", json_integer((json_int_t)st->collective_bytes));
+    if (st->ninstances > 1) {
+        json_t *efa = json_object();
+        json_object_set_new(efa, "instances", json_integer(st->ninstances));
+        json_object_set_new(efa, "bytes", json_integer((json_int_t)st->efa_bytes));
+        json_object_set_new(efa, "gbits_per_instance", json_real(arch->efa.bandwidth_gbits));
+        json_object_set_new(root, "efa", efa);
+    }
     json_object_set_new(root, "instructions", json_integer((json_int_t)st->instructions));
     json_object_set_new(root, "events", json_integer((json_int_t)st->events));
     char *cfg = mdl_arch_to_json(arch);
@@ -240,6 +251,10 @@ void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
                     st->links[busiest].from, st->links[busiest].to, 100.0 * busiest_util,
                     st->links[busiest].gbps);
         fputc('\n', out);
+        if (st->ninstances > 1)
+            fprintf(out, "EFA: %llu bytes between %u instances (%.0f Gbit/s each way per "
+                         "instance)\n",
+                    (unsigned long long)st->efa_bytes, st->ninstances, arch->efa.bandwidth_gbits);
     }
     uint32_t used = 0;
     for (uint32_t i = 0; i < st->ncores; i++)

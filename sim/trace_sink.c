@@ -1118,6 +1118,9 @@ static void find_bottleneck(coll_trace_t *c, uint64_t end)
         snprintf(c->bottleneck, sizeof c->bottleneck, "link %u->%u", b->from, b->to);
     else if (b->kind == SIM_TRACE_RES_HBM)
         snprintf(c->bottleneck, sizeof c->bottleneck, "HBM chip %u", b->id);
+    else if (b->kind == SIM_TRACE_RES_EFA)
+        snprintf(c->bottleneck, sizeof c->bottleneck, "EFA instance %u %s", b->id / 2,
+                 b->id % 2 ? "in" : "out");
     else
         snprintf(c->bottleneck, sizeof c->bottleneck, "DMA core %u", b->id);
     c->bottleneck_pct = round(best * 1000.0) / 10.0;

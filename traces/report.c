@@ -1641,6 +1641,9 @@ void trc_report_print(FILE *out, const trc_report_t *r)
             r->program[0] ? r->program : "?", r->arch[0] ? r->arch : "?",
             (unsigned long long)r->chips, r->chips == 1 ? "" : "s",
             (unsigned long long)r->cores_used, r->cores_used == 1 ? "" : "s");
+    if (r->failed[0])
+        fprintf(out, "RUN FAILED: %s\n(the figures below cover the run up to the failure)\n",
+                r->failed);
     for (int i = 0; i < r->nnotes; i++)
         fprintf(out, "note: %s\n", r->notes[i]);
     fprintf(out, "total time: %s ns (%.3f us)\n", ns3(a, sizeof a, r->total_ps),
@@ -1840,6 +1843,9 @@ char *trc_report_json(const trc_report_t *r)
     yajl_gen_map_open(g);
     jstr(g, "source", r->source);
     jstr(g, "source_kind", r->from_trace ? "trace" : "statistics");
+    jstr(g, "status", r->failed[0] ? "error" : "ok");
+    if (r->failed[0])
+        jstr(g, "error", r->failed);
     jstr(g, "program", r->program);
     jstr(g, "arch", r->arch);
     jint(g, "chips", r->chips);

@@ -136,6 +136,7 @@ typedef struct trc_report {
     char source[512];
     char program[512];
     char arch[64];
+    char failed[512]; /* non-empty: the run failed ("status": "error"), and why */
     uint64_t chips, cores_used;
     uint64_t total_ps;
     double peak_flops_per_core;
