@@ -346,6 +346,8 @@ int cli_run(int argc, char **argv)
             return 2;
     if (trace_path && cli_outputs_add(&outputs, trace_path, "--trace"))
         return 2;
+    if (cli_dumps_register(&dumps, &outputs))
+        return 2;
     if (stats_path && strcmp(stats_path, "-") != 0) {
         /* the resolved architecture config beside the statistics (gem5's config.json):
          * STATS.json -> STATS.config.json */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "npy.h"
+#include "outputs.h"
 
 int cli_dump_parse(cli_dumps_t *ds, const char *arg, char *err, size_t errlen)
 {
@@ -53,6 +54,15 @@ int cli_dump_parse(cli_dumps_t *ds, const char *arg, char *err, size_t errlen)
     }
     d->tensor = -1;
     ds->n++;
+    return 0;
+}
+
+int cli_dumps_register(cli_dumps_t *ds, struct cli_outputs *outputs)
+{
+    ds->outputs = outputs;
+    for (int i = 0; i < ds->n; i++)
+        if (cli_outputs_add(outputs, ds->d[i].path, "--dump"))
+            return -1;
     return 0;
 }
 
@@ -135,11 +145,14 @@ static int write_dump(cli_dumps_t *ds, sim_t *s, cli_dump_t *d)
     ncsim_status_t st = sim_tensor_read_any(s, (uint32_t)d->tensor, d->core, native, buf);
     char err[512];
     if (st == NCSIM_OK) {
-        st = mdl_npy_write(d->path, mdl_npy_type_descr(mdl_npy_type_for_dtype(dt)), dims,
+        const char *path = ds->outputs ? cli_outputs_path(ds->outputs, d->path) : d->path;
+        st = mdl_npy_write(path, mdl_npy_type_descr(mdl_npy_type_for_dtype(dt)), dims,
                            T->ndims, buf, err, sizeof err);
         if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: --dump: %s\n", err);
+            fprintf(stderr, "ncsim run: --dump: cannot write %s (%s)\n", d->path, err);
             ds->io_error = 1;
+        } else if (ds->outputs) {
+            cli_outputs_mark_written(ds->outputs, d->path);
         }
     } else {
         fprintf(stderr, "ncsim run: --dump %.*s: cannot read the tensor on core %u\n",

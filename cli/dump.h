@@ -33,6 +33,7 @@ typedef struct cli_dumps {
     /* --dump-at: an observer that dumps, then passes every event on to `next` (--check) */
     sim_observer_t obs;
     const sim_observer_t *next;
+    struct cli_outputs *outputs; /* where files go first (cli/outputs.h); NULL: directly */
     int failed;            /* a dump could not be written (message printed) */
     int io_error;
 } cli_dumps_t;
@@ -47,6 +48,9 @@ int cli_dumps_resolve(cli_dumps_t *ds, const isa_program_t *prog, int timing_onl
                       size_t errlen);
 /* The observer to run with (chains `next`), or `next` itself when no --dump-at. */
 const sim_observer_t *cli_dumps_observer(cli_dumps_t *ds, const sim_observer_t *next);
+/* Register every dump file with the command's outputs (validated before the run, written
+ * under a temporary name, renamed into place at the end). -1 when one is refused. */
+int cli_dumps_register(cli_dumps_t *ds, struct cli_outputs *outputs);
 /* After the run: the end-of-run dumps (or, with --dump-at, report the ones never taken).
  * Returns an exit code: 0, 2 (line never reached), 3 (I/O). */
 int cli_dumps_finish(cli_dumps_t *ds, sim_t *s);
