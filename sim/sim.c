@@ -782,6 +782,66 @@ static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_
     return NCSIM_OK;
 }
 
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor_t *T = &p->tensors[i];
+        const char *n = isa_string(p, T->name);
+        if (strlen(n) != len || memcmp(n, name, len) != 0)
+            continue;
+        if (T->space == ISA_SPACE_HBM || T->core == -1 || (uint32_t)T->core == core)
+            return (int)i;
+    }
+    return -1;
+}
+
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space == ISA_SPACE_HBM)
+        return raw ? sim_tensor_read_raw(s, tensor, values)
+                   : sim_tensor_read_f32(s, tensor, values);
+    if (core >= s->ncores || (T->core != -1 && (uint32_t)T->core != core) || !T->ndims ||
+        T->ndims > ISA_MAX_DIMS + 1)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    if (!c->fs_ready)
+        return NCSIM_USAGE;
+    /* the whole tensor as a view: its partitions, then its free dims row-major */
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = T->space;
+    v.dtype = T->dtype;
+    v.pstart = (uint8_t)T->pstart;
+    v.pcount = (uint16_t)T->dims[0];
+    v.offset = T->offset;
+    v.ndims = (uint8_t)(T->ndims > 1 ? T->ndims - 1 : 1);
+    int64_t stride = 1;
+    if (T->ndims == 1) {
+        v.count[0] = 1;
+        v.stride[0] = 1;
+    }
+    for (int d = (int)T->ndims - 1; d >= 1; d--) {
+        if (T->dims[d] > UINT32_MAX)
+            return NCSIM_USAGE;
+        v.count[d - 1] = (uint32_t)T->dims[d];
+        v.stride[d - 1] = stride;
+        stride *= (int64_t)T->dims[d];
+    }
+    mdl_mem_t mem = {&c->sbuf, &c->psum, &s->chips[c->chip].hbm};
+    char err[256];
+    if (mdl_view_check(&mem, &v, err, sizeof err))
+        return NCSIM_USAGE;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), values);
+    else
+        mdl_view_read_f32(&mem, &v, values);
+    return NCSIM_OK;
+}
+
 int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len)
 {
     for (uint32_t i = 0; i < p->ntensors; i++) {
