@@ -84,14 +84,21 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
+/* Load one --in file into tensor t; a note on stderr when its data is converted. */
+static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t,
+                                 const char *path, int quiet, char *err, size_t errlen)
 {
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
         return st == NCSIM_NOMEM ? st : NCSIM_IO;
+    const isa_tensor_t *T = &p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (!quiet && a.type != want && mdl_npy_convertible(a.type, want))
+        fprintf(stderr, "ncsim run: note: %s holds %s data; tensor '%s' (%s) reads it as %s%s\n",
+                path, a.descr, isa_string(p, T->name), isa_dtype_name((isa_dtype_t)T->dtype),
+                mdl_npy_type_descr(want),
+                a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
     st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
     return st;
@@ -518,7 +525,7 @@ int cli_run(int argc, char **argv)
         rc = cli_exit(st);
     }
     for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, quiet, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);

@@ -752,6 +752,26 @@ ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const mdl_npy_t *
     if (tensor >= p->ntensors)
         return NCSIM_USAGE;
     const isa_tensor_t *T = &p->tensors[tensor];
+    /* float16/64 for a float tensor, other integer widths for an integer one: converted
+     * (mdl_npy_convert) on a copy */
+    mdl_npy_t conv;
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (a->type != want && mdl_npy_convertible(a->type, want)) {
+        conv = *a;
+        conv.data = malloc(a->nbytes ? a->nbytes : 1);
+        if (!conv.data) {
+            snprintf(err, errlen, "%s: out of host memory: %zu bytes to convert tensor '%s'",
+                     path, a->nbytes, isa_string(p, T->name));
+            return NCSIM_NOMEM;
+        }
+        memcpy(conv.data, a->data, a->nbytes);
+        ncsim_status_t cst = mdl_npy_convert(&conv, want, path, isa_string(p, T->name), err,
+                                             errlen);
+        if (cst == NCSIM_OK)
+            cst = sim_tensor_write_npy(s, tensor, &conv, path, err, errlen);
+        free(conv.data);
+        return cst == NCSIM_FORMAT ? NCSIM_IO : cst;
+    }
     if (mdl_npy_expect(a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
                        T->ndims, err, errlen) != NCSIM_OK)
         return NCSIM_IO;

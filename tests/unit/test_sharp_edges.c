@@ -101,11 +101,84 @@ static void test_whole_tensor_operands_fold(void **state)
     assert_int_equal(rc, 0);
 }
 
+/* .npy inputs: Fortran order (np.save(f, a.T)), big-endian, float64/float16 for fp32 tensors
+ * (converted, with a note), other integer widths for integer tensors (when every value fits) */
+static void test_npy_layouts_and_conversions(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/p.nca", dir);
+    const char *prog = ".hbm x fp32 [4, 3] input\n"
+                       ".hbm y fp32 [4, 3] output\n"
+                       ".hbm i i32 [5] input\n"
+                       ".hbm j i32 [5] output\n"
+                       ".engine sp\n"
+                       "    dma y, x\n"
+                       "    dma j, i\n";
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    char cmd[8192];
+    char *out = NULL;
+    /* x as a transposed (Fortran-order) float64 array, i as int64 */
+    snprintf(cmd, sizeof cmd,
+             "(cd %s && /usr/bin/python3 -c \"import numpy as np; "
+             "a = (np.arange(12, dtype=np.float64).reshape(3, 4) + 1/3); np.save('x.npy', a.T); "
+             "np.save('i.npy', np.array([-5, 0, 7, 2**31 - 1, -2**31])); "
+             "np.save('xe.npy', a.T.astype('>f4')); np.save('xh.npy', a.T.astype(np.float16))\" && "
+             "%s run p.nca --in x=x.npy --in i=i.npy --out y=y.npy --out j=j.npy && "
+             "/usr/bin/python3 -c \"import numpy as np, sys; "
+             "a = (np.arange(12, dtype=np.float64).reshape(3, 4) + 1/3); "
+             "ok = np.array_equal(np.load('y.npy'), a.T.astype(np.float32)) and "
+             "np.array_equal(np.load('j.npy'), np.array([-5, 0, 7, 2**31 - 1, -2**31], np.int32)); "
+             "sys.exit(0 if ok else 1)\")",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "note: x.npy holds <f8 data; tensor 'x' (fp32) reads it as <f4 "
+                                "(each value rounded to nearest even)"));
+    assert_non_null(strstr(out, "note: i.npy holds <i8 data; tensor 'i' (i32) reads it as <i4"));
+    free(out);
+    /* big-endian and float16 files give the same result as the float32 they hold */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && for f in xe xh; do %s run p.nca -q --in x=$f.npy --in i=i.npy "
+             "--out y=y_$f.npy || exit 1; done && /usr/bin/python3 -c \"import numpy as np, sys; "
+             "a = (np.arange(12, dtype=np.float64).reshape(3, 4) + 1/3); "
+             "ok = np.array_equal(np.load('y_xe.npy'), a.T.astype(np.float32)) and "
+             "np.array_equal(np.load('y_xh.npy'), a.T.astype(np.float16).astype(np.float32)); "
+             "sys.exit(0 if ok else 1)\"",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 0);
+    free(out);
+    /* an integer that does not fit, and float data for an integer tensor: refused, exit 3 */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && /usr/bin/python3 -c \"import numpy as np; "
+             "np.save('big.npy', np.array([1, 2, 2**31, 4, 5])); "
+             "np.save('fl.npy', np.zeros(5))\" && %s run p.nca -q --in x=x.npy --in i=big.npy",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "big.npy: tensor 'i' is int32, but element 2 of the file is "
+                                "2147483648, which does not fit"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run p.nca -q --in x=x.npy --in i=fl.npy", dir,
+             tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "fl.npy: tensor 'i' is i32"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chips_out_of_range_is_one_error),
         cmocka_unit_test(test_whole_tensor_operands_fold),
+        cmocka_unit_test(test_npy_layouts_and_conversions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
