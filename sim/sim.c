@@ -569,9 +569,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
+    const char *what = "the simulator's state";
+    double how = 0;
     struct sim *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        snprintf(err, errlen, "out of host memory allocating the simulator's state");
         return NCSIM_NOMEM;
+    }
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;
@@ -602,6 +607,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
+        what = "the HBM page table";
+        how = (double)(a->hbm.size_bytes >> MDL_HBM_PAGE_BITS) * sizeof(void *);
         if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
             goto oom;
         s->chips[ch].hbm_ready = 1;
@@ -631,6 +638,9 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
                 goto oom;
         }
         if (!opt->timing_only) {
+            what = "SBUF and PSUM";
+            how = (double)a->sbuf.partitions * (double)a->sbuf.bytes_per_partition +
+                  (double)a->psum.partitions * (double)a->psum.bytes_per_partition;
             if (mdl_onchip_init(&c->sbuf, a->sbuf.partitions, a->sbuf.bytes_per_partition) ||
                 mdl_onchip_init(&c->psum, a->psum.partitions, a->psum.bytes_per_partition))
                 goto oom;
@@ -647,7 +657,11 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     return NCSIM_OK;
 oom:
     sim_destroy(s);
-    snprintf(err, errlen, "out of memory building the system");
+    if (how > 0)
+        snprintf(err, errlen, "out of host memory allocating %s (%.1f MiB)", what,
+                 how / 1048576.0);
+    else
+        snprintf(err, errlen, "out of host memory allocating %s", what);
     return NCSIM_NOMEM;
 }
 

@@ -173,12 +173,36 @@ static void test_npy_layouts_and_conversions(void **state)
     free(out);
 }
 
+/* Host memory: a tensor whose random values cannot fit this host is refused with a message
+ * saying how much, exit 4 (not a silent exit or the kernel's OOM killer). */
+static void test_host_memory_message(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.hbm x fp32 [62500, 4000000] input\\n.hbm y fp32 [8] output\\n"
+             ".engine sp\\ndma y, x[0, 0:8]\\n' > huge.nca && "
+             "echo '{\"name\": \"big\", \"base\": \"trn1\", \"hbm\": {\"size_bytes\": "
+             "1100000000000}}' > big.json && %s run huge.nca --random-inputs 1 -q --arch big.json",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    if (rc != 4)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 4);
+    assert_non_null(strstr(out, "out of host memory: 1907348.6 MiB for the random values of "
+                                "tensor 'x'"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chips_out_of_range_is_one_error),
         cmocka_unit_test(test_whole_tensor_operands_fold),
         cmocka_unit_test(test_npy_layouts_and_conversions),
+        cmocka_unit_test(test_host_memory_message),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
