@@ -569,6 +569,27 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    /* system.semaphores: the semaphores a core has (docs/architecture.md) */
+    for (uint32_t i = 0; i < prog->nsems; i++) {
+        const isa_sem_t *m = &prog->sems[i];
+        if (m->index >= a->semaphores) {
+            uint32_t used = 0;
+            for (uint32_t k = 0; k < prog->nsems; k++)
+                if ((m->core == -1 || prog->sems[k].core == -1 || prog->sems[k].core == m->core) &&
+                    prog->sems[k].index + 1u > used)
+                    used = prog->sems[k].index + 1u;
+            char who[32];
+            if (m->core < 0)
+                snprintf(who, sizeof who, "every core");
+            else
+                snprintf(who, sizeof who, "core %d", (int)m->core);
+            snprintf(err, errlen, "the program uses %u semaphores on %s (semaphore '%s' is "
+                     "number %u), but architecture '%s' has system.semaphores = %u per core",
+                     used, who, m->name == ISA_NO_NAME ? "?" : isa_string(prog, m->name),
+                     (unsigned)m->index, a->name, a->semaphores);
+            return NCSIM_USAGE;
+        }
+    }
     /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
     const char *what = "the simulator's state";
     double how = 0;

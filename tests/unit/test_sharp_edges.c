@@ -196,6 +196,37 @@ static void test_host_memory_message(void **state)
     free(out);
 }
 
+/* system.semaphores is enforced; a tensor that does not fit another architecture says the
+ * sizes */
+static void test_arch_limits_say_sizes(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.sem a\\n.sem b\\n.sem c\\n.sem d\\n.engine sp\\n"
+             "nop | post d\\n' > sems.nca && %s run sems.nca -q --set system.semaphores=1",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "the program uses 4 semaphores on every core (semaphore 'b' is "
+                                "number 1), but architecture 'trn1' has system.semaphores = 1"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run sems.nca -q --set system.semaphores=4", dir,
+             tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.sbuf t fp32 [128, 40000]\\n.engine dve\\nmemset t, 0\\n' > "
+             "sb.nca && %s run sb.nca -q --set sbuf.bytes_per_partition=65536",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "SBUF tensor 't' needs bytes [0, 160000) of each partition, but "
+                                "each SBUF partition has 65536 bytes"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_whole_tensor_operands_fold),
         cmocka_unit_test(test_npy_layouts_and_conversions),
         cmocka_unit_test(test_host_memory_message),
+        cmocka_unit_test(test_arch_limits_say_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
