@@ -115,18 +115,26 @@ class Kernel:
         _core._tracer[0] = tr
         try:
             targs = {}
-            for name, v in bound.arguments.items():
+
+            def param(name, v):
                 a = _placeholder(v)
-                if a is not None:
-                    dt = _dtypes.as_dtype(a.dtype)
-                    b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
-                    b.param = name
-                    if isinstance(a, np.ndarray):
-                        b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
-                    params[name] = b
-                    targs[name] = tr.hbm_tensor(b)
+                if a is None:
+                    return v
+                dt = _dtypes.as_dtype(a.dtype)
+                b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
+                b.param = name
+                if isinstance(a, np.ndarray):
+                    b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
+                params[name] = (b, v)
+                return tr.hbm_tensor(b)
+            for name, v in bound.arguments.items():
+                kind = sig.parameters[name].kind
+                if kind == inspect.Parameter.VAR_POSITIONAL:
+                    targs[name] = tuple(param(f"{name}{i}", x) for i, x in enumerate(v))
+                elif kind == inspect.Parameter.VAR_KEYWORD:
+                    targs[name] = {k: param(k, x) for k, x in v.items()}
                 else:
-                    targs[name] = v
+                    targs[name] = param(name, v)
             ret = None
             g = grid or ()
             for inst, pid in enumerate(itertools.product(*[range(n) for n in g]) if g else [()]):
@@ -157,7 +165,7 @@ class Kernel:
             return r
         retn = conv(ret)
         legacy = []
-        for name, b in params.items():
+        for name, (b, host) in params.items():
             if b.written is not None:
                 if ret is not None:
                     fn, ln = b.written
@@ -165,7 +173,7 @@ class Kernel:
                                    f"kernel parameter '{name}' is immutable; copy it into a "
                                    "shared_hbm tensor first")
                 b.kind = "inout"
-                legacy.append((name, b.name))
+                legacy.append((host, b.name))
         for b in tr.hbm:
             if b.host is not None and b.kind in ("input", "inout"):
                 inputs[b.name] = b.host
@@ -190,8 +198,7 @@ class Kernel:
         self.last = r
         self.lowered = low
         if not timing_only:
-            for pname, tname in low.legacy:
-                arr = bound.arguments[pname]
+            for arr, tname in low.legacy:
                 if isinstance(arr, np.ndarray):
                     np.copyto(arr, r.outputs[tname].reshape(arr.shape).astype(arr.dtype, copy=False))
         return low, r

@@ -1326,8 +1326,10 @@ class Tracer:
                 dstv = dst
             self.run_pending(p, dstv, box)
             return
-        if isinstance(value, Tensor) and value.inplace and value is dst:
-            value.inplace = False
+        if isinstance(value, Tensor) and value.inplace and value.pend is None and \
+                (value is dst or (value.buf is dst.buf and value.p0 == dst.p0 and value.off == dst.off
+                                  and value.shape == dst.shape and value.strides == dst.strides)):
+            value.inplace = False         # t[...] += x: already done in place
             return
         if isinstance(value, Tensor):
             value._real()
