@@ -51,7 +51,11 @@ def user_frame():
 
 
 def error(code, msg):
-    fn, ln = user_frame()
+    tr = _tracer[0]
+    if tr is not None and tr.line_override is not None and tr.line_override > 0:
+        fn, ln = tr.source, tr.line_override     # inside a deferred instruction: its own line
+    else:
+        fn, ln = user_frame()
     raise NkiError(f"{fn}:{ln}: error: [{code}] {msg}")
 
 

@@ -596,7 +596,8 @@ def load(src, *, mask=None, dtype=None, **kw):
     dt = as_dtype(dtype) if dtype is not None else src.dtype
     src.buf.read = True
     box = _mask_box(mask, shape)
-    sv = src if len(src.shape) >= 2 else src.reshape(shape) if src.shape else src
+    sv = src if len(src.shape) >= 2 else \
+        src.clone_view(shape=shape, strides=list(src.strides) + [1] if src.shape else [1, 1])
 
     def emit(d, _b):
         if box is False:
