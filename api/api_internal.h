@@ -5,6 +5,7 @@
 #ifndef NCSIM_API_INTERNAL_H
 #define NCSIM_API_INTERNAL_H
 
+#include <signal.h>
 #include <stdarg.h>
 
 #include "arch.h"
@@ -38,9 +39,8 @@ struct ncsim_sim {
     ncsim_progress_fn progress;
     void *progress_ctx;
     double progress_interval;
-    volatile int cancel;
-    double host_seconds;
-    uint64_t slice_ps;          /* simulated time per slice, adapted to ~20 ms of host time */
+    volatile sig_atomic_t cancel;
+    sim_drive_t drive;          /* the run driver's state: slice size, host time */
     char **finding_text;        /* per finding, made on demand */
 };
 

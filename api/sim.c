@@ -66,7 +66,6 @@ ncsim_status_t ncsim_sim_create(const ncsim_program_t *prog, const ncsim_arch_t 
     h->prog = prog;
     h->opt = *opt;
     h->progress_interval = 0.25;
-    h->slice_ps = 1000000; /* 1 us of simulated time per slice at first */
     ncsim_status_t st = NCSIM_OK;
     if (arch) {
         h->arch = arch->a;
@@ -432,11 +431,6 @@ void ncsim_sim_cancel(ncsim_sim_t *h)
         __atomic_store_n(&h->cancel, 1, __ATOMIC_RELAXED);
 }
 
-static int cancelled(ncsim_sim_t *h)
-{
-    return __atomic_load_n(&h->cancel, __ATOMIC_RELAXED);
-}
-
 /* Before the first event: every input is bound (functional runs). */
 static ncsim_status_t check_bindings(ncsim_sim_t *h)
 {
@@ -473,49 +467,37 @@ static ncsim_status_t run_failed(ncsim_sim_t *h, ncsim_status_t st)
                        f->has_site ? (int64_t)f->index : -1, "%.*s", (int)len, msg);
 }
 
-/* Run in slices of simulated time up to `target_ps` (NO_LIMIT: the end), calling the
- * progress function and honouring cancellation between slices. Slices adapt to about 20 ms
- * of host time. */
+static int report_progress(void *ctx, sim_t *s, double host_seconds)
+{
+    ncsim_sim_t *h = ctx;
+    ncsim_progress_t pr;
+    pr.now_ns = (double)sim_now_ps(s) / 1000.0;
+    pr.instructions = sim_stats(s)->instructions;
+    pr.total_instructions = h->prog->p->ninstrs;
+    pr.host_seconds = host_seconds;
+    return h->progress(h->progress_ctx, &pr);
+}
+
+/* Run up to `target_ps` (NO_LIMIT: the end) with the library's driver (sim/drive.c): the
+ * progress function and cancellation act between slices. */
 static ncsim_status_t drive(ncsim_sim_t *h, uint64_t target_ps)
 {
     ncsim_status_t st = check_bindings(h);
     if (st != NCSIM_OK)
         return st;
-    double t0 = api_now_seconds(), last = t0;
-    uint64_t cursor = sim_now_ps(h->s);
-    st = NCSIM_OK;
-    while (!sim_finished(h->s) && cursor < target_ps) {
-        if (cancelled(h)) {
-            __atomic_store_n(&h->cancel, 0, __ATOMIC_RELAXED);
-            h->host_seconds += api_now_seconds() - t0;
-            return api_fail(NCSIM_CANCELLED, "cancelled", "the run was cancelled at %.3f ns",
-                            (double)sim_now_ps(h->s) / 1000.0);
-        }
-        uint64_t limit = target_ps - cursor > h->slice_ps ? cursor + h->slice_ps : target_ps;
-        double before = api_now_seconds();
-        st = sim_run(h->s, SIM_RUN_UNTIL_TIME, limit);
-        cursor = limit;
-        if (st != NCSIM_OK)
-            break;
-        double after = api_now_seconds();
-        if (after - before < 0.01 && h->slice_ps < (UINT64_MAX >> 2))
-            h->slice_ps *= 2;
-        else if (after - before > 0.05 && h->slice_ps > 1000)
-            h->slice_ps /= 2;
-        if (h->progress && after - last >= h->progress_interval && !sim_finished(h->s)) {
-            last = after;
-            ncsim_progress_t pr;
-            pr.now_ns = (double)sim_now_ps(h->s) / 1000.0;
-            pr.instructions = sim_stats(h->s)->instructions;
-            pr.total_instructions = h->prog->p->ninstrs;
-            pr.host_seconds = after - t0;
-            if (h->progress(h->progress_ctx, &pr))
-                ncsim_sim_cancel(h);
-        }
-    }
-    h->host_seconds += api_now_seconds() - t0;
+    h->drive.interval = h->progress_interval;
+    h->drive.progress = h->progress ? report_progress : NULL;
+    h->drive.ctx = h;
+    h->drive.stop = &h->cancel;
+    int stopped = 0;
+    st = sim_drive(h->s, target_ps, &h->drive, &stopped);
     if (st != NCSIM_OK)
         return run_failed(h, st);
+    if (stopped) {
+        h->cancel = 0;
+        return api_fail(NCSIM_CANCELLED, "cancelled", "the run was cancelled at %.3f ns",
+                        (double)sim_now_ps(h->s) / 1000.0);
+    }
     if (h->chk && chk_failed(h->chk))
         return api_fail(NCSIM_NOMEM, "memory",
                         "out of memory while checking: the findings are incomplete");
@@ -547,7 +529,7 @@ ncsim_status_t ncsim_sim_step(ncsim_sim_t *h)
         return st;
     double t0 = api_now_seconds();
     st = sim_run(h->s, SIM_RUN_ONE_EVENT, 0);
-    h->host_seconds += api_now_seconds() - t0;
+    h->drive.host_seconds += api_now_seconds() - t0;
     if (st != NCSIM_OK)
         return run_failed(h, st);
     return sim_finished(h->s) ? ncsim_sim_close_trace(h) : NCSIM_OK;
@@ -593,14 +575,16 @@ ncsim_status_t ncsim_sim_summary(ncsim_sim_t *h, ncsim_summary_t *out)
             out->engine_stall_ns[e] += (double)cs->engines[e].stall_ps / 1000.0;
         }
     }
-    out->host_seconds = h->host_seconds;
+    out->host_seconds = h->drive.host_seconds;
     return NCSIM_OK;
 }
 
 static sim_run_info_t run_info(const ncsim_sim_t *h)
 {
+    const char *failed = h->s && (!sim_finished(h->s) && *sim_error(h->s)) ? sim_error(h->s)
+                                                                          : NULL;
     sim_run_info_t info = {h->program_name ? h->program_name : "", h->opt.timing_only,
-                           h->opt.seed, h->host_seconds};
+                           h->opt.seed, h->drive.host_seconds, failed};
     return info;
 }
 
