@@ -1374,7 +1374,6 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
         return NCSIM_NOMEM;
     }
     size_t n = 0;
-    double band = 0;
     for (size_t i = 0; i < m->nentries; i++) {
         const sim_validate_result_t *r = &results[i];
         if (!r->ran || r->status != NCSIM_OK)
@@ -1384,8 +1383,18 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
         pts[n].label = m->entries[i].id;
         pts[n].good = r->inside;
         n++;
-        if (m->entries[i].band > band)
+    }
+    /* the band drawn is the one most entries have (each point's colour uses its own) */
+    double band = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < m->nentries; i++) {
+        size_t k = 0;
+        for (size_t j = 0; j < m->nentries; j++)
+            k += m->entries[j].band == m->entries[i].band;
+        if (k > most) {
+            most = k;
             band = m->entries[i].band;
+        }
     }
     if (!n) {
         free(pts);
