@@ -129,6 +129,11 @@ static void test_manifest_errors(void **state)
                       NULL);
     expect_load_error("{\"entries\": [{}], \"extra\": 1}", NCSIM_USAGE, "unknown key 'extra'",
                       NULL);
+    expect_load_error("{\"name\": 3, \"entries\": [{}]}", NCSIM_USAGE,
+                      "key 'name' must be a string", NULL);
+    expect_load_error(ENTRY("{\"id\": \"a\", %s, \"title\": 5, \"figure\": \"time_ns\", "
+                            "\"measured\": 1}]}", prog),
+                      NCSIM_USAGE, "entry 'a': key 'title' must be a string", NULL);
     expect_load_error(ENTRY("{%s, \"figure\": \"time_ns\", \"measured\": 1}]}", prog),
                       NCSIM_USAGE, "entry 1: key 'id' is missing", NULL);
     expect_load_error(ENTRY("{\"id\": \"a\", %s, \"figure\": \"time_ns\", \"measured\": 1}, "
