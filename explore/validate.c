@@ -791,8 +791,15 @@ static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
 static void wanted_entries(const sim_validate_manifest_t *m, const sim_validate_options_t *o,
                            unsigned char *want)
 {
-    for (size_t i = 0; i < m->nentries; i++)
+    for (size_t i = 0; i < m->nentries; i++) {
         want[i] = !(o && o->only_fit) || m->entries[i].fit;
+        if (want[i] && o && o->nonly) {
+            int hit = 0;
+            for (size_t k = 0; k < o->nonly; k++)
+                hit |= strstr(m->entries[i].id, o->only[k]) != NULL;
+            want[i] = (unsigned char)hit;
+        }
+    }
     for (size_t i = 0; i < m->nentries; i++) {
         if (!want[i])
             continue;

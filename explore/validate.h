@@ -93,6 +93,9 @@ typedef struct sim_validate_options {
     unsigned jobs;                  /* worker processes; 0 or 1: this process */
     int only_fit;                   /* run only the entries with fit=true (and those they are
                                        relative to) */
+    const char *const *only;        /* when nonly > 0: run only the entries whose id contains
+                                       one of these (and those they are relative to) */
+    size_t nonly;
 } sim_validate_options_t;
 
 ncsim_status_t sim_validate_prepare(sim_validate_manifest_t *m, const sim_validate_options_t *o,
