@@ -179,6 +179,7 @@ static int64_t slot_int(const isa_arg_t *args, unsigned i)
 typedef struct operand_acc {
     mdl_cost_t *out;
     double stride;
+    unsigned vectors; /* [P,1] per-partition scalar operands (scale, bias, S0, S1...) */
 } operand_acc_t;
 
 static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, int write)
@@ -203,6 +204,16 @@ static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, 
     }
     if (n > 1)
         acc->stride = max_d(acc->stride, stride_factor(a, v));
+}
+
+/* A [P,1] per-partition scalar operand: accounted like any operand, and counted, because
+ * each is a separate small SBUF access that pays the static access overhead before the
+ * instruction streams (fig16's activation with scale and bias pointers, measurements.md 6). */
+static void touch_vector(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v)
+{
+    touch(a, acc, v, 0);
+    if (v && v->space != (uint8_t)ISA_SPACE_HBM)
+        acc->vectors++;
 }
 
 /*
@@ -238,12 +249,13 @@ static double pe_dtype_factor(const mdl_arch_t *a, const isa_view_t *v)
  *    published GpSimd cost includes; we charge it on every pool instruction (assumption for
  *    the ops whose GpSimd cost is not published). It exceeds MIN_II, so no floor is needed.
  */
-static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems)
+static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems, double *raw)
 {
     if (e == ISA_ENGINE_POOL)
-        return a->costs.gpsimd_start_cycles + elems;
+        elems += a->costs.gpsimd_start_cycles;
+    *raw = elems; /* the streaming work without the MIN_II floor, for the latency */
     const mdl_engine_cfg_t *cfg = compute_cfg(a, e);
-    return cfg ? max_d(cfg->min_ii_cycles, elems) : elems;
+    return cfg && e != ISA_ENGINE_POOL ? max_d(cfg->min_ii_cycles, elems) : elems;
 }
 
 /* ceil(log2(n)), at least 1: tree levels of a reduction over n partitions. */
@@ -282,9 +294,10 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
     memset(out, 0, sizeof *out);
     isa_engine_t eng = (isa_engine_t)in->engine;
     const isa_arg_t *args = p->args ? isa_instr_args(p, in) : NULL; /* NULL: no operands */
-    operand_acc_t acc = {out, 1.0};
+    operand_acc_t acc = {out, 1.0, 0};
     cost_kind_t kind = KIND_STREAM;
     double cycles = 0.0;
+    double raw = 0.0; /* act/dve/pool: the streaming work before the MIN_II floor */
 
     /* Operands common to most ops; each case reads only the slots its signature has. */
     const isa_view_t *d = NULL, *src = NULL;
@@ -361,7 +374,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         } else {
             /* nc_transpose on VectorE [ISA-OLD]: max(MIN_II, N). */
             n = (double)free_elems(src);
-            cycles = stream_cycles(a, eng, n * acc.stride);
+            cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         }
         break;
 
@@ -377,16 +390,18 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         const isa_view_t *sum = slot_view(p, args, ACT_SUM);
         const isa_view_t *sumacc = slot_view(p, args, ACT_SUMACC);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, ACT_SCALE), 0);
-        touch(a, &acc, slot_view(p, args, ACT_BIAS), 0);
+        touch_vector(a, &acc, scalar_view(p, args, ACT_SCALE));
+        touch_vector(a, &acc, slot_view(p, args, ACT_BIAS));
         touch(a, &acc, d, 1);
         touch(a, &acc, sum, 1);
         touch(a, &acc, sumacc, 0);
         touch(a, &acc, sumacc, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
-        if (sum || sumacc)
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        if (sum || sumacc) {
             cycles += a->costs.act_reduce_cycles;
+            raw += a->costs.act_reduce_cycles;
+        }
         break;
     }
 
@@ -421,7 +436,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
             if (mixed || fast_bf16)
                 k = 1.0;
         }
-        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
         break;
     }
     case ISA_OP_TENSOR_SCALAR:
@@ -430,11 +445,11 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         src = slot_view(p, args, SLOT_SRC);
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, TS_S0), 0);
-        touch(a, &acc, scalar_view(p, args, TS_S1), 0);
+        touch_vector(a, &acc, scalar_view(p, args, TS_S0));
+        touch_vector(a, &acc, scalar_view(p, args, TS_S1));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         break;
     case ISA_OP_TENSOR_COPY:
         /* tensor_copy [ISA-OLD]: max(MIN_II, N) on V/S; GPSIMD_START + N on pool. */
@@ -443,7 +458,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         break;
     case ISA_OP_MEMSET: {
         /*
@@ -459,7 +474,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         if (eng == ISA_ENGINE_DVE && value == 0.0 &&
             (is_dtype(d, ISA_DT_BF16) || is_dtype(d, ISA_DT_FP16)))
             k = 0.5;
-        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
         break;
     }
 
@@ -473,7 +488,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         const isa_view_t *y = slot_view(p, args, STT_B);
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, STT_S0), 0);
+        touch_vector(a, &acc, scalar_view(p, args, STT_S0));
         touch(a, &acc, y, 0);
         touch(a, &acc, d, 1);
         uint64_t nu = free_elems(src);
@@ -481,7 +496,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
                    slot_int(args, STT_OP0) == ISA_ALU_SUBTRACT &&
                    slot_int(args, STT_OP1) == ISA_ALU_MULTIPLY && nu % 2u == 0;
-        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride, &raw);
         break;
     }
     case ISA_OP_TENSOR_REDUCE: {
@@ -495,7 +510,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         int64_t alu = slot_int(args, RED_OP);
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
                    (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
-        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride, &raw);
         break;
     }
     case ISA_OP_TENSOR_SCAN:
@@ -504,10 +519,10 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
         touch(a, &acc, slot_view(p, args, SCAN_B), 0);
-        touch(a, &acc, scalar_view(p, args, SCAN_INIT), 0);
+        touch_vector(a, &acc, scalar_view(p, args, SCAN_INIT));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride);
+        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride, &raw);
         break;
     case ISA_OP_SELECT: {
         /* tensor_copy_predicated [ISA-OLD]: max(MIN_II, N) if the predicate or the source
@@ -520,7 +535,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
         int psum = in_space(pred, ISA_SPACE_PSUM) || in_space(x, ISA_SPACE_PSUM);
-        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride, &raw);
         break;
     }
     case ISA_OP_RECIPROCAL:
@@ -530,7 +545,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride);
+        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride, &raw);
         break;
     case ISA_OP_BN_AGGR:
         /* bn_aggr [ISA-OLD]: max(MIN_II, 13 (N/3)): bn_aggr_factor cycles per bn_stats
@@ -540,7 +555,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride);
+        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride, &raw);
         break;
     case ISA_OP_BN_STATS:  /* [ISA-OLD] max(MIN_II, N) */
     case ISA_OP_SHUFFLE:   /* nc_stream_shuffle [ISA-OLD] max(MIN_II, N) */
@@ -550,10 +565,10 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
         if (op == ISA_OP_DROPOUT)
-            touch(a, &acc, scalar_view(p, args, DROPOUT_PROB), 0);
+            touch_vector(a, &acc, scalar_view(p, args, DROPOUT_PROB));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         break;
     case ISA_OP_FIND_INDEX8:     /* nc_find_index8 [ISA-OLD]: N, floored at MIN_II */
     case ISA_OP_MATCH_REPLACE8:  /* [ISA-OLD] printed min(MIN_II, N), a typo for max */
@@ -563,7 +578,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, slot_view(p, args, VALS), 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         break;
 
     /* ---- GpSimd engine ------------------------------------------------------------------ */
@@ -572,7 +587,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         break;
     case ISA_OP_AFFINE_SELECT:
         /* affine_select [ISA-OLD]: GPSIMD_START + N. */
@@ -581,7 +596,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         break;
     case ISA_OP_PARTITION_REDUCE:
         /*
@@ -596,7 +611,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * (double)reduction_levels(src ? src->pcount : 1u) *
-                                            acc.stride);
+                                            acc.stride, &raw);
         break;
 
     /* ---- sequencer-only instructions ---------------------------------------------------- */
@@ -622,14 +637,20 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
     double clock = mdl_engine_clock_ghz(a, eng);
     double lat_cycles = cycles;
     if (kind == KIND_PE) {
-        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (assumption). */
+        /* Optional throttle (pe.throttle_factor, 1 = off): the chip slows the array down,
+         * e.g. under a power limit; every pe II stretches by the factor. */
+        cycles *= a->pe.throttle_factor;
+        lat_cycles = cycles;
+        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (neuron-profile MATMUL
+         * record, measurements.md section 8). */
         lat_cycles += a->pe.latency_cycles;
     } else if (kind == KIND_STREAM) {
         /* Static access overhead (~60 cycles, ARCH) and pipeline latency on completion, not
          * on II: paid by dependents, hidden between independent instructions. */
         const mdl_engine_cfg_t *cfg = compute_cfg(a, eng);
         if (cfg)
-            lat_cycles += cfg->static_overhead_cycles + cfg->latency_cycles;
+            lat_cycles = max_d(cycles, raw + cfg->static_overhead_cycles * (1.0 + acc.vectors) +
+                                           cfg->latency_cycles);
     }
     out->cycles = cycles;
     out->ii_ns = cycles / clock;
