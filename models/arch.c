@@ -56,6 +56,7 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(costs, stride_penalty_factor, F64, costs.stride_penalty_factor)                             \
     XX(costs, act_reduce_cycles, F64, costs.act_reduce_cycles)                                     \
     XX(costs, dve_reciprocal_factor, F64, costs.dve_reciprocal_factor)                             \
+    XX(costs, dve_tensor_tensor_factor, F64, costs.dve_tensor_tensor_factor)                       \
     XX(costs, bn_aggr_factor, F64, costs.bn_aggr_factor)                                           \
     XX(costs, semaphore_latency_ns, F64, costs.semaphore_latency_ns)                               \
     XX(sbuf, partitions, U32, sbuf.partitions)                                                     \
@@ -976,6 +977,8 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
           "cc.fixed_ns, cc.min_latency_ns, cc.step_latency_ns: must be >= 0");
     CHECK(a->pe.throttle_factor >= 1, "pe.throttle_factor = %g: must be >= 1 (1 = no throttle)",
           a->pe.throttle_factor);
+    CHECK(a->costs.dve_tensor_tensor_factor > 0, "costs.dve_tensor_tensor_factor = %g: must be > 0",
+          a->costs.dve_tensor_tensor_factor);
     CHECK(a->costs.semaphore_latency_ns >= 0, "costs.semaphore_latency_ns = %g: must be >= 0",
           a->costs.semaphore_latency_ns);
     return NCSIM_OK;

@@ -74,6 +74,7 @@ typedef struct mdl_arch {
         double stride_penalty_factor;   /* 2 */
         double act_reduce_cycles;       /* ActReadAccumulator, about 64 */
         double dve_reciprocal_factor;   /* 8 */
+        double dve_tensor_tensor_factor; /* 2: a two-input tensor_tensor streams k N */
         double bn_aggr_factor;          /* 13 per triple */
         double semaphore_latency_ns;    /* semaphore update to the waiting instruction's start */
     } costs;

@@ -410,8 +410,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         /*
          * tensor_tensor on VectorE [ISA-OLD]: max(MIN_II, N) when one input is in PSUM and
          * the other in SBUF, or both in SBUF with all-bf16 add/multiply/subtract at unit
-         * stride; otherwise max(MIN_II, 2N) (two inputs through one SBUF read stream, ARCH
-         * rule of thumb "2 inputs: 2N").
+         * stride; otherwise max(MIN_II, k N) with k = costs.dve_tensor_tensor_factor (two
+         * inputs through one SBUF read stream: ARCH's rule of thumb "2 inputs: 2N"; the trn1
+         * preset's k is fitted to measured kernels).
          * On GpSimd: GPSIMD_START + 2N (assumption: each processor reads at most 32 bits per
          * partition per cycle [ARCH], so two inputs take two cycles per element).
          */
@@ -424,6 +425,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         n = (double)free_elems(d);
         double k = 2.0;
         if (eng == ISA_ENGINE_DVE) {
+            k = a->costs.dve_tensor_tensor_factor; /* the "2N" rule, calibrated */
             int64_t alu = slot_int(args, TT_OP);
             int mixed = (in_space(x, ISA_SPACE_PSUM) && in_space(y, ISA_SPACE_SBUF)) ||
                         (in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_PSUM));
