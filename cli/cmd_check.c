@@ -143,9 +143,10 @@ int cli_check(int argc, char **argv)
     }
     const char *path = argv[optind];
     isa_geometry_t g;
-    if (cli_geometry(arch_name, &g, err, sizeof err)) {
+    int grc = cli_geometry(arch_name, &g, err, sizeof err);
+    if (grc) {
         fprintf(stderr, "ncsim check: %s\n", err);
-        return 2;
+        return grc;
     }
     isa_diag_t diag;
     isa_diag_init(&diag, 0);

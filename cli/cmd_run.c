@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "load.h"
 #include "npy.h"
+#include "outputs.h"
 #include "numerics.h"
 #include "rng.h"
 #include "sim.h"
@@ -97,7 +98,8 @@ static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *e
 }
 
 static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
-                                   const char *path, char *err, size_t errlen)
+                                   const char *path, const char *shown, char *err,
+                                   size_t errlen)
 {
     const isa_tensor_t *T = &p->tensors[t];
     uint64_t n = sim_tensor_elems(p, t);
@@ -115,8 +117,10 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
         for (unsigned d = 0; d < T->ndims; d++)
             dims[d] = T->dims[d];
         st = mdl_npy_write(path, descr, dims, T->ndims, buf, err, errlen);
-        if (st != NCSIM_OK)
+        if (st != NCSIM_OK) {
+            snprintf(err, errlen, "cannot write '%s'", shown);
             st = NCSIM_IO;
+        }
     }
     free(buf);
     return st;
@@ -313,36 +317,75 @@ int cli_run(int argc, char **argv)
     }
     const char *path = argv[optind];
     char err[4096];
+    /* Every file this run writes, registered now: a run that fails from here on leaves
+     * none of them behind (docs/cli.md, "Output files"). */
+    static cli_outputs_t outputs;
+    cli_outputs_init(&outputs, "run");
+    char *cfg_path = NULL;
+    for (int i = 0; i < nouts; i++)
+        if (cli_outputs_add(&outputs, outs[i].path, "--out"))
+            return 2;
+    if (trace_path && cli_outputs_add(&outputs, trace_path, "--trace"))
+        return 2;
+    if (stats_path && strcmp(stats_path, "-") != 0) {
+        /* the resolved architecture config beside the statistics (gem5's config.json):
+         * STATS.json -> STATS.config.json */
+        size_t sl = strlen(stats_path);
+        cfg_path = malloc(sl + 16);
+        if (!cfg_path) {
+            fputs("ncsim run: out of host memory\n", stderr);
+            return 4;
+        }
+        size_t base = sl >= 5 && strcmp(stats_path + sl - 5, ".json") == 0 ? sl - 5 : sl;
+        memcpy(cfg_path, stats_path, base);
+        strcpy(cfg_path + base, ".config.json");
+        if (cli_outputs_add(&outputs, stats_path, "--stats") ||
+            cli_outputs_add(&outputs, cfg_path, "--stats config")) {
+            free(cfg_path);
+            return 2;
+        }
+    }
+    int rc = 0;
+    sim_t *s = NULL;
+    isa_program_t *prog = NULL;
+    int run_done = 0; /* the simulation ran (to its end, an error or a deadlock) */
     if (trace_filter && !trace_path) {
         fputs("ncsim run: --trace-start, --trace-end and --trace-engines need --trace FILE\n",
               stderr);
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (trace_path && trc_format_for_path(trace_path) == TRC_FORMAT_COUNT) {
         fprintf(stderr, "ncsim run: --trace %s: the name must end in .json, .json.gz or "
                         ".pftrace\n",
                 trace_path);
-        return 2;
+        rc = 2;
+        goto out;
     }
     sim_trace_file_t *trace = NULL;
 
     /* architecture: --arch, else the program's .arch (resolved after loading), else trn1 */
     isa_geometry_t g;
-    if (cli_geometry(arch_name, &g, err, sizeof err)) {
+    rc = cli_geometry(arch_name, &g, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "ncsim run: %s\n", err);
-        return 2;
+        goto out;
     }
+    for (int i = 0; i < nins; i++) /* never removed on failure: it is also an input */
+        cli_outputs_protect(&outputs, ins[i].path);
+    cli_outputs_protect(&outputs, path);
+    if (arch_name)
+        cli_outputs_protect(&outputs, arch_name);
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
-    isa_program_t *prog = NULL;
     ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
                                          &prog, &diag);
     cli_print_diag(&diag);
     isa_diag_free(&diag);
-    if (st != NCSIM_OK)
-        return cli_exit(st);
-    int rc = 0;
-    sim_t *s = NULL;
+    if (st != NCSIM_OK) {
+        rc = cli_exit(st);
+        goto out;
+    }
     mdl_arch_t arch;
     const char *use = arch_name ? arch_name : (prog->arch[0] ? prog->arch : "trn1");
     st = mdl_arch_load(use, &arch, err, sizeof err);
@@ -439,6 +482,14 @@ int cli_run(int argc, char **argv)
         free(out_tensor);
         goto out;
     }
+    /* every output path, before the simulation: a typo costs nothing */
+    if (cli_outputs_validate(&outputs)) {
+        free(bound);
+        free(in_tensor);
+        free(out_tensor);
+        rc = 3;
+        goto out;
+    }
     sim_options_t so;
     memset(&so, 0, sizeof so);
     so.arch = &arch;
@@ -446,7 +497,7 @@ int cli_run(int argc, char **argv)
     so.stochastic_rounding = stochastic;
     so.seed = seed;
     if (trace_path) {
-        topt.path = trace_path;
+        topt.path = cli_outputs_path(&outputs, trace_path);
         topt.program = path;
         topt.timing_only = timing_only;
         st = sim_trace_open(&topt, prog, &arch, &trace, err, sizeof err);
@@ -501,6 +552,7 @@ int cli_run(int argc, char **argv)
         sigaction(SIGTERM, &sa_new, &sa_term);
     }
     st = run_with_progress(s, prog->ninstrs, show, trace != NULL);
+    run_done = 1;
     double host = now_seconds() - t0;
     if (trace) {
         /* a signal while the trace is being finished is noted, not fatal */
@@ -512,6 +564,8 @@ int cli_run(int argc, char **argv)
             fprintf(stderr, "ncsim run: %s\n", err);
             if (st == NCSIM_OK)
                 rc = cli_exit(tst);
+        } else {
+            cli_outputs_mark_written(&outputs, trace_path);
         }
         if (stop_signal) {
             fprintf(stderr, "ncsim run: stopped by signal %d at %.3f ns; the trace is complete "
@@ -532,42 +586,55 @@ int cli_run(int argc, char **argv)
             rc = 1;
     }
     const sim_stats_t *ss = sim_stats(s);
-    sim_run_info_t info = {path, timing_only, seed, host};
+    char *why = NULL; /* a failed simulation, as --stats records it */
+    if (st != NCSIM_OK || rc) {
+        why = cli_escape(st != NCSIM_OK ? sim_error(s)
+                                        : "ncsim check findings (--check); see stderr");
+        if (why) { /* one line: the first of the message */
+            char *nl = strchr(why, '\n');
+            if (nl)
+                *nl = 0;
+        }
+    }
+    sim_run_info_t info = {path, timing_only, seed, host, rc || st != NCSIM_OK
+                                                           ? (why ? why : "failed") : NULL};
     for (int i = 0; !rc && i < nouts; i++) {
-        st = write_output(s, prog, (uint32_t)out_tensor[i], outs[i].path, err, sizeof err);
+        st = write_output(s, prog, (uint32_t)out_tensor[i],
+                          cli_outputs_path(&outputs, outs[i].path), outs[i].path, err,
+                          sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
+        } else {
+            cli_outputs_mark_written(&outputs, outs[i].path);
         }
     }
     free(out_tensor);
     if (stats_path) {
         char *json = sim_stats_json(ss, &arch, prog, &info);
-        if (!json || sim_write_file(stats_path, json, strlen(json))) {
+        const char *sp = cli_outputs_path(&outputs, stats_path);
+        if (!json || sim_write_file(sp, json, strlen(json))) {
             fprintf(stderr, "ncsim run: cannot write %s: %s\n", stats_path,
                     json ? strerror(errno) : "out of memory");
             if (!rc)
                 rc = cli_exit(json ? NCSIM_IO : NCSIM_NOMEM);
+        } else {
+            cli_outputs_mark_written(&outputs, stats_path);
         }
         free(json);
-        /* the resolved architecture config beside the statistics (gem5's config.json):
-         * STATS.json -> STATS.config.json */
         char *cfg = mdl_arch_to_json(&arch);
-        size_t sl = strlen(stats_path);
-        char *cfg_path = malloc(sl + 16);
         if (cfg && cfg_path) {
-            size_t base = sl >= 5 && strcmp(stats_path + sl - 5, ".json") == 0 ? sl - 5 : sl;
-            memcpy(cfg_path, stats_path, base);
-            strcpy(cfg_path + base, ".config.json");
-            if (strcmp(stats_path, "-") != 0 && sim_write_file(cfg_path, cfg, strlen(cfg))) {
+            if (sim_write_file(cli_outputs_path(&outputs, cfg_path), cfg, strlen(cfg))) {
                 fprintf(stderr, "ncsim run: cannot write %s: %s\n", cfg_path, strerror(errno));
                 if (!rc)
                     rc = cli_exit(NCSIM_IO);
+            } else {
+                cli_outputs_mark_written(&outputs, cfg_path);
             }
         }
         free(cfg);
-        free(cfg_path);
     }
+    free(why);
     if (!quiet && (st == NCSIM_OK || sim_finished(s)))
         sim_stats_print(stdout, ss, &arch, prog, &info);
 out:
@@ -575,6 +642,17 @@ out:
         char terr[512];
         sim_trace_close(trace, NULL, terr, sizeof terr);
     }
+    /* Success, or a program error found by a simulation that ran (exit 1, or a signal):
+     * what was written goes into place (the trace and statistics of a failed run say what
+     * happened), the rest is removed. Any other failure removes every target. */
+    if (rc == 0 || (run_done && (rc == 1 || rc > 128))) {
+        if (cli_outputs_commit(&outputs) && !rc)
+            rc = 3;
+    } else {
+        cli_outputs_abort(&outputs);
+    }
+    cli_outputs_free(&outputs);
+    free(cfg_path);
     sim_destroy(s);
     chk_destroy(chk);
     isa_program_free(prog);

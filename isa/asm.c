@@ -2201,9 +2201,15 @@ static int statement(asm_state_t *A)
         if (A->seen_core || A->seen_decl)
             return err_at(A, t->col, ".chips must come before .core, declarations and "
                                      "instructions");
-        if (n < 1 || n > ISA_MAX_CHIPS)
+        if (n < 1 || n > ISA_MAX_CHIPS) {
+            /* assemble the rest as if for the largest system, so that the cores the program
+             * names are not each reported again as out of range: one error, not fifty */
+            A->seen_chips = 1;
+            A->b.prog->chips = ISA_MAX_CHIPS;
+            A->b.prog->ncores = ISA_MAX_CORES;
             return err_at(A, col, "chip count %lld out of range 1..%d", (long long)n,
                           ISA_MAX_CHIPS);
+        }
         A->seen_chips = 1;
         A->b.prog->chips = (uint32_t)n;
         A->b.prog->ncores = (uint32_t)n * ISA_CORES_PER_CHIP;

@@ -364,6 +364,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
 {
     core_t *c = E->core;
     uint64_t ii = ns_to_ps(cost->ii_ns);
+    uint64_t model_ii = ii;
+    uint32_t stationary_cols = E->stationary_cols; /* what the cost was computed with */
     uint64_t lat = ns_to_ps(cost->latency_ns);
     if (lat < ii)
         lat = ii;
@@ -382,6 +384,12 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     }
     if (s->opt.observer && s->opt.observer->instr_start)
         s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
+    sim_line_stats_t *ls = sim_line(s, in);
+    ls->instructions++;
+    for (int k = 0; k < SIM_STALL_COUNT; k++)
+        ls->stall_by[k] += E->wait_by[k];
+    if (in->engine != ISA_ENGINE_CC || in->op == ISA_OP_NOP)
+        ls->busy_ps += ii;
     if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
         /* the cc engine waits in the collective until every member has arrived and the
          * data has moved; its posts fire then (cc.c) */
@@ -458,6 +466,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
         memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
+        r.stationary_cols = stationary_cols;
+        r.model_ii_ps = model_ii;
         s->opt.trace->instr(s->opt.trace->ctx, &r);
     }
     return ii;
@@ -549,6 +559,28 @@ void sim_engine_resume(struct sim *s, engine_t *E)
         sim_fail(s, "out of memory");
 }
 
+/* ---- breakdowns -------------------------------------------------------------------------------- */
+
+size_t sim_explain_instr(const mdl_arch_t *a, const isa_program_t *p,
+                         const sim_trace_instr_t *r, struct mdl_cost_terms *terms, char *buf,
+                         size_t n)
+{
+    mdl_cost_terms_t local;
+    mdl_cost_terms_t *t = terms ? terms : &local;
+    mdl_cost_t cost;
+    mdl_cost_explain(a, p, r->instr, r->stationary_cols, &cost, t);
+    size_t len = mdl_cost_terms_format(t, &cost, buf, n);
+    if (r->ii_ps < r->model_ii_ps) {
+        /* background LoadStationary (sim.c start_instr) */
+        int at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0,
+                          "; loads in the background of the previous matmul: charged %.3f ns "
+                          "of %.3f",
+                          (double)r->ii_ps / 1e3, (double)r->model_ii_ps / 1e3);
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
+}
+
 /* ---- construction --------------------------------------------------------------------------------- */
 
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor)
@@ -596,6 +628,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     s->cores = calloc(s->ncores, sizeof *s->cores);
     s->chips = calloc(s->nchips, sizeof *s->chips);
     s->stats.cores = calloc(s->ncores, sizeof *s->stats.cores);
+    uint32_t max_line = 0;
+    for (uint32_t i = 0; i < prog->ninstrs; i++)
+        if (prog->instrs[i].line > max_line)
+            max_line = prog->instrs[i].line;
+    s->stats.nlines = max_line + 1;
+    s->stats.lines = calloc(s->stats.nlines, sizeof *s->stats.lines);
+    if (!s->stats.lines)
+        goto oom;
     s->stats.ncores = s->ncores;
     s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
     if (!s->cores || !s->chips || !s->stats.cores || sim_queue_init(&s->q))
@@ -605,8 +645,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         sim_destroy(s);
         return NCSIM_USAGE;
     }
-    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks))
+    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks +
+                                      2 * s->topo.instances))
         goto oom;
+    s->stats.ninstances = s->topo.instances;
+    /* Gbit/s -> bytes per ps */
+    for (uint32_t k = 0; k < s->topo.instances; k++)
+        for (uint32_t d = 0; d < 2; d++)
+            s->net.res[res_efa(s, k, d)].cap = a->efa.bandwidth_gbits / 8.0 * 1e-3;
     for (uint32_t i = 0; i < s->ncores; i++)
         s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
     for (uint32_t i = 0; i < s->nchips; i++) {
@@ -695,6 +741,7 @@ void sim_destroy(sim_t *s)
     free(s->cores);
     free(s->chips);
     free(s->stats.cores);
+    free(s->stats.lines);
     free(s->stats.links);
     free(s->stats.hbm_series);
     free(s->error);

@@ -118,6 +118,19 @@ typedef struct op_fast {
 
 #define OP_FAST_SIZE 4096u
 
+/* Cost breakdown texts, direct-mapped by what the cost depends on: the operand block, the
+ * opcode and engine, the loaded weights' columns and the charged II when the simulator
+ * shortened it (background ldweights). */
+typedef struct cost_entry {
+    char *text;
+    uint32_t args, stationary_cols;
+    uint16_t op;
+    uint8_t engine;
+    uint64_t ii_ps; /* 0 when the model's II was charged */
+} cost_entry_t;
+
+#define COST_CACHE_SIZE 4096u
+
 /* A directed NeuronLink: its track lanes (chunks that overlap in time go on separate lanes,
  * so slices never overlap on a track) and its bandwidth series. */
 typedef struct link_trace {
@@ -167,6 +180,7 @@ struct sim_trace_file {
     sim_trace_sink_t sink;
     op_entry_t *ops;          /* OP_CACHE_SIZE entries */
     op_fast_t *fast;          /* OP_FAST_SIZE entries */
+    cost_entry_t *costs;      /* COST_CACHE_SIZE entries */
     uint32_t nops;
     sim_trace_options_t opt;
     uint32_t engines;
@@ -619,6 +633,30 @@ static char *clause_name(const isa_program_t *p, uint32_t core, uint8_t sem)
     return strdup(at ? at + 7 : buf);
 }
 
+/* ---- cost breakdowns ----------------------------------------------------------------------------- */
+
+static const char *instr_cost_text(sim_trace_file_t *t, const sim_trace_instr_t *r)
+{
+    const isa_instr_t *in = r->instr;
+    uint64_t shortened = r->ii_ps < r->model_ii_ps ? r->ii_ps : 0;
+    cost_entry_t *e = &t->costs[(in->args * 2654435761u ^ r->stationary_cols * 40503u ^
+                                 in->op * 977u ^ in->engine) &
+                                (COST_CACHE_SIZE - 1)];
+    if (e->text && e->args == in->args && e->op == in->op && e->engine == in->engine &&
+        e->stationary_cols == r->stationary_cols && e->ii_ps == shortened)
+        return e->text;
+    char buf[1024];
+    sim_explain_instr(t->arch, t->prog, r, NULL, buf, sizeof buf);
+    char *copy = strdup(buf);
+    if (!copy) {
+        fail(t, NCSIM_NOMEM, "out of memory");
+        return "";
+    }
+    free(e->text);
+    *e = (cost_entry_t){copy, in->args, r->stationary_cols, in->op, in->engine, shortened};
+    return copy;
+}
+
 /* ---- hooks ---------------------------------------------------------------------------------------- */
 
 static void on_instr(void *ctx, const sim_trace_instr_t *r)
@@ -681,6 +719,7 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->wait_collective = r->stall_by[SIM_STALL_COLLECTIVE];
     a->semaphore = sem;
     a->stall = stall;
+    a->cost = instr_cost_text(t, r);
     put(t, &rec);
 }
 
@@ -757,6 +796,19 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->accumulate = args[3].present ? 1 : 0;
     a->queued = r->start_ps - r->issue_ps;
     a->gbps = gbps;
+    a->pieces = r->pieces;
+    a->piece_bytes = round(r->bytes_per_piece * 1000.0) / 1000.0;
+    a->efficiency = round(r->efficiency * 1e6) / 1e6;
+    a->fixed = r->fixed_ps;
+    a->queue_wait = r->queue_wait_ps;
+    int lim = -1;
+    for (int l = 0; l < SIM_DMA_LIMIT_COUNT; l++)
+        if (r->limited_ps[l] && (lim < 0 || r->limited_ps[l] > r->limited_ps[lim]))
+            lim = l;
+    a->limit = lim >= 0 ? sim_dma_limit_name((sim_dma_limit_t)lim) : NULL;
+    char cost[512];
+    sim_explain_dma(r, cost, sizeof cost);
+    a->cost = cost;
     put(t, &rec);
 }
 
@@ -987,6 +1039,9 @@ static void find_bottleneck(coll_trace_t *c, uint64_t end)
         snprintf(c->bottleneck, sizeof c->bottleneck, "link %u->%u", b->from, b->to);
     else if (b->kind == SIM_TRACE_RES_HBM)
         snprintf(c->bottleneck, sizeof c->bottleneck, "HBM chip %u", b->id);
+    else if (b->kind == SIM_TRACE_RES_EFA)
+        snprintf(c->bottleneck, sizeof c->bottleneck, "EFA instance %u %s", b->id / 2,
+                 b->id % 2 ? "in" : "out");
     else
         snprintf(c->bottleneck, sizeof c->bottleneck, "DMA core %u", b->id);
     c->bottleneck_pct = round(best * 1000.0) / 10.0;
@@ -1270,6 +1325,10 @@ static void free_file(sim_trace_file_t *t)
             free(t->ops[k].text);
     free(t->ops);
     free(t->fast);
+    if (t->costs)
+        for (uint32_t k = 0; k < COST_CACHE_SIZE; k++)
+            free(t->costs[k].text);
+    free(t->costs);
     free(t->cores);
     free(t->dseries);
     free(t->bw_last);
@@ -1328,9 +1387,11 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->bw_last = calloc(t->ndseries, sizeof *t->bw_last);
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
     t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
+    t->costs = calloc(COST_CACHE_SIZE, sizeof *t->costs);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
-    if (!t->cores || !t->dseries || !t->bw_last || !t->ops || !t->fast || !t->links_declared ||
+    if (!t->cores || !t->dseries || !t->bw_last || !t->ops || !t->fast || !t->costs ||
+        !t->links_declared ||
         !t->links_next_tid)
         goto oom;
     for (uint32_t i = 0; i < t->ncores; i++) {

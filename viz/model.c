@@ -542,6 +542,7 @@ static void on_slice(loader_t *L, const trc_slice_t *s)
         d->index = a->index;
         d->line = (uint32_t)(a->line <= UINT32_MAX ? a->line : 0);
         d->operands = intern(L, a->operands);
+        d->cost = intern(L, a->cost);
         d->aux_ps = a->latency;
         d->wait_ps = a->wait;
         d->bytes = a->bytes;
@@ -569,6 +570,7 @@ static void on_slice(loader_t *L, const trc_slice_t *s)
         d->line = (uint32_t)(a->line <= UINT32_MAX ? a->line : 0);
         d->operands = intern(L, a->operands);
         d->aux_ps = a->queued;
+        d->cost = intern(L, a->cost);
         d->bytes = a->bytes;
         d->extra = intern(L, a->issuer);
         d->gbps = (float)a->gbps;
@@ -1127,6 +1129,7 @@ void viz_slice_info(const viz_trace_t *t, size_t s, viz_slice_info_t *info)
     info->index = d->index;
     info->stall = d->kind == TRC_SLICE_INSTR ? viz_str(t, d->stall) : "";
     info->wait_ps = d->wait_ps;
+    info->cost = viz_str(t, d->cost);
 }
 
 double viz_flow_source_time(const viz_trace_t *t, uint32_t s)

@@ -1121,7 +1121,7 @@ static void draw_scrollbar(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *
 
 /* ---- tooltip and details --------------------------------------------------------------------- */
 
-#define MAX_LINES 12
+#define MAX_LINES 18
 
 typedef struct lines {
     char text[MAX_LINES][200];
@@ -1144,6 +1144,35 @@ static void add_line(lines_t *L, uint32_t rgb, int bold, const char *fmt, ...)
     L->rgb[L->n] = rgb;
     L->bold[L->n] = bold;
     L->n++;
+}
+
+/* A cost breakdown in lines of at most `width` characters: a new line at each "; " (the
+ * formula's parts), then at spaces. */
+static void add_wrapped(lines_t *L, uint32_t rgb, const char *text, size_t width)
+{
+    if (width >= sizeof L->text[0])
+        width = sizeof L->text[0] - 1;
+    const char *p = text;
+    int first = 1;
+    while (*p && L->n < MAX_LINES) {
+        const char *part_end = strstr(p, "; ");
+        size_t part = part_end ? (size_t)(part_end - p) : strlen(p);
+        size_t take = part;
+        if (take > width) {
+            take = width;
+            while (take > width / 2 && p[take] != ' ')
+                take--;
+            if (p[take] != ' ')
+                take = width;
+        }
+        add_line(L, rgb, 0, "%s%.*s", first ? "cost: " : "  ", (int)take, p);
+        first = 0;
+        p += take;
+        if (p == part_end)
+            p += 2;
+        while (*p == ' ')
+            p++;
+    }
 }
 
 static const char *lane_path(const viz_trace_t *t, int lane, char *buf, size_t n)
@@ -1220,6 +1249,8 @@ static void describe_slice(const viz_view_t *v, size_t s, lines_t *L, int detail
         break;
     default: break;
     }
+    if (d->cost)
+        add_wrapped(L, RGB_TEXT_DIM, viz_str(t, d->cost), details ? 120 : 80);
     /* flows: who released it, whom it releases */
     size_t first, n = viz_trace_flows_of(t, (uint32_t)s, 0, &first);
     size_t shown = 0, limit = details ? 2 : 3;

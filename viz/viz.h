@@ -153,6 +153,7 @@ typedef struct viz_slice_info {
     uint64_t index;
     const char *stall;      /* main cause text, "" when it did not wait */
     uint64_t wait_ps;
+    const char *cost;       /* the cost breakdown ("" when the trace has none) */
 } viz_slice_info_t;
 
 /* The selected slice: 1 and `info` filled, 0 when none. */

@@ -140,6 +140,7 @@ typedef struct viz_detail {
     uint32_t stall;      /* instr: the main cause text; 0 when it did not wait */
     uint32_t extra;      /* dma: issuing engine; link: collective; collective: group */
     uint32_t line;
+    uint32_t cost;       /* instr, dma: the cost breakdown text (0: none in the trace) */
     float gbps;          /* dma, link: average rate */
     uint8_t kind;        /* trc_slice_kind_t */
     uint8_t cause;       /* viz_cause_t */
