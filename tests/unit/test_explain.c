@@ -682,6 +682,10 @@ static void test_dump(void **state)
     assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump y=y18.npy "
                                  "--dump-at 19"),
                      0);
+    /* line 17, `matmul acc, ws, xs`, is an ldweights and a matmul: after the matmul */
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump acc=acc17.npy "
+                                 "--dump-at 17"),
+                     0);
     char check[2048];
     snprintf(check, sizeof check,
              "import numpy as np, sys\n"
@@ -693,6 +697,7 @@ static void test_dump(void **state)
              "ref = w.T.astype(np.float64) @ x.astype(np.float64)\n"
              "assert acc.shape == (128, 64) and acc.dtype == np.float32, (acc.shape, acc.dtype)\n"
              "assert np.array_equal(acc, ref.astype(np.float32)), 'psum'\n"
+             "assert np.array_equal(np.load(d + '/acc17.npy'), acc), 'psum at line 17'\n"
              "assert ws.shape == (128, 128) and np.array_equal(ws, w), 'sbuf'\n"
              "assert np.all(y_end == 0), 'y at the end'\n"
              "e = np.exp(ref)\n"
