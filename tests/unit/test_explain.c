@@ -723,6 +723,36 @@ static void test_dump(void **state)
                      3);
 }
 
+/* docs/explain.md's session: each version is faster, and the verdicts it quotes hold. */
+static void test_doc_session(void **state)
+{
+    (void)state;
+    const char *v[] = {"v1_transposed", "v2_layout", "v3_bf16", "v4_overlap"};
+    const char *verdict[] = {"DMA engines (piece efficiency)", "DMA engines (bandwidth)",
+                             "DMA engines (bandwidth)", "DMA engines (bandwidth)"};
+    double prev = 0;
+    for (int i = 0; i < 4; i++) {
+        char path[128], trace[64], stats[64];
+        snprintf(path, sizeof path, "kernels/explain/%s.nca", v[i]);
+        snprintf(trace, sizeof trace, "%s.pftrace", v[i]);
+        snprintf(stats, sizeof stats, "%s.json", v[i]);
+        assert_int_equal(ncsim(NULL, "run %s --random-inputs 1 -q --trace %s --stats %s",
+                               tu_source_path(path), trace, stats),
+                         0);
+        char what[64];
+        double share;
+        verdict_of(trace, what, sizeof what, &share);
+        if (strcmp(what, verdict[i]) != 0)
+            fail_msg("%s: verdict '%s', docs/explain.md says '%s'", v[i], what, verdict[i]);
+        double t = total_of(stats);
+        if (i)
+            assert_true(t < prev);
+        prev = t;
+    }
+    assert_int_equal(ncsim(NULL, "diff v3_bf16.json v4_overlap.json --fail-if-slower 2"), 0);
+    assert_int_equal(ncsim(NULL, "diff v4_overlap.json v3_bf16.json --fail-if-slower 2"), 1);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
@@ -739,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_live_counters),
         cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_doc_session),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
