@@ -687,6 +687,10 @@ static void test_dump(void **state)
     assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump y=y18.npy "
                                  "--dump-at 19"),
                      0);
+    /* line 17, `matmul acc, ws, xs`, is an ldweights and a matmul: after the matmul */
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump acc=acc17.npy "
+                                 "--dump-at 17"),
+                     0);
     char check[2048];
     snprintf(check, sizeof check,
              "import numpy as np, sys\n"
@@ -698,6 +702,7 @@ static void test_dump(void **state)
              "ref = w.T.astype(np.float64) @ x.astype(np.float64)\n"
              "assert acc.shape == (128, 64) and acc.dtype == np.float32, (acc.shape, acc.dtype)\n"
              "assert np.array_equal(acc, ref.astype(np.float32)), 'psum'\n"
+             "assert np.array_equal(np.load(d + '/acc17.npy'), acc), 'psum at line 17'\n"
              "assert ws.shape == (128, 128) and np.array_equal(ws, w), 'sbuf'\n"
              "assert np.all(y_end == 0), 'y at the end'\n"
              "e = np.exp(ref)\n"
@@ -723,6 +728,36 @@ static void test_dump(void **state)
                      3);
 }
 
+/* docs/explain.md's session: each version is faster, and the verdicts it quotes hold. */
+static void test_doc_session(void **state)
+{
+    (void)state;
+    const char *v[] = {"v1_transposed", "v2_layout", "v3_bf16", "v4_overlap"};
+    const char *verdict[] = {"DMA engines (piece efficiency)", "DMA engines (bandwidth)",
+                             "DMA engines (bandwidth)", "DMA engines (bandwidth)"};
+    double prev = 0;
+    for (int i = 0; i < 4; i++) {
+        char path[128], trace[64], stats[64];
+        snprintf(path, sizeof path, "kernels/explain/%s.nca", v[i]);
+        snprintf(trace, sizeof trace, "%s.pftrace", v[i]);
+        snprintf(stats, sizeof stats, "%s.json", v[i]);
+        assert_int_equal(ncsim(NULL, "run %s --random-inputs 1 -q --trace %s --stats %s",
+                               tu_source_path(path), trace, stats),
+                         0);
+        char what[64];
+        double share;
+        verdict_of(trace, what, sizeof what, &share);
+        if (strcmp(what, verdict[i]) != 0)
+            fail_msg("%s: verdict '%s', docs/explain.md says '%s'", v[i], what, verdict[i]);
+        double t = total_of(stats);
+        if (i)
+            assert_true(t < prev);
+        prev = t;
+    }
+    assert_int_equal(ncsim(NULL, "diff v3_bf16.json v4_overlap.json --fail-if-slower 2"), 0);
+    assert_int_equal(ncsim(NULL, "diff v4_overlap.json v3_bf16.json --fail-if-slower 2"), 1);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
@@ -739,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_live_counters),
         cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_doc_session),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
