@@ -1208,10 +1208,13 @@ class Tracer:
     # ---- pending results
     def make_pending(self, space, shape, dt, emit, matmul=None):
         """A result tensor whose instruction is emitted once its destination is known."""
-        self.flush()
+        if self.pending is not None:
+            self.flush()
         site = self._site_key(space, _prod(shape[1:]) * dt.itemsize)
+        last = site[-1]
         t = Tensor(None, None, dt, shape, 0, 0, None, 0)
-        t.pend = Pending(space, emit, site, matmul, self.line())
+        t.pend = Pending(space, emit, site, matmul,
+                         last[1] if isinstance(last, tuple) and last[0] == self.source else 0)
         self.pending = t
         return t
 
@@ -1314,7 +1317,7 @@ class Tracer:
             ix = key.recs = _Index(key, box)
         d, w = ix.dim, ix.width
         b0, b1 = box[d][0] // w, (box[d][1] - 1) // w
-        seen = set()
+        seen = set() if b1 > b0 else None
         buckets = ix.map
         for b in range(b0, b1 + 1):
             lst = buckets.get(b)
@@ -1325,10 +1328,11 @@ class Tracer:
                 if r[4]:
                     continue
                 alive.append(r)
-                rid = id(r)
-                if rid in seen:
-                    continue
-                seen.add(rid)
+                if seen is not None:
+                    rid = id(r)
+                    if rid in seen:
+                        continue
+                    seen.add(rid)
                 rb = r[0]
                 ov = True
                 cov = True
