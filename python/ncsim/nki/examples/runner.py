@@ -30,10 +30,26 @@ def compare(case, out, expected):
                                    atol=atol, rtol=rtol)
 
 
+class CheckReport:
+    """`ncsim check` findings of a lowered kernel; clean when there are none."""
+
+    def __init__(self, findings):
+        self.findings = list(findings)
+        self.clean = not self.findings
+
+    def __repr__(self):
+        return "CheckReport(%d findings: %r)" % (len(self.findings), self.findings[:5])
+
+
+def check(case, size="small", seed=0):
+    kernel, _ = case.load()
+    return CheckReport(nki.check(kernel, *case.args(size, seed)))
+
+
 def benchmark(case, size="moderate", seed=0):
     """Timing-only run; return (p50 latency in microseconds, statistics dict)."""
     kernel, _ = case.load()
-    args = case.args(size, seed)
+    args = case.args(size, seed, timing=True)
     bench = nki.benchmark(warmup=0, iters=1)(kernel)
     bench(*args)
     result = bench.benchmark_result
