@@ -630,6 +630,11 @@ class Tensor:
                 error("err_unsupported_access", f"a dimension of {n} elements (at most 65535)")
         sp = "sb" if b.kind == "sbuf" else "ps"
         p = self.shape[self.pdim]
+        p0 = self.p0
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            error("err_partition_start",
+                  f"a tile of {p} partitions cannot start at partition {p0} (allowed starts: 0 for "
+                  "more than 64 partitions, 0 or 64 for 33..64, a multiple of 32 for 32 or fewer)")
         return raw_view(sp, self.dtype.nca, b.offset + self.off * sz, dims, self.p0, self.p0 + p)
 
     def clone_view(self, shape=None, strides=None, off=None, p0=None, pdim=-1, dt=None):
@@ -1256,6 +1261,8 @@ class Tracer:
     # ---- instruction emission with dependences
     def emit(self, eng, text, reads=(), writes=(), queue=None):
         """Append an instruction; reads/writes are Tensors (views) it accesses."""
+        if self.pending is not None:
+            self.flush()            # an earlier call's instruction comes first (trace order)
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
