@@ -1055,6 +1055,7 @@ class Tracer:
         self.grid = ()
         self.const_tiles = {}
         self.line_override = None
+        self.prints = []                       # nl.device_print: (prefix, HBM output name)
         self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
         self.consts = {}
 

@@ -126,3 +126,16 @@ def test_alias_in_process():
             "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env())
     assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_device_print(capsys):
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 3), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.device_print("tile t:", t)
+        nl.store(out, value=nl.add(t, 1.0))
+        return out
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(nki.simulate_kernel(k, a), a + 1)
+    assert capsys.readouterr().out == "tile t: " + str(a) + "\n"
