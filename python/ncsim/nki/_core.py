@@ -26,6 +26,7 @@ ENGINES = ("sp", "pe", "act", "dve", "pool")
 N_QUEUES = 16
 N_AGENTS = len(ENGINES) + N_QUEUES
 ENG_ID = {e: i for i, e in enumerate(ENGINES)}
+_CLOCK = (1.4, 2.8, 1.4, 1.12, 1.4)      # GHz of sp pe act dve pool (trn1), for load estimates
 PMAX = 128
 PSUM_BANK = 2048
 PSUM_BANKS = 8
@@ -76,9 +77,11 @@ class Policy:
         self.sbuf_bufs = 3               # physical buffers per allocation site (multi-buffering)
         self.psum_bufs = 2
         self.sbuf_bytes = SBUF_USABLE
-        self.copy_engine = "dve"         # nl.copy / tensor_copy / assignment copies
+        self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies
         self.memset_engine = "dve"       # nl.zeros/ones/full/memset on SBUF
-        self.elementwise_engine = "dve"  # nl arithmetic (tensor_tensor, tensor_scalar)
+        self.elementwise_engine = "dve"  # tile-tile arithmetic (tensor_tensor)
+        self.scalar_op_engine = "auto"   # tile-scalar arithmetic (tensor_scalar add/sub/mul)
+        self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
         self.set(**kw)
 
@@ -974,6 +977,7 @@ class Tracer:
         self.grid = ()
         self.const_tiles = {}
         self.line_override = None
+        self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
         self.consts = {}
 
     # ---- source lines
@@ -1117,6 +1121,17 @@ class Tracer:
         site.rr = len(site.slots) % max(1, len(site.slots))
         return sl
 
+    def pick(self, setting, allowed=("dve", "act", "pool")):
+        """The engine for an instruction: `setting` if fixed, else the least loaded of the
+        policy's balance_engines (estimated busy time so far)."""
+        if setting != "auto":
+            return setting
+        best = None
+        for e in self.pol.balance_engines:
+            if e in allowed and (best is None or self.load[ENG_ID[e]] < self.load[ENG_ID[best]]):
+                best = e
+        return best or "dve"
+
     # ---- pending results
     def make_pending(self, space, shape, dt, emit, matmul=None):
         """A result tensor whose instruction is emitted once its destination is known."""
@@ -1210,6 +1225,14 @@ class Tracer:
             vc[ag] = idx
             self.clocks[ag].append(tuple(vc))
         self.count[ag] = idx + 1
+        if queue is None:
+            v = writes[0] if writes else (reads[0] if reads else None)
+            n = 1
+            if v is not None:
+                for i, d in enumerate(v.shape):
+                    if i != v.pdim:
+                        n *= d
+            self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
         ln = self.line_override
         self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
 

@@ -211,8 +211,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     integer = o0 in nl._BITWISE or (o1 in nl._BITWISE)
     if o1 is not None and (o0 in nl._BITWISE) != (o1 in nl._BITWISE):
         error("err_tensor_scalar_mixed_ops", "tensor_scalar ops must both be arithmetic or both bitvec")
-    default = "pool" if (o0 == "pow" and T().pol.elementwise_engine == "pool") else T().pol.elementwise_engine
-    e = _eng(engine, default)
+    e = _eng(engine, None)
     if integer and e != "dve":
         error("err_unsupported_engine", "bitvec tensor_scalar runs on the Vector engine")
     dt = _dt(dtype, data.dtype)
@@ -223,7 +222,9 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
         if box is False:
             return
         tr = T()
-        ee = e
+        ok = ("dve", "act") if o0 in ("add", "subtract", "multiply") and o1 in (None, "add", "subtract", "multiply") \
+            and not integer and not data.dtype.is_int else ("dve",)
+        ee = e or tr.pick(tr.pol.scalar_op_engine, ok)
         dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
         dv, sv = dv.restrict(box), data.restrict(box)
         v0, s0 = _scalar_operand(operand0, P, box)
@@ -384,7 +385,7 @@ def dropout(data, prob, *, mask=None, dtype=None, **kw):
 
 def tensor_copy(src, *, mask=None, dtype=None, engine=engine.unknown, **kw):
     src = nl._tile(src)
-    e = _eng(engine, T().pol.copy_engine)
+    e = _eng(engine, None)
     box = _box(mask, src.shape)
 
     def emit(d, _b):

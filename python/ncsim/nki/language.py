@@ -266,11 +266,15 @@ def _binary_into(d, op, a, b, box, shape=None):
 
 
 def _ts_engine(op, src, dv):
-    e = T().pol.elementwise_engine
+    tr = T()
+    allowed = ("dve", "act") if op in ("add", "subtract", "multiply") else ("dve",)
+    e = tr.pick(tr.pol.scalar_op_engine, allowed)
     if e == "pool" and (src.space == "psum" or dv.space == "psum"):
         e = "dve"
     if e == "act" and op not in ("add", "subtract", "multiply"):
         e = "dve"
+    if e == "act" and (src.dtype.is_int or dv.dtype.is_int):
+        e = "dve"                  # ScalarE computes through fp32 (not exact for integers)
     return e
 
 
@@ -679,7 +683,8 @@ def _copy_into(d, src, mask, eng=None):
     dv, sv = dv.restrict(box), sv.restrict(box)
     if dv.alloc is not None and dv.alloc.lazy_zero:
         tr.touch_lazy_zero(dv)
-    eng = eng or tr.pol.copy_engine
+    eng = eng or tr.pick(tr.pol.copy_engine, ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int)
+                         else ("dve",))
     if eng == "pool" and (sv.space == "psum" or dv.space == "psum"):
         eng = "dve"
     tr.emit(eng, f"tensor_copy {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
