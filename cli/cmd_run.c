@@ -15,6 +15,7 @@
 #include "arch.h"
 #include "checker.h"
 #include "cli.h"
+#include "dump.h"
 #include "load.h"
 #include "npy.h"
 #include "outputs.h"
@@ -35,6 +36,10 @@ static const char usage_run[] =
     "                            e.g. --set hbm.bandwidth_gbps=1200\n"
     "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
     "  --out NAME=FILE.npy       write an output/inout tensor after the run (repeatable)\n"
+    "  --dump NAME[@CORE]=FILE.npy  write any tensor (HBM input/output/scratch, SBUF or\n"
+    "                            PSUM of core CORE, default 0) after the run (repeatable)\n"
+    "  --dump-at LINE            take the --dump files when the first instruction of source\n"
+    "                            line LINE has taken effect instead (docs/explain.md)\n"
     "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
     "  --timing-only             model time only, skip arithmetic (fastest)\n"
     "  --stats FILE.json         write the statistics (with the resolved config)\n"
@@ -84,14 +89,21 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
+/* Load one --in file into tensor t; a note on stderr when its data is converted. */
+static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t,
+                                 const char *path, int quiet, char *err, size_t errlen)
 {
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
-        return st == NCSIM_NOMEM ? st : NCSIM_IO;
+        return NCSIM_IO; /* an input file too big to hold is the file's problem: exit 3 */
+    const isa_tensor_t *T = &p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (!quiet && a.type != want && mdl_npy_convertible(a.type, want))
+        fprintf(stderr, "ncsim run: note: %s holds %s data; tensor '%s' (%s) reads it as %s%s\n",
+                path, a.descr, isa_string(p, T->name), isa_dtype_name((isa_dtype_t)T->dtype),
+                mdl_npy_type_descr(want),
+                a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
     st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
     return st;
@@ -107,8 +119,11 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     int native = mdl_npy_dtype_is_native(dt);
     size_t es = native ? isa_dtype_size(dt) : sizeof(float);
     void *buf = malloc(n * es > 0 ? n * es : 1);
-    if (!buf)
+    if (!buf) {
+        snprintf(err, errlen, "out of host memory: %.1f MiB to write tensor '%s' to '%s'",
+                 (double)(n * es) / 1048576.0, isa_string(p, T->name), shown);
         return NCSIM_NOMEM;
+    }
     ncsim_status_t st = native ? sim_tensor_read_raw(s, t, buf)
                                : sim_tensor_read_f32(s, t, (float *)buf);
     if (st == NCSIM_OK) {
@@ -179,11 +194,14 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
 int cli_run(int argc, char **argv)
 {
     enum { O_ARCH = 256, O_SET, O_IN, O_OUT, O_RANDOM, O_TIMING, O_TRACE, O_STATS, O_CHECK,
-           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES };
+           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES, O_DUMP,
+           O_DUMP_AT };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
                                          {"set", required_argument, 0, O_SET},
                                          {"in", required_argument, 0, O_IN},
                                          {"out", required_argument, 0, O_OUT},
+                                         {"dump", required_argument, 0, O_DUMP},
+                                         {"dump-at", required_argument, 0, O_DUMP_AT},
                                          {"random-inputs", required_argument, 0, O_RANDOM},
                                          {"timing-only", no_argument, 0, O_TIMING},
                                          {"trace", required_argument, 0, O_TRACE},
@@ -212,6 +230,9 @@ int cli_run(int argc, char **argv)
     chk_t *chk = NULL;
     uint64_t seed = 0, random_seed = 0;
     progress_t progress = PROGRESS_AUTO;
+    cli_dumps_t dumps; /* --dump, --dump-at: cli/dump.c */
+    memset(&dumps, 0, sizeof dumps);
+    char derr[512];
     int c;
     char *end;
     optind = 1;
@@ -237,6 +258,14 @@ int cli_run(int argc, char **argv)
             (*n)++;
             break;
         }
+        case O_DUMP:
+        case O_DUMP_AT:
+            if ((c == O_DUMP ? cli_dump_parse(&dumps, optarg, derr, sizeof derr)
+                             : cli_dump_parse_line(&dumps, optarg, derr, sizeof derr))) {
+                fprintf(stderr, "ncsim run: %s\n", derr);
+                return 2;
+            }
+            break;
         case O_RANDOM:
             errno = 0;
             random_seed = strtoull(optarg, &end, 0);
@@ -327,6 +356,8 @@ int cli_run(int argc, char **argv)
             return 2;
     if (trace_path && cli_outputs_add(&outputs, trace_path, "--trace"))
         return 2;
+    if (cli_dumps_register(&dumps, &outputs))
+        return 2;
     if (stats_path && strcmp(stats_path, "-") != 0) {
         /* the resolved architecture config beside the statistics (gem5's config.json):
          * STATS.json -> STATS.config.json */
@@ -402,6 +433,11 @@ int cli_run(int argc, char **argv)
     if (timing_only && (nins || nouts)) {
         fprintf(stderr, "ncsim run: --in and --out need a functional run (drop "
                         "--timing-only)\n");
+        rc = 2;
+        goto out;
+    }
+    if (cli_dumps_resolve(&dumps, prog, timing_only, derr, sizeof derr)) {
+        fprintf(stderr, "ncsim run: %s\n", derr);
         rc = 2;
         goto out;
     }
@@ -511,14 +547,14 @@ int cli_run(int argc, char **argv)
         }
         so.trace = sim_trace_sink(trace);
     }
-    so.observer = chk ? chk_observer(chk) : NULL;
+    so.observer = cli_dumps_observer(&dumps, chk ? chk_observer(chk) : NULL);
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", err);
         rc = cli_exit(st);
     }
     for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, quiet, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
@@ -529,9 +565,21 @@ int cli_run(int argc, char **argv)
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
                 (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
-                st = sim_tensor_fill_random(s, t, random_seed);
-                if (st != NCSIM_OK)
+                const isa_tensor_t *T = &prog->tensors[t];
+                double need = (double)sim_tensor_elems(prog, t) *
+                              (4.0 + isa_dtype_size((isa_dtype_t)T->dtype));
+                double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+                /* refuse what cannot fit rather than meet the kernel's OOM killer */
+                st = ram > 0 && need > ram ? NCSIM_NOMEM
+                                           : sim_tensor_fill_random(s, t, random_seed);
+                if (st != NCSIM_OK) {
+                    fprintf(stderr, "ncsim run: out of host memory: %.1f MiB for the random "
+                                    "values of tensor '%s' (%s%s), this host has %.1f MiB\n",
+                            need / 1048576.0, isa_string(prog, T->name),
+                            isa_dtype_name((isa_dtype_t)T->dtype),
+                            "; bind it with --in, or use --timing-only", ram / 1048576.0);
                     rc = cli_exit(st);
+                }
             }
         }
     free(bound);
@@ -579,6 +627,11 @@ int cli_run(int argc, char **argv)
     if (st != NCSIM_OK) {
         fputs(sim_error(s), stderr);
         rc = cli_exit(st);
+    }
+    if (dumps.n) { /* also after a run-time error: the state it stopped in */
+        int drc = cli_dumps_finish(&dumps, s);
+        if (drc && !rc)
+            rc = drc;
     }
     if (chk) { /* findings of --check: stderr, exit code 1 */
         chk_print(chk, stderr, 50);

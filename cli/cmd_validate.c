@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "load.h"
+#include "outputs.h"
 #include "validate.h"
 
 static const char usage_validate[] =
@@ -118,10 +119,26 @@ int cli_validate(int argc, char **argv)
         return 2;
     }
     char err[4096];
+    /* the output files are checked before anything runs, written atomically, and removed
+     * when the command fails (docs/cli.md) */
+    static cli_outputs_t outputs;
+    cli_outputs_init(&outputs, "validate");
+    if ((csv && cli_outputs_add(&outputs, csv, "--csv")) ||
+        (png && cli_outputs_add(&outputs, png, "--png"))) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_NOMEM);
+    }
+    cli_outputs_protect(&outputs, argv[optind]);
+    if (cli_outputs_validate(&outputs)) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_IO);
+    }
     sim_validate_manifest_t *m = NULL;
     ncsim_status_t st = sim_validate_load(argv[optind], &m, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim validate: %s\n", err);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
     sim_validate_options_t o = {arch, sets, nsets, NULL, 0, jobs, 0};
@@ -135,6 +152,8 @@ int cli_validate(int argc, char **argv)
         fprintf(stderr, "ncsim validate: %s\n", err);
         free(res);
         sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
     if (!quiet) {
@@ -156,14 +175,34 @@ int cli_validate(int argc, char **argv)
     for (size_t i = 0; i < m->nentries; i++)
         if (res[i].ran && (res[i].status == NCSIM_USAGE || res[i].status == NCSIM_ASSEMBLY))
             rc = 2;
-    if (csv && (st = sim_validate_write_csv(csv, m, res, err, sizeof err)) != NCSIM_OK) {
-        fprintf(stderr, "ncsim validate: %s\n", err);
-        rc = cli_exit(st);
+    /* the table, CSV and plot are the result also when entries leave their band (exit 1) */
+    int failed = 0;
+    if (csv) {
+        st = sim_validate_write_csv(cli_outputs_path(&outputs, csv), m, res, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim validate: %s\n", err);
+            rc = cli_exit(st);
+            failed = 1;
+        } else {
+            cli_outputs_mark_written(&outputs, csv);
+        }
     }
-    if (png && (st = sim_validate_plot(png, m, res, err, sizeof err)) != NCSIM_OK) {
-        fprintf(stderr, "ncsim validate: %s\n", err);
-        rc = cli_exit(st);
+    if (png) {
+        st = sim_validate_plot(cli_outputs_path(&outputs, png), m, res, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim validate: %s\n", err);
+            rc = cli_exit(st);
+            failed = 1;
+        } else {
+            cli_outputs_mark_written(&outputs, png);
+        }
     }
+    if (failed) {
+        cli_outputs_abort(&outputs);
+    } else if (cli_outputs_commit(&outputs)) {
+        rc = cli_exit(NCSIM_IO);
+    }
+    cli_outputs_free(&outputs);
     free(res);
     sim_validate_free(m);
     return rc;
@@ -276,12 +315,38 @@ int cli_fit(int argc, char **argv)
         stem_of(output, namebuf, sizeof namebuf);
         name = namebuf;
     }
+    static cli_outputs_t outputs;
+    cli_outputs_init(&outputs, "fit");
+    if (cli_outputs_add(&outputs, output, "--output")) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_NOMEM);
+    }
+    cli_outputs_protect(&outputs, manifest);
+    if (arch)
+        cli_outputs_protect(&outputs, arch);
+    if (cli_outputs_validate(&outputs)) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_IO);
+    }
     sim_validate_manifest_t *m = NULL;
     ncsim_status_t st = sim_validate_load(manifest, &m, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim fit: %s\n", err);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
+    /* fitted keys apply after every entry's own "set": say so where that hides a choice */
+    for (size_t i = 0; i < m->nentries; i++)
+        for (size_t j = 0; j < m->entries[i].nsets; j++)
+            for (size_t k = 0; k < nkeys; k++) {
+                size_t kl = strlen(keys[k].key);
+                if (m->entries[i].fit && strncmp(m->entries[i].sets[j], keys[k].key, kl) == 0 &&
+                    m->entries[i].sets[j][kl] == '=')
+                    fprintf(stderr, "ncsim fit: note: entry '%s' sets %s; the fit replaces it "
+                                    "(fitted keys apply after the entries' own \"set\")\n",
+                            m->entries[i].id, m->entries[i].sets[j]);
+            }
     sim_fit_options_t fo;
     memset(&fo, 0, sizeof fo);
     fo.run.arch = arch;
@@ -297,6 +362,8 @@ int cli_fit(int argc, char **argv)
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim fit: %s\n", err);
         sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
     /* the tables before and after, over every entry */
@@ -306,6 +373,8 @@ int cli_fit(int argc, char **argv)
     int rc = 0;
     if (!res) {
         sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(NCSIM_NOMEM);
     }
     for (int pass = 0; pass < 2; pass++) {
@@ -346,14 +415,22 @@ int cli_fit(int argc, char **argv)
         char *json = sim_fit_config_json(m, &fo, &out, name);
         if (!json) {
             rc = cli_exit(NCSIM_NOMEM);
-        } else if (sim_write_file(output, json, strlen(json))) {
+        } else if (sim_write_file(cli_outputs_path(&outputs, output), json, strlen(json))) {
             fprintf(stderr, "ncsim fit: cannot write %s: %s\n", output, strerror(errno));
             rc = cli_exit(NCSIM_IO);
         } else {
-            printf("wrote %s (use it with --arch %s)\n", output, output);
+            cli_outputs_mark_written(&outputs, output);
         }
         free(json);
     }
+    if (rc == 0 && cli_outputs_commit(&outputs) == 0) {
+        printf("wrote %s (use it with --arch %s)\n", output, output);
+    } else {
+        if (rc == 0)
+            rc = cli_exit(NCSIM_IO);
+        cli_outputs_abort(&outputs);
+    }
+    cli_outputs_free(&outputs);
     free(res);
     sim_validate_free(m);
     return rc;

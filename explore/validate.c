@@ -833,7 +833,28 @@ typedef struct collector {
     uint64_t count;
     uint32_t ncores;
     uint64_t *last_start;     /* per core x engine: start of the last KIND instruction + 1 */
+    uint64_t span_start, span_end; /* BUSY_FRACTION: the current run of overlapping
+                                    * instructions (span_end 0: none yet) */
 } collector_t;
+
+/* Engine active time, as the profiler counts it: time with at least one instruction between
+ * its start and its completion. An engine's instructions start in order, so the union of
+ * their [start, end] intervals is a sequence of runs. */
+static void on_instr_active(void *ctx, const sim_trace_instr_t *r)
+{
+    collector_t *c = ctx;
+    if (r->core != c->e->core || r->engine != c->e->engine || r->end_ps <= r->start_ps)
+        return;
+    if (c->span_end && r->start_ps <= c->span_end) {
+        if (r->end_ps > c->span_end)
+            c->span_end = r->end_ps;
+        return;
+    }
+    if (c->span_end)
+        c->sum_ps += (double)(c->span_end - c->span_start);
+    c->span_start = r->start_ps;
+    c->span_end = r->end_ps;
+}
 
 static void on_instr(void *ctx, const sim_trace_instr_t *r)
 {
@@ -886,10 +907,12 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
         set_err(msg, msglen, "%s", err);
         return st;
     }
-    collector_t col = {e, 0, 0, prog->ncores, NULL};
+    collector_t col = {e, 0, 0, prog->ncores, NULL, 0, 0};
     sim_trace_sink_t sink = {&col, NULL, NULL, NULL, NULL, NULL};
     if (e->kind == SIM_VALIDATE_MEAN_DURATION_NS || e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS)
         sink.instr = on_instr;
+    if (e->kind == SIM_VALIDATE_BUSY_FRACTION)
+        sink.instr = on_instr_active;
     if (e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS &&
         !(col.last_start = calloc((size_t)prog->ncores * ISA_ENGINE_COUNT, sizeof(uint64_t)))) {
         set_err(msg, msglen, "out of memory");
@@ -928,9 +951,8 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
             set_err(msg, msglen, "figure '%s': the program has %u cores", e->figure, ss->ncores);
             st = NCSIM_USAGE;
         } else {
-            v = ss->total_ps ? (double)ss->cores[e->core].engines[e->engine].busy_ps /
-                                   (double)ss->total_ps
-                             : 0.0;
+            double active = col.sum_ps + (double)(col.span_end - col.span_start);
+            v = ss->total_ps ? active / (double)ss->total_ps : 0.0;
         }
         break;
     case SIM_VALIDATE_MEAN_DURATION_NS:

@@ -20,7 +20,8 @@
 /* What an entry reads from its run. */
 typedef enum sim_validate_figure {
     SIM_VALIDATE_TIME_NS,          /* total simulated time */
-    SIM_VALIDATE_BUSY_FRACTION,    /* busy time of one engine of one core / total time */
+    SIM_VALIDATE_BUSY_FRACTION,    /* active time of one engine of one core / total time:
+                                    * time with an instruction between start and completion */
     SIM_VALIDATE_MEAN_DURATION_NS, /* mean start-to-end of instructions of one mnemonic */
     SIM_VALIDATE_MEAN_INTERVAL_NS, /* mean start-to-start of consecutive ones, same engine */
     SIM_VALIDATE_DMA_TRANSFER_NS,  /* mean duration of one DMA engine transfer */

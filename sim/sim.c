@@ -601,9 +601,35 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    /* system.semaphores: the semaphores a core has (docs/architecture.md) */
+    for (uint32_t i = 0; i < prog->nsems; i++) {
+        const isa_sem_t *m = &prog->sems[i];
+        if (m->index >= a->semaphores) {
+            uint32_t used = 0;
+            for (uint32_t k = 0; k < prog->nsems; k++)
+                if ((m->core == -1 || prog->sems[k].core == -1 || prog->sems[k].core == m->core) &&
+                    prog->sems[k].index + 1u > used)
+                    used = prog->sems[k].index + 1u;
+            char who[32];
+            if (m->core < 0)
+                snprintf(who, sizeof who, "every core");
+            else
+                snprintf(who, sizeof who, "core %d", (int)m->core);
+            snprintf(err, errlen, "the program uses %u semaphores on %s (semaphore '%s' is "
+                     "number %u), but architecture '%s' has system.semaphores = %u per core",
+                     used, who, m->name == ISA_NO_NAME ? "?" : isa_string(prog, m->name),
+                     (unsigned)m->index, a->name, a->semaphores);
+            return NCSIM_USAGE;
+        }
+    }
+    /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
+    const char *what = "the simulator's state";
+    double how = 0;
     struct sim *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        snprintf(err, errlen, "out of host memory allocating the simulator's state");
         return NCSIM_NOMEM;
+    }
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;
@@ -648,6 +674,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
+        what = "the HBM page table";
+        how = (double)(a->hbm.size_bytes >> MDL_HBM_PAGE_BITS) * sizeof(void *);
         if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
             goto oom;
         s->chips[ch].hbm_ready = 1;
@@ -677,6 +705,9 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
                 goto oom;
         }
         if (!opt->timing_only) {
+            what = "SBUF and PSUM";
+            how = (double)a->sbuf.partitions * (double)a->sbuf.bytes_per_partition +
+                  (double)a->psum.partitions * (double)a->psum.bytes_per_partition;
             if (mdl_onchip_init(&c->sbuf, a->sbuf.partitions, a->sbuf.bytes_per_partition) ||
                 mdl_onchip_init(&c->psum, a->psum.partitions, a->psum.bytes_per_partition))
                 goto oom;
@@ -693,7 +724,11 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     return NCSIM_OK;
 oom:
     sim_destroy(s);
-    snprintf(err, errlen, "out of memory building the system");
+    if (how > 0)
+        snprintf(err, errlen, "out of host memory allocating %s (%.1f MiB)", what,
+                 how / 1048576.0);
+    else
+        snprintf(err, errlen, "out of host memory allocating %s", what);
     return NCSIM_NOMEM;
 }
 
@@ -782,6 +817,66 @@ static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_
     return NCSIM_OK;
 }
 
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor_t *T = &p->tensors[i];
+        const char *n = isa_string(p, T->name);
+        if (strlen(n) != len || memcmp(n, name, len) != 0)
+            continue;
+        if (T->space == ISA_SPACE_HBM || T->core == -1 || (uint32_t)T->core == core)
+            return (int)i;
+    }
+    return -1;
+}
+
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space == ISA_SPACE_HBM)
+        return raw ? sim_tensor_read_raw(s, tensor, values)
+                   : sim_tensor_read_f32(s, tensor, values);
+    if (core >= s->ncores || (T->core != -1 && (uint32_t)T->core != core) || !T->ndims ||
+        T->ndims > ISA_MAX_DIMS + 1)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    if (!c->fs_ready)
+        return NCSIM_USAGE;
+    /* the whole tensor as a view: its partitions, then its free dims row-major */
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = T->space;
+    v.dtype = T->dtype;
+    v.pstart = (uint8_t)T->pstart;
+    v.pcount = (uint16_t)T->dims[0];
+    v.offset = T->offset;
+    v.ndims = (uint8_t)(T->ndims > 1 ? T->ndims - 1 : 1);
+    int64_t stride = 1;
+    if (T->ndims == 1) {
+        v.count[0] = 1;
+        v.stride[0] = 1;
+    }
+    for (int d = (int)T->ndims - 1; d >= 1; d--) {
+        if (T->dims[d] > UINT32_MAX)
+            return NCSIM_USAGE;
+        v.count[d - 1] = (uint32_t)T->dims[d];
+        v.stride[d - 1] = stride;
+        stride *= (int64_t)T->dims[d];
+    }
+    mdl_mem_t mem = {&c->sbuf, &c->psum, &s->chips[c->chip].hbm};
+    char err[256];
+    if (mdl_view_check(&mem, &v, err, sizeof err))
+        return NCSIM_USAGE;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), values);
+    else
+        mdl_view_read_f32(&mem, &v, values);
+    return NCSIM_OK;
+}
+
 int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len)
 {
     for (uint32_t i = 0; i < p->ntensors; i++) {
@@ -799,6 +894,26 @@ ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const mdl_npy_t *
     if (tensor >= p->ntensors)
         return NCSIM_USAGE;
     const isa_tensor_t *T = &p->tensors[tensor];
+    /* float16/64 for a float tensor, other integer widths for an integer one: converted
+     * (mdl_npy_convert) on a copy */
+    mdl_npy_t conv;
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (a->type != want && mdl_npy_convertible(a->type, want)) {
+        conv = *a;
+        conv.data = malloc(a->nbytes ? a->nbytes : 1);
+        if (!conv.data) {
+            snprintf(err, errlen, "%s: out of host memory: %zu bytes to convert tensor '%s'",
+                     path, a->nbytes, isa_string(p, T->name));
+            return NCSIM_NOMEM;
+        }
+        memcpy(conv.data, a->data, a->nbytes);
+        ncsim_status_t cst = mdl_npy_convert(&conv, want, path, isa_string(p, T->name), err,
+                                             errlen);
+        if (cst == NCSIM_OK)
+            cst = sim_tensor_write_npy(s, tensor, &conv, path, err, errlen);
+        free(conv.data);
+        return cst == NCSIM_FORMAT ? NCSIM_IO : cst;
+    }
     if (mdl_npy_expect(a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
                        T->ndims, err, errlen) != NCSIM_OK)
         return NCSIM_IO;

@@ -302,6 +302,17 @@ ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values);
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data);
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data);
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor);
+/*
+ * Any declared tensor's values as they are now (ncsim run --dump): HBM tensors (inputs,
+ * outputs, scratch) and on-chip ones (SBUF, PSUM) of core `core` (ignored for HBM), row-major
+ * over the declared dims (partitions first). raw: the tensor's own element type, packed;
+ * else widened to fp32. NCSIM_USAGE in timing-only runs, for a bad index, or a core the
+ * tensor does not live on.
+ */
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values);
+/* The tensor named name[0..len) that lives on `core` (HBM tensors: any core), or -1. */
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core);
 /* Index of the HBM tensor named name[0..len), or -1. */
 int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len);
 /* Store a .npy array read from `path` into a tensor: the type and shape must be the ones

@@ -326,6 +326,32 @@ static void col_add(lane_draw_t *d, unsigned cls, double xa, double xb, int matc
     }
 }
 
+/*
+ * Stall mode: how long slice s (starting at xa) waited, as a strip along the bottom of the
+ * lane ending where it starts, in the colour of the cause, with a solid mark where the wait
+ * began. Drawn for every slice whose wait spans 2 pixels, boxes and slices too short to
+ * draw alike: zoomed out, a long wait before a tiny instruction still shows.
+ */
+static int draw_wait(lane_draw_t *d, size_t s, double xa)
+{
+    const viz_view_t *v = d->v;
+    const viz_detail_t *det = &v->t->detail[s];
+    if (v->mode != VIZ_COLOUR_STALL || !det->wait_ps || d->summary)
+        return 0;
+    int tw = d->geo->track_w;
+    double px_ps = tw / (v->t1 - v->t0);
+    double wa = xa - (double)det->wait_ps * px_ps;
+    if (xa - wa < 2 || xa < 0 || wa > tw)
+        return 0;
+    int a = (int)floor(wa < -2 ? -2 : wa), b = (int)floor(xa > tw ? tw : xa);
+    if (b <= a)
+        return 0;
+    uint32_t wc = viz_class_rgb(VIZ_CLASS_CAUSE + det->cause);
+    fill(d->g, d->geo->track_x + a, d->y + d->h - 3, b - a, 3, mix(d->bg, wc, 0.7));
+    fill(d->g, d->geo->track_x + a, d->y + d->h - 3, 1, 3, wc);
+    return 1;
+}
+
 /* A slice wide enough to be its own box. */
 static void draw_box(lane_draw_t *d, size_t s, double xa, double xb)
 {
@@ -345,16 +371,7 @@ static void draw_box(lane_draw_t *d, size_t s, double xa, double xb)
         fill(d->g, X, d->y - 2, W, 2, RGB_MATCH);
     /* stall mode: how long it waited, as a strip before it */
     const viz_detail_t *det = &t->detail[s];
-    if (v->mode == VIZ_COLOUR_STALL && det->wait_ps && !d->summary) {
-        double px_ps = tw / (v->t1 - v->t0);
-        double wa = xa - (double)det->wait_ps * px_ps;
-        if (xa - wa >= 2) {
-            int a = (int)floor(wa < -2 ? -2 : wa), b = x0;
-            uint32_t wc = viz_class_rgb(VIZ_CLASS_CAUSE + det->cause);
-            fill(d->g, d->geo->track_x + a, d->y + d->h - 3, b - a, 3, mix(d->bg, wc, 0.7));
-            fill(d->g, d->geo->track_x + a, d->y + d->h - 3, 1, 3, wc);
-        }
-    }
+    draw_wait(d, s, xa);
     if (d->labels && W >= 4 * VIZ_FONT_W && d->h >= VIZ_FONT_H) {
         int vx0 = X < d->geo->track_x ? d->geo->track_x : X;
         int vx1 = X + W > d->geo->track_x + tw ? d->geo->track_x + tw : X + W;
@@ -409,6 +426,14 @@ static void draw_lane_slices(lane_draw_t *d, int lane)
             run_flush(d);
             draw_box(d, s, xa, xb);
             continue;
+        }
+        if (v->mode == VIZ_COLOUR_STALL && t->detail[s].wait_ps && !d->summary &&
+            (double)t->detail[s].wait_ps * px_ps >= 2) {
+            /* its wait shows though the slice is too short to draw: close what is merged
+             * so far (it ended before the wait began), then the strip */
+            col_flush(d);
+            run_flush(d);
+            draw_wait(d, s, xa);
         }
         col_add(d, cls[s], xa, xb, v->is_match && v->is_match[s]);
     }
@@ -1020,7 +1045,11 @@ static void draw_title(viz_gfx_t *g, const viz_view_t *v)
     char buf[512], n[32];
     const char *prog = viz_str(t, t->program);
     viz_fmt_count(n, sizeof n, t->nslices);
-    snprintf(buf, sizeof buf, "%s", *prog ? base_name(prog) : base_name(t->path));
+    if (t->runs == 2)
+        snprintf(buf, sizeof buf, "A: %.200s  vs  B: %.200s", base_name(t->path),
+                 base_name(t->path_b));
+    else
+        snprintf(buf, sizeof buf, "%s", *prog ? base_name(prog) : base_name(t->path));
     x += text_bold(g, x, y, buf, RGB_TEXT) + 2 * VIZ_FONT_W;
     int used = snprintf(buf, sizeof buf, "%s", *viz_str(t, t->arch) ? viz_str(t, t->arch) : "");
     if (t->chips)
