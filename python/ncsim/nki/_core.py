@@ -45,7 +45,7 @@ def user_frame():
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_NCSIM_DIR):
+        if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
             return fn, f.f_lineno
         f = f.f_back
     return "<unknown>", 0
@@ -1104,7 +1104,7 @@ class Tracer:
         key = [kind, nbytes]
         while f is not None:
             fn = f.f_code.co_filename
-            if not fn.startswith(_NCSIM_DIR):
+            if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
                 key.append((fn, f.f_lineno))
                 if fn == self.source:
                     break
