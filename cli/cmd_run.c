@@ -90,14 +90,21 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
+/* Load one --in file into tensor t; a note on stderr when its data is converted. */
+static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t,
+                                 const char *path, int quiet, char *err, size_t errlen)
 {
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
-        return st == NCSIM_NOMEM ? st : NCSIM_IO;
+        return NCSIM_IO; /* an input file too big to hold is the file's problem: exit 3 */
+    const isa_tensor_t *T = &p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (!quiet && a.type != want && mdl_npy_convertible(a.type, want))
+        fprintf(stderr, "ncsim run: note: %s holds %s data; tensor '%s' (%s) reads it as %s%s\n",
+                path, a.descr, isa_string(p, T->name), isa_dtype_name((isa_dtype_t)T->dtype),
+                mdl_npy_type_descr(want),
+                a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
     st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
     return st;
@@ -113,8 +120,11 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     int native = mdl_npy_dtype_is_native(dt);
     size_t es = native ? isa_dtype_size(dt) : sizeof(float);
     void *buf = malloc(n * es > 0 ? n * es : 1);
-    if (!buf)
+    if (!buf) {
+        snprintf(err, errlen, "out of host memory: %.1f MiB to write tensor '%s' to '%s'",
+                 (double)(n * es) / 1048576.0, isa_string(p, T->name), shown);
         return NCSIM_NOMEM;
+    }
     ncsim_status_t st = native ? sim_tensor_read_raw(s, t, buf)
                                : sim_tensor_read_f32(s, t, (float *)buf);
     if (st == NCSIM_OK) {
@@ -545,7 +555,7 @@ int cli_run(int argc, char **argv)
         rc = cli_exit(st);
     }
     for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, quiet, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
@@ -556,9 +566,21 @@ int cli_run(int argc, char **argv)
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
                 (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
-                st = sim_tensor_fill_random(s, t, random_seed);
-                if (st != NCSIM_OK)
+                const isa_tensor_t *T = &prog->tensors[t];
+                double need = (double)sim_tensor_elems(prog, t) *
+                              (4.0 + isa_dtype_size((isa_dtype_t)T->dtype));
+                double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+                /* refuse what cannot fit rather than meet the kernel's OOM killer */
+                st = ram > 0 && need > ram ? NCSIM_NOMEM
+                                           : sim_tensor_fill_random(s, t, random_seed);
+                if (st != NCSIM_OK) {
+                    fprintf(stderr, "ncsim run: out of host memory: %.1f MiB for the random "
+                                    "values of tensor '%s' (%s%s), this host has %.1f MiB\n",
+                            need / 1048576.0, isa_string(prog, T->name),
+                            isa_dtype_name((isa_dtype_t)T->dtype),
+                            "; bind it with --in, or use --timing-only", ram / 1048576.0);
                     rc = cli_exit(st);
+                }
             }
         }
     free(bound);

@@ -900,6 +900,106 @@ static int resolve_slice(asm_state_t *A, const slice_t *s, uint64_t n, int dim,
     return 0;
 }
 
+/*
+ * An HBM view whose dimensions the encoding cannot hold (a count above ISA_MAX_COUNT, as in
+ * a whole [65536, 1024] tensor): the same elements in the same row-major order, described
+ * with other dimensions. HBM views are used only by dma and the collectives, which pair
+ * elements in row-major order and never look at the dimension structure, so any description
+ * of the same sequence means the same thing. Adjacent dimensions that are contiguous
+ * (stride[d] == stride[d+1] * count[d+1]) are merged, then each dimension that is still too
+ * big is split into factors of at most ISA_MAX_COUNT. Views within the limits are left as
+ * written. When no such description fits in ISA_MAX_HBM_DIMS dimensions (a count with no
+ * suitable factors), the message says which dimension and how to restructure.
+ */
+static uint64_t largest_factor_at_most(uint64_t c, uint64_t lim, uint64_t want_outer_at_most)
+{
+    /* the largest divisor b <= lim of c with c / b <= want_outer_at_most, else the largest
+     * divisor <= lim at all (1 when c is prime and above lim) */
+    uint64_t best = 1;
+    for (uint64_t b = lim < c ? lim : c; b > 1; b--)
+        if (c % b == 0) {
+            if (c / b <= want_outer_at_most)
+                return b;
+            if (best == 1)
+                best = b;
+        }
+    return best;
+}
+
+static int fold_hbm_view(asm_state_t *A, isa_view_t *v, const uint64_t *count,
+                         const int64_t *stride, const uint32_t *col, unsigned n,
+                         const isa_tok_t *name)
+{
+    int too_big = 0;
+    for (unsigned d = 0; d < n; d++)
+        too_big |= count[d] > ISA_MAX_COUNT;
+    if (!too_big) {
+        for (unsigned d = 0; d < n; d++) {
+            v->stride[v->ndims] = stride[d];
+            v->count[v->ndims] = (uint32_t)count[d];
+            v->ndims++;
+        }
+        return 0;
+    }
+    uint64_t c[2 * ISA_MAX_DIMS + 2];
+    int64_t st[2 * ISA_MAX_DIMS + 2];
+    unsigned m = 0, first_big = 0;
+    for (unsigned d = 0; d < n; d++) {
+        if (count[d] > ISA_MAX_COUNT && !first_big)
+            first_big = d + 1;
+        if (count[d] == 1)
+            continue;
+        if (m && st[m - 1] == stride[d] * (int64_t)count[d]) { /* contiguous: merge */
+            c[m - 1] *= count[d];
+            st[m - 1] = stride[d];
+            continue;
+        }
+        c[m] = count[d];
+        st[m] = stride[d];
+        m++;
+    }
+    /* split, innermost factor as large as allowed */
+    for (unsigned d = 0; d < m && m <= ISA_MAX_HBM_DIMS; d++) {
+        if (c[d] <= ISA_MAX_COUNT)
+            continue;
+        uint64_t b = largest_factor_at_most(c[d], ISA_MAX_COUNT, ISA_MAX_COUNT);
+        if (b == 1)
+            break;
+        memmove(&c[d + 2], &c[d + 1], (m - d - 1) * sizeof c[0]);
+        memmove(&st[d + 2], &st[d + 1], (m - d - 1) * sizeof st[0]);
+        c[d + 1] = b;
+        st[d + 1] = st[d];
+        c[d] /= b;
+        st[d] *= (int64_t)b;
+        m++;
+        d--; /* the outer part may still be too big */
+    }
+    int ok = m <= ISA_MAX_HBM_DIMS;
+    for (unsigned d = 0; ok && d < m; d++)
+        ok = c[d] <= ISA_MAX_COUNT;
+    if (!ok) {
+        unsigned d = first_big - 1;
+        return err_at(A, col[d], "dimension %u of '%.*s' selects %llu elements; a view "
+                                 "dimension holds at most %d and these elements cannot be "
+                                 "described in %d dimensions of at most %d (no suitable "
+                                 "factors): declare the tensor with smaller dimensions, or "
+                                 "make two operands of it", d, (int)name->len, name->s,
+                      (unsigned long long)count[d], ISA_MAX_COUNT, ISA_MAX_HBM_DIMS,
+                      ISA_MAX_COUNT);
+    }
+    if (m == 0) { /* every dimension had one element */
+        c[0] = 1;
+        st[0] = 1;
+        m = 1;
+    }
+    for (unsigned d = 0; d < m; d++) {
+        v->stride[v->ndims] = st[d];
+        v->count[v->ndims] = (uint32_t)c[d];
+        v->ndims++;
+    }
+    return 0;
+}
+
 static int parse_named_view(asm_state_t *A, isa_view_t *v)
 {
     const isa_tok_t *name = TOK(A);
@@ -941,6 +1041,11 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
     v->offset = T->offset;
     v->pcount = 1;
     int64_t elem_off = 0;
+    /* the view's dims before folding (fold_hbm_view): counts may exceed ISA_MAX_COUNT */
+    uint64_t big_count[ISA_MAX_DIMS + 1];
+    int64_t big_stride[ISA_MAX_DIMS + 1];
+    uint32_t big_col[ISA_MAX_DIMS + 1];
+    unsigned nbig = 0;
     /* row-major element strides of the free dims */
     int64_t stride[ISA_MAX_DIMS + 1];
     int64_t acc = 1;
@@ -969,16 +1074,22 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
         elem_off += first * stride[d];
         if (s->is_index)
             continue;
-        if (count > ISA_MAX_COUNT)
+        if (count > ISA_MAX_COUNT && onchip)
             return err_at(A, s->col, "dimension %u of '%.*s' selects %llu elements; a view "
-                                     "dimension holds at most %d (declare the tensor with "
-                                     "smaller dimensions, or use a raw view)", d, (int)name->len, name->s,
+                                     "dimension of %s holds at most %d: declare the tensor "
+                                     "with that dimension as two (A x B = %llu, each at most "
+                                     "%d) and slice both", d, (int)name->len, name->s,
+                          (unsigned long long)count,
+                          T->space == ISA_SPACE_SBUF ? "SBUF" : "PSUM", ISA_MAX_COUNT,
                           (unsigned long long)count, ISA_MAX_COUNT);
         /* with one element the step is irrelevant; otherwise |step| < n keeps this small */
-        v->stride[v->ndims] = count == 1 ? stride[d] : stride[d] * s->step;
-        v->count[v->ndims] = (uint32_t)count;
-        v->ndims++;
+        big_stride[nbig] = count == 1 ? stride[d] : stride[d] * s->step;
+        big_count[nbig] = count;
+        big_col[nbig] = s->col;
+        nbig++;
     }
+    if (fold_hbm_view(A, v, big_count, big_stride, big_col, nbig, name))
+        return -1;
     v->offset = T->offset + (uint64_t)(elem_off * (int64_t)es);
     return 0;
 }

@@ -136,6 +136,8 @@ struct chk {
     snapq_t *dmaq;          /* ncores x NQUEUES */
     uint8_t *last_landed;   /* per core: queue of the transfer that landed last */
     uint32_t *barrier;
+    uint32_t *self_done; /* per accessor: its own latest epoch known complete (from waits) */
+    uint32_t *tmpvc;
     int barrier_open;
     uint32_t **pool;        /* free VC buffers */
     uint32_t npool, cappool;
@@ -1079,8 +1081,13 @@ static void on_instr_start(void *ctx, sim_t *s, uint32_t core, uint8_t engine, u
     for (unsigned i = 0; i < in->nwait; i++) {
         const semst_t *m = &k->sems[(size_t)core * ISA_MAX_SEMS + in->wait[i].sem];
         const uint32_t *w = sem_wait_vc(m, &in->wait[i]);
-        if (w)
+        if (w) {
             vc_join(vc, w, k->na);
+            /* a post is made at completion: the engine's own instructions up to the one
+             * whose epoch the post carries (it completes in order) are known complete */
+            if (k->self_done && w[acc] > k->self_done[acc])
+                k->self_done[acc] = w[acc];
+        }
     }
     vc[acc]++;
     uint32_t g = global_index(k, in);
@@ -1089,7 +1096,16 @@ static void on_instr_start(void *ctx, sim_t *s, uint32_t core, uint8_t engine, u
         unsigned q = k->dma_queue_slot >= 0 && args[k->dma_queue_slot].present
                          ? (unsigned)args[k->dma_queue_slot].v.i
                          : 0;
-        snapq_push(k, &k->dmaq[(size_t)core * NQUEUES + (q % NQUEUES)], index, vc);
+        /* The transfer runs outside the engine's interlock (docs/language.md 8): it is not
+         * ordered after the engine's earlier instructions, which may still be executing
+         * when it is issued, only after those known complete (through a semaphore). */
+        const uint32_t *snap = vc;
+        if (k->tmpvc && k->self_done) {
+            memcpy(k->tmpvc, vc, (size_t)k->na * sizeof *vc);
+            k->tmpvc[acc] = k->self_done[acc];
+            snap = k->tmpvc;
+        }
+        snapq_push(k, &k->dmaq[(size_t)core * NQUEUES + (q % NQUEUES)], index, snap);
         return;
     }
     if (in->npost)
@@ -1488,6 +1504,10 @@ ncsim_status_t chk_create(const isa_program_t *prog, const mdl_arch_t *arch, uns
     k->dmaq = calloc((size_t)k->ncores * NQUEUES, sizeof *k->dmaq);
     k->last_landed = calloc(k->ncores, 1);
     k->barrier = calloc(k->na, sizeof *k->barrier);
+    k->self_done = calloc(k->na, sizeof *k->self_done);
+    k->tmpvc = calloc(k->na, sizeof *k->tmpvc);
+    if (!k->self_done || !k->tmpvc)
+        k->failed = 1;
     if (!k->vcs || !k->instr_core || !k->next_acc || !k->sbuf || !k->psum || !k->hbm ||
         !k->sems || !k->postq || !k->dmaq || !k->last_landed || !k->barrier)
         goto oom;
@@ -1574,6 +1594,8 @@ void chk_destroy(chk_t *k)
     free(k->dmaq);
     free(k->last_landed);
     free(k->barrier);
+    free(k->self_done);
+    free(k->tmpvc);
     free(k->vcs);
     free(k->instr_core);
     free(k->next_acc);

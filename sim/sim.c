@@ -439,6 +439,10 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     sim_engine_stats_t *st = E->st;
     st->instructions++;
     st->busy_ps += ii;
+    if (complete > E->active_end) {
+        st->active_ps += complete - (E->active_end > now ? E->active_end : now);
+        E->active_end = complete;
+    }
     st->flops += cost->flops;
     if (complete > st->end_ps)
         st->end_ps = complete;
@@ -493,9 +497,21 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             stall_segment(E, now, SIM_STALL_SEMAPHORE, sem);
             E->blocked = 1;
             E->blocked_sem = sem;
+            E->sem_waited = 1;
             return;
         }
         E->blocked = 0;
+        if (E->sem_waited) {
+            /* the semaphore update reaches the waiting sequencer and the instruction is
+             * dispatched: costs.semaphore_latency_ns after the post (measurements.md 6) */
+            E->sem_waited = 0;
+            uint64_t wake = ns_to_ps(s->arch->costs.semaphore_latency_ns);
+            if (wake) {
+                if (sim_schedule(q, ev, now + wake))
+                    sim_fail(s, "out of memory");
+                return;
+            }
+        }
         uint64_t until = interlock_until(s, E, in, now);
         if (until > now) {
             stall_segment(E, now, SIM_STALL_INTERLOCK, 0);
@@ -601,9 +617,35 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    /* system.semaphores: the semaphores a core has (docs/architecture.md) */
+    for (uint32_t i = 0; i < prog->nsems; i++) {
+        const isa_sem_t *m = &prog->sems[i];
+        if (m->index >= a->semaphores) {
+            uint32_t used = 0;
+            for (uint32_t k = 0; k < prog->nsems; k++)
+                if ((m->core == -1 || prog->sems[k].core == -1 || prog->sems[k].core == m->core) &&
+                    prog->sems[k].index + 1u > used)
+                    used = prog->sems[k].index + 1u;
+            char who[32];
+            if (m->core < 0)
+                snprintf(who, sizeof who, "every core");
+            else
+                snprintf(who, sizeof who, "core %d", (int)m->core);
+            snprintf(err, errlen, "the program uses %u semaphores on %s (semaphore '%s' is "
+                     "number %u), but architecture '%s' has system.semaphores = %u per core",
+                     used, who, m->name == ISA_NO_NAME ? "?" : isa_string(prog, m->name),
+                     (unsigned)m->index, a->name, a->semaphores);
+            return NCSIM_USAGE;
+        }
+    }
+    /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
+    const char *what = "the simulator's state";
+    double how = 0;
     struct sim *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        snprintf(err, errlen, "out of host memory allocating the simulator's state");
         return NCSIM_NOMEM;
+    }
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;
@@ -648,6 +690,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
+        what = "the HBM page table";
+        how = (double)(a->hbm.size_bytes >> MDL_HBM_PAGE_BITS) * sizeof(void *);
         if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
             goto oom;
         s->chips[ch].hbm_ready = 1;
@@ -677,6 +721,9 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
                 goto oom;
         }
         if (!opt->timing_only) {
+            what = "SBUF and PSUM";
+            how = (double)a->sbuf.partitions * (double)a->sbuf.bytes_per_partition +
+                  (double)a->psum.partitions * (double)a->psum.bytes_per_partition;
             if (mdl_onchip_init(&c->sbuf, a->sbuf.partitions, a->sbuf.bytes_per_partition) ||
                 mdl_onchip_init(&c->psum, a->psum.partitions, a->psum.bytes_per_partition))
                 goto oom;
@@ -693,7 +740,11 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     return NCSIM_OK;
 oom:
     sim_destroy(s);
-    snprintf(err, errlen, "out of memory building the system");
+    if (how > 0)
+        snprintf(err, errlen, "out of host memory allocating %s (%.1f MiB)", what,
+                 how / 1048576.0);
+    else
+        snprintf(err, errlen, "out of host memory allocating %s", what);
     return NCSIM_NOMEM;
 }
 
@@ -859,6 +910,26 @@ ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const mdl_npy_t *
     if (tensor >= p->ntensors)
         return NCSIM_USAGE;
     const isa_tensor_t *T = &p->tensors[tensor];
+    /* float16/64 for a float tensor, other integer widths for an integer one: converted
+     * (mdl_npy_convert) on a copy */
+    mdl_npy_t conv;
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (a->type != want && mdl_npy_convertible(a->type, want)) {
+        conv = *a;
+        conv.data = malloc(a->nbytes ? a->nbytes : 1);
+        if (!conv.data) {
+            snprintf(err, errlen, "%s: out of host memory: %zu bytes to convert tensor '%s'",
+                     path, a->nbytes, isa_string(p, T->name));
+            return NCSIM_NOMEM;
+        }
+        memcpy(conv.data, a->data, a->nbytes);
+        ncsim_status_t cst = mdl_npy_convert(&conv, want, path, isa_string(p, T->name), err,
+                                             errlen);
+        if (cst == NCSIM_OK)
+            cst = sim_tensor_write_npy(s, tensor, &conv, path, err, errlen);
+        free(conv.data);
+        return cst == NCSIM_FORMAT ? NCSIM_IO : cst;
+    }
     if (mdl_npy_expect(a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
                        T->ndims, err, errlen) != NCSIM_OK)
         return NCSIM_IO;

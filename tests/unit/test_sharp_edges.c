@@ -54,10 +54,187 @@ static void test_chips_out_of_range_is_one_error(void **state)
     assert_non_null(strstr(text, "t.nca:1:8: error: chip count 65 out of range 1..64"));
 }
 
+/* Whole-tensor HBM operands of any contiguous shape: dimensions over 65,535 are folded. */
+static void test_whole_tensor_operands_fold(void **state)
+{
+    (void)state;
+    const char *text;
+    isa_program_t *p = NULL;
+    /* the issue's case: a 256 MiB fp32 [65536, 1024] tensor as an all_reduce operand */
+    unsigned n = assemble(".hbm x fp32 [65536, 1024] input\n"
+                          ".hbm y fp32 [65536, 1024] output\n"
+                          ".group g = 0, 1\n"
+                          ".core 0..1\n"
+                          ".engine cc\n"
+                          "    all_reduce y, x, op=add, group=g\n",
+                          &text, &p);
+    assert_int_equal(n, 0);
+    assert_non_null(p);
+    const isa_view_t *v = isa_arg_view(p, &isa_instr_args(p, &p->instrs[0])[1]);
+    assert_int_equal(isa_view_elems(v), 65536ull * 1024);
+    for (unsigned d = 0; d < v->ndims; d++)
+        assert_true(v->count[d] <= ISA_MAX_COUNT);
+    isa_program_free(p);
+
+    /* and the data lands in the right order: [3, 70000] -> [210000] through one dma */
+    char cmd[4096];
+    char *out = NULL;
+    const char *dir = tu_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/f.nca", dir);
+    const char *prog = ".hbm x fp32 [3, 70000] input\n"
+                       ".hbm y fp32 [210000] output\n"
+                       ".engine sp\n"
+                       "    dma y, x\n";
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && /usr/bin/python3 -c \"import numpy as np; np.save('x.npy', "
+             "np.arange(210000, dtype=np.float32).reshape(3, 70000))\" && %s run f.nca -q "
+             "--in x=x.npy --out y=y.npy && /usr/bin/python3 -c \"import numpy as np, sys; "
+             "sys.exit(0 if np.array_equal(np.load('y.npy'), np.arange(210000, "
+             "dtype=np.float32)) else 1)\"",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    free(out);
+    assert_int_equal(rc, 0);
+}
+
+/* .npy inputs: Fortran order (np.save(f, a.T)), big-endian, float64/float16 for fp32 tensors
+ * (converted, with a note), other integer widths for integer tensors (when every value fits) */
+static void test_npy_layouts_and_conversions(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/p.nca", dir);
+    const char *prog = ".hbm x fp32 [4, 3] input\n"
+                       ".hbm y fp32 [4, 3] output\n"
+                       ".hbm i i32 [5] input\n"
+                       ".hbm j i32 [5] output\n"
+                       ".engine sp\n"
+                       "    dma y, x\n"
+                       "    dma j, i\n";
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    char cmd[8192];
+    char *out = NULL;
+    /* x as a transposed (Fortran-order) float64 array, i as int64 */
+    snprintf(cmd, sizeof cmd,
+             "(cd %s && /usr/bin/python3 -c \"import numpy as np; "
+             "a = (np.arange(12, dtype=np.float64).reshape(3, 4) + 1/3); np.save('x.npy', a.T); "
+             "np.save('i.npy', np.array([-5, 0, 7, 2**31 - 1, -2**31])); "
+             "np.save('xe.npy', a.T.astype('>f4')); np.save('xh.npy', a.T.astype(np.float16))\" && "
+             "%s run p.nca --in x=x.npy --in i=i.npy --out y=y.npy --out j=j.npy && "
+             "/usr/bin/python3 -c \"import numpy as np, sys; "
+             "a = (np.arange(12, dtype=np.float64).reshape(3, 4) + 1/3); "
+             "ok = np.array_equal(np.load('y.npy'), a.T.astype(np.float32)) and "
+             "np.array_equal(np.load('j.npy'), np.array([-5, 0, 7, 2**31 - 1, -2**31], np.int32)); "
+             "sys.exit(0 if ok else 1)\")",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "note: x.npy holds <f8 data; tensor 'x' (fp32) reads it as <f4 "
+                                "(each value rounded to nearest even)"));
+    assert_non_null(strstr(out, "note: i.npy holds <i8 data; tensor 'i' (i32) reads it as <i4"));
+    free(out);
+    /* big-endian and float16 files give the same result as the float32 they hold */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && for f in xe xh; do %s run p.nca -q --in x=$f.npy --in i=i.npy "
+             "--out y=y_$f.npy || exit 1; done && /usr/bin/python3 -c \"import numpy as np, sys; "
+             "a = (np.arange(12, dtype=np.float64).reshape(3, 4) + 1/3); "
+             "ok = np.array_equal(np.load('y_xe.npy'), a.T.astype(np.float32)) and "
+             "np.array_equal(np.load('y_xh.npy'), a.T.astype(np.float16).astype(np.float32)); "
+             "sys.exit(0 if ok else 1)\"",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 0);
+    free(out);
+    /* an integer that does not fit, and float data for an integer tensor: refused, exit 3 */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && /usr/bin/python3 -c \"import numpy as np; "
+             "np.save('big.npy', np.array([1, 2, 2**31, 4, 5])); "
+             "np.save('fl.npy', np.zeros(5))\" && %s run p.nca -q --in x=x.npy --in i=big.npy",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "big.npy: tensor 'i' is int32, but element 2 of the file is "
+                                "2147483648, which does not fit"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run p.nca -q --in x=x.npy --in i=fl.npy", dir,
+             tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 3);
+    assert_non_null(strstr(out, "fl.npy: tensor 'i' is i32"));
+    free(out);
+}
+
+/* Host memory: a tensor whose random values cannot fit this host is refused with a message
+ * saying how much, exit 4 (not a silent exit or the kernel's OOM killer). */
+static void test_host_memory_message(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.hbm x fp32 [62500, 4000000] input\\n.hbm y fp32 [8] output\\n"
+             ".engine sp\\ndma y, x[0, 0:8]\\n' > huge.nca && "
+             "echo '{\"name\": \"big\", \"base\": \"trn1\", \"hbm\": {\"size_bytes\": "
+             "1100000000000}}' > big.json && %s run huge.nca --random-inputs 1 -q --arch big.json",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    if (rc != 4)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 4);
+    assert_non_null(strstr(out, "out of host memory: 1907348.6 MiB for the random values of "
+                                "tensor 'x'"));
+    free(out);
+}
+
+/* system.semaphores is enforced; a tensor that does not fit another architecture says the
+ * sizes */
+static void test_arch_limits_say_sizes(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.sem a\\n.sem b\\n.sem c\\n.sem d\\n.engine sp\\n"
+             "nop | post d\\n' > sems.nca && %s run sems.nca -q --set system.semaphores=1",
+             dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "the program uses 4 semaphores on every core (semaphore 'b' is "
+                                "number 1), but architecture 'trn1' has system.semaphores = 1"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "cd %s && %s run sems.nca -q --set system.semaphores=4", dir,
+             tu_ncsim());
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.sbuf t fp32 [128, 40000]\\n.engine dve\\nmemset t, 0\\n' > "
+             "sb.nca && %s run sb.nca -q --set sbuf.bytes_per_partition=65536",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "SBUF tensor 't' needs bytes [0, 160000) of each partition, but "
+                                "each SBUF partition has 65536 bytes"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chips_out_of_range_is_one_error),
+        cmocka_unit_test(test_whole_tensor_operands_fold),
+        cmocka_unit_test(test_npy_layouts_and_conversions),
+        cmocka_unit_test(test_host_memory_message),
+        cmocka_unit_test(test_arch_limits_say_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
