@@ -44,7 +44,7 @@ static const char usage_run[] =
     "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
     "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
     "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
-    "  --check LIST              checks during the run: races,uninit,nan,psum,sems or all\n"
+    "  --check LIST              checks during the run: races,uninit,nan,psum,sems,views, all\n"
     "                            (docs/check.md); findings on stderr make the exit code 1\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"

@@ -227,6 +227,30 @@ static void test_arch_limits_say_sizes(void **state)
     free(out);
 }
 
+/* ncsim check: a raw view that starts in one tensor and runs into the next is reported */
+static void test_view_bounds_lint(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char path[512], cmd[4096];
+    char *out = NULL;
+    snprintf(path, sizeof path, "%s/vb.nca", dir);
+    const char *prog = ".hbm x fp32 [64, 64] input @0\n"
+                       ".hbm y fp32 [128, 64] output @16384\n"
+                       ".sbuf a fp32 [128, 64]\n"
+                       ".engine sp\n"
+                       "    dma a, hbm:fp32+0[64x128, 1x64]\n"  /* 128 rows of a 64-row x */
+                       "    dma y[0:64], hbm:fp32+0[64x64, 1x64]\n"; /* inside x: fine */
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s check vb.nca --checks views --json", dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "\"kind\": \"view-bounds\""));
+    assert_non_null(strstr(out, "\"tensor\": \"x\""));
+    assert_non_null(strstr(out, "\"count\": 1,"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_npy_layouts_and_conversions),
         cmocka_unit_test(test_host_memory_message),
         cmocka_unit_test(test_arch_limits_say_sizes),
+        cmocka_unit_test(test_view_bounds_lint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
