@@ -251,6 +251,39 @@ static void test_view_bounds_lint(void **state)
     free(out);
 }
 
+/* Config values are bounded: a value that would overflow the arithmetic is a usage error */
+static void test_config_bounds(void **state)
+{
+    (void)state;
+    static const char *const bad[][2] = {
+        {"dma.piece_overhead_ns=1e30", "dma.piece_overhead_ns = 1e+30: must be at most 1e+08"},
+        {"dma.fixed_cost_ns=1e38", "dma.fixed_cost_ns = 1e+38: must be at most 1e+08"},
+        {"hbm.size_bytes=18446744073709551615", "hbm.size_bytes = 18446744073709551615: must "
+                                                "be at most 1125899906842624"},
+        {"pe.clock_ghz=1e-9", "pe.clock_ghz = 1e-09: must be 0 or at least 0.001"},
+        {"act.latency_cycles=1e300", "act.latency_cycles = 1e+300: must be at most 1e+08"},
+        {"hbm.bandwidth_gbps=1e20", "hbm.bandwidth_gbps = 1e+20: must be at most 1e+07"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[1024];
+        char *out = NULL;
+        snprintf(cmd, sizeof cmd, "%s arch trn1 --set %s", tu_ncsim(), bad[i][0]);
+        int rc = tu_run(cmd, &out);
+        if (rc != 2 || !strstr(out, bad[i][1]))
+            fprintf(stderr, "--set %s: exit %d\n%s\n", bad[i][0], rc, out ? out : "");
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(out, bad[i][1]));
+        free(out);
+    }
+    /* the largest accepted values run (timing-only) without overflow */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s run %s --timing-only -q --set dma.piece_overhead_ns=1e8 --set "
+             "dma.fixed_cost_ns=1e8 --set hbm.size_bytes=1125899906842624",
+             tu_ncsim(), tu_source_path("kernels/tutorial/03_double_buffer.nca"));
+    assert_int_equal(tu_run(cmd, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_host_memory_message),
         cmocka_unit_test(test_arch_limits_say_sizes),
         cmocka_unit_test(test_view_bounds_lint),
+        cmocka_unit_test(test_config_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
