@@ -28,7 +28,16 @@ size_t cli_escape_into(const char *in, size_t n, char *out, size_t cap, int term
 int cli_run(int argc, char **argv);
 /* ncsim report (cli/cmd_report.c) */
 int cli_report(int argc, char **argv);
+/* A statistics file or a trace into a report (report.h), told apart by content. */
+struct trc_report;
+ncsim_status_t cli_report_load(const char *path, struct trc_report *rep, char *err,
+                               size_t errlen);
+/* ncsim diff (cli/cmd_diff.c) */
+int cli_diff(int argc, char **argv);
 /* ncsim check (cli/cmd_check.c) */
 int cli_check(int argc, char **argv);
+/* ncsim validate, ncsim fit (cli/cmd_validate.c) */
+int cli_validate(int argc, char **argv);
+int cli_fit(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@
 #include "arch.h"
 #include "checker.h"
 #include "cli.h"
+#include "dump.h"
 #include "load.h"
 #include "npy.h"
 #include "outputs.h"
@@ -35,6 +36,10 @@ static const char usage_run[] =
     "                            e.g. --set hbm.bandwidth_gbps=1200\n"
     "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
     "  --out NAME=FILE.npy       write an output/inout tensor after the run (repeatable)\n"
+    "  --dump NAME[@CORE]=FILE.npy  write any tensor (HBM input/output/scratch, SBUF or\n"
+    "                            PSUM of core CORE, default 0) after the run (repeatable)\n"
+    "  --dump-at LINE            take the --dump files when the first instruction of source\n"
+    "                            line LINE has taken effect instead (docs/explain.md)\n"
     "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
     "  --timing-only             model time only, skip arithmetic (fastest)\n"
     "  --stats FILE.json         write the statistics (with the resolved config)\n"
@@ -189,11 +194,14 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
 int cli_run(int argc, char **argv)
 {
     enum { O_ARCH = 256, O_SET, O_IN, O_OUT, O_RANDOM, O_TIMING, O_TRACE, O_STATS, O_CHECK,
-           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES };
+           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES, O_DUMP,
+           O_DUMP_AT };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
                                          {"set", required_argument, 0, O_SET},
                                          {"in", required_argument, 0, O_IN},
                                          {"out", required_argument, 0, O_OUT},
+                                         {"dump", required_argument, 0, O_DUMP},
+                                         {"dump-at", required_argument, 0, O_DUMP_AT},
                                          {"random-inputs", required_argument, 0, O_RANDOM},
                                          {"timing-only", no_argument, 0, O_TIMING},
                                          {"trace", required_argument, 0, O_TRACE},
@@ -222,6 +230,9 @@ int cli_run(int argc, char **argv)
     chk_t *chk = NULL;
     uint64_t seed = 0, random_seed = 0;
     progress_t progress = PROGRESS_AUTO;
+    cli_dumps_t dumps; /* --dump, --dump-at: cli/dump.c */
+    memset(&dumps, 0, sizeof dumps);
+    char derr[512];
     int c;
     char *end;
     optind = 1;
@@ -247,6 +258,14 @@ int cli_run(int argc, char **argv)
             (*n)++;
             break;
         }
+        case O_DUMP:
+        case O_DUMP_AT:
+            if ((c == O_DUMP ? cli_dump_parse(&dumps, optarg, derr, sizeof derr)
+                             : cli_dump_parse_line(&dumps, optarg, derr, sizeof derr))) {
+                fprintf(stderr, "ncsim run: %s\n", derr);
+                return 2;
+            }
+            break;
         case O_RANDOM:
             errno = 0;
             random_seed = strtoull(optarg, &end, 0);
@@ -337,6 +356,8 @@ int cli_run(int argc, char **argv)
             return 2;
     if (trace_path && cli_outputs_add(&outputs, trace_path, "--trace"))
         return 2;
+    if (cli_dumps_register(&dumps, &outputs))
+        return 2;
     if (stats_path && strcmp(stats_path, "-") != 0) {
         /* the resolved architecture config beside the statistics (gem5's config.json):
          * STATS.json -> STATS.config.json */
@@ -412,6 +433,11 @@ int cli_run(int argc, char **argv)
     if (timing_only && (nins || nouts)) {
         fprintf(stderr, "ncsim run: --in and --out need a functional run (drop "
                         "--timing-only)\n");
+        rc = 2;
+        goto out;
+    }
+    if (cli_dumps_resolve(&dumps, prog, timing_only, derr, sizeof derr)) {
+        fprintf(stderr, "ncsim run: %s\n", derr);
         rc = 2;
         goto out;
     }
@@ -521,7 +547,7 @@ int cli_run(int argc, char **argv)
         }
         so.trace = sim_trace_sink(trace);
     }
-    so.observer = chk ? chk_observer(chk) : NULL;
+    so.observer = cli_dumps_observer(&dumps, chk ? chk_observer(chk) : NULL);
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", err);
@@ -601,6 +627,11 @@ int cli_run(int argc, char **argv)
     if (st != NCSIM_OK) {
         fputs(sim_error(s), stderr);
         rc = cli_exit(st);
+    }
+    if (dumps.n) { /* also after a run-time error: the state it stopped in */
+        int drc = cli_dumps_finish(&dumps, s);
+        if (drc && !rc)
+            rc = drc;
     }
     if (chk) { /* findings of --check: stderr, exit code 1 */
         chk_print(chk, stderr, 50);

@@ -31,9 +31,13 @@ static const char usage_main[] =
     "  dis PROG.ncx [-o OUT.nca]     disassemble to text that assembles back identically\n"
     "  run PROG [options]            simulate a program (.nca or .ncx)\n"
     "  check PROG [options]          static checks plus a run with every optional check on\n"
-    "  report STATS.json|TRACE       summarise a run\n"
-    "  viz TRACE [--png OUT.png]     trace viewer\n"
+    "  report STATS.json|TRACE       summarise a run: verdict, engines, critical path;\n"
+    "                                --by-line: where the time went per source line\n"
+    "  diff A B                      compare two runs (statistics files or traces)\n"
+    "  viz TRACE [B] [--png OUT.png] trace viewer (two traces: compared on one time axis)\n"
     "  sweep SPEC.json [options]     architecture sweep\n"
+    "  validate MANIFEST.json        compare simulated figures with measured ones\n"
+    "  fit MANIFEST.json --key K=LO:HI  fit config keys to a manifest's measurements\n"
     "  arch [NAME]                   list presets, or print one resolved config as JSON\n"
     "\n"
     "`ncsim COMMAND --help` describes a command's options.\n"
@@ -235,9 +239,9 @@ static int cmd_arch(int argc, char **argv)
             mdl_arch_t a;
             char err[512];
             if (mdl_arch_load(names[i], &a, err, sizeof err) == NCSIM_OK)
-                printf("%-12s %s\n", names[i], a.description);
+                printf("%-14s %s\n", names[i], a.description);
             else
-                printf("%-12s (cannot load: %s)\n", names[i], err);
+                printf("%-14s (cannot load: %s)\n", names[i], err);
         }
         return 0;
     }
@@ -292,6 +296,8 @@ int main(int argc, char **argv)
         return cli_run(sub_argc, sub_argv);
     if (strcmp(cmd, "report") == 0)
         return cli_report(sub_argc, sub_argv);
+    if (strcmp(cmd, "diff") == 0)
+        return cli_diff(sub_argc, sub_argv);
     if (strcmp(cmd, "check") == 0)
         return cli_check(sub_argc, sub_argv);
     if (strcmp(cmd, "viz") == 0) {
@@ -305,6 +311,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "sweep") == 0)
         return cli_sweep(sub_argc, sub_argv);
+    if (strcmp(cmd, "validate") == 0)
+        return cli_validate(sub_argc, sub_argv);
+    if (strcmp(cmd, "fit") == 0)
+        return cli_fit(sub_argc, sub_argv);
     fprintf(stderr, "ncsim: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

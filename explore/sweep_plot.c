@@ -223,9 +223,10 @@ static int text_width(const char *s)
     return n ? (int)n * ADVANCE * SCALE - SCALE : 0;
 }
 
-/* Text with its top-left corner at (x, y); `vertical` runs it upwards from (x, y) as the
- * bottom-left corner, for the y axis label. */
-static void draw_text(canvas_t *c, int x, int y, const char *s, rgb_t col, int vertical)
+/* Text with its top-left corner at (x, y) at `scale` pixels per font dot; `vertical` runs it
+ * upwards from (x, y) as the bottom-left corner, for the y axis label. */
+static void draw_text_scaled(canvas_t *c, int x, int y, const char *s, rgb_t col, int vertical,
+                             int scale)
 {
     for (int i = 0; s[i]; i++) {
         uint8_t g[CELL_H];
@@ -235,15 +236,20 @@ static void draw_text(canvas_t *c, int x, int y, const char *s, rgb_t col, int v
                 if (!(g[row] & (0x10 >> colm)))
                     continue;
                 int gx = i * ADVANCE + colm, gy = row;
-                for (int a = 0; a < SCALE; a++)
-                    for (int b = 0; b < SCALE; b++) {
+                for (int a = 0; a < scale; a++)
+                    for (int b = 0; b < scale; b++) {
                         if (vertical)
-                            put(c, x + gy * SCALE + b, y - gx * SCALE - a, col);
+                            put(c, x + gy * scale + b, y - gx * scale - a, col);
                         else
-                            put(c, x + gx * SCALE + a, y + gy * SCALE + b, col);
+                            put(c, x + gx * scale + a, y + gy * scale + b, col);
                     }
             }
     }
+}
+
+static void draw_text(canvas_t *c, int x, int y, const char *s, rgb_t col, int vertical)
+{
+    draw_text_scaled(c, x, y, s, col, vertical, SCALE);
 }
 
 /* ---- CSV ---------------------------------------------------------------------------------- */
@@ -762,6 +768,194 @@ out:
     free(ser);
     free(cv.px);
     csv_free(&t);
+    return st;
+}
+
+/* ---- scatter ------------------------------------------------------------------------------ */
+
+typedef struct box {
+    int x0, y0, x1, y1;
+} box_t;
+
+static int boxes_overlap(const box_t *a, const box_t *b)
+{
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* A line through the plot area of y = k x (log axes with the same range), clipped to it. */
+static void ratio_line(canvas_t *cv, const axis_t *ax, int left, int right, int top, int bottom,
+                       double k, int thick, rgb_t col, int dashed)
+{
+    double lk = log10(k);
+    /* in axis units t = log10(v): y = x + lk; clip x to [lo, hi] and y to [lo, hi] */
+    double x0 = fmax(ax->lo, ax->lo - lk), x1 = fmin(ax->hi, ax->hi - lk);
+    if (x1 <= x0)
+        return;
+    int steps = dashed ? 40 : 1;
+    for (int i = 0; i < steps; i += dashed ? 2 : 1) {
+        double a = x0 + (x1 - x0) * i / steps, b = x0 + (x1 - x0) * (i + 1) / steps;
+        int px0 = left + (int)lround((a - ax->lo) / (ax->hi - ax->lo) * (right - left));
+        int px1 = left + (int)lround((b - ax->lo) / (ax->hi - ax->lo) * (right - left));
+        int py0 = bottom - (int)lround((a + lk - ax->lo) / (ax->hi - ax->lo) * (bottom - top));
+        int py1 = bottom - (int)lround((b + lk - ax->lo) / (ax->hi - ax->lo) * (bottom - top));
+        line(cv, px0, py0, px1, py1, thick, col);
+    }
+}
+
+ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
+                                const sim_scatter_options_t *o, const char *png_path,
+                                char *err, size_t errlen)
+{
+    if (!n) {
+        set_err(err, errlen, "no points to plot");
+        return NCSIM_USAGE;
+    }
+    double mn = INFINITY, mx = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        if (!(pts[i].x > 0) || !(pts[i].y > 0) || !isfinite(pts[i].x) || !isfinite(pts[i].y)) {
+            set_err(err, errlen, "point '%s': a logarithmic plot needs positive values",
+                    pts[i].label ? pts[i].label : "?");
+            return NCSIM_USAGE;
+        }
+        mn = fmin(mn, fmin(pts[i].x, pts[i].y));
+        mx = fmax(mx, fmax(pts[i].x, pts[i].y));
+    }
+    int W = o->width ? (int)o->width : 960, H = o->height ? (int)o->height : 860;
+    int line_h = (CELL_H + 2) * SCALE;
+    int left = 40 + 9 * ADVANCE * SCALE, right = W - 30;
+    int top = 20 + 2 * line_h, bottom = H - (20 + 3 * line_h);
+    if (right - left < 100 || bottom - top < 100) {
+        set_err(err, errlen, "the picture is too small for the plot");
+        return NCSIM_USAGE;
+    }
+    canvas_t cv = {W, H, malloc((size_t)W * (size_t)H * 3)};
+    box_t *boxes = calloc(n + 8, sizeof *boxes);
+    if (!cv.px || !boxes) {
+        free(cv.px);
+        free(boxes);
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    memset(cv.px, 255, (size_t)W * (size_t)H * 3);
+    const rgb_t black = {0, 0, 0}, grid = {225, 225, 225}, dark = {60, 60, 60},
+                band = {150, 150, 150}, good = {44, 160, 44}, bad = {214, 39, 40};
+    axis_t ax = {0};
+    ax.log = 1;
+    axis_fit(&ax, mn, mx, 8);
+    char buf[64];
+    int label_end = INT32_MIN, label_top = INT32_MAX;
+    for (int i = 0; i < ax.nticks; i++) {
+        double t = axis_pos(&ax, ax.ticks[i]);
+        int px = left + (int)lround(t * (right - left));
+        int py = bottom - (int)lround(t * (bottom - top));
+        line(&cv, px, top, px, bottom, 1, grid);
+        line(&cv, left, py, right, py, 1, grid);
+        line(&cv, px, bottom, px, bottom + 6, 1, black);
+        line(&cv, left - 6, py, left, py, 1, black);
+        tick_label(&ax, ax.ticks[i], buf, sizeof buf);
+        int lx = px - text_width(buf) / 2;
+        if (lx > label_end + ADVANCE * SCALE) {
+            draw_text(&cv, lx, bottom + 10, buf, dark, 0);
+            label_end = lx + text_width(buf);
+        }
+        int ly = py - GLYPH_H * SCALE / 2;
+        if (ly + CELL_H * SCALE < label_top) {
+            draw_text(&cv, left - 10 - text_width(buf), ly, buf, dark, 0);
+            label_top = ly;
+        }
+    }
+    line(&cv, left, top, left, bottom, 2, black);
+    line(&cv, left, bottom, right, bottom, 2, black);
+    line(&cv, left, top, right, top, 1, dark);
+    line(&cv, right, top, right, bottom, 1, dark);
+    ratio_line(&cv, &ax, left, right, top, bottom, 1.0, 2, black, 0);
+    if (o->band > 0) {
+        ratio_line(&cv, &ax, left, right, top, bottom, 1.0 + o->band, 1, band, 1);
+        if (o->band < 1)
+            ratio_line(&cv, &ax, left, right, top, bottom, 1.0 - o->band, 1, band, 1);
+    }
+    char label[256];
+    snprintf(label, sizeof label, "%s (log scale)", o->xlabel ? o->xlabel : "x");
+    draw_text(&cv, (left + right - text_width(label)) / 2, bottom + 10 + line_h + 8, label,
+              black, 0);
+    snprintf(label, sizeof label, "%s (log scale)", o->ylabel ? o->ylabel : "y");
+    draw_text(&cv, 14, (top + bottom + text_width(label)) / 2, label, black, 1);
+    if (o->title)
+        draw_text(&cv, (left + right - text_width(o->title)) / 2, 16, o->title, black, 0);
+
+    /* legend in the upper left corner, where y = x leaves room (points sit near the diagonal) */
+    size_t nbox = 0;
+    {
+        int lx = left + 14, ly = top + 12;
+        line(&cv, lx, ly + GLYPH_H, lx + 24, ly + GLYPH_H, 2, black);
+        draw_text(&cv, lx + 32, ly, "simulated = measured", black, 0);
+        ly += line_h;
+        if (o->band > 0) {
+            for (int d = 0; d < 24; d += 6)
+                line(&cv, lx + d, ly + GLYPH_H, lx + d + 3, ly + GLYPH_H, 1, band);
+            snprintf(label, sizeof label, "+-%.0f%% band", 100.0 * o->band);
+            draw_text(&cv, lx + 32, ly, label, black, 0);
+            ly += line_h;
+        }
+        disc(&cv, lx + 12, ly + GLYPH_H, 4, good);
+        draw_text(&cv, lx + 32, ly, "inside its band", black, 0);
+        ly += line_h;
+        disc(&cv, lx + 12, ly + GLYPH_H, 4, bad);
+        draw_text(&cv, lx + 32, ly, "outside its band", black, 0);
+        ly += line_h;
+        boxes[nbox++] = (box_t){lx - 4, top + 8, lx + 32 + text_width("simulated = measured") + 4,
+                                ly};
+    }
+    /* points, then labels at the first free place: right, left, above, below */
+    int *px = calloc(n, sizeof *px), *py = calloc(n, sizeof *py);
+    box_t *pboxes = calloc(n, sizeof *pboxes);
+    if (!px || !py || !pboxes) {
+        free(px);
+        free(py);
+        free(pboxes);
+        free(cv.px);
+        free(boxes);
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        px[i] = left + (int)lround(axis_pos(&ax, pts[i].x) * (right - left));
+        py[i] = bottom - (int)lround(axis_pos(&ax, pts[i].y) * (bottom - top));
+        disc(&cv, px[i], py[i], 5, pts[i].good ? good : bad);
+        pboxes[i] = (box_t){px[i] - 5, py[i] - 5, px[i] + 6, py[i] + 6};
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!pts[i].label)
+            continue;
+        int tw = (int)strlen(pts[i].label) * ADVANCE - 1, th = CELL_H;
+        box_t cand[4] = {
+            {px[i] + 8, py[i] - th / 2, px[i] + 8 + tw, py[i] - th / 2 + th},
+            {px[i] - 8 - tw, py[i] - th / 2, px[i] - 8, py[i] - th / 2 + th},
+            {px[i] - tw / 2, py[i] - 8 - th, px[i] - tw / 2 + tw, py[i] - 8},
+            {px[i] - tw / 2, py[i] + 8, px[i] - tw / 2 + tw, py[i] + 8 + th}};
+        int pick = 0;
+        for (int c = 0; c < 4; c++) {
+            int clash = cand[c].x0 < left || cand[c].x1 > right || cand[c].y0 < top ||
+                        cand[c].y1 > bottom;
+            for (size_t b = 0; !clash && b < nbox; b++)
+                clash = boxes_overlap(&cand[c], &boxes[b]);
+            for (size_t b = 0; !clash && b < n; b++)
+                clash = b != i && boxes_overlap(&cand[c], &pboxes[b]);
+            if (!clash) {
+                pick = c;
+                break;
+            }
+        }
+        draw_text_scaled(&cv, cand[pick].x0, cand[pick].y0, pts[i].label, dark, 0, 1);
+        if (nbox < n + 8)
+            boxes[nbox++] = cand[pick];
+    }
+    free(px);
+    free(py);
+    free(pboxes);
+    ncsim_status_t st = write_png(&cv, png_path, err, errlen);
+    free(cv.px);
+    free(boxes);
     return st;
 }
 

@@ -78,6 +78,9 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(link, links_per_chip, U32, link.links_per_chip)                                             \
     XX(link, bandwidth_gbps, F64, link.bandwidth_gbps)                                             \
     XX(link, hop_latency_ns, F64, link.hop_latency_ns)                                             \
+    XX(efa, instances, U32, efa.instances)                                                         \
+    XX(efa, bandwidth_gbits, F64, efa.bandwidth_gbits)                                             \
+    XX(efa, latency_ns, F64, efa.latency_ns)                                                       \
     XX(cc, algorithm, CC_ALGORITHM, cc.algorithm)                                                  \
     XX(cc, step_latency_ns, F64, cc.step_latency_ns)                                               \
     XX(cc, packet_bytes, U64, cc.packet_bytes)
@@ -634,7 +637,7 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
         if (!is_section(key)) {
             set_err(err, errlen,
                     "%s: unknown section '%s' (sections: system pe act dve pool sp costs sbuf "
-                    "psum hbm dma link cc; also name, description, base, sources)",
+                    "psum hbm dma link efa cc; also name, description, base, sources)",
                     src->display, key);
             return NCSIM_USAGE;
         }
@@ -839,10 +842,15 @@ const char *mdl_arch_preset_dir(void)
 
 /* ---- Validation ----------------------------------------------------------------------------- */
 
-/* Distinct neighbours of a chip: the links it needs. */
+uint32_t mdl_arch_chips_per_instance(const mdl_arch_t *a)
+{
+    return a->efa.instances > 1 ? a->chips / a->efa.instances : a->chips;
+}
+
+/* Distinct neighbours of a chip within its instance: the links it needs. */
 static uint32_t neighbours(const mdl_arch_t *a)
 {
-    uint32_t n = a->chips;
+    uint32_t n = mdl_arch_chips_per_instance(a);
     switch (a->link.topology) {
     case MDL_TOPO_RING:
         return n <= 1 ? 0 : (n == 2 ? 1 : 2);
@@ -994,20 +1002,36 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
     CHECK(a->dma.min_efficient_bytes >= 1, "dma.min_efficient_bytes = %g: must be >= 1",
           a->dma.min_efficient_bytes);
 
-    if (a->link.topology == MDL_TOPO_TORUS2D)
-        CHECK(a->link.torus_x >= 1 && a->link.torus_y >= 1 &&
-                  (uint64_t)a->link.torus_x * a->link.torus_y == a->chips,
-              "link.torus_x * link.torus_y = %u x %u: must equal system.chips (%u) for a "
-              "torus2d topology",
-              a->link.torus_x, a->link.torus_y, a->chips);
-    if (a->chips > 1) {
+    CHECK(a->efa.instances >= 1 && a->chips % a->efa.instances == 0,
+          "efa.instances = %u: must be at least 1 and divide system.chips (%u) evenly",
+          a->efa.instances, a->chips);
+    if (a->efa.instances > 1)
+        CHECK(a->efa.bandwidth_gbits > 0,
+              "efa.bandwidth_gbits = %g: must be > 0 with %u instances", a->efa.bandwidth_gbits,
+              a->efa.instances);
+    uint32_t per_instance = mdl_arch_chips_per_instance(a);
+    if (a->link.topology == MDL_TOPO_TORUS2D) {
+        if (a->efa.instances > 1)
+            CHECK(a->link.torus_x >= 1 && a->link.torus_y >= 1 &&
+                      (uint64_t)a->link.torus_x * a->link.torus_y == per_instance,
+                  "link.torus_x * link.torus_y = %u x %u: must equal the chips of one instance "
+                  "(system.chips / efa.instances = %u / %u = %u) for a torus2d topology",
+                  a->link.torus_x, a->link.torus_y, a->chips, a->efa.instances, per_instance);
+        else
+            CHECK(a->link.torus_x >= 1 && a->link.torus_y >= 1 &&
+                      (uint64_t)a->link.torus_x * a->link.torus_y == a->chips,
+                  "link.torus_x * link.torus_y = %u x %u: must equal system.chips (%u) for a "
+                  "torus2d topology",
+                  a->link.torus_x, a->link.torus_y, a->chips);
+    }
+    if (per_instance > 1) {
         uint32_t need = neighbours(a);
         CHECK(a->link.links_per_chip >= need,
               "link.links_per_chip = %u: a %s of %u chips needs %u links per chip (one per "
               "neighbour)",
-              a->link.links_per_chip, topology_names[a->link.topology], a->chips, need);
+              a->link.links_per_chip, topology_names[a->link.topology], per_instance, need);
         CHECK(a->link.bandwidth_gbps > 0, "link.bandwidth_gbps = %g: must be > 0 with %u chips",
-              a->link.bandwidth_gbps, a->chips);
+              a->link.bandwidth_gbps, per_instance);
     }
     CHECK(a->cc.packet_bytes >= 1, "cc.packet_bytes: must be >= 1");
     return NCSIM_OK;

@@ -115,6 +115,15 @@ typedef struct mdl_arch {
         double hop_latency_ns;
     } link;
 
+    /* "efa": instances joined by Elastic Fabric Adapter (the network between instances). The
+     * system's chips are split evenly among the instances; the NeuronLink topology ("link")
+     * describes the chips of one instance. */
+    struct {
+        uint32_t instances;          /* instances in the system (1: no network crossing) */
+        double bandwidth_gbits;      /* network bandwidth per instance, per direction, Gbit/s */
+        double latency_ns;           /* added to a collective step that crosses instances */
+    } efa;
+
     /* "cc": collective engine */
     struct {
         mdl_cc_algorithm_t algorithm;
@@ -150,6 +159,8 @@ const char *const *mdl_arch_preset_names(void);
 /* $NCSIM_PRESET_DIR when set (presets found there take precedence over the built-in copies),
  * else NULL: the presets compiled into the library are used. */
 const char *mdl_arch_preset_dir(void);
+/* Chips per instance: system.chips / efa.instances. */
+uint32_t mdl_arch_chips_per_instance(const mdl_arch_t *arch);
 /* Memory geometry for the assembler and loader. */
 void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g);
 

@@ -20,11 +20,13 @@
  *    streams at 1/stride_penalty_factor bandwidth; the N-proportional term of the formula is
  *    multiplied by the worst operand's factor.
  *
- * Hot path: no allocation, no strings, no libm; a switch over the opcodes of ops.def with no
+ * Hot path (mdl_cost_instr): no allocation, no strings, no libm; the breakdown
+ * (mdl_cost_explain) records its terms only when asked; a switch over the opcodes of ops.def with no
  * default, so a new row in ops.def fails the -Werror build until it has a cost here.
  */
 #include "cost.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- operand slot numbers: positions in the signatures of isa/ops.def ---------------------- */
@@ -255,6 +257,63 @@ static unsigned reduction_levels(uint32_t n)
     return levels ? levels : 1;
 }
 
+/* ---- breakdowns (mdl_cost_explain): recorded only when asked, T == NULL costs a test ---- */
+
+static void term(mdl_cost_terms_t *T, const char *name, double v, const char *note)
+{
+    if (!T || T->n == MDL_COST_MAX_TERMS)
+        return;
+    T->t[T->n].name = name;
+    T->t[T->n].value = v;
+    T->t[T->n].note = note;
+    T->n++;
+}
+
+static const char *stride_note(double s)
+{
+    return s > 1.0 ? "an operand's innermost stride exceeds costs.stride_penalty_bytes" : NULL;
+}
+
+static const char *pe_dtype_note(const isa_view_t *v)
+{
+    if (!v)
+        return NULL;
+    switch ((isa_dtype_t)v->dtype) {
+    case ISA_DT_FP32:
+        return "fp32: pe.fp32_factor";
+    case ISA_DT_FP8E4:
+    case ISA_DT_FP8E5:
+    case ISA_DT_FP8E3:
+        return "fp8: pe.fp8_factor";
+    default:
+        return NULL;
+    }
+}
+
+/*
+ * The terms of stream_cycles(a, e, k x n x s): pool "GPSIMD_START + k N s", act/dve
+ * "max(MIN_II, k N s)"; k is left out of the formula when it is 1 with no reason.
+ */
+static void explain_stream(mdl_cost_terms_t *T, const mdl_arch_t *a, isa_engine_t e, double k,
+                           const char *knote, double n, double s)
+{
+    if (!T)
+        return;
+    int with_k = k != 1.0 || knote;
+    if (e == ISA_ENGINE_POOL) {
+        T->ii = with_k ? "II = {GPSIMD_START} + {k} x {N} x {s}" : "II = {GPSIMD_START} + {N} x {s}";
+        term(T, "GPSIMD_START", a->costs.gpsimd_start_cycles, NULL);
+    } else {
+        const mdl_engine_cfg_t *cfg = compute_cfg(a, e);
+        T->ii = with_k ? "II = max({MIN_II}, {k} x {N} x {s})" : "II = max({MIN_II}, {N} x {s})";
+        term(T, "MIN_II", cfg ? cfg->min_ii_cycles : 0.0, NULL);
+    }
+    if (with_k)
+        term(T, "k", k, knote);
+    term(T, "N", n, NULL);
+    term(T, "s", s, stride_note(s));
+}
+
 /* Cost kinds of mdl_cost_instr, which set latency differently. */
 typedef enum cost_kind {
     KIND_ISSUE,   /* sequencer-only: nop, dma trigger, collectives */
@@ -276,8 +335,8 @@ static double array_passes(const mdl_arch_t *a, uint64_t k, uint64_t m)
     return (double)(pr * pc);
 }
 
-void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
-                    uint32_t stationary_cols, mdl_cost_t *out)
+static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                       uint32_t stationary_cols, mdl_cost_t *out, mdl_cost_terms_t *T)
 {
     memset(out, 0, sizeof *out);
     isa_engine_t eng = (isa_engine_t)in->engine;
@@ -308,6 +367,16 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         cycles = max_d(a->pe.mm_init_latency_cycles, n * acc.stride) /
                  a->pe.ldweights_speedup * pe_dtype_factor(a, stat) *
                  array_passes(a, stat ? stat->pcount : 0, free_elems(stat));
+        if (T) {
+            T->ii = "II = max({MM_INIT}, {M} x {s}) / {speedup} x {f} x {passes}";
+            term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+            term(T, "M", n, "STAT free size");
+            term(T, "s", acc.stride, stride_note(acc.stride));
+            term(T, "speedup", a->pe.ldweights_speedup, "pe.ldweights_speedup");
+            term(T, "f", pe_dtype_factor(a, stat), pe_dtype_note(stat));
+            term(T, "passes", array_passes(a, stat ? stat->pcount : 0, free_elems(stat)),
+                 "PE array passes");
+        }
         break;
     }
     case ISA_OP_MATMUL: {
@@ -335,6 +404,16 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                  pe_dtype_factor(a, mov) * array_passes(a, k, (uint64_t)m_stat);
         out->flops = 2u * k * m * free_elems(mov);
         out->hw_flops = out->flops;
+        if (T) {
+            T->ii = "II = max(min({MM_INIT}, {M}), {N} x {s}) x {f} x {passes}";
+            term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+            term(T, "M", m_stat,
+                 stationary_cols ? "columns of the loaded weights" : "D's partitions");
+            term(T, "N", n, "MOV free size");
+            term(T, "s", acc.stride, stride_note(acc.stride));
+            term(T, "f", pe_dtype_factor(a, mov), pe_dtype_note(mov));
+            term(T, "passes", array_passes(a, k, (uint64_t)m_stat), "PE array passes");
+        }
         break;
     }
     case ISA_OP_TRANSPOSE:
@@ -358,10 +437,21 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                      array_passes(a, src ? src->pcount : 0, free_elems(src));
             uint64_t pu = src ? src->pcount : 0;
             out->hw_flops = 2u * pu * pu * free_elems(src);
+            if (T) {
+                T->ii = "II = max({P}, min({MM_INIT}, {F})) x {s} x {f} x {passes}";
+                term(T, "P", pp, "SRC partitions");
+                term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+                term(T, "F", n, "SRC free size");
+                term(T, "s", acc.stride, stride_note(acc.stride));
+                term(T, "f", pe_dtype_factor(a, src), pe_dtype_note(src));
+                term(T, "passes", array_passes(a, src ? src->pcount : 0, free_elems(src)),
+                     "PE array passes");
+            }
         } else {
             /* nc_transpose on VectorE [ISA-OLD]: max(MIN_II, N). */
             n = (double)free_elems(src);
             cycles = stream_cycles(a, eng, n * acc.stride);
+            explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         }
         break;
 
@@ -387,6 +477,12 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         cycles = stream_cycles(a, eng, n * acc.stride);
         if (sum || sumacc)
             cycles += a->costs.act_reduce_cycles;
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
+        if (T && (sum || sumacc)) {
+            T->ii = eng == ISA_ENGINE_POOL ? "II = {GPSIMD_START} + {N} x {s} + {reduce}"
+                                           : "II = max({MIN_II}, {N} x {s}) + {reduce}";
+            term(T, "reduce", a->costs.act_reduce_cycles, "sum=/sumacc=: costs.act_reduce_cycles");
+        }
         break;
     }
 
@@ -420,6 +516,13 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                             unit_stride(x) && unit_stride(y) && unit_stride(d);
             if (mixed || fast_bf16)
                 k = 1.0;
+            explain_stream(T, a, eng, k,
+                           mixed       ? "one input in PSUM, one in SBUF"
+                           : fast_bf16 ? "bf16 add/multiply/subtract fast path"
+                                       : "2 inputs through the SBUF read stream",
+                           n, acc.stride);
+        } else {
+            explain_stream(T, a, eng, k, "2 inputs", n, acc.stride);
         }
         cycles = stream_cycles(a, eng, k * n * acc.stride);
         break;
@@ -435,6 +538,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * acc.stride);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_TENSOR_COPY:
         /* tensor_copy [ISA-OLD]: max(MIN_II, N) on V/S; GPSIMD_START + N on pool. */
@@ -444,6 +548,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * acc.stride);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_MEMSET: {
         /*
@@ -460,6 +565,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
             (is_dtype(d, ISA_DT_BF16) || is_dtype(d, ISA_DT_FP16)))
             k = 0.5;
         cycles = stream_cycles(a, eng, k * n * acc.stride);
+        explain_stream(T, a, eng, k, k < 1.0 ? "zero into bf16/fp16" : NULL, n, acc.stride);
         break;
     }
 
@@ -482,6 +588,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                    slot_int(args, STT_OP0) == ISA_ALU_SUBTRACT &&
                    slot_int(args, STT_OP1) == ISA_ALU_MULTIPLY && nu % 2u == 0;
         cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride);
+        explain_stream(T, a, eng, fast ? 1.0 : 2.0,
+                       fast ? "bf16 subtract-multiply, N even" : "2 tensor inputs", n,
+                       acc.stride);
         break;
     }
     case ISA_OP_TENSOR_REDUCE: {
@@ -496,6 +605,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
                    (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
         cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride);
+        explain_stream(T, a, eng, fast ? 0.5 : 1.0, fast ? "bf16 add/max" : NULL, n,
+                       acc.stride);
         break;
     }
     case ISA_OP_TENSOR_SCAN:
@@ -508,6 +619,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, 2.0 * n * acc.stride);
+        explain_stream(T, a, eng, 2.0, "scan: 2 passes", n, acc.stride);
         break;
     case ISA_OP_SELECT: {
         /* tensor_copy_predicated [ISA-OLD]: max(MIN_II, N) if the predicate or the source
@@ -521,6 +633,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         n = (double)free_elems(d);
         int psum = in_space(pred, ISA_SPACE_PSUM) || in_space(x, ISA_SPACE_PSUM);
         cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride);
+        explain_stream(T, a, eng, psum ? 1.0 : 2.0,
+                       psum ? "an input in PSUM" : "predicate and source both in SBUF", n,
+                       acc.stride);
         break;
     }
     case ISA_OP_RECIPROCAL:
@@ -531,6 +646,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride);
+        explain_stream(T, a, eng, a->costs.dve_reciprocal_factor, "costs.dve_reciprocal_factor",
+                       n, acc.stride);
         break;
     case ISA_OP_BN_AGGR:
         /* bn_aggr [ISA-OLD]: max(MIN_II, 13 (N/3)): bn_aggr_factor cycles per bn_stats
@@ -541,6 +658,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride);
+        explain_stream(T, a, eng, a->costs.bn_aggr_factor / 3.0,
+                       "costs.bn_aggr_factor per bn_stats triple of 3", n, acc.stride);
         break;
     case ISA_OP_BN_STATS:  /* [ISA-OLD] max(MIN_II, N) */
     case ISA_OP_SHUFFLE:   /* nc_stream_shuffle [ISA-OLD] max(MIN_II, N) */
@@ -554,6 +673,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * acc.stride);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_FIND_INDEX8:     /* nc_find_index8 [ISA-OLD]: N, floored at MIN_II */
     case ISA_OP_MATCH_REPLACE8:  /* [ISA-OLD] printed min(MIN_II, N), a typo for max */
@@ -564,6 +684,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * acc.stride);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
 
     /* ---- GpSimd engine ------------------------------------------------------------------ */
@@ -573,6 +694,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
         cycles = stream_cycles(a, eng, n * acc.stride);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_AFFINE_SELECT:
         /* affine_select [ISA-OLD]: GPSIMD_START + N. */
@@ -582,6 +704,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * acc.stride);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_PARTITION_REDUCE:
         /*
@@ -597,6 +720,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * (double)reduction_levels(src ? src->pcount : 1u) *
                                             acc.stride);
+        explain_stream(T, a, eng, (double)reduction_levels(src ? src->pcount : 1u),
+                       "tree levels: ceil(log2 P)", n, acc.stride);
         break;
 
     /* ---- sequencer-only instructions ---------------------------------------------------- */
@@ -616,6 +741,12 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
          * engine's cost is not published: assumption in the preset). */
         kind = KIND_ISSUE;
         cycles = a->sp.issue_cycles;
+        if (T) {
+            T->ii = "II = {issue}";
+            term(T, "issue", a->sp.issue_cycles,
+                 op == ISA_OP_DMA ? "sp.issue_cycles: the trigger; the transfer is on its queue"
+                                  : "sp.issue_cycles");
+        }
         break;
     }
 
@@ -624,16 +755,121 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
     if (kind == KIND_PE) {
         /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (assumption). */
         lat_cycles += a->pe.latency_cycles;
+        if (T) {
+            T->latency = "latency = II + {pipeline}";
+            term(T, "pipeline", a->pe.latency_cycles, "pe.latency_cycles");
+        }
     } else if (kind == KIND_STREAM) {
         /* Static access overhead (~60 cycles, ARCH) and pipeline latency on completion, not
          * on II: paid by dependents, hidden between independent instructions. */
         const mdl_engine_cfg_t *cfg = compute_cfg(a, eng);
         if (cfg)
             lat_cycles += cfg->static_overhead_cycles + cfg->latency_cycles;
+        if (T && cfg) {
+            T->latency = "latency = II + {static} + {pipeline}";
+            term(T, "static", cfg->static_overhead_cycles, "static access overhead");
+            term(T, "pipeline", cfg->latency_cycles, "pipeline latency");
+        }
+    } else if (T) {
+        T->latency = "latency = II";
     }
     out->cycles = cycles;
     out->ii_ns = cycles / clock;
     out->latency_ns = lat_cycles / clock;
+}
+
+void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                    uint32_t stationary_cols, mdl_cost_t *out)
+{
+    cost_instr(a, p, in, stationary_cols, out, NULL);
+}
+
+void mdl_cost_explain(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                      uint32_t stationary_cols, mdl_cost_t *out, mdl_cost_terms_t *terms)
+{
+    memset(terms, 0, sizeof *terms);
+    cost_instr(a, p, in, stationary_cols, out, terms);
+}
+
+double mdl_cost_term_value(const mdl_cost_terms_t *t, const char *name, double dflt)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        if (strcmp(t->t[i].name, name) == 0)
+            return t->t[i].value;
+    return dflt;
+}
+
+/* Append to buf[0..n) at *at, counting what would not fit (snprintf style). */
+static void put_text(char *buf, size_t n, size_t *at, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++, (*at)++)
+        if (*at + 1 < n)
+            buf[*at] = s[i];
+    if (n)
+        buf[*at < n ? *at : n - 1] = '\0';
+}
+
+static void put_num(char *buf, size_t n, size_t *at, double v)
+{
+    char num[40];
+    /* integers as integers, others with up to 4 significant decimals */
+    int len = v == (double)(long long)v && v < 1e15 && v > -1e15
+                  ? snprintf(num, sizeof num, "%lld", (long long)v)
+                  : snprintf(num, sizeof num, "%.4g", v);
+    put_text(buf, n, at, num, len > 0 ? (size_t)len : 0);
+}
+
+/* A formula with each {NAME} replaced by NAME=value (note). */
+static void put_formula(const mdl_cost_terms_t *t, const char *f, char *buf, size_t n,
+                        size_t *at)
+{
+    while (*f) {
+        const char *open = strchr(f, '{');
+        const char *close = open ? strchr(open, '}') : NULL;
+        if (!open || !close) {
+            put_text(buf, n, at, f, strlen(f));
+            return;
+        }
+        put_text(buf, n, at, f, (size_t)(open - f));
+        size_t len = (size_t)(close - open - 1);
+        const mdl_cost_term_t *tm = NULL;
+        for (unsigned i = 0; i < t->n && !tm; i++)
+            if (strlen(t->t[i].name) == len && memcmp(t->t[i].name, open + 1, len) == 0)
+                tm = &t->t[i];
+        put_text(buf, n, at, open + 1, len);
+        if (tm) {
+            put_text(buf, n, at, "=", 1);
+            put_num(buf, n, at, tm->value);
+            if (tm->note) {
+                put_text(buf, n, at, " (", 2);
+                put_text(buf, n, at, tm->note, strlen(tm->note));
+                put_text(buf, n, at, ")", 1);
+            }
+        }
+        f = close + 1;
+    }
+}
+
+size_t mdl_cost_terms_format(const mdl_cost_terms_t *t, const mdl_cost_t *c, char *buf,
+                             size_t n)
+{
+    size_t at = 0;
+    if (n)
+        buf[0] = '\0';
+    if (t->ii) {
+        put_formula(t, t->ii, buf, n, &at);
+        put_text(buf, n, &at, " = ", 3);
+        put_num(buf, n, &at, c->cycles);
+        put_text(buf, n, &at, " cycles = ", 10);
+        char num[40];
+        int len = snprintf(num, sizeof num, "%.3f ns", c->ii_ns);
+        put_text(buf, n, &at, num, len > 0 ? (size_t)len : 0);
+    }
+    if (t->latency) {
+        put_text(buf, n, &at, "; ", 2);
+        put_formula(t, t->latency, buf, n, &at);
+    }
+    return at;
 }
 
 /* ---- DMA shape and efficiency ------------------------------------------------------------ */

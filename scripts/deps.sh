@@ -7,7 +7,8 @@ set -euo pipefail
 # functional matmul (OpenBLAS), the viewer (SDL2, libpng; Xvfb, xauth and xdotool for its
 # real-window test, tests/viz/xvfb_smoke.sh), the .pftrace test oracle (protoc),
 # numeric references in tests (/usr/bin/python3 with NumPy), the Slurm sweep test (a one-node
-# slurmctld + slurmd + munged on localhost, tests/slurm/)
+# slurmctld + slurmd + munged on localhost, tests/slurm/), the derivative-free optimiser of
+# `ncsim fit` (NLopt)
 packages=(
   cmake make gcc clang pkg-config
   libclang-rt-14-dev
@@ -17,6 +18,7 @@ packages=(
   zlib1g-dev
   libopenblas-dev
   libsdl2-dev libpng-dev
+  libnlopt-dev
   xvfb xauth xdotool
   protobuf-compiler
   python3 python3-numpy

@@ -127,6 +127,74 @@ static void queue_advance(struct sim *s, dma_queue_t *dq)
     }
 }
 
+/* ---- breakdowns (traces only) ---------------------------------------------------------- */
+
+const char *sim_dma_limit_name(sim_dma_limit_t l)
+{
+    static const char *const names[SIM_DMA_LIMIT_COUNT] = {"own cap", "DMA engines", "HBM",
+                                                           "NeuronLink"};
+    return l < SIM_DMA_LIMIT_COUNT ? names[l] : "?";
+}
+
+/* The shape, fixed cost, queue wait and what set the rate of transfer x (landing now). */
+static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t *r)
+{
+    r->pieces = x->pieces;
+    r->bytes_per_piece = x->bytes_per_piece;
+    r->efficiency = x->eff;
+    r->fixed_ps = x->ready_at - x->issue;
+    r->queue_wait_ps = x->start > x->ready_at ? x->start - x->ready_at : 0;
+    r->cap_gbps = x->cap * 1000.0;
+    r->engines = x->engines;
+    const flow_t *f = &x->flow;
+    uint64_t data = s->q.now > x->start ? s->q.now - x->start : 0;
+    double rate = data ? (double)x->bytes / (double)data : 0.0; /* bytes per ps */
+    double engines_cap = s->arch->dma.engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
+    r->dma_share = engines_cap > 0 && x->eff > 0 ? rate / (engines_cap * x->eff) : 0.0;
+    double hbm_cap = gbps_to_bytes_per_ps(s->arch->hbm.bandwidth_gbps);
+    int hbm_uses = (x->src->space == ISA_SPACE_HBM) +
+                   (x->dst->space == ISA_SPACE_HBM ? (x->accumulate ? 2 : 1) : 0);
+    r->hbm_share = hbm_cap > 0 ? rate * hbm_uses / hbm_cap : 0.0;
+    r->limited_ps[SIM_DMA_LIMIT_OWN] = f->bound_ps[FLOW_MAX_RES];
+    for (unsigned i = 0; i < f->nres; i++) {
+        uint32_t id = f->res[i];
+        sim_dma_limit_t l = id < s->ncores                ? SIM_DMA_LIMIT_ENGINES
+                            : id < s->ncores + s->nchips ? SIM_DMA_LIMIT_HBM
+                                                         : SIM_DMA_LIMIT_LINK;
+        r->limited_ps[l] += f->bound_ps[i];
+    }
+}
+
+size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
+{
+    uint64_t data = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0;
+    double gbps = data ? (double)r->bytes / (double)data * 1000.0 : 0.0;
+    int at = snprintf(buf, n,
+                      "fixed %.3f ns, queue wait %.3f ns, %llu pieces x %.0f B at efficiency "
+                      "%.3f, data %.3f ns at %.3f GB/s (own cap %.3f GB/s: %.0f engines; got "
+                      "%.1f%% of the DMA engines, %.1f%% of HBM); rate set by:",
+                      (double)r->fixed_ps / 1e3, (double)r->queue_wait_ps / 1e3,
+                      (unsigned long long)r->pieces, r->bytes_per_piece, r->efficiency,
+                      (double)data / 1e3, gbps, r->cap_gbps, r->engines, 100.0 * r->dma_share,
+                      100.0 * r->hbm_share);
+    size_t len = at > 0 ? (size_t)at : 0;
+    int any = 0;
+    for (int l = 0; l < SIM_DMA_LIMIT_COUNT; l++) {
+        if (!r->limited_ps[l])
+            continue;
+        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s %s %.0f%%",
+                      any ? "," : "", sim_dma_limit_name((sim_dma_limit_t)l),
+                      data ? 100.0 * (double)r->limited_ps[l] / (double)data : 0.0);
+        len += at > 0 ? (size_t)at : 0;
+        any = 1;
+    }
+    if (!any) {
+        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, " -");
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
+}
+
 static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
 {
     xfer_t *x = ev->owner;
@@ -149,6 +217,11 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     }
     c->st->dma_transfers++;
     c->st->dma_bytes += x->bytes;
+    sim_line_stats_t *ls = sim_line(s, x->instr);
+    ls->transfers++;
+    ls->dma_bytes += x->bytes;
+    ls->dma_ps += q->now - x->start;
+    ls->dma_wait_ps += x->start - x->issue;
     if (x->src->space == ISA_SPACE_HBM)
         s->stats.hbm_read_bytes += x->bytes;
     if (x->dst->space == ISA_SPACE_HBM) {
@@ -159,8 +232,18 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     if (q->now > c->st->end_ps)
         c->st->end_ps = q->now;
     if (s->opt.trace && s->opt.trace->dma) {
-        sim_trace_dma_t r = {c->id, x->queue, x->engine, x->index, x->instr,
-                             x->issue, x->start, q->now, x->bytes};
+        sim_trace_dma_t r;
+        memset(&r, 0, sizeof r);
+        r.core = c->id;
+        r.queue = x->queue;
+        r.issuing_engine = x->engine;
+        r.index = x->index;
+        r.instr = x->instr;
+        r.issue_ps = x->issue;
+        r.start_ps = x->start;
+        r.end_ps = q->now;
+        r.bytes = x->bytes;
+        xfer_breakdown(s, x, &r);
         s->opt.trace->dma(s->opt.trace->ctx, &r);
     }
     if (s->opt.observer && s->opt.observer->dma_landed)
@@ -200,6 +283,9 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     if ((double)shape.pieces < engines)
         engines = shape.pieces ? (double)shape.pieces : 1.0;
     x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
+    x->pieces = shape.pieces;
+    x->bytes_per_piece = shape.bytes_per_piece;
+    x->engines = engines;
     x->touches_hbm = x->src->space == ISA_SPACE_HBM || x->dst->space == ISA_SPACE_HBM;
     x->issue = s->q.now;
     double fixed = s->arch->dma.fixed_cost_ns + (x->touches_hbm ? s->arch->hbm.latency_ns : 0);

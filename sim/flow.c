@@ -110,18 +110,23 @@ static void advance(flow_net_t *net, flow_t *f, uint64_t now)
         series_add(r, f->last_update, now, moved * f->weight[i]);
     }
     f->remaining -= moved;
+    f->bound_ps[f->binding] += now - f->last_update;
     f->last_update = now;
 }
 
 static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
 {
     double rate = f->cap > 0 ? f->cap : INFINITY;
+    uint8_t binding = FLOW_MAX_RES;
     for (unsigned i = 0; i < f->nres; i++) {
         const flow_res_t *r = &net->res[f->res[i]];
         double bound = r->cap * f->eff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
-        if (bound < rate)
+        if (bound < rate) {
             rate = bound;
+            binding = (uint8_t)i;
+        }
     }
+    f->binding = binding;
     if (!(rate > 0) || isinf(rate))
         rate = 1e-9;
     if (rate == f->rate && sim_event_queued(&f->ev))
@@ -185,12 +190,15 @@ static void reshare_event(sim_queue_t *q, sim_event_t *ev)
         if (total == r->last_rate)
             continue;
         r->last_rate = total;
-        int kind = id < s->ncores ? SIM_TRACE_RES_DMA
-                   : id < s->ncores + s->nchips ? SIM_TRACE_RES_HBM
-                                                : SIM_TRACE_RES_LINK;
-        uint32_t index = kind == SIM_TRACE_RES_DMA ? id
-                         : kind == SIM_TRACE_RES_HBM ? id - s->ncores
-                                                     : id - s->ncores - s->nchips;
+        uint32_t nlinks = s->topo.nlinks;
+        int kind = id < s->ncores                       ? SIM_TRACE_RES_DMA
+                   : id < s->ncores + s->nchips          ? SIM_TRACE_RES_HBM
+                   : id < s->ncores + s->nchips + nlinks ? SIM_TRACE_RES_LINK
+                                                         : SIM_TRACE_RES_EFA;
+        uint32_t index = kind == SIM_TRACE_RES_DMA    ? id
+                         : kind == SIM_TRACE_RES_HBM  ? id - s->ncores
+                         : kind == SIM_TRACE_RES_LINK ? id - s->ncores - s->nchips
+                                                      : id - s->ncores - s->nchips - nlinks;
         tr->bandwidth(tr->ctx, kind, index, s->q.now, total * 1000.0); /* bytes/ps -> GB/s */
     }
     net->ndirty = 0;

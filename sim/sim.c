@@ -364,6 +364,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
 {
     core_t *c = E->core;
     uint64_t ii = ns_to_ps(cost->ii_ns);
+    uint64_t model_ii = ii;
+    uint32_t stationary_cols = E->stationary_cols; /* what the cost was computed with */
     uint64_t lat = ns_to_ps(cost->latency_ns);
     if (lat < ii)
         lat = ii;
@@ -382,6 +384,12 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     }
     if (s->opt.observer && s->opt.observer->instr_start)
         s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
+    sim_line_stats_t *ls = sim_line(s, in);
+    ls->instructions++;
+    for (int k = 0; k < SIM_STALL_COUNT; k++)
+        ls->stall_by[k] += E->wait_by[k];
+    if (in->engine != ISA_ENGINE_CC || in->op == ISA_OP_NOP)
+        ls->busy_ps += ii;
     if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
         /* the cc engine waits in the collective until every member has arrived and the
          * data has moved; its posts fire then (cc.c) */
@@ -454,6 +462,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
         memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
+        r.stationary_cols = stationary_cols;
+        r.model_ii_ps = model_ii;
         s->opt.trace->instr(s->opt.trace->ctx, &r);
     }
     return ii;
@@ -533,6 +543,28 @@ void sim_engine_resume(struct sim *s, engine_t *E)
         sim_fail(s, "out of memory");
 }
 
+/* ---- breakdowns -------------------------------------------------------------------------------- */
+
+size_t sim_explain_instr(const mdl_arch_t *a, const isa_program_t *p,
+                         const sim_trace_instr_t *r, struct mdl_cost_terms *terms, char *buf,
+                         size_t n)
+{
+    mdl_cost_terms_t local;
+    mdl_cost_terms_t *t = terms ? terms : &local;
+    mdl_cost_t cost;
+    mdl_cost_explain(a, p, r->instr, r->stationary_cols, &cost, t);
+    size_t len = mdl_cost_terms_format(t, &cost, buf, n);
+    if (r->ii_ps < r->model_ii_ps) {
+        /* background LoadStationary (sim.c start_instr) */
+        int at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0,
+                          "; loads in the background of the previous matmul: charged %.3f ns "
+                          "of %.3f",
+                          (double)r->ii_ps / 1e3, (double)r->model_ii_ps / 1e3);
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
+}
+
 /* ---- construction --------------------------------------------------------------------------------- */
 
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor)
@@ -606,6 +638,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     s->cores = calloc(s->ncores, sizeof *s->cores);
     s->chips = calloc(s->nchips, sizeof *s->chips);
     s->stats.cores = calloc(s->ncores, sizeof *s->stats.cores);
+    uint32_t max_line = 0;
+    for (uint32_t i = 0; i < prog->ninstrs; i++)
+        if (prog->instrs[i].line > max_line)
+            max_line = prog->instrs[i].line;
+    s->stats.nlines = max_line + 1;
+    s->stats.lines = calloc(s->stats.nlines, sizeof *s->stats.lines);
+    if (!s->stats.lines)
+        goto oom;
     s->stats.ncores = s->ncores;
     s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
     if (!s->cores || !s->chips || !s->stats.cores || sim_queue_init(&s->q))
@@ -615,8 +655,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         sim_destroy(s);
         return NCSIM_USAGE;
     }
-    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks))
+    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks +
+                                      2 * s->topo.instances))
         goto oom;
+    s->stats.ninstances = s->topo.instances;
+    /* Gbit/s -> bytes per ps */
+    for (uint32_t k = 0; k < s->topo.instances; k++)
+        for (uint32_t d = 0; d < 2; d++)
+            s->net.res[res_efa(s, k, d)].cap = a->efa.bandwidth_gbits / 8.0 * 1e-3;
     for (uint32_t i = 0; i < s->ncores; i++)
         s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
     for (uint32_t i = 0; i < s->nchips; i++) {
@@ -714,6 +760,7 @@ void sim_destroy(sim_t *s)
     free(s->cores);
     free(s->chips);
     free(s->stats.cores);
+    free(s->stats.lines);
     free(s->stats.links);
     free(s->stats.hbm_series);
     free(s->error);
@@ -767,6 +814,66 @@ static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_
     mem->sbuf = NULL;
     mem->psum = NULL;
     mem->hbm = &s->chips[T->chip].hbm;
+    return NCSIM_OK;
+}
+
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor_t *T = &p->tensors[i];
+        const char *n = isa_string(p, T->name);
+        if (strlen(n) != len || memcmp(n, name, len) != 0)
+            continue;
+        if (T->space == ISA_SPACE_HBM || T->core == -1 || (uint32_t)T->core == core)
+            return (int)i;
+    }
+    return -1;
+}
+
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space == ISA_SPACE_HBM)
+        return raw ? sim_tensor_read_raw(s, tensor, values)
+                   : sim_tensor_read_f32(s, tensor, values);
+    if (core >= s->ncores || (T->core != -1 && (uint32_t)T->core != core) || !T->ndims ||
+        T->ndims > ISA_MAX_DIMS + 1)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    if (!c->fs_ready)
+        return NCSIM_USAGE;
+    /* the whole tensor as a view: its partitions, then its free dims row-major */
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = T->space;
+    v.dtype = T->dtype;
+    v.pstart = (uint8_t)T->pstart;
+    v.pcount = (uint16_t)T->dims[0];
+    v.offset = T->offset;
+    v.ndims = (uint8_t)(T->ndims > 1 ? T->ndims - 1 : 1);
+    int64_t stride = 1;
+    if (T->ndims == 1) {
+        v.count[0] = 1;
+        v.stride[0] = 1;
+    }
+    for (int d = (int)T->ndims - 1; d >= 1; d--) {
+        if (T->dims[d] > UINT32_MAX)
+            return NCSIM_USAGE;
+        v.count[d - 1] = (uint32_t)T->dims[d];
+        v.stride[d - 1] = stride;
+        stride *= (int64_t)T->dims[d];
+    }
+    mdl_mem_t mem = {&c->sbuf, &c->psum, &s->chips[c->chip].hbm};
+    char err[256];
+    if (mdl_view_check(&mem, &v, err, sizeof err))
+        return NCSIM_USAGE;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), values);
+    else
+        mdl_view_read_f32(&mem, &v, values);
     return NCSIM_OK;
 }
 

@@ -42,7 +42,23 @@ typedef struct sim_trace_instr {
     uint64_t bytes;
     uint64_t hw_flops;     /* all PE FLOPs, transposes included (HFU) */
     uint64_t stall_by[SIM_STALL_COUNT]; /* ps it was held between ready and start, by cause */
+    /* what its cost was computed from (sim_explain_instr rebuilds the breakdown) */
+    uint32_t stationary_cols; /* pe: M of the weights loaded when it started */
+    uint64_t model_ii_ps;     /* the cost model's II; ii_ps is less for an ldweights
+                               * loading in the background of the previous matmul */
 } sim_trace_instr_t;
+
+/* What set a transfer's rate during its data phase (sim_trace_dma_t.limited_ps). */
+typedef enum sim_dma_limit {
+    SIM_DMA_LIMIT_OWN,     /* its own cap: DMA engines its pieces can use, HBM channels its
+                            * address span covers */
+    SIM_DMA_LIMIT_ENGINES, /* the core's DMA engines (at its piece efficiency), shared */
+    SIM_DMA_LIMIT_HBM,     /* the chip's HBM, shared */
+    SIM_DMA_LIMIT_LINK,    /* a NeuronLink */
+    SIM_DMA_LIMIT_COUNT
+} sim_dma_limit_t;
+
+const char *sim_dma_limit_name(sim_dma_limit_t l);
 
 typedef struct sim_trace_dma {
     uint32_t core;
@@ -52,6 +68,19 @@ typedef struct sim_trace_dma {
     const isa_instr_t *instr;
     uint64_t issue_ps, start_ps, end_ps;
     uint64_t bytes;
+    /* the breakdown of its time: issue + fixed + queue wait = start; start + data = end */
+    uint64_t pieces;          /* contiguous runs on the worse side (descriptors) */
+    double bytes_per_piece;
+    double efficiency;        /* of pieces this size (dma.piece_overhead_ns) */
+    uint64_t fixed_ps;        /* dma.fixed_cost_ns (+ hbm.latency_ns when it touches HBM) */
+    uint64_t queue_wait_ps;   /* after the fixed cost, waiting for transfers ahead in its
+                               * queue */
+    double cap_gbps;          /* its own cap (SIM_DMA_LIMIT_OWN) */
+    double engines;           /* DMA engines its pieces can use */
+    uint64_t limited_ps[SIM_DMA_LIMIT_COUNT]; /* data-phase time each limit set its rate */
+    double dma_share;         /* its mean rate over the core's DMA engines' capacity at its
+                               * efficiency: the share of the engines it got */
+    double hbm_share;         /* its mean HBM use over the chip's HBM bandwidth (0: no HBM) */
 } sim_trace_dma_t;
 
 typedef struct sim_trace_sem {
@@ -64,11 +93,12 @@ typedef struct sim_trace_sem {
 } sim_trace_sem_t;
 
 /* A resource a collective's chunk crosses (flow.h): a core's DMA engines, a chip's HBM, a
- * directed NeuronLink. */
+ * directed NeuronLink, an instance's network (EFA) out or in. */
 typedef enum sim_trace_res_kind {
     SIM_TRACE_RES_DMA,
     SIM_TRACE_RES_HBM,
-    SIM_TRACE_RES_LINK
+    SIM_TRACE_RES_LINK,
+    SIM_TRACE_RES_EFA      /* an instance's network: id = 2 x instance + (0 out, 1 in) */
 } sim_trace_res_kind_t;
 
 typedef struct sim_trace_res {
@@ -131,6 +161,23 @@ typedef struct sim_trace_sink {
     void (*bandwidth)(void *ctx, int kind, uint32_t index, uint64_t time_ps, double gbps);
 } sim_trace_sink_t;
 
+/* ---- cost breakdowns of traced work (computed on request only) ---------------------------- */
+
+/*
+ * The cost model's breakdown of a traced instruction, rebuilt from the same inputs the
+ * simulator used (terms may be NULL), and as one line of text in buf (always terminated):
+ * "II = max(min(MM_INIT=64, M=128 (...)), N=512 (...) x s=1) x f=4 (fp32: ...) x passes=1
+ * = 2048 cycles = 731.429 ns; latency = II + pipeline=256 (...)". Returns the length needed.
+ */
+struct mdl_cost_terms;
+size_t sim_explain_instr(const mdl_arch_t *a, const isa_program_t *p,
+                         const sim_trace_instr_t *r, struct mdl_cost_terms *terms, char *buf,
+                         size_t n);
+/* A transfer's breakdown as text: "fixed 2000 ns (dma.fixed_cost_ns + hbm.latency_ns),
+ * queue wait 0 ns, 128 pieces x 2048 B at efficiency 0.904, data 4519 ns at 58.0 GB/s
+ * (own cap 435.2 GB/s, 16 engines); rate set by: DMA engines 100%". */
+size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n);
+
 /* ---- observers (sim/checker.c is one; NULL costs one pointer test per hook) --------------- */
 
 /*
@@ -189,6 +236,19 @@ typedef struct sim_core_stats {
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 
+/* Where the time went by source line (the instruction's line, or its .loc): what the
+ * engine totals hold, split by line. Summed over lines, instructions, busy_ps and stall_by
+ * equal the sums over cores and engines. */
+typedef struct sim_line_stats {
+    uint64_t instructions;
+    uint64_t busy_ps;        /* initiation intervals (collectives: their duration) */
+    uint64_t stall_by[SIM_STALL_COUNT]; /* held before starting, by cause */
+    uint64_t transfers;      /* DMA transfers its dma instructions made */
+    uint64_t dma_bytes;
+    uint64_t dma_ps;         /* their data phases, summed */
+    uint64_t dma_wait_ps;    /* issue to start (fixed cost and queue wait), summed */
+} sim_line_stats_t;
+
 typedef struct sim_link_stats {
     uint32_t from, to;        /* chips */
     double gbps;              /* capacity of this direction */
@@ -213,11 +273,17 @@ typedef struct sim_stats {
     sim_link_stats_t *links;    /* every directed NeuronLink of the machine */
     uint32_t nlinks;
     uint64_t collective_bytes;  /* bytes collectives moved between members */
+    uint32_t ninstances;        /* instances joined by EFA (efa.instances) */
+    uint64_t efa_bytes;         /* bytes collectives sent from one instance to another */
     /* HBM bytes over time per chip: hbm_series[chip * hbm_series_len + bucket], buckets of
      * hbm_series_bucket_ps (reads and writes together) */
     double *hbm_series;
     uint32_t hbm_series_len;
     uint64_t hbm_series_bucket_ps;
+    /* by source line: lines[l] for l in [0, nlines); line 0 gathers instructions with no
+     * line */
+    sim_line_stats_t *lines;
+    uint32_t nlines;
 } sim_stats_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */
@@ -236,6 +302,17 @@ ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values);
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data);
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data);
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor);
+/*
+ * Any declared tensor's values as they are now (ncsim run --dump): HBM tensors (inputs,
+ * outputs, scratch) and on-chip ones (SBUF, PSUM) of core `core` (ignored for HBM), row-major
+ * over the declared dims (partitions first). raw: the tensor's own element type, packed;
+ * else widened to fp32. NCSIM_USAGE in timing-only runs, for a bad index, or a core the
+ * tensor does not live on.
+ */
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values);
+/* The tensor named name[0..len) that lives on `core` (HBM tensors: any core), or -1. */
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core);
 /* Index of the HBM tensor named name[0..len), or -1. */
 int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len);
 /* Store a .npy array read from `path` into a tensor: the type and shape must be the ones

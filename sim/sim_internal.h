@@ -78,6 +78,8 @@ typedef struct xfer {
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
     uint64_t issue, ready_at, start;
+    uint64_t pieces;     /* shape, for breakdowns */
+    double bytes_per_piece, engines;
 } xfer_t;
 
 enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };
@@ -142,6 +144,11 @@ void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n);
 void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
                      uint32_t by_index);
+/* The by-line statistics of instruction `in` (never NULL: out-of-range lines go to 0). */
+static inline sim_line_stats_t *sim_line(struct sim *s, const isa_instr_t *in)
+{
+    return &s->stats.lines[in->line < s->stats.nlines ? in->line : 0];
+}
 
 static inline uint32_t res_dma(const struct sim *s, uint32_t core)
 {
@@ -155,6 +162,11 @@ static inline uint32_t res_hbm(const struct sim *s, uint32_t chip)
 static inline uint32_t res_link(const struct sim *s, uint32_t link)
 {
     return s->ncores + s->nchips + link;
+}
+/* An instance's network (EFA): dir 0 what leaves the instance, 1 what enters it. */
+static inline uint32_t res_efa(const struct sim *s, uint32_t instance, uint32_t dir)
+{
+    return s->ncores + s->nchips + s->topo.nlinks + 2 * instance + dir;
 }
 
 /* dma.c */

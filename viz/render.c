@@ -326,6 +326,32 @@ static void col_add(lane_draw_t *d, unsigned cls, double xa, double xb, int matc
     }
 }
 
+/*
+ * Stall mode: how long slice s (starting at xa) waited, as a strip along the bottom of the
+ * lane ending where it starts, in the colour of the cause, with a solid mark where the wait
+ * began. Drawn for every slice whose wait spans 2 pixels, boxes and slices too short to
+ * draw alike: zoomed out, a long wait before a tiny instruction still shows.
+ */
+static int draw_wait(lane_draw_t *d, size_t s, double xa)
+{
+    const viz_view_t *v = d->v;
+    const viz_detail_t *det = &v->t->detail[s];
+    if (v->mode != VIZ_COLOUR_STALL || !det->wait_ps || d->summary)
+        return 0;
+    int tw = d->geo->track_w;
+    double px_ps = tw / (v->t1 - v->t0);
+    double wa = xa - (double)det->wait_ps * px_ps;
+    if (xa - wa < 2 || xa < 0 || wa > tw)
+        return 0;
+    int a = (int)floor(wa < -2 ? -2 : wa), b = (int)floor(xa > tw ? tw : xa);
+    if (b <= a)
+        return 0;
+    uint32_t wc = viz_class_rgb(VIZ_CLASS_CAUSE + det->cause);
+    fill(d->g, d->geo->track_x + a, d->y + d->h - 3, b - a, 3, mix(d->bg, wc, 0.7));
+    fill(d->g, d->geo->track_x + a, d->y + d->h - 3, 1, 3, wc);
+    return 1;
+}
+
 /* A slice wide enough to be its own box. */
 static void draw_box(lane_draw_t *d, size_t s, double xa, double xb)
 {
@@ -345,16 +371,7 @@ static void draw_box(lane_draw_t *d, size_t s, double xa, double xb)
         fill(d->g, X, d->y - 2, W, 2, RGB_MATCH);
     /* stall mode: how long it waited, as a strip before it */
     const viz_detail_t *det = &t->detail[s];
-    if (v->mode == VIZ_COLOUR_STALL && det->wait_ps && !d->summary) {
-        double px_ps = tw / (v->t1 - v->t0);
-        double wa = xa - (double)det->wait_ps * px_ps;
-        if (xa - wa >= 2) {
-            int a = (int)floor(wa < -2 ? -2 : wa), b = x0;
-            uint32_t wc = viz_class_rgb(VIZ_CLASS_CAUSE + det->cause);
-            fill(d->g, d->geo->track_x + a, d->y + d->h - 3, b - a, 3, mix(d->bg, wc, 0.7));
-            fill(d->g, d->geo->track_x + a, d->y + d->h - 3, 1, 3, wc);
-        }
-    }
+    draw_wait(d, s, xa);
     if (d->labels && W >= 4 * VIZ_FONT_W && d->h >= VIZ_FONT_H) {
         int vx0 = X < d->geo->track_x ? d->geo->track_x : X;
         int vx1 = X + W > d->geo->track_x + tw ? d->geo->track_x + tw : X + W;
@@ -409,6 +426,14 @@ static void draw_lane_slices(lane_draw_t *d, int lane)
             run_flush(d);
             draw_box(d, s, xa, xb);
             continue;
+        }
+        if (v->mode == VIZ_COLOUR_STALL && t->detail[s].wait_ps && !d->summary &&
+            (double)t->detail[s].wait_ps * px_ps >= 2) {
+            /* its wait shows though the slice is too short to draw: close what is merged
+             * so far (it ended before the wait began), then the strip */
+            col_flush(d);
+            run_flush(d);
+            draw_wait(d, s, xa);
         }
         col_add(d, cls[s], xa, xb, v->is_match && v->is_match[s]);
     }
@@ -1020,7 +1045,11 @@ static void draw_title(viz_gfx_t *g, const viz_view_t *v)
     char buf[512], n[32];
     const char *prog = viz_str(t, t->program);
     viz_fmt_count(n, sizeof n, t->nslices);
-    snprintf(buf, sizeof buf, "%s", *prog ? base_name(prog) : base_name(t->path));
+    if (t->runs == 2)
+        snprintf(buf, sizeof buf, "A: %.200s  vs  B: %.200s", base_name(t->path),
+                 base_name(t->path_b));
+    else
+        snprintf(buf, sizeof buf, "%s", *prog ? base_name(prog) : base_name(t->path));
     x += text_bold(g, x, y, buf, RGB_TEXT) + 2 * VIZ_FONT_W;
     int used = snprintf(buf, sizeof buf, "%s", *viz_str(t, t->arch) ? viz_str(t, t->arch) : "");
     if (t->chips)
@@ -1121,7 +1150,7 @@ static void draw_scrollbar(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *
 
 /* ---- tooltip and details --------------------------------------------------------------------- */
 
-#define MAX_LINES 12
+#define MAX_LINES 18
 
 typedef struct lines {
     char text[MAX_LINES][200];
@@ -1144,6 +1173,35 @@ static void add_line(lines_t *L, uint32_t rgb, int bold, const char *fmt, ...)
     L->rgb[L->n] = rgb;
     L->bold[L->n] = bold;
     L->n++;
+}
+
+/* A cost breakdown in lines of at most `width` characters: a new line at each "; " (the
+ * formula's parts), then at spaces. */
+static void add_wrapped(lines_t *L, uint32_t rgb, const char *text, size_t width)
+{
+    if (width >= sizeof L->text[0])
+        width = sizeof L->text[0] - 1;
+    const char *p = text;
+    int first = 1;
+    while (*p && L->n < MAX_LINES) {
+        const char *part_end = strstr(p, "; ");
+        size_t part = part_end ? (size_t)(part_end - p) : strlen(p);
+        size_t take = part;
+        if (take > width) {
+            take = width;
+            while (take > width / 2 && p[take] != ' ')
+                take--;
+            if (p[take] != ' ')
+                take = width;
+        }
+        add_line(L, rgb, 0, "%s%.*s", first ? "cost: " : "  ", (int)take, p);
+        first = 0;
+        p += take;
+        if (p == part_end)
+            p += 2;
+        while (*p == ' ')
+            p++;
+    }
 }
 
 static const char *lane_path(const viz_trace_t *t, int lane, char *buf, size_t n)
@@ -1220,6 +1278,8 @@ static void describe_slice(const viz_view_t *v, size_t s, lines_t *L, int detail
         break;
     default: break;
     }
+    if (d->cost)
+        add_wrapped(L, RGB_TEXT_DIM, viz_str(t, d->cost), details ? 120 : 80);
     /* flows: who released it, whom it releases */
     size_t first, n = viz_trace_flows_of(t, (uint32_t)s, 0, &first);
     size_t shown = 0, limit = details ? 2 : 3;

@@ -111,9 +111,16 @@ typedef struct viz_process {
     uint32_t pid;
     uint32_t name; /* string id */
     int32_t sort;
-    int chip;      /* -1: unknown */
+    int chip;      /* -1: unknown; B's chips (viz_trace_load_pair) are VIZ_RUN_B_CHIP + chip */
     int is_core;   /* a core process (else a chip's shared tracks, or unknown) */
+    int run;       /* 0: the trace (or A), 1: B of a pair */
 } viz_process_t;
+
+/* Two traces in one view (viz_trace_load_pair): B's pids are offset by VIZ_RUN_B_PID (its
+ * tids follow, tid = pid x 1000 + n) and its chips by VIZ_RUN_B_CHIP, so its groups come
+ * after A's on the same time axis. */
+#define VIZ_RUN_B_PID 100000u
+#define VIZ_RUN_B_CHIP 100000
 
 typedef struct viz_lane {
     uint32_t pid, tid;
@@ -140,6 +147,7 @@ typedef struct viz_detail {
     uint32_t stall;      /* instr: the main cause text; 0 when it did not wait */
     uint32_t extra;      /* dma: issuing engine; link: collective; collective: group */
     uint32_t line;
+    uint32_t cost;       /* instr, dma: the cost breakdown text (0: none in the trace) */
     float gbps;          /* dma, link: average rate */
     uint8_t kind;        /* trc_slice_kind_t */
     uint8_t cause;       /* viz_cause_t */
@@ -181,6 +189,8 @@ typedef struct viz_flow {
 
 struct viz_trace {
     char path[512];
+    char path_b[512];  /* the second trace of a pair ("" when one) */
+    int runs;          /* 1, or 2 for a pair */
     viz_strings_t str;
     uint32_t program, arch; /* string ids */
     uint64_t chips, cores, timing_only;

@@ -18,7 +18,9 @@
 #include "arch.h"
 #include "testutil.h"
 
-static const char *const expected_presets[] = {"inf2", "inf2-48xl", "trn1", "trn1-32xl"};
+static const char *const expected_presets[] = {"inf2",       "inf2-48xl",    "trn1",
+                                               "trn1-32xl",  "trn1-32xl-x2", "trn1n-32xl",
+                                               "trn1n-32xl-x2"};
 #define NPRESETS (sizeof expected_presets / sizeof expected_presets[0])
 
 /* The reference's source tags (shared/reference/neuroncore-v2.md, "Source key"). */

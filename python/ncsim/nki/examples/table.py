@@ -1,0 +1,135 @@
+"""Write the "Tutorial kernels" table of docs/nki.md.
+
+Runs every kernel of the catalog at its tutorial size in timing-only mode
+(nki.benchmark) and replaces the text between the two markers
+
+    <!-- nki-tutorial-table:begin -->
+    <!-- nki-tutorial-table:end -->
+
+in the given Markdown file with a table of: simulated time, busy fraction of
+pe/act/dve/pool and of the DMA queues, MFU (matmul kernels), DMA bandwidth,
+the busiest resource, and for the measured workloads the time of the
+hand-written NCA port (when validation/ has one) and the trn1 measurement.
+
+    /usr/bin/python3 -m ncsim.nki.examples.table --docs docs/nki.md
+    /usr/bin/python3 -m ncsim.nki.examples.table --only silu,adamw   # print only
+"""
+import argparse
+import fnmatch
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from ncsim.nki.examples import runner
+from ncsim.nki.examples.catalog import CASES
+
+BEGIN = "<!-- nki-tutorial-table:begin -->"
+END = "<!-- nki-tutorial-table:end -->"
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
+
+def find_port(case, validation_dir):
+    """The hand-written NCA port of a case in validation_dir, or None."""
+    if not case.nca_port or not os.path.isdir(validation_dir):
+        return None
+    for dirpath, _, files in sorted(os.walk(validation_dir)):
+        for pattern in case.nca_port:
+            hits = sorted(f for f in files if fnmatch.fnmatch(f.lower(), pattern))
+            if hits:
+                return os.path.join(dirpath, hits[0])
+    return None
+
+
+def time_port(path, ncsim):
+    """Simulated time of an NCA program in microseconds (timing-only run)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = os.path.join(tmp, "stats.json")
+        res = subprocess.run([ncsim, "run", path, "--random-inputs", "1", "--timing-only",
+                              "--stats", stats], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError("%s: %s" % (path, res.stderr.strip()))
+        with open(stats) as f:
+            return json.load(f)["total_ns"] / 1000.0
+
+
+def pct(x):
+    return "%.0f" % (100.0 * x)
+
+
+def build_rows(cases, validation_dir, ncsim, log):
+    rows = []
+    for case in cases:
+        t0 = time.time()
+        latency_us, stats = runner.benchmark(case, "tutorial")
+        s = runner.summarize(stats)
+        port = find_port(case, validation_dir)
+        port_us = time_port(port, ncsim) if port else None
+        log("%-18s %10.1f us  (%.1f s of wall time)" % (case.name, latency_us, time.time() - t0))
+        rows.append(dict(case=case, latency_us=latency_us, s=s, port=port, port_us=port_us))
+    return rows
+
+
+def render(rows):
+    out = []
+    out.append("| kernel | size | simulated µs | pe % | act % | dve % | pool % | DMA % | MFU % "
+               "| DMA GB/s | bottleneck | NCA port µs | trn1 µs |")
+    out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    for r in rows:
+        c, s = r["case"], r["s"]
+        b = s["busy"]
+        mfu = pct(s["mfu"]) if c.flops else "–"
+        if r["port"]:
+            port = "%.0f (`%s`)" % (r["port_us"], os.path.relpath(r["port"], ROOT))
+        elif c.nca_port:
+            port = "not yet"
+        else:
+            port = "–"
+        meas = "%.0f" % c.measured_us if c.measured_us else "–"
+        out.append("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %.0f | %s | %s | %s |" % (
+            c.title, c.describe("tutorial"), r["latency_us"], pct(b["pe"]), pct(b["act"]),
+            pct(b["dve"]), pct(b["pool"]), pct(b["dma"]), mfu, s["dma_gbps"], s["bottleneck"],
+            port, meas))
+    return "\n".join(out)
+
+
+def replace_section(path, table):
+    with open(path) as f:
+        text = f.read()
+    if BEGIN not in text or END not in text:
+        raise SystemExit("%s: markers %s / %s not found" % (path, BEGIN, END))
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(path, "w") as f:
+        f.write(head + BEGIN + "\n" + table + "\n" + END + tail)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", help="Markdown file whose table section to rewrite")
+    ap.add_argument("--only", help="comma-separated case names (default: all)")
+    ap.add_argument("--validation-dir", default=os.path.join(ROOT, "validation"))
+    ap.add_argument("--ncsim", default=os.path.join(ROOT, "build", "ncsim"))
+    a = ap.parse_args(argv)
+    cases = CASES
+    if a.only:
+        names = a.only.split(",")
+        unknown = [n for n in names if n not in {c.name for c in CASES}]
+        if unknown:
+            ap.error("unknown case(s): %s" % ", ".join(unknown))
+        cases = [c for c in CASES if c.name in names]
+    rows = build_rows(cases, a.validation_dir, a.ncsim,
+                      lambda m: print(m, file=sys.stderr, flush=True))
+    table = render(rows)
+    if a.docs:
+        replace_section(a.docs, table)
+    else:
+        print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
