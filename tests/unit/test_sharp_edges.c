@@ -356,6 +356,27 @@ static void test_conveniences(void **state)
     isa_program_free(p);
 }
 
+/* hbm.over_time in --stats covers the run and no more, also once its buckets have been
+ * widened (a run longer than 512 of the initial 1 us buckets) */
+static void test_hbm_over_time_ends_with_the_run(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "(cd %s && %s run %s --timing-only -q --set hbm.bandwidth_gbps=1 --stats s.json && "
+             "/usr/bin/python3 -c \"import json; s = json.load(open('s.json')); "
+             "o = s['hbm']['over_time']; n = len(o['gbps_by_chip'][0]); w = o['bucket_ns']; "
+             "t = s['total_ns']; print(n, w, t); assert w > 1000 and (n - 1) * w < t <= n * w\")",
+             dir, tu_ncsim(), tu_source_path("kernels/tutorial/03_double_buffer.nca"));
+    int rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    free(out);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -367,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_view_bounds_lint),
         cmocka_unit_test(test_config_bounds),
         cmocka_unit_test(test_conveniences),
+        cmocka_unit_test(test_hbm_over_time_ends_with_the_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
