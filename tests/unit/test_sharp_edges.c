@@ -194,6 +194,17 @@ static void test_host_memory_message(void **state)
     assert_non_null(strstr(out, "out of host memory: 1907348.6 MiB for the random values of "
                                 "tensor 'x'"));
     free(out);
+    /* the same 1 TB input, read by no instruction: not filled, costs nothing */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.hbm big fp32 [62500, 4000000] input\\n.hbm x fp32 [8] input\\n"
+             ".hbm y fp32 [8] output\\n.engine sp\\ndma y, x\\n' > untouched.nca && "
+             "%s run untouched.nca --random-inputs 1 -q --arch big.json",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    free(out);
+    assert_int_equal(rc, 0);
 }
 
 /* system.semaphores is enforced; a tensor that does not fit another architecture says the
