@@ -110,7 +110,7 @@ def test_timing_plausible(case):
         assert 0.0 <= frac <= 1.0 + 1e-9, (name, frac)
     # The time is explained by some resource, not by idle waiting (tiny kernels are
     # dominated by the fixed latency of their few DMAs).
-    assert summary["busy"][summary["bottleneck"]] >= 0.25 or latency_us < 20.0
+    assert summary["bottleneck"] != "latency" or latency_us < 20.0
     if case.flops:
         assert 0.0 < summary["mfu"] <= 1.0
 
