@@ -1038,6 +1038,7 @@ class Tracer:
         self.count = [0] * N_AGENTS
         self.vc = [[-1] * N_AGENTS for _ in range(len(ENGINES))]
         self.qvc = [[-1] * N_AGENTS for _ in range(N_QUEUES)]
+        self.selfknown = [-1] * len(ENGINES)   # per engine: its own last instruction known complete
         self.clocks = [[] for _ in range(N_AGENTS)]
         self.slots = []
         self.sites = {}
@@ -1276,11 +1277,16 @@ class Tracer:
         for t in writes:
             key, bx = t.abox()
             self._access(key, bx, True, ag, idx, deps)
-        # waits (vector clocks)
+        # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
+        # instructions only as far as semaphores show them complete (selfknown), not by program
+        # order: the engine's interlock does not cover transfers (docs/check.md).
         e = ENG_ID[eng]
         vc = self.vc[e]
+        known = self.selfknown
         if queue is not None:
-            cur = list(map(max, vc, self.qvc[queue]))
+            base = list(vc)
+            base[e] = known[e]
+            cur = list(map(max, base, self.qvc[queue]))
         else:
             cur = vc
         waits = None
@@ -1294,10 +1300,14 @@ class Tracer:
                 waits.append((a2, i2))
                 c2 = clocks[a2][i2]
                 vc[:] = map(max, vc, c2)
+                if c2[e] > known[e]:
+                    known[e] = c2[e]
                 if cur is not vc:
                     cur[:] = map(max, cur, c2)
         if queue is not None:
-            cur[:] = map(max, cur, vc)          # waits taken by the issuing engine
+            base = list(vc)
+            base[e] = known[e]
+            cur[:] = map(max, cur, base)        # what the issuing engine knows
             cur[ag] = idx
             self.qvc[queue] = cur
             self.clocks[ag].append(tuple(cur))
