@@ -1386,7 +1386,11 @@ class Tracer:
         k = pol.dma_split_partitions
         parts = [(dst, src)]
         onchip = dst if dst.pdim is not None else src
-        if k and onchip.pdim == 0 and onchip.shape[0] > k and dst.shape[0] == src.shape[0]:
+        if k and k not in (32, 64):
+            raise ValueError("dma_split_partitions must be 0, 32 or 64 (NCA's partition rules: "
+                             "a view of 32 or fewer partitions starts at a multiple of 32)")
+        if k and onchip.pdim == 0 and onchip.shape[0] > k and dst.shape[0] == src.shape[0] \
+                and onchip.p0 % k == 0:
             n = onchip.shape[0]
             parts = [(dst.restrict([(i, min(n, i + k))]), src.restrict([(i, min(n, i + k))]))
                      for i in range(0, n, k)]
