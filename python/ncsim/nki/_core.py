@@ -607,9 +607,11 @@ class Tensor:
         if self.chk:
             self.check_bounds()
         dims = []
-        for s, n in self.free_dims():
-            if n == 1:
+        pd = self.pdim
+        for i, n in enumerate(self.shape):
+            if n == 1 or i == pd:
                 continue
+            s = self.strides[i]
             if dims and dims[-1][0] == s * n and dims[-1][1] * n <= 65535:
                 dims[-1] = (s, dims[-1][1] * n)
             else:
@@ -1319,9 +1321,10 @@ class Tracer:
             v = writes[0] if writes else (reads[0] if reads else None)
             n = 1
             if v is not None:
-                for i, d in enumerate(v.shape):
-                    if i != v.pdim:
-                        n *= d
+                for d in v.shape:
+                    n *= d
+                if v.pdim is not None:
+                    n //= v.shape[v.pdim]
             self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
         ln = self.line_override
         self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
