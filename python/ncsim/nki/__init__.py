@@ -181,7 +181,9 @@ class Kernel:
                 inputs[b.name] = None
         outputs = [(b.name, b.dtype) for b in tr.hbm if b.kind in ("output", "inout")]
         text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
-        return Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes)), bound
+        low = Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes))
+        low.prints = tr.prints
+        return low, bound
 
     # ---- running
     def _run(self, args, kwargs, timing_only=False, trace=None, check=False, seed=0, arch="trn1",
@@ -198,6 +200,8 @@ class Kernel:
         self.last = r
         self.lowered = low
         if not timing_only:
+            for prefix, name in low.prints:
+                print(prefix, r.outputs[name])
             for arr, tname in low.legacy:
                 if isinstance(arr, np.ndarray):
                     np.copyto(arr, r.outputs[tname].reshape(arr.shape).astype(arr.dtype, copy=False))

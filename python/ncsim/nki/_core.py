@@ -353,7 +353,7 @@ class Slot:
         self.offset = offset
         self.size = size
         self.owner = None
-        self.recs = []
+        self.recs = None
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
         self.site = site
 
@@ -364,12 +364,29 @@ class HbmBuf:
 
     def __init__(self, name, dt, shape, kind, addr):
         self.name, self.dtype, self.shape, self.kind, self.addr = name, dt, tuple(shape), kind, addr
-        self.recs = []
+        self.recs = None
         self.param = None
         self.written = None        # (file, line) of the first store, for the immutability error
         self.read = False
         self.id = None
         self.host = None
+
+
+class _Index:
+    """Access records of one memory (slot or HBM tensor), bucketed along one dim."""
+    __slots__ = ("dim", "width", "map")
+
+    def __init__(self, key, box):
+        ext = [(0, 128), (0, key.size)] if isinstance(key, Slot) else [(0, d) for d in key.shape]
+        best, frac = len(box) - 1, 2.0
+        for i, ((lo, hi), (_, n)) in enumerate(zip(box, ext)):
+            f = (hi - lo) / max(1, n)
+            if f < frac or (f == frac and i > best):
+                best, frac = i, f
+        n = ext[best][1]
+        self.dim = best
+        self.width = max(1, box[best][1] - box[best][0], -(-n // 1024))
+        self.map = {}
 
 
 class Alloc:
@@ -447,7 +464,7 @@ class Tensor:
     None) and `p0` the first partition; `strides` are in elements; `off` the element offset
     (within a partition on chip, from the tensor's start in HBM)."""
     __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
-                 "inplace", "chk", "__weakref__")
+                 "inplace", "chk", "_txt", "_ab", "__weakref__")
 
     def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
         self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
@@ -461,6 +478,8 @@ class Tensor:
         self.pend = None            # a pending instruction (see Tracer.pending)
         self.inplace = False
         self.chk = None             # index ranges to check once masks are applied
+        self._txt = None            # caches of text() and abox() (a view never changes)
+        self._ab = None
 
     # ---- metadata
     @property
@@ -528,7 +547,61 @@ class Tensor:
             return (self.buf, 0, 1, lo * sz, (hi + 1) * sz)
         return (self.buf, self.p0, self.p0 + self.shape[self.pdim], lo * sz, (hi + 1) * sz)
 
+    def abox(self):
+        ab = self._ab
+        if ab is None:
+            ab = self._ab = self._abox()
+        return ab
+
+    def _abox(self):
+        """(memory, box): the region the view touches, as per-dim [lo, hi) index ranges of the
+        memory (HBM: the tensor's dims; on chip: (partition, byte)). Exact for views whose
+        strides follow the tensor's dims, the enclosing box otherwise."""
+        b = self.buf
+        if not isinstance(b, HbmBuf):
+            k, p0, p1, lo, hi = self.box()
+            return k, ((p0, p1), (lo, hi))
+        shape = b.shape
+        n = len(shape)
+        bst = [1] * n
+        for i in range(n - 2, -1, -1):
+            bst[i] = bst[i + 1] * shape[i + 1]
+        # the first element's multi-index
+        rem = self.off
+        lo = [0] * n
+        for i in range(n):
+            lo[i], rem = divmod(rem, bst[i])
+        hi = list(lo)
+        for s, c in zip(self.strides, self.shape):
+            if c <= 1 or not s:
+                continue
+            a = -s if s < 0 else s
+            j = n - 1
+            while j > 0 and a % bst[j - 1] == 0:
+                j -= 1
+            if a % bst[j]:
+                return b, tuple((0, d) for d in shape)
+            step = a // bst[j] * (c - 1)
+            if s > 0:
+                hi[j] += step
+            else:
+                lo[j] -= step
+        box = []
+        for i in range(n):
+            if lo[i] < 0 or hi[i] >= shape[i]:
+                # the view moves across a dim boundary: the rows it spans, all columns after
+                return b, tuple([(lo2, hi2 + 1) for lo2, hi2 in zip(lo[:i], hi[:i])] +
+                                [(0, d) for d in shape[i:]]) if i else tuple((0, d) for d in shape)
+            box.append((lo[i], hi[i] + 1))
+        return b, tuple(box)
+
     def text(self):
+        t = self._txt
+        if t is None:
+            t = self._txt = self._text()
+        return t
+
+    def _text(self):
         """The raw NCA view of this tensor."""
         self._real()
         if self.chk:
@@ -557,6 +630,11 @@ class Tensor:
                 error("err_unsupported_access", f"a dimension of {n} elements (at most 65535)")
         sp = "sb" if b.kind == "sbuf" else "ps"
         p = self.shape[self.pdim]
+        p0 = self.p0
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            error("err_partition_start",
+                  f"a tile of {p} partitions cannot start at partition {p0} (allowed starts: 0 for "
+                  "more than 64 partitions, 0 or 64 for 33..64, a multiple of 32 for 32 or fewer)")
         return raw_view(sp, self.dtype.nca, b.offset + self.off * sz, dims, self.p0, self.p0 + p)
 
     def clone_view(self, shape=None, strides=None, off=None, p0=None, pdim=-1, dt=None):
@@ -977,6 +1055,7 @@ class Tracer:
         self.grid = ()
         self.const_tiles = {}
         self.line_override = None
+        self.prints = []                       # nl.device_print: (prefix, HBM output name)
         self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
         self.consts = {}
 
@@ -1135,10 +1214,13 @@ class Tracer:
     # ---- pending results
     def make_pending(self, space, shape, dt, emit, matmul=None):
         """A result tensor whose instruction is emitted once its destination is known."""
-        self.flush()
+        if self.pending is not None:
+            self.flush()
         site = self._site_key(space, _prod(shape[1:]) * dt.itemsize)
+        last = site[-1]
         t = Tensor(None, None, dt, shape, 0, 0, None, 0)
-        t.pend = Pending(space, emit, site, matmul, self.line())
+        t.pend = Pending(space, emit, site, matmul,
+                         last[1] if isinstance(last, tuple) and last[0] == self.source else 0)
         self.pending = t
         return t
 
@@ -1180,6 +1262,8 @@ class Tracer:
     # ---- instruction emission with dependences
     def emit(self, eng, text, reads=(), writes=(), queue=None):
         """Append an instruction; reads/writes are Tensors (views) it accesses."""
+        if self.pending is not None:
+            self.flush()            # an earlier call's instruction comes first (trace order)
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
@@ -1187,37 +1271,33 @@ class Tracer:
         for t in reads:
             if t is None:
                 continue
-            key, p0, p1, lo, hi = t.box()
-            self._access(key, p0, p1, lo, hi, False, ag, idx, deps)
+            key, bx = t.abox()
+            self._access(key, bx, False, ag, idx, deps)
         for t in writes:
-            key, p0, p1, lo, hi = t.box()
-            self._access(key, p0, p1, lo, hi, True, ag, idx, deps)
+            key, bx = t.abox()
+            self._access(key, bx, True, ag, idx, deps)
         # waits (vector clocks)
         e = ENG_ID[eng]
         vc = self.vc[e]
         if queue is not None:
-            q = self.qvc[queue]
-            cur = [a if a > b else b for a, b in zip(vc, q)]
+            cur = list(map(max, vc, self.qvc[queue]))
         else:
             cur = vc
         waits = None
         if deps:
-            for a2, i2 in sorted(deps.items(), key=lambda x: -x[1]):
+            clocks = self.clocks
+            for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else deps.items()):
                 if cur[a2] >= i2 or a2 == ag:
                     continue
                 if waits is None:
                     waits = []
                 waits.append((a2, i2))
-                c2 = self.clocks[a2][i2]
-                for j in range(N_AGENTS):
-                    if c2[j] > vc[j]:
-                        vc[j] = c2[j]
-                    if cur is not vc and c2[j] > cur[j]:
-                        cur[j] = c2[j]
+                c2 = clocks[a2][i2]
+                vc[:] = map(max, vc, c2)
+                if cur is not vc:
+                    cur[:] = map(max, cur, c2)
         if queue is not None:
-            for j in range(N_AGENTS):           # waits taken by the issuing engine
-                if vc[j] > cur[j]:
-                    cur[j] = vc[j]
+            cur[:] = map(max, cur, vc)          # waits taken by the issuing engine
             cur[ag] = idx
             self.qvc[queue] = cur
             self.clocks[ag].append(tuple(cur))
@@ -1236,23 +1316,56 @@ class Tracer:
         ln = self.line_override
         self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
 
-    def _access(self, key, p0, p1, lo, hi, write, ag, idx, deps):
-        recs = key.recs
-        keep = []
-        for r in recs:
-            rp0, rp1, rlo, rhi, rag, ridx, rw = r
-            if rp0 < p1 and p0 < rp1 and rlo < hi and lo < rhi:
-                if (rw or write) and rag != ag:
-                    if deps.get(rag, -1) < ridx:
-                        deps[rag] = ridx
-                if write and p0 <= rp0 and rp1 <= p1 and lo <= rlo and rhi <= hi:
-                    continue                    # covered by the new write: ordered after it
-                if not write and not rw and rag == ag and p0 <= rp0 and rp1 <= p1 and lo <= rlo \
-                        and rhi <= hi:
-                    continue                    # an older read of the same agent
-            keep.append(r)
-        keep.append((p0, p1, lo, hi, ag, idx, write))
-        key.recs = keep
+    def _access(self, key, box, write, ag, idx, deps):
+        """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
+        other agents). Records live in buckets along one dim of the memory (the one along which
+        its first access was most selective), so disjoint tiles of a big tensor are not compared."""
+        ix = key.recs
+        if ix is None:
+            ix = key.recs = _Index(key, box)
+        d, w = ix.dim, ix.width
+        b0, b1 = box[d][0] // w, (box[d][1] - 1) // w
+        seen = set() if b1 > b0 else None
+        buckets = ix.map
+        for b in range(b0, b1 + 1):
+            lst = buckets.get(b)
+            if not lst:
+                continue
+            alive = []
+            for r in lst:
+                if r[4]:
+                    continue
+                alive.append(r)
+                if seen is not None:
+                    rid = id(r)
+                    if rid in seen:
+                        continue
+                    seen.add(rid)
+                rb = r[0]
+                ov = True
+                cov = True
+                for (l1, h1), (l2, h2) in zip(box, rb):
+                    if l2 >= h1 or l1 >= h2:
+                        ov = False
+                        break
+                    if l2 < l1 or h2 > h1:
+                        cov = False
+                if not ov:
+                    continue
+                rag = r[1]
+                if (r[3] or write) and rag != ag:
+                    if deps.get(rag, -1) < r[2]:
+                        deps[rag] = r[2]
+                if cov and (write or (not r[3] and rag == ag)):
+                    r[4] = True            # covered: later accesses are ordered after this one
+            buckets[b] = alive
+        rec = [box, ag, idx, write, False]
+        for b in range(b0, b1 + 1):
+            lst = buckets.get(b)
+            if lst is None:
+                buckets[b] = [rec]
+            else:
+                lst.append(rec)
 
     # ---- DMA
     def dma(self, dst, src, kind, accumulate=False):

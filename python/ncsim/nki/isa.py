@@ -133,13 +133,37 @@ def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
     if reduce_res is not None and reduce_op is not None and nl._alu_name(reduce_op) != "add":
         error("err_unsupported_reduce_op", "on NeuronCore-v2 the activation reduction is add")
 
+    cmd = reduce_cmd
+
     def emit(d, _b):
         if box is False:
             return
-        if reduce_res is None:
+        if cmd in (reduce_cmd.idle, 0) and reduce_res is None:
             nl._activate_into(d, func, data, box, scale=scale, bias=bias)
             return
-        _act_reduce(d, func, data, box, scale, bias, reduce_res)
+        if cmd in (reduce_cmd.idle, reduce_cmd.reset_reduce, 0, 3) and reduce_res is not None \
+                and cmd != reduce_cmd.idle or (cmd == reduce_cmd.idle and reduce_res is not None):
+            _act_reduce(d, func, data, box, scale, bias, reduce_res)
+            return
+        # the accumulator registers: one fp32 [P, 1] tile per kernel, chained across calls
+        tr = T()
+        P = data.shape[0]
+        key = ("act_accumulator", P)
+        acc = tr.consts.get(key)
+        if acc is None:
+            acc = tr.consts[key] = tr.new_onchip("sbuf", float32, (P, 1), 0, site=key)
+        if cmd == reduce_cmd.reset:
+            nl._memset_into(acc, 0.0, None)
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias)
+        elif cmd == reduce_cmd.reset_reduce:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias, sum_=acc)
+        elif cmd == reduce_cmd.reduce:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias, sumacc=acc)
+        else:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias)
+        if reduce_res is not None:
+            rv = nl._pvec(nl._tile(reduce_res, "reduce_res"), P)
+            nl._copy_into(rv, acc, None)
     return _new("sbuf", data.shape, dt, emit)
 
 

@@ -1093,8 +1093,15 @@ def dropout(x, rate, *, dtype=None, mask=None, **kw):
 
 
 def device_print(prefix, x, *, mask=None, **kw):
-    """Accepted and ignored: ncsim does not print tiles during a run (docs/nki.md)."""
-    return None
+    """Print a tile's values after a functional run (nki.simulate_kernel / baremetal): the tile
+    is stored to a hidden HBM output at this point of the kernel and printed with `prefix`."""
+    tr = T()
+    x = _tile(x, "x")
+    if x.space == "psum":
+        x = _to_sbuf(x)
+    b = tr.new_hbm(f"device_print{len(tr.prints)}", x.dtype, x.shape, "output")
+    tr.dma(tr.hbm_tensor(b), x, "store")
+    tr.prints.append((str(prefix), b.name))
 
 
 # --------------------------------------------------------------------------- indexing, loops, SPMD

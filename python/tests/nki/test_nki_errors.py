@@ -164,3 +164,11 @@ def test_unsupported_calls_say_why():
         return nl.cos(t)  # HERE
     msg = expect(k, (X,), "err_unsupported_by_ncsim", "# HERE")
     assert "not supported by ncsim" in msg
+
+
+def test_partition_start_rule():
+    @nki.jit
+    def k(a):
+        t = nl.load(a[0:128, :])
+        return nl.exp(t[1:65, :])  # HERE
+    expect(k, (X,), "err_partition_start", "# HERE")

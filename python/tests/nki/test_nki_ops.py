@@ -400,3 +400,19 @@ def test_dtypes_round_trip():
             return out
         r = nki.simulate_kernel(k, x.astype(np.float32))
         np.testing.assert_array_equal(r.astype(np.float32), x.astype(np.float32))
+
+
+def test_nisa_activation_reduce_cmd_chain():
+    x = rand(32, 40)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((32, 1), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        rr = nl.ndarray((32, 1), nl.float32)
+        e1 = nisa.activation(np.exp, t[:, 0:20], reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        e2 = nisa.activation(np.exp, t[:, 20:40], reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=rr)
+        nl.store(out, value=rr)
+        return out
+    np.testing.assert_allclose(nki.simulate_kernel(k, x)[:, 0], np.exp(x).sum(1), rtol=1e-5)
+    assert nki.check(k, x) == []
