@@ -28,6 +28,8 @@ static const char usage_validate[] =
     "                      \"set\"; repeatable)\n"
     "  --csv FILE          also write the table as CSV ('-' for stdout)\n"
     "  --png FILE          also draw simulated against measured (log-log, y = x, band)\n"
+    "  --only TEXT         run only the entries whose id contains TEXT (repeatable; the\n"
+    "                      entries they are relative to run too)\n"
     "  -j, --jobs N        run N entries at a time in worker processes (0: one per CPU)\n"
     "  -q, --quiet         print only the entries outside their band and the summary\n"
     "exit codes: 0 every entry inside its band, 1 some entry outside its band or failing to\n"
@@ -78,8 +80,9 @@ enum { MAX_SETS = 256 };
 
 int cli_validate(int argc, char **argv)
 {
-    enum { O_ARCH = 256, O_SET, O_CSV, O_PNG };
+    enum { O_ARCH = 256, O_SET, O_CSV, O_PNG, O_ONLY };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
+                                         {"only", required_argument, 0, O_ONLY},
                                          {"set", required_argument, 0, O_SET},
                                          {"csv", required_argument, 0, O_CSV},
                                          {"png", required_argument, 0, O_PNG},
@@ -87,8 +90,8 @@ int cli_validate(int argc, char **argv)
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *sets[MAX_SETS];
-    size_t nsets = 0;
+    const char *sets[MAX_SETS], *only[MAX_SETS];
+    size_t nsets = 0, nonly = 0;
     const char *arch = NULL, *csv = NULL, *png = NULL;
     unsigned jobs = 1;
     int quiet = 0, c;
@@ -96,6 +99,13 @@ int cli_validate(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "j:qh", opts, NULL)) != -1) {
         switch (c) {
         case O_ARCH: arch = optarg; break;
+        case O_ONLY:
+            if (nonly == MAX_SETS) {
+                fputs("ncsim validate: too many --only options\n", stderr);
+                return 2;
+            }
+            only[nonly++] = optarg;
+            break;
         case O_SET:
             if (nsets == MAX_SETS) {
                 fputs("ncsim validate: too many --set options\n", stderr);
@@ -141,7 +151,7 @@ int cli_validate(int argc, char **argv)
         cli_outputs_free(&outputs);
         return cli_exit(st);
     }
-    sim_validate_options_t o = {arch, sets, nsets, NULL, 0, jobs, 0};
+    sim_validate_options_t o = {arch, sets, nsets, NULL, 0, jobs, 0, only, nonly};
     sim_validate_result_t *res = calloc(m->nentries, sizeof *res);
     if (!res) {
         sim_validate_free(m);
@@ -163,11 +173,20 @@ int cli_validate(int argc, char **argv)
         printf(": %zu entr%s%s%s\n", m->nentries, m->nentries == 1 ? "y" : "ies",
                arch ? ", all on " : "", arch ? arch : "");
     }
+    sim_validate_summary_t s;
+    sim_validate_summarise(m, res, &s);
+    if (nonly && s.ran == 0) {
+        fprintf(stderr, "ncsim validate: %s: no entry id contains '%s'%s\n", argv[optind],
+                only[0], nonly > 1 ? " (or the other --only texts)" : "");
+        free(res);
+        sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
+        return 2;
+    }
     sim_validate_print(stdout, m, res, quiet);
     fflush(stdout);
     int rc = 0;
-    sim_validate_summary_t s;
-    sim_validate_summarise(m, res, &s);
     if (s.failed || s.outside)
         rc = 1;
     /* an entry whose figure cannot be read from its run (no such instruction ran, no such

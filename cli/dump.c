@@ -2,8 +2,9 @@
  * dump.c -- ncsim run --dump / --dump-at (dump.h).
  *
  * When a dump is taken: at the end of the run; with --dump-at LINE, right after the first
- * instruction (or DMA transfer) of source line LINE has taken effect on the tensor's core
- * (any core for an HBM tensor). The simulator applies an instruction's effect in simulation
+ * instruction (or DMA transfer) of source line LINE that writes memory has taken effect on
+ * the tensor's core (any core for an HBM tensor): an ldweights (half of `matmul D, STAT,
+ * MOV`) does not count, a `dma` counts when its transfer lands. The simulator applies an instruction's effect in simulation
  * order when it starts and a transfer's when it lands, so the file holds the tensor as that
  * instruction left it, with every instruction that took effect before it. Only the first
  * time the line runs: one file per --dump (a loop body runs many times; put the line to dump
@@ -197,7 +198,10 @@ static void obs_instr_done(void *ctx, sim_t *s, uint32_t core, uint8_t engine, u
     cli_dumps_t *ds = ctx;
     if (ds->next && ds->next->instr_done)
         ds->next->instr_done(ds->next->ctx, s, core, engine, index, in);
-    at_line(ds, s, core, in);
+    /* an ldweights writes no memory: `matmul D, STAT, MOV` is an ldweights then the matmul,
+     * both of the line, and the dump belongs after the matmul */
+    if (in->op != ISA_OP_LDWEIGHTS)
+        at_line(ds, s, core, in);
 }
 
 static void obs_dma_landed(void *ctx, sim_t *s, uint32_t core, uint8_t queue, uint8_t engine,

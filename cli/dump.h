@@ -1,7 +1,8 @@
 /*
  * dump.h -- `ncsim run --dump NAME[@CORE]=FILE.npy [--dump-at LINE]`: any declared tensor
  * (HBM inputs, outputs, scratch; SBUF and PSUM of a core) written to a .npy file at the end
- * of the run, or when the first instruction of source line LINE has taken effect
+ * of the run, or when the first instruction of source line LINE that writes memory has taken
+ * effect
  * (docs/explain.md).
  */
 #ifndef NCSIM_CLI_DUMP_H

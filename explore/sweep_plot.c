@@ -928,23 +928,38 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
         if (!pts[i].label)
             continue;
         int tw = (int)strlen(pts[i].label) * ADVANCE - 1, th = CELL_H;
-        box_t cand[4] = {
-            {px[i] + 8, py[i] - th / 2, px[i] + 8 + tw, py[i] - th / 2 + th},
-            {px[i] - 8 - tw, py[i] - th / 2, px[i] - 8, py[i] - th / 2 + th},
-            {px[i] - tw / 2, py[i] - 8 - th, px[i] - tw / 2 + tw, py[i] - 8},
-            {px[i] - tw / 2, py[i] + 8, px[i] - tw / 2 + tw, py[i] + 8 + th}};
-        int pick = 0;
-        for (int c = 0; c < 4; c++) {
-            int clash = cand[c].x0 < left || cand[c].x1 > right || cand[c].y0 < top ||
-                        cand[c].y1 > bottom;
-            for (size_t b = 0; !clash && b < nbox; b++)
-                clash = boxes_overlap(&cand[c], &boxes[b]);
-            for (size_t b = 0; !clash && b < n; b++)
-                clash = b != i && boxes_overlap(&cand[c], &pboxes[b]);
-            if (!clash) {
+        int x = px[i], y = py[i];
+        /* right, left, above, below, then the corners and further out */
+        box_t cand[12] = {
+            {x + 8, y - th / 2, x + 8 + tw, y - th / 2 + th},
+            {x - 8 - tw, y - th / 2, x - 8, y - th / 2 + th},
+            {x - tw / 2, y - 8 - th, x - tw / 2 + tw, y - 8},
+            {x - tw / 2, y + 8, x - tw / 2 + tw, y + 8 + th},
+            {x + 6, y - 6 - th, x + 6 + tw, y - 6},
+            {x + 6, y + 6, x + 6 + tw, y + 6 + th},
+            {x - 6 - tw, y - 6 - th, x - 6, y - 6},
+            {x - 6 - tw, y + 6, x - 6, y + 6 + th},
+            {x + 8, y - 8 - 2 * th, x + 8 + tw, y - 8 - th},
+            {x + 8, y + 8 + th, x + 8 + tw, y + 8 + 2 * th},
+            {x - 8 - tw, y - 8 - 2 * th, x - 8, y - 8 - th},
+            {x - 8 - tw, y + 8 + th, x - 8, y + 8 + 2 * th}};
+        /* the first place that clashes with nothing, else the one that clashes least */
+        int pick = 0, best = INT32_MAX;
+        for (int c = 0; c < 12; c++) {
+            int clash = (cand[c].x0 < left || cand[c].x1 > right || cand[c].y0 < top ||
+                         cand[c].y1 > bottom)
+                            ? 1000
+                            : 0;
+            for (size_t b = 0; b < nbox; b++)
+                clash += boxes_overlap(&cand[c], &boxes[b]);
+            for (size_t b = 0; b < n; b++)
+                clash += b != i && boxes_overlap(&cand[c], &pboxes[b]);
+            if (clash < best) {
+                best = clash;
                 pick = c;
-                break;
             }
+            if (!clash)
+                break;
         }
         draw_text_scaled(&cv, cand[pick].x0, cand[pick].y0, pts[i].label, dark, 0, 1);
         if (nbox < n + 8)

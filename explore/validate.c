@@ -247,20 +247,21 @@ static void entry_name(const sim_validate_entry_t *e, size_t index, char *buf, s
         snprintf(buf, len, "entry %zu", index + 1);
 }
 
-static int get_string(json_t *o, const char *key, char **out, const char *where, char *err,
-                      size_t errlen)
+/* An optional string ("" when absent). NCSIM_USAGE (with a message) or NCSIM_NOMEM. */
+static ncsim_status_t get_string(json_t *o, const char *key, char **out, const char *where,
+                                 char *err, size_t errlen)
 {
     json_t *v = json_object_get(o, key);
-    if (!v) {
-        *out = dup_str("");
-        return *out ? 0 : -1;
-    }
-    if (!json_is_string(v)) {
+    if (v && !json_is_string(v)) {
         set_err(err, errlen, "%s: key '%s' must be a string", where, key);
-        return -1;
+        return NCSIM_USAGE;
     }
-    *out = dup_str(json_string_value(v));
-    return *out ? 0 : -1;
+    *out = dup_str(v ? json_string_value(v) : "");
+    if (!*out) {
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    return NCSIM_OK;
 }
 
 static int get_number(json_t *o, const char *key, double *out, double dflt, const char *where,
@@ -344,10 +345,13 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
             return NCSIM_USAGE;
         }
     }
-    if (get_string(o, "title", &e->title, where, err, errlen) ||
-        get_string(o, "source", &e->source, where, err, errlen) ||
-        get_string(o, "choices", &e->choices, where, err, errlen))
-        return e->title && e->source && e->choices ? NCSIM_USAGE : NCSIM_NOMEM;
+    static const char *const texts[] = {"title", "source", "choices"};
+    char **fields[] = {&e->title, &e->source, &e->choices};
+    for (int k = 0; k < 3; k++) {
+        ncsim_status_t gs = get_string(o, texts[k], fields[k], where, err, errlen);
+        if (gs != NCSIM_OK)
+            return gs;
+    }
 
     /* the workload */
     json_t *prog = json_object_get(o, "program"), *gen = json_object_get(o, "generate");
@@ -549,11 +553,12 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
             goto fail;
         }
     }
-    if (get_string(root, "name", &m->name, path, err, errlen) ||
-        get_string(root, "description", &m->description, path, err, errlen)) {
-        st = m->name && m->description ? NCSIM_USAGE : NCSIM_NOMEM;
+    st = get_string(root, "name", &m->name, path, err, errlen);
+    if (st == NCSIM_OK)
+        st = get_string(root, "description", &m->description, path, err, errlen);
+    if (st != NCSIM_OK)
         goto fail;
-    }
+    st = NCSIM_USAGE;
     json_t *entries = json_object_get(root, "entries");
     if (!entries || !json_is_array(entries) || json_array_size(entries) == 0) {
         set_err(err, errlen, "%s: 'entries' must be a non-empty array", path);
@@ -786,8 +791,15 @@ static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
 static void wanted_entries(const sim_validate_manifest_t *m, const sim_validate_options_t *o,
                            unsigned char *want)
 {
-    for (size_t i = 0; i < m->nentries; i++)
+    for (size_t i = 0; i < m->nentries; i++) {
         want[i] = !(o && o->only_fit) || m->entries[i].fit;
+        if (want[i] && o && o->nonly) {
+            int hit = 0;
+            for (size_t k = 0; k < o->nonly; k++)
+                hit |= strstr(m->entries[i].id, o->only[k]) != NULL;
+            want[i] = (unsigned char)hit;
+        }
+    }
     for (size_t i = 0; i < m->nentries; i++) {
         if (!want[i])
             continue;
@@ -1374,7 +1386,6 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
         return NCSIM_NOMEM;
     }
     size_t n = 0;
-    double band = 0;
     for (size_t i = 0; i < m->nentries; i++) {
         const sim_validate_result_t *r = &results[i];
         if (!r->ran || r->status != NCSIM_OK)
@@ -1384,8 +1395,18 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
         pts[n].label = m->entries[i].id;
         pts[n].good = r->inside;
         n++;
-        if (m->entries[i].band > band)
+    }
+    /* the band drawn is the one most entries have (each point's colour uses its own) */
+    double band = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < m->nentries; i++) {
+        size_t k = 0;
+        for (size_t j = 0; j < m->nentries; j++)
+            k += m->entries[j].band == m->entries[i].band;
+        if (k > most) {
+            most = k;
             band = m->entries[i].band;
+        }
     }
     if (!n) {
         free(pts);

@@ -44,6 +44,7 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(pe, ldweights_speedup, F64, pe.ldweights_speedup)                                           \
     XX(pe, latency_cycles, F64, pe.latency_cycles)                                                 \
     XX(pe, max_moving_free, F64, pe.max_moving_free)                                               \
+    XX(pe, throttle_factor, F64, pe.throttle_factor)                                               \
     ARCH_ENGINE_KEYS(XX, act)                                                                      \
     ARCH_ENGINE_KEYS(XX, dve)                                                                      \
     ARCH_ENGINE_KEYS(XX, pool)                                                                     \
@@ -55,7 +56,9 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(costs, stride_penalty_factor, F64, costs.stride_penalty_factor)                             \
     XX(costs, act_reduce_cycles, F64, costs.act_reduce_cycles)                                     \
     XX(costs, dve_reciprocal_factor, F64, costs.dve_reciprocal_factor)                             \
+    XX(costs, dve_tensor_tensor_factor, F64, costs.dve_tensor_tensor_factor)                       \
     XX(costs, bn_aggr_factor, F64, costs.bn_aggr_factor)                                           \
+    XX(costs, semaphore_latency_ns, F64, costs.semaphore_latency_ns)                               \
     XX(sbuf, partitions, U32, sbuf.partitions)                                                     \
     XX(sbuf, bytes_per_partition, U64, sbuf.bytes_per_partition)                                   \
     XX(psum, partitions, U32, psum.partitions)                                                     \
@@ -82,7 +85,10 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(efa, bandwidth_gbits, F64, efa.bandwidth_gbits)                                             \
     XX(efa, latency_ns, F64, efa.latency_ns)                                                       \
     XX(cc, algorithm, CC_ALGORITHM, cc.algorithm)                                                  \
+    XX(cc, fixed_ns, F64, cc.fixed_ns)                                                             \
+    XX(cc, min_latency_ns, F64, cc.min_latency_ns)                                                 \
     XX(cc, step_latency_ns, F64, cc.step_latency_ns)                                               \
+    XX(cc, rank_bandwidth_gbps, F64, cc.rank_bandwidth_gbps)                                       \
     XX(cc, packet_bytes, U64, cc.packet_bytes)
 
 /* The four keys of an mdl_engine_cfg_t section (act, dve, pool). */
@@ -999,6 +1005,16 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
               a->link.bandwidth_gbps, per_instance);
     }
     CHECK(a->cc.packet_bytes >= 1, "cc.packet_bytes: must be >= 1");
+    CHECK(a->cc.rank_bandwidth_gbps > 0, "cc.rank_bandwidth_gbps = %g: must be > 0",
+          a->cc.rank_bandwidth_gbps);
+    CHECK(a->cc.fixed_ns >= 0 && a->cc.min_latency_ns >= 0 && a->cc.step_latency_ns >= 0,
+          "cc.fixed_ns, cc.min_latency_ns, cc.step_latency_ns: must be >= 0");
+    CHECK(a->pe.throttle_factor >= 1, "pe.throttle_factor = %g: must be >= 1 (1 = no throttle)",
+          a->pe.throttle_factor);
+    CHECK(a->costs.dve_tensor_tensor_factor > 0, "costs.dve_tensor_tensor_factor = %g: must be > 0",
+          a->costs.dve_tensor_tensor_factor);
+    CHECK(a->costs.semaphore_latency_ns >= 0, "costs.semaphore_latency_ns = %g: must be >= 0",
+          a->costs.semaphore_latency_ns);
     return NCSIM_OK;
 }
 

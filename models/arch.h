@@ -54,6 +54,7 @@ typedef struct mdl_arch {
         double ldweights_speedup;    /* LoadStationary up to 4x faster than an MM */
         double latency_cycles;       /* extra pipeline latency to PSUM (assumption) */
         double max_moving_free;      /* 512 */
+        double throttle_factor;      /* multiplies every pe II; 1 = no throttle */
     } pe;
 
     /* "act", "dve", "pool" */
@@ -73,7 +74,9 @@ typedef struct mdl_arch {
         double stride_penalty_factor;   /* 2 */
         double act_reduce_cycles;       /* ActReadAccumulator, about 64 */
         double dve_reciprocal_factor;   /* 8 */
+        double dve_tensor_tensor_factor; /* 2: a two-input tensor_tensor streams k N */
         double bn_aggr_factor;          /* 13 per triple */
+        double semaphore_latency_ns;    /* semaphore update to the waiting instruction's start */
     } costs;
 
     /* "sbuf", "psum" */
@@ -127,7 +130,10 @@ typedef struct mdl_arch {
     /* "cc": collective engine */
     struct {
         mdl_cc_algorithm_t algorithm;
+        double fixed_ns;             /* per collective, before its first step */
+        double min_latency_ns;       /* no collective completes sooner after it begins */
         double step_latency_ns;      /* fixed cost per algorithm step (sync, descriptors) */
+        double rank_bandwidth_gbps;  /* data-path rate of one member's chunk */
         uint64_t packet_bytes;       /* CC DMA packet size (64 KiB) */
     } cc;
 } mdl_arch_t;

@@ -181,6 +181,7 @@ static int64_t slot_int(const isa_arg_t *args, unsigned i)
 typedef struct operand_acc {
     mdl_cost_t *out;
     double stride;
+    unsigned vectors; /* [P,1] per-partition scalar operands (scale, bias, S0, S1...) */
 } operand_acc_t;
 
 static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, int write)
@@ -205,6 +206,16 @@ static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, 
     }
     if (n > 1)
         acc->stride = max_d(acc->stride, stride_factor(a, v));
+}
+
+/* A [P,1] per-partition scalar operand: accounted like any operand, and counted, because
+ * each is a separate small SBUF access that pays the static access overhead before the
+ * instruction streams (fig16's activation with scale and bias pointers, measurements.md 6). */
+static void touch_vector(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v)
+{
+    touch(a, acc, v, 0);
+    if (v && v->space != (uint8_t)ISA_SPACE_HBM)
+        acc->vectors++;
 }
 
 /*
@@ -240,12 +251,13 @@ static double pe_dtype_factor(const mdl_arch_t *a, const isa_view_t *v)
  *    published GpSimd cost includes; we charge it on every pool instruction (assumption for
  *    the ops whose GpSimd cost is not published). It exceeds MIN_II, so no floor is needed.
  */
-static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems)
+static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems, double *raw)
 {
     if (e == ISA_ENGINE_POOL)
-        return a->costs.gpsimd_start_cycles + elems;
+        elems += a->costs.gpsimd_start_cycles;
+    *raw = elems; /* the streaming work without the MIN_II floor, for the latency */
     const mdl_engine_cfg_t *cfg = compute_cfg(a, e);
-    return cfg ? max_d(cfg->min_ii_cycles, elems) : elems;
+    return cfg && e != ISA_ENGINE_POOL ? max_d(cfg->min_ii_cycles, elems) : elems;
 }
 
 /* ceil(log2(n)), at least 1: tree levels of a reduction over n partitions. */
@@ -341,9 +353,10 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
     memset(out, 0, sizeof *out);
     isa_engine_t eng = (isa_engine_t)in->engine;
     const isa_arg_t *args = p->args ? isa_instr_args(p, in) : NULL; /* NULL: no operands */
-    operand_acc_t acc = {out, 1.0};
+    operand_acc_t acc = {out, 1.0, 0};
     cost_kind_t kind = KIND_STREAM;
     double cycles = 0.0;
+    double raw = 0.0; /* act/dve/pool: the streaming work before the MIN_II floor */
 
     /* Operands common to most ops; each case reads only the slots its signature has. */
     const isa_view_t *d = NULL, *src = NULL;
@@ -450,7 +463,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         } else {
             /* nc_transpose on VectorE [ISA-OLD]: max(MIN_II, N). */
             n = (double)free_elems(src);
-            cycles = stream_cycles(a, eng, n * acc.stride);
+            cycles = stream_cycles(a, eng, n * acc.stride, &raw);
             explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         }
         break;
@@ -467,16 +480,18 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         const isa_view_t *sum = slot_view(p, args, ACT_SUM);
         const isa_view_t *sumacc = slot_view(p, args, ACT_SUMACC);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, ACT_SCALE), 0);
-        touch(a, &acc, slot_view(p, args, ACT_BIAS), 0);
+        touch_vector(a, &acc, scalar_view(p, args, ACT_SCALE));
+        touch_vector(a, &acc, slot_view(p, args, ACT_BIAS));
         touch(a, &acc, d, 1);
         touch(a, &acc, sum, 1);
         touch(a, &acc, sumacc, 0);
         touch(a, &acc, sumacc, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
-        if (sum || sumacc)
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        if (sum || sumacc) {
             cycles += a->costs.act_reduce_cycles;
+            raw += a->costs.act_reduce_cycles;
+        }
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         if (T && (sum || sumacc)) {
             T->ii = eng == ISA_ENGINE_POOL ? "II = {GPSIMD_START} + {N} x {s} + {reduce}"
@@ -491,8 +506,9 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         /*
          * tensor_tensor on VectorE [ISA-OLD]: max(MIN_II, N) when one input is in PSUM and
          * the other in SBUF, or both in SBUF with all-bf16 add/multiply/subtract at unit
-         * stride; otherwise max(MIN_II, 2N) (two inputs through one SBUF read stream, ARCH
-         * rule of thumb "2 inputs: 2N").
+         * stride; otherwise max(MIN_II, k N) with k = costs.dve_tensor_tensor_factor (two
+         * inputs through one SBUF read stream: ARCH's rule of thumb "2 inputs: 2N"; the trn1
+         * preset's k is fitted to measured kernels).
          * On GpSimd: GPSIMD_START + 2N (assumption: each processor reads at most 32 bits per
          * partition per cycle [ARCH], so two inputs take two cycles per element).
          */
@@ -505,6 +521,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         n = (double)free_elems(d);
         double k = 2.0;
         if (eng == ISA_ENGINE_DVE) {
+            k = a->costs.dve_tensor_tensor_factor; /* the "2N" rule, calibrated */
             int64_t alu = slot_int(args, TT_OP);
             int mixed = (in_space(x, ISA_SPACE_PSUM) && in_space(y, ISA_SPACE_SBUF)) ||
                         (in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_PSUM));
@@ -524,7 +541,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         } else {
             explain_stream(T, a, eng, k, "2 inputs", n, acc.stride);
         }
-        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
         break;
     }
     case ISA_OP_TENSOR_SCALAR:
@@ -533,11 +550,11 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         src = slot_view(p, args, SLOT_SRC);
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, TS_S0), 0);
-        touch(a, &acc, scalar_view(p, args, TS_S1), 0);
+        touch_vector(a, &acc, scalar_view(p, args, TS_S0));
+        touch_vector(a, &acc, scalar_view(p, args, TS_S1));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_TENSOR_COPY:
@@ -547,7 +564,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_MEMSET: {
@@ -564,7 +581,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         if (eng == ISA_ENGINE_DVE && value == 0.0 &&
             (is_dtype(d, ISA_DT_BF16) || is_dtype(d, ISA_DT_FP16)))
             k = 0.5;
-        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
         explain_stream(T, a, eng, k, k < 1.0 ? "zero into bf16/fp16" : NULL, n, acc.stride);
         break;
     }
@@ -579,7 +596,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         const isa_view_t *y = slot_view(p, args, STT_B);
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, STT_S0), 0);
+        touch_vector(a, &acc, scalar_view(p, args, STT_S0));
         touch(a, &acc, y, 0);
         touch(a, &acc, d, 1);
         uint64_t nu = free_elems(src);
@@ -587,7 +604,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
                    slot_int(args, STT_OP0) == ISA_ALU_SUBTRACT &&
                    slot_int(args, STT_OP1) == ISA_ALU_MULTIPLY && nu % 2u == 0;
-        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride, &raw);
         explain_stream(T, a, eng, fast ? 1.0 : 2.0,
                        fast ? "bf16 subtract-multiply, N even" : "2 tensor inputs", n,
                        acc.stride);
@@ -604,7 +621,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         int64_t alu = slot_int(args, RED_OP);
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
                    (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
-        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride, &raw);
         explain_stream(T, a, eng, fast ? 0.5 : 1.0, fast ? "bf16 add/max" : NULL, n,
                        acc.stride);
         break;
@@ -615,10 +632,10 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
         touch(a, &acc, slot_view(p, args, SCAN_B), 0);
-        touch(a, &acc, scalar_view(p, args, SCAN_INIT), 0);
+        touch_vector(a, &acc, scalar_view(p, args, SCAN_INIT));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride);
+        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride, &raw);
         explain_stream(T, a, eng, 2.0, "scan: 2 passes", n, acc.stride);
         break;
     case ISA_OP_SELECT: {
@@ -632,7 +649,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
         int psum = in_space(pred, ISA_SPACE_PSUM) || in_space(x, ISA_SPACE_PSUM);
-        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride, &raw);
         explain_stream(T, a, eng, psum ? 1.0 : 2.0,
                        psum ? "an input in PSUM" : "predicate and source both in SBUF", n,
                        acc.stride);
@@ -645,7 +662,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride);
+        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride, &raw);
         explain_stream(T, a, eng, a->costs.dve_reciprocal_factor, "costs.dve_reciprocal_factor",
                        n, acc.stride);
         break;
@@ -657,7 +674,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride);
+        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride, &raw);
         explain_stream(T, a, eng, a->costs.bn_aggr_factor / 3.0,
                        "costs.bn_aggr_factor per bn_stats triple of 3", n, acc.stride);
         break;
@@ -669,10 +686,10 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
         if (op == ISA_OP_DROPOUT)
-            touch(a, &acc, scalar_view(p, args, DROPOUT_PROB), 0);
+            touch_vector(a, &acc, scalar_view(p, args, DROPOUT_PROB));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_FIND_INDEX8:     /* nc_find_index8 [ISA-OLD]: N, floored at MIN_II */
@@ -683,7 +700,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, slot_view(p, args, VALS), 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
 
@@ -693,7 +710,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_AFFINE_SELECT:
@@ -703,7 +720,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
         explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_PARTITION_REDUCE:
@@ -719,7 +736,7 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * (double)reduction_levels(src ? src->pcount : 1u) *
-                                            acc.stride);
+                                            acc.stride, &raw);
         explain_stream(T, a, eng, (double)reduction_levels(src ? src->pcount : 1u),
                        "tree levels: ceil(log2 P)", n, acc.stride);
         break;
@@ -753,7 +770,12 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
     double clock = mdl_engine_clock_ghz(a, eng);
     double lat_cycles = cycles;
     if (kind == KIND_PE) {
-        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (assumption). */
+        /* Optional throttle (pe.throttle_factor, 1 = off): the chip slows the array down,
+         * e.g. under a power limit; every pe II stretches by the factor. */
+        cycles *= a->pe.throttle_factor;
+        lat_cycles = cycles;
+        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (neuron-profile MATMUL
+         * record, measurements.md section 8). */
         lat_cycles += a->pe.latency_cycles;
         if (T) {
             T->latency = "latency = II + {pipeline}";
@@ -764,10 +786,13 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
          * on II: paid by dependents, hidden between independent instructions. */
         const mdl_engine_cfg_t *cfg = compute_cfg(a, eng);
         if (cfg)
-            lat_cycles += cfg->static_overhead_cycles + cfg->latency_cycles;
+            lat_cycles = max_d(cycles, raw + cfg->static_overhead_cycles * (1.0 + acc.vectors) +
+                                           cfg->latency_cycles);
         if (T && cfg) {
-            T->latency = "latency = II + {static} + {pipeline}";
-            term(T, "static", cfg->static_overhead_cycles, "static access overhead");
+            T->latency = "latency = max(II, {work} + {static} x (1 + {vectors}) + {pipeline})";
+            term(T, "work", raw, "the streaming work before the MIN_II floor");
+            term(T, "static", cfg->static_overhead_cycles, "static access overhead per access");
+            term(T, "vectors", (double)acc.vectors, "[P,1] scale/bias/scalar vector operands");
             term(T, "pipeline", cfg->latency_cycles, "pipeline latency");
         }
     } else if (T) {

@@ -409,6 +409,7 @@ static void complete(struct sim *s, cc_coll_t *co)
         cc_member_t *m = &co->m[i];
         sim_engine_stats_t *st = m->eng->st;
         st->busy_ps += now - co->start;
+        st->active_ps += now - co->start;
         /* waiting for the other members counts as a stall */
         st->stall_ps += co->start - m->arrived;
         st->stall_by[SIM_STALL_COLLECTIVE] += co->start - m->arrived;
@@ -446,6 +447,27 @@ static void complete(struct sim *s, cc_coll_t *co)
     coll_free(co);
 }
 
+static void finish_ev(sim_queue_t *q, sim_event_t *ev)
+{
+    (void)q;
+    cc_coll_t *co = ev->owner;
+    complete(co->m[0].core->sim, co);
+}
+
+/* The last step has ended: complete now, or when cc.min_latency_ns has passed since the
+ * collective began (no collective completes faster, measurements.md section 5). */
+static void last_step_done(struct sim *s, cc_coll_t *co)
+{
+    uint64_t floor = co->start + (uint64_t)llround(s->arch->cc.min_latency_ns * 1000.0);
+    if (floor <= s->q.now) {
+        complete(s, co);
+        return;
+    }
+    sim_event_init(&co->step_ev, finish_ev, co, PRIO_DMA);
+    if (sim_schedule(&s->q, &co->step_ev, floor))
+        sim_fail(s, "out of memory");
+}
+
 static void flow_landed(sim_queue_t *q, sim_event_t *ev)
 {
     (void)q;
@@ -460,7 +482,7 @@ static void flow_landed(sim_queue_t *q, sim_event_t *ev)
         if (co->step < co->nsteps)
             start_step(s, co);
         else
-            complete(s, co);
+            last_step_done(s, co);
     }
 }
 
@@ -484,6 +506,9 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
         flow_t *f = &co->flows[i];
         double piece = (double)(bytes < a->cc.packet_bytes ? bytes : a->cc.packet_bytes);
         double cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
+        double rank = a->cc.rank_bandwidth_gbps * 1e-3; /* the member's collective data path */
+        if (rank < cap)
+            cap = rank;
         flow_init(f, (double)bytes, cap, NULL, co);
         sim_event_init(&f->ev, flow_landed, f, PRIO_DMA);
         flow_use(f, res_dma(s, src->id), 1.0, mdl_dma_efficiency(a, piece));
@@ -521,7 +546,7 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
         if (co->step < co->nsteps)
             start_step(s, co);
         else
-            complete(s, co);
+            last_step_done(s, co);
     }
 }
 
@@ -553,6 +578,8 @@ static void start_step(struct sim *s, cc_coll_t *co)
             path_ns = ns;
     }
     double ns = a->cc.step_latency_ns + path_ns;
+    if (co->step == 0)
+        ns += a->cc.fixed_ns; /* the collective's own set-up, once */
     sim_event_init(&co->step_ev, step_go, co, PRIO_DMA);
     if (sim_schedule(&s->q, &co->step_ev, s->q.now + (uint64_t)llround(ns * 1000.0)))
         sim_fail(s, "out of memory");

@@ -4,8 +4,10 @@
  * A `dma` instruction costs its issuing engine only the trigger; the transfer is appended
  * to one of the core's 16 queues. Within a queue transfers move data one after another and
  * complete in order (FIFO); each pays a fixed cost (descriptor setup and synchronisation,
- * plus the HBM access latency when it touches HBM) that overlaps the data phase of the
- * transfer ahead of it. Queues run concurrently; their data phases are flows (flow.h) over
+ * plus the HBM access latency when it touches HBM). A queue's fixed costs run one at a time
+ * (its descriptor stage), each overlapping the data phase of the transfers ahead of it, so
+ * a stream of transfers on one queue costs max(fixed cost, data time) per transfer; queues
+ * have their own descriptor stages, so fixed costs on different queues overlap. Queues run concurrently; their data phases are flows (flow.h) over
  *   - the core's DMA engines (engines x engine bandwidth), split evenly among the core's
  *     moving transfers and collective traffic (round-robin between queues), at the
  *     efficiency the transfer's piece size allows (DMA-BW: overhead-bound below 256 B, near
@@ -282,18 +284,24 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     double engines = (double)s->arch->dma.engines;
     if ((double)shape.pieces < engines)
         engines = shape.pieces ? (double)shape.pieces : 1.0;
-    x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
+    /* each engine moves its pieces at the efficiency their size allows */
+    x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps) * x->eff;
     x->pieces = shape.pieces;
     x->bytes_per_piece = shape.bytes_per_piece;
     x->engines = engines;
     x->touches_hbm = x->src->space == ISA_SPACE_HBM || x->dst->space == ISA_SPACE_HBM;
     x->issue = s->q.now;
+    /* The queue's descriptor stage handles one transfer's fixed cost at a time, in order,
+     * while earlier transfers move data: a stream of transfers on one queue costs
+     * max(fixed cost, data time) each (measurements.md section 1). */
+    dma_queue_t *dq = &c->queues[x->queue];
     double fixed = s->arch->dma.fixed_cost_ns + (x->touches_hbm ? s->arch->hbm.latency_ns : 0);
-    x->ready_at = s->q.now + (uint64_t)llround(fixed * 1000.0);
+    uint64_t from = dq->desc_free > s->q.now ? dq->desc_free : s->q.now;
+    x->ready_at = from + (uint64_t)llround(fixed * 1000.0);
+    dq->desc_free = x->ready_at;
     x->phase = XFER_QUEUED;
     sim_event_init(&x->ready_ev, xfer_ready, x, PRIO_DMA);
     sim_event_init(&x->flow.ev, xfer_landed, x, PRIO_DMA);
-    dma_queue_t *dq = &c->queues[x->queue];
     if (dq->tail)
         dq->tail->next = x;
     else

@@ -439,6 +439,10 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     sim_engine_stats_t *st = E->st;
     st->instructions++;
     st->busy_ps += ii;
+    if (complete > E->active_end) {
+        st->active_ps += complete - (E->active_end > now ? E->active_end : now);
+        E->active_end = complete;
+    }
     st->flops += cost->flops;
     if (complete > st->end_ps)
         st->end_ps = complete;
@@ -493,9 +497,21 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             stall_segment(E, now, SIM_STALL_SEMAPHORE, sem);
             E->blocked = 1;
             E->blocked_sem = sem;
+            E->sem_waited = 1;
             return;
         }
         E->blocked = 0;
+        if (E->sem_waited) {
+            /* the semaphore update reaches the waiting sequencer and the instruction is
+             * dispatched: costs.semaphore_latency_ns after the post (measurements.md 6) */
+            E->sem_waited = 0;
+            uint64_t wake = ns_to_ps(s->arch->costs.semaphore_latency_ns);
+            if (wake) {
+                if (sim_schedule(q, ev, now + wake))
+                    sim_fail(s, "out of memory");
+                return;
+            }
+        }
         uint64_t until = interlock_until(s, E, in, now);
         if (until > now) {
             stall_segment(E, now, SIM_STALL_INTERLOCK, 0);

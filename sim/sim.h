@@ -221,6 +221,8 @@ typedef struct sim_options {
 typedef struct sim_engine_stats {
     uint64_t instructions;
     uint64_t busy_ps;        /* sum of initiation intervals */
+    uint64_t active_ps;      /* time with at least one instruction between its start and its
+                              * completion (the profiler's "engine active time") */
     uint64_t stall_ps;       /* ready but held: semaphores + ports + interlock */
     uint64_t stall_by[SIM_STALL_COUNT];
     uint64_t end_ps;         /* completion of its last instruction */

@@ -55,6 +55,9 @@ typedef struct engine {
     uint8_t blocked;     /* waiting for semaphores */
     uint8_t parked;      /* in a collective, until it completes */
     uint8_t blocked_sem; /* the semaphore whose wait did not hold */
+    uint8_t sem_waited;  /* the current instruction waited for a semaphore: it pays the
+                          * semaphore wake-up latency before it starts */
+    uint64_t active_end; /* end of the union of its instructions' start..completion */
     uint64_t ready_ps;   /* when the current instruction became ready */
     inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */
     uint32_t fl_head, fl_n, fl_cap;
@@ -86,6 +89,7 @@ enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };
 
 typedef struct dma_queue {
     xfer_t *head, *tail;
+    uint64_t desc_free; /* the queue's descriptor stage is free from this time */
 } dma_queue_t;
 
 typedef struct core {

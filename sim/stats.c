@@ -18,6 +18,7 @@ static json_t *engine_json(const sim_engine_stats_t *e)
     json_t *o = json_object();
     json_object_set_new(o, "instructions", json_integer((json_int_t)e->instructions));
     json_object_set_new(o, "busy_ns", json_real(ns(e->busy_ps)));
+    json_object_set_new(o, "active_ns", json_real(ns(e->active_ps)));
     json_object_set_new(o, "stall_ns", json_real(ns(e->stall_ps)));
     json_t *by = json_object();
     json_object_set_new(by, "semaphore", json_real(ns(e->stall_by[SIM_STALL_SEMAPHORE])));

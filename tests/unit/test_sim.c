@@ -370,7 +370,7 @@ static void test_dma_bandwidth_curve(void **state)
         assert_true(bw <= peak * 1.001);
         prev = bw;
         if (sizes[i] == 64)
-            assert_true(bw < 0.3 * peak);
+            assert_true(bw < 0.35 * peak); /* 64 / (64 + 7 ns x 18.7 B/ns) = 0.33 */
         if (sizes[i] >= 2048)
             assert_true(bw > 0.85 * peak);
     }

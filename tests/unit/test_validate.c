@@ -129,6 +129,11 @@ static void test_manifest_errors(void **state)
                       NULL);
     expect_load_error("{\"entries\": [{}], \"extra\": 1}", NCSIM_USAGE, "unknown key 'extra'",
                       NULL);
+    expect_load_error("{\"name\": 3, \"entries\": [{}]}", NCSIM_USAGE,
+                      "key 'name' must be a string", NULL);
+    expect_load_error(ENTRY("{\"id\": \"a\", %s, \"title\": 5, \"figure\": \"time_ns\", "
+                            "\"measured\": 1}]}", prog),
+                      NCSIM_USAGE, "entry 'a': key 'title' must be a string", NULL);
     expect_load_error(ENTRY("{%s, \"figure\": \"time_ns\", \"measured\": 1}]}", prog),
                       NCSIM_USAGE, "entry 1: key 'id' is missing", NULL);
     expect_load_error(ENTRY("{\"id\": \"a\", %s, \"figure\": \"time_ns\", \"measured\": 1}, "
@@ -329,10 +334,17 @@ static void test_figures(void **state)
     }
     /* --set for every entry: a slower sequencer doubles the nop */
     const char *sets[] = {"sp.issue_cycles=128"};
-    sim_validate_options_t o2 = {NULL, sets, 1, NULL, 0, 1, 0};
+    sim_validate_options_t o2 = {.sets = sets, .nsets = 1};
     assert_int_equal(sim_validate_run(m, &o2, res3, err, sizeof err), NCSIM_OK);
     assert_true(tu_close(res3[5].simulated, 2 * ISSUE_NS, 1e-4, 0));
     assert_false(res3[5].inside);
+    /* --only: the entries whose id contains the text, and those they are relative to */
+    const char *only[] = {"per-dma"};
+    sim_validate_options_t o3 = {.only = only, .nonly = 1};
+    assert_int_equal(sim_validate_run(m, &o3, res3, err, sizeof err), NCSIM_OK);
+    for (int i = 0; i < NFIG; i++)
+        assert_int_equal(res3[i].ran, i == 8 || i == 10); /* dma-bw, hbm-per-dma */
+    assert_true(tu_close(res3[10].simulated, 1.0, 1e-9, 0));
     sim_validate_free(m);
     free(path);
 }
