@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "check.h"
 #include "dis.h"
 #include "npy.h"
@@ -569,6 +570,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    if (!opt->timing_only)
+        mdl_blas_default_threads(); /* one thread unless asked (models/blas.c) */
     struct sim *s = calloc(1, sizeof *s);
     if (!s)
         return NCSIM_NOMEM;
