@@ -29,7 +29,7 @@ static const char usage_check[] =
     "                            (default: unbound inputs get random values with seed 0)\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule\n"
-    "  --checks LIST             only these: races,uninit,nan,psum,sems (default all)\n"
+    "  --checks LIST             only these: races,uninit,nan,psum,sems,views (default all)\n"
     "  --json                    findings as JSON on stdout\n"
     "  --max N                   print at most N groups of findings (default 50, 0: all)\n"
     "  -q, --quiet               no summary line\n"

@@ -50,7 +50,7 @@ static const char usage_run[] =
     "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
     "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
     "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
-    "  --check LIST              checks during the run: races,uninit,nan,psum,sems or all\n"
+    "  --check LIST              checks during the run: races,uninit,nan,psum,sems,views, all\n"
     "                            (docs/check.md); findings on stderr make the exit code 1\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
@@ -140,6 +140,24 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     }
     free(buf);
     return st;
+}
+
+/* Does any view of the program (any instruction, any core) overlap HBM tensor t? A random
+ * input nothing reads is not filled: an untouched tensor costs no host memory. */
+static int hbm_tensor_touched(const isa_program_t *p, uint32_t t)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    uint64_t lo = T->offset, hi = lo + sim_tensor_elems(p, t) * isa_dtype_size((isa_dtype_t)T->dtype);
+    for (uint32_t i = 0; i < p->nviews; i++) {
+        const isa_view_t *v = &p->views[i];
+        if (v->space != ISA_SPACE_HBM)
+            continue;
+        int64_t a, b;
+        isa_view_byte_range(v, &a, &b);
+        if (a < (int64_t)hi && b > (int64_t)lo)
+            return 1;
+    }
+    return 0;
 }
 
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
@@ -569,7 +587,7 @@ int cli_run(int argc, char **argv)
         for (uint32_t t = 0; t < prog->ntensors && !rc; t++) {
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
-                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
+                (kind == ISA_TK_INOUT || (kind == ISA_TK_INPUT && hbm_tensor_touched(prog, t)))) {
                 const isa_tensor_t *T = &prog->tensors[t];
                 double need = (double)sim_tensor_elems(prog, t) *
                               (4.0 + isa_dtype_size((isa_dtype_t)T->dtype));

@@ -38,7 +38,8 @@
 #define CHK_PSUM 0x08u   /* matmul acc into PSUM not last written by pe; reads of PSUM while
                           * its accumulation group is open */
 #define CHK_SEMS 0x10u   /* waits that can never hold, orphan posts, semaphore overflow */
-#define CHK_ALL 0x1fu
+#define CHK_VIEWS 0x20u  /* views that start in one tensor and run past its end */
+#define CHK_ALL 0x3fu
 
 /* XX(ID, name) -- the kinds of findings; `name` is what text and JSON print. */
 #define CHK_KIND_MAP(XX)                                                                       \
@@ -49,7 +50,8 @@
     XX(PSUM_OPEN, "psum-open")                                                                 \
     XX(WAIT_UNSAT, "wait-unsat")                                                               \
     XX(POST_ORPHAN, "post-orphan")                                                             \
-    XX(SEM_OVERFLOW, "sem-overflow")
+    XX(SEM_OVERFLOW, "sem-overflow")                                                           \
+    XX(VIEW_BOUNDS, "view-bounds")
 
 typedef enum chk_kind {
 #define XX(id, name) CHK_KIND_##id,

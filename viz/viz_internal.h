@@ -249,7 +249,7 @@ enum { VIZ_DRAG_NONE, VIZ_DRAG_PAN, VIZ_DRAG_RANGE, VIZ_DRAG_MINIMAP, VIZ_DRAG_S
 #define VIZ_MINIMAP_H 46
 #define VIZ_AXIS_H 22
 #define VIZ_STATUS_H 20
-#define VIZ_DETAILS_H 96
+#define VIZ_DETAILS_H 136 /* eight lines: the cost breakdown fits under the rest */
 #define VIZ_LABEL_W 168
 #define VIZ_SCROLLBAR_W 10
 #define VIZ_ROW_GROUP_H 20
