@@ -2140,7 +2140,12 @@ void trc_report_line_texts(trc_report_t *rep)
             const char *p = buf;
             while (*p == ' ' || *p == '\t')
                 p++;
-            snprintf(rep->lines[i].text, sizeof rep->lines[i].text, "%s", p);
+            /* keep what fits of the line (a longer line is cut, on purpose) */
+            size_t len = strlen(p), cap = sizeof rep->lines[i].text - 1;
+            if (len > cap)
+                len = cap;
+            memcpy(rep->lines[i].text, p, len);
+            rep->lines[i].text[len] = '\0';
             char *e = rep->lines[i].text + strlen(rep->lines[i].text);
             while (e > rep->lines[i].text && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
                 *--e = '\0';
