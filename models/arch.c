@@ -835,6 +835,23 @@ ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *er
     return st;
 }
 
+ncsim_status_t mdl_arch_parse(const char *text, size_t len, const char *name, mdl_arch_t *out,
+                              char *err, size_t errlen)
+{
+    if (!text || !out) {
+        set_err(err, errlen, "no architecture given");
+        return NCSIM_USAGE;
+    }
+    arch_source_t src;
+    memset(&src, 0, sizeof src);
+    fill_source(&src, name && *name ? name : "<json>", false);
+    mdl_arch_t tmp;
+    ncsim_status_t st = parse_and_apply(text, len, &src, 0, &tmp, err, errlen);
+    if (st == NCSIM_OK)
+        *out = tmp;
+    return st;
+}
+
 const char *const *mdl_arch_preset_names(void)
 {
     return mdl_preset_names;

@@ -2201,3 +2201,25 @@ char *chk_json(const chk_t *k)
     json_decref(root);
     return s;
 }
+
+char *chk_finding_text(const chk_t *k, size_t i)
+{
+    if (i >= k->nf)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    print_one(k, f, &k->f[i], 0);
+    if (fclose(f)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+const char *chk_finding_tensor(const chk_t *k, size_t i)
+{
+    return i < k->nf && k->f[i].has_range ? tensor_at(k, &k->f[i]) : "";
+}

@@ -119,6 +119,10 @@ const char *chk_kind_name(chk_kind_t kind);
 const char *chk_race_name(chk_race_t race);
 const char *chk_space_name(uint8_t space); /* "sbuf" "psum" "hbm" */
 
+/* One finding as the text chk_print gives it (malloc'd, NULL when out of memory). */
+char *chk_finding_text(const chk_t *k, size_t i);
+/* The declared tensor holding the start of a finding's range, or "". */
+const char *chk_finding_tensor(const chk_t *k, size_t i);
 /* Print findings as text (at most `limit`, 0 for all). */
 void chk_print(const chk_t *k, FILE *f, size_t limit);
 /* All findings as a JSON document (malloc'd), NULL when out of memory. */

@@ -164,6 +164,11 @@ class Kernel:
                 return type(r)(conv(x) for x in r)
             return r
         retn = conv(ret)
+        for b in tr.hbm:
+            if b.name in out_names and b.written is None:
+                raise NkiError(f"{source}:{_def_line(func)}: error: "
+                               f"[err_tensor_output_not_written_to] the kernel returns '{b.name}' "
+                               "but never writes it")
         legacy = []
         for name, (b, host) in params.items():
             if b.written is not None:
@@ -251,6 +256,17 @@ class Kernel:
         self.profile_result = ProfileResult(r, trace, summary)
         self.benchmark_result = BenchmarkResult(r, 1, 1, trace)
         return None
+
+
+def _def_line(func):
+    """The line of the kernel's `def` (co_firstlineno points at its first decorator)."""
+    import linecache
+    ln = func.__code__.co_firstlineno
+    for i in range(ln, ln + 50):
+        t = linecache.getline(func.__code__.co_filename, i).lstrip()
+        if t.startswith("def ") or t.startswith("async def "):
+            return i
+    return ln
 
 
 def _shape_of(text, name):

@@ -607,9 +607,11 @@ class Tensor:
         if self.chk:
             self.check_bounds()
         dims = []
-        for s, n in self.free_dims():
-            if n == 1:
+        pd = self.pdim
+        for i, n in enumerate(self.shape):
+            if n == 1 or i == pd:
                 continue
+            s = self.strides[i]
             if dims and dims[-1][0] == s * n and dims[-1][1] * n <= 65535:
                 dims[-1] = (s, dims[-1][1] * n)
             else:
@@ -1038,6 +1040,7 @@ class Tracer:
         self.count = [0] * N_AGENTS
         self.vc = [[-1] * N_AGENTS for _ in range(len(ENGINES))]
         self.qvc = [[-1] * N_AGENTS for _ in range(N_QUEUES)]
+        self.selfknown = [-1] * len(ENGINES)   # per engine: its own last instruction known complete
         self.clocks = [[] for _ in range(N_AGENTS)]
         self.slots = []
         self.sites = {}
@@ -1276,11 +1279,16 @@ class Tracer:
         for t in writes:
             key, bx = t.abox()
             self._access(key, bx, True, ag, idx, deps)
-        # waits (vector clocks)
+        # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
+        # instructions only as far as semaphores show them complete (selfknown), not by program
+        # order: the engine's interlock does not cover transfers (docs/check.md).
         e = ENG_ID[eng]
         vc = self.vc[e]
+        known = self.selfknown
         if queue is not None:
-            cur = list(map(max, vc, self.qvc[queue]))
+            base = list(vc)
+            base[e] = known[e]
+            cur = list(map(max, base, self.qvc[queue]))
         else:
             cur = vc
         waits = None
@@ -1294,10 +1302,14 @@ class Tracer:
                 waits.append((a2, i2))
                 c2 = clocks[a2][i2]
                 vc[:] = map(max, vc, c2)
+                if c2[e] > known[e]:
+                    known[e] = c2[e]
                 if cur is not vc:
                     cur[:] = map(max, cur, c2)
         if queue is not None:
-            cur[:] = map(max, cur, vc)          # waits taken by the issuing engine
+            base = list(vc)
+            base[e] = known[e]
+            cur[:] = map(max, cur, base)        # what the issuing engine knows
             cur[ag] = idx
             self.qvc[queue] = cur
             self.clocks[ag].append(tuple(cur))
@@ -1309,9 +1321,10 @@ class Tracer:
             v = writes[0] if writes else (reads[0] if reads else None)
             n = 1
             if v is not None:
-                for i, d in enumerate(v.shape):
-                    if i != v.pdim:
-                        n *= d
+                for d in v.shape:
+                    n *= d
+                if v.pdim is not None:
+                    n //= v.shape[v.pdim]
             self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
         ln = self.line_override
         self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
@@ -1376,7 +1389,11 @@ class Tracer:
         k = pol.dma_split_partitions
         parts = [(dst, src)]
         onchip = dst if dst.pdim is not None else src
-        if k and onchip.pdim == 0 and onchip.shape[0] > k and dst.shape[0] == src.shape[0]:
+        if k and k not in (32, 64):
+            raise ValueError("dma_split_partitions must be 0, 32 or 64 (NCA's partition rules: "
+                             "a view of 32 or fewer partitions starts at a multiple of 32)")
+        if k and onchip.pdim == 0 and onchip.shape[0] > k and dst.shape[0] == src.shape[0] \
+                and onchip.p0 % k == 0:
             n = onchip.shape[0]
             parts = [(dst.restrict([(i, min(n, i + k))]), src.restrict([(i, min(n, i + k))]))
                      for i in range(0, n, k)]

@@ -174,3 +174,29 @@ def test_source_lines_in_program():
     load_line = first + [i for i, s in enumerate(src) if "nl.load" in s][0]
     assert f".source {__file__}" in low.text
     assert f".loc {load_line}" in low.text
+
+
+def test_dma_policy_split_and_queues():
+    a = rand(256, 64)
+    pol = {"dma_split_partitions": 32, "load_queues": [3, 4], "store_queues": [12], "store_engine": "act"}
+    low = nki.lower(k_loop_exp, a, policy=pol)
+    dmas = [ln.strip() for ln in low.text.splitlines() if ln.strip().startswith("dma ")]
+    # two 128-row tiles, each loaded and stored in 4 pieces of 32 partitions
+    assert len(dmas) == 16
+    loads = [d for d in dmas if d.startswith("dma sb:")]
+    stores = [d for d in dmas if d.startswith("dma hbm:")]
+    assert len(loads) == 8 and all("@" in d.split(",")[0] for d in loads)
+    assert {d.split("queue=")[1].split()[0].rstrip(",") for d in loads} == {"3", "4"}
+    assert {d.split("queue=")[1].split()[0].rstrip(",") for d in stores} == {"12"}
+    assert "sb:fp32@32:64" in " ".join(loads)
+    # stores are issued by act, loads by sp
+    eng = None
+    for ln in low.text.splitlines():
+        if ln.startswith(".engine"):
+            eng = ln.split()[1]
+        elif ln.strip().startswith("dma hbm:"):
+            assert eng == "act"
+        elif ln.strip().startswith("dma sb:"):
+            assert eng == "sp"
+    np.testing.assert_allclose(nki.simulate_kernel(k_loop_exp, a, policy=pol), np.exp(a), rtol=1e-6)
+    assert nki.check(k_loop_exp, a, policy=pol) == []

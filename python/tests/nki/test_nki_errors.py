@@ -172,3 +172,11 @@ def test_partition_start_rule():
         t = nl.load(a[0:128, :])
         return nl.exp(t[1:65, :])  # HERE
     expect(k, (X,), "err_partition_start", "# HERE")
+
+
+def test_output_not_written():
+    @nki.jit
+    def k(a):  # HERE
+        out = nl.ndarray((4, 4), nl.float32, buffer=nl.shared_hbm)
+        return out
+    expect(k, (X,), "err_tensor_output_not_written_to", "# HERE")

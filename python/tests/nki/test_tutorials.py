@@ -152,3 +152,20 @@ def test_runs_with_neuronxcc_imports(tmp_path, name):
                          text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.strip().endswith("ok")
+
+
+def test_tutorial_optimisations_pay_off():
+    """What each tutorial's sequence of versions is about shows in the simulated figures."""
+    mfu = [runner.summarize(runner.benchmark(BY_NAME[n], "moderate")[1])["mfu"]
+           for n in ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")]
+    print("matmul MFU by version:", [round(x, 2) for x in mfu])
+    assert mfu == sorted(mfu) and mfu[-1] > 2 * mfu[0]
+
+    t_v1, _ = runner.benchmark(BY_NAME["layernorm_v1"], "moderate")
+    t_v2, _ = runner.benchmark(BY_NAME["layernorm_v2"], "moderate")
+    print("layernorm v1 %.1f us, v2 %.1f us" % (t_v1, t_v2))
+    assert t_v2 < 0.95 * t_v1       # the tutorial measures 15 % less
+
+    dma = {n: runner.benchmark(BY_NAME[n], "moderate")[1]["cores"][0]["dma"]["bytes"]
+           for n in ("mamba_v1", "mamba_v2")}
+    assert dma["mamba_v2"] < 0.5 * dma["mamba_v1"]   # delta and u loaded once, not per state

@@ -153,6 +153,7 @@ def _silu_args(p, rng):
 MM_TOL = (1e-4, 1e-2)
 MM_TOL_SRC = "matmul tutorial test (atol 1e-4, rtol 1e-2)"
 MM_BENCH = dict(M=4096, K=8192, N=8192)   # tutorial benchmark: lhsT [8192, 4096], rhs [8192, 8192]
+MM_MODERATE = dict(M=2048, K=1024, N=1024)   # the smallest size every blocked version takes
 
 CASES = [
     Case("matmul_basic", "matmul_basic", "nki_matmul_basic_", "matmul 0: one tile",
@@ -160,22 +161,22 @@ CASES = [
           "tutorial": dict(M=64, K=128, N=512)},
          _mm_args, MM_TOL, MM_TOL_SRC, flops=_mm_flops),
     Case("matmul_tiled", "matmul_tiled", "nki_matmul_tiled_", "matmul 1: tiled",
-         {"small": dict(M=256, K=256, N=1024), "moderate": dict(M=512, K=1024, N=1024),
+         {"small": dict(M=256, K=256, N=1024), "moderate": MM_MODERATE,
           "tutorial": MM_BENCH},
          _mm_args, MM_TOL, MM_TOL_SRC, flops=_mm_flops),
     Case("matmul_hoisted", "matmul_hoisted", "nki_matmul_hoist_load_", "matmul 2: hoisted loads",
-         {"small": dict(M=256, K=256, N=1024), "moderate": dict(M=512, K=1024, N=1024),
+         {"small": dict(M=256, K=256, N=1024), "moderate": MM_MODERATE,
           "tutorial": MM_BENCH},
          _mm_args, MM_TOL, MM_TOL_SRC, flops=_mm_flops),
     Case("matmul_block_free", "matmul_block_free", "nki_matmul_block_free_dimension_",
          "matmul 3: blocked free dims",
-         {"small": dict(M=256, K=256, N=1024), "moderate": dict(M=512, K=1024, N=2048),
+         {"small": dict(M=256, K=256, N=1024), "moderate": MM_MODERATE,
           "tutorial": MM_BENCH},
          _mm_args, MM_TOL, MM_TOL_SRC, flops=_mm_flops),
     Case("matmul_optimized", "matmul_optimized", "nki_matmul_fully_optimized_",
          "matmul 4: fully optimised",
          {"small": dict(M=256, K=512, N=1024, blocks=(2, 2, 2)),
-          "moderate": dict(M=2048, K=1024, N=1024),
+          "moderate": MM_MODERATE,
           "tutorial": MM_BENCH},
          _mm_opt_args, MM_TOL, MM_TOL_SRC, flops=_mm_flops),
     Case("layernorm_v1", "layernorm_v1", "nki_layernorm_kernel_v1", "LayerNorm v1 (nl)",

@@ -128,6 +128,27 @@ def render(rows):
     return "\n".join(out)
 
 
+MATMULS = ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")
+
+
+def render_matmul_ladder(log):
+    """The four tiled matmul versions side by side at one size that all of them take."""
+    from ncsim.nki.examples.catalog import BY_NAME
+    cases = [BY_NAME[n] for n in MATMULS]
+    out = ["", "The matmul versions at one size (%s, bf16), as in the tests:" % (
+        cases[0].describe("moderate")), "",
+        "| kernel | simulated µs | pe % | DMA % | MFU % | DMA GB/s | bottleneck |",
+        "|---|---:|---:|---:|---:|---:|---|"]
+    for c in cases:
+        latency_us, stats = runner.benchmark(c, "moderate")
+        s = runner.summarize(stats)
+        log("%-18s %10.1f us  (moderate size)" % (c.name, latency_us))
+        out.append("| %s | %.1f | %s | %s | %s | %.0f | %s |" % (
+            c.title, latency_us, pct(s["busy"]["pe"]), pct(s["busy"]["dma"]), pct(s["mfu"]),
+            s["dma_gbps"], s["bottleneck"]))
+    return "\n".join(out)
+
+
 def replace_section(path, table):
     with open(path) as f:
         text = f.read()
@@ -156,6 +177,8 @@ def main(argv=None):
     rows = build_rows(cases, a.validation_dir, a.ncsim,
                       lambda m: print(m, file=sys.stderr, flush=True))
     table = render(rows)
+    if not a.only:
+        table += "\n" + render_matmul_ladder(lambda m: print(m, file=sys.stderr, flush=True))
     if a.docs:
         replace_section(a.docs, table)
     else:
