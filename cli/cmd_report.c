@@ -21,14 +21,24 @@
 
 static const char usage_report[] =
     "usage: ncsim report STATS.json|TRACE [--json] [-o FILE]\n"
+    "       ncsim report STATS.json|TRACE --by-line [--csv|--json] [--top N] [-o FILE]\n"
     "\n"
-    "Summarise a run: total time; per-engine busy, stall and idle percentages; MFU and HFU;\n"
-    "HBM and DMA bandwidth against peak; the ten largest stall causes; the critical path;\n"
-    "a table per instruction kind. TRACE is a file written by `ncsim run --trace` (.json,\n"
-    ".json.gz, .pftrace); a statistics file (`ncsim run --stats`) gives all but the\n"
-    "critical path and the instruction kinds.\n"
+    "Summarise a run: total time; a one-line verdict of what bounds it (an engine, DMA,\n"
+    "HBM, a link, a chain of semaphore waits) with its share of the critical path and what\n"
+    "would move it; per-engine busy, stall and idle percentages; MFU and HFU; HBM and DMA\n"
+    "bandwidth against peak; the ten largest stall causes; the critical path; a table per\n"
+    "instruction kind with the cost breakdown that dominates it. TRACE is a file written by\n"
+    "`ncsim run --trace` (.json, .json.gz, .pftrace); a statistics file (`ncsim run\n"
+    "--stats`) gives all but the critical path and the instruction kinds (its verdict\n"
+    "compares busy times). See docs/explain.md.\n"
     "  --json              machine-readable output (units in the key names)\n"
-    "  -o, --output FILE   write the report to FILE instead of stdout\n";
+    "  --by-line           the per-line profile instead: per source line (or .loc) count,\n"
+    "                      busy, stall by cause, DMA time, sorted by cost\n"
+    "  --csv               with --by-line: CSV\n"
+    "  --top N             with --by-line: the N costliest lines (default 30; 0: all)\n"
+    "  -o, --output FILE   write the report to FILE instead of stdout\n"
+    "exit codes: 0 success, 1 the statistics record a failed run (run-time error,\n"
+    "deadlock; the report is still printed), 2 usage error, 3 unreadable or invalid file.\n";
 
 static uint64_t ps_of(json_t *v)
 {
@@ -62,6 +72,11 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
     snprintf(rep->program, sizeof rep->program, "%s", s ? s : "");
     s = json_string_value(json_object_get(root, "arch"));
     snprintf(rep->arch, sizeof rep->arch, "%s", s ? s : "");
+    s = json_string_value(json_object_get(root, "status"));
+    if (s && strcmp(s, "ok") != 0) { /* a failed run's statistics (ncsim run --stats) */
+        const char *why = json_string_value(json_object_get(root, "error"));
+        snprintf(rep->failed, sizeof rep->failed, "%s", why && why[0] ? why : s);
+    }
     rep->total_ps = ps_of(total);
     rep->flops = u64_of(json_object_get(root, "tensor_flops"));
     json_t *hw = json_object_get(root, "tensor_hw_flops");
@@ -132,6 +147,23 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
         }
     }
     rep->chips = max_chip;
+    json_t *lines = json_object_get(root, "lines");
+    json_t *ln;
+    json_array_foreach(lines, i, ln)
+    {
+        trc_report_line_t *l = trc_report_line(rep, (uint32_t)u64_of(json_object_get(ln, "line")));
+        if (!l)
+            return NCSIM_NOMEM;
+        l->instructions = u64_of(json_object_get(ln, "instructions"));
+        l->busy_ps = ps_of(json_object_get(ln, "busy_ns"));
+        json_t *by = json_object_get(ln, "stall_by_cause_ns");
+        for (int c = 0; c < TRC_STALL_COUNT; c++)
+            l->stall_by[c] = ps_of(json_object_get(by, trc_stall_key((trc_stall_t)c)));
+        l->transfers = u64_of(json_object_get(ln, "transfers"));
+        l->dma_bytes = u64_of(json_object_get(ln, "dma_bytes"));
+        l->dma_ps = ps_of(json_object_get(ln, "dma_ns"));
+        l->dma_wait_ps = ps_of(json_object_get(ln, "dma_wait_ns"));
+    }
     json_t *links = json_object_get(root, "links");
     json_t *lk;
     json_array_foreach(links, i, lk)
@@ -169,19 +201,72 @@ static int looks_like_trace(const char *path, const char *head, size_t n)
     return strstr(head, "\"traceEvents\"") != NULL;
 }
 
+ncsim_status_t cli_report_load(const char *path, trc_report_t *rep, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NCSIM_IO;
+    }
+    char *head = malloc(65537);
+    if (!head) {
+        fclose(f);
+        snprintf(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    size_t n = fread(head, 1, 65536, f);
+    head[n] = '\0';
+    fclose(f);
+    ncsim_status_t st;
+    if (looks_like_trace(path, head, n)) {
+        st = trc_report_from_trace(path, rep, err, errlen);
+    } else {
+        json_error_t jerr;
+        json_t *root = json_load_file(path, 0, &jerr);
+        if (!root) {
+            snprintf(err, errlen, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
+                     jerr.text);
+            st = NCSIM_FORMAT;
+        } else {
+            st = report_from_stats(path, root, rep, err, errlen);
+            json_decref(root);
+            if (st == NCSIM_NOMEM)
+                snprintf(err, errlen, "out of memory");
+            if (st != NCSIM_OK)
+                trc_report_free(rep);
+        }
+    }
+    free(head);
+    return st;
+}
+
 int cli_report(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                         {"by-line", no_argument, 0, 'L'},
+                                         {"csv", no_argument, 0, 'C'},
+                                         {"top", required_argument, 0, 'T'},
                                          {"output", required_argument, 0, 'o'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    int as_json = 0;
+    int as_json = 0, by_line = 0, as_csv = 0;
+    size_t top = 30;
+    char *endp;
     const char *out_path = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j': as_json = 1; break;
+        case 'L': by_line = 1; break;
+        case 'C': as_csv = 1; break;
+        case 'T':
+            top = (size_t)strtoull(optarg, &endp, 10);
+            if (*endp || !*optarg || *optarg == '-') {
+                fprintf(stderr, "ncsim report: --top wants a count, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
         case 'o': out_path = optarg; break;
         case 'h': fputs(usage_report, stdout); return 0;
         default: fputs(usage_report, stderr); return 2;
@@ -192,44 +277,23 @@ int cli_report(int argc, char **argv)
                 usage_report);
         return 2;
     }
+    if (as_csv && (!by_line || as_json)) {
+        fputs("ncsim report: --csv goes with --by-line, without --json\n", stderr);
+        return 2;
+    }
     const char *path = argv[optind];
     char err[1024];
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "ncsim report: cannot open %s: %s\n", path, strerror(errno));
-        return cli_exit(NCSIM_IO);
-    }
-    char head[65537];
-    size_t n = fread(head, 1, sizeof head - 1, f);
-    head[n] = '\0';
-    fclose(f);
     trc_report_t rep;
-    ncsim_status_t st;
-    if (looks_like_trace(path, head, n)) {
-        st = trc_report_from_trace(path, &rep, err, sizeof err);
-    } else {
-        json_error_t jerr;
-        json_t *root = json_load_file(path, 0, &jerr);
-        if (!root) {
-            snprintf(err, sizeof err, "%s:%d:%d: not valid JSON: %s", path, jerr.line,
-                     jerr.column, jerr.text);
-            st = NCSIM_FORMAT;
-        } else {
-            st = report_from_stats(path, root, &rep, err, sizeof err);
-            json_decref(root);
-            if (st == NCSIM_NOMEM)
-                snprintf(err, sizeof err, "out of memory");
-            if (st != NCSIM_OK)
-                trc_report_free(&rep);
-        }
-    }
+    ncsim_status_t st = cli_report_load(path, &rep, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim report: %s\n", err);
         return cli_exit(st);
     }
     int rc = 0;
+    if (by_line)
+        trc_report_line_texts(&rep);
     if (as_json) {
-        char *text = trc_report_json(&rep);
+        char *text = by_line ? trc_report_lines_json(&rep) : trc_report_json(&rep);
         if (!text) {
             fputs("ncsim report: out of memory\n", stderr);
             rc = cli_exit(NCSIM_NOMEM);
@@ -246,13 +310,22 @@ int cli_report(int argc, char **argv)
             fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path, strerror(errno));
             rc = cli_exit(NCSIM_IO);
         } else {
-            trc_report_print(out, &rep);
+            if (by_line && as_csv)
+                trc_report_print_lines_csv(out, &rep);
+            else if (by_line)
+                trc_report_print_lines(out, &rep, top);
+            else
+                trc_report_print(out, &rep);
             if (out != stdout && fclose(out) != 0) {
                 fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path,
                         strerror(errno));
                 rc = cli_exit(NCSIM_IO);
             }
         }
+    }
+    if (!rc && rep.failed[0]) { /* the report is printed, but a failed run is not a result */
+        fprintf(stderr, "ncsim report: %s records a failed run: %s\n", path, rep.failed);
+        rc = 1;
     }
     trc_report_free(&rep);
     return rc;

@@ -15,8 +15,10 @@
 #include "arch.h"
 #include "checker.h"
 #include "cli.h"
+#include "dump.h"
 #include "load.h"
 #include "npy.h"
+#include "outputs.h"
 #include "numerics.h"
 #include "rng.h"
 #include "sim.h"
@@ -34,6 +36,11 @@ static const char usage_run[] =
     "                            e.g. --set hbm.bandwidth_gbps=1200\n"
     "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
     "  --out NAME=FILE.npy       write an output/inout tensor after the run (repeatable)\n"
+    "  --dump NAME[@CORE]=FILE.npy  write any tensor (HBM input/output/scratch, SBUF or\n"
+    "                            PSUM of core CORE, default 0) after the run (repeatable)\n"
+    "  --dump-at LINE            take the --dump files when the first instruction of source\n"
+    "                            line LINE that writes memory has taken effect instead\n"
+    "                            (docs/explain.md)\n"
     "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
     "  --timing-only             model time only, skip arithmetic (fastest)\n"
     "  --stats FILE.json         write the statistics (with the resolved config)\n"
@@ -43,7 +50,7 @@ static const char usage_run[] =
     "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
     "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
     "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
-    "  --check LIST              checks during the run: races,uninit,nan,psum,sems or all\n"
+    "  --check LIST              checks during the run: races,uninit,nan,psum,sems,views, all\n"
     "                            (docs/check.md); findings on stderr make the exit code 1\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
@@ -83,21 +90,29 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
+/* Load one --in file into tensor t; a note on stderr when its data is converted. */
+static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t,
+                                 const char *path, int quiet, char *err, size_t errlen)
 {
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
-        return st == NCSIM_NOMEM ? st : NCSIM_IO;
+        return NCSIM_IO; /* an input file too big to hold is the file's problem: exit 3 */
+    const isa_tensor_t *T = &p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (!quiet && a.type != want && mdl_npy_convertible(a.type, want))
+        fprintf(stderr, "ncsim run: note: %s holds %s data; tensor '%s' (%s) reads it as %s%s\n",
+                path, a.descr, isa_string(p, T->name), isa_dtype_name((isa_dtype_t)T->dtype),
+                mdl_npy_type_descr(want),
+                a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
     st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
     return st;
 }
 
 static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
-                                   const char *path, char *err, size_t errlen)
+                                   const char *path, const char *shown, char *err,
+                                   size_t errlen)
 {
     const isa_tensor_t *T = &p->tensors[t];
     uint64_t n = sim_tensor_elems(p, t);
@@ -105,8 +120,11 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     int native = mdl_npy_dtype_is_native(dt);
     size_t es = native ? isa_dtype_size(dt) : sizeof(float);
     void *buf = malloc(n * es > 0 ? n * es : 1);
-    if (!buf)
+    if (!buf) {
+        snprintf(err, errlen, "out of host memory: %.1f MiB to write tensor '%s' to '%s'",
+                 (double)(n * es) / 1048576.0, isa_string(p, T->name), shown);
         return NCSIM_NOMEM;
+    }
     ncsim_status_t st = native ? sim_tensor_read_raw(s, t, buf)
                                : sim_tensor_read_f32(s, t, (float *)buf);
     if (st == NCSIM_OK) {
@@ -115,11 +133,31 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
         for (unsigned d = 0; d < T->ndims; d++)
             dims[d] = T->dims[d];
         st = mdl_npy_write(path, descr, dims, T->ndims, buf, err, errlen);
-        if (st != NCSIM_OK)
+        if (st != NCSIM_OK) {
+            snprintf(err, errlen, "cannot write '%s'", shown);
             st = NCSIM_IO;
+        }
     }
     free(buf);
     return st;
+}
+
+/* Does any view of the program (any instruction, any core) overlap HBM tensor t? A random
+ * input nothing reads is not filled: an untouched tensor costs no host memory. */
+static int hbm_tensor_touched(const isa_program_t *p, uint32_t t)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    uint64_t lo = T->offset, hi = lo + sim_tensor_elems(p, t) * isa_dtype_size((isa_dtype_t)T->dtype);
+    for (uint32_t i = 0; i < p->nviews; i++) {
+        const isa_view_t *v = &p->views[i];
+        if (v->space != ISA_SPACE_HBM)
+            continue;
+        int64_t a, b;
+        isa_view_byte_range(v, &a, &b);
+        if (a < (int64_t)hi && b > (int64_t)lo)
+            return 1;
+    }
+    return 0;
 }
 
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
@@ -132,42 +170,46 @@ static void on_stop_signal(int sig)
     stop_signal = sig;
 }
 
-/* Run to the end, printing progress when asked: redrawn a few times a second on a
- * terminal, one line every ~10 s otherwise. `sliced` runs in slices even without
- * progress, so that a signal can stop the run cleanly. */
+/* Progress on stderr: redrawn a few times a second on a terminal, one line every ~10 s
+ * otherwise. */
+typedef struct progress_ctx {
+    uint64_t total_instrs;
+    int tty;
+    int shown;
+} progress_ctx_t;
+
+static int show_progress(void *ctx, sim_t *s, double host_seconds)
+{
+    progress_ctx_t *pc = ctx;
+    const sim_stats_t *ss = sim_stats(s);
+    double frac = pc->total_instrs ? (double)ss->instructions / (double)pc->total_instrs : 1.0;
+    fprintf(stderr, pc->tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
+                              "(%.0f%%), %.1f s"
+                            : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
+                              "%.1f s\n",
+            (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
+            (unsigned long long)pc->total_instrs, 100.0 * frac, host_seconds);
+    pc->shown = 1;
+    return 0;
+}
+
+/* Run to the end with the library's driver (sim/drive.c), printing progress when asked.
+ * `sliced` runs in slices even without progress, so that a signal can stop the run
+ * cleanly. */
 static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show, int sliced)
 {
     if (!show && !sliced)
         return sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
-    int tty = isatty(STDERR_FILENO);
-    double interval = tty ? 0.25 : 10.0;
-    double t0 = now_seconds(), last = t0;
-    uint64_t step = 1000000; /* 1 us of simulated time per slice, adapted below */
-    ncsim_status_t st = NCSIM_OK;
-    while (!sim_finished(s) && !stop_signal) {
-        double before = now_seconds();
-        st = sim_run(s, SIM_RUN_UNTIL_TIME, sim_now_ps(s) + step);
-        if (st != NCSIM_OK)
-            break;
-        double after = now_seconds();
-        /* aim for slices of ~20 ms of host time */
-        if (after - before < 0.01 && step < (UINT64_MAX >> 2))
-            step *= 2;
-        else if (after - before > 0.05 && step > 1000)
-            step /= 2;
-        if (show && after - last >= interval && !sim_finished(s)) {
-            last = after;
-            const sim_stats_t *ss = sim_stats(s);
-            double frac = total_instrs ? (double)ss->instructions / (double)total_instrs : 1.0;
-            fprintf(stderr, tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
-                                  "(%.0f%%), %.1f s"
-                                : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
-                                  "%.1f s\n",
-                    (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
-                    (unsigned long long)total_instrs, 100.0 * frac, after - t0);
-        }
-    }
-    if (show && tty && now_seconds() - t0 >= interval)
+    progress_ctx_t pc = {total_instrs, isatty(STDERR_FILENO), 0};
+    sim_drive_t d;
+    memset(&d, 0, sizeof d);
+    d.interval = pc.tty ? 0.25 : 10.0;
+    d.progress = show ? show_progress : NULL;
+    d.ctx = &pc;
+    d.stop = &stop_signal;
+    int stopped;
+    ncsim_status_t st = sim_drive(s, UINT64_MAX, &d, &stopped);
+    if (pc.shown && pc.tty)
         fputs("\r\033[K", stderr);
     return st;
 }
@@ -175,11 +217,14 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
 int cli_run(int argc, char **argv)
 {
     enum { O_ARCH = 256, O_SET, O_IN, O_OUT, O_RANDOM, O_TIMING, O_TRACE, O_STATS, O_CHECK,
-           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES };
+           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES, O_DUMP,
+           O_DUMP_AT };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
                                          {"set", required_argument, 0, O_SET},
                                          {"in", required_argument, 0, O_IN},
                                          {"out", required_argument, 0, O_OUT},
+                                         {"dump", required_argument, 0, O_DUMP},
+                                         {"dump-at", required_argument, 0, O_DUMP_AT},
                                          {"random-inputs", required_argument, 0, O_RANDOM},
                                          {"timing-only", no_argument, 0, O_TIMING},
                                          {"trace", required_argument, 0, O_TRACE},
@@ -208,6 +253,9 @@ int cli_run(int argc, char **argv)
     chk_t *chk = NULL;
     uint64_t seed = 0, random_seed = 0;
     progress_t progress = PROGRESS_AUTO;
+    cli_dumps_t dumps; /* --dump, --dump-at: cli/dump.c */
+    memset(&dumps, 0, sizeof dumps);
+    char derr[512];
     int c;
     char *end;
     optind = 1;
@@ -233,6 +281,14 @@ int cli_run(int argc, char **argv)
             (*n)++;
             break;
         }
+        case O_DUMP:
+        case O_DUMP_AT:
+            if ((c == O_DUMP ? cli_dump_parse(&dumps, optarg, derr, sizeof derr)
+                             : cli_dump_parse_line(&dumps, optarg, derr, sizeof derr))) {
+                fprintf(stderr, "ncsim run: %s\n", derr);
+                return 2;
+            }
+            break;
         case O_RANDOM:
             errno = 0;
             random_seed = strtoull(optarg, &end, 0);
@@ -313,36 +369,77 @@ int cli_run(int argc, char **argv)
     }
     const char *path = argv[optind];
     char err[4096];
+    /* Every file this run writes, registered now: a run that fails from here on leaves
+     * none of them behind (docs/cli.md, "Output files"). */
+    static cli_outputs_t outputs;
+    cli_outputs_init(&outputs, "run");
+    char *cfg_path = NULL;
+    for (int i = 0; i < nouts; i++)
+        if (cli_outputs_add(&outputs, outs[i].path, "--out"))
+            return 2;
+    if (trace_path && cli_outputs_add(&outputs, trace_path, "--trace"))
+        return 2;
+    if (cli_dumps_register(&dumps, &outputs))
+        return 2;
+    if (stats_path && strcmp(stats_path, "-") != 0) {
+        /* the resolved architecture config beside the statistics (gem5's config.json):
+         * STATS.json -> STATS.config.json */
+        size_t sl = strlen(stats_path);
+        cfg_path = malloc(sl + 16);
+        if (!cfg_path) {
+            fputs("ncsim run: out of host memory\n", stderr);
+            return 4;
+        }
+        size_t base = sl >= 5 && strcmp(stats_path + sl - 5, ".json") == 0 ? sl - 5 : sl;
+        memcpy(cfg_path, stats_path, base);
+        strcpy(cfg_path + base, ".config.json");
+        if (cli_outputs_add(&outputs, stats_path, "--stats") ||
+            cli_outputs_add(&outputs, cfg_path, "--stats config")) {
+            free(cfg_path);
+            return 2;
+        }
+    }
+    int rc = 0;
+    sim_t *s = NULL;
+    isa_program_t *prog = NULL;
+    int run_done = 0; /* the simulation ran (to its end, an error or a deadlock) */
     if (trace_filter && !trace_path) {
         fputs("ncsim run: --trace-start, --trace-end and --trace-engines need --trace FILE\n",
               stderr);
-        return 2;
+        rc = 2;
+        goto out;
     }
     if (trace_path && trc_format_for_path(trace_path) == TRC_FORMAT_COUNT) {
         fprintf(stderr, "ncsim run: --trace %s: the name must end in .json, .json.gz or "
                         ".pftrace\n",
                 trace_path);
-        return 2;
+        rc = 2;
+        goto out;
     }
     sim_trace_file_t *trace = NULL;
 
     /* architecture: --arch, else the program's .arch (resolved after loading), else trn1 */
     isa_geometry_t g;
-    if (cli_geometry(arch_name, &g, err, sizeof err)) {
+    rc = cli_geometry(arch_name, &g, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "ncsim run: %s\n", err);
-        return 2;
+        goto out;
     }
+    for (int i = 0; i < nins; i++) /* never removed on failure: it is also an input */
+        cli_outputs_protect(&outputs, ins[i].path);
+    cli_outputs_protect(&outputs, path);
+    if (arch_name)
+        cli_outputs_protect(&outputs, arch_name);
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
-    isa_program_t *prog = NULL;
     ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
                                          &prog, &diag);
     cli_print_diag(&diag);
     isa_diag_free(&diag);
-    if (st != NCSIM_OK)
-        return cli_exit(st);
-    int rc = 0;
-    sim_t *s = NULL;
+    if (st != NCSIM_OK) {
+        rc = cli_exit(st);
+        goto out;
+    }
     mdl_arch_t arch;
     const char *use = arch_name ? arch_name : (prog->arch[0] ? prog->arch : "trn1");
     st = mdl_arch_load(use, &arch, err, sizeof err);
@@ -359,6 +456,11 @@ int cli_run(int argc, char **argv)
     if (timing_only && (nins || nouts)) {
         fprintf(stderr, "ncsim run: --in and --out need a functional run (drop "
                         "--timing-only)\n");
+        rc = 2;
+        goto out;
+    }
+    if (cli_dumps_resolve(&dumps, prog, timing_only, derr, sizeof derr)) {
+        fprintf(stderr, "ncsim run: %s\n", derr);
         rc = 2;
         goto out;
     }
@@ -439,6 +541,14 @@ int cli_run(int argc, char **argv)
         free(out_tensor);
         goto out;
     }
+    /* every output path, before the simulation: a typo costs nothing */
+    if (cli_outputs_validate(&outputs)) {
+        free(bound);
+        free(in_tensor);
+        free(out_tensor);
+        rc = 3;
+        goto out;
+    }
     sim_options_t so;
     memset(&so, 0, sizeof so);
     so.arch = &arch;
@@ -446,7 +556,7 @@ int cli_run(int argc, char **argv)
     so.stochastic_rounding = stochastic;
     so.seed = seed;
     if (trace_path) {
-        topt.path = trace_path;
+        topt.path = cli_outputs_path(&outputs, trace_path);
         topt.program = path;
         topt.timing_only = timing_only;
         st = sim_trace_open(&topt, prog, &arch, &trace, err, sizeof err);
@@ -460,14 +570,14 @@ int cli_run(int argc, char **argv)
         }
         so.trace = sim_trace_sink(trace);
     }
-    so.observer = chk ? chk_observer(chk) : NULL;
+    so.observer = cli_dumps_observer(&dumps, chk ? chk_observer(chk) : NULL);
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", err);
         rc = cli_exit(st);
     }
     for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, quiet, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
@@ -477,10 +587,22 @@ int cli_run(int argc, char **argv)
         for (uint32_t t = 0; t < prog->ntensors && !rc; t++) {
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
-                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
-                st = sim_tensor_fill_random(s, t, random_seed);
-                if (st != NCSIM_OK)
+                (kind == ISA_TK_INOUT || (kind == ISA_TK_INPUT && hbm_tensor_touched(prog, t)))) {
+                const isa_tensor_t *T = &prog->tensors[t];
+                double need = (double)sim_tensor_elems(prog, t) *
+                              (4.0 + isa_dtype_size((isa_dtype_t)T->dtype));
+                double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+                /* refuse what cannot fit rather than meet the kernel's OOM killer */
+                st = ram > 0 && need > ram ? NCSIM_NOMEM
+                                           : sim_tensor_fill_random(s, t, random_seed);
+                if (st != NCSIM_OK) {
+                    fprintf(stderr, "ncsim run: out of host memory: %.1f MiB for the random "
+                                    "values of tensor '%s' (%s%s), this host has %.1f MiB\n",
+                            need / 1048576.0, isa_string(prog, T->name),
+                            isa_dtype_name((isa_dtype_t)T->dtype),
+                            "; bind it with --in, or use --timing-only", ram / 1048576.0);
                     rc = cli_exit(st);
+                }
             }
         }
     free(bound);
@@ -501,6 +623,7 @@ int cli_run(int argc, char **argv)
         sigaction(SIGTERM, &sa_new, &sa_term);
     }
     st = run_with_progress(s, prog->ninstrs, show, trace != NULL);
+    run_done = 1;
     double host = now_seconds() - t0;
     if (trace) {
         /* a signal while the trace is being finished is noted, not fatal */
@@ -512,6 +635,8 @@ int cli_run(int argc, char **argv)
             fprintf(stderr, "ncsim run: %s\n", err);
             if (st == NCSIM_OK)
                 rc = cli_exit(tst);
+        } else {
+            cli_outputs_mark_written(&outputs, trace_path);
         }
         if (stop_signal) {
             fprintf(stderr, "ncsim run: stopped by signal %d at %.3f ns; the trace is complete "
@@ -526,48 +651,66 @@ int cli_run(int argc, char **argv)
         fputs(sim_error(s), stderr);
         rc = cli_exit(st);
     }
+    if (dumps.n) { /* also after a run-time error: the state it stopped in */
+        int drc = cli_dumps_finish(&dumps, s);
+        if (drc && !rc)
+            rc = drc;
+    }
     if (chk) { /* findings of --check: stderr, exit code 1 */
         chk_print(chk, stderr, 50);
         if ((chk_count(chk) || chk_dropped(chk)) && !rc)
             rc = 1;
     }
     const sim_stats_t *ss = sim_stats(s);
-    sim_run_info_t info = {path, timing_only, seed, host};
+    char *why = NULL; /* a failed simulation, as --stats records it */
+    if (st != NCSIM_OK || rc) {
+        why = cli_escape(st != NCSIM_OK ? sim_error(s)
+                                        : "ncsim check findings (--check); see stderr");
+        if (why) { /* one line: the first of the message */
+            char *nl = strchr(why, '\n');
+            if (nl)
+                *nl = 0;
+        }
+    }
+    sim_run_info_t info = {path, timing_only, seed, host, rc || st != NCSIM_OK
+                                                           ? (why ? why : "failed") : NULL};
     for (int i = 0; !rc && i < nouts; i++) {
-        st = write_output(s, prog, (uint32_t)out_tensor[i], outs[i].path, err, sizeof err);
+        st = write_output(s, prog, (uint32_t)out_tensor[i],
+                          cli_outputs_path(&outputs, outs[i].path), outs[i].path, err,
+                          sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
+        } else {
+            cli_outputs_mark_written(&outputs, outs[i].path);
         }
     }
     free(out_tensor);
     if (stats_path) {
         char *json = sim_stats_json(ss, &arch, prog, &info);
-        if (!json || sim_write_file(stats_path, json, strlen(json))) {
+        const char *sp = cli_outputs_path(&outputs, stats_path);
+        if (!json || sim_write_file(sp, json, strlen(json))) {
             fprintf(stderr, "ncsim run: cannot write %s: %s\n", stats_path,
                     json ? strerror(errno) : "out of memory");
             if (!rc)
                 rc = cli_exit(json ? NCSIM_IO : NCSIM_NOMEM);
+        } else {
+            cli_outputs_mark_written(&outputs, stats_path);
         }
         free(json);
-        /* the resolved architecture config beside the statistics (gem5's config.json):
-         * STATS.json -> STATS.config.json */
         char *cfg = mdl_arch_to_json(&arch);
-        size_t sl = strlen(stats_path);
-        char *cfg_path = malloc(sl + 16);
         if (cfg && cfg_path) {
-            size_t base = sl >= 5 && strcmp(stats_path + sl - 5, ".json") == 0 ? sl - 5 : sl;
-            memcpy(cfg_path, stats_path, base);
-            strcpy(cfg_path + base, ".config.json");
-            if (strcmp(stats_path, "-") != 0 && sim_write_file(cfg_path, cfg, strlen(cfg))) {
+            if (sim_write_file(cli_outputs_path(&outputs, cfg_path), cfg, strlen(cfg))) {
                 fprintf(stderr, "ncsim run: cannot write %s: %s\n", cfg_path, strerror(errno));
                 if (!rc)
                     rc = cli_exit(NCSIM_IO);
+            } else {
+                cli_outputs_mark_written(&outputs, cfg_path);
             }
         }
         free(cfg);
-        free(cfg_path);
     }
+    free(why);
     if (!quiet && (st == NCSIM_OK || sim_finished(s)))
         sim_stats_print(stdout, ss, &arch, prog, &info);
 out:
@@ -575,6 +718,17 @@ out:
         char terr[512];
         sim_trace_close(trace, NULL, terr, sizeof terr);
     }
+    /* Success, or a program error found by a simulation that ran (exit 1, or a signal):
+     * what was written goes into place (the trace and statistics of a failed run say what
+     * happened), the rest is removed. Any other failure removes every target. */
+    if (rc == 0 || (run_done && (rc == 1 || rc > 128))) {
+        if (cli_outputs_commit(&outputs) && !rc)
+            rc = 3;
+    } else {
+        cli_outputs_abort(&outputs);
+    }
+    cli_outputs_free(&outputs);
+    free(cfg_path);
     sim_destroy(s);
     chk_destroy(chk);
     isa_program_free(prog);

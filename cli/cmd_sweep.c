@@ -246,7 +246,11 @@ int cli_sweep(int argc, char **argv)
     }
 
     sim_sweep_t *sw = NULL;
-    ncsim_status_t st = sim_sweep_load(argv[optind], &sw, err, sizeof err);
+    /* with --index, only the task's own points are validated (below): a task of a sweep of
+     * 10^9 points must not check them all before its own */
+    ncsim_status_t st = have_index && !merge_only && !list && !slurm
+                            ? sim_sweep_load_unchecked(argv[optind], &sw, err, sizeof err)
+                            : sim_sweep_load(argv[optind], &sw, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim sweep: %s\n", err);
         return ncsim_status_exit_code(st);
@@ -317,6 +321,11 @@ int cli_sweep(int argc, char **argv)
             rc = 2;
             goto out;
         }
+        if (have_index && (st = sim_sweep_check_points(sw, first, last, err, sizeof err))) {
+            fprintf(stderr, "ncsim sweep: %s\n", err);
+            rc = ncsim_status_exit_code(st);
+            goto out;
+        }
         sim_sweep_run_options_t ro = {dir, (unsigned)jobs, force, progress};
         sim_sweep_summary_t sum;
         st = sim_sweep_run(sw, first, last, &ro, &sum, err, sizeof err);
@@ -339,10 +348,13 @@ int cli_sweep(int argc, char **argv)
         rc = ncsim_status_exit_code(st);
         goto out;
     }
-    if (!quiet)
+    /* failures are said even with -q: an exit status of 1 alone explains nothing */
+    if (!quiet || ms.failed)
         fprintf(stderr, "ncsim sweep: %" PRIu64 " points merged into %s (%" PRIu64 " ok, %" PRIu64
-                        " failed)\n",
-                ms.points, strcmp(csv, "-") == 0 ? "stdout" : csv, ms.ok, ms.failed);
+                        " failed%s)\n",
+                ms.points, strcmp(csv, "-") == 0 ? "stdout" : csv, ms.ok, ms.failed,
+                ms.failed ? ": their rows have status error, and each point's file in the "
+                            "output directory its message" : "");
     if (ms.failed)
         rc = 1;
     if (plot_text) {

@@ -16,7 +16,7 @@
 #include "load.h"
 #include "ncx.h"
 #include "sweep.h"
-#include "version.h"
+#include "ncsim.h"
 #ifdef NCSIM_HAVE_VIZ
 #include "viz.h"
 #endif
@@ -31,9 +31,13 @@ static const char usage_main[] =
     "  dis PROG.ncx [-o OUT.nca]     disassemble to text that assembles back identically\n"
     "  run PROG [options]            simulate a program (.nca or .ncx)\n"
     "  check PROG [options]          static checks plus a run with every optional check on\n"
-    "  report STATS.json|TRACE       summarise a run\n"
-    "  viz TRACE [--png OUT.png]     trace viewer\n"
+    "  report STATS.json|TRACE       summarise a run: verdict, engines, critical path;\n"
+    "                                --by-line: where the time went per source line\n"
+    "  diff A B                      compare two runs (statistics files or traces)\n"
+    "  viz TRACE [B] [--png OUT.png] trace viewer (two traces: compared on one time axis)\n"
     "  sweep SPEC.json [options]     architecture sweep\n"
+    "  validate MANIFEST.json        compare simulated figures with measured ones\n"
+    "  fit MANIFEST.json --key K=LO:HI  fit config keys to a manifest's measurements\n"
     "  arch [NAME]                   list presets, or print one resolved config as JSON\n"
     "\n"
     "`ncsim COMMAND --help` describes a command's options.\n"
@@ -87,14 +91,67 @@ int cli_exit(ncsim_status_t st)
 }
 
 /* Geometry for assembling: --arch when given, else trn1. The program's own .arch, if any,
- * replaces it through cli_arch_lookup. */
+ * replaces it through cli_arch_lookup. Returns 0, or the exit code (2 for an unknown
+ * name or a bad config, 3 for a file that cannot be read). */
 int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen)
 {
     mdl_arch_t a;
-    if (mdl_arch_load(arch_name ? arch_name : "trn1", &a, err, errlen) != NCSIM_OK)
-        return -1;
+    ncsim_status_t st = mdl_arch_load(arch_name ? arch_name : "trn1", &a, err, errlen);
+    if (st != NCSIM_OK)
+        return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
     mdl_arch_geometry(&a, g);
     return 0;
+}
+
+int cli_load(const char *cmd, const char *path, const char *arch_name, const char *const *sets,
+             int nsets, ncsim_program_t **prog, ncsim_arch_t **arch)
+{
+    *prog = NULL;
+    *arch = NULL;
+    ncsim_arch_t *given = NULL;
+    ncsim_status_t st = arch_name ? ncsim_arch_load(arch_name, &given) : NCSIM_OK;
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
+    }
+    st = ncsim_program_load_file(path, given, prog);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "%s\n", ncsim_last_error()); /* every diagnostic, FILE:LINE:COL: ... */
+        ncsim_arch_free(given);
+        return cli_exit(st);
+    }
+    /* --arch, else the program's .arch, else trn1; then the --set overrides */
+    if (given)
+        *arch = given;
+    else
+        st = ncsim_arch_load(ncsim_program_arch(*prog)[0] ? ncsim_program_arch(*prog) : "trn1",
+                             arch);
+    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
+        st = ncsim_arch_set(*arch, sets[i]);
+    if (st == NCSIM_OK)
+        st = ncsim_arch_validate(*arch);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        ncsim_program_free(*prog);
+        ncsim_arch_free(*arch);
+        *prog = NULL;
+        *arch = NULL;
+        return cli_exit(st == NCSIM_IO ? NCSIM_IO : NCSIM_USAGE);
+    }
+    return 0;
+}
+
+int cli_find_hbm_tensor(const ncsim_program_t *prog, const char *name, size_t len,
+                        ncsim_tensor_info_t *info)
+{
+    for (uint32_t i = 0; i < ncsim_program_tensor_count(prog); i++) {
+        if (ncsim_program_tensor(prog, i, info) != NCSIM_OK)
+            break;
+        if (info->memory == NCSIM_HBM && strlen(info->name) == len &&
+            memcmp(info->name, name, len) == 0)
+            return (int)i;
+    }
+    return -1;
 }
 
 static int cmd_asm(int argc, char **argv)
@@ -122,9 +179,10 @@ static int cmd_asm(int argc, char **argv)
     const char *in = argv[optind];
     char err[512];
     isa_geometry_t g;
-    if (cli_geometry(arch, &g, err, sizeof err)) {
+    int grc = cli_geometry(arch, &g, err, sizeof err);
+    if (grc) {
         fprintf(stderr, "ncsim asm: %s\n", err);
-        return 2;
+        return grc;
     }
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
@@ -175,9 +233,10 @@ static int cmd_dis(int argc, char **argv)
     }
     char err[512];
     isa_geometry_t g;
-    if (cli_geometry(arch, &g, err, sizeof err)) {
+    int grc = cli_geometry(arch, &g, err, sizeof err);
+    if (grc) {
         fprintf(stderr, "ncsim dis: %s\n", err);
-        return 2;
+        return grc;
     }
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
@@ -231,9 +290,9 @@ static int cmd_arch(int argc, char **argv)
             mdl_arch_t a;
             char err[512];
             if (mdl_arch_load(names[i], &a, err, sizeof err) == NCSIM_OK)
-                printf("%-12s %s\n", names[i], a.description);
+                printf("%-14s %s\n", names[i], a.description);
             else
-                printf("%-12s (cannot load: %s)\n", names[i], err);
+                printf("%-14s (cannot load: %s)\n", names[i], err);
         }
         return 0;
     }
@@ -262,6 +321,7 @@ static int cmd_arch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    cli_escape_stderr();
     if (argc < 2) {
         fputs(usage_main, stderr);
         return 2;
@@ -287,6 +347,8 @@ int main(int argc, char **argv)
         return cli_run(sub_argc, sub_argv);
     if (strcmp(cmd, "report") == 0)
         return cli_report(sub_argc, sub_argv);
+    if (strcmp(cmd, "diff") == 0)
+        return cli_diff(sub_argc, sub_argv);
     if (strcmp(cmd, "check") == 0)
         return cli_check(sub_argc, sub_argv);
     if (strcmp(cmd, "viz") == 0) {
@@ -300,6 +362,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "sweep") == 0)
         return cli_sweep(sub_argc, sub_argv);
+    if (strcmp(cmd, "validate") == 0)
+        return cli_validate(sub_argc, sub_argv);
+    if (strcmp(cmd, "fit") == 0)
+        return cli_fit(sub_argc, sub_argv);
     fprintf(stderr, "ncsim: unknown command '%s'\n\n%s", cmd, usage_main);
     return 2;
 }

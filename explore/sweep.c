@@ -359,8 +359,53 @@ static ncsim_status_t program_for(sim_sweep_t *sw, const mdl_arch_t *a, sweep_pr
     return assemble(sw, &g, 0, out);
 }
 
+/* Every point of first..last must be a valid config: say which one is not, before anything
+ * runs. */
+ncsim_status_t sim_sweep_check_points(const sim_sweep_t *sw, uint64_t first, uint64_t last,
+                                      char *err, size_t errlen)
+{
+    const char *spec_path = sw->spec_path;
+    char e[1024];
+    for (uint64_t i = first; i <= last && i < sw->npoints; i++) {
+        mdl_arch_t a;
+        ncsim_status_t st = sim_sweep_point_arch(sw, i, &a, e, sizeof e);
+        if (st != NCSIM_OK) {
+            char where[512] = "";
+            size_t w = 0;
+            for (size_t k = 0; k < sw->nparams && w < sizeof where - 1; k++) {
+                char v[64];
+                mdl_arch_get(&a, sw->params[k], v, sizeof v);
+                int n = snprintf(where + w, sizeof where - w, "%s%s=%s", k ? " " : "",
+                                 sw->params[k], v);
+                w += n > 0 ? (size_t)n : 0;
+            }
+            set_err(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
+                    sw->nparams > 1 ? "\n(keys that must change together can be varied "
+                                      "together: \"k1,k2\": [[v1, v2], ...])"
+                                    : "");
+            return st;
+        }
+    }
+    return NCSIM_OK;
+}
+
+static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep_t **out,
+                                 char *err, size_t errlen);
+
 ncsim_status_t sim_sweep_load(const char *spec_path, sim_sweep_t **out, char *err,
                               size_t errlen)
+{
+    return sweep_load(spec_path, 1, out, err, errlen);
+}
+
+ncsim_status_t sim_sweep_load_unchecked(const char *spec_path, sim_sweep_t **out, char *err,
+                                        size_t errlen)
+{
+    return sweep_load(spec_path, 0, out, err, errlen);
+}
+
+static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep_t **out,
+                                 char *err, size_t errlen)
 {
     *out = NULL;
     sim_sweep_t *sw = calloc(1, sizeof *sw);
@@ -621,26 +666,10 @@ ncsim_status_t sim_sweep_load(const char *spec_path, sim_sweep_t **out, char *er
             }
             sw->npoints *= n;
         }
-    /* every point must be a valid config: say which one is not, before anything runs */
-    for (uint64_t i = 0; i < sw->npoints; i++) {
-        mdl_arch_t a;
-        st = sim_sweep_point_arch(sw, i, &a, e, sizeof e);
-        if (st != NCSIM_OK) {
-            char where[512] = "";
-            size_t w = 0;
-            for (size_t k = 0; k < sw->nparams && w < sizeof where - 1; k++) {
-                char v[64];
-                mdl_arch_get(&a, sw->params[k], v, sizeof v);
-                int n = snprintf(where + w, sizeof where - w, "%s%s=%s", k ? " " : "",
-                                 sw->params[k], v);
-                w += n > 0 ? (size_t)n : 0;
-            }
-            set_err(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
-                    sw->nparams > 1 ? "\n(keys that must change together can be varied "
-                                      "together: \"k1,k2\": [[v1, v2], ...])"
-                                    : "");
+    if (check_all && sw->npoints) {
+        st = sim_sweep_check_points(sw, 0, sw->npoints - 1, err, errlen);
+        if (st != NCSIM_OK)
             goto fail;
-        }
     }
     snprintf(sw->fingerprint, sizeof sw->fingerprint, "%016" PRIx64, fp);
     json_decref(root);
@@ -1007,7 +1036,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     double host = now_seconds() - t0;
     if (pst == NCSIM_OK) {
         const sim_stats_t *ss = sim_stats(s);
-        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host};
+        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host, NULL};
         char *stats = sim_stats_json(ss, &a, sp->prog, &info);
         json_error_t jerr;
         root = stats ? json_loads(stats, 0, &jerr) : NULL;

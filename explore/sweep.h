@@ -37,6 +37,13 @@ typedef struct sim_sweep sim_sweep_t;
  */
 ncsim_status_t sim_sweep_load(const char *spec_path, sim_sweep_t **out, char *err,
                               size_t errlen);
+/* The same without validating the points: for `--index I`, which checks only its own
+ * points (sim_sweep_check_points), so that a task of a huge array starts at once. */
+ncsim_status_t sim_sweep_load_unchecked(const char *spec_path, sim_sweep_t **out, char *err,
+                                        size_t errlen);
+/* Validate points first..last (NCSIM_USAGE naming the first bad point and its values). */
+ncsim_status_t sim_sweep_check_points(const sim_sweep_t *sw, uint64_t first, uint64_t last,
+                                      char *err, size_t errlen);
 void sim_sweep_free(sim_sweep_t *sw);
 
 uint64_t sim_sweep_point_count(const sim_sweep_t *sw);

@@ -30,4 +30,26 @@ ncsim_status_t sim_plot_parse(char *text, sim_plot_options_t *o, char *err, size
 ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
                             const char *png_path, char *err, size_t errlen);
 
+/* A point of a scatter plot: `good` points are drawn green, the others red. */
+typedef struct sim_scatter_point {
+    double x, y;
+    const char *label;    /* drawn next to the point (NULL: none) */
+    int good;
+} sim_scatter_point_t;
+
+typedef struct sim_scatter_options {
+    const char *title, *xlabel, *ylabel;
+    double band;          /* > 0: also the lines y = x (1 +- band) */
+    unsigned width, height; /* pixels; 0: 960 x 860 */
+} sim_scatter_options_t;
+
+/*
+ * A log-log scatter of y against x with the same scale on both axes and the line y = x (for
+ * simulated against measured figures), each point labelled. Values must be positive.
+ * NCSIM_USAGE for no points or a value <= 0, NCSIM_IO when the file cannot be written.
+ */
+ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
+                                const sim_scatter_options_t *o, const char *png_path,
+                                char *err, size_t errlen);
+
 #endif

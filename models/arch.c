@@ -44,6 +44,7 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(pe, ldweights_speedup, F64, pe.ldweights_speedup)                                           \
     XX(pe, latency_cycles, F64, pe.latency_cycles)                                                 \
     XX(pe, max_moving_free, F64, pe.max_moving_free)                                               \
+    XX(pe, throttle_factor, F64, pe.throttle_factor)                                               \
     ARCH_ENGINE_KEYS(XX, act)                                                                      \
     ARCH_ENGINE_KEYS(XX, dve)                                                                      \
     ARCH_ENGINE_KEYS(XX, pool)                                                                     \
@@ -55,7 +56,9 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(costs, stride_penalty_factor, F64, costs.stride_penalty_factor)                             \
     XX(costs, act_reduce_cycles, F64, costs.act_reduce_cycles)                                     \
     XX(costs, dve_reciprocal_factor, F64, costs.dve_reciprocal_factor)                             \
+    XX(costs, dve_tensor_tensor_factor, F64, costs.dve_tensor_tensor_factor)                       \
     XX(costs, bn_aggr_factor, F64, costs.bn_aggr_factor)                                           \
+    XX(costs, semaphore_latency_ns, F64, costs.semaphore_latency_ns)                               \
     XX(sbuf, partitions, U32, sbuf.partitions)                                                     \
     XX(sbuf, bytes_per_partition, U64, sbuf.bytes_per_partition)                                   \
     XX(psum, partitions, U32, psum.partitions)                                                     \
@@ -78,8 +81,14 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(link, links_per_chip, U32, link.links_per_chip)                                             \
     XX(link, bandwidth_gbps, F64, link.bandwidth_gbps)                                             \
     XX(link, hop_latency_ns, F64, link.hop_latency_ns)                                             \
+    XX(efa, instances, U32, efa.instances)                                                         \
+    XX(efa, bandwidth_gbits, F64, efa.bandwidth_gbits)                                             \
+    XX(efa, latency_ns, F64, efa.latency_ns)                                                       \
     XX(cc, algorithm, CC_ALGORITHM, cc.algorithm)                                                  \
+    XX(cc, fixed_ns, F64, cc.fixed_ns)                                                             \
+    XX(cc, min_latency_ns, F64, cc.min_latency_ns)                                                 \
     XX(cc, step_latency_ns, F64, cc.step_latency_ns)                                               \
+    XX(cc, rank_bandwidth_gbps, F64, cc.rank_bandwidth_gbps)                                       \
     XX(cc, packet_bytes, U64, cc.packet_bytes)
 
 /* The four keys of an mdl_engine_cfg_t section (act, dve, pool). */
@@ -497,6 +506,9 @@ static void fill_source(arch_source_t *src, const char *path, bool is_preset)
 }
 
 /* Read a whole file. NCSIM_IO with a message when it cannot be read. */
+/* A config is a few KiB; bigger inputs are refused rather than read until memory runs out. */
+#define MDL_ARCH_MAX_FILE_BYTES (16 << 20)
+
 static ncsim_status_t read_file(const char *path, char **text, size_t *len, char *err,
                                 size_t errlen)
 {
@@ -512,6 +524,13 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
         n += got;
         if (n < cap)
             break;
+        if (cap >= MDL_ARCH_MAX_FILE_BYTES) { /* /dev/zero, a mistaken path: not a config */
+            fclose(f);
+            free(buf);
+            set_err(err, errlen, "architecture config '%s' is larger than %d MiB: not a "
+                    "config file", path, MDL_ARCH_MAX_FILE_BYTES >> 20);
+            return NCSIM_IO;
+        }
         char *bigger = realloc(buf, cap * 2);
         if (!bigger) {
             free(buf);
@@ -624,7 +643,7 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
         if (!is_section(key)) {
             set_err(err, errlen,
                     "%s: unknown section '%s' (sections: system pe act dve pool sp costs sbuf "
-                    "psum hbm dma link cc; also name, description, base, sources)",
+                    "psum hbm dma link efa cc; also name, description, base, sources)",
                     src->display, key);
             return NCSIM_USAGE;
         }
@@ -816,6 +835,23 @@ ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *er
     return st;
 }
 
+ncsim_status_t mdl_arch_parse(const char *text, size_t len, const char *name, mdl_arch_t *out,
+                              char *err, size_t errlen)
+{
+    if (!text || !out) {
+        set_err(err, errlen, "no architecture given");
+        return NCSIM_USAGE;
+    }
+    arch_source_t src;
+    memset(&src, 0, sizeof src);
+    fill_source(&src, name && *name ? name : "<json>", false);
+    mdl_arch_t tmp;
+    ncsim_status_t st = parse_and_apply(text, len, &src, 0, &tmp, err, errlen);
+    if (st == NCSIM_OK)
+        *out = tmp;
+    return st;
+}
+
 const char *const *mdl_arch_preset_names(void)
 {
     return mdl_preset_names;
@@ -829,10 +865,15 @@ const char *mdl_arch_preset_dir(void)
 
 /* ---- Validation ----------------------------------------------------------------------------- */
 
-/* Distinct neighbours of a chip: the links it needs. */
+uint32_t mdl_arch_chips_per_instance(const mdl_arch_t *a)
+{
+    return a->efa.instances > 1 ? a->chips / a->efa.instances : a->chips;
+}
+
+/* Distinct neighbours of a chip within its instance: the links it needs. */
 static uint32_t neighbours(const mdl_arch_t *a)
 {
-    uint32_t n = a->chips;
+    uint32_t n = mdl_arch_chips_per_instance(a);
     switch (a->link.topology) {
     case MDL_TOPO_RING:
         return n <= 1 ? 0 : (n == 2 ? 1 : 2);
@@ -873,6 +914,41 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
         }
     }
     CHECK(a->name[0] != '\0', "name: must not be empty");
+    /* Upper bounds (lower ones below), by unit, so that no time, size or rate a run derives
+     * from the config overflows or loses its meaning (ns are summed into 64-bit picoseconds,
+     * sizes into 64-bit byte counts): far beyond any hardware, a value past them is a typo
+     * or a probe, and a usage error. */
+    for (size_t i = 0; i < ARCH_NKEYS; i++) {
+        const arch_key_t *k = &arch_keys[i];
+        size_t n = strlen(k->path);
+#define ENDS(suf) (n >= sizeof suf - 1 && strcmp(k->path + n - (sizeof suf - 1), suf) == 0)
+        if (k->type == KT_F64) {
+            double v = *(const double *)cfield(a, k), hi = 1e6;
+            const char *why = "a factor or count";
+            if (ENDS("_ns"))
+                hi = 1e8, why = "0.1 s";
+            else if (ENDS("_cycles"))
+                hi = 1e8, why = "1e8 cycles";
+            else if (ENDS("_ghz"))
+                hi = 1e3, why = "1 THz";
+            else if (ENDS("_gbps"))
+                hi = 1e7, why = "10 PB/s";
+            else if (ENDS("_bytes"))
+                hi = 1099511627776.0, why = "1 TiB";
+            CHECK(v <= hi, "%s = %g: must be at most %g (%s)", k->path, v, hi, why);
+            if (ENDS("_ghz") || ENDS("_gbps"))
+                CHECK(v == 0 || v >= 1e-3, "%s = %g: must be 0 or at least 0.001", k->path, v);
+        } else if (k->type == KT_U64) {
+            uint64_t v = *(const uint64_t *)cfield(a, k);
+            uint64_t hi = strcmp(k->path, "hbm.size_bytes") == 0 ? 1ull << 50 : 1ull << 32;
+            CHECK(v <= hi, "%s = %llu: must be at most %llu", k->path, (unsigned long long)v,
+                  (unsigned long long)hi);
+        } else if (k->type == KT_U32) {
+            uint32_t v = *(const uint32_t *)cfield(a, k);
+            CHECK(v <= 1u << 16, "%s = %u: must be at most %u", k->path, v, 1u << 16);
+        }
+#undef ENDS
+    }
 
     CHECK(a->chips >= 1 && a->chips <= ISA_MAX_CHIPS, "system.chips = %u: must be between 1 and %d",
           a->chips, ISA_MAX_CHIPS);
@@ -949,22 +1025,48 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
     CHECK(a->dma.min_efficient_bytes >= 1, "dma.min_efficient_bytes = %g: must be >= 1",
           a->dma.min_efficient_bytes);
 
-    if (a->link.topology == MDL_TOPO_TORUS2D)
-        CHECK(a->link.torus_x >= 1 && a->link.torus_y >= 1 &&
-                  (uint64_t)a->link.torus_x * a->link.torus_y == a->chips,
-              "link.torus_x * link.torus_y = %u x %u: must equal system.chips (%u) for a "
-              "torus2d topology",
-              a->link.torus_x, a->link.torus_y, a->chips);
-    if (a->chips > 1) {
+    CHECK(a->efa.instances >= 1 && a->chips % a->efa.instances == 0,
+          "efa.instances = %u: must be at least 1 and divide system.chips (%u) evenly",
+          a->efa.instances, a->chips);
+    if (a->efa.instances > 1)
+        CHECK(a->efa.bandwidth_gbits > 0,
+              "efa.bandwidth_gbits = %g: must be > 0 with %u instances", a->efa.bandwidth_gbits,
+              a->efa.instances);
+    uint32_t per_instance = mdl_arch_chips_per_instance(a);
+    if (a->link.topology == MDL_TOPO_TORUS2D) {
+        if (a->efa.instances > 1)
+            CHECK(a->link.torus_x >= 1 && a->link.torus_y >= 1 &&
+                      (uint64_t)a->link.torus_x * a->link.torus_y == per_instance,
+                  "link.torus_x * link.torus_y = %u x %u: must equal the chips of one instance "
+                  "(system.chips / efa.instances = %u / %u = %u) for a torus2d topology",
+                  a->link.torus_x, a->link.torus_y, a->chips, a->efa.instances, per_instance);
+        else
+            CHECK(a->link.torus_x >= 1 && a->link.torus_y >= 1 &&
+                      (uint64_t)a->link.torus_x * a->link.torus_y == a->chips,
+                  "link.torus_x * link.torus_y = %u x %u: must equal system.chips (%u) for a "
+                  "torus2d topology",
+                  a->link.torus_x, a->link.torus_y, a->chips);
+    }
+    if (per_instance > 1) {
         uint32_t need = neighbours(a);
         CHECK(a->link.links_per_chip >= need,
               "link.links_per_chip = %u: a %s of %u chips needs %u links per chip (one per "
               "neighbour)",
-              a->link.links_per_chip, topology_names[a->link.topology], a->chips, need);
+              a->link.links_per_chip, topology_names[a->link.topology], per_instance, need);
         CHECK(a->link.bandwidth_gbps > 0, "link.bandwidth_gbps = %g: must be > 0 with %u chips",
-              a->link.bandwidth_gbps, a->chips);
+              a->link.bandwidth_gbps, per_instance);
     }
     CHECK(a->cc.packet_bytes >= 1, "cc.packet_bytes: must be >= 1");
+    CHECK(a->cc.rank_bandwidth_gbps > 0, "cc.rank_bandwidth_gbps = %g: must be > 0",
+          a->cc.rank_bandwidth_gbps);
+    CHECK(a->cc.fixed_ns >= 0 && a->cc.min_latency_ns >= 0 && a->cc.step_latency_ns >= 0,
+          "cc.fixed_ns, cc.min_latency_ns, cc.step_latency_ns: must be >= 0");
+    CHECK(a->pe.throttle_factor >= 1, "pe.throttle_factor = %g: must be >= 1 (1 = no throttle)",
+          a->pe.throttle_factor);
+    CHECK(a->costs.dve_tensor_tensor_factor > 0, "costs.dve_tensor_tensor_factor = %g: must be > 0",
+          a->costs.dve_tensor_tensor_factor);
+    CHECK(a->costs.semaphore_latency_ns >= 0, "costs.semaphore_latency_ns = %g: must be >= 0",
+          a->costs.semaphore_latency_ns);
     return NCSIM_OK;
 }
 

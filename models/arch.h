@@ -54,6 +54,7 @@ typedef struct mdl_arch {
         double ldweights_speedup;    /* LoadStationary up to 4x faster than an MM */
         double latency_cycles;       /* extra pipeline latency to PSUM (assumption) */
         double max_moving_free;      /* 512 */
+        double throttle_factor;      /* multiplies every pe II; 1 = no throttle */
     } pe;
 
     /* "act", "dve", "pool" */
@@ -73,7 +74,9 @@ typedef struct mdl_arch {
         double stride_penalty_factor;   /* 2 */
         double act_reduce_cycles;       /* ActReadAccumulator, about 64 */
         double dve_reciprocal_factor;   /* 8 */
+        double dve_tensor_tensor_factor; /* 2: a two-input tensor_tensor streams k N */
         double bn_aggr_factor;          /* 13 per triple */
+        double semaphore_latency_ns;    /* semaphore update to the waiting instruction's start */
     } costs;
 
     /* "sbuf", "psum" */
@@ -115,10 +118,22 @@ typedef struct mdl_arch {
         double hop_latency_ns;
     } link;
 
+    /* "efa": instances joined by Elastic Fabric Adapter (the network between instances). The
+     * system's chips are split evenly among the instances; the NeuronLink topology ("link")
+     * describes the chips of one instance. */
+    struct {
+        uint32_t instances;          /* instances in the system (1: no network crossing) */
+        double bandwidth_gbits;      /* network bandwidth per instance, per direction, Gbit/s */
+        double latency_ns;           /* added to a collective step that crosses instances */
+    } efa;
+
     /* "cc": collective engine */
     struct {
         mdl_cc_algorithm_t algorithm;
+        double fixed_ns;             /* per collective, before its first step */
+        double min_latency_ns;       /* no collective completes sooner after it begins */
         double step_latency_ns;      /* fixed cost per algorithm step (sync, descriptors) */
+        double rank_bandwidth_gbps;  /* data-path rate of one member's chunk */
         uint64_t packet_bytes;       /* CC DMA packet size (64 KiB) */
     } cc;
 } mdl_arch_t;
@@ -132,6 +147,10 @@ typedef struct mdl_arch {
  * and key on failure. Returns NCSIM_OK, NCSIM_USAGE (bad name/keys/values) or NCSIM_IO.
  */
 ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *err, size_t errlen);
+/* The same from JSON text in memory; `name` is used in messages, and a relative "base" path
+ * is taken from the current directory. */
+ncsim_status_t mdl_arch_parse(const char *text, size_t len, const char *name, mdl_arch_t *out,
+                              char *err, size_t errlen);
 /* Apply one "section.key=value" override (NCSIM_USAGE on an unknown key or a bad value). */
 ncsim_status_t mdl_arch_set(mdl_arch_t *arch, const char *assignment, char *err, size_t errlen);
 /* Check consistency (positive clocks, partitions <= 128, ...); the message names the key. */
@@ -150,6 +169,8 @@ const char *const *mdl_arch_preset_names(void);
 /* $NCSIM_PRESET_DIR when set (presets found there take precedence over the built-in copies),
  * else NULL: the presets compiled into the library are used. */
 const char *mdl_arch_preset_dir(void);
+/* Chips per instance: system.chips / efa.instances. */
+uint32_t mdl_arch_chips_per_instance(const mdl_arch_t *arch);
 /* Memory geometry for the assembler and loader. */
 void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g);
 

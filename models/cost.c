@@ -20,11 +20,13 @@
  *    streams at 1/stride_penalty_factor bandwidth; the N-proportional term of the formula is
  *    multiplied by the worst operand's factor.
  *
- * Hot path: no allocation, no strings, no libm; a switch over the opcodes of ops.def with no
+ * Hot path (mdl_cost_instr): no allocation, no strings, no libm; the breakdown
+ * (mdl_cost_explain) records its terms only when asked; a switch over the opcodes of ops.def with no
  * default, so a new row in ops.def fails the -Werror build until it has a cost here.
  */
 #include "cost.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- operand slot numbers: positions in the signatures of isa/ops.def ---------------------- */
@@ -179,6 +181,7 @@ static int64_t slot_int(const isa_arg_t *args, unsigned i)
 typedef struct operand_acc {
     mdl_cost_t *out;
     double stride;
+    unsigned vectors; /* [P,1] per-partition scalar operands (scale, bias, S0, S1...) */
 } operand_acc_t;
 
 static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, int write)
@@ -203,6 +206,16 @@ static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, 
     }
     if (n > 1)
         acc->stride = max_d(acc->stride, stride_factor(a, v));
+}
+
+/* A [P,1] per-partition scalar operand: accounted like any operand, and counted, because
+ * each is a separate small SBUF access that pays the static access overhead before the
+ * instruction streams (fig16's activation with scale and bias pointers, measurements.md 6). */
+static void touch_vector(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v)
+{
+    touch(a, acc, v, 0);
+    if (v && v->space != (uint8_t)ISA_SPACE_HBM)
+        acc->vectors++;
 }
 
 /*
@@ -238,12 +251,13 @@ static double pe_dtype_factor(const mdl_arch_t *a, const isa_view_t *v)
  *    published GpSimd cost includes; we charge it on every pool instruction (assumption for
  *    the ops whose GpSimd cost is not published). It exceeds MIN_II, so no floor is needed.
  */
-static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems)
+static double stream_cycles(const mdl_arch_t *a, isa_engine_t e, double elems, double *raw)
 {
     if (e == ISA_ENGINE_POOL)
-        return a->costs.gpsimd_start_cycles + elems;
+        elems += a->costs.gpsimd_start_cycles;
+    *raw = elems; /* the streaming work without the MIN_II floor, for the latency */
     const mdl_engine_cfg_t *cfg = compute_cfg(a, e);
-    return cfg ? max_d(cfg->min_ii_cycles, elems) : elems;
+    return cfg && e != ISA_ENGINE_POOL ? max_d(cfg->min_ii_cycles, elems) : elems;
 }
 
 /* ceil(log2(n)), at least 1: tree levels of a reduction over n partitions. */
@@ -253,6 +267,63 @@ static unsigned reduction_levels(uint32_t n)
     while ((1u << levels) < n && levels < 31)
         levels++;
     return levels ? levels : 1;
+}
+
+/* ---- breakdowns (mdl_cost_explain): recorded only when asked, T == NULL costs a test ---- */
+
+static void term(mdl_cost_terms_t *T, const char *name, double v, const char *note)
+{
+    if (!T || T->n == MDL_COST_MAX_TERMS)
+        return;
+    T->t[T->n].name = name;
+    T->t[T->n].value = v;
+    T->t[T->n].note = note;
+    T->n++;
+}
+
+static const char *stride_note(double s)
+{
+    return s > 1.0 ? "an operand's innermost stride exceeds costs.stride_penalty_bytes" : NULL;
+}
+
+static const char *pe_dtype_note(const isa_view_t *v)
+{
+    if (!v)
+        return NULL;
+    switch ((isa_dtype_t)v->dtype) {
+    case ISA_DT_FP32:
+        return "fp32: pe.fp32_factor";
+    case ISA_DT_FP8E4:
+    case ISA_DT_FP8E5:
+    case ISA_DT_FP8E3:
+        return "fp8: pe.fp8_factor";
+    default:
+        return NULL;
+    }
+}
+
+/*
+ * The terms of stream_cycles(a, e, k x n x s): pool "GPSIMD_START + k N s", act/dve
+ * "max(MIN_II, k N s)"; k is left out of the formula when it is 1 with no reason.
+ */
+static void explain_stream(mdl_cost_terms_t *T, const mdl_arch_t *a, isa_engine_t e, double k,
+                           const char *knote, double n, double s)
+{
+    if (!T)
+        return;
+    int with_k = k != 1.0 || knote;
+    if (e == ISA_ENGINE_POOL) {
+        T->ii = with_k ? "II = {GPSIMD_START} + {k} x {N} x {s}" : "II = {GPSIMD_START} + {N} x {s}";
+        term(T, "GPSIMD_START", a->costs.gpsimd_start_cycles, NULL);
+    } else {
+        const mdl_engine_cfg_t *cfg = compute_cfg(a, e);
+        T->ii = with_k ? "II = max({MIN_II}, {k} x {N} x {s})" : "II = max({MIN_II}, {N} x {s})";
+        term(T, "MIN_II", cfg ? cfg->min_ii_cycles : 0.0, NULL);
+    }
+    if (with_k)
+        term(T, "k", k, knote);
+    term(T, "N", n, NULL);
+    term(T, "s", s, stride_note(s));
 }
 
 /* Cost kinds of mdl_cost_instr, which set latency differently. */
@@ -276,15 +347,16 @@ static double array_passes(const mdl_arch_t *a, uint64_t k, uint64_t m)
     return (double)(pr * pc);
 }
 
-void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
-                    uint32_t stationary_cols, mdl_cost_t *out)
+static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                       uint32_t stationary_cols, mdl_cost_t *out, mdl_cost_terms_t *T)
 {
     memset(out, 0, sizeof *out);
     isa_engine_t eng = (isa_engine_t)in->engine;
     const isa_arg_t *args = p->args ? isa_instr_args(p, in) : NULL; /* NULL: no operands */
-    operand_acc_t acc = {out, 1.0};
+    operand_acc_t acc = {out, 1.0, 0};
     cost_kind_t kind = KIND_STREAM;
     double cycles = 0.0;
+    double raw = 0.0; /* act/dve/pool: the streaming work before the MIN_II floor */
 
     /* Operands common to most ops; each case reads only the slots its signature has. */
     const isa_view_t *d = NULL, *src = NULL;
@@ -308,6 +380,16 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         cycles = max_d(a->pe.mm_init_latency_cycles, n * acc.stride) /
                  a->pe.ldweights_speedup * pe_dtype_factor(a, stat) *
                  array_passes(a, stat ? stat->pcount : 0, free_elems(stat));
+        if (T) {
+            T->ii = "II = max({MM_INIT}, {M} x {s}) / {speedup} x {f} x {passes}";
+            term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+            term(T, "M", n, "STAT free size");
+            term(T, "s", acc.stride, stride_note(acc.stride));
+            term(T, "speedup", a->pe.ldweights_speedup, "pe.ldweights_speedup");
+            term(T, "f", pe_dtype_factor(a, stat), pe_dtype_note(stat));
+            term(T, "passes", array_passes(a, stat ? stat->pcount : 0, free_elems(stat)),
+                 "PE array passes");
+        }
         break;
     }
     case ISA_OP_MATMUL: {
@@ -335,6 +417,16 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                  pe_dtype_factor(a, mov) * array_passes(a, k, (uint64_t)m_stat);
         out->flops = 2u * k * m * free_elems(mov);
         out->hw_flops = out->flops;
+        if (T) {
+            T->ii = "II = max(min({MM_INIT}, {M}), {N} x {s}) x {f} x {passes}";
+            term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+            term(T, "M", m_stat,
+                 stationary_cols ? "columns of the loaded weights" : "D's partitions");
+            term(T, "N", n, "MOV free size");
+            term(T, "s", acc.stride, stride_note(acc.stride));
+            term(T, "f", pe_dtype_factor(a, mov), pe_dtype_note(mov));
+            term(T, "passes", array_passes(a, k, (uint64_t)m_stat), "PE array passes");
+        }
         break;
     }
     case ISA_OP_TRANSPOSE:
@@ -358,10 +450,21 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                      array_passes(a, src ? src->pcount : 0, free_elems(src));
             uint64_t pu = src ? src->pcount : 0;
             out->hw_flops = 2u * pu * pu * free_elems(src);
+            if (T) {
+                T->ii = "II = max({P}, min({MM_INIT}, {F})) x {s} x {f} x {passes}";
+                term(T, "P", pp, "SRC partitions");
+                term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+                term(T, "F", n, "SRC free size");
+                term(T, "s", acc.stride, stride_note(acc.stride));
+                term(T, "f", pe_dtype_factor(a, src), pe_dtype_note(src));
+                term(T, "passes", array_passes(a, src ? src->pcount : 0, free_elems(src)),
+                     "PE array passes");
+            }
         } else {
             /* nc_transpose on VectorE [ISA-OLD]: max(MIN_II, N). */
             n = (double)free_elems(src);
-            cycles = stream_cycles(a, eng, n * acc.stride);
+            cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+            explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         }
         break;
 
@@ -377,16 +480,24 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         const isa_view_t *sum = slot_view(p, args, ACT_SUM);
         const isa_view_t *sumacc = slot_view(p, args, ACT_SUMACC);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, ACT_SCALE), 0);
-        touch(a, &acc, slot_view(p, args, ACT_BIAS), 0);
+        touch_vector(a, &acc, scalar_view(p, args, ACT_SCALE));
+        touch_vector(a, &acc, slot_view(p, args, ACT_BIAS));
         touch(a, &acc, d, 1);
         touch(a, &acc, sum, 1);
         touch(a, &acc, sumacc, 0);
         touch(a, &acc, sumacc, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
-        if (sum || sumacc)
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        if (sum || sumacc) {
             cycles += a->costs.act_reduce_cycles;
+            raw += a->costs.act_reduce_cycles;
+        }
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
+        if (T && (sum || sumacc)) {
+            T->ii = eng == ISA_ENGINE_POOL ? "II = {GPSIMD_START} + {N} x {s} + {reduce}"
+                                           : "II = max({MIN_II}, {N} x {s}) + {reduce}";
+            term(T, "reduce", a->costs.act_reduce_cycles, "sum=/sumacc=: costs.act_reduce_cycles");
+        }
         break;
     }
 
@@ -395,8 +506,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         /*
          * tensor_tensor on VectorE [ISA-OLD]: max(MIN_II, N) when one input is in PSUM and
          * the other in SBUF, or both in SBUF with all-bf16 add/multiply/subtract at unit
-         * stride; otherwise max(MIN_II, 2N) (two inputs through one SBUF read stream, ARCH
-         * rule of thumb "2 inputs: 2N").
+         * stride; otherwise max(MIN_II, k N) with k = costs.dve_tensor_tensor_factor (two
+         * inputs through one SBUF read stream: ARCH's rule of thumb "2 inputs: 2N"; the trn1
+         * preset's k is fitted to measured kernels).
          * On GpSimd: GPSIMD_START + 2N (assumption: each processor reads at most 32 bits per
          * partition per cycle [ARCH], so two inputs take two cycles per element).
          */
@@ -409,6 +521,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         n = (double)free_elems(d);
         double k = 2.0;
         if (eng == ISA_ENGINE_DVE) {
+            k = a->costs.dve_tensor_tensor_factor; /* the "2N" rule, calibrated */
             int64_t alu = slot_int(args, TT_OP);
             int mixed = (in_space(x, ISA_SPACE_PSUM) && in_space(y, ISA_SPACE_SBUF)) ||
                         (in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_PSUM));
@@ -420,8 +533,15 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
                             unit_stride(x) && unit_stride(y) && unit_stride(d);
             if (mixed || fast_bf16)
                 k = 1.0;
+            explain_stream(T, a, eng, k,
+                           mixed       ? "one input in PSUM, one in SBUF"
+                           : fast_bf16 ? "bf16 add/multiply/subtract fast path"
+                                       : "2 inputs through the SBUF read stream",
+                           n, acc.stride);
+        } else {
+            explain_stream(T, a, eng, k, "2 inputs", n, acc.stride);
         }
-        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
         break;
     }
     case ISA_OP_TENSOR_SCALAR:
@@ -430,11 +550,12 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         src = slot_view(p, args, SLOT_SRC);
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, TS_S0), 0);
-        touch(a, &acc, scalar_view(p, args, TS_S1), 0);
+        touch_vector(a, &acc, scalar_view(p, args, TS_S0));
+        touch_vector(a, &acc, scalar_view(p, args, TS_S1));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_TENSOR_COPY:
         /* tensor_copy [ISA-OLD]: max(MIN_II, N) on V/S; GPSIMD_START + N on pool. */
@@ -443,7 +564,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_MEMSET: {
         /*
@@ -459,7 +581,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         if (eng == ISA_ENGINE_DVE && value == 0.0 &&
             (is_dtype(d, ISA_DT_BF16) || is_dtype(d, ISA_DT_FP16)))
             k = 0.5;
-        cycles = stream_cycles(a, eng, k * n * acc.stride);
+        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
+        explain_stream(T, a, eng, k, k < 1.0 ? "zero into bf16/fp16" : NULL, n, acc.stride);
         break;
     }
 
@@ -473,7 +596,7 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         const isa_view_t *y = slot_view(p, args, STT_B);
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
-        touch(a, &acc, scalar_view(p, args, STT_S0), 0);
+        touch_vector(a, &acc, scalar_view(p, args, STT_S0));
         touch(a, &acc, y, 0);
         touch(a, &acc, d, 1);
         uint64_t nu = free_elems(src);
@@ -481,7 +604,10 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
                    slot_int(args, STT_OP0) == ISA_ALU_SUBTRACT &&
                    slot_int(args, STT_OP1) == ISA_ALU_MULTIPLY && nu % 2u == 0;
-        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride, &raw);
+        explain_stream(T, a, eng, fast ? 1.0 : 2.0,
+                       fast ? "bf16 subtract-multiply, N even" : "2 tensor inputs", n,
+                       acc.stride);
         break;
     }
     case ISA_OP_TENSOR_REDUCE: {
@@ -495,7 +621,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         int64_t alu = slot_int(args, RED_OP);
         int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
                    (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
-        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride, &raw);
+        explain_stream(T, a, eng, fast ? 0.5 : 1.0, fast ? "bf16 add/max" : NULL, n,
+                       acc.stride);
         break;
     }
     case ISA_OP_TENSOR_SCAN:
@@ -504,10 +632,11 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
         touch(a, &acc, slot_view(p, args, SCAN_B), 0);
-        touch(a, &acc, scalar_view(p, args, SCAN_INIT), 0);
+        touch_vector(a, &acc, scalar_view(p, args, SCAN_INIT));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride);
+        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride, &raw);
+        explain_stream(T, a, eng, 2.0, "scan: 2 passes", n, acc.stride);
         break;
     case ISA_OP_SELECT: {
         /* tensor_copy_predicated [ISA-OLD]: max(MIN_II, N) if the predicate or the source
@@ -520,7 +649,10 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
         int psum = in_space(pred, ISA_SPACE_PSUM) || in_space(x, ISA_SPACE_PSUM);
-        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride);
+        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride, &raw);
+        explain_stream(T, a, eng, psum ? 1.0 : 2.0,
+                       psum ? "an input in PSUM" : "predicate and source both in SBUF", n,
+                       acc.stride);
         break;
     }
     case ISA_OP_RECIPROCAL:
@@ -530,7 +662,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride);
+        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride, &raw);
+        explain_stream(T, a, eng, a->costs.dve_reciprocal_factor, "costs.dve_reciprocal_factor",
+                       n, acc.stride);
         break;
     case ISA_OP_BN_AGGR:
         /* bn_aggr [ISA-OLD]: max(MIN_II, 13 (N/3)): bn_aggr_factor cycles per bn_stats
@@ -540,7 +674,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride);
+        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride, &raw);
+        explain_stream(T, a, eng, a->costs.bn_aggr_factor / 3.0,
+                       "costs.bn_aggr_factor per bn_stats triple of 3", n, acc.stride);
         break;
     case ISA_OP_BN_STATS:  /* [ISA-OLD] max(MIN_II, N) */
     case ISA_OP_SHUFFLE:   /* nc_stream_shuffle [ISA-OLD] max(MIN_II, N) */
@@ -550,10 +686,11 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, src, 0);
         if (op == ISA_OP_DROPOUT)
-            touch(a, &acc, scalar_view(p, args, DROPOUT_PROB), 0);
+            touch_vector(a, &acc, scalar_view(p, args, DROPOUT_PROB));
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_FIND_INDEX8:     /* nc_find_index8 [ISA-OLD]: N, floored at MIN_II */
     case ISA_OP_MATCH_REPLACE8:  /* [ISA-OLD] printed min(MIN_II, N), a typo for max */
@@ -563,7 +700,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, slot_view(p, args, VALS), 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
 
     /* ---- GpSimd engine ------------------------------------------------------------------ */
@@ -572,7 +710,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         d = slot_view(p, args, SLOT_D);
         touch(a, &acc, d, 1);
         n = (double)free_elems(d);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_AFFINE_SELECT:
         /* affine_select [ISA-OLD]: GPSIMD_START + N. */
@@ -581,7 +720,8 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, src, 0);
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride);
+        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
+        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
         break;
     case ISA_OP_PARTITION_REDUCE:
         /*
@@ -596,7 +736,9 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
         touch(a, &acc, d, 1);
         n = (double)free_elems(src);
         cycles = stream_cycles(a, eng, n * (double)reduction_levels(src ? src->pcount : 1u) *
-                                            acc.stride);
+                                            acc.stride, &raw);
+        explain_stream(T, a, eng, (double)reduction_levels(src ? src->pcount : 1u),
+                       "tree levels: ceil(log2 P)", n, acc.stride);
         break;
 
     /* ---- sequencer-only instructions ---------------------------------------------------- */
@@ -616,24 +758,143 @@ void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr
          * engine's cost is not published: assumption in the preset). */
         kind = KIND_ISSUE;
         cycles = a->sp.issue_cycles;
+        if (T) {
+            T->ii = "II = {issue}";
+            term(T, "issue", a->sp.issue_cycles,
+                 op == ISA_OP_DMA ? "sp.issue_cycles: the trigger; the transfer is on its queue"
+                                  : "sp.issue_cycles");
+        }
         break;
     }
 
     double clock = mdl_engine_clock_ghz(a, eng);
     double lat_cycles = cycles;
     if (kind == KIND_PE) {
-        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (assumption). */
+        /* Optional throttle (pe.throttle_factor, 1 = off): the chip slows the array down,
+         * e.g. under a power limit; every pe II stretches by the factor. */
+        cycles *= a->pe.throttle_factor;
+        lat_cycles = cycles;
+        /* PE latency: II + pe.latency_cycles, the pipeline to PSUM (neuron-profile MATMUL
+         * record, measurements.md section 8). */
         lat_cycles += a->pe.latency_cycles;
+        if (T) {
+            T->latency = "latency = II + {pipeline}";
+            term(T, "pipeline", a->pe.latency_cycles, "pe.latency_cycles");
+        }
     } else if (kind == KIND_STREAM) {
         /* Static access overhead (~60 cycles, ARCH) and pipeline latency on completion, not
          * on II: paid by dependents, hidden between independent instructions. */
         const mdl_engine_cfg_t *cfg = compute_cfg(a, eng);
         if (cfg)
-            lat_cycles += cfg->static_overhead_cycles + cfg->latency_cycles;
+            lat_cycles = max_d(cycles, raw + cfg->static_overhead_cycles * (1.0 + acc.vectors) +
+                                           cfg->latency_cycles);
+        if (T && cfg) {
+            T->latency = "latency = max(II, {work} + {static} x (1 + {vectors}) + {pipeline})";
+            term(T, "work", raw, "the streaming work before the MIN_II floor");
+            term(T, "static", cfg->static_overhead_cycles, "static access overhead per access");
+            term(T, "vectors", (double)acc.vectors, "[P,1] scale/bias/scalar vector operands");
+            term(T, "pipeline", cfg->latency_cycles, "pipeline latency");
+        }
+    } else if (T) {
+        T->latency = "latency = II";
     }
     out->cycles = cycles;
     out->ii_ns = cycles / clock;
     out->latency_ns = lat_cycles / clock;
+}
+
+void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                    uint32_t stationary_cols, mdl_cost_t *out)
+{
+    cost_instr(a, p, in, stationary_cols, out, NULL);
+}
+
+void mdl_cost_explain(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                      uint32_t stationary_cols, mdl_cost_t *out, mdl_cost_terms_t *terms)
+{
+    memset(terms, 0, sizeof *terms);
+    cost_instr(a, p, in, stationary_cols, out, terms);
+}
+
+double mdl_cost_term_value(const mdl_cost_terms_t *t, const char *name, double dflt)
+{
+    for (unsigned i = 0; i < t->n; i++)
+        if (strcmp(t->t[i].name, name) == 0)
+            return t->t[i].value;
+    return dflt;
+}
+
+/* Append to buf[0..n) at *at, counting what would not fit (snprintf style). */
+static void put_text(char *buf, size_t n, size_t *at, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++, (*at)++)
+        if (*at + 1 < n)
+            buf[*at] = s[i];
+    if (n)
+        buf[*at < n ? *at : n - 1] = '\0';
+}
+
+static void put_num(char *buf, size_t n, size_t *at, double v)
+{
+    char num[40];
+    /* integers as integers, others with up to 4 significant decimals */
+    int len = v == (double)(long long)v && v < 1e15 && v > -1e15
+                  ? snprintf(num, sizeof num, "%lld", (long long)v)
+                  : snprintf(num, sizeof num, "%.4g", v);
+    put_text(buf, n, at, num, len > 0 ? (size_t)len : 0);
+}
+
+/* A formula with each {NAME} replaced by NAME=value (note). */
+static void put_formula(const mdl_cost_terms_t *t, const char *f, char *buf, size_t n,
+                        size_t *at)
+{
+    while (*f) {
+        const char *open = strchr(f, '{');
+        const char *close = open ? strchr(open, '}') : NULL;
+        if (!open || !close) {
+            put_text(buf, n, at, f, strlen(f));
+            return;
+        }
+        put_text(buf, n, at, f, (size_t)(open - f));
+        size_t len = (size_t)(close - open - 1);
+        const mdl_cost_term_t *tm = NULL;
+        for (unsigned i = 0; i < t->n && !tm; i++)
+            if (strlen(t->t[i].name) == len && memcmp(t->t[i].name, open + 1, len) == 0)
+                tm = &t->t[i];
+        put_text(buf, n, at, open + 1, len);
+        if (tm) {
+            put_text(buf, n, at, "=", 1);
+            put_num(buf, n, at, tm->value);
+            if (tm->note) {
+                put_text(buf, n, at, " (", 2);
+                put_text(buf, n, at, tm->note, strlen(tm->note));
+                put_text(buf, n, at, ")", 1);
+            }
+        }
+        f = close + 1;
+    }
+}
+
+size_t mdl_cost_terms_format(const mdl_cost_terms_t *t, const mdl_cost_t *c, char *buf,
+                             size_t n)
+{
+    size_t at = 0;
+    if (n)
+        buf[0] = '\0';
+    if (t->ii) {
+        put_formula(t, t->ii, buf, n, &at);
+        put_text(buf, n, &at, " = ", 3);
+        put_num(buf, n, &at, c->cycles);
+        put_text(buf, n, &at, " cycles = ", 10);
+        char num[40];
+        int len = snprintf(num, sizeof num, "%.3f ns", c->ii_ns);
+        put_text(buf, n, &at, num, len > 0 ? (size_t)len : 0);
+    }
+    if (t->latency) {
+        put_text(buf, n, &at, "; ", 2);
+        put_formula(t, t->latency, buf, n, &at);
+    }
+    return at;
 }
 
 /* ---- DMA shape and efficiency ------------------------------------------------------------ */

@@ -38,6 +38,38 @@ double mdl_engine_clock_ghz(const mdl_arch_t *a, isa_engine_t e);
 void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
                     uint32_t stationary_cols, mdl_cost_t *out);
 
+/*
+ * The breakdown of a cost: the formula the cost model used, with the values it filled in.
+ * Only built on request (mdl_cost_explain; traces, reports, the API), never on the
+ * simulator's hot path. Formulas name their terms as {NAME}; each term has a value and an
+ * optional note ("fp32 moving"). A new mechanism joins by adding a {TERM} to its formula
+ * and a mdl_cost_term to the list: nothing that prints or stores breakdowns changes.
+ */
+#define MDL_COST_MAX_TERMS 12
+
+typedef struct mdl_cost_term {
+    const char *name;  /* as written in the formula, e.g. "N", "MIN_II", "s" */
+    double value;
+    const char *note;  /* NULL or a short reason, e.g. "fp32 moving", "stride 32 B > 16 B" */
+} mdl_cost_term_t;
+
+typedef struct mdl_cost_terms {
+    const char *ii;      /* "II = max({MIN_II}, {N} x {s})": in cycles of the engine clock */
+    const char *latency; /* "latency = II + {static} + {pipeline}" */
+    unsigned n;
+    mdl_cost_term_t t[MDL_COST_MAX_TERMS];
+} mdl_cost_terms_t;
+
+/* mdl_cost_instr, and the breakdown of the same cost in `terms` (never NULL here). */
+void mdl_cost_explain(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
+                      uint32_t stationary_cols, mdl_cost_t *out, mdl_cost_terms_t *terms);
+/* The value of term `name`; `dflt` when the breakdown has no such term. */
+double mdl_cost_term_value(const mdl_cost_terms_t *t, const char *name, double dflt);
+/* "II = max(MIN_II=64, N=512 x s=1) = 512 cycles = 457.143 ns; latency = ..." into buf
+ * (always terminated); returns the length it needed, like snprintf. */
+size_t mdl_cost_terms_format(const mdl_cost_terms_t *t, const mdl_cost_t *c, char *buf,
+                             size_t n);
+
 /* Description of a DMA transfer's shape, for the DMA model. */
 typedef struct mdl_dma_shape {
     uint64_t bytes;            /* payload bytes moved (destination side) */

@@ -11,10 +11,12 @@
  * Time. Once every member has arrived the collective runs as steps of an algorithm; in a
  * step every member sends a chunk to a partner. Each chunk is a flow (flow.h) over the
  * sender's DMA engines (shared with its core's DMA queues), the sender chip's HBM (read), the
- * NeuronLinks of the route between the chips, and the receiver chip's HBM (write, and a read
- * for reductions). Two cores of one chip exchange through HBM. A step costs a fixed latency
- * (cc.step_latency_ns, plus link.hop_latency_ns per hop of its longest route) and ends when
- * its slowest chunk lands. Algorithms (cc.algorithm):
+ * NeuronLinks of the route between the chips -- or, between chips of different instances, the
+ * sender instance's network out and the receiver instance's network in (EFA, efa.*) -- and
+ * the receiver chip's HBM (write, and a read for reductions). Two cores of one chip exchange
+ * through HBM. A step costs a fixed latency (cc.step_latency_ns, plus link.hop_latency_ns
+ * per hop of its longest route, or efa.latency_ns when some pair crosses instances) and ends
+ * when its slowest chunk lands. Algorithms (cc.algorithm):
  *   ring: all_reduce = reduce-scatter then all-gather around the ring of the group's order,
  *         2(n-1) steps of S/n bytes; all_gather and reduce_scatter n-1 steps;
  *   rhd:  recursive halving (reduce-scatter) then doubling (all-gather), 2 log2(n) steps of
@@ -364,11 +366,14 @@ static void trace_cc(struct sim *s, const cc_coll_t *co, int event, uint32_t mem
             } else if (id < s->ncores + s->nchips) {
                 x->kind = SIM_TRACE_RES_HBM;
                 x->id = id - s->ncores;
-            } else {
+            } else if (id < s->ncores + s->nchips + s->topo.nlinks) {
                 x->kind = SIM_TRACE_RES_LINK;
                 x->id = id - s->ncores - s->nchips;
                 x->from_chip = s->topo.links[x->id].from;
                 x->to_chip = s->topo.links[x->id].to;
+            } else {
+                x->kind = SIM_TRACE_RES_EFA;
+                x->id = id - s->ncores - s->nchips - s->topo.nlinks;
             }
             x->gbps = s->net.res[id].cap * f->eff[k] * 1000.0; /* bytes/ps -> GB/s */
             x->weight = f->weight[k];
@@ -404,9 +409,13 @@ static void complete(struct sim *s, cc_coll_t *co)
         cc_member_t *m = &co->m[i];
         sim_engine_stats_t *st = m->eng->st;
         st->busy_ps += now - co->start;
+        st->active_ps += now - co->start;
         /* waiting for the other members counts as a stall */
         st->stall_ps += co->start - m->arrived;
         st->stall_by[SIM_STALL_COLLECTIVE] += co->start - m->arrived;
+        sim_line_stats_t *ls = sim_line(s, m->in);
+        ls->busy_ps += now - co->start;
+        ls->stall_by[SIM_STALL_COLLECTIVE] += co->start - m->arrived;
         if (now > st->end_ps)
             st->end_ps = now;
         if (s->opt.trace && s->opt.trace->instr) {
@@ -438,6 +447,27 @@ static void complete(struct sim *s, cc_coll_t *co)
     coll_free(co);
 }
 
+static void finish_ev(sim_queue_t *q, sim_event_t *ev)
+{
+    (void)q;
+    cc_coll_t *co = ev->owner;
+    complete(co->m[0].core->sim, co);
+}
+
+/* The last step has ended: complete now, or when cc.min_latency_ns has passed since the
+ * collective began (no collective completes faster, measurements.md section 5). */
+static void last_step_done(struct sim *s, cc_coll_t *co)
+{
+    uint64_t floor = co->start + (uint64_t)llround(s->arch->cc.min_latency_ns * 1000.0);
+    if (floor <= s->q.now) {
+        complete(s, co);
+        return;
+    }
+    sim_event_init(&co->step_ev, finish_ev, co, PRIO_DMA);
+    if (sim_schedule(&s->q, &co->step_ev, floor))
+        sim_fail(s, "out of memory");
+}
+
 static void flow_landed(sim_queue_t *q, sim_event_t *ev)
 {
     (void)q;
@@ -452,7 +482,7 @@ static void flow_landed(sim_queue_t *q, sim_event_t *ev)
         if (co->step < co->nsteps)
             start_step(s, co);
         else
-            complete(s, co);
+            last_step_done(s, co);
     }
 }
 
@@ -476,15 +506,28 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
         flow_t *f = &co->flows[i];
         double piece = (double)(bytes < a->cc.packet_bytes ? bytes : a->cc.packet_bytes);
         double cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
+        double rank = a->cc.rank_bandwidth_gbps * 1e-3; /* the member's collective data path */
+        if (rank < cap)
+            cap = rank;
         flow_init(f, (double)bytes, cap, NULL, co);
         sim_event_init(&f->ev, flow_landed, f, PRIO_DMA);
         flow_use(f, res_dma(s, src->id), 1.0, mdl_dma_efficiency(a, piece));
         flow_use(f, res_hbm(s, src->chip), 1.0, 1.0);
-        uint32_t links[MDL_LINK_MAX_HOPS];
-        uint32_t hops = mdl_linkmap_route(&s->topo, src->chip, dst->chip, links,
-                                           MDL_LINK_MAX_HOPS);
-        for (uint32_t h = 0; h < hops; h++)
-            flow_use(f, res_link(s, links[h]), 1.0, 1.0);
+        uint32_t from_inst = mdl_linkmap_instance(&s->topo, src->chip),
+                 to_inst = mdl_linkmap_instance(&s->topo, dst->chip);
+        if (from_inst != to_inst) {
+            /* between instances: out through the sender's instance network, in through the
+             * receiver's (EFA); each is shared by every chunk crossing it */
+            flow_use(f, res_efa(s, from_inst, 0), 1.0, 1.0);
+            flow_use(f, res_efa(s, to_inst, 1), 1.0, 1.0);
+            s->stats.efa_bytes += bytes;
+        } else {
+            uint32_t links[MDL_LINK_MAX_HOPS];
+            uint32_t hops = mdl_linkmap_route(&s->topo, src->chip, dst->chip, links,
+                                               MDL_LINK_MAX_HOPS);
+            for (uint32_t h = 0; h < hops; h++)
+                flow_use(f, res_link(s, links[h]), 1.0, 1.0);
+        }
         flow_use(f, res_hbm(s, dst->chip), reduce ? 2.0 : 1.0, 1.0);
         s->cc->moved_bytes += bytes;
         s->stats.collective_bytes += bytes;
@@ -503,7 +546,7 @@ static void step_go(sim_queue_t *q, sim_event_t *ev)
         if (co->step < co->nsteps)
             start_step(s, co);
         else
-            complete(s, co);
+            last_step_done(s, co);
     }
 }
 
@@ -512,7 +555,9 @@ static void start_step(struct sim *s, cc_coll_t *co)
     co->step_start = s->q.now;
     trace_cc(s, co, SIM_TRACE_CC_STEP_BEGIN, 0);
     const mdl_arch_t *a = s->arch;
-    uint32_t max_hops = 0;
+    /* the step waits for its slowest pair to be connected: hops over NeuronLink, or the
+     * network latency between instances */
+    double path_ns = 0;
     for (uint32_t i = 0; i < co->n; i++) {
         uint32_t partner;
         uint64_t bytes;
@@ -520,13 +565,21 @@ static void start_step(struct sim *s, cc_coll_t *co)
         step_of(co, co->step, i, &partner, &bytes, &reduce);
         if (!bytes || partner == i)
             continue;
-        uint32_t links[MDL_LINK_MAX_HOPS];
-        uint32_t h = mdl_linkmap_route(&s->topo, co->m[i].core->chip,
-                                        co->m[partner].core->chip, links, MDL_LINK_MAX_HOPS);
-        if (h > max_hops)
-            max_hops = h;
+        uint32_t from = co->m[i].core->chip, to = co->m[partner].core->chip;
+        double ns;
+        if (mdl_linkmap_instance(&s->topo, from) != mdl_linkmap_instance(&s->topo, to)) {
+            ns = a->efa.latency_ns;
+        } else {
+            uint32_t links[MDL_LINK_MAX_HOPS];
+            ns = mdl_linkmap_route(&s->topo, from, to, links, MDL_LINK_MAX_HOPS) *
+                 a->link.hop_latency_ns;
+        }
+        if (ns > path_ns)
+            path_ns = ns;
     }
-    double ns = a->cc.step_latency_ns + max_hops * a->link.hop_latency_ns;
+    double ns = a->cc.step_latency_ns + path_ns;
+    if (co->step == 0)
+        ns += a->cc.fixed_ns; /* the collective's own set-up, once */
     sim_event_init(&co->step_ev, step_go, co, PRIO_DMA);
     if (sim_schedule(&s->q, &co->step_ev, s->q.now + (uint64_t)llround(ns * 1000.0)))
         sim_fail(s, "out of memory");

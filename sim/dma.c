@@ -4,8 +4,10 @@
  * A `dma` instruction costs its issuing engine only the trigger; the transfer is appended
  * to one of the core's 16 queues. Within a queue transfers move data one after another and
  * complete in order (FIFO); each pays a fixed cost (descriptor setup and synchronisation,
- * plus the HBM access latency when it touches HBM) that overlaps the data phase of the
- * transfer ahead of it. Queues run concurrently; their data phases are flows (flow.h) over
+ * plus the HBM access latency when it touches HBM). A queue's fixed costs run one at a time
+ * (its descriptor stage), each overlapping the data phase of the transfers ahead of it, so
+ * a stream of transfers on one queue costs max(fixed cost, data time) per transfer; queues
+ * have their own descriptor stages, so fixed costs on different queues overlap. Queues run concurrently; their data phases are flows (flow.h) over
  *   - the core's DMA engines (engines x engine bandwidth), split evenly among the core's
  *     moving transfers and collective traffic (round-robin between queues), at the
  *     efficiency the transfer's piece size allows (DMA-BW: overhead-bound below 256 B, near
@@ -127,6 +129,74 @@ static void queue_advance(struct sim *s, dma_queue_t *dq)
     }
 }
 
+/* ---- breakdowns (traces only) ---------------------------------------------------------- */
+
+const char *sim_dma_limit_name(sim_dma_limit_t l)
+{
+    static const char *const names[SIM_DMA_LIMIT_COUNT] = {"own cap", "DMA engines", "HBM",
+                                                           "NeuronLink"};
+    return l < SIM_DMA_LIMIT_COUNT ? names[l] : "?";
+}
+
+/* The shape, fixed cost, queue wait and what set the rate of transfer x (landing now). */
+static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t *r)
+{
+    r->pieces = x->pieces;
+    r->bytes_per_piece = x->bytes_per_piece;
+    r->efficiency = x->eff;
+    r->fixed_ps = x->ready_at - x->issue;
+    r->queue_wait_ps = x->start > x->ready_at ? x->start - x->ready_at : 0;
+    r->cap_gbps = x->cap * 1000.0;
+    r->engines = x->engines;
+    const flow_t *f = &x->flow;
+    uint64_t data = s->q.now > x->start ? s->q.now - x->start : 0;
+    double rate = data ? (double)x->bytes / (double)data : 0.0; /* bytes per ps */
+    double engines_cap = s->arch->dma.engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
+    r->dma_share = engines_cap > 0 && x->eff > 0 ? rate / (engines_cap * x->eff) : 0.0;
+    double hbm_cap = gbps_to_bytes_per_ps(s->arch->hbm.bandwidth_gbps);
+    int hbm_uses = (x->src->space == ISA_SPACE_HBM) +
+                   (x->dst->space == ISA_SPACE_HBM ? (x->accumulate ? 2 : 1) : 0);
+    r->hbm_share = hbm_cap > 0 ? rate * hbm_uses / hbm_cap : 0.0;
+    r->limited_ps[SIM_DMA_LIMIT_OWN] = f->bound_ps[FLOW_MAX_RES];
+    for (unsigned i = 0; i < f->nres; i++) {
+        uint32_t id = f->res[i];
+        sim_dma_limit_t l = id < s->ncores                ? SIM_DMA_LIMIT_ENGINES
+                            : id < s->ncores + s->nchips ? SIM_DMA_LIMIT_HBM
+                                                         : SIM_DMA_LIMIT_LINK;
+        r->limited_ps[l] += f->bound_ps[i];
+    }
+}
+
+size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
+{
+    uint64_t data = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0;
+    double gbps = data ? (double)r->bytes / (double)data * 1000.0 : 0.0;
+    int at = snprintf(buf, n,
+                      "fixed %.3f ns, queue wait %.3f ns, %llu pieces x %.0f B at efficiency "
+                      "%.3f, data %.3f ns at %.3f GB/s (own cap %.3f GB/s: %.0f engines; got "
+                      "%.1f%% of the DMA engines, %.1f%% of HBM); rate set by:",
+                      (double)r->fixed_ps / 1e3, (double)r->queue_wait_ps / 1e3,
+                      (unsigned long long)r->pieces, r->bytes_per_piece, r->efficiency,
+                      (double)data / 1e3, gbps, r->cap_gbps, r->engines, 100.0 * r->dma_share,
+                      100.0 * r->hbm_share);
+    size_t len = at > 0 ? (size_t)at : 0;
+    int any = 0;
+    for (int l = 0; l < SIM_DMA_LIMIT_COUNT; l++) {
+        if (!r->limited_ps[l])
+            continue;
+        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s %s %.0f%%",
+                      any ? "," : "", sim_dma_limit_name((sim_dma_limit_t)l),
+                      data ? 100.0 * (double)r->limited_ps[l] / (double)data : 0.0);
+        len += at > 0 ? (size_t)at : 0;
+        any = 1;
+    }
+    if (!any) {
+        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, " -");
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
+}
+
 static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
 {
     xfer_t *x = ev->owner;
@@ -149,6 +219,11 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     }
     c->st->dma_transfers++;
     c->st->dma_bytes += x->bytes;
+    sim_line_stats_t *ls = sim_line(s, x->instr);
+    ls->transfers++;
+    ls->dma_bytes += x->bytes;
+    ls->dma_ps += q->now - x->start;
+    ls->dma_wait_ps += x->start - x->issue;
     if (x->src->space == ISA_SPACE_HBM)
         s->stats.hbm_read_bytes += x->bytes;
     if (x->dst->space == ISA_SPACE_HBM) {
@@ -159,8 +234,18 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     if (q->now > c->st->end_ps)
         c->st->end_ps = q->now;
     if (s->opt.trace && s->opt.trace->dma) {
-        sim_trace_dma_t r = {c->id, x->queue, x->engine, x->index, x->instr,
-                             x->issue, x->start, q->now, x->bytes};
+        sim_trace_dma_t r;
+        memset(&r, 0, sizeof r);
+        r.core = c->id;
+        r.queue = x->queue;
+        r.issuing_engine = x->engine;
+        r.index = x->index;
+        r.instr = x->instr;
+        r.issue_ps = x->issue;
+        r.start_ps = x->start;
+        r.end_ps = q->now;
+        r.bytes = x->bytes;
+        xfer_breakdown(s, x, &r);
         s->opt.trace->dma(s->opt.trace->ctx, &r);
     }
     if (s->opt.observer && s->opt.observer->dma_landed)
@@ -199,15 +284,24 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     double engines = (double)s->arch->dma.engines;
     if ((double)shape.pieces < engines)
         engines = shape.pieces ? (double)shape.pieces : 1.0;
-    x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
+    /* each engine moves its pieces at the efficiency their size allows */
+    x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps) * x->eff;
+    x->pieces = shape.pieces;
+    x->bytes_per_piece = shape.bytes_per_piece;
+    x->engines = engines;
     x->touches_hbm = x->src->space == ISA_SPACE_HBM || x->dst->space == ISA_SPACE_HBM;
     x->issue = s->q.now;
+    /* The queue's descriptor stage handles one transfer's fixed cost at a time, in order,
+     * while earlier transfers move data: a stream of transfers on one queue costs
+     * max(fixed cost, data time) each (measurements.md section 1). */
+    dma_queue_t *dq = &c->queues[x->queue];
     double fixed = s->arch->dma.fixed_cost_ns + (x->touches_hbm ? s->arch->hbm.latency_ns : 0);
-    x->ready_at = s->q.now + (uint64_t)llround(fixed * 1000.0);
+    uint64_t from = dq->desc_free > s->q.now ? dq->desc_free : s->q.now;
+    x->ready_at = from + (uint64_t)llround(fixed * 1000.0);
+    dq->desc_free = x->ready_at;
     x->phase = XFER_QUEUED;
     sim_event_init(&x->ready_ev, xfer_ready, x, PRIO_DMA);
     sim_event_init(&x->flow.ev, xfer_landed, x, PRIO_DMA);
-    dma_queue_t *dq = &c->queues[x->queue];
     if (dq->tail)
         dq->tail->next = x;
     else

@@ -82,6 +82,9 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
             r->series[i] = r->series[2 * i] + r->series[2 * i + 1];
         memset(r->series + FLOW_SERIES_MAX / 2, 0, FLOW_SERIES_MAX / 2 * sizeof *r->series);
         r->bucket_ps *= 2;
+        /* the buckets in use were merged by pairs too: without this the series would end
+         * in empty buckets past the end of the run */
+        r->nbuckets = (r->nbuckets + 1) / 2;
     }
     double per_ps = bytes / (double)(t1 - t0);
     for (uint64_t t = t0; t < t1;) {
@@ -110,18 +113,23 @@ static void advance(flow_net_t *net, flow_t *f, uint64_t now)
         series_add(r, f->last_update, now, moved * f->weight[i]);
     }
     f->remaining -= moved;
+    f->bound_ps[f->binding] += now - f->last_update;
     f->last_update = now;
 }
 
 static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
 {
     double rate = f->cap > 0 ? f->cap : INFINITY;
+    uint8_t binding = FLOW_MAX_RES;
     for (unsigned i = 0; i < f->nres; i++) {
         const flow_res_t *r = &net->res[f->res[i]];
         double bound = r->cap * f->eff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
-        if (bound < rate)
+        if (bound < rate) {
             rate = bound;
+            binding = (uint8_t)i;
+        }
     }
+    f->binding = binding;
     if (!(rate > 0) || isinf(rate))
         rate = 1e-9;
     if (rate == f->rate && sim_event_queued(&f->ev))
@@ -185,12 +193,15 @@ static void reshare_event(sim_queue_t *q, sim_event_t *ev)
         if (total == r->last_rate)
             continue;
         r->last_rate = total;
-        int kind = id < s->ncores ? SIM_TRACE_RES_DMA
-                   : id < s->ncores + s->nchips ? SIM_TRACE_RES_HBM
-                                                : SIM_TRACE_RES_LINK;
-        uint32_t index = kind == SIM_TRACE_RES_DMA ? id
-                         : kind == SIM_TRACE_RES_HBM ? id - s->ncores
-                                                     : id - s->ncores - s->nchips;
+        uint32_t nlinks = s->topo.nlinks;
+        int kind = id < s->ncores                       ? SIM_TRACE_RES_DMA
+                   : id < s->ncores + s->nchips          ? SIM_TRACE_RES_HBM
+                   : id < s->ncores + s->nchips + nlinks ? SIM_TRACE_RES_LINK
+                                                         : SIM_TRACE_RES_EFA;
+        uint32_t index = kind == SIM_TRACE_RES_DMA    ? id
+                         : kind == SIM_TRACE_RES_HBM  ? id - s->ncores
+                         : kind == SIM_TRACE_RES_LINK ? id - s->ncores - s->nchips
+                                                      : id - s->ncores - s->nchips - nlinks;
         tr->bandwidth(tr->ctx, kind, index, s->q.now, total * 1000.0); /* bytes/ps -> GB/s */
     }
     net->ndirty = 0;

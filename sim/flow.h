@@ -53,6 +53,10 @@ typedef struct flow {
     float eff[FLOW_MAX_RES];    /* efficiency on that resource (DMA piece overhead), 0..1 */
     uint32_t slot[FLOW_MAX_RES];
     uint64_t generation;
+    /* what set its rate, for breakdowns: binding = the resource slot whose share was the
+     * smallest bound, FLOW_MAX_RES for the flow's own cap; bound_ps = time at each */
+    uint8_t binding;
+    uint64_t bound_ps[FLOW_MAX_RES + 1];
     flow_done_fn done;
     void *owner;
 } flow_t;

@@ -47,6 +47,8 @@ void sim_fail(struct sim *s, const char *fmt, ...)
     if (s->failed)
         return;
     s->failed = 1;
+    if (!s->fault.kind)
+        s->fault.kind = SIM_FAULT_RUNTIME;
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -60,6 +62,13 @@ void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n)
 {
     char text[512];
+    if (!s->fault.has_site) { /* the first instruction an error names is where it happened */
+        s->fault.has_site = 1;
+        s->fault.core = c->id;
+        s->fault.engine = (uint8_t)engine;
+        s->fault.index = index;
+        s->fault.line = in->line;
+    }
     isa_format_instr(s->prog, c->id, in, text, sizeof text);
     const char *file = isa_string(s->prog, s->prog->source);
     if (in->line && *file)
@@ -365,6 +374,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
 {
     core_t *c = E->core;
     uint64_t ii = ns_to_ps(cost->ii_ns);
+    uint64_t model_ii = ii;
+    uint32_t stationary_cols = E->stationary_cols; /* what the cost was computed with */
     uint64_t lat = ns_to_ps(cost->latency_ns);
     if (lat < ii)
         lat = ii;
@@ -383,6 +394,12 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     }
     if (s->opt.observer && s->opt.observer->instr_start)
         s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
+    sim_line_stats_t *ls = sim_line(s, in);
+    ls->instructions++;
+    for (int k = 0; k < SIM_STALL_COUNT; k++)
+        ls->stall_by[k] += E->wait_by[k];
+    if (in->engine != ISA_ENGINE_CC || in->op == ISA_OP_NOP)
+        ls->busy_ps += ii;
     if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
         /* the cc engine waits in the collective until every member has arrived and the
          * data has moved; its posts fire then (cc.c) */
@@ -432,6 +449,10 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     sim_engine_stats_t *st = E->st;
     st->instructions++;
     st->busy_ps += ii;
+    if (complete > E->active_end) {
+        st->active_ps += complete - (E->active_end > now ? E->active_end : now);
+        E->active_end = complete;
+    }
     st->flops += cost->flops;
     if (complete > st->end_ps)
         st->end_ps = complete;
@@ -455,6 +476,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
         memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
+        r.stationary_cols = stationary_cols;
+        r.model_ii_ps = model_ii;
         s->opt.trace->instr(s->opt.trace->ctx, &r);
     }
     return ii;
@@ -484,9 +507,21 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             stall_segment(E, now, SIM_STALL_SEMAPHORE, sem);
             E->blocked = 1;
             E->blocked_sem = sem;
+            E->sem_waited = 1;
             return;
         }
         E->blocked = 0;
+        if (E->sem_waited) {
+            /* the semaphore update reaches the waiting sequencer and the instruction is
+             * dispatched: costs.semaphore_latency_ns after the post (measurements.md 6) */
+            E->sem_waited = 0;
+            uint64_t wake = ns_to_ps(s->arch->costs.semaphore_latency_ns);
+            if (wake) {
+                if (sim_schedule(q, ev, now + wake))
+                    sim_fail(s, "out of memory");
+                return;
+            }
+        }
         uint64_t until = interlock_until(s, E, in, now);
         if (until > now) {
             stall_segment(E, now, SIM_STALL_INTERLOCK, 0);
@@ -534,6 +569,28 @@ void sim_engine_resume(struct sim *s, engine_t *E)
         sim_fail(s, "out of memory");
 }
 
+/* ---- breakdowns -------------------------------------------------------------------------------- */
+
+size_t sim_explain_instr(const mdl_arch_t *a, const isa_program_t *p,
+                         const sim_trace_instr_t *r, struct mdl_cost_terms *terms, char *buf,
+                         size_t n)
+{
+    mdl_cost_terms_t local;
+    mdl_cost_terms_t *t = terms ? terms : &local;
+    mdl_cost_t cost;
+    mdl_cost_explain(a, p, r->instr, r->stationary_cols, &cost, t);
+    size_t len = mdl_cost_terms_format(t, &cost, buf, n);
+    if (r->ii_ps < r->model_ii_ps) {
+        /* background LoadStationary (sim.c start_instr) */
+        int at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0,
+                          "; loads in the background of the previous matmul: charged %.3f ns "
+                          "of %.3f",
+                          (double)r->ii_ps / 1e3, (double)r->model_ii_ps / 1e3);
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
+}
+
 /* ---- construction --------------------------------------------------------------------------------- */
 
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor)
@@ -570,11 +627,37 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    /* system.semaphores: the semaphores a core has (docs/architecture.md) */
+    for (uint32_t i = 0; i < prog->nsems; i++) {
+        const isa_sem_t *m = &prog->sems[i];
+        if (m->index >= a->semaphores) {
+            uint32_t used = 0;
+            for (uint32_t k = 0; k < prog->nsems; k++)
+                if ((m->core == -1 || prog->sems[k].core == -1 || prog->sems[k].core == m->core) &&
+                    prog->sems[k].index + 1u > used)
+                    used = prog->sems[k].index + 1u;
+            char who[32];
+            if (m->core < 0)
+                snprintf(who, sizeof who, "every core");
+            else
+                snprintf(who, sizeof who, "core %d", (int)m->core);
+            snprintf(err, errlen, "the program uses %u semaphores on %s (semaphore '%s' is "
+                     "number %u), but architecture '%s' has system.semaphores = %u per core",
+                     used, who, m->name == ISA_NO_NAME ? "?" : isa_string(prog, m->name),
+                     (unsigned)m->index, a->name, a->semaphores);
+            return NCSIM_USAGE;
+        }
+    }
+    /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
+    const char *what = "the simulator's state";
+    double how = 0;
     if (!opt->timing_only)
         mdl_blas_default_threads(); /* one thread unless asked (models/blas.c) */
     struct sim *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        snprintf(err, errlen, "out of host memory allocating the simulator's state");
         return NCSIM_NOMEM;
+    }
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;
@@ -583,6 +666,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     s->cores = calloc(s->ncores, sizeof *s->cores);
     s->chips = calloc(s->nchips, sizeof *s->chips);
     s->stats.cores = calloc(s->ncores, sizeof *s->stats.cores);
+    uint32_t max_line = 0;
+    for (uint32_t i = 0; i < prog->ninstrs; i++)
+        if (prog->instrs[i].line > max_line)
+            max_line = prog->instrs[i].line;
+    s->stats.nlines = max_line + 1;
+    s->stats.lines = calloc(s->stats.nlines, sizeof *s->stats.lines);
+    if (!s->stats.lines)
+        goto oom;
     s->stats.ncores = s->ncores;
     s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
     if (!s->cores || !s->chips || !s->stats.cores || sim_queue_init(&s->q))
@@ -592,8 +683,14 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         sim_destroy(s);
         return NCSIM_USAGE;
     }
-    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks))
+    if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks +
+                                      2 * s->topo.instances))
         goto oom;
+    s->stats.ninstances = s->topo.instances;
+    /* Gbit/s -> bytes per ps */
+    for (uint32_t k = 0; k < s->topo.instances; k++)
+        for (uint32_t d = 0; d < 2; d++)
+            s->net.res[res_efa(s, k, d)].cap = a->efa.bandwidth_gbits / 8.0 * 1e-3;
     for (uint32_t i = 0; i < s->ncores; i++)
         s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
     for (uint32_t i = 0; i < s->nchips; i++) {
@@ -605,6 +702,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
+        what = "the HBM page table";
+        how = (double)(a->hbm.size_bytes >> MDL_HBM_PAGE_BITS) * sizeof(void *);
         if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
             goto oom;
         s->chips[ch].hbm_ready = 1;
@@ -634,6 +733,9 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
                 goto oom;
         }
         if (!opt->timing_only) {
+            what = "SBUF and PSUM";
+            how = (double)a->sbuf.partitions * (double)a->sbuf.bytes_per_partition +
+                  (double)a->psum.partitions * (double)a->psum.bytes_per_partition;
             if (mdl_onchip_init(&c->sbuf, a->sbuf.partitions, a->sbuf.bytes_per_partition) ||
                 mdl_onchip_init(&c->psum, a->psum.partitions, a->psum.bytes_per_partition))
                 goto oom;
@@ -650,7 +752,11 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     return NCSIM_OK;
 oom:
     sim_destroy(s);
-    snprintf(err, errlen, "out of memory building the system");
+    if (how > 0)
+        snprintf(err, errlen, "out of host memory allocating %s (%.1f MiB)", what,
+                 how / 1048576.0);
+    else
+        snprintf(err, errlen, "out of host memory allocating %s", what);
     return NCSIM_NOMEM;
 }
 
@@ -682,6 +788,7 @@ void sim_destroy(sim_t *s)
     free(s->cores);
     free(s->chips);
     free(s->stats.cores);
+    free(s->stats.lines);
     free(s->stats.links);
     free(s->stats.hbm_series);
     free(s->error);
@@ -691,50 +798,138 @@ void sim_destroy(sim_t *s)
 
 /* ---- tensor I/O --------------------------------------------------------------------------------- */
 
-static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_mem_t *mem)
+/* Express n elements as up to `max` row-major dims of counts <= ISA_MAX_COUNT with unit
+ * innermost stride; returns the number of dims, 0 when n does not factor that way. */
+static unsigned flat_dims(uint64_t n, unsigned max, uint32_t *count, int64_t *stride)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    memset(v, 0, sizeof *v);
-    v->space = ISA_SPACE_HBM;
-    v->dtype = T->dtype;
-    v->pcount = 1;
-    v->offset = T->offset;
-    /* one flat dimension per 65,535 elements is not enough for big tensors: use the
-     * tensor's own dims, collapsing leading ones into the first while counts allow */
-    uint64_t n = sim_tensor_elems(s->prog, tensor);
-    /* express n elements as up to 5 row-major dims with counts <= 65535 */
     uint64_t rest = n;
     uint32_t counts[ISA_MAX_DIMS];
     unsigned nd = 0;
     while (rest > 1 || nd == 0) {
-        if (nd == ISA_MAX_DIMS)
-            return NCSIM_USAGE;
-        uint32_t cnt = 1;
-        for (uint32_t f = 65535; f >= 1; f--)
-            if (rest % f == 0) {
-                cnt = f;
-                break;
-            }
+        if (nd == max)
+            return 0;
+        /* the largest count <= ISA_MAX_COUNT dividing rest: rest over its smallest cofactor
+         * at or above rest / ISA_MAX_COUNT */
+        uint64_t d = rest <= ISA_MAX_COUNT ? 1 : (rest + ISA_MAX_COUNT - 1) / ISA_MAX_COUNT;
+        while (rest % d)
+            d++;
+        uint32_t cnt = (uint32_t)(rest / d);
+        if (cnt == 1 && rest > 1)
+            return 0; /* a prime above ISA_MAX_COUNT */
         counts[nd++] = cnt;
         rest /= cnt;
         if (cnt == 1)
             break;
     }
     /* counts are innermost first */
-    int64_t stride = 1;
-    v->ndims = (uint8_t)nd;
+    int64_t st = 1;
     for (unsigned i = 0; i < nd; i++) {
-        v->count[nd - 1 - i] = counts[i];
-        v->stride[nd - 1 - i] = stride;
-        stride *= counts[i];
+        count[nd - 1 - i] = counts[i];
+        stride[nd - 1 - i] = st;
+        st *= counts[i];
     }
-    mem->sbuf = NULL;
-    mem->psum = NULL;
-    mem->hbm = &s->chips[T->chip].hbm;
+    return nd;
+}
+
+/* The view covering a whole tensor, row-major (partition first for SBUF/PSUM), on `core` for
+ * an on-chip tensor (one declared for every core takes the core given, its own otherwise). */
+static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, uint32_t core, isa_view_t *v,
+                                  mdl_mem_t *mem)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    memset(v, 0, sizeof *v);
+    memset(mem, 0, sizeof *mem);
+    v->dtype = T->dtype;
+    v->space = T->space;
+    if (T->space == ISA_SPACE_HBM) {
+        v->pcount = 1;
+        v->offset = T->offset;
+        v->ndims = (uint8_t)flat_dims(sim_tensor_elems(s->prog, tensor), ISA_MAX_HBM_DIMS,
+                                      v->count, v->stride);
+        if (!v->ndims || T->chip < 0 || (uint32_t)T->chip >= s->nchips)
+            return NCSIM_USAGE;
+        mem->hbm = &s->chips[T->chip].hbm;
+        return NCSIM_OK;
+    }
+    if (T->core >= 0)
+        core = (uint32_t)T->core;
+    if (core >= s->ncores || T->ndims < 1)
+        return NCSIM_USAGE;
+    uint64_t free_elems = 1;
+    for (unsigned d = 1; d < T->ndims; d++)
+        free_elems *= T->dims[d];
+    v->pstart = (uint8_t)T->pstart;
+    v->pcount = (uint16_t)T->dims[0];
+    v->offset = T->offset;
+    v->ndims = (uint8_t)flat_dims(free_elems, ISA_MAX_FREE_DIMS, v->count, v->stride);
+    if (!v->ndims)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    mem->sbuf = &c->sbuf;
+    mem->psum = &c->psum;
+    mem->hbm = &s->chips[c->chip].hbm;
+    return NCSIM_OK;
+}
+
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor_t *T = &p->tensors[i];
+        const char *n = isa_string(p, T->name);
+        if (strlen(n) != len || memcmp(n, name, len) != 0)
+            continue;
+        if (T->space == ISA_SPACE_HBM || T->core == -1 || (uint32_t)T->core == core)
+            return (int)i;
+    }
+    return -1;
+}
+
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space == ISA_SPACE_HBM)
+        return raw ? sim_tensor_read_raw(s, tensor, values)
+                   : sim_tensor_read_f32(s, tensor, values);
+    if (core >= s->ncores || (T->core != -1 && (uint32_t)T->core != core) || !T->ndims ||
+        T->ndims > ISA_MAX_DIMS + 1)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    if (!c->fs_ready)
+        return NCSIM_USAGE;
+    /* the whole tensor as a view: its partitions, then its free dims row-major */
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = T->space;
+    v.dtype = T->dtype;
+    v.pstart = (uint8_t)T->pstart;
+    v.pcount = (uint16_t)T->dims[0];
+    v.offset = T->offset;
+    v.ndims = (uint8_t)(T->ndims > 1 ? T->ndims - 1 : 1);
+    int64_t stride = 1;
+    if (T->ndims == 1) {
+        v.count[0] = 1;
+        v.stride[0] = 1;
+    }
+    for (int d = (int)T->ndims - 1; d >= 1; d--) {
+        if (T->dims[d] > UINT32_MAX)
+            return NCSIM_USAGE;
+        v.count[d - 1] = (uint32_t)T->dims[d];
+        v.stride[d - 1] = stride;
+        stride *= (int64_t)T->dims[d];
+    }
+    mdl_mem_t mem = {&c->sbuf, &c->psum, &s->chips[c->chip].hbm};
+    char err[256];
+    if (mdl_view_check(&mem, &v, err, sizeof err))
+        return NCSIM_USAGE;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), values);
+    else
+        mdl_view_read_f32(&mem, &v, values);
     return NCSIM_OK;
 }
 
@@ -755,6 +950,26 @@ ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const mdl_npy_t *
     if (tensor >= p->ntensors)
         return NCSIM_USAGE;
     const isa_tensor_t *T = &p->tensors[tensor];
+    /* float16/64 for a float tensor, other integer widths for an integer one: converted
+     * (mdl_npy_convert) on a copy */
+    mdl_npy_t conv;
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (a->type != want && mdl_npy_convertible(a->type, want)) {
+        conv = *a;
+        conv.data = malloc(a->nbytes ? a->nbytes : 1);
+        if (!conv.data) {
+            snprintf(err, errlen, "%s: out of host memory: %zu bytes to convert tensor '%s'",
+                     path, a->nbytes, isa_string(p, T->name));
+            return NCSIM_NOMEM;
+        }
+        memcpy(conv.data, a->data, a->nbytes);
+        ncsim_status_t cst = mdl_npy_convert(&conv, want, path, isa_string(p, T->name), err,
+                                             errlen);
+        if (cst == NCSIM_OK)
+            cst = sim_tensor_write_npy(s, tensor, &conv, path, err, errlen);
+        free(conv.data);
+        return cst == NCSIM_FORMAT ? NCSIM_IO : cst;
+    }
     if (mdl_npy_expect(a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
                        T->ndims, err, errlen) != NCSIM_OK)
         return NCSIM_IO;
@@ -782,50 +997,56 @@ ncsim_status_t sim_tensor_fill_random(sim_t *s, uint32_t tensor, uint64_t seed)
     return st;
 }
 
-ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+ncsim_status_t sim_tensor_write(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                const void *data)
 {
     isa_view_t v;
     mdl_mem_t mem;
-    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
+    ncsim_status_t st = tensor_view(s, tensor, core, &v, &mem);
     if (st != NCSIM_OK)
         return st;
-    return mdl_view_write_f32(&mem, &v, values, MDL_ROUND_NEAREST_EVEN, NULL) ? NCSIM_NOMEM
-                                                                               : NCSIM_OK;
+    int bad = raw ? mdl_view_write_bytes_range(&mem, &v, 0, isa_view_elems(&v), data)
+                  : mdl_view_write_f32(&mem, &v, data, MDL_ROUND_NEAREST_EVEN, NULL);
+    return bad ? NCSIM_NOMEM : NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_read(sim_t *s, uint32_t tensor, uint32_t core, int raw, void *data)
+{
+    isa_view_t v;
+    mdl_mem_t mem;
+    ncsim_status_t st = tensor_view(s, tensor, core, &v, &mem);
+    if (st != NCSIM_OK)
+        return st;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), data);
+    else
+        mdl_view_read_f32(&mem, &v, data);
+    return NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+{
+    return sim_tensor_write(s, tensor, 0, 0, values);
 }
 
 ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values)
 {
-    isa_view_t v;
-    mdl_mem_t mem;
-    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
-    if (st != NCSIM_OK)
-        return st;
-    mdl_view_read_f32(&mem, &v, values);
-    return NCSIM_OK;
+    return sim_tensor_read(s, tensor, 0, 0, values);
 }
 
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
-    return mdl_hbm_write(&s->chips[T->chip].hbm, T->offset, data, bytes) ? NCSIM_NOMEM
-                                                                          : NCSIM_OK;
+    return sim_tensor_write(s, tensor, 0, 1, data);
 }
 
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
-    mdl_hbm_read(&s->chips[T->chip].hbm, T->offset, data, bytes);
-    return NCSIM_OK;
+    return sim_tensor_read(s, tensor, 0, 1, data);
+}
+
+const sim_fault_t *sim_fault(const sim_t *s)
+{
+    return &s->fault;
 }
 
 /* ---- the run loop -------------------------------------------------------------------------------- */
@@ -852,6 +1073,7 @@ static void report_deadlock(struct sim *s)
     snprintf(line, sizeof line, "deadlock at %.3f ns: no engine can make progress\n",
              (double)s->q.now / 1000.0);
     s->failed = 1;
+    s->fault.kind = SIM_FAULT_DEADLOCK;
     sim_error_append(s, line);
     cc_report_pending(s);
     for (uint32_t i = 0; i < s->ncores; i++) {

@@ -8,6 +8,7 @@
 #ifndef NCSIM_SIM_SIM_H
 #define NCSIM_SIM_SIM_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +43,23 @@ typedef struct sim_trace_instr {
     uint64_t bytes;
     uint64_t hw_flops;     /* all PE FLOPs, transposes included (HFU) */
     uint64_t stall_by[SIM_STALL_COUNT]; /* ps it was held between ready and start, by cause */
+    /* what its cost was computed from (sim_explain_instr rebuilds the breakdown) */
+    uint32_t stationary_cols; /* pe: M of the weights loaded when it started */
+    uint64_t model_ii_ps;     /* the cost model's II; ii_ps is less for an ldweights
+                               * loading in the background of the previous matmul */
 } sim_trace_instr_t;
+
+/* What set a transfer's rate during its data phase (sim_trace_dma_t.limited_ps). */
+typedef enum sim_dma_limit {
+    SIM_DMA_LIMIT_OWN,     /* its own cap: DMA engines its pieces can use, HBM channels its
+                            * address span covers */
+    SIM_DMA_LIMIT_ENGINES, /* the core's DMA engines (at its piece efficiency), shared */
+    SIM_DMA_LIMIT_HBM,     /* the chip's HBM, shared */
+    SIM_DMA_LIMIT_LINK,    /* a NeuronLink */
+    SIM_DMA_LIMIT_COUNT
+} sim_dma_limit_t;
+
+const char *sim_dma_limit_name(sim_dma_limit_t l);
 
 typedef struct sim_trace_dma {
     uint32_t core;
@@ -52,6 +69,19 @@ typedef struct sim_trace_dma {
     const isa_instr_t *instr;
     uint64_t issue_ps, start_ps, end_ps;
     uint64_t bytes;
+    /* the breakdown of its time: issue + fixed + queue wait = start; start + data = end */
+    uint64_t pieces;          /* contiguous runs on the worse side (descriptors) */
+    double bytes_per_piece;
+    double efficiency;        /* of pieces this size (dma.piece_overhead_ns) */
+    uint64_t fixed_ps;        /* dma.fixed_cost_ns (+ hbm.latency_ns when it touches HBM) */
+    uint64_t queue_wait_ps;   /* after the fixed cost, waiting for transfers ahead in its
+                               * queue */
+    double cap_gbps;          /* its own cap (SIM_DMA_LIMIT_OWN) */
+    double engines;           /* DMA engines its pieces can use */
+    uint64_t limited_ps[SIM_DMA_LIMIT_COUNT]; /* data-phase time each limit set its rate */
+    double dma_share;         /* its mean rate over the core's DMA engines' capacity at its
+                               * efficiency: the share of the engines it got */
+    double hbm_share;         /* its mean HBM use over the chip's HBM bandwidth (0: no HBM) */
 } sim_trace_dma_t;
 
 typedef struct sim_trace_sem {
@@ -64,11 +94,12 @@ typedef struct sim_trace_sem {
 } sim_trace_sem_t;
 
 /* A resource a collective's chunk crosses (flow.h): a core's DMA engines, a chip's HBM, a
- * directed NeuronLink. */
+ * directed NeuronLink, an instance's network (EFA) out or in. */
 typedef enum sim_trace_res_kind {
     SIM_TRACE_RES_DMA,
     SIM_TRACE_RES_HBM,
-    SIM_TRACE_RES_LINK
+    SIM_TRACE_RES_LINK,
+    SIM_TRACE_RES_EFA      /* an instance's network: id = 2 x instance + (0 out, 1 in) */
 } sim_trace_res_kind_t;
 
 typedef struct sim_trace_res {
@@ -131,6 +162,23 @@ typedef struct sim_trace_sink {
     void (*bandwidth)(void *ctx, int kind, uint32_t index, uint64_t time_ps, double gbps);
 } sim_trace_sink_t;
 
+/* ---- cost breakdowns of traced work (computed on request only) ---------------------------- */
+
+/*
+ * The cost model's breakdown of a traced instruction, rebuilt from the same inputs the
+ * simulator used (terms may be NULL), and as one line of text in buf (always terminated):
+ * "II = max(min(MM_INIT=64, M=128 (...)), N=512 (...) x s=1) x f=4 (fp32: ...) x passes=1
+ * = 2048 cycles = 731.429 ns; latency = II + pipeline=256 (...)". Returns the length needed.
+ */
+struct mdl_cost_terms;
+size_t sim_explain_instr(const mdl_arch_t *a, const isa_program_t *p,
+                         const sim_trace_instr_t *r, struct mdl_cost_terms *terms, char *buf,
+                         size_t n);
+/* A transfer's breakdown as text: "fixed 2000 ns (dma.fixed_cost_ns + hbm.latency_ns),
+ * queue wait 0 ns, 128 pieces x 2048 B at efficiency 0.904, data 4519 ns at 58.0 GB/s
+ * (own cap 435.2 GB/s, 16 engines); rate set by: DMA engines 100%". */
+size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n);
+
 /* ---- observers (sim/checker.c is one; NULL costs one pointer test per hook) --------------- */
 
 /*
@@ -174,6 +222,8 @@ typedef struct sim_options {
 typedef struct sim_engine_stats {
     uint64_t instructions;
     uint64_t busy_ps;        /* sum of initiation intervals */
+    uint64_t active_ps;      /* time with at least one instruction between its start and its
+                              * completion (the profiler's "engine active time") */
     uint64_t stall_ps;       /* ready but held: semaphores + ports + interlock */
     uint64_t stall_by[SIM_STALL_COUNT];
     uint64_t end_ps;         /* completion of its last instruction */
@@ -188,6 +238,19 @@ typedef struct sim_core_stats {
     uint64_t dma_busy_ps;    /* time with at least one transfer moving data */
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
+
+/* Where the time went by source line (the instruction's line, or its .loc): what the
+ * engine totals hold, split by line. Summed over lines, instructions, busy_ps and stall_by
+ * equal the sums over cores and engines. */
+typedef struct sim_line_stats {
+    uint64_t instructions;
+    uint64_t busy_ps;        /* initiation intervals (collectives: their duration) */
+    uint64_t stall_by[SIM_STALL_COUNT]; /* held before starting, by cause */
+    uint64_t transfers;      /* DMA transfers its dma instructions made */
+    uint64_t dma_bytes;
+    uint64_t dma_ps;         /* their data phases, summed */
+    uint64_t dma_wait_ps;    /* issue to start (fixed cost and queue wait), summed */
+} sim_line_stats_t;
 
 typedef struct sim_link_stats {
     uint32_t from, to;        /* chips */
@@ -213,11 +276,17 @@ typedef struct sim_stats {
     sim_link_stats_t *links;    /* every directed NeuronLink of the machine */
     uint32_t nlinks;
     uint64_t collective_bytes;  /* bytes collectives moved between members */
+    uint32_t ninstances;        /* instances joined by EFA (efa.instances) */
+    uint64_t efa_bytes;         /* bytes collectives sent from one instance to another */
     /* HBM bytes over time per chip: hbm_series[chip * hbm_series_len + bucket], buckets of
      * hbm_series_bucket_ps (reads and writes together) */
     double *hbm_series;
     uint32_t hbm_series_len;
     uint64_t hbm_series_bucket_ps;
+    /* by source line: lines[l] for l in [0, nlines); line 0 gathers instructions with no
+     * line */
+    sim_line_stats_t *lines;
+    uint32_t nlines;
 } sim_stats_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */
@@ -235,7 +304,25 @@ ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values);
 /* Raw bytes in the tensor's own type. */
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data);
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data);
+/* Any tensor (HBM, SBUF, PSUM), all its elements in row-major order (partition first), as fp32
+ * values (raw 0) or packed raw bytes (raw 1). An SBUF/PSUM tensor declared for every core is
+ * accessed on `core`; one of a single core on its own. NCSIM_USAGE in timing-only runs or for
+ * a bad tensor or core. */
+ncsim_status_t sim_tensor_write(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                const void *data);
+ncsim_status_t sim_tensor_read(sim_t *s, uint32_t tensor, uint32_t core, int raw, void *data);
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor);
+/*
+ * Any declared tensor's values as they are now (ncsim run --dump): HBM tensors (inputs,
+ * outputs, scratch) and on-chip ones (SBUF, PSUM) of core `core` (ignored for HBM), row-major
+ * over the declared dims (partitions first). raw: the tensor's own element type, packed;
+ * else widened to fp32. NCSIM_USAGE in timing-only runs, for a bad index, or a core the
+ * tensor does not live on.
+ */
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values);
+/* The tensor named name[0..len) that lives on `core` (HBM tensors: any core), or -1. */
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core);
 /* Index of the HBM tensor named name[0..len), or -1. */
 int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len);
 /* Store a .npy array read from `path` into a tensor: the type and shape must be the ones
@@ -264,6 +351,33 @@ int sim_finished(const sim_t *s);
 uint64_t sim_now_ps(const sim_t *s);
 /* The run-time error or deadlock report ("" when none); may span several lines. */
 const char *sim_error(const sim_t *s);
+/* Run in slices of simulated time up to target_ps (UINT64_MAX: to the end), calling
+ * `progress` every `interval` seconds of host time between slices and stopping early when it
+ * returns nonzero or *stop becomes nonzero (a signal handler or another thread may set it):
+ * then *stopped is 1 and a later call goes on. Slices adapt to about 20 ms of host time
+ * (slice_ps keeps the size between calls; 0 starts at 1 us). Returns sim_run's status. */
+typedef struct sim_drive {
+    uint64_t slice_ps;
+    double interval;
+    int (*progress)(void *ctx, sim_t *s, double host_seconds);
+    void *ctx;
+    volatile sig_atomic_t *stop;
+    double host_seconds; /* wall time spent in sim_drive, summed over calls */
+} sim_drive_t;
+ncsim_status_t sim_drive(sim_t *s, uint64_t target_ps, sim_drive_t *d, int *stopped);
+
+/* What failed, as data (the text is sim_error's): the kind, and the first instruction the
+ * report names. */
+typedef enum sim_fault_kind { SIM_FAULT_NONE, SIM_FAULT_RUNTIME, SIM_FAULT_DEADLOCK } sim_fault_kind_t;
+typedef struct sim_fault {
+    uint8_t kind;      /* sim_fault_kind_t */
+    uint8_t has_site;  /* core, engine, index and line are known */
+    uint8_t engine;
+    uint32_t core;
+    uint32_t index;    /* in the engine's stream */
+    uint32_t line;     /* source line, 0 when unknown */
+} sim_fault_t;
+const sim_fault_t *sim_fault(const sim_t *s);
 /* Statistics so far (final after the run ends). */
 const sim_stats_t *sim_stats(sim_t *s);
 

@@ -55,6 +55,9 @@ typedef struct engine {
     uint8_t blocked;     /* waiting for semaphores */
     uint8_t parked;      /* in a collective, until it completes */
     uint8_t blocked_sem; /* the semaphore whose wait did not hold */
+    uint8_t sem_waited;  /* the current instruction waited for a semaphore: it pays the
+                          * semaphore wake-up latency before it starts */
+    uint64_t active_end; /* end of the union of its instructions' start..completion */
     uint64_t ready_ps;   /* when the current instruction became ready */
     inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */
     uint32_t fl_head, fl_n, fl_cap;
@@ -78,12 +81,15 @@ typedef struct xfer {
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
     uint64_t issue, ready_at, start;
+    uint64_t pieces;     /* shape, for breakdowns */
+    double bytes_per_piece, engines;
 } xfer_t;
 
 enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };
 
 typedef struct dma_queue {
     xfer_t *head, *tail;
+    uint64_t desc_free; /* the queue's descriptor stage is free from this time */
 } dma_queue_t;
 
 typedef struct core {
@@ -129,6 +135,7 @@ struct sim {
     mdl_linkmap_t topo;
     struct cc_state *cc;
     int failed;
+    sim_fault_t fault;
     int finished;
     char *error;
     size_t error_len, error_cap;
@@ -142,6 +149,11 @@ void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n);
 void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
                      uint32_t by_index);
+/* The by-line statistics of instruction `in` (never NULL: out-of-range lines go to 0). */
+static inline sim_line_stats_t *sim_line(struct sim *s, const isa_instr_t *in)
+{
+    return &s->stats.lines[in->line < s->stats.nlines ? in->line : 0];
+}
 
 static inline uint32_t res_dma(const struct sim *s, uint32_t core)
 {
@@ -155,6 +167,11 @@ static inline uint32_t res_hbm(const struct sim *s, uint32_t chip)
 static inline uint32_t res_link(const struct sim *s, uint32_t link)
 {
     return s->ncores + s->nchips + link;
+}
+/* An instance's network (EFA): dir 0 what leaves the instance, 1 what enters it. */
+static inline uint32_t res_efa(const struct sim *s, uint32_t instance, uint32_t dir)
+{
+    return s->ncores + s->nchips + s->topo.nlinks + 2 * instance + dir;
 }
 
 /* dma.c */

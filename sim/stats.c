@@ -18,6 +18,7 @@ static json_t *engine_json(const sim_engine_stats_t *e)
     json_t *o = json_object();
     json_object_set_new(o, "instructions", json_integer((json_int_t)e->instructions));
     json_object_set_new(o, "busy_ns", json_real(ns(e->busy_ps)));
+    json_object_set_new(o, "active_ns", json_real(ns(e->active_ps)));
     json_object_set_new(o, "stall_ns", json_real(ns(e->stall_ps)));
     json_t *by = json_object();
     json_object_set_new(by, "semaphore", json_real(ns(e->stall_by[SIM_STALL_SEMAPHORE])));
@@ -35,6 +36,10 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
                      const sim_run_info_t *info)
 {
     json_t *root = json_object();
+    /* first, so that a harness (and `ncsim report`) cannot miss a failed run */
+    json_object_set_new(root, "status", json_string(info->error ? "error" : "ok"));
+    if (info->error)
+        json_object_set_new(root, "error", json_string(info->error));
     json_object_set_new(root, "arch", json_string(arch->name));
     json_object_set_new(root, "program", json_string(info->program ? info->program : ""));
     json_object_set_new(root, "mode", json_string(info->timing_only ? "timing-only"
@@ -110,7 +115,43 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
         }
         json_object_set_new(root, "links", links);
     }
+    /* by source line (ncsim report --by-line): lines that ran something */
+    json_t *lines = json_array();
+    for (uint32_t l = 0; l < st->nlines; l++) {
+        const sim_line_stats_t *L = &st->lines[l];
+        if (!L->instructions && !L->transfers)
+            continue;
+        json_t *o = json_object();
+        uint64_t stall = 0;
+        for (int k = 0; k < SIM_STALL_COUNT; k++)
+            stall += L->stall_by[k];
+        json_object_set_new(o, "line", json_integer(l));
+        json_object_set_new(o, "instructions", json_integer((json_int_t)L->instructions));
+        json_object_set_new(o, "busy_ns", json_real(ns(L->busy_ps)));
+        json_object_set_new(o, "stall_ns", json_real(ns(stall)));
+        json_t *by = json_object();
+        json_object_set_new(by, "semaphore", json_real(ns(L->stall_by[SIM_STALL_SEMAPHORE])));
+        json_object_set_new(by, "port", json_real(ns(L->stall_by[SIM_STALL_PORT])));
+        json_object_set_new(by, "interlock", json_real(ns(L->stall_by[SIM_STALL_INTERLOCK])));
+        json_object_set_new(by, "collective", json_real(ns(L->stall_by[SIM_STALL_COLLECTIVE])));
+        json_object_set_new(o, "stall_by_cause_ns", by);
+        if (L->transfers) {
+            json_object_set_new(o, "transfers", json_integer((json_int_t)L->transfers));
+            json_object_set_new(o, "dma_bytes", json_integer((json_int_t)L->dma_bytes));
+            json_object_set_new(o, "dma_ns", json_real(ns(L->dma_ps)));
+            json_object_set_new(o, "dma_wait_ns", json_real(ns(L->dma_wait_ps)));
+        }
+        json_array_append_new(lines, o);
+    }
+    json_object_set_new(root, "lines", lines);
     json_object_set_new(root, "collective_bytes", json_integer((json_int_t)st->collective_bytes));
+    if (st->ninstances > 1) {
+        json_t *efa = json_object();
+        json_object_set_new(efa, "instances", json_integer(st->ninstances));
+        json_object_set_new(efa, "bytes", json_integer((json_int_t)st->efa_bytes));
+        json_object_set_new(efa, "gbits_per_instance", json_real(arch->efa.bandwidth_gbits));
+        json_object_set_new(root, "efa", efa);
+    }
     json_object_set_new(root, "instructions", json_integer((json_int_t)st->instructions));
     json_object_set_new(root, "events", json_integer((json_int_t)st->events));
     char *cfg = mdl_arch_to_json(arch);
@@ -211,6 +252,10 @@ void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
                     st->links[busiest].from, st->links[busiest].to, 100.0 * busiest_util,
                     st->links[busiest].gbps);
         fputc('\n', out);
+        if (st->ninstances > 1)
+            fprintf(out, "EFA: %llu bytes between %u instances (%.0f Gbit/s each way per "
+                         "instance)\n",
+                    (unsigned long long)st->efa_bytes, st->ninstances, arch->efa.bandwidth_gbits);
     }
     uint32_t used = 0;
     for (uint32_t i = 0; i < st->ncores; i++)

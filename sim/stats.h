@@ -15,6 +15,7 @@ typedef struct sim_run_info {
     int timing_only;
     uint64_t seed;
     double host_seconds;  /* wall time of the simulation itself */
+    const char *error;    /* NULL: the run succeeded; else why it failed ("status": "error") */
 } sim_run_info_t;
 
 /* The statistics as JSON text (malloc'd), with the resolved architecture config under

@@ -48,6 +48,39 @@ const char *trc_stall_text(trc_stall_t s)
     return s < TRC_STALL_COUNT ? stall_texts[s] : "?";
 }
 
+/* What would move each kind of bound (the verdict's advice). */
+#define HINT_SYNC                                                                              \
+    "engines hand work to each other and wait for completion each time: double-buffer so "     \
+    "independent work overlaps the hand-offs, post as early as possible, fewer larger steps"
+#define HINT_FIXED                                                                             \
+    "issue transfers earlier (prefetch, deeper buffering) so their fixed cost overlaps "       \
+    "compute; fewer, larger transfers; more queues"
+#define HINT_DMA_ENGINES                                                                       \
+    "larger contiguous pieces (>= 2 KiB per run) raise DMA efficiency; fewer small "           \
+    "transfers; see what each kind costs"
+#define HINT_DMA_BW                                                                            \
+    "the DMA engines move data at their peak: fewer bytes (narrower types, reuse in SBUF), "   \
+    "transfers overlapped with compute (prefetch, double buffering)"
+#define HINT_DMA_OWN                                                                           \
+    "each transfer uses at most one DMA engine per contiguous piece and the HBM channels "     \
+    "its span covers: more partitions or queues in parallel"
+#define HINT_HBM "HBM bandwidth: reuse data in SBUF, move fewer or narrower bytes"
+#define HINT_LINK "NeuronLink bandwidth: fewer bytes between chips, another algorithm or topology"
+
+static const char *engine_hint(const char *engine)
+{
+    if (strcmp(engine, "pe") == 0)
+        return "the tensor engine: see what each kind costs (fp32 costs 4x, N < 64 pays "
+               "MM_INIT); at the bf16 rate with N >= 128 this is the roofline";
+    if (strcmp(engine, "sp") == 0)
+        return "the sync engine issues too much: fewer, larger dma instructions, issued from "
+               "several engines";
+    if (strcmp(engine, "cc") == 0)
+        return "collectives: fewer and larger, overlapped with compute";
+    return "move elementwise work to an idle engine (act, dve, pool), larger N per "
+           "instruction (MIN_II floor), innermost strides <= 16 B";
+}
+
 /* ---- list helpers ------------------------------------------------------------------------------- */
 
 static void *push(void **arr, size_t *n, size_t *cap, size_t elem)
@@ -104,6 +137,67 @@ static trc_report_collective_t *add_coll(trc_report_t *rep)
     return push((void **)&rep->colls, &rep->ncolls, &cap, sizeof *rep->colls);
 }
 
+trc_report_line_t *trc_report_line(trc_report_t *rep, uint32_t line)
+{
+    for (size_t i = 0; i < rep->nlines; i++)
+        if (rep->lines[i].line == line)
+            return &rep->lines[i];
+    size_t cap = cap_of(rep->nlines);
+    trc_report_line_t *l = push((void **)&rep->lines, &rep->nlines, &cap, sizeof *rep->lines);
+    if (l)
+        l->line = line;
+    return l;
+}
+
+uint64_t trc_report_line_stall(const trc_report_line_t *l)
+{
+    uint64_t s = 0;
+    for (int c = 0; c < TRC_STALL_COUNT; c++)
+        s += l->stall_by[c];
+    return s;
+}
+
+uint64_t trc_report_line_cost(const trc_report_line_t *l)
+{
+    return l->busy_ps + l->dma_ps;
+}
+
+int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, const char *hint)
+{
+    if (!ps)
+        return 0;
+    for (size_t i = 0; i < rep->nbounds; i++)
+        if (strcmp(rep->bounds[i].what, what) == 0) {
+            rep->bounds[i].ps += ps;
+            return 0;
+        }
+    size_t cap = cap_of(rep->nbounds);
+    trc_report_bound_t *b = push((void **)&rep->bounds, &rep->nbounds, &cap, sizeof *rep->bounds);
+    if (!b)
+        return -1;
+    snprintf(b->what, sizeof b->what, "%s", what);
+    snprintf(b->hint, sizeof b->hint, "%s", hint ? hint : "");
+    b->ps = ps;
+    return 0;
+}
+
+void trc_report_verdict(const trc_report_t *rep, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = '\0';
+    if (!rep->nbounds || !rep->bounds_of_ps)
+        return;
+    const trc_report_bound_t *b = &rep->bounds[0];
+    double share = 100.0 * (double)b->ps / (double)rep->bounds_of_ps;
+    char next[96] = "";
+    if (rep->nbounds > 1)
+        snprintf(next, sizeof next, "; next: %s %.1f %%", rep->bounds[1].what,
+                 100.0 * (double)rep->bounds[1].ps / (double)rep->bounds_of_ps);
+    snprintf(buf, n, "bound by %s: %.1f %% of the %s%s; to move it: %s", b->what, share,
+             rep->bounds_from_path ? "critical path" : "run (busy time, from statistics)",
+             next, b->hint);
+}
+
 static trc_report_kind_t *add_kind(trc_report_t *rep)
 {
     size_t cap = cap_of(rep->nkinds);
@@ -157,8 +251,79 @@ static int cmp_coll(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/*
+ * Without a critical path (a statistics file): each resource's busy time, the busiest core
+ * for engines and DMA; HBM as the time its bytes take at peak. A coarser verdict: busy is
+ * not necessarily on the path.
+ */
+static void bounds_from_totals(trc_report_t *rep)
+{
+    rep->bounds_of_ps = rep->total_ps;
+    char what[64];
+    for (size_t i = 0; i < rep->nengines; i++) {
+        const trc_report_engine_t *e = &rep->engines[i];
+        snprintf(what, sizeof what, "engine %s", e->name);
+        uint64_t best = 0;
+        for (size_t j = 0; j < rep->nengines; j++)
+            if (strcmp(rep->engines[j].name, e->name) == 0 && rep->engines[j].busy_ps > best)
+                best = rep->engines[j].busy_ps;
+        int seen = 0;
+        for (size_t j = 0; j < rep->nbounds; j++)
+            seen |= strcmp(rep->bounds[j].what, what) == 0;
+        if (!seen)
+            trc_report_bound_add(rep, what, best, engine_hint(e->name));
+    }
+    uint64_t dma = 0;
+    for (size_t i = 0; i < rep->ndma; i++)
+        if (rep->dma[i].busy_ps > dma)
+            dma = rep->dma[i].busy_ps;
+    uint64_t hbm = rep->hbm_peak_gbps > 0
+                       ? (uint64_t)((double)(rep->hbm_read + rep->hbm_write) /
+                                    (rep->hbm_peak_gbps * 1e-3))
+                       : 0;
+    /* transfers moving while HBM runs at its peak are HBM's: when HBM's time at peak covers
+     * nearly all the DMA busy time, the DMA was waiting for HBM */
+    if (hbm && (double)hbm >= 0.95 * (double)dma) {
+        trc_report_bound_add(rep, "HBM", hbm > dma ? hbm : dma, HINT_HBM);
+    } else {
+        trc_report_bound_add(rep, "DMA transfers", dma,
+                             "the core's DMA was busy: report on a trace to see whether piece "
+                             "sizes (efficiency), per-transfer caps or the engines' bandwidth "
+                             "set the transfers' rate");
+        trc_report_bound_add(rep, "HBM", hbm, HINT_HBM);
+    }
+    uint64_t link = 0;
+    for (size_t i = 0; i < rep->nlinks; i++)
+        if (rep->links[i].busy_ps > link)
+            link = rep->links[i].busy_ps;
+    trc_report_bound_add(rep, "a NeuronLink", link, HINT_LINK);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const trc_report_line_t *x = a, *y = b;
+    uint64_t cx = trc_report_line_cost(x), cy = trc_report_line_cost(y);
+    if (cx != cy)
+        return cx > cy ? -1 : 1;
+    return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int cmp_bound(const void *a, const void *b)
+{
+    const trc_report_bound_t *x = a, *y = b;
+    if (x->ps != y->ps)
+        return x->ps > y->ps ? -1 : 1;
+    return strcmp(x->what, y->what);
+}
+
 void trc_report_finish(trc_report_t *rep)
 {
+    if (!rep->bounds_from_path && !rep->nbounds)
+        bounds_from_totals(rep);
+    if (rep->nlines)
+        qsort(rep->lines, rep->nlines, sizeof *rep->lines, cmp_line);
+    if (rep->nbounds)
+        qsort(rep->bounds, rep->nbounds, sizeof *rep->bounds, cmp_bound);
     if (rep->nstalls)
         qsort(rep->stalls, rep->nstalls, sizeof *rep->stalls, cmp_stall);
     if (rep->nlinks)
@@ -177,6 +342,8 @@ void trc_report_free(trc_report_t *rep)
     free(rep->path_tracks);
     free(rep->links);
     free(rep->colls);
+    free(rep->lines);
+    free(rep->bounds);
     memset(rep, 0, sizeof *rep);
 }
 
@@ -196,6 +363,10 @@ typedef struct rs {
     uint64_t wait[TRC_STALL_COUNT];
     uint64_t bytes, flops, hw_flops;
     int64_t sem_pred, dma_pred; /* slice index of the flow source, -1 when none */
+    uint32_t cost;      /* string id of its cost breakdown (transfers: shape and limit) */
+    uint32_t limit;     /* transfers: string id of what set their rate */
+    float efficiency;   /* transfers: of their piece size (0: unknown) */
+    uint64_t queued;    /* transfers: issue to start */
 } rs_t;
 
 typedef struct stall_acc {
@@ -204,9 +375,13 @@ typedef struct stall_acc {
     uint64_t ps, n;
 } stall_acc_t;
 
+#define KIND_COSTS 4 /* distinct breakdowns kept per kind and track (the busiest win) */
+
 typedef struct kind_acc {
     uint32_t name;
     uint64_t count, busy, latency, wait, flops, hw_flops, bytes;
+    uint32_t cost[KIND_COSTS];
+    uint64_t cost_busy[KIND_COSTS];
 } kind_acc_t;
 
 typedef struct rtrack {
@@ -547,6 +722,7 @@ static int on_record(void *ctx, const trc_record_t *r)
             x->bytes = a->bytes;
             x->flops = a->flops;
             x->hw_flops = a->hw_flops;
+            x->cost = intern(m, a->cost);
         } else {
             const trc_dma_args_t *a = &s->a.dma;
             char name[64];
@@ -560,6 +736,16 @@ static int on_record(void *ctx, const trc_record_t *r)
             x->src = space_code(a->src);
             x->dst = space_code(a->dst);
             x->acc = a->accumulate != 0;
+            x->limit = intern(m, a->limit);
+            x->efficiency = (float)a->efficiency;
+            x->queued = a->queued;
+            if (a->pieces) {
+                char cost[160];
+                snprintf(cost, sizeof cost, "%llu pieces x %.0f B, efficiency %.3f, rate set by %s",
+                         (unsigned long long)a->pieces, a->piece_bytes, a->efficiency,
+                         a->limit && *a->limit ? a->limit : "-");
+                x->cost = intern(m, cost);
+            }
         }
         rtrack_t *t = &m->tracks[tk];
         uint32_t *slot = push((void **)&t->s, &t->n, &t->cap, sizeof *t->s);
@@ -659,6 +845,43 @@ static int cmp_interval(const void *x, const void *y)
     return p->b < q->b ? -1 : p->b > q->b;
 }
 
+/* One slice into its track's instruction kinds. */
+static int kind_add(rtrack_t *t, const rs_t *x)
+{
+    kind_acc_t *ka = NULL;
+    for (size_t k = 0; k < t->nkinds; k++)
+        if (t->kinds[k].name == x->name)
+            ka = &t->kinds[k];
+    if (!ka) {
+        ka = push((void **)&t->kinds, &t->nkinds, &t->cap_kinds, sizeof *ka);
+        if (!ka)
+            return -1;
+        ka->name = x->name;
+    }
+    ka->count++;
+    ka->busy += x->dur;
+    ka->latency += x->end - x->ts;
+    for (int c = 0; c < TRC_STALL_COUNT; c++)
+        ka->wait += x->wait[c];
+    ka->flops += x->flops;
+    ka->bytes += x->bytes;
+    if (x->cost) {
+        int j = 0;
+        while (j < KIND_COSTS && ka->cost[j] && ka->cost[j] != x->cost)
+            j++;
+        if (j == KIND_COSTS) { /* full: replace the least busy */
+            j = 0;
+            for (int q = 1; q < KIND_COSTS; q++)
+                if (ka->cost_busy[q] < ka->cost_busy[j])
+                    j = q;
+            ka->cost_busy[j] = 0;
+        }
+        ka->cost[j] = x->cost;
+        ka->cost_busy[j] += x->dur;
+    }
+    return 0;
+}
+
 static int engine_and_kinds(model_t *m, rtrack_t *t)
 {
     trc_report_t *rep = m->rep;
@@ -693,23 +916,8 @@ static int engine_and_kinds(model_t *m, rtrack_t *t)
             sa->ps += x->wait[c];
             sa->n++;
         }
-        kind_acc_t *ka = NULL;
-        for (size_t k = 0; k < t->nkinds; k++)
-            if (t->kinds[k].name == x->name)
-                ka = &t->kinds[k];
-        if (!ka) {
-            ka = push((void **)&t->kinds, &t->nkinds, &t->cap_kinds, sizeof *ka);
-            if (!ka)
-                return -1;
-            ka->name = x->name;
-        }
-        ka->count++;
-        ka->busy += x->dur;
-        ka->latency += x->end - x->ts;
-        for (int c = 0; c < TRC_STALL_COUNT; c++)
-            ka->wait += x->wait[c];
-        ka->flops += x->flops;
-        ka->bytes += x->bytes;
+        if (kind_add(t, x))
+            return -1;
     }
     for (size_t k = 0; k < t->nstalls; k++) {
         trc_report_stall_t *s = trc_report_add_stall(rep);
@@ -751,6 +959,17 @@ static int merge_kinds(model_t *m, const rtrack_t *t, const char *engine)
         o->wait_ps += ka->wait;
         o->flops += ka->flops;
         o->bytes += ka->bytes;
+        for (int j = 0; j < KIND_COSTS; j++) {
+            if (!ka->cost[j])
+                continue;
+            const char *text = str_of(m, ka->cost[j]);
+            if (strcmp(o->cost, text) == 0)
+                o->cost_busy_ps += ka->cost_busy[j];
+            else if (ka->cost_busy[j] > o->cost_busy_ps) {
+                snprintf(o->cost, sizeof o->cost, "%s", text);
+                o->cost_busy_ps = ka->cost_busy[j];
+            }
+        }
     }
     return 0;
 }
@@ -914,6 +1133,102 @@ typedef struct pstep {
 
 enum { VIA_START, VIA_ENGINE, VIA_SEMAPHORE, VIA_QUEUE, VIA_ISSUE };
 
+/* Below this efficiency the piece size, not the engines' bandwidth, is what to fix. */
+#define GOOD_EFFICIENCY 0.8
+
+/* A DMA step's category, from what set its rate and its piece efficiency. */
+static void dma_bound(const char *limit, double efficiency, const char **what,
+                      const char **hint)
+{
+    if (strcmp(limit, "HBM") == 0) {
+        *what = "HBM";
+        *hint = HINT_HBM;
+    } else if (strcmp(limit, "NeuronLink") == 0) {
+        *what = "a NeuronLink";
+        *hint = HINT_LINK;
+    } else if (strcmp(limit, "own cap") == 0) {
+        *what = "DMA queues (per-transfer cap)";
+        *hint = HINT_DMA_OWN;
+    } else if (efficiency > 0 && efficiency >= GOOD_EFFICIENCY) {
+        *what = "DMA engines (bandwidth)";
+        *hint = HINT_DMA_BW;
+    } else {
+        *what = "DMA engines (piece efficiency)";
+        *hint = HINT_DMA_ENGINES;
+    }
+}
+
+/*
+ * The verdict's candidates from the critical path: each step's time [start, release) and the
+ * gap before it go to what explains them -- an engine's II, a transfer's rate limit, DMA
+ * fixed cost and queueing (gaps before a transfer), or the semaphore chain (completion
+ * latency a waiting engine sat through, and the wake-up gaps after posts).
+ */
+static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
+{
+    trc_report_t *rep = m->rep;
+    rep->bounds_from_path = 1;
+    rep->bounds_of_ps = rep->path_end_ps;
+    char what[64];
+    /* transfers limited by the DMA engines are one candidate; whether their pieces or the
+     * engines' bandwidth is the matter follows from their time-weighted efficiency */
+    uint64_t engines_ps = 0;
+    double engines_eff = 0;
+    int engines_eff_known = 1;
+    for (size_t k = 0; k < n; k++) {
+        const rs_t *x = &m->sl[steps[k].slice];
+        const rtrack_t *t = &m->tracks[x->track];
+        uint64_t rel = steps[k].release;
+        uint64_t span = rel > x->ts ? rel - x->ts : 0;
+        int next_via = k ? steps[k - 1].via : VIA_ENGINE;
+        int err = 0;
+        snprintf(what, sizeof what, "engine %s", t->name);
+        if (x->kind == TRC_SLICE_INSTR) {
+            uint64_t busy = span < x->dur ? span : x->dur;
+            err |= trc_report_bound_add(rep, what, busy, engine_hint(t->name));
+            if (next_via == VIA_SEMAPHORE)
+                err |= trc_report_bound_add(rep, "a chain of semaphore waits", span - busy,
+                                            HINT_SYNC);
+            else
+                err |= trc_report_bound_add(rep, what, span - busy, engine_hint(t->name));
+        } else {
+            const char *w, *h;
+            dma_bound(str_of(m, x->limit), x->efficiency, &w, &h);
+            if (strncmp(w, "DMA engines", 11) == 0) {
+                engines_ps += span;
+                engines_eff += x->efficiency * (double)span;
+                engines_eff_known &= x->efficiency > 0;
+            } else {
+                err |= trc_report_bound_add(rep, w, span, h);
+            }
+        }
+        uint64_t prev = k + 1 < n ? steps[k + 1].release : 0;
+        uint64_t gap = x->ts > prev ? x->ts - prev : 0;
+        switch (steps[k].via) {
+        case VIA_ISSUE:
+        case VIA_QUEUE:
+            err |= trc_report_bound_add(rep, "DMA fixed cost and queueing", gap, HINT_FIXED);
+            break;
+        case VIA_SEMAPHORE:
+            err |= trc_report_bound_add(rep, "a chain of semaphore waits", gap, HINT_SYNC);
+            break;
+        default:
+            err |= trc_report_bound_add(rep, what, gap, engine_hint(t->name));
+            break;
+        }
+        if (err)
+            return -1;
+    }
+    if (engines_ps) {
+        const char *w, *h;
+        double eff = engines_eff_known ? engines_eff / (double)engines_ps : 0.0;
+        dma_bound("DMA engines", eff, &w, &h);
+        if (trc_report_bound_add(rep, w, engines_ps, h))
+            return -1;
+    }
+    return 0;
+}
+
 static int critical_path(model_t *m)
 {
     trc_report_t *rep = m->rep;
@@ -1061,6 +1376,10 @@ static int critical_path(model_t *m)
         }
         tt->ps += st->release > x->ts ? st->release - x->ts : 0;
     }
+    if (path_bounds(m, steps, n)) {
+        free(steps);
+        return -1;
+    }
     free(steps);
     for (size_t j = 0; j < rep->npath; j++) {
         trc_report_step_t *run = &rep->path[j];
@@ -1071,6 +1390,50 @@ static int critical_path(model_t *m)
         }
     }
     return 0;
+}
+
+/* The per-line profile from the slices: instructions by their line, transfers by their dma
+ * instruction's line. */
+static int lines_from_slices(model_t *m)
+{
+    uint32_t max = 0;
+    for (size_t i = 0; i < m->nsl; i++)
+        if (m->sl[i].line > max)
+            max = m->sl[i].line;
+    if (!m->nsl)
+        return 0;
+    trc_report_line_t *dense = calloc((size_t)max + 1, sizeof *dense);
+    if (!dense)
+        return -1;
+    for (size_t i = 0; i < m->nsl; i++) {
+        const rs_t *x = &m->sl[i];
+        trc_report_line_t *l = &dense[x->line];
+        if (x->kind == TRC_SLICE_INSTR) {
+            l->instructions++;
+            l->busy_ps += x->dur;
+            for (int c = 0; c < TRC_STALL_COUNT; c++)
+                l->stall_by[c] += x->wait[c];
+        } else {
+            l->transfers++;
+            l->dma_bytes += x->bytes;
+            l->dma_ps += x->dur;
+            l->dma_wait_ps += x->queued;
+        }
+    }
+    int rc = 0;
+    for (uint32_t k = 0; k <= max && !rc; k++) {
+        if (!dense[k].instructions && !dense[k].transfers)
+            continue;
+        trc_report_line_t *l = trc_report_line(m->rep, k);
+        if (!l) {
+            rc = -1;
+            break;
+        }
+        *l = dense[k];
+        l->line = k;
+    }
+    free(dense);
+    return rc;
 }
 
 ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *err,
@@ -1134,8 +1497,12 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
         }
         for (size_t k = 0; k < m.ntracks && st == NCSIM_OK; k++) {
             rtrack_t *t = order[k];
-            if (trc_track_kind_of_tid(t->tid, NULL) == TRC_TRACK_DMA_QUEUE &&
-                merge_kinds(&m, t, "dma"))
+            if (trc_track_kind_of_tid(t->tid, NULL) != TRC_TRACK_DMA_QUEUE)
+                continue;
+            for (size_t i = 0; i < t->n && st == NCSIM_OK; i++)
+                if (kind_add(t, &m.sl[t->s[i]]))
+                    st = NCSIM_NOMEM;
+            if (st == NCSIM_OK && merge_kinds(&m, t, "dma"))
                 st = NCSIM_NOMEM;
         }
         if (st == NCSIM_OK && dma_figures(&m, order, m.ntracks))
@@ -1143,6 +1510,8 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
         if (st == NCSIM_OK && link_and_collective_figures(&m))
             st = NCSIM_NOMEM;
         if (st == NCSIM_OK && critical_path(&m))
+            st = NCSIM_NOMEM;
+        if (st == NCSIM_OK && lines_from_slices(&m))
             st = NCSIM_NOMEM;
         if (st == NCSIM_NOMEM)
             snprintf(err, errlen, "out of memory");
@@ -1305,10 +1674,17 @@ void trc_report_print(FILE *out, const trc_report_t *r)
             r->program[0] ? r->program : "?", r->arch[0] ? r->arch : "?",
             (unsigned long long)r->chips, r->chips == 1 ? "" : "s",
             (unsigned long long)r->cores_used, r->cores_used == 1 ? "" : "s");
+    if (r->failed[0])
+        fprintf(out, "RUN FAILED: %s\n(the figures below cover the run up to the failure)\n",
+                r->failed);
     for (int i = 0; i < r->nnotes; i++)
         fprintf(out, "note: %s\n", r->notes[i]);
     fprintf(out, "total time: %s ns (%.3f us)\n", ns3(a, sizeof a, r->total_ps),
             total / 1e6);
+    char verdict[600];
+    trc_report_verdict(r, verdict, sizeof verdict);
+    if (verdict[0])
+        fprintf(out, "verdict: %s\n", verdict);
 
     fprintf(out, "\nengines: busy (executing) + stall (ready but held) + idle = 100%% of the "
                  "total time\n");
@@ -1435,6 +1811,18 @@ void trc_report_print(FILE *out, const trc_report_t *r)
                     (double)k->latency_ps / 1000.0 / n, ns3(b, sizeof b, k->wait_ps),
                     (unsigned long long)k->flops, (unsigned long long)k->bytes);
         }
+        int any = 0;
+        for (size_t i = 0; i < r->nkinds; i++) {
+            const trc_report_kind_t *k = &r->kinds[i];
+            if (!k->cost[0])
+                continue;
+            if (!any)
+                fprintf(out, "\nwhat each kind costs (the breakdown of the instances that took "
+                             "most of its busy time)\n");
+            any = 1;
+            fprintf(out, "  %-6s %-15s %5.1f %% of its busy time: %s\n", k->engine, k->name,
+                    pct((double)k->cost_busy_ps, (double)k->busy_ps), k->cost);
+        }
     }
 }
 
@@ -1488,11 +1876,29 @@ char *trc_report_json(const trc_report_t *r)
     yajl_gen_map_open(g);
     jstr(g, "source", r->source);
     jstr(g, "source_kind", r->from_trace ? "trace" : "statistics");
+    jstr(g, "status", r->failed[0] ? "error" : "ok");
+    if (r->failed[0])
+        jstr(g, "error", r->failed);
     jstr(g, "program", r->program);
     jstr(g, "arch", r->arch);
     jint(g, "chips", r->chips);
     jint(g, "cores_used", r->cores_used);
     jns(g, "total_ns", r->total_ps);
+    char verdict[600];
+    trc_report_verdict(r, verdict, sizeof verdict);
+    jstr(g, "verdict", verdict);
+    jkey(g, "bounds");
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->nbounds; i++) {
+        yajl_gen_map_open(g);
+        jstr(g, "what", r->bounds[i].what);
+        jns(g, "time_ns", r->bounds[i].ps);
+        jreal(g, "share_pct", pct((double)r->bounds[i].ps, (double)r->bounds_of_ps), 3);
+        jstr(g, "of", r->bounds_from_path ? "critical path" : "total time (busy)");
+        jstr(g, "hint", r->bounds[i].hint);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
     jkey(g, "notes");
     yajl_gen_array_open(g);
     for (int i = 0; i < r->nnotes; i++)
@@ -1684,11 +2090,183 @@ char *trc_report_json(const trc_report_t *r)
         jns(g, "wait_ns", k->wait_ps);
         jint(g, "flops", k->flops);
         jint(g, "bytes", k->bytes);
+        if (k->cost[0]) {
+            jstr(g, "cost", k->cost);
+            jreal(g, "cost_busy_pct", pct((double)k->cost_busy_ps, (double)k->busy_ps), 3);
+        }
         yajl_gen_map_close(g);
     }
     yajl_gen_array_close(g);
     yajl_gen_map_close(g);
 
+    const unsigned char *buf;
+    size_t len;
+    char *out = NULL;
+    if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) {
+        out = malloc(len + 2);
+        if (out) {
+            memcpy(out, buf, len);
+            out[len] = '\n';
+            out[len + 1] = '\0';
+        }
+    }
+    yajl_gen_free(g);
+    return out;
+}
+
+/* ---- by line ------------------------------------------------------------------------------------ */
+
+void trc_report_line_texts(trc_report_t *rep)
+{
+    size_t L = strlen(rep->program);
+    if (!rep->nlines || L < 4 || strcmp(rep->program + L - 4, ".nca") != 0)
+        return;
+    FILE *f = fopen(rep->program, "r");
+    if (!f)
+        return;
+    uint32_t max = 0;
+    for (size_t i = 0; i < rep->nlines; i++)
+        if (rep->lines[i].line > max)
+            max = rep->lines[i].line;
+    char buf[4096];
+    uint32_t no = 0;
+    while (no < max && fgets(buf, sizeof buf, f)) {
+        size_t n = strlen(buf);
+        int whole = n && buf[n - 1] == '\n';
+        no++;
+        for (size_t i = 0; i < rep->nlines; i++) {
+            if (rep->lines[i].line != no)
+                continue;
+            const char *p = buf;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            /* keep what fits of the line (a longer line is cut, on purpose) */
+            size_t len = strlen(p), cap = sizeof rep->lines[i].text - 1;
+            if (len > cap)
+                len = cap;
+            memcpy(rep->lines[i].text, p, len);
+            rep->lines[i].text[len] = '\0';
+            char *e = rep->lines[i].text + strlen(rep->lines[i].text);
+            while (e > rep->lines[i].text && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
+                *--e = '\0';
+        }
+        /* a line longer than the buffer: skip its rest */
+        while (!whole && fgets(buf, sizeof buf, f)) {
+            n = strlen(buf);
+            whole = n && buf[n - 1] == '\n';
+        }
+    }
+    fclose(f);
+}
+
+void trc_report_print_lines(FILE *out, const trc_report_t *r, size_t limit)
+{
+    char a[40], b[40], c[40], d[40], e[40], f[40], g[40], w[40];
+    uint64_t total = 0;
+    for (size_t i = 0; i < r->nlines; i++)
+        total += trc_report_line_cost(&r->lines[i]);
+    fprintf(out, "by source line (%s %s; sorted by cost = busy + DMA data time; line 0: "
+                 "instructions with no line)\n",
+            r->from_trace ? "trace" : "statistics file", r->source);
+    if (!r->nlines) {
+        fprintf(out, "  no per-line figures in this file\n");
+        return;
+    }
+    fprintf(out, "   line   instrs       busy (ns)      stall (ns)  semaphore (ns)       port (ns)  "
+                 "interlock (ns)  collective (ns)  transfers     DMA data (ns)   DMA wait (ns)  "
+                 "cost (%%)  source\n");
+    for (size_t i = 0; i < r->nlines && (!limit || i < limit); i++) {
+        const trc_report_line_t *l = &r->lines[i];
+        fprintf(out, "  %5u  %7llu  %14s  %14s  %14s  %14s  %14s  %15s  %9llu  %16s  %14s  %8.1f  "
+                     "%s\n",
+                l->line, (unsigned long long)l->instructions, ns3(a, sizeof a, l->busy_ps),
+                ns3(b, sizeof b, trc_report_line_stall(l)),
+                ns3(c, sizeof c, l->stall_by[TRC_STALL_SEMAPHORE]),
+                ns3(d, sizeof d, l->stall_by[TRC_STALL_PORT]),
+                ns3(e, sizeof e, l->stall_by[TRC_STALL_INTERLOCK]),
+                ns3(f, sizeof f, l->stall_by[TRC_STALL_COLLECTIVE]),
+                (unsigned long long)l->transfers, ns3(w, sizeof w, l->dma_ps),
+                ns3(g, sizeof g, l->dma_wait_ps),
+                pct((double)trc_report_line_cost(l), (double)total), l->text);
+    }
+    if (limit && r->nlines > limit)
+        fprintf(out, "  ... %zu more lines (--top 0 shows all) ...\n", r->nlines - limit);
+}
+
+/* A CSV field: quoted, quotes doubled. */
+static void csv_text(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void trc_report_print_lines_csv(FILE *out, const trc_report_t *r)
+{
+    char a[40], b[40], c[40], d[40], e[40], f[40], w[40], x[40], y[40];
+    fprintf(out, "line,instructions,busy_ns,stall_ns,semaphore_ns,port_ns,interlock_ns,"
+                 "collective_ns,transfers,dma_bytes,dma_ns,dma_wait_ns,cost_ns,source\n");
+    for (size_t i = 0; i < r->nlines; i++) {
+        const trc_report_line_t *l = &r->lines[i];
+        fprintf(out, "%u,%llu,%s,%s,%s,%s,%s,%s,%llu,%llu,%s,%s,%s,", l->line,
+                (unsigned long long)l->instructions, ns3(a, sizeof a, l->busy_ps),
+                ns3(b, sizeof b, trc_report_line_stall(l)),
+                ns3(c, sizeof c, l->stall_by[TRC_STALL_SEMAPHORE]),
+                ns3(d, sizeof d, l->stall_by[TRC_STALL_PORT]),
+                ns3(e, sizeof e, l->stall_by[TRC_STALL_INTERLOCK]),
+                ns3(f, sizeof f, l->stall_by[TRC_STALL_COLLECTIVE]),
+                (unsigned long long)l->transfers, (unsigned long long)l->dma_bytes,
+                ns3(w, sizeof w, l->dma_ps), ns3(x, sizeof x, l->dma_wait_ps),
+                ns3(y, sizeof y, trc_report_line_cost(l)));
+        csv_text(out, l->text);
+        fputc('\n', out);
+    }
+}
+
+static void lines_json(yajl_gen g, const trc_report_t *r)
+{
+    yajl_gen_array_open(g);
+    for (size_t i = 0; i < r->nlines; i++) {
+        const trc_report_line_t *l = &r->lines[i];
+        yajl_gen_map_open(g);
+        jint(g, "line", l->line);
+        jint(g, "instructions", l->instructions);
+        jns(g, "busy_ns", l->busy_ps);
+        jns(g, "stall_ns", trc_report_line_stall(l));
+        jkey(g, "stall_by_cause_ns");
+        yajl_gen_map_open(g);
+        for (int c = 0; c < TRC_STALL_COUNT; c++)
+            jns(g, trc_stall_key((trc_stall_t)c), l->stall_by[c]);
+        yajl_gen_map_close(g);
+        jint(g, "transfers", l->transfers);
+        jint(g, "dma_bytes", l->dma_bytes);
+        jns(g, "dma_ns", l->dma_ps);
+        jns(g, "dma_wait_ns", l->dma_wait_ps);
+        jns(g, "cost_ns", trc_report_line_cost(l));
+        jstr(g, "source", l->text);
+        yajl_gen_map_close(g);
+    }
+    yajl_gen_array_close(g);
+}
+
+char *trc_report_lines_json(const trc_report_t *r)
+{
+    yajl_gen g = yajl_gen_alloc(NULL);
+    if (!g)
+        return NULL;
+    yajl_gen_config(g, yajl_gen_beautify, 1);
+    yajl_gen_config(g, yajl_gen_indent_string, "  ");
+    yajl_gen_map_open(g);
+    jstr(g, "source", r->source);
+    jstr(g, "source_kind", r->from_trace ? "trace" : "statistics");
+    jstr(g, "program", r->program);
+    jkey(g, "lines");
+    lines_json(g, r);
+    yajl_gen_map_close(g);
     const unsigned char *buf;
     size_t len;
     char *out = NULL;

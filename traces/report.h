@@ -55,6 +55,11 @@ typedef struct trc_report_kind {
     char engine[24];
     char name[48];
     uint64_t count, busy_ps, latency_ps, wait_ps, flops, bytes;
+    /* the dominant cost breakdown (traces with "cost" arguments): the formula with values of
+     * the instances that took most of the kind's busy time, and their share of it; for
+     * transfers, their shape and what limited them */
+    char cost[400];
+    uint64_t cost_busy_ps;
 } trc_report_kind_t;
 
 /* A run of consecutive critical-path steps on one track. */
@@ -101,11 +106,38 @@ typedef struct trc_report_collective {
     uint64_t data_ps;       /* data time of all steps */
 } trc_report_collective_t;
 
+/* Where the time went by source line (or .loc): the per-line profile of --by-line. */
+typedef struct trc_report_line {
+    uint32_t line;            /* 0: instructions with no line */
+    uint64_t instructions;
+    uint64_t busy_ps;
+    uint64_t stall_by[TRC_STALL_COUNT];
+    uint64_t transfers, dma_bytes;
+    uint64_t dma_ps;          /* data phases of its transfers */
+    uint64_t dma_wait_ps;     /* issue to start of its transfers */
+    char text[120];           /* the source line, when the program file can be read */
+} trc_report_line_t;
+
+/* The stall total of a line. */
+uint64_t trc_report_line_stall(const trc_report_line_t *l);
+/* What --by-line sorts by: the work the line does, busy + transfer data time (its stall is
+ * time it waited for the work of others). */
+uint64_t trc_report_line_cost(const trc_report_line_t *l);
+
+/* What bounds the run, one candidate: its time on the critical path (traces) or its busy
+ * time (statistics), and what would move it. */
+typedef struct trc_report_bound {
+    char what[64];            /* "engine pe", "DMA engines (piece efficiency)", "HBM", ... */
+    uint64_t ps;
+    char hint[200];
+} trc_report_bound_t;
+
 typedef struct trc_report {
     int from_trace;
     char source[512];
     char program[512];
     char arch[64];
+    char failed[512]; /* non-empty: the run failed ("status": "error"), and why */
     uint64_t chips, cores_used;
     uint64_t total_ps;
     double peak_flops_per_core;
@@ -135,6 +167,14 @@ typedef struct trc_report {
     size_t nlinks;
     trc_report_collective_t *colls;
     size_t ncolls;
+    /* by source line (sorted by trc_report_finish: costliest first) */
+    trc_report_line_t *lines;
+    size_t nlines;
+    /* the verdict: candidates, largest first (trc_report_finish); share of bounds_of_ps */
+    trc_report_bound_t *bounds;
+    size_t nbounds;
+    uint64_t bounds_of_ps;    /* the critical path's end (traces) or the total time */
+    int bounds_from_path;
 } trc_report_t;
 
 /* Everything from a trace file. NCSIM_IO / NCSIM_FORMAT / NCSIM_NOMEM with a message. */
@@ -147,6 +187,20 @@ trc_report_engine_t *trc_report_add_engine(trc_report_t *rep);
 trc_report_dma_t *trc_report_add_dma(trc_report_t *rep);
 trc_report_stall_t *trc_report_add_stall(trc_report_t *rep);
 trc_report_link_t *trc_report_add_link(trc_report_t *rep);
+/* The entry of `line`, created (zeroed) when new; NULL when out of memory. */
+trc_report_line_t *trc_report_line(trc_report_t *rep, uint32_t line);
+/* Add `ps` to the verdict candidate `what` (created when new). */
+int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, const char *hint);
+/* The one-line verdict: "bound by engine pe: 81.2 % of the critical path; to move it: ...".
+ * Into buf (always terminated); "" when the report has nothing to say. */
+void trc_report_verdict(const trc_report_t *rep, char *buf, size_t n);
+/* Read the source lines of the report's program (rep->program) into lines[].text, when it is
+ * a readable NCA file; silently nothing otherwise. */
+void trc_report_line_texts(trc_report_t *rep);
+/* The per-line profile: as a table (top `limit` lines, 0 for all), CSV, or JSON (malloc'd). */
+void trc_report_print_lines(FILE *out, const trc_report_t *rep, size_t limit);
+void trc_report_print_lines_csv(FILE *out, const trc_report_t *rep);
+char *trc_report_lines_json(const trc_report_t *rep);
 void trc_report_note(trc_report_t *rep, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Sort stalls (largest first) and kinds; call once the lists are complete. */

@@ -129,7 +129,8 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
 
 /* An instruction on its engine track. The slice lasts the initiation interval (the engine
  * is busy); the instruction completes (results visible, posts fire) `latency` after start.
- * wait_* is the time it was ready but held, by cause; `stall` names the main cause. */
+ * wait_* is the time it was ready but held, by cause; `stall` names the main cause.
+ * cost: the cost model's formula with its values filled in (sim_explain_instr). */
 #define TRC_INSTR_FIELDS(XX)                                                                   \
     XX(index, "index", U64, 1)                                                                 \
     XX(line, "line", U64, 0)                                                                   \
@@ -145,9 +146,12 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(wait_interlock, "wait_interlock_ns", PS, 0)                                             \
     XX(semaphore, "semaphore", STR, 0)                                                         \
     XX(stall, "stall", STR, 0)                                                                 \
-    XX(wait_collective, "wait_collective_ns", PS, 0)
+    XX(wait_collective, "wait_collective_ns", PS, 0)                                           \
+    XX(cost, "cost", STR, 0)
 
-/* A DMA transfer on its queue track: from the start to the end of its data phase. */
+/* A DMA transfer on its queue track: from the start to the end of its data phase.
+ * queued = fixed + queue_wait (issue to start); limited_by: what set its rate for most of
+ * the data phase; cost: the whole breakdown as text (sim_explain_dma). */
 #define TRC_DMA_FIELDS(XX)                                                                     \
     XX(index, "index", U64, 1)                                                                 \
     XX(issuer, "issuer", STR, 1)                                                               \
@@ -158,7 +162,14 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(dst, "dst", STR, 1)                                                                     \
     XX(accumulate, "accumulate", U64, 0)                                                       \
     XX(queued, "queued_ns", PS, 0)                                                             \
-    XX(gbps, "gbps", F64, 0)
+    XX(gbps, "gbps", F64, 0)                                                                   \
+    XX(pieces, "pieces", U64, 0)                                                               \
+    XX(piece_bytes, "piece_bytes", F64, 0)                                                     \
+    XX(efficiency, "efficiency", F64, 0)                                                       \
+    XX(fixed, "fixed_ns", PS, 0)                                                               \
+    XX(queue_wait, "queue_wait_ns", PS, 0)                                                     \
+    XX(limit, "limited_by", STR, 0)                                                            \
+    XX(cost, "cost", STR, 0)
 
 /* A collective's chunk crossing a NeuronLink, on the link's track ("chip C links" process),
  * from the start to the landing of the chunk. src_chip/dst_chip: the link's ends;

@@ -106,178 +106,20 @@ link). Full size (the defaults): H = 4096 (32 heads), S = 2048, F = 14336 (Llama
 """
 import argparse
 import math
+import os
 import sys
-from collections import deque
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from ncsim.builder import ENGINES, EventEmitter as Emitter, Pump, Ring  # noqa: E402
 
 SCALE = 1.0 / math.sqrt(128.0)
 EPS = 1e-6
 SBUF_BYTES = 196608
-ENGINES = ("sp", "pe", "act", "dve", "pool", "cc")
 
 # DMA queues (each semaphore is posted by one queue, so that its counts are in FIFO order)
 Q_X, Q_W, Q_WO, Q_K, Q_V, Q_G = 0, 1, 2, 3, 4, 5          # loads issued by sp
 Q_KST, Q_VST, Q_PST, Q_Y = 6, 7, 8, 11                       # issued by pool (Y: 11-14)
 Q_N2 = 9                                                        # sp, norm2 inputs (9, 10)
-
-
-class Emitter:
-    """Engine streams with event-based waits (see Scheduling above)."""
-
-    def __init__(self, needed=None):
-        self.out = {e: [] for e in ENGINES}
-        self.cnt = {}          # semaphore -> posts so far
-        self.agent = {}        # semaphore -> the engine or queue that posts it
-        self.ev = {}           # event key -> (semaphore, count, agent)
-        self.waited = {e: {} for e in ENGINES}
-        self.cross = set()     # semaphores some other agent waits on
-        self.needed = needed   # second pass: only these semaphores are posted
-        self.issuer = {}       # DMA semaphore -> engine that issues its transfers
-        self.maxwait = {}      # semaphore -> largest count any stream waits for
-
-    def has(self, key):
-        return key in self.ev
-
-    def mark(self, key):
-        """A marker event (no semaphore): only gates when the walk may emit something."""
-        self.ev[key] = (None, 0, None)
-
-    def _waits(self, eng, waits):
-        ws = {}
-        for k in waits:
-            if k is None:
-                continue
-            if k not in self.ev:
-                raise KeyError(f"{eng}: wait on {k!r} before it is posted (schedule order)")
-            sem, c, ag = self.ev[k]
-            if sem is None:
-                continue               # a marker: orders the walk only
-            if ag == eng:
-                continue               # the engine's own program order
-            if self.waited[eng].get(sem, 0) >= c:
-                continue               # an earlier wait of this stream already covers it
-            ws[sem] = max(ws.get(sem, 0), c)
-        items = sorted(ws.items())
-        for s, c in items:
-            self.waited[eng][s] = c
-            self.maxwait[s] = max(self.maxwait.get(s, 0), c)
-            self.cross.add(s)
-        return items
-
-    def _posts(self, agent, posts):
-        names = []
-        for key, sem in posts:
-            if self.needed is not None and sem not in self.needed:
-                self.ev[key] = (sem, 0, agent)     # only its own agent could wait on it
-                continue
-            a = self.agent.setdefault(sem, agent)
-            assert a == agent, f"semaphore {sem} posted by {a} and {agent}"
-            if agent.startswith("q"):
-                self.issuer[sem] = self.issuing
-            self.cnt[sem] = self.cnt.get(sem, 0) + 1
-            self.ev[key] = (sem, self.cnt[sem], agent)
-            names.append(sem)
-        return names
-
-    def raw(self, eng, line):
-        self.out[eng].append(line)
-
-    def drain(self):
-        """The issuing engine finally waits for transfers whose last posts nobody observes
-        (the run would wait for them anyway; this keeps every post observable)."""
-        for sem in sorted(self.issuer):
-            if self.maxwait.get(sem, 0) < self.cnt.get(sem, 0):
-                self.out[self.issuer[sem]].append(f"    nop | wait {sem} >= {self.cnt[sem]}")
-
-    def emit(self, eng, text, waits=(), posts=(), queue=None, indent="    "):
-        agent = eng if queue is None else f"q{queue}"
-        self.issuing = eng
-        ws = self._waits(eng, waits)
-        while len(ws) > 2:
-            (a, x), (b, y) = ws[0], ws[1]
-            ws = ws[2:]
-            self.out[eng].append(f"{indent}nop | wait {a} >= {x} | wait {b} >= {y}")
-        ps = self._posts(agent, posts)
-        if len(ps) > 2:
-            assert queue is None, "a DMA carries at most 2 posts"
-        cl = [f"wait {s} >= {c}" for s, c in ws] + [f"post {s}" for s in ps[:2]]
-        self.out[eng].append(indent + text + "".join(" | " + c for c in cl))
-        for s in ps[2:]:
-            self.out[eng].append(f"{indent}nop | post {s}")
-
-    def chain(self, eng, n, body, waits=(), posts=()):
-        """Emit body(k, first, last) for k = 0..n-1; the first instruction waits, the last posts;
-        iterations 1..n-2 become one .loop (body must depend on k only through the text)."""
-        if n == 1:
-            lines = body("0", True, True)
-            if len(lines) == 1:
-                self.emit(eng, lines[0], waits, posts)
-                return
-            self.emit(eng, lines[0], waits)
-            for ln in lines[1:-1]:
-                self.raw(eng, "    " + ln)
-            self.emit(eng, lines[-1], (), posts)
-            return
-        lines = body("0", True, False)
-        self.emit(eng, lines[0], waits)
-        for ln in lines[1:]:
-            self.raw(eng, "    " + ln)
-        if n > 2:
-            if n > 3:
-                self.raw(eng, f"    .loop kk = 1, {n - 1}")
-                for ln in body("kk", False, False):
-                    self.raw(eng, "        " + ln)
-                self.raw(eng, "    .endloop")
-            else:
-                for ln in body("1", False, False):
-                    self.raw(eng, "    " + ln)
-        lines = body(str(n - 1), False, True)
-        for ln in lines[:-1]:
-            self.raw(eng, "    " + ln)
-        self.emit(eng, lines[-1], (), posts)
-
-
-class Ring:
-    """A buffer of n slots; item k may be written once every release of item k - n is posted."""
-
-    def __init__(self, n):
-        self.n = n
-        self.rel = {}
-
-    def slot(self, k):
-        return k % self.n
-
-    def release(self, k, key):
-        self.rel.setdefault(k, []).append(key)
-
-    def before(self, k):
-        """Event keys that must precede writing item k (None when the slot is fresh)."""
-        if k < self.n:
-            return []
-        keys = self.rel.get(k - self.n)
-        if not keys:
-            raise KeyError(f"ring item {k - self.n} has no release recorded")
-        return keys
-
-
-class Pump:
-    """Loads emitted in order as soon as their dependencies exist in the global order."""
-
-    def __init__(self, g):
-        self.g = g
-        self.items = deque()
-
-    def add(self, deps, fn):
-        self.items.append((deps, fn))
-
-    def run(self):
-        while self.items:
-            deps, fn = self.items[0]
-            if callable(deps):
-                deps = deps()
-            if not all(self.g.has(k) for k in deps):
-                return
-            self.items.popleft()
-            fn()
 
 
 def ring_order(nc):

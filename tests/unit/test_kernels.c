@@ -448,8 +448,8 @@ static void test_tp_decoder_check_clean(void **state)
 
 /*
  * The layer at full size (H=4096: 32 heads, S=2048, F=14336), timing only, on 2, 8 and 16
- * cores: every core works and spends time in all_reduce; adding cores still shortens the
- * layer; the share of the run spent in all_reduce grows with the core count; 2 cores are
+ * cores: every core works and spends time in all_reduce; 8 cores are faster than 2, 16 no
+ * faster than 8; the share of the run spent in all_reduce grows with the core count; 2 cores are
  * compute-bound (tensor engine busy >= 85%). The times, MFU and all_reduce shares are those of
  * kernels/README.md.
  */
@@ -490,8 +490,13 @@ static void test_tp_decoder_full_size(void **state)
             assert_true(stat(stats, "min(c['engines']['pe']['busy_ns'] for c in s['cores'][:2]) / "
                                     "s['total_ns']") >= 0.85);
     }
-    assert_true(t[0] > t[1] && t[1] > t[2]);
+    /* 8 cores beat 2; at 16 the all_reduces (one per token block, each paying the calibrated
+     * per-collective cost of the 2023 runtime: cc.fixed_ns, cc.min_latency_ns) take most of the
+     * run, so 16 cores gain nothing over 8 */
+    assert_true(t[0] > t[1]);
+    assert_true(t[2] > 0.8 * t[1]);
     assert_true(share[0] < share[1] && share[1] < share[2]);
+    assert_true(share[2] > 0.8);
 }
 
 /* ---- golden end-to-end cases ----------------------------------------------------------------- */
