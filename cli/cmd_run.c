@@ -50,7 +50,7 @@ static const char usage_run[] =
     "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
     "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
     "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
-    "  --check LIST              checks during the run: races,uninit,nan,psum,sems or all\n"
+    "  --check LIST              checks during the run: races,uninit,nan,psum,sems,views, all\n"
     "                            (docs/check.md); findings on stderr make the exit code 1\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
@@ -142,6 +142,24 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     return st;
 }
 
+/* Does any view of the program (any instruction, any core) overlap HBM tensor t? A random
+ * input nothing reads is not filled: an untouched tensor costs no host memory. */
+static int hbm_tensor_touched(const isa_program_t *p, uint32_t t)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    uint64_t lo = T->offset, hi = lo + sim_tensor_elems(p, t) * isa_dtype_size((isa_dtype_t)T->dtype);
+    for (uint32_t i = 0; i < p->nviews; i++) {
+        const isa_view_t *v = &p->views[i];
+        if (v->space != ISA_SPACE_HBM)
+            continue;
+        int64_t a, b;
+        isa_view_byte_range(v, &a, &b);
+        if (a < (int64_t)hi && b > (int64_t)lo)
+            return 1;
+    }
+    return 0;
+}
+
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
 
 /* SIGINT/SIGTERM while tracing: stop between slices of the run and close the trace. */
@@ -152,42 +170,46 @@ static void on_stop_signal(int sig)
     stop_signal = sig;
 }
 
-/* Run to the end, printing progress when asked: redrawn a few times a second on a
- * terminal, one line every ~10 s otherwise. `sliced` runs in slices even without
- * progress, so that a signal can stop the run cleanly. */
+/* Progress on stderr: redrawn a few times a second on a terminal, one line every ~10 s
+ * otherwise. */
+typedef struct progress_ctx {
+    uint64_t total_instrs;
+    int tty;
+    int shown;
+} progress_ctx_t;
+
+static int show_progress(void *ctx, sim_t *s, double host_seconds)
+{
+    progress_ctx_t *pc = ctx;
+    const sim_stats_t *ss = sim_stats(s);
+    double frac = pc->total_instrs ? (double)ss->instructions / (double)pc->total_instrs : 1.0;
+    fprintf(stderr, pc->tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
+                              "(%.0f%%), %.1f s"
+                            : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
+                              "%.1f s\n",
+            (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
+            (unsigned long long)pc->total_instrs, 100.0 * frac, host_seconds);
+    pc->shown = 1;
+    return 0;
+}
+
+/* Run to the end with the library's driver (sim/drive.c), printing progress when asked.
+ * `sliced` runs in slices even without progress, so that a signal can stop the run
+ * cleanly. */
 static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show, int sliced)
 {
     if (!show && !sliced)
         return sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
-    int tty = isatty(STDERR_FILENO);
-    double interval = tty ? 0.25 : 10.0;
-    double t0 = now_seconds(), last = t0;
-    uint64_t step = 1000000; /* 1 us of simulated time per slice, adapted below */
-    ncsim_status_t st = NCSIM_OK;
-    while (!sim_finished(s) && !stop_signal) {
-        double before = now_seconds();
-        st = sim_run(s, SIM_RUN_UNTIL_TIME, sim_now_ps(s) + step);
-        if (st != NCSIM_OK)
-            break;
-        double after = now_seconds();
-        /* aim for slices of ~20 ms of host time */
-        if (after - before < 0.01 && step < (UINT64_MAX >> 2))
-            step *= 2;
-        else if (after - before > 0.05 && step > 1000)
-            step /= 2;
-        if (show && after - last >= interval && !sim_finished(s)) {
-            last = after;
-            const sim_stats_t *ss = sim_stats(s);
-            double frac = total_instrs ? (double)ss->instructions / (double)total_instrs : 1.0;
-            fprintf(stderr, tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
-                                  "(%.0f%%), %.1f s"
-                                : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
-                                  "%.1f s\n",
-                    (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
-                    (unsigned long long)total_instrs, 100.0 * frac, after - t0);
-        }
-    }
-    if (show && tty && now_seconds() - t0 >= interval)
+    progress_ctx_t pc = {total_instrs, isatty(STDERR_FILENO), 0};
+    sim_drive_t d;
+    memset(&d, 0, sizeof d);
+    d.interval = pc.tty ? 0.25 : 10.0;
+    d.progress = show ? show_progress : NULL;
+    d.ctx = &pc;
+    d.stop = &stop_signal;
+    int stopped;
+    ncsim_status_t st = sim_drive(s, UINT64_MAX, &d, &stopped);
+    if (pc.shown && pc.tty)
         fputs("\r\033[K", stderr);
     return st;
 }
@@ -565,7 +587,7 @@ int cli_run(int argc, char **argv)
         for (uint32_t t = 0; t < prog->ntensors && !rc; t++) {
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
-                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
+                (kind == ISA_TK_INOUT || (kind == ISA_TK_INPUT && hbm_tensor_touched(prog, t)))) {
                 const isa_tensor_t *T = &prog->tensors[t];
                 double need = (double)sim_tensor_elems(prog, t) *
                               (4.0 + isa_dtype_size((isa_dtype_t)T->dtype));

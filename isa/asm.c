@@ -795,7 +795,7 @@ static int at_view(asm_state_t *A)
     const isa_tok_t *t = TOK(A);
     if (t->kind != TK_IDENT)
         return 0;
-    if (is_raw_space(t, t + 1))
+    if (is_raw_space(t, t + 1) || (tok_ident(t, "broadcast") && tok_is(t + 1, '(')))
         return 1;
     return find_tensor(A, t) != NULL;
 }
@@ -1099,6 +1099,85 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
 #define RAW_MAX_OFFSET (1ll << 48)
 #define RAW_MAX_STRIDE (1ll << 40)
 
+/*
+ * The OFFSET (or ADDR) of a raw view: an integer expression, or a tensor's name, optionally
+ * followed by `+ EXPR`: the tensor's byte offset (in each partition, or its HBM address)
+ * plus that, so that generated code can address inside a tensor the assembler placed
+ * (`hbm:fp32+s[0x128, 1x1]`) without pinning it. The tensor must be in the view's memory
+ * (and, in HBM, on the issuing core's chip).
+ */
+static int parse_raw_base(asm_state_t *A, const isa_view_t *v, int64_t *off)
+{
+    const isa_tok_t *t = TOK(A);
+    isa_tensor_t *T = t->kind == TK_IDENT ? find_tensor(A, t) : NULL;
+    if (!T)
+        return parse_expr(A, off);
+    if (T->space != v->space)
+        return err_here(A, "tensor '%.*s' is in %s, not in the raw view's %s", (int)t->len,
+                        t->s, T->space == ISA_SPACE_HBM ? "HBM" : T->space == ISA_SPACE_SBUF
+                                                                    ? "SBUF" : "PSUM",
+                        v->space == ISA_SPACE_HBM ? "HBM" : v->space == ISA_SPACE_SBUF ? "SBUF"
+                                                                                     : "PSUM");
+    if (T->space == ISA_SPACE_HBM) {
+        uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
+        if ((uint32_t)T->chip != core / ISA_CORES_PER_CHIP)
+            return err_here(A, "tensor '%.*s' is in the HBM of chip %d, but core %u is on "
+                               "chip %u and reaches only its own chip's HBM", (int)t->len, t->s,
+                            T->chip, core, core / ISA_CORES_PER_CHIP);
+    }
+    A->pos++;
+    int64_t extra = 0;
+    uint32_t ecol = TOK(A)->col;
+    if (accept(A, '+')) {
+        ecol = TOK(A)->col;
+        if (parse_expr(A, &extra))
+            return -1;
+    }
+    if (extra < 0 || (uint64_t)extra > (uint64_t)RAW_MAX_OFFSET)
+        return err_at(A, ecol, "byte offset %lld after tensor '%.*s' out of range 0..%lld",
+                        (long long)extra, (int)t->len, t->s, (long long)RAW_MAX_OFFSET);
+    *off = (int64_t)T->offset + extra;
+    return 0;
+}
+
+/*
+ * broadcast(VIEW, N): VIEW repeated N times, as a new outermost (free) dimension of stride 0.
+ * `broadcast(s, 128)` of a one-element HBM tensor is 128 copies of it, which a DMA pairs
+ * with an SBUF [128, 1] vector: one copy per partition. A row g[F] broadcast to 128 fills an
+ * SBUF [128, F] tile with the row on every partition.
+ */
+static int parse_view(asm_state_t *A, isa_view_t *v);
+
+static int parse_broadcast_view(asm_state_t *A, isa_view_t *v)
+{
+    uint32_t col = TOK(A)->col;
+    A->pos += 2; /* broadcast ( */
+    if (parse_view(A, v))
+        return -1;
+    if (expect(A, ',', "',' and the number of copies in broadcast(VIEW, N)"))
+        return -1;
+    uint32_t ncol = TOK(A)->col;
+    int64_t n;
+    if (parse_expr(A, &n))
+        return -1;
+    if (expect(A, ')', "')' closing broadcast(VIEW, N)"))
+        return -1;
+    if (n < 1 || n > ISA_MAX_COUNT)
+        return err_at(A, ncol, "broadcast: %lld copies, out of range 1..%d", (long long)n,
+                      ISA_MAX_COUNT);
+    unsigned maxd = v->space == ISA_SPACE_HBM ? ISA_MAX_HBM_DIMS : ISA_MAX_FREE_DIMS;
+    if (v->ndims >= maxd)
+        return err_at(A, col, "broadcast: the view already has %u dimensions, the most a%s "
+                              "view has; broadcast a view with fewer", v->ndims,
+                      v->space == ISA_SPACE_HBM ? "n HBM" : "n on-chip");
+    memmove(&v->stride[1], &v->stride[0], v->ndims * sizeof v->stride[0]);
+    memmove(&v->count[1], &v->count[0], v->ndims * sizeof v->count[0]);
+    v->stride[0] = 0;
+    v->count[0] = (uint32_t)n;
+    v->ndims++;
+    return 0;
+}
+
 /* Raw view: SPACE:DTYPE@PSTART:PEND+OFFSET[STRIDExCOUNT, ...] or hbm:DTYPE+ADDR[...] */
 static int parse_raw_view(asm_state_t *A, isa_view_t *v)
 {
@@ -1137,7 +1216,7 @@ static int parse_raw_view(asm_state_t *A, isa_view_t *v)
         return -1;
     int64_t off;
     uint32_t col = TOK(A)->col;
-    if (parse_expr(A, &off))
+    if (parse_raw_base(A, v, &off))
         return -1;
     if (off < 0 || off > RAW_MAX_OFFSET)
         return err_at(A, col, "byte offset %lld out of range 0..%lld", (long long)off,
@@ -1226,6 +1305,8 @@ static int parse_view(asm_state_t *A, isa_view_t *v)
         return err_here(A, "expected a view, found %s", tok_desc(t, b, sizeof b));
     if (is_raw_space(t, t + 1))
         return parse_raw_view(A, v);
+    if (tok_ident(t, "broadcast") && tok_is(t + 1, '('))
+        return parse_broadcast_view(A, v);
     return parse_named_view(A, v);
 }
 
@@ -1878,7 +1959,43 @@ static int find_sem(asm_state_t *A, const isa_tok_t *t, uint8_t *index)
     return 0;
 }
 
+static int parse_clause_body(asm_state_t *A, isa_instr_t *in);
+
+/*
+ * One clause, optionally conditional: `post s if EXPR`, `wait s >= N if EXPR`. A clause whose
+ * condition is zero is dropped, so that generated code needs no .if around the first or last
+ * instruction of a pipeline. The limits (2 waits, 2 posts) count the clauses kept.
+ */
 static int parse_clause(asm_state_t *A, isa_instr_t *in)
+{
+    isa_instr_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    const isa_tok_t *kw = TOK(A);
+    if (parse_clause_body(A, &tmp))
+        return -1;
+    if (TOK(A)->kind == TK_IDENT && tok_ident(TOK(A), "if")) {
+        A->pos++;
+        int64_t cond;
+        if (parse_expr(A, &cond))
+            return -1;
+        if (!cond)
+            return 0;
+    }
+    if (tmp.nwait) {
+        if (in->nwait == ISA_MAX_WAITS)
+            return err_at(A, kw->col, "too many waits: at most %d per instruction",
+                          ISA_MAX_WAITS);
+        in->wait[in->nwait++] = tmp.wait[0];
+    } else {
+        if (in->npost == ISA_MAX_POSTS)
+            return err_at(A, kw->col, "too many posts: at most %d per instruction",
+                          ISA_MAX_POSTS);
+        in->post[in->npost++] = tmp.post[0];
+    }
+    return 0;
+}
+
+static int parse_clause_body(asm_state_t *A, isa_instr_t *in)
 {
     const isa_tok_t *kw = TOK(A);
     if (tok_ident(kw, "wait")) {
@@ -1989,11 +2106,29 @@ static int check_emitted(asm_state_t *A, const isa_instr_t *in, const uint32_t *
     return err_at(A, col, "%s", msg);
 }
 
+/*
+ * After a flag's name: `=EXPR` lets an expression decide it (non-zero sets it), so generated
+ * code writes `matmul ps, w, x, acc=k>0` instead of three branches. Without `=` the flag is
+ * set.
+ */
+static int parse_flag_value(asm_state_t *A, int *on)
+{
+    *on = 1;
+    if (!accept(A, '='))
+        return 0;
+    int64_t v;
+    if (parse_expr(A, &v))
+        return -1;
+    *on = v != 0;
+    return 0;
+}
+
 /* Does token t name the flag slot of this op? */
 static int flag_slot(const isa_op_info_t *info, const isa_tok_t *t)
 {
-    if (t->kind != TK_IDENT ||
-        !(t[1].kind == TK_END || tok_is(&t[1], ',') || tok_is(&t[1], '|')))
+    /* followed by the end, ',', '|' or '=EXPR' (parse_flag_value) */
+    if (t->kind != TK_IDENT || !(t[1].kind == TK_END || tok_is(&t[1], ',') ||
+                                 tok_is(&t[1], '|') || tok_is(&t[1], '=')))
         return -1;
     for (unsigned i = 0; i < info->nslots; i++)
         if (info->slots[i].form == ISA_FORM_FLAG && strlen(info->slots[i].name) == t->len &&
@@ -2107,6 +2242,7 @@ static int statement_instr(asm_state_t *A)
     unsigned npos = 0;
     int first_item = 1;
     unsigned required = 0;
+    unsigned flags_seen = 0; /* flag slots given, set or not (FLAG=EXPR may clear one) */
     for (unsigned i = 0; i < info->nslots; i++)
         if (info->slots[i].form == ISA_FORM_POSITIONAL && !info->slots[i].optional)
             required++;
@@ -2118,12 +2254,16 @@ static int statement_instr(asm_state_t *A)
         int s;
         /* required positionals come first; after them a bare flag name is the flag */
         if (npos >= required && (s = flag_slot(info, t)) >= 0) {
-            if (args[s].present)
+            if (args[s].present || (flags_seen >> s & 1u))
                 return err_here(A, "flag '%.*s' given twice", (int)t->len, t->s);
-            args[s].present = 1;
-            args[s].v.i = 1;
+            flags_seen |= 1u << s;
             cols[s] = t->col;
             A->pos++;
+            int on = 1;
+            if (parse_flag_value(A, &on))
+                return -1;
+            args[s].present = (uint8_t)on;
+            args[s].v.i = on;
             continue;
         }
         s = option_slot(info, t);

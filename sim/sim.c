@@ -46,6 +46,8 @@ void sim_fail(struct sim *s, const char *fmt, ...)
     if (s->failed)
         return;
     s->failed = 1;
+    if (!s->fault.kind)
+        s->fault.kind = SIM_FAULT_RUNTIME;
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -59,6 +61,13 @@ void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n)
 {
     char text[512];
+    if (!s->fault.has_site) { /* the first instruction an error names is where it happened */
+        s->fault.has_site = 1;
+        s->fault.core = c->id;
+        s->fault.engine = (uint8_t)engine;
+        s->fault.index = index;
+        s->fault.line = in->line;
+    }
     isa_format_instr(s->prog, c->id, in, text, sizeof text);
     const char *file = isa_string(s->prog, s->prog->source);
     if (in->line && *file)
@@ -786,50 +795,78 @@ void sim_destroy(sim_t *s)
 
 /* ---- tensor I/O --------------------------------------------------------------------------------- */
 
-static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_mem_t *mem)
+/* Express n elements as up to `max` row-major dims of counts <= ISA_MAX_COUNT with unit
+ * innermost stride; returns the number of dims, 0 when n does not factor that way. */
+static unsigned flat_dims(uint64_t n, unsigned max, uint32_t *count, int64_t *stride)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    memset(v, 0, sizeof *v);
-    v->space = ISA_SPACE_HBM;
-    v->dtype = T->dtype;
-    v->pcount = 1;
-    v->offset = T->offset;
-    /* one flat dimension per 65,535 elements is not enough for big tensors: use the
-     * tensor's own dims, collapsing leading ones into the first while counts allow */
-    uint64_t n = sim_tensor_elems(s->prog, tensor);
-    /* express n elements as up to 5 row-major dims with counts <= 65535 */
     uint64_t rest = n;
     uint32_t counts[ISA_MAX_DIMS];
     unsigned nd = 0;
     while (rest > 1 || nd == 0) {
-        if (nd == ISA_MAX_DIMS)
-            return NCSIM_USAGE;
-        uint32_t cnt = 1;
-        for (uint32_t f = 65535; f >= 1; f--)
-            if (rest % f == 0) {
-                cnt = f;
-                break;
-            }
+        if (nd == max)
+            return 0;
+        /* the largest count <= ISA_MAX_COUNT dividing rest: rest over its smallest cofactor
+         * at or above rest / ISA_MAX_COUNT */
+        uint64_t d = rest <= ISA_MAX_COUNT ? 1 : (rest + ISA_MAX_COUNT - 1) / ISA_MAX_COUNT;
+        while (rest % d)
+            d++;
+        uint32_t cnt = (uint32_t)(rest / d);
+        if (cnt == 1 && rest > 1)
+            return 0; /* a prime above ISA_MAX_COUNT */
         counts[nd++] = cnt;
         rest /= cnt;
         if (cnt == 1)
             break;
     }
     /* counts are innermost first */
-    int64_t stride = 1;
-    v->ndims = (uint8_t)nd;
+    int64_t st = 1;
     for (unsigned i = 0; i < nd; i++) {
-        v->count[nd - 1 - i] = counts[i];
-        v->stride[nd - 1 - i] = stride;
-        stride *= counts[i];
+        count[nd - 1 - i] = counts[i];
+        stride[nd - 1 - i] = st;
+        st *= counts[i];
     }
-    mem->sbuf = NULL;
-    mem->psum = NULL;
-    mem->hbm = &s->chips[T->chip].hbm;
+    return nd;
+}
+
+/* The view covering a whole tensor, row-major (partition first for SBUF/PSUM), on `core` for
+ * an on-chip tensor (one declared for every core takes the core given, its own otherwise). */
+static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, uint32_t core, isa_view_t *v,
+                                  mdl_mem_t *mem)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    memset(v, 0, sizeof *v);
+    memset(mem, 0, sizeof *mem);
+    v->dtype = T->dtype;
+    v->space = T->space;
+    if (T->space == ISA_SPACE_HBM) {
+        v->pcount = 1;
+        v->offset = T->offset;
+        v->ndims = (uint8_t)flat_dims(sim_tensor_elems(s->prog, tensor), ISA_MAX_HBM_DIMS,
+                                      v->count, v->stride);
+        if (!v->ndims || T->chip < 0 || (uint32_t)T->chip >= s->nchips)
+            return NCSIM_USAGE;
+        mem->hbm = &s->chips[T->chip].hbm;
+        return NCSIM_OK;
+    }
+    if (T->core >= 0)
+        core = (uint32_t)T->core;
+    if (core >= s->ncores || T->ndims < 1)
+        return NCSIM_USAGE;
+    uint64_t free_elems = 1;
+    for (unsigned d = 1; d < T->ndims; d++)
+        free_elems *= T->dims[d];
+    v->pstart = (uint8_t)T->pstart;
+    v->pcount = (uint16_t)T->dims[0];
+    v->offset = T->offset;
+    v->ndims = (uint8_t)flat_dims(free_elems, ISA_MAX_FREE_DIMS, v->count, v->stride);
+    if (!v->ndims)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    mem->sbuf = &c->sbuf;
+    mem->psum = &c->psum;
+    mem->hbm = &s->chips[c->chip].hbm;
     return NCSIM_OK;
 }
 
@@ -957,50 +994,56 @@ ncsim_status_t sim_tensor_fill_random(sim_t *s, uint32_t tensor, uint64_t seed)
     return st;
 }
 
-ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+ncsim_status_t sim_tensor_write(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                const void *data)
 {
     isa_view_t v;
     mdl_mem_t mem;
-    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
+    ncsim_status_t st = tensor_view(s, tensor, core, &v, &mem);
     if (st != NCSIM_OK)
         return st;
-    return mdl_view_write_f32(&mem, &v, values, MDL_ROUND_NEAREST_EVEN, NULL) ? NCSIM_NOMEM
-                                                                               : NCSIM_OK;
+    int bad = raw ? mdl_view_write_bytes_range(&mem, &v, 0, isa_view_elems(&v), data)
+                  : mdl_view_write_f32(&mem, &v, data, MDL_ROUND_NEAREST_EVEN, NULL);
+    return bad ? NCSIM_NOMEM : NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_read(sim_t *s, uint32_t tensor, uint32_t core, int raw, void *data)
+{
+    isa_view_t v;
+    mdl_mem_t mem;
+    ncsim_status_t st = tensor_view(s, tensor, core, &v, &mem);
+    if (st != NCSIM_OK)
+        return st;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), data);
+    else
+        mdl_view_read_f32(&mem, &v, data);
+    return NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+{
+    return sim_tensor_write(s, tensor, 0, 0, values);
 }
 
 ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values)
 {
-    isa_view_t v;
-    mdl_mem_t mem;
-    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
-    if (st != NCSIM_OK)
-        return st;
-    mdl_view_read_f32(&mem, &v, values);
-    return NCSIM_OK;
+    return sim_tensor_read(s, tensor, 0, 0, values);
 }
 
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
-    return mdl_hbm_write(&s->chips[T->chip].hbm, T->offset, data, bytes) ? NCSIM_NOMEM
-                                                                          : NCSIM_OK;
+    return sim_tensor_write(s, tensor, 0, 1, data);
 }
 
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
-    mdl_hbm_read(&s->chips[T->chip].hbm, T->offset, data, bytes);
-    return NCSIM_OK;
+    return sim_tensor_read(s, tensor, 0, 1, data);
+}
+
+const sim_fault_t *sim_fault(const sim_t *s)
+{
+    return &s->fault;
 }
 
 /* ---- the run loop -------------------------------------------------------------------------------- */
@@ -1027,6 +1070,7 @@ static void report_deadlock(struct sim *s)
     snprintf(line, sizeof line, "deadlock at %.3f ns: no engine can make progress\n",
              (double)s->q.now / 1000.0);
     s->failed = 1;
+    s->fault.kind = SIM_FAULT_DEADLOCK;
     sim_error_append(s, line);
     cc_report_pending(s);
     for (uint32_t i = 0; i < s->ncores; i++) {

@@ -135,6 +135,7 @@ struct sim {
     mdl_linkmap_t topo;
     struct cc_state *cc;
     int failed;
+    sim_fault_t fault;
     int finished;
     char *error;
     size_t error_len, error_cap;

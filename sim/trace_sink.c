@@ -36,7 +36,7 @@
 
 #include "dis.h"
 #include "trace.h"
-#include "version.h"
+#include "ncsim.h"
 
 /* A counter track with the --trace-start window applied: values before the window are
  * held and written at its start. */

@@ -1170,6 +1170,11 @@ static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
     rep->bounds_from_path = 1;
     rep->bounds_of_ps = rep->path_end_ps;
     char what[64];
+    /* transfers limited by the DMA engines are one candidate; whether their pieces or the
+     * engines' bandwidth is the matter follows from their time-weighted efficiency */
+    uint64_t engines_ps = 0;
+    double engines_eff = 0;
+    int engines_eff_known = 1;
     for (size_t k = 0; k < n; k++) {
         const rs_t *x = &m->sl[steps[k].slice];
         const rtrack_t *t = &m->tracks[x->track];
@@ -1189,7 +1194,13 @@ static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
         } else {
             const char *w, *h;
             dma_bound(str_of(m, x->limit), x->efficiency, &w, &h);
-            err |= trc_report_bound_add(rep, w, span, h);
+            if (strncmp(w, "DMA engines", 11) == 0) {
+                engines_ps += span;
+                engines_eff += x->efficiency * (double)span;
+                engines_eff_known &= x->efficiency > 0;
+            } else {
+                err |= trc_report_bound_add(rep, w, span, h);
+            }
         }
         uint64_t prev = k + 1 < n ? steps[k + 1].release : 0;
         uint64_t gap = x->ts > prev ? x->ts - prev : 0;
@@ -1206,6 +1217,13 @@ static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
             break;
         }
         if (err)
+            return -1;
+    }
+    if (engines_ps) {
+        const char *w, *h;
+        double eff = engines_eff_known ? engines_eff / (double)engines_ps : 0.0;
+        dma_bound("DMA engines", eff, &w, &h);
+        if (trc_report_bound_add(rep, w, engines_ps, h))
             return -1;
     }
     return 0;

@@ -52,6 +52,10 @@ static int setup(void **state)
     memset(&c, 0, sizeof c);
     if (trn1_arch(&c.arch) != 0 || isa_builder_init(&c.b) != 0)
         return -1;
+    /* The formula tests below use the published VectorE factors (ISA-OLD: tensor_tensor 2N,
+     * reciprocal 8N); the trn1 preset's fitted values are checked in test_fitted_factors. */
+    c.arch.costs.dve_tensor_tensor_factor = 2.0;
+    c.arch.costs.dve_reciprocal_factor = 8.0;
     *state = &c;
     return 0;
 }
@@ -440,15 +444,39 @@ static void test_act_activate(void **state)
     tc_view(c, "bias", sb(ISA_DT_FP32, 128, 1));
     k = tc_cost(c, ISA_ENGINE_ACT, 0);
     ASSERT_NEAR(k.ii_ns, 64 / 1.4);
-    ASSERT_NEAR(k.latency_ns, (1 + 3 * 60 + 41) / 1.4);
-    assert_true(act->static_overhead_cycles == 60 && act->latency_cycles == 41);
+    ASSERT_NEAR(k.latency_ns, (1 + 3 * 60 + act->latency_cycles) / 1.4);
+    assert_true(act->static_overhead_cycles == 60);
     /* without the vectors: one static overhead */
     tc_op(c, ISA_OP_ACTIVATE);
     tc_view(c, "D", sb(ISA_DT_FP32, 128, 1));
     tc_view(c, "SRC", sb(ISA_DT_FP32, 128, 1));
     tc_int(c, "FUNC", ISA_FUNC_EXP);
     k = tc_cost(c, ISA_ENGINE_ACT, 0);
-    ASSERT_NEAR(k.latency_ns, (1 + 60 + 41) / 1.4);
+    ASSERT_NEAR(k.latency_ns, (1 + 60 + act->latency_cycles) / 1.4);
+}
+
+/* The trn1 preset's fitted VectorE factors reach the cost: an fp32 tensor_tensor of N = 512
+ * in SBUF streams 1.57 N cycles, a reciprocal 2.7 N (docs/validation.md). */
+static void test_fitted_factors(void **state)
+{
+    tc_t *c = *state;
+    mdl_arch_t saved = c->arch;
+    assert_int_equal(trn1_arch(&c->arch), 0);
+    const mdl_engine_cfg_t *dve = &c->arch.dve;
+    assert_true(c->arch.costs.dve_tensor_tensor_factor == 1.57);
+    assert_true(c->arch.costs.dve_reciprocal_factor == 2.7);
+    mdl_cost_t k = binary(c, ISA_ENGINE_DVE, sb(ISA_DT_FP32, 128, 512), sb(ISA_DT_FP32, 128, 512),
+                          sb(ISA_DT_FP32, 128, 512), ISA_ALU_ADD);
+    check_stream(c, &k, dve, 1.57 * 512);
+    k = unary(c, ISA_OP_RECIPROCAL, ISA_ENGINE_DVE, sb(ISA_DT_FP32, 128, 512),
+              sb(ISA_DT_FP32, 128, 512));
+    check_stream(c, &k, dve, 2.7 * 512);
+    /* the optional tensor-engine throttle stretches II and not the pipeline latency */
+    c->arch.pe.throttle_factor = 1.25;
+    k = matmul(c, ps(ISA_DT_FP32, 128, 512), sb(ISA_DT_BF16, 128, 512), 0, 128);
+    ASSERT_NEAR(k.ii_ns, 1.25 * 512 / 2.8);
+    ASSERT_NEAR(k.latency_ns, (1.25 * 512 + c->arch.pe.latency_cycles) / 2.8);
+    c->arch = saved;
 }
 
 /* tensor_scalar and tensor_copy on act/dve: max(MIN_II, N) at each engine's clock. */
@@ -1119,6 +1147,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ldweights, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pe_transpose, setup, teardown),
         cmocka_unit_test_setup_teardown(test_act_activate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fitted_factors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_ops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dve_tensor_tensor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stride_penalty, setup, teardown),

@@ -183,9 +183,11 @@ static void test_tensor_tensor_breakdown(void **state)
     char text[1024];
     sim_explain_instr(&trn1, r->prog, find_op(r, ISA_OP_TENSOR_TENSOR, 0), &terms, text,
                       sizeof text);
-    assert_true(mdl_cost_term_value(&terms, "k", -1) == 2.0);
-    assert_non_null(strstr(text, "k=2 (2 inputs through the SBUF read stream) x N=512"));
-    assert_non_null(strstr(text, "= 1024 cycles"));
+    assert_true(mdl_cost_term_value(&terms, "k", -1) == trn1.costs.dve_tensor_tensor_factor);
+    /* trn1's fitted factor (costs.dve_tensor_tensor_factor), not the published 2 */
+    assert_non_null(strstr(text, "k=1.57 (2 inputs through the SBUF read stream) x N=512"));
+    if (!strstr(text, "= 803.8 cycles = 717.714 ns"))
+        fail_msg("%s", text);
     run_free(r);
 }
 

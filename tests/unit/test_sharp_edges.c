@@ -194,6 +194,17 @@ static void test_host_memory_message(void **state)
     assert_non_null(strstr(out, "out of host memory: 1907348.6 MiB for the random values of "
                                 "tensor 'x'"));
     free(out);
+    /* the same 1 TB input, read by no instruction: not filled, costs nothing */
+    snprintf(cmd, sizeof cmd,
+             "cd %s && printf '.hbm big fp32 [62500, 4000000] input\\n.hbm x fp32 [8] input\\n"
+             ".hbm y fp32 [8] output\\n.engine sp\\ndma y, x\\n' > untouched.nca && "
+             "%s run untouched.nca --random-inputs 1 -q --arch big.json",
+             dir, tu_ncsim());
+    rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    free(out);
+    assert_int_equal(rc, 0);
 }
 
 /* system.semaphores is enforced; a tensor that does not fit another architecture says the
@@ -227,6 +238,156 @@ static void test_arch_limits_say_sizes(void **state)
     free(out);
 }
 
+/* ncsim check: a raw view that starts in one tensor and runs into the next is reported */
+static void test_view_bounds_lint(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char path[512], cmd[4096];
+    char *out = NULL;
+    snprintf(path, sizeof path, "%s/vb.nca", dir);
+    const char *prog = ".hbm x fp32 [64, 64] input @0\n"
+                       ".hbm y fp32 [128, 64] output @16384\n"
+                       ".sbuf a fp32 [128, 64]\n"
+                       ".engine sp\n"
+                       "    dma a, hbm:fp32+0[64x128, 1x64]\n"  /* 128 rows of a 64-row x */
+                       "    dma y[0:64], hbm:fp32+0[64x64, 1x64]\n"; /* inside x: fine */
+    assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s check vb.nca --checks views --json", dir, tu_ncsim());
+    int rc = tu_run(cmd, &out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "\"kind\": \"view-bounds\""));
+    assert_non_null(strstr(out, "\"tensor\": \"x\""));
+    assert_non_null(strstr(out, "\"count\": 1,"));
+    free(out);
+}
+
+/* Config values are bounded: a value that would overflow the arithmetic is a usage error */
+static void test_config_bounds(void **state)
+{
+    (void)state;
+    static const char *const bad[][2] = {
+        {"dma.piece_overhead_ns=1e30", "dma.piece_overhead_ns = 1e+30: must be at most 1e+08"},
+        {"dma.fixed_cost_ns=1e38", "dma.fixed_cost_ns = 1e+38: must be at most 1e+08"},
+        {"hbm.size_bytes=18446744073709551615", "hbm.size_bytes = 18446744073709551615: must "
+                                                "be at most 1125899906842624"},
+        {"pe.clock_ghz=1e-9", "pe.clock_ghz = 1e-09: must be 0 or at least 0.001"},
+        {"act.latency_cycles=1e300", "act.latency_cycles = 1e+300: must be at most 1e+08"},
+        {"hbm.bandwidth_gbps=1e20", "hbm.bandwidth_gbps = 1e+20: must be at most 1e+07"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[1024];
+        char *out = NULL;
+        snprintf(cmd, sizeof cmd, "%s arch trn1 --set %s", tu_ncsim(), bad[i][0]);
+        int rc = tu_run(cmd, &out);
+        if (rc != 2 || !strstr(out, bad[i][1]))
+            fprintf(stderr, "--set %s: exit %d\n%s\n", bad[i][0], rc, out ? out : "");
+        assert_int_equal(rc, 2);
+        assert_non_null(strstr(out, bad[i][1]));
+        free(out);
+    }
+    /* the largest accepted values run (timing-only) without overflow */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%s run %s --timing-only -q --set dma.piece_overhead_ns=1e8 --set "
+             "dma.fixed_cost_ns=1e8 --set hbm.size_bytes=1125899906842624",
+             tu_ncsim(), tu_source_path("kernels/tutorial/03_double_buffer.nca"));
+    assert_int_equal(tu_run(cmd, NULL), 0);
+}
+
+/* Conveniences for generated code: FLAG=EXPR, CLAUSE if EXPR, tensor-relative raw views,
+ * broadcast(VIEW, N) */
+static void test_conveniences(void **state)
+{
+    (void)state;
+    const char *text;
+    isa_program_t *p = NULL;
+    unsigned n = assemble(".hbm s fp32 [1] input\n"
+                          ".hbm x fp32 [128, 64] input\n"
+                          ".sbuf a fp32 [128, 3, 128]\n"
+                          ".sbuf b fp32 [128, 3, 512]\n"
+                          ".sbuf sv fp32 [128, 1]\n"
+                          ".sbuf t fp32 [64, 128]\n"
+                          ".psum ps fp32 [128, 512]\n"
+                          ".sem go\n.sem done\n"
+                          ".engine pe\n"
+                          ".loop k = 0, 3\n"
+                          "    matmul ps, a[:, k, :], b[:, k, :], acc=k>0 | wait go >= 1 if k == 0 "
+                          "| post done if k == 2\n"
+                          ".endloop\n"
+                          ".engine sp\n"
+                          "    dma sv, broadcast(s, 128)\n"
+                          "    dma t, hbm:fp32+x[1x64, 64x128]\n"
+                          "    dma t, hbm:fp32+x+256[1x64, 64x128]\n"
+                          "    nop | post go\n",
+                          &text, &p);
+    if (n)
+        fprintf(stderr, "%s", text);
+    assert_int_equal(n, 0);
+    /* pe: ldweights, matmul x 3 */
+    const isa_stream_t *pe = isa_stream(p, 0, ISA_ENGINE_PE);
+    assert_int_equal(pe->count, 6);
+    const isa_instr_t *mm[3];
+    for (int k = 0; k < 3; k++)
+        mm[k] = &p->instrs[pe->first + 2 * (unsigned)k + 1];
+    const isa_op_info_t *info = isa_op_info(ISA_OP_MATMUL);
+    unsigned acc_slot = 0;
+    for (unsigned i = 0; i < info->nslots; i++)
+        if (strcmp(info->slots[i].name, "acc") == 0)
+            acc_slot = i;
+    assert_false(isa_instr_args(p, mm[0])[acc_slot].present); /* acc=0 */
+    assert_true(isa_instr_args(p, mm[1])[acc_slot].present);
+    assert_true(isa_instr_args(p, mm[2])[acc_slot].present);
+    /* the wait went on the first ldweights only, the post on the last matmul only */
+    assert_int_equal(p->instrs[pe->first].nwait, 1);
+    for (unsigned i = 1; i < pe->count; i++)
+        assert_int_equal(p->instrs[pe->first + i].nwait, 0);
+    assert_int_equal(mm[0]->npost + mm[1]->npost, 0);
+    assert_int_equal(mm[2]->npost, 1);
+    /* broadcast: 128 copies (stride 0) of s; raw views relative to x's address */
+    const isa_stream_t *sp = isa_stream(p, 0, ISA_ENGINE_SP);
+    const isa_view_t *b = isa_arg_view(p, &isa_instr_args(p, &p->instrs[sp->first])[1]);
+    assert_int_equal(b->ndims, 2);
+    assert_int_equal(b->stride[0], 0);
+    assert_int_equal(b->count[0], 128);
+    assert_int_equal(b->count[1], 1);
+    uint64_t xaddr = 0, saddr = 0;
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        if (strcmp(isa_string(p, p->tensors[i].name), "x") == 0)
+            xaddr = p->tensors[i].offset;
+        if (strcmp(isa_string(p, p->tensors[i].name), "s") == 0)
+            saddr = p->tensors[i].offset;
+    }
+    assert_int_equal(b->offset, saddr);
+    assert_true(xaddr != 0); /* placed after s: the test would not see a missing base */
+    const isa_view_t *r1 = isa_arg_view(p, &isa_instr_args(p, &p->instrs[sp->first + 1])[1]);
+    const isa_view_t *r2 = isa_arg_view(p, &isa_instr_args(p, &p->instrs[sp->first + 2])[1]);
+    assert_int_equal(r1->offset, xaddr);
+    assert_int_equal(r2->offset, xaddr + 256);
+    isa_program_free(p);
+}
+
+/* hbm.over_time in --stats covers the run and no more, also once its buckets have been
+ * widened (a run longer than 512 of the initial 1 us buckets) */
+static void test_hbm_over_time_ends_with_the_run(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "(cd %s && %s run %s --timing-only -q --set hbm.bandwidth_gbps=1 --stats s.json && "
+             "/usr/bin/python3 -c \"import json; s = json.load(open('s.json')); "
+             "o = s['hbm']['over_time']; n = len(o['gbps_by_chip'][0]); w = o['bucket_ns']; "
+             "t = s['total_ns']; print(n, w, t); assert w > 1000 and (n - 1) * w < t <= n * w\")",
+             dir, tu_ncsim(), tu_source_path("kernels/tutorial/03_double_buffer.nca"));
+    int rc = tu_run(cmd, &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    free(out);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +396,10 @@ int main(void)
         cmocka_unit_test(test_npy_layouts_and_conversions),
         cmocka_unit_test(test_host_memory_message),
         cmocka_unit_test(test_arch_limits_say_sizes),
+        cmocka_unit_test(test_view_bounds_lint),
+        cmocka_unit_test(test_config_bounds),
+        cmocka_unit_test(test_conveniences),
+        cmocka_unit_test(test_hbm_over_time_ends_with_the_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

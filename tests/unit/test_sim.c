@@ -433,6 +433,110 @@ static void test_hbm_shared_by_cores(void **state)
     trn1 = saved;
 }
 
+/* ---- calibrated mechanisms (docs/validation.md) --------------------------------------------- */
+
+/* A queue's descriptor stage runs one fixed cost at a time: 8 tiny transfers on one queue take
+ * 8 fixed costs (the data of each is a few ns), on 8 queues about one. */
+static void test_dma_descriptor_stage(void **state)
+{
+    (void)state;
+    double fixed = trn1.dma.fixed_cost_ns + trn1.hbm.latency_ns; /* 1050 ns */
+    char text[1024];
+    for (int queues = 1; queues <= 8; queues += 7) {
+        int n = snprintf(text, sizeof text,
+                         ".hbm x fp32 [128, 8] input\n.core 0\n.sbuf y fp32 [128, 8, 8]\n"
+                         ".engine sp\n");
+        for (int i = 0; i < 8; i++)
+            n += snprintf(text + n, sizeof text - (size_t)n, "dma y[:, %d, :], x, queue=%d\n", i,
+                          queues == 1 ? 0 : i);
+        run_t r = run_text(text, 1);
+        double t = total_ns(&r);
+        run_free(&r);
+        /* 128 pieces of 32 B over 16 engines: 8 x (32 / 18.7 + 7) = 69.7 ns of data each, but
+         * the 4 KiB source lies in one of the 16 HBM channels: 4096 B at 820 / 16 GB/s */
+        double data = 8 * (32 / trn1.dma.engine_bandwidth_gbps + trn1.dma.piece_overhead_ns);
+        double chan = 4096 / (trn1.hbm.bandwidth_gbps / trn1.hbm.channels);
+        if (chan > data)
+            data = chan;
+        if (queues == 1) {
+            /* the last fixed cost ends at 8 x fixed, then its data moves */
+            if (!tu_close(t, 8 * fixed + data, 0, 1.0))
+                fail_msg("8 DMAs on one queue: %.3f ns, expected %.3f", t, 8 * fixed + data);
+        } else {
+            /* the 7th trigger is issued 7 x sp.issue_cycles after the first, and the 8 data
+             * phases share the engines */
+            double issue = 7 * trn1.sp.issue_cycles / trn1.sp.clock_ghz;
+            if (t > fixed + issue + 8 * data + 1.0 || t < fixed + data)
+                fail_msg("8 DMAs on 8 queues: %.3f ns, expected at most %.3f", t,
+                         fixed + issue + 8 * data);
+        }
+    }
+}
+
+/* An instruction waiting on a semaphore starts costs.semaphore_latency_ns after the post: a
+ * chain of 10 hand-offs between act and dve is 10 x 2 x 30 ns longer than without it. */
+static void test_semaphore_latency(void **state)
+{
+    (void)state;
+    const char *text = ".core 0\n.sbuf x fp32 [128, 4]\n.sem a\n.sem b\n.engine act\n"
+                       ".loop i = 0, 10\n    activate x, x, copy | wait b >= i | post a\n"
+                       ".endloop\n.engine dve\n.loop i = 0, 10\n"
+                       "    tensor_scalar x, x, add, 1.0 | wait a >= i+1 | post b\n.endloop\n";
+    double lat = trn1.costs.semaphore_latency_ns;
+    assert_true(lat == 30.0);
+    run_t r = run_text(text, 1);
+    double with = total_ns(&r);
+    run_free(&r);
+    trn1.costs.semaphore_latency_ns = 0;
+    r = run_text(text, 1);
+    double without = total_ns(&r);
+    run_free(&r);
+    trn1.costs.semaphore_latency_ns = lat;
+    /* act's 2nd..10th waits (9) and dve's 10 waits pay it */
+    if (!tu_close(with - without, 19 * lat, 0, 0.01))
+        fail_msg("semaphore latency adds %.3f ns, expected %.3f", with - without, 19 * lat);
+}
+
+/* Collectives: no all_reduce completes before cc.min_latency_ns; a large one costs cc.fixed_ns +
+ * 2 steps x cc.step_latency_ns + S / cc.rank_bandwidth_gbps on the two cores of one chip. */
+static void test_collective_costs(void **state)
+{
+    (void)state;
+    const char *small = ".hbm d fp32 [2, 256] scratch\n.group g = 0, 1\n.core 0..1\n"
+                        ".engine cc\nall_reduce d[core % 2], d[core % 2], op=add, group=g\n";
+    run_t r = run_text(small, 1);
+    double t = total_ns(&r);
+    run_free(&r);
+    if (!tu_close(t, trn1.cc.min_latency_ns, 0, 0.5))
+        fail_msg("1 KiB all_reduce: %.3f ns, expected the floor %.3f", t, trn1.cc.min_latency_ns);
+    const char *big = ".hbm d fp32 [2, 16384, 1024] scratch\n.group g = 0, 1\n.core 0..1\n"
+                      ".engine cc\nall_reduce d[core % 2], d[core % 2], op=add, group=g\n";
+    r = run_text(big, 1);
+    t = total_ns(&r);
+    run_free(&r);
+    double S = 64.0 * 1024 * 1024;
+    double expect = trn1.cc.fixed_ns + 2 * trn1.cc.step_latency_ns +
+                    S / trn1.cc.rank_bandwidth_gbps; /* 2 steps of S/2 at the member's rate */
+    if (!tu_close(t, expect, 0.002, 0))
+        fail_msg("64 MiB all_reduce: %.1f ns, expected %.1f", t, expect);
+}
+
+/* Engine active time: the union of start..completion intervals (the profiler's active time),
+ * not the sum of IIs: two independent 512-wide tensor_copy on dve overlap their latency tails. */
+static void test_active_time(void **state)
+{
+    (void)state;
+    run_t r = run_text(".core 0\n.sbuf x fp32 [128, 512]\n.sbuf y fp32 [128, 2, 512]\n"
+                       ".engine dve\ntensor_copy y[:, 0, :], x\ntensor_copy y[:, 1, :], x\n",
+                       1);
+    const sim_engine_stats_t *e = eng(&r, 0, ISA_ENGINE_DVE);
+    double ii = 512 / 1.12, lat = (512 + trn1.dve.static_overhead_cycles +
+                                   trn1.dve.latency_cycles) / 1.12;
+    assert_true(tu_close((double)e->busy_ps / 1000.0, 2 * ii, 0, 0.01));
+    assert_true(tu_close((double)e->active_ps / 1000.0, ii + lat, 0, 0.01));
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,6 +554,10 @@ int main(void)
         cmocka_unit_test(test_dma_bandwidth_curve),
         cmocka_unit_test(test_dma_queues),
         cmocka_unit_test(test_hbm_shared_by_cores),
+        cmocka_unit_test(test_dma_descriptor_stage),
+        cmocka_unit_test(test_semaphore_latency),
+        cmocka_unit_test(test_collective_costs),
+        cmocka_unit_test(test_active_time),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -11,7 +11,7 @@ partition, 256 KiB), and for each of 32 m-tiles two fp32 matmuls (contraction 64
 The compiler's spills (12.6 MB saved, 33.8 MB reloaded) are modelled as 3 saves of a
 [64 x 1024] A^T block per batch after the transposes and 8 reloads per batch before the
 n-blocks 1..3 (3, 3, 2), 256 KiB each: the measured byte counts within 1%.
-Choices: A loads on queue 0, B loads and spill traffic on queue 1, stores on queue 2; copies
+Choices: A loads and stores on queue 0 (the IO queue), B loads and spill traffic on queue 1; copies
 double-buffered, PSUM accumulators in 4 banks."""
 import argparse
 from dataflow import Kernel
@@ -72,8 +72,8 @@ for b in range(NBAT):
                 k.op("act", f"activate cs[:, {c}, {hh * 512}:{(hh + 1) * 512}], pc[:, {p}, :], copy",
                      [f"pc{p}"], [f"cs{c}"])
                 mm += 1
-            k.dma(2, f"C[{b}, {j}, :, {nb * 1024}:{(nb + 1) * 1024}]", f"cs[:, {c}, :]",
-                  reads=[f"cs{c}"])
+            k.dma(0, f"C[{b}, {j}, :, {nb * 1024}:{(nb + 1) * 1024}]", f"cs[:, {c}, :]",
+                  reads=[f"cs{c}"], engine="pool")
             st += 1
         nbk += 1
 print(k.emit())

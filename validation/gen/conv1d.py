@@ -10,8 +10,8 @@ Step 5: 2048 VectorE tensor_tensor multiplies of a [128 x 3] window by the PSUM 
 one tensor_reduce add per 4 positions (the profile counts 16,384 reduces: the compiler fused
 4 positions into one [128 x 4 x 3] reduce). Step 6: the same over 16 blocks of 128 positions,
 one tensor_tensor and one tensor_reduce per block (the profile's 512 of each).
-Choices: memsets and the filter copy on VectorE (the compiler's choice), loads on queue 0,
-stores on queue 1; tiles single-buffered as in the kernel source."""
+Choices: memsets and the filter copy on VectorE (the compiler's choice), loads and stores on
+queue 0 (the IO queue); tiles single-buffered as in the kernel source."""
 import argparse
 from dataflow import Kernel
 
@@ -66,5 +66,5 @@ for ct in range(CT):
                 k.op("dve", f"tensor_reduce o[:, {g * 128}:{(g + 1) * 128}], prod[:, {u}, :, :], add, axes=1",
                      [f"pr{u}"], ["o"])
                 t += 1
-        k.dma(1, f"y[{n}, {ch}, :]", "o", reads=["o"])
+        k.dma(0, f"y[{n}, {ch}, :]", "o", reads=["o"], engine="pool")
 print(k.emit())

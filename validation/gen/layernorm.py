@@ -11,7 +11,7 @@ beta); the dependencies between iterations then follow from the reuse of those b
 v1: mean (VectorE reduce + scale), square (ScalarE), mean of squares (VectorE), var and
 rsqrt([P,1] ops), x - mean, * rstd (VectorE tensor_scalar), * gamma, + beta (VectorE
 tensor_tensor). v2: 16 bn_stats of 512 columns, bn_aggr, rsqrt, one tensor_scalar
-(x - mean) * rstd, * gamma, + beta. Loads on queue 0, stores on queue 1."""
+(x - mean) * rstd, * gamma, + beta. Loads and stores on queue 0 (the IO queue)."""
 import argparse
 from dataflow import Kernel
 
@@ -68,5 +68,5 @@ for t in range(R // 128):
              ["x", "mv", "rstd"], ["A"])
         k.op("dve", "tensor_tensor tb, ta, gs, multiply", ["A", "g"], ["B"])
         k.op("dve", "tensor_tensor ta, tb, bs, add", ["B", "b"], ["A"])
-    k.dma(1, f"y[{rows}, :]", "ta", reads=["A"])
+    k.dma(0, f"y[{rows}, :]", "ta", reads=["A"], engine="pool")
 print(k.emit())

@@ -10,7 +10,7 @@ the 160 KiB slab does not fit beside A and A^T), 80 fp32 matmuls into two PSUM a
 (one per 512-column half) copied out by ScalarE, and one 512 KiB store.
 Choices: k-tile outer and the two halves inner, so each B k-tile is consumed as soon as it
 lands (a ring of 16 B tiles streams the slab) and one LoadStationary of A^T serves both halves;
-A double-buffered, A^T double-buffered; A loads on queue 0, B on queue 1, stores on queue 2."""
+A double-buffered, A^T double-buffered; A loads and stores on queue 0 (the IO queue), B on queue 1."""
 import argparse
 from dataflow import Kernel
 
@@ -67,6 +67,6 @@ for nb in range(NBLK):
         for hh in range(2):
             k.op("act", f"activate cs[:, {u}, {hh * 512}:{(hh + 1) * 512}], pc[:, {u}, {hh}, :], copy",
                  [f"pc{u}.{hh}"], [f"cs{u}"])
-        k.dma(2, f"C[{mt}, :, {nb * 1024}:{(nb + 1) * 1024}]", f"cs[:, {u}, :]", reads=[f"cs{u}"])
+        k.dma(0, f"C[{mt}, :, {nb * 1024}:{(nb + 1) * 1024}]", f"cs[:, {u}, :]", reads=[f"cs{u}"], engine="pool")
         it += 1
 print(k.emit())

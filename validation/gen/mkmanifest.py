@@ -114,31 +114,35 @@ entry("matmul-latency-148ns", "one fp16 MATMUL with a 3-column moving tile (sani
 # ---- section 3: AccelOpt kernels (trn1.32xlarge, one core) ---------------------------------------
 A = "measurements.md section 3"
 for kid, gen, sec, lat, fr, choice in [
-        ("adamw", "gen/adamw.py", "3.3", 1.999829, {"act": 0.61621, "dve": 0.90017},
+        ("adamw", "gen/adamw.py", "3.3", 1.999829, {"act": 0.61621, "dve": 0.90017, "pool": 0.00594},
          "the profile's engine activity places the 7 tensor_scalar ops and the sqrt on ScalarE, "
          "the 6 tensor_tensor ops and the reciprocal on VectorE; one queue per loaded tensor "
-         "(0-3), stores on 4; inputs double-buffered; ScalarE's independent scalings of a "
+         "(0-3), stores on queue 0 with theta's loads (the IO queue); inputs double-buffered; ScalarE's independent scalings of a "
          "sub-tile scheduled ahead of the previous sub-tile's dependent tail (a list scheduler)"),
-        ("silu", "gen/silu.py", "3.4", 1.333232, {"act": 0.31480, "dve": 0.73878},
+        ("silu", "gen/silu.py", "3.4", 1.333232, {"act": 0.31480, "dve": 0.73878, "pool": 0.01180},
          "exp and the + 1 on ScalarE (31% active: two instructions per sub-tile), reciprocal and "
-         "the product on VectorE; loads on queue 0, stores on 1; blocks double-buffered"),
-        ("matmul", "gen/matmul.py", "3.1", 35.199742, {"act": 0.06803},
+         "the product on VectorE; loads and stores on queue 0 (the IO queue); blocks double-buffered"),
+        ("matmul", "gen/matmul.py", "3.1", 35.199742, {"act": 0.06803, "pool": 0.000686},
          "B slab re-loaded for every row tile (the measured read bytes), streamed through a ring "
          "of 16 k-tiles with the k loop outside the two 512-column halves (one LoadStationary "
-         "per k-tile); A and A^T double-buffered; A on queue 0, B on 1, stores on 2; PSUM copies "
+         "per k-tile); A and A^T double-buffered; A loads and stores on queue 0 (the IO queue), B on 1; PSUM copies "
          "on ScalarE (VectorE is idle in the profile)"),
-        ("bmm", "gen/bmm.py", "3.2", 4.610889, {"act": 0.37258},
+        ("bmm", "gen/bmm.py", "3.2", 4.610889, {"act": 0.37258, "pool": 0.02606},
          "A load/transpose/copy hoisted out of the n-block loop (512 executed, per the transpose "
          "FLOPs); spills as 3 saves and 8 reloads of 256 KiB A^T blocks per batch (the measured "
-         "spill bytes within 1%); A on queue 0, B and spills on 1, stores on 2; PSUM copies on "
+         "spill bytes within 1%); A loads and stores on queue 0 (the IO queue), B and spills on 1; PSUM copies on "
          "ScalarE")]:
+    choice += "; loads triggered by the Sync engine, stores by GpSimd"
     entry(f"{kid}-time", f"{kid}: kernel latency", f"{A}.{sec[-1]}: AccelOpt CSV latency (mean of 10)",
           choice, "time_ns", lat * 1e6, generate=[PY, gen])
     for eng, v in fr.items():
         entry(f"{kid}-{eng}-active", f"{kid}: {eng} active fraction",
-              f"{A}.{sec[-1]}: AccelOpt CSV {'ScalarE' if eng == 'act' else 'VectorE'} "
+              f"{A}.{sec[-1]}: AccelOpt CSV "
+              f"{ {'act': 'ScalarE', 'dve': 'VectorE', 'pool': 'GpSimd'}[eng]} "
               "engine_active_time_percent (a fraction)",
-              choice + "; figure: time with an instruction in flight / total time",
+              choice + "; figure: time with an instruction in flight / total time" +
+              ("; GpSimd only triggers the stores (its activity is ~65 ns per store in every "
+               "profile)" if eng == "pool" else ""),
               f"busy_fraction:{eng}", v, generate=[PY, gen])
 
 # ---- section 4: LayerNorm tutorial -------------------------------------------------------------
@@ -148,7 +152,8 @@ for v, us in [(1, 2311), (2, 1969)]:
           "the 4096 x 8192 input of the script's perf mode (the prose's 300 x 1000 cannot take "
           "2.3 ms); every tile value single-buffered at a fixed address (32 KiB tiles fill the "
           "partition), so iterations overlap only as far as buffer reuse allows; gamma/beta "
-          "broadcast by one DMA each; v1's square on ScalarE, the rest on VectorE",
+          "broadcast by one DMA each; loads and stores on queue 0 (the IO queue); v1's square on ScalarE, the rest on VectorE; stores "
+          "triggered by GpSimd as in the AccelOpt profiles",
           "time_ns", us * 1000.0, generate=[PY, "gen/layernorm.py", "--version", str(v)])
 
 # ---- section 7: conv1d (Autocomp) ----------------------------------------------------------------
@@ -156,7 +161,8 @@ C = "measurements.md section 7"
 c5 = [PY, "gen/conv1d.py", "--step", "5"]
 c6 = [PY, "gen/conv1d.py", "--step", "6"]
 ch5 = ("the Step-5 kernel: 2048 [128 x 3] multiplies and 512 reduces over 4 positions per "
-       "(image, channel tile), memsets and the filter copy on VectorE, tiles single-buffered")
+       "(image, channel tile), memsets and the filter copy on VectorE, tiles single-buffered, loads and stores on "
+       "queue 0 (the IO queue)")
 ch6 = ("the Step-6 kernel: 16 blocks of 128 positions per (image, channel tile), one multiply of "
        "the overlapping [128 x 128 x 3] windows by the PSUM filter and one reduce per block")
 entry("conv1d-step5-time", "depthwise conv1d, Step 5 kernel latency", f"{C}: 4.955 ms (p99 of 10)",
