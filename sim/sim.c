@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "check.h"
 #include "dis.h"
 #include "npy.h"
@@ -650,6 +651,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
     const char *what = "the simulator's state";
     double how = 0;
+    if (!opt->timing_only)
+        mdl_blas_default_threads(); /* one thread unless asked (models/blas.c) */
     struct sim *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of host memory allocating the simulator's state");
