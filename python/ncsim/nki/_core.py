@@ -392,7 +392,7 @@ class _Index:
 class Alloc:
     """A logical on-chip tensor occupying one slot; when the last view of it dies, the slot is
     free for the next tensor of its allocation site."""
-    __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "__weakref__")
+    __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "dead", "__weakref__")
 
     def __init__(self, slot, kind):
         self.slot = slot
@@ -400,7 +400,16 @@ class Alloc:
         self.lazy_zero = False
         self.acc_started = set()
         self.token = object()
+        self.dead = None            # (file, line) of the loop whose iteration ended its life
         slot.owner = self.token     # a token, not the Alloc: the slot must not keep it alive
+
+    def release(self, where):
+        """End the tensor's life before its views die (a loop iteration ended): the slot is free
+        for the next allocation; the access records on the slot order the reuse."""
+        self.dead = where
+        s = self.slot
+        if s is not None and s.owner is self.token:
+            s.owner = None
 
     def __del__(self):
         s = self.slot
@@ -1004,11 +1013,80 @@ def _adv_index(t, key):
 _tracer = [None]
 
 
+def _deref(r):
+    return r()
+
+
 def T():
     t = _tracer[0]
     if t is None:
         error("err_nki_api_outside_of_nki_kernel", "NKI APIs can only be called inside a kernel")
     return t
+
+
+def _out_of_scope(a):
+    fn, ln = a.dead
+    error("err_local_variable_used_out_of_scope",
+          f"this tensor was created in an iteration of the loop at {os.path.basename(fn)}:{ln}, "
+          "and a loop body's tensors die when its iteration ends; allocate it before the loop "
+          "and update it in place (t[...] = ...) to keep it")
+
+
+_CO_OPTIMIZED = 0x1
+
+
+class LoopRange:
+    """nl.affine_range / sequential_range / static_range: a range whose iterations are scopes.
+
+    A tensor allocated during an iteration dies when the iteration ends (NKI: local tensors are
+    scoped to their block), so its buffer can take the next iteration's tensor even though the
+    kernel's Python variable still names it. A tensor escapes (and lives on, freed when its last
+    view dies) when something other than the loop's own local variables refers to it: a list or
+    object made outside the iteration, or a variable that was bound before the loop started
+    (`acc = acc + x`, a loop-carried value)."""
+    __slots__ = ("r",)
+
+    def __init__(self, r):
+        self.r = r
+
+    def __len__(self):
+        return len(self.r)
+
+    def __getitem__(self, i):
+        return self.r[i]
+
+    def __repr__(self):
+        return repr(self.r)
+
+    def __iter__(self):
+        tr = _tracer[0]
+        if tr is None or not self.r:
+            return iter(self.r)
+        return self._iterate(tr)
+
+    def _iterate(self, tr):
+        frame = sys._getframe(1)       # the frame running the for statement
+        where = (frame.f_code.co_filename, frame.f_lineno)
+        outer = None
+        if frame.f_code.co_flags & _CO_OPTIMIZED:
+            if tr.pending is not None:
+                tr.flush()
+            loc = frame.f_locals
+            # the variables of the enclosing scope; a name that still holds a dead tensor of an
+            # earlier loop's iteration is not one
+            outer = frozenset(n for n, v in loc.items()
+                              if not (type(v) is Tensor and v.alloc is not None and v.alloc.dead))
+            loc.clear()
+            del loc
+        scopes = tr.scopes
+        depth = len(scopes)
+        try:
+            for i in self.r:
+                scopes.append([])
+                yield i
+                tr.end_iteration(sys._getframe(1), outer, where)
+        finally:
+            del scopes[depth:]
 
 
 class Pending:
@@ -1061,6 +1139,48 @@ class Tracer:
         self.prints = []                       # nl.device_print: (prefix, HBM output name)
         self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
         self.consts = {}
+        self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
+
+    # ---- loop scopes (LoopRange)
+    def end_iteration(self, frame, outer, where):
+        """Release the tensors allocated in the iteration that just ended, unless they escape."""
+        if self.pending is not None:
+            self.flush()
+        refs = self.scopes.pop()
+        live = [a for a in map(_deref, refs) if a is not None]
+        if not live:
+            return
+        parent = self.scopes[-1] if self.scopes else None
+        if outer is None:
+            loc = None                 # module or class level: cannot see the variables
+        else:
+            loc = frame.f_locals       # a snapshot (refreshed by each read of f_locals)
+        views = {}                     # id(alloc) -> number of references the variables explain
+        carried = set()
+        if loc is not None:
+            names = {}
+            v = None
+            for name, v in loc.items():
+                if type(v) is Tensor and v.alloc is not None:
+                    names.setdefault(id(v), [v, 0])[1] += 1
+                    if name in outer:
+                        carried.add(id(v.alloc))
+            for v, n in names.values():
+                # references: one per variable plus one per entry of the snapshot, `v`, the
+                # list in names and getrefcount's argument
+                if sys.getrefcount(v) == 2 * n + 3:
+                    k = id(v.alloc)
+                    views[k] = views.get(k, 0) + 1
+            names = v = None
+        for a in live:
+            k = id(a)
+            # references to a: one per view, `live`, `a` and getrefcount's argument
+            if k not in carried and sys.getrefcount(a) == views.get(k, -9) + 3:
+                a.release(where)
+            elif parent is not None:
+                parent.append(weakref.ref(a))
+        if loc is not None:
+            loc.clear()                # the snapshot must not keep tensors alive
 
     # ---- source lines
     def line(self):
@@ -1154,6 +1274,8 @@ class Tracer:
             s = self.sites[key] = Site()
         slot = self._pick_slot(kind, nbytes, s)
         a = Alloc(slot, kind)
+        if self.scopes:
+            self.scopes[-1].append(weakref.ref(a))
         st, acc = [None] * len(shape), 1
         for i in range(len(shape) - 1, -1, -1):
             if i == pdim:
@@ -1274,9 +1396,13 @@ class Tracer:
         for t in reads:
             if t is None:
                 continue
+            if t.alloc is not None and t.alloc.dead:
+                _out_of_scope(t.alloc)
             key, bx = t.abox()
             self._access(key, bx, False, ag, idx, deps)
         for t in writes:
+            if t.alloc is not None and t.alloc.dead:
+                _out_of_scope(t.alloc)
             key, bx = t.abox()
             self._access(key, bx, True, ag, idx, deps)
         # waits (vector clocks). A transfer is ordered after its issuing engine's earlier

@@ -1117,15 +1117,15 @@ def ds(start, size):
 
 
 def affine_range(*args, **kw):
-    return range(*[int(a) for a in args])
+    return C.LoopRange(range(*[int(a) for a in args]))
 
 
 def sequential_range(*args, **kw):
-    return range(*[int(a) for a in args])
+    return C.LoopRange(range(*[int(a) for a in args]))
 
 
 def static_range(*args, **kw):
-    return range(*[int(a) for a in args])
+    return C.LoopRange(range(*[int(a) for a in args]))
 
 
 def program_id(axis):
