@@ -2116,14 +2116,9 @@ char *trc_report_json(const trc_report_t *r)
 
 /* ---- by line ------------------------------------------------------------------------------------ */
 
-void trc_report_line_texts(trc_report_t *rep)
+/* The text of every profiled line from f (line 1 is f's first line). */
+static void read_line_texts(trc_report_t *rep, FILE *f)
 {
-    size_t L = strlen(rep->program);
-    if (!rep->nlines || L < 4 || strcmp(rep->program + L - 4, ".nca") != 0)
-        return;
-    FILE *f = fopen(rep->program, "r");
-    if (!f)
-        return;
     uint32_t max = 0;
     for (size_t i = 0; i < rep->nlines; i++)
         if (rep->lines[i].line > max)
@@ -2156,6 +2151,73 @@ void trc_report_line_texts(trc_report_t *rep)
             whole = n && buf[n - 1] == '\n';
         }
     }
+}
+
+/* The name given by the program's first `.source NAME` directive (the rest of the line,
+ * trimmed: docs/isa-notes.md), or "" when it has none. */
+static void find_source_name(FILE *f, char *name, size_t cap)
+{
+    char buf[4096];
+    name[0] = '\0';
+    while (fgets(buf, sizeof buf, f)) {
+        size_t n = strlen(buf);
+        int whole = n && buf[n - 1] == '\n';
+        const char *p = buf;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (strncmp(p, ".source", 7) == 0 && (p[7] == ' ' || p[7] == '\t') && whole) {
+            p += 8;
+            while (*p == ' ' || *p == '\t')
+                p++;
+            size_t len = strlen(p);
+            while (len && (p[len - 1] == '\n' || p[len - 1] == '\r' || p[len - 1] == ' ' ||
+                           p[len - 1] == '\t'))
+                len--;
+            if (len && len < cap) {
+                memcpy(name, p, len);
+                name[len] = '\0';
+                return;
+            }
+        }
+        while (!whole && fgets(buf, sizeof buf, f)) {
+            n = strlen(buf);
+            whole = n && buf[n - 1] == '\n';
+        }
+    }
+}
+
+void trc_report_line_texts(trc_report_t *rep)
+{
+    size_t L = strlen(rep->program);
+    if (!rep->nlines || L < 4 || strcmp(rep->program + L - 4, ".nca") != 0)
+        return;
+    FILE *f = fopen(rep->program, "r");
+    if (!f)
+        return;
+    /* The line map refers to the `.source` file when the program names one (a compiler's
+     * output, e.g. an NKI kernel's Python file); a relative name is tried as written, then
+     * next to the program. When it cannot be read, the program's own lines are shown. */
+    char name[1024];
+    find_source_name(f, name, sizeof name);
+    FILE *src = NULL;
+    if (name[0]) {
+        src = fopen(name, "r");
+        const char *slash = strrchr(rep->program, '/');
+        if (!src && name[0] != '/' && slash) {
+            char path[2048];
+            int n = snprintf(path, sizeof path, "%.*s/%s", (int)(slash - rep->program),
+                             rep->program, name);
+            if (n > 0 && (size_t)n < sizeof path)
+                src = fopen(path, "r");
+        }
+    }
+    if (src) {
+        fclose(f);
+        f = src;
+    } else {
+        rewind(f);
+    }
+    read_line_texts(rep, f);
     fclose(f);
 }
 

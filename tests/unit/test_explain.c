@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 #include <yajl/yajl_tree.h>
@@ -467,6 +468,41 @@ static void test_by_line_totals(void **state)
     yajl_tree_free(st);
 }
 
+/* A program whose line map refers to its `.source` file (a compiler's output, e.g. an NKI
+ * kernel): --by-line shows that file's lines; when the file cannot be read, the program's. */
+static void test_by_line_source_file(void **state)
+{
+    (void)state;
+    put_file("kern.py", "import nki\nres = nl.matmul(w, x)  # the kernel line\n");
+    const char *body = ".core 0\n.sbuf w fp32 [128, 128]\n.sbuf x fp32 [128, 512]\n"
+                       ".psum acc fp32 [128, 512]\n.engine pe\n.loc 2\nmatmul acc, w, x\n";
+    char text[512];
+    snprintf(text, sizeof text, ".source kern.py\n%s", body);
+    put_file("src.nca", text);
+    snprintf(text, sizeof text, ".source gone.py\n%s", body);
+    put_file("gone.nca", text);
+    char *out = NULL;
+    assert_int_equal(ncsim(NULL, "run src.nca --timing-only -q --trace src.json"), 0);
+    assert_int_equal(ncsim(&out, "report src.json --by-line"), 0);
+    assert_non_null(strstr(out, "res = nl.matmul(w, x)  # the kernel line"));
+    assert_null(strstr(out, ".core 0"));
+    free(out);
+    /* a program in another directory: a relative .source is found next to it */
+    assert_int_equal(mkdir(in_dir("sub"), 0777), 0);
+    put_file("sub/k2.py", "\nout = nl.matmul(w, x)  # in sub/\n");
+    snprintf(text, sizeof text, ".source k2.py\n%s", body);
+    put_file("sub/s2.nca", text);
+    assert_int_equal(ncsim(NULL, "run sub/s2.nca --timing-only -q --trace s2.json"), 0);
+    assert_int_equal(ncsim(&out, "report s2.json --by-line --json"), 0);
+    assert_non_null(strstr(out, "out = nl.matmul(w, x)  # in sub/"));
+    free(out);
+    /* an unreadable .source: the program's own line 2 */
+    assert_int_equal(ncsim(NULL, "run gone.nca --timing-only -q --trace gone.json"), 0);
+    assert_int_equal(ncsim(&out, "report gone.json --by-line"), 0);
+    assert_non_null(strstr(out, ".core 0"));
+    free(out);
+}
+
 /* The trace files carry the breakdowns, in both formats. */
 static void test_trace_cost_args(void **state)
 {
@@ -777,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_dma_small_pieces),
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_by_line_totals),
+        cmocka_unit_test(test_by_line_source_file),
         cmocka_unit_test(test_trace_cost_args),
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_live_counters),
