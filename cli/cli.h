@@ -8,12 +8,21 @@
 
 #include "diag.h"
 #include "isa.h"
+#include "ncsim.h"
 
 int cli_print_diag(const isa_diag_t *d);
 int cli_arch_lookup(void *ctx, const char *name, isa_geometry_t *g);
 int cli_exit(ncsim_status_t st);
 int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen);
 
+/* PROG and its architecture as `ncsim run` and `ncsim check` resolve them, through the public
+ * API: --arch (else the program's .arch, else trn1) with the --set overrides, validated.
+ * Prints the diagnostics or "ncsim CMD: message"; 0 or the exit code. */
+int cli_load(const char *cmd, const char *path, const char *arch_name, const char *const *sets,
+             int nsets, ncsim_program_t **prog, ncsim_arch_t **arch);
+/* Index (and description) of the HBM tensor named name[0..len), or -1. */
+int cli_find_hbm_tensor(const ncsim_program_t *prog, const char *name, size_t len,
+                        ncsim_tensor_info_t *info);
 /* cli/escape.c: printable text only. cli_escape_stderr replaces stderr by a stream that
  * writes control bytes and invalid UTF-8 as \xNN; cli_escape returns an escaped copy
  * (malloc'd, NULL when out of memory); cli_escape_into escapes n bytes into out (cap bytes,

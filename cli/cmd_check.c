@@ -1,7 +1,8 @@
 /*
  * cmd_check.c -- `ncsim check PROG [options]` (CLI.md): the static checks, then a functional
  * run with every optional check on (sim/checker.h, docs/check.md). Findings go to stdout,
- * as text or JSON; the exit code is 1 when there is any finding or the run fails.
+ * as text or JSON; the exit code is 1 when there is any finding or the run fails. A client
+ * of the public API (include/ncsim.h), like `ncsim run`.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,13 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
-#include "checker.h"
 #include "cli.h"
-#include "load.h"
-#include "npy.h"
-#include "rng.h"
-#include "sim.h"
 
 static const char usage_check[] =
     "usage: ncsim check PROG [options]\n"
@@ -34,7 +29,7 @@ static const char usage_check[] =
     "                            (default: unbound inputs get random values with seed 0)\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule\n"
-    "  --checks LIST             only these: races,uninit,nan,psum,sems (default all)\n"
+    "  --checks LIST             only these: races,uninit,nan,psum,sems,views (default all)\n"
     "  --json                    findings as JSON on stdout\n"
     "  --max N                   print at most N groups of findings (default 50, 0: all)\n"
     "  -q, --quiet               no summary line\n"
@@ -47,18 +42,6 @@ typedef struct bind {
     const char *name, *path;
     size_t name_len;
 } bind_t;
-
-static ncsim_status_t load_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
-{
-    mdl_npy_t a;
-    ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
-    if (st != NCSIM_OK)
-        return st == NCSIM_NOMEM ? st : NCSIM_IO;
-    st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
-    mdl_npy_free(&a);
-    return st;
-}
 
 int cli_check(int argc, char **argv)
 {
@@ -80,9 +63,8 @@ int cli_check(int argc, char **argv)
     bind_t ins[MAX_ARGS];
     int nsets = 0, nins = 0, json = 0, quiet = 0, stochastic = 0;
     uint64_t seed = 0, random_seed = 0;
-    unsigned checks = CHK_ALL;
+    unsigned checks = NCSIM_CHECK_ALL;
     size_t max_groups = 50;
-    char err[4096];
     char *end;
     int c;
     optind = 1;
@@ -126,8 +108,8 @@ int cli_check(int argc, char **argv)
         }
         case O_SR: stochastic = 1; break;
         case O_CHECKS:
-            if (chk_parse_list(optarg, &checks, err, sizeof err)) {
-                fprintf(stderr, "ncsim check: --checks: %s\n", err);
+            if (ncsim_parse_checks(optarg, &checks) != NCSIM_OK) {
+                fprintf(stderr, "ncsim check: --checks: %s\n", ncsim_last_error());
                 return 2;
             }
             break;
@@ -142,90 +124,54 @@ int cli_check(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
-    isa_geometry_t g;
-    int grc = cli_geometry(arch_name, &g, err, sizeof err);
-    if (grc) {
-        fprintf(stderr, "ncsim check: %s\n", err);
-        return grc;
-    }
-    isa_diag_t diag;
-    isa_diag_init(&diag, 0);
-    isa_program_t *prog = NULL;
-    ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
-                                         &prog, &diag);
-    cli_print_diag(&diag);
-    isa_diag_free(&diag);
-    if (st != NCSIM_OK)
-        return cli_exit(st);
-    int rc = 0;
-    sim_t *s = NULL;
-    chk_t *k = NULL;
-    uint8_t *bound = NULL;
-    mdl_arch_t arch;
-    st = mdl_arch_load(arch_name ? arch_name : (prog->arch[0] ? prog->arch : "trn1"), &arch,
-                       err, sizeof err);
-    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
-        st = mdl_arch_set(&arch, sets[i], err, sizeof err);
-    if (st == NCSIM_OK)
-        st = mdl_arch_validate(&arch, err, sizeof err);
-    if (st != NCSIM_OK) {
-        fprintf(stderr, "ncsim check: %s\n", err);
-        rc = cli_exit(st == NCSIM_IO ? NCSIM_IO : NCSIM_USAGE);
-        goto out;
-    }
-    bound = calloc(prog->ntensors + 1, 1);
-    if (!bound || chk_create(prog, &arch, checks, &k) != NCSIM_OK) {
-        rc = cli_exit(NCSIM_NOMEM);
-        goto out;
-    }
-    chk_static(k);
-    sim_options_t so;
-    memset(&so, 0, sizeof so);
-    so.arch = &arch;
+    ncsim_program_t *prog = NULL;
+    ncsim_arch_t *arch = NULL;
+    int rc = cli_load("check", path, arch_name, sets, nsets, &prog, &arch);
+    if (rc)
+        return rc;
+    ncsim_sim_t *s = NULL;
+    ncsim_options_t so;
+    ncsim_options_init(&so);
     so.seed = seed;
     so.stochastic_rounding = stochastic;
-    so.observer = chk_observer(k);
-    st = sim_create(prog, &so, &s, err, sizeof err);
+    so.checks = checks;
+    so.program_name = path;
+    ncsim_status_t st = ncsim_sim_create(prog, arch, &so, &s);
     if (st != NCSIM_OK) {
-        fprintf(stderr, "ncsim check: %s\n", err);
+        fprintf(stderr, "ncsim check: %s\n", ncsim_last_error());
         rc = cli_exit(st);
         goto out;
     }
     for (int i = 0; i < nins; i++) {
-        int t = sim_find_hbm_tensor(prog, ins[i].name, ins[i].name_len);
-        int kind = t >= 0 ? prog->tensors[t].kind : -1;
-        if (t < 0 || (kind != ISA_TK_INPUT && kind != ISA_TK_INOUT)) {
+        ncsim_tensor_info_t info;
+        int t = cli_find_hbm_tensor(prog, ins[i].name, ins[i].name_len, &info);
+        if (t < 0 || (info.role != NCSIM_INPUT && info.role != NCSIM_INOUT)) {
             fprintf(stderr, "ncsim check: --in %.*s: the program declares no input or inout "
                             "HBM tensor of that name\n",
                     (int)ins[i].name_len, ins[i].name);
             rc = 2;
             goto out;
         }
-        st = load_input(s, (uint32_t)t, ins[i].path, err, sizeof err);
+        st = ncsim_sim_load_npy(s, (uint32_t)t, ins[i].path);
         if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim check: %s\n", err);
+            fprintf(stderr, "ncsim check: %s\n", ncsim_last_error());
             rc = cli_exit(st);
             goto out;
         }
-        bound[t] = 1;
     }
-    for (uint32_t t = 0; t < prog->ntensors; t++) {
-        const isa_tensor_t *T = &prog->tensors[t];
-        if (T->space == ISA_SPACE_HBM && !bound[t] &&
-            (T->kind == ISA_TK_INPUT || T->kind == ISA_TK_INOUT)) {
-            st = sim_tensor_fill_random(s, t, random_seed);
-            if (st != NCSIM_OK) {
-                rc = cli_exit(st);
-                goto out;
-            }
-        }
+    st = ncsim_sim_random_inputs(s, random_seed);
+    if (st != NCSIM_OK) {
+        rc = cli_exit(st);
+        goto out;
     }
-    ncsim_status_t run = sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
-    const char *run_error = run == NCSIM_OK ? "" : sim_error(s);
-    size_t n = chk_count(k);
+    ncsim_status_t run = ncsim_sim_run(s);
+    const char *run_error = run == NCSIM_OK ? ""
+                            : run == NCSIM_PROGRAM ? ncsim_sim_error(s)
+                                                   : ncsim_last_error();
+    size_t n = ncsim_sim_finding_count(s);
     if (json) {
-        char *text = chk_json(k);
-        if (!text) {
+        char *text = NULL;
+        if (ncsim_sim_findings_json(s, &text) != NCSIM_OK) {
             rc = cli_exit(NCSIM_NOMEM);
             goto out;
         }
@@ -243,11 +189,11 @@ int cli_check(int argc, char **argv)
                 putchar(*p);
         }
         printf("\",\n%s\n", text + 2); /* the checker's object without its opening brace */
-        free(text);
+        ncsim_free(text);
     } else {
-        chk_print(k, stdout, max_groups);
+        ncsim_sim_findings_print(s, stdout, max_groups);
         if (run != NCSIM_OK)
-            fputs(run_error, stderr);
+            fprintf(stderr, run == NCSIM_PROGRAM ? "%s" : "%s\n", run_error);
         if (!quiet) {
             if (n || run != NCSIM_OK)
                 fprintf(stderr, "ncsim check: %s: %zu finding%s%s\n", path, n,
@@ -257,14 +203,13 @@ int cli_check(int argc, char **argv)
                 fprintf(stderr, "ncsim check: %s: clean\n", path);
         }
     }
-    if (run == NCSIM_NOMEM || chk_failed(k))
+    if (run == NCSIM_NOMEM)
         rc = cli_exit(NCSIM_NOMEM);
     else if (n || run != NCSIM_OK)
         rc = 1;
 out:
-    sim_destroy(s);
-    chk_destroy(k);
-    free(bound);
-    isa_program_free(prog);
+    ncsim_sim_free(s);
+    ncsim_program_free(prog);
+    ncsim_arch_free(arch);
     return rc;
 }

@@ -187,7 +187,7 @@ static void print_text(FILE *out, const trc_report_t *A, const trc_report_t *B, 
 
     line_pair_t *lp = NULL;
     size_t nl = line_pairs(A, B, &lp);
-    fprintf(out, "\nlines (largest change of cost = busy + stall + DMA data time first)\n");
+    fprintf(out, "\nlines (largest change of cost = busy + DMA data time first)\n");
     if (!nl)
         fprintf(out, "  no per-line figures in these files\n");
     else

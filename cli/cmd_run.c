@@ -15,6 +15,7 @@
 #include "arch.h"
 #include "checker.h"
 #include "cli.h"
+#include "dump.h"
 #include "load.h"
 #include "npy.h"
 #include "outputs.h"
@@ -35,6 +36,11 @@ static const char usage_run[] =
     "                            e.g. --set hbm.bandwidth_gbps=1200\n"
     "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
     "  --out NAME=FILE.npy       write an output/inout tensor after the run (repeatable)\n"
+    "  --dump NAME[@CORE]=FILE.npy  write any tensor (HBM input/output/scratch, SBUF or\n"
+    "                            PSUM of core CORE, default 0) after the run (repeatable)\n"
+    "  --dump-at LINE            take the --dump files when the first instruction of source\n"
+    "                            line LINE that writes memory has taken effect instead\n"
+    "                            (docs/explain.md)\n"
     "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
     "  --timing-only             model time only, skip arithmetic (fastest)\n"
     "  --stats FILE.json         write the statistics (with the resolved config)\n"
@@ -44,7 +50,7 @@ static const char usage_run[] =
     "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
     "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
     "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
-    "  --check LIST              checks during the run: races,uninit,nan,psum,sems or all\n"
+    "  --check LIST              checks during the run: races,uninit,nan,psum,sems,views, all\n"
     "                            (docs/check.md); findings on stderr make the exit code 1\n"
     "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
     "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
@@ -84,14 +90,21 @@ static double now_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Load one --in file into tensor t. */
-static ncsim_status_t bind_input(sim_t *s, uint32_t t, const char *path, char *err,
-                                 size_t errlen)
+/* Load one --in file into tensor t; a note on stderr when its data is converted. */
+static ncsim_status_t bind_input(sim_t *s, const isa_program_t *p, uint32_t t,
+                                 const char *path, int quiet, char *err, size_t errlen)
 {
     mdl_npy_t a;
     ncsim_status_t st = mdl_npy_read(path, &a, err, errlen);
     if (st != NCSIM_OK)
-        return st == NCSIM_NOMEM ? st : NCSIM_IO;
+        return NCSIM_IO; /* an input file too big to hold is the file's problem: exit 3 */
+    const isa_tensor_t *T = &p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (!quiet && a.type != want && mdl_npy_convertible(a.type, want))
+        fprintf(stderr, "ncsim run: note: %s holds %s data; tensor '%s' (%s) reads it as %s%s\n",
+                path, a.descr, isa_string(p, T->name), isa_dtype_name((isa_dtype_t)T->dtype),
+                mdl_npy_type_descr(want),
+                a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
     st = sim_tensor_write_npy(s, t, &a, path, err, errlen);
     mdl_npy_free(&a);
     return st;
@@ -107,8 +120,11 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     int native = mdl_npy_dtype_is_native(dt);
     size_t es = native ? isa_dtype_size(dt) : sizeof(float);
     void *buf = malloc(n * es > 0 ? n * es : 1);
-    if (!buf)
+    if (!buf) {
+        snprintf(err, errlen, "out of host memory: %.1f MiB to write tensor '%s' to '%s'",
+                 (double)(n * es) / 1048576.0, isa_string(p, T->name), shown);
         return NCSIM_NOMEM;
+    }
     ncsim_status_t st = native ? sim_tensor_read_raw(s, t, buf)
                                : sim_tensor_read_f32(s, t, (float *)buf);
     if (st == NCSIM_OK) {
@@ -126,6 +142,24 @@ static ncsim_status_t write_output(sim_t *s, const isa_program_t *p, uint32_t t,
     return st;
 }
 
+/* Does any view of the program (any instruction, any core) overlap HBM tensor t? A random
+ * input nothing reads is not filled: an untouched tensor costs no host memory. */
+static int hbm_tensor_touched(const isa_program_t *p, uint32_t t)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    uint64_t lo = T->offset, hi = lo + sim_tensor_elems(p, t) * isa_dtype_size((isa_dtype_t)T->dtype);
+    for (uint32_t i = 0; i < p->nviews; i++) {
+        const isa_view_t *v = &p->views[i];
+        if (v->space != ISA_SPACE_HBM)
+            continue;
+        int64_t a, b;
+        isa_view_byte_range(v, &a, &b);
+        if (a < (int64_t)hi && b > (int64_t)lo)
+            return 1;
+    }
+    return 0;
+}
+
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
 
 /* SIGINT/SIGTERM while tracing: stop between slices of the run and close the trace. */
@@ -136,42 +170,46 @@ static void on_stop_signal(int sig)
     stop_signal = sig;
 }
 
-/* Run to the end, printing progress when asked: redrawn a few times a second on a
- * terminal, one line every ~10 s otherwise. `sliced` runs in slices even without
- * progress, so that a signal can stop the run cleanly. */
+/* Progress on stderr: redrawn a few times a second on a terminal, one line every ~10 s
+ * otherwise. */
+typedef struct progress_ctx {
+    uint64_t total_instrs;
+    int tty;
+    int shown;
+} progress_ctx_t;
+
+static int show_progress(void *ctx, sim_t *s, double host_seconds)
+{
+    progress_ctx_t *pc = ctx;
+    const sim_stats_t *ss = sim_stats(s);
+    double frac = pc->total_instrs ? (double)ss->instructions / (double)pc->total_instrs : 1.0;
+    fprintf(stderr, pc->tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
+                              "(%.0f%%), %.1f s"
+                            : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
+                              "%.1f s\n",
+            (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
+            (unsigned long long)pc->total_instrs, 100.0 * frac, host_seconds);
+    pc->shown = 1;
+    return 0;
+}
+
+/* Run to the end with the library's driver (sim/drive.c), printing progress when asked.
+ * `sliced` runs in slices even without progress, so that a signal can stop the run
+ * cleanly. */
 static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int show, int sliced)
 {
     if (!show && !sliced)
         return sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
-    int tty = isatty(STDERR_FILENO);
-    double interval = tty ? 0.25 : 10.0;
-    double t0 = now_seconds(), last = t0;
-    uint64_t step = 1000000; /* 1 us of simulated time per slice, adapted below */
-    ncsim_status_t st = NCSIM_OK;
-    while (!sim_finished(s) && !stop_signal) {
-        double before = now_seconds();
-        st = sim_run(s, SIM_RUN_UNTIL_TIME, sim_now_ps(s) + step);
-        if (st != NCSIM_OK)
-            break;
-        double after = now_seconds();
-        /* aim for slices of ~20 ms of host time */
-        if (after - before < 0.01 && step < (UINT64_MAX >> 2))
-            step *= 2;
-        else if (after - before > 0.05 && step > 1000)
-            step /= 2;
-        if (show && after - last >= interval && !sim_finished(s)) {
-            last = after;
-            const sim_stats_t *ss = sim_stats(s);
-            double frac = total_instrs ? (double)ss->instructions / (double)total_instrs : 1.0;
-            fprintf(stderr, tty ? "\r\033[Ksimulated %.3f us, %llu of %llu instructions "
-                                  "(%.0f%%), %.1f s"
-                                : "simulated %.3f us, %llu of %llu instructions (%.0f%%), "
-                                  "%.1f s\n",
-                    (double)sim_now_ps(s) / 1e6, (unsigned long long)ss->instructions,
-                    (unsigned long long)total_instrs, 100.0 * frac, after - t0);
-        }
-    }
-    if (show && tty && now_seconds() - t0 >= interval)
+    progress_ctx_t pc = {total_instrs, isatty(STDERR_FILENO), 0};
+    sim_drive_t d;
+    memset(&d, 0, sizeof d);
+    d.interval = pc.tty ? 0.25 : 10.0;
+    d.progress = show ? show_progress : NULL;
+    d.ctx = &pc;
+    d.stop = &stop_signal;
+    int stopped;
+    ncsim_status_t st = sim_drive(s, UINT64_MAX, &d, &stopped);
+    if (pc.shown && pc.tty)
         fputs("\r\033[K", stderr);
     return st;
 }
@@ -179,11 +217,14 @@ static ncsim_status_t run_with_progress(sim_t *s, uint64_t total_instrs, int sho
 int cli_run(int argc, char **argv)
 {
     enum { O_ARCH = 256, O_SET, O_IN, O_OUT, O_RANDOM, O_TIMING, O_TRACE, O_STATS, O_CHECK,
-           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES };
+           O_SEED, O_SR, O_PROGRESS, O_TRACE_START, O_TRACE_END, O_TRACE_ENGINES, O_DUMP,
+           O_DUMP_AT };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
                                          {"set", required_argument, 0, O_SET},
                                          {"in", required_argument, 0, O_IN},
                                          {"out", required_argument, 0, O_OUT},
+                                         {"dump", required_argument, 0, O_DUMP},
+                                         {"dump-at", required_argument, 0, O_DUMP_AT},
                                          {"random-inputs", required_argument, 0, O_RANDOM},
                                          {"timing-only", no_argument, 0, O_TIMING},
                                          {"trace", required_argument, 0, O_TRACE},
@@ -212,6 +253,9 @@ int cli_run(int argc, char **argv)
     chk_t *chk = NULL;
     uint64_t seed = 0, random_seed = 0;
     progress_t progress = PROGRESS_AUTO;
+    cli_dumps_t dumps; /* --dump, --dump-at: cli/dump.c */
+    memset(&dumps, 0, sizeof dumps);
+    char derr[512];
     int c;
     char *end;
     optind = 1;
@@ -237,6 +281,14 @@ int cli_run(int argc, char **argv)
             (*n)++;
             break;
         }
+        case O_DUMP:
+        case O_DUMP_AT:
+            if ((c == O_DUMP ? cli_dump_parse(&dumps, optarg, derr, sizeof derr)
+                             : cli_dump_parse_line(&dumps, optarg, derr, sizeof derr))) {
+                fprintf(stderr, "ncsim run: %s\n", derr);
+                return 2;
+            }
+            break;
         case O_RANDOM:
             errno = 0;
             random_seed = strtoull(optarg, &end, 0);
@@ -327,6 +379,8 @@ int cli_run(int argc, char **argv)
             return 2;
     if (trace_path && cli_outputs_add(&outputs, trace_path, "--trace"))
         return 2;
+    if (cli_dumps_register(&dumps, &outputs))
+        return 2;
     if (stats_path && strcmp(stats_path, "-") != 0) {
         /* the resolved architecture config beside the statistics (gem5's config.json):
          * STATS.json -> STATS.config.json */
@@ -402,6 +456,11 @@ int cli_run(int argc, char **argv)
     if (timing_only && (nins || nouts)) {
         fprintf(stderr, "ncsim run: --in and --out need a functional run (drop "
                         "--timing-only)\n");
+        rc = 2;
+        goto out;
+    }
+    if (cli_dumps_resolve(&dumps, prog, timing_only, derr, sizeof derr)) {
+        fprintf(stderr, "ncsim run: %s\n", derr);
         rc = 2;
         goto out;
     }
@@ -511,14 +570,14 @@ int cli_run(int argc, char **argv)
         }
         so.trace = sim_trace_sink(trace);
     }
-    so.observer = chk ? chk_observer(chk) : NULL;
+    so.observer = cli_dumps_observer(&dumps, chk ? chk_observer(chk) : NULL);
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", err);
         rc = cli_exit(st);
     }
     for (int i = 0; !rc && i < nins; i++) {
-        st = bind_input(s, (uint32_t)in_tensor[i], ins[i].path, err, sizeof err);
+        st = bind_input(s, prog, (uint32_t)in_tensor[i], ins[i].path, quiet, err, sizeof err);
         if (st != NCSIM_OK) {
             fprintf(stderr, "ncsim run: %s\n", err);
             rc = cli_exit(st);
@@ -528,10 +587,22 @@ int cli_run(int argc, char **argv)
         for (uint32_t t = 0; t < prog->ntensors && !rc; t++) {
             int kind = prog->tensors[t].kind;
             if (prog->tensors[t].space == ISA_SPACE_HBM && !bound[t] &&
-                (kind == ISA_TK_INPUT || kind == ISA_TK_INOUT)) {
-                st = sim_tensor_fill_random(s, t, random_seed);
-                if (st != NCSIM_OK)
+                (kind == ISA_TK_INOUT || (kind == ISA_TK_INPUT && hbm_tensor_touched(prog, t)))) {
+                const isa_tensor_t *T = &prog->tensors[t];
+                double need = (double)sim_tensor_elems(prog, t) *
+                              (4.0 + isa_dtype_size((isa_dtype_t)T->dtype));
+                double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+                /* refuse what cannot fit rather than meet the kernel's OOM killer */
+                st = ram > 0 && need > ram ? NCSIM_NOMEM
+                                           : sim_tensor_fill_random(s, t, random_seed);
+                if (st != NCSIM_OK) {
+                    fprintf(stderr, "ncsim run: out of host memory: %.1f MiB for the random "
+                                    "values of tensor '%s' (%s%s), this host has %.1f MiB\n",
+                            need / 1048576.0, isa_string(prog, T->name),
+                            isa_dtype_name((isa_dtype_t)T->dtype),
+                            "; bind it with --in, or use --timing-only", ram / 1048576.0);
                     rc = cli_exit(st);
+                }
             }
         }
     free(bound);
@@ -579,6 +650,11 @@ int cli_run(int argc, char **argv)
     if (st != NCSIM_OK) {
         fputs(sim_error(s), stderr);
         rc = cli_exit(st);
+    }
+    if (dumps.n) { /* also after a run-time error: the state it stopped in */
+        int drc = cli_dumps_finish(&dumps, s);
+        if (drc && !rc)
+            rc = drc;
     }
     if (chk) { /* findings of --check: stderr, exit code 1 */
         chk_print(chk, stderr, 50);

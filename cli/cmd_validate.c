@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "load.h"
+#include "outputs.h"
 #include "validate.h"
 
 static const char usage_validate[] =
@@ -27,6 +28,8 @@ static const char usage_validate[] =
     "                      \"set\"; repeatable)\n"
     "  --csv FILE          also write the table as CSV ('-' for stdout)\n"
     "  --png FILE          also draw simulated against measured (log-log, y = x, band)\n"
+    "  --only TEXT         run only the entries whose id contains TEXT (repeatable; the\n"
+    "                      entries they are relative to run too)\n"
     "  -j, --jobs N        run N entries at a time in worker processes (0: one per CPU)\n"
     "  -q, --quiet         print only the entries outside their band and the summary\n"
     "exit codes: 0 every entry inside its band, 1 some entry outside its band or failing to\n"
@@ -77,8 +80,9 @@ enum { MAX_SETS = 256 };
 
 int cli_validate(int argc, char **argv)
 {
-    enum { O_ARCH = 256, O_SET, O_CSV, O_PNG };
+    enum { O_ARCH = 256, O_SET, O_CSV, O_PNG, O_ONLY };
     static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
+                                         {"only", required_argument, 0, O_ONLY},
                                          {"set", required_argument, 0, O_SET},
                                          {"csv", required_argument, 0, O_CSV},
                                          {"png", required_argument, 0, O_PNG},
@@ -86,8 +90,8 @@ int cli_validate(int argc, char **argv)
                                          {"quiet", no_argument, 0, 'q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    const char *sets[MAX_SETS];
-    size_t nsets = 0;
+    const char *sets[MAX_SETS], *only[MAX_SETS];
+    size_t nsets = 0, nonly = 0;
     const char *arch = NULL, *csv = NULL, *png = NULL;
     unsigned jobs = 1;
     int quiet = 0, c;
@@ -95,6 +99,13 @@ int cli_validate(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "j:qh", opts, NULL)) != -1) {
         switch (c) {
         case O_ARCH: arch = optarg; break;
+        case O_ONLY:
+            if (nonly == MAX_SETS) {
+                fputs("ncsim validate: too many --only options\n", stderr);
+                return 2;
+            }
+            only[nonly++] = optarg;
+            break;
         case O_SET:
             if (nsets == MAX_SETS) {
                 fputs("ncsim validate: too many --set options\n", stderr);
@@ -118,13 +129,29 @@ int cli_validate(int argc, char **argv)
         return 2;
     }
     char err[4096];
+    /* the output files are checked before anything runs, written atomically, and removed
+     * when the command fails (docs/cli.md) */
+    static cli_outputs_t outputs;
+    cli_outputs_init(&outputs, "validate");
+    if ((csv && cli_outputs_add(&outputs, csv, "--csv")) ||
+        (png && cli_outputs_add(&outputs, png, "--png"))) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_NOMEM);
+    }
+    cli_outputs_protect(&outputs, argv[optind]);
+    if (cli_outputs_validate(&outputs)) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_IO);
+    }
     sim_validate_manifest_t *m = NULL;
     ncsim_status_t st = sim_validate_load(argv[optind], &m, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim validate: %s\n", err);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
-    sim_validate_options_t o = {arch, sets, nsets, NULL, 0, jobs, 0};
+    sim_validate_options_t o = {arch, sets, nsets, NULL, 0, jobs, 0, only, nonly};
     sim_validate_result_t *res = calloc(m->nentries, sizeof *res);
     if (!res) {
         sim_validate_free(m);
@@ -135,6 +162,8 @@ int cli_validate(int argc, char **argv)
         fprintf(stderr, "ncsim validate: %s\n", err);
         free(res);
         sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
     if (!quiet) {
@@ -144,11 +173,20 @@ int cli_validate(int argc, char **argv)
         printf(": %zu entr%s%s%s\n", m->nentries, m->nentries == 1 ? "y" : "ies",
                arch ? ", all on " : "", arch ? arch : "");
     }
+    sim_validate_summary_t s;
+    sim_validate_summarise(m, res, &s);
+    if (nonly && s.ran == 0) {
+        fprintf(stderr, "ncsim validate: %s: no entry id contains '%s'%s\n", argv[optind],
+                only[0], nonly > 1 ? " (or the other --only texts)" : "");
+        free(res);
+        sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
+        return 2;
+    }
     sim_validate_print(stdout, m, res, quiet);
     fflush(stdout);
     int rc = 0;
-    sim_validate_summary_t s;
-    sim_validate_summarise(m, res, &s);
     if (s.failed || s.outside)
         rc = 1;
     /* an entry whose figure cannot be read from its run (no such instruction ran, no such
@@ -156,14 +194,34 @@ int cli_validate(int argc, char **argv)
     for (size_t i = 0; i < m->nentries; i++)
         if (res[i].ran && (res[i].status == NCSIM_USAGE || res[i].status == NCSIM_ASSEMBLY))
             rc = 2;
-    if (csv && (st = sim_validate_write_csv(csv, m, res, err, sizeof err)) != NCSIM_OK) {
-        fprintf(stderr, "ncsim validate: %s\n", err);
-        rc = cli_exit(st);
+    /* the table, CSV and plot are the result also when entries leave their band (exit 1) */
+    int failed = 0;
+    if (csv) {
+        st = sim_validate_write_csv(cli_outputs_path(&outputs, csv), m, res, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim validate: %s\n", err);
+            rc = cli_exit(st);
+            failed = 1;
+        } else {
+            cli_outputs_mark_written(&outputs, csv);
+        }
     }
-    if (png && (st = sim_validate_plot(png, m, res, err, sizeof err)) != NCSIM_OK) {
-        fprintf(stderr, "ncsim validate: %s\n", err);
-        rc = cli_exit(st);
+    if (png) {
+        st = sim_validate_plot(cli_outputs_path(&outputs, png), m, res, err, sizeof err);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim validate: %s\n", err);
+            rc = cli_exit(st);
+            failed = 1;
+        } else {
+            cli_outputs_mark_written(&outputs, png);
+        }
     }
+    if (failed) {
+        cli_outputs_abort(&outputs);
+    } else if (cli_outputs_commit(&outputs)) {
+        rc = cli_exit(NCSIM_IO);
+    }
+    cli_outputs_free(&outputs);
     free(res);
     sim_validate_free(m);
     return rc;
@@ -276,12 +334,38 @@ int cli_fit(int argc, char **argv)
         stem_of(output, namebuf, sizeof namebuf);
         name = namebuf;
     }
+    static cli_outputs_t outputs;
+    cli_outputs_init(&outputs, "fit");
+    if (cli_outputs_add(&outputs, output, "--output")) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_NOMEM);
+    }
+    cli_outputs_protect(&outputs, manifest);
+    if (arch)
+        cli_outputs_protect(&outputs, arch);
+    if (cli_outputs_validate(&outputs)) {
+        cli_outputs_free(&outputs);
+        return cli_exit(NCSIM_IO);
+    }
     sim_validate_manifest_t *m = NULL;
     ncsim_status_t st = sim_validate_load(manifest, &m, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim fit: %s\n", err);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
+    /* fitted keys apply after every entry's own "set": say so where that hides a choice */
+    for (size_t i = 0; i < m->nentries; i++)
+        for (size_t j = 0; j < m->entries[i].nsets; j++)
+            for (size_t k = 0; k < nkeys; k++) {
+                size_t kl = strlen(keys[k].key);
+                if (m->entries[i].fit && strncmp(m->entries[i].sets[j], keys[k].key, kl) == 0 &&
+                    m->entries[i].sets[j][kl] == '=')
+                    fprintf(stderr, "ncsim fit: note: entry '%s' sets %s; the fit replaces it "
+                                    "(fitted keys apply after the entries' own \"set\")\n",
+                            m->entries[i].id, m->entries[i].sets[j]);
+            }
     sim_fit_options_t fo;
     memset(&fo, 0, sizeof fo);
     fo.run.arch = arch;
@@ -297,6 +381,8 @@ int cli_fit(int argc, char **argv)
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim fit: %s\n", err);
         sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(st);
     }
     /* the tables before and after, over every entry */
@@ -306,6 +392,8 @@ int cli_fit(int argc, char **argv)
     int rc = 0;
     if (!res) {
         sim_validate_free(m);
+        cli_outputs_abort(&outputs);
+        cli_outputs_free(&outputs);
         return cli_exit(NCSIM_NOMEM);
     }
     for (int pass = 0; pass < 2; pass++) {
@@ -346,14 +434,22 @@ int cli_fit(int argc, char **argv)
         char *json = sim_fit_config_json(m, &fo, &out, name);
         if (!json) {
             rc = cli_exit(NCSIM_NOMEM);
-        } else if (sim_write_file(output, json, strlen(json))) {
+        } else if (sim_write_file(cli_outputs_path(&outputs, output), json, strlen(json))) {
             fprintf(stderr, "ncsim fit: cannot write %s: %s\n", output, strerror(errno));
             rc = cli_exit(NCSIM_IO);
         } else {
-            printf("wrote %s (use it with --arch %s)\n", output, output);
+            cli_outputs_mark_written(&outputs, output);
         }
         free(json);
     }
+    if (rc == 0 && cli_outputs_commit(&outputs) == 0) {
+        printf("wrote %s (use it with --arch %s)\n", output, output);
+    } else {
+        if (rc == 0)
+            rc = cli_exit(NCSIM_IO);
+        cli_outputs_abort(&outputs);
+    }
+    cli_outputs_free(&outputs);
     free(res);
     sim_validate_free(m);
     return rc;

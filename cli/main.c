@@ -16,7 +16,7 @@
 #include "load.h"
 #include "ncx.h"
 #include "sweep.h"
-#include "version.h"
+#include "ncsim.h"
 #ifdef NCSIM_HAVE_VIZ
 #include "viz.h"
 #endif
@@ -101,6 +101,57 @@ int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t err
         return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
     mdl_arch_geometry(&a, g);
     return 0;
+}
+
+int cli_load(const char *cmd, const char *path, const char *arch_name, const char *const *sets,
+             int nsets, ncsim_program_t **prog, ncsim_arch_t **arch)
+{
+    *prog = NULL;
+    *arch = NULL;
+    ncsim_arch_t *given = NULL;
+    ncsim_status_t st = arch_name ? ncsim_arch_load(arch_name, &given) : NCSIM_OK;
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
+    }
+    st = ncsim_program_load_file(path, given, prog);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "%s\n", ncsim_last_error()); /* every diagnostic, FILE:LINE:COL: ... */
+        ncsim_arch_free(given);
+        return cli_exit(st);
+    }
+    /* --arch, else the program's .arch, else trn1; then the --set overrides */
+    if (given)
+        *arch = given;
+    else
+        st = ncsim_arch_load(ncsim_program_arch(*prog)[0] ? ncsim_program_arch(*prog) : "trn1",
+                             arch);
+    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
+        st = ncsim_arch_set(*arch, sets[i]);
+    if (st == NCSIM_OK)
+        st = ncsim_arch_validate(*arch);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        ncsim_program_free(*prog);
+        ncsim_arch_free(*arch);
+        *prog = NULL;
+        *arch = NULL;
+        return cli_exit(st == NCSIM_IO ? NCSIM_IO : NCSIM_USAGE);
+    }
+    return 0;
+}
+
+int cli_find_hbm_tensor(const ncsim_program_t *prog, const char *name, size_t len,
+                        ncsim_tensor_info_t *info)
+{
+    for (uint32_t i = 0; i < ncsim_program_tensor_count(prog); i++) {
+        if (ncsim_program_tensor(prog, i, info) != NCSIM_OK)
+            break;
+        if (info->memory == NCSIM_HBM && strlen(info->name) == len &&
+            memcmp(info->name, name, len) == 0)
+            return (int)i;
+    }
+    return -1;
 }
 
 static int cmd_asm(int argc, char **argv)

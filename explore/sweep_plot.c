@@ -1,14 +1,13 @@
 /*
  * sweep_plot.c -- Y against X from a sweep CSV, as a PNG: axes with "nice" ticks (1, 2, 5 x
- * 10^k), a light grid, one coloured line with markers per series, a legend, labels in a
- * built-in 5x7 bitmap font drawn at twice its size. libpng writes the file; no other
- * graphics library is involved, so the picture is the same on every machine.
+ * 10^k), a light grid, one coloured line with markers per series, a legend, labels in the
+ * project's bitmap font drawn at twice its size (raster/: the viewer's font and PNG writer).
+ * No graphics library is involved, so the picture is the same on every machine.
  */
 #include "sweep_plot.h"
 
 #include <errno.h>
 #include <math.h>
-#include <png.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "load.h"
+#include "raster.h"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -31,225 +31,19 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- font --------------------------------------------------------------------------------- */
+/* Text: the project's bitmap font (raster/font.c) drawn at twice its size. */
+enum { GLYPH_H = 7, CELL_H = RST_GLYPH_ROWS, ADVANCE = RST_FONT_W, SCALE = 2 };
 
-/*
- * 5x7 glyphs of printable ASCII (32..126), seven rows from the top, bit 4 the leftmost
- * column: the dot-matrix character set of HD44780-style LCD controllers, typed in by hand.
- */
-static const uint8_t font5x7[95][7] = {
-    {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00}, /* ' ' */
-    {0x04, 0x04, 0x04, 0x04, 0x00, 0x00, 0x04}, /* ! */
-    {0x0A, 0x0A, 0x0A, 0x00, 0x00, 0x00, 0x00}, /* " */
-    {0x0A, 0x0A, 0x1F, 0x0A, 0x1F, 0x0A, 0x0A}, /* # */
-    {0x04, 0x0F, 0x14, 0x0E, 0x05, 0x1E, 0x04}, /* $ */
-    {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}, /* % */
-    {0x0C, 0x12, 0x14, 0x08, 0x15, 0x12, 0x0D}, /* & */
-    {0x0C, 0x04, 0x08, 0x00, 0x00, 0x00, 0x00}, /* ' */
-    {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}, /* ( */
-    {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}, /* ) */
-    {0x00, 0x04, 0x15, 0x0E, 0x15, 0x04, 0x00}, /* * */
-    {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}, /* + */
-    {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}, /* , */
-    {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}, /* - */
-    {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}, /* . */
-    {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}, /* / */
-    {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}, /* 0 */
-    {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}, /* 1 */
-    {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}, /* 2 */
-    {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}, /* 3 */
-    {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}, /* 4 */
-    {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}, /* 5 */
-    {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}, /* 6 */
-    {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}, /* 7 */
-    {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}, /* 8 */
-    {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}, /* 9 */
-    {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}, /* : */
-    {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x04, 0x08}, /* ; */
-    {0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02}, /* < */
-    {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}, /* = */
-    {0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08}, /* > */
-    {0x0E, 0x11, 0x01, 0x02, 0x04, 0x00, 0x04}, /* ? */
-    {0x0E, 0x11, 0x01, 0x0D, 0x15, 0x15, 0x0E}, /* @ */
-    {0x0E, 0x11, 0x11, 0x11, 0x1F, 0x11, 0x11}, /* A */
-    {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}, /* B */
-    {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}, /* C */
-    {0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C}, /* D */
-    {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}, /* E */
-    {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}, /* F */
-    {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}, /* G */
-    {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}, /* H */
-    {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}, /* I */
-    {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}, /* J */
-    {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}, /* K */
-    {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}, /* L */
-    {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}, /* M */
-    {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}, /* N */
-    {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}, /* O */
-    {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}, /* P */
-    {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}, /* Q */
-    {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}, /* R */
-    {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}, /* S */
-    {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}, /* T */
-    {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}, /* U */
-    {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}, /* V */
-    {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}, /* W */
-    {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}, /* X */
-    {0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04}, /* Y */
-    {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}, /* Z */
-    {0x0E, 0x08, 0x08, 0x08, 0x08, 0x08, 0x0E}, /* [ */
-    {0x00, 0x10, 0x08, 0x04, 0x02, 0x01, 0x00}, /* backslash */
-    {0x0E, 0x02, 0x02, 0x02, 0x02, 0x02, 0x0E}, /* ] */
-    {0x04, 0x0A, 0x11, 0x00, 0x00, 0x00, 0x00}, /* ^ */
-    {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}, /* _ */
-    {0x08, 0x04, 0x02, 0x00, 0x00, 0x00, 0x00}, /* ` */
-    {0x00, 0x00, 0x0E, 0x01, 0x0F, 0x11, 0x0F}, /* a */
-    {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x1E}, /* b */
-    {0x00, 0x00, 0x0E, 0x10, 0x10, 0x11, 0x0E}, /* c */
-    {0x01, 0x01, 0x0D, 0x13, 0x11, 0x11, 0x0F}, /* d */
-    {0x00, 0x00, 0x0E, 0x11, 0x1F, 0x10, 0x0E}, /* e */
-    {0x06, 0x09, 0x08, 0x1C, 0x08, 0x08, 0x08}, /* f */
-    {0x00, 0x0F, 0x11, 0x11, 0x0F, 0x01, 0x0E}, /* g */
-    {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x11}, /* h */
-    {0x04, 0x00, 0x0C, 0x04, 0x04, 0x04, 0x0E}, /* i */
-    {0x02, 0x00, 0x06, 0x02, 0x02, 0x12, 0x0C}, /* j */
-    {0x10, 0x10, 0x12, 0x14, 0x18, 0x14, 0x12}, /* k */
-    {0x0C, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}, /* l */
-    {0x00, 0x00, 0x1A, 0x15, 0x15, 0x11, 0x11}, /* m */
-    {0x00, 0x00, 0x16, 0x19, 0x11, 0x11, 0x11}, /* n */
-    {0x00, 0x00, 0x0E, 0x11, 0x11, 0x11, 0x0E}, /* o */
-    {0x00, 0x00, 0x1E, 0x11, 0x1E, 0x10, 0x10}, /* p */
-    {0x00, 0x00, 0x0D, 0x13, 0x0F, 0x01, 0x01}, /* q */
-    {0x00, 0x00, 0x16, 0x19, 0x10, 0x10, 0x10}, /* r */
-    {0x00, 0x00, 0x0E, 0x10, 0x0E, 0x01, 0x1E}, /* s */
-    {0x08, 0x08, 0x1C, 0x08, 0x08, 0x09, 0x06}, /* t */
-    {0x00, 0x00, 0x11, 0x11, 0x11, 0x13, 0x0D}, /* u */
-    {0x00, 0x00, 0x11, 0x11, 0x11, 0x0A, 0x04}, /* v */
-    {0x00, 0x00, 0x11, 0x11, 0x15, 0x15, 0x0A}, /* w */
-    {0x00, 0x00, 0x11, 0x0A, 0x04, 0x0A, 0x11}, /* x */
-    {0x00, 0x00, 0x11, 0x11, 0x0F, 0x01, 0x0E}, /* y */
-    {0x00, 0x00, 0x1F, 0x02, 0x04, 0x08, 0x1F}, /* z */
-    {0x02, 0x04, 0x04, 0x08, 0x04, 0x04, 0x02}, /* { */
-    {0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}, /* | */
-    {0x08, 0x04, 0x04, 0x02, 0x04, 0x04, 0x08}, /* } */
-    {0x00, 0x00, 0x08, 0x15, 0x02, 0x00, 0x00}, /* ~ */
-};
-
-/* Letters that reach below the baseline, redrawn with two more rows (a 5x9 cell). */
-static const struct {
-    char ch;
-    uint8_t rows[9];
-} descenders[] = {
-    {',', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08, 0x00}},
-    {';', {0x00, 0x0C, 0x0C, 0x00, 0x00, 0x0C, 0x04, 0x08, 0x00}},
-    {'g', {0x00, 0x00, 0x0F, 0x11, 0x11, 0x11, 0x0F, 0x01, 0x0E}},
-    {'j', {0x02, 0x00, 0x06, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
-    {'p', {0x00, 0x00, 0x1E, 0x11, 0x11, 0x11, 0x1E, 0x10, 0x10}},
-    {'q', {0x00, 0x00, 0x0F, 0x11, 0x11, 0x11, 0x0F, 0x01, 0x01}},
-    {'y', {0x00, 0x00, 0x11, 0x11, 0x11, 0x11, 0x0F, 0x01, 0x0E}},
-};
-
-enum { GLYPH_W = 5, GLYPH_H = 7, CELL_H = 9, ADVANCE = 6, SCALE = 2 };
-
-/* The nine rows of a character (unknown characters draw as '?'). */
-static void glyph_rows(unsigned ch, uint8_t rows[CELL_H])
-{
-    for (size_t i = 0; i < sizeof descenders / sizeof *descenders; i++)
-        if ((unsigned char)descenders[i].ch == ch) {
-            memcpy(rows, descenders[i].rows, CELL_H);
-            return;
-        }
-    memset(rows, 0, CELL_H);
-    memcpy(rows, font5x7[ch >= 32 && ch < 127 ? ch - 32 : '?' - 32], GLYPH_H);
-}
-
-/* ---- canvas ------------------------------------------------------------------------------- */
-
-typedef struct rgb {
-    uint8_t r, g, b;
-} rgb_t;
-
-typedef struct canvas {
-    int w, h;
-    uint8_t *px; /* w * h * 3 */
-} canvas_t;
-
-static void put(canvas_t *c, int x, int y, rgb_t col)
-{
-    if (x < 0 || y < 0 || x >= c->w || y >= c->h)
-        return;
-    uint8_t *p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
-    p[0] = col.r;
-    p[1] = col.g;
-    p[2] = col.b;
-}
-
-/* A line `thick` pixels wide (Bresenham, the pen a square). */
-static void line(canvas_t *c, int x0, int y0, int x1, int y1, int thick, rgb_t col)
-{
-    int dx = abs(x1 - x0), dy = -abs(y1 - y0);
-    int sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
-    int e = dx + dy;
-    int lo = -(thick - 1) / 2, hi = thick / 2;
-    for (;;) {
-        for (int a = lo; a <= hi; a++)
-            for (int b = lo; b <= hi; b++)
-                put(c, x0 + a, y0 + b, col);
-        if (x0 == x1 && y0 == y1)
-            break;
-        int e2 = 2 * e;
-        if (e2 >= dy) {
-            e += dy;
-            x0 += sx;
-        }
-        if (e2 <= dx) {
-            e += dx;
-            y0 += sy;
-        }
-    }
-}
-
-static void disc(canvas_t *c, int cx, int cy, int r, rgb_t col)
-{
-    for (int y = -r; y <= r; y++)
-        for (int x = -r; x <= r; x++)
-            if (x * x + y * y <= r * r + r)
-                put(c, cx + x, cy + y, col);
-}
+typedef rst_rgb_t rgb_t;
 
 static int text_width(const char *s)
 {
-    size_t n = strlen(s);
-    return n ? (int)n * ADVANCE * SCALE - SCALE : 0;
+    return rst_text_width(s, SCALE);
 }
 
-/* Text with its top-left corner at (x, y) at `scale` pixels per font dot; `vertical` runs it
- * upwards from (x, y) as the bottom-left corner, for the y axis label. */
-static void draw_text_scaled(canvas_t *c, int x, int y, const char *s, rgb_t col, int vertical,
-                             int scale)
+static void draw_text(rst_image_t *c, int x, int y, const char *s, rgb_t col, int vertical)
 {
-    for (int i = 0; s[i]; i++) {
-        uint8_t g[CELL_H];
-        glyph_rows((unsigned char)s[i], g);
-        for (int row = 0; row < CELL_H; row++)
-            for (int colm = 0; colm < GLYPH_W; colm++) {
-                if (!(g[row] & (0x10 >> colm)))
-                    continue;
-                int gx = i * ADVANCE + colm, gy = row;
-                for (int a = 0; a < scale; a++)
-                    for (int b = 0; b < scale; b++) {
-                        if (vertical)
-                            put(c, x + gy * scale + b, y - gx * scale - a, col);
-                        else
-                            put(c, x + gx * scale + a, y + gy * scale + b, col);
-                    }
-            }
-    }
-}
-
-static void draw_text(canvas_t *c, int x, int y, const char *s, rgb_t col, int vertical)
-{
-    draw_text_scaled(c, x, y, s, col, vertical, SCALE);
+    rst_text(c, x, y, s, col, SCALE, vertical);
 }
 
 /* ---- CSV ---------------------------------------------------------------------------------- */
@@ -525,7 +319,6 @@ static int parse_number(const char *s, double *v)
     return *end || !isfinite(*v) ? -1 : 0;
 }
 
-static ncsim_status_t write_png(const canvas_t *c, const char *path, char *err, size_t errlen);
 
 ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
                             const char *png_path, char *err, size_t errlen)
@@ -545,7 +338,7 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
     long first_result = find_col(&t, "total_ns");
     series_t *ser = NULL;
     size_t nser = 0;
-    canvas_t cv = {0, 0, NULL};
+    rst_image_t cv = {0, 0, NULL};
     if (xc < 0 || yc < 0) {
         set_err(err, errlen, "%s has no column '%s'", csv_path, xc < 0 ? o->x : o->y);
         st = NCSIM_USAGE;
@@ -650,12 +443,8 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
         if (legend_w > W * 2 / 5)
             legend_w = W * 2 / 5;
     }
-    cv.w = W;
-    cv.h = H;
-    cv.px = malloc((size_t)W * (size_t)H * 3);
-    if (!cv.px)
+    if (rst_image_init(&cv, W, H, (rgb_t){255, 255, 255}))
         goto nomem;
-    memset(cv.px, 255, (size_t)W * (size_t)H * 3);
     const rgb_t black = {0, 0, 0}, grid = {225, 225, 225}, dark = {60, 60, 60};
     int left = 40 + 9 * ADVANCE * SCALE, right = W - 30 - legend_w;
     int top = 20 + 2 * line_h, bottom = H - (20 + 3 * line_h);
@@ -676,8 +465,8 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
     int label_end = INT32_MIN; /* right edge of the last x label drawn */
     for (int i = 0; i < ax.nticks; i++) {
         int px = left + (int)lround(axis_pos(&ax, ax.ticks[i]) * (right - left));
-        line(&cv, px, top, px, bottom, 1, grid);
-        line(&cv, px, bottom, px, bottom + 6, 1, black);
+        rst_line(&cv, px, top, px, bottom, 1, grid);
+        rst_line(&cv, px, bottom, px, bottom + 6, 1, black);
         tick_label(&ax, ax.ticks[i], buf, sizeof buf);
         int lx = px - text_width(buf) / 2;
         if (lx > label_end + ADVANCE * SCALE) {
@@ -688,8 +477,8 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
     int label_top = INT32_MAX; /* top edge of the last y label drawn */
     for (int i = 0; i < ay.nticks; i++) {
         int py = bottom - (int)lround(axis_pos(&ay, ay.ticks[i]) * (bottom - top));
-        line(&cv, left, py, right, py, 1, grid);
-        line(&cv, left - 6, py, left, py, 1, black);
+        rst_line(&cv, left, py, right, py, 1, grid);
+        rst_line(&cv, left - 6, py, left, py, 1, black);
         tick_label(&ay, ay.ticks[i], buf, sizeof buf);
         int ly = py - GLYPH_H * SCALE / 2;
         if (ly + CELL_H * SCALE < label_top) {
@@ -697,10 +486,10 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
             label_top = ly;
         }
     }
-    line(&cv, left, top, left, bottom, 2, black);
-    line(&cv, left, bottom, right, bottom, 2, black);
-    line(&cv, left, top, right, top, 1, dark);
-    line(&cv, right, top, right, bottom, 1, dark);
+    rst_line(&cv, left, top, left, bottom, 2, black);
+    rst_line(&cv, left, bottom, right, bottom, 2, black);
+    rst_line(&cv, left, top, right, top, 1, dark);
+    rst_line(&cv, right, top, right, bottom, 1, dark);
 
     /* axis labels and title */
     char label[256];
@@ -727,22 +516,22 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
             int px = left + (int)lround(axis_pos(&ax, ser[s].x[2 * i]) * (right - left));
             int py = bottom - (int)lround(axis_pos(&ay, ser[s].x[2 * i + 1]) * (bottom - top));
             if (i)
-                line(&cv, px0, py0, px, py, 2, col);
+                rst_line(&cv, px0, py0, px, py, 2, col);
             px0 = px;
             py0 = py;
         }
         for (size_t i = 0; i < ser[s].n; i++) {
             int px = left + (int)lround(axis_pos(&ax, ser[s].x[2 * i]) * (right - left));
             int py = bottom - (int)lround(axis_pos(&ay, ser[s].x[2 * i + 1]) * (bottom - top));
-            disc(&cv, px, py, 4, col);
+            rst_disc(&cv, px, py, 4, col);
         }
         if (legend) {
             int ly = top + 10 + (int)(s + 1) * line_h;
             if (ly + line_h > bottom)
                 continue;
             int lx = right + 20;
-            line(&cv, lx, ly + GLYPH_H, lx + 24, ly + GLYPH_H, 2, col);
-            disc(&cv, lx + 12, ly + GLYPH_H, 4, col);
+            rst_line(&cv, lx, ly + GLYPH_H, lx + 24, ly + GLYPH_H, 2, col);
+            rst_disc(&cv, lx + 12, ly + GLYPH_H, 4, col);
             char lab[128];
             int maxc = (legend_w - 52) / (ADVANCE * SCALE);
             snprintf(lab, sizeof lab, "%.*s", maxc > 0 && maxc < 127 ? maxc : 127, ser[s].label);
@@ -755,7 +544,7 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
         snprintf(lab, sizeof lab, "%.*s", maxc > 0 && maxc < 127 ? maxc : 127, heading);
         draw_text(&cv, right + 20, top + 10, lab, black, 0);
     }
-    st = write_png(&cv, png_path, err, errlen);
+    st = rst_write_png(&cv, png_path, err, errlen);
     goto out;
 nomem:
     set_err(err, errlen, "out of memory");
@@ -766,7 +555,7 @@ out:
         free(ser[s].x);
     }
     free(ser);
-    free(cv.px);
+    rst_image_free(&cv);
     csv_free(&t);
     return st;
 }
@@ -783,7 +572,7 @@ static int boxes_overlap(const box_t *a, const box_t *b)
 }
 
 /* A line through the plot area of y = k x (log axes with the same range), clipped to it. */
-static void ratio_line(canvas_t *cv, const axis_t *ax, int left, int right, int top, int bottom,
+static void ratio_line(rst_image_t *cv, const axis_t *ax, int left, int right, int top, int bottom,
                        double k, int thick, rgb_t col, int dashed)
 {
     double lk = log10(k);
@@ -798,7 +587,7 @@ static void ratio_line(canvas_t *cv, const axis_t *ax, int left, int right, int 
         int px1 = left + (int)lround((b - ax->lo) / (ax->hi - ax->lo) * (right - left));
         int py0 = bottom - (int)lround((a + lk - ax->lo) / (ax->hi - ax->lo) * (bottom - top));
         int py1 = bottom - (int)lround((b + lk - ax->lo) / (ax->hi - ax->lo) * (bottom - top));
-        line(cv, px0, py0, px1, py1, thick, col);
+        rst_line(cv, px0, py0, px1, py1, thick, col);
     }
 }
 
@@ -828,15 +617,15 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
         set_err(err, errlen, "the picture is too small for the plot");
         return NCSIM_USAGE;
     }
-    canvas_t cv = {W, H, malloc((size_t)W * (size_t)H * 3)};
+    rst_image_t cv = {0, 0, NULL};
+    int cv_bad = rst_image_init(&cv, W, H, (rgb_t){255, 255, 255});
     box_t *boxes = calloc(n + 8, sizeof *boxes);
-    if (!cv.px || !boxes) {
-        free(cv.px);
+    if (cv_bad || !boxes) {
+        rst_image_free(&cv);
         free(boxes);
         set_err(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
-    memset(cv.px, 255, (size_t)W * (size_t)H * 3);
     const rgb_t black = {0, 0, 0}, grid = {225, 225, 225}, dark = {60, 60, 60},
                 band = {150, 150, 150}, good = {44, 160, 44}, bad = {214, 39, 40};
     axis_t ax = {0};
@@ -848,10 +637,10 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
         double t = axis_pos(&ax, ax.ticks[i]);
         int px = left + (int)lround(t * (right - left));
         int py = bottom - (int)lround(t * (bottom - top));
-        line(&cv, px, top, px, bottom, 1, grid);
-        line(&cv, left, py, right, py, 1, grid);
-        line(&cv, px, bottom, px, bottom + 6, 1, black);
-        line(&cv, left - 6, py, left, py, 1, black);
+        rst_line(&cv, px, top, px, bottom, 1, grid);
+        rst_line(&cv, left, py, right, py, 1, grid);
+        rst_line(&cv, px, bottom, px, bottom + 6, 1, black);
+        rst_line(&cv, left - 6, py, left, py, 1, black);
         tick_label(&ax, ax.ticks[i], buf, sizeof buf);
         int lx = px - text_width(buf) / 2;
         if (lx > label_end + ADVANCE * SCALE) {
@@ -864,10 +653,10 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
             label_top = ly;
         }
     }
-    line(&cv, left, top, left, bottom, 2, black);
-    line(&cv, left, bottom, right, bottom, 2, black);
-    line(&cv, left, top, right, top, 1, dark);
-    line(&cv, right, top, right, bottom, 1, dark);
+    rst_line(&cv, left, top, left, bottom, 2, black);
+    rst_line(&cv, left, bottom, right, bottom, 2, black);
+    rst_line(&cv, left, top, right, top, 1, dark);
+    rst_line(&cv, right, top, right, bottom, 1, dark);
     ratio_line(&cv, &ax, left, right, top, bottom, 1.0, 2, black, 0);
     if (o->band > 0) {
         ratio_line(&cv, &ax, left, right, top, bottom, 1.0 + o->band, 1, band, 1);
@@ -887,20 +676,20 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
     size_t nbox = 0;
     {
         int lx = left + 14, ly = top + 12;
-        line(&cv, lx, ly + GLYPH_H, lx + 24, ly + GLYPH_H, 2, black);
+        rst_line(&cv, lx, ly + GLYPH_H, lx + 24, ly + GLYPH_H, 2, black);
         draw_text(&cv, lx + 32, ly, "simulated = measured", black, 0);
         ly += line_h;
         if (o->band > 0) {
             for (int d = 0; d < 24; d += 6)
-                line(&cv, lx + d, ly + GLYPH_H, lx + d + 3, ly + GLYPH_H, 1, band);
+                rst_line(&cv, lx + d, ly + GLYPH_H, lx + d + 3, ly + GLYPH_H, 1, band);
             snprintf(label, sizeof label, "+-%.0f%% band", 100.0 * o->band);
             draw_text(&cv, lx + 32, ly, label, black, 0);
             ly += line_h;
         }
-        disc(&cv, lx + 12, ly + GLYPH_H, 4, good);
+        rst_disc(&cv, lx + 12, ly + GLYPH_H, 4, good);
         draw_text(&cv, lx + 32, ly, "inside its band", black, 0);
         ly += line_h;
-        disc(&cv, lx + 12, ly + GLYPH_H, 4, bad);
+        rst_disc(&cv, lx + 12, ly + GLYPH_H, 4, bad);
         draw_text(&cv, lx + 32, ly, "outside its band", black, 0);
         ly += line_h;
         boxes[nbox++] = (box_t){lx - 4, top + 8, lx + 32 + text_width("simulated = measured") + 4,
@@ -913,7 +702,7 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
         free(px);
         free(py);
         free(pboxes);
-        free(cv.px);
+        rst_image_free(&cv);
         free(boxes);
         set_err(err, errlen, "out of memory");
         return NCSIM_NOMEM;
@@ -921,94 +710,55 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
     for (size_t i = 0; i < n; i++) {
         px[i] = left + (int)lround(axis_pos(&ax, pts[i].x) * (right - left));
         py[i] = bottom - (int)lround(axis_pos(&ax, pts[i].y) * (bottom - top));
-        disc(&cv, px[i], py[i], 5, pts[i].good ? good : bad);
+        rst_disc(&cv, px[i], py[i], 5, pts[i].good ? good : bad);
         pboxes[i] = (box_t){px[i] - 5, py[i] - 5, px[i] + 6, py[i] + 6};
     }
     for (size_t i = 0; i < n; i++) {
         if (!pts[i].label)
             continue;
-        int tw = (int)strlen(pts[i].label) * ADVANCE - 1, th = CELL_H;
-        box_t cand[4] = {
-            {px[i] + 8, py[i] - th / 2, px[i] + 8 + tw, py[i] - th / 2 + th},
-            {px[i] - 8 - tw, py[i] - th / 2, px[i] - 8, py[i] - th / 2 + th},
-            {px[i] - tw / 2, py[i] - 8 - th, px[i] - tw / 2 + tw, py[i] - 8},
-            {px[i] - tw / 2, py[i] + 8, px[i] - tw / 2 + tw, py[i] + 8 + th}};
-        int pick = 0;
-        for (int c = 0; c < 4; c++) {
-            int clash = cand[c].x0 < left || cand[c].x1 > right || cand[c].y0 < top ||
-                        cand[c].y1 > bottom;
-            for (size_t b = 0; !clash && b < nbox; b++)
-                clash = boxes_overlap(&cand[c], &boxes[b]);
-            for (size_t b = 0; !clash && b < n; b++)
-                clash = b != i && boxes_overlap(&cand[c], &pboxes[b]);
-            if (!clash) {
+        int tw = rst_font_width(pts[i].label) - 1, th = CELL_H;
+        int x = px[i], y = py[i];
+        /* right, left, above, below, then the corners and further out */
+        box_t cand[12] = {
+            {x + 8, y - th / 2, x + 8 + tw, y - th / 2 + th},
+            {x - 8 - tw, y - th / 2, x - 8, y - th / 2 + th},
+            {x - tw / 2, y - 8 - th, x - tw / 2 + tw, y - 8},
+            {x - tw / 2, y + 8, x - tw / 2 + tw, y + 8 + th},
+            {x + 6, y - 6 - th, x + 6 + tw, y - 6},
+            {x + 6, y + 6, x + 6 + tw, y + 6 + th},
+            {x - 6 - tw, y - 6 - th, x - 6, y - 6},
+            {x - 6 - tw, y + 6, x - 6, y + 6 + th},
+            {x + 8, y - 8 - 2 * th, x + 8 + tw, y - 8 - th},
+            {x + 8, y + 8 + th, x + 8 + tw, y + 8 + 2 * th},
+            {x - 8 - tw, y - 8 - 2 * th, x - 8, y - 8 - th},
+            {x - 8 - tw, y + 8 + th, x - 8, y + 8 + 2 * th}};
+        /* the first place that clashes with nothing, else the one that clashes least */
+        int pick = 0, best = INT32_MAX;
+        for (int c = 0; c < 12; c++) {
+            int clash = (cand[c].x0 < left || cand[c].x1 > right || cand[c].y0 < top ||
+                         cand[c].y1 > bottom)
+                            ? 1000
+                            : 0;
+            for (size_t b = 0; b < nbox; b++)
+                clash += boxes_overlap(&cand[c], &boxes[b]);
+            for (size_t b = 0; b < n; b++)
+                clash += b != i && boxes_overlap(&cand[c], &pboxes[b]);
+            if (clash < best) {
+                best = clash;
                 pick = c;
-                break;
             }
+            if (!clash)
+                break;
         }
-        draw_text_scaled(&cv, cand[pick].x0, cand[pick].y0, pts[i].label, dark, 0, 1);
+        rst_text(&cv, cand[pick].x0, cand[pick].y0, pts[i].label, dark, 1, 0);
         if (nbox < n + 8)
             boxes[nbox++] = cand[pick];
     }
     free(px);
     free(py);
     free(pboxes);
-    ncsim_status_t st = write_png(&cv, png_path, err, errlen);
-    free(cv.px);
+    ncsim_status_t st = rst_write_png(&cv, png_path, err, errlen);
+    rst_image_free(&cv);
     free(boxes);
     return st;
-}
-
-/* libpng reports errors by longjmp: keep everything that outlives setjmp out of this frame. */
-static int png_encode(FILE *f, const canvas_t *c)
-{
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    if (!png)
-        return -1;
-    png_infop info = png_create_info_struct(png);
-    if (!info) {
-        png_destroy_write_struct(&png, NULL);
-        return -1;
-    }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        return -1;
-    }
-    png_init_io(png, f);
-    png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < c->h; y++)
-        png_write_row(png, c->px + (size_t)y * (size_t)c->w * 3);
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    return 0;
-}
-
-static ncsim_status_t write_png(const canvas_t *c, const char *path, char *err, size_t errlen)
-{
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 32);
-    if (!tmp) {
-        set_err(err, errlen, "out of memory");
-        return NCSIM_NOMEM;
-    }
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return NCSIM_IO;
-    }
-    int bad = png_encode(f, c);
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        set_err(err, errlen, "cannot write %s%s%s", path, bad ? "" : ": ",
-                bad ? "" : strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return NCSIM_IO;
-    }
-    free(tmp);
-    return NCSIM_OK;
 }

@@ -247,20 +247,21 @@ static void entry_name(const sim_validate_entry_t *e, size_t index, char *buf, s
         snprintf(buf, len, "entry %zu", index + 1);
 }
 
-static int get_string(json_t *o, const char *key, char **out, const char *where, char *err,
-                      size_t errlen)
+/* An optional string ("" when absent). NCSIM_USAGE (with a message) or NCSIM_NOMEM. */
+static ncsim_status_t get_string(json_t *o, const char *key, char **out, const char *where,
+                                 char *err, size_t errlen)
 {
     json_t *v = json_object_get(o, key);
-    if (!v) {
-        *out = dup_str("");
-        return *out ? 0 : -1;
-    }
-    if (!json_is_string(v)) {
+    if (v && !json_is_string(v)) {
         set_err(err, errlen, "%s: key '%s' must be a string", where, key);
-        return -1;
+        return NCSIM_USAGE;
     }
-    *out = dup_str(json_string_value(v));
-    return *out ? 0 : -1;
+    *out = dup_str(v ? json_string_value(v) : "");
+    if (!*out) {
+        set_err(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    return NCSIM_OK;
 }
 
 static int get_number(json_t *o, const char *key, double *out, double dflt, const char *where,
@@ -344,10 +345,13 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
             return NCSIM_USAGE;
         }
     }
-    if (get_string(o, "title", &e->title, where, err, errlen) ||
-        get_string(o, "source", &e->source, where, err, errlen) ||
-        get_string(o, "choices", &e->choices, where, err, errlen))
-        return e->title && e->source && e->choices ? NCSIM_USAGE : NCSIM_NOMEM;
+    static const char *const texts[] = {"title", "source", "choices"};
+    char **fields[] = {&e->title, &e->source, &e->choices};
+    for (int k = 0; k < 3; k++) {
+        ncsim_status_t gs = get_string(o, texts[k], fields[k], where, err, errlen);
+        if (gs != NCSIM_OK)
+            return gs;
+    }
 
     /* the workload */
     json_t *prog = json_object_get(o, "program"), *gen = json_object_get(o, "generate");
@@ -549,11 +553,12 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
             goto fail;
         }
     }
-    if (get_string(root, "name", &m->name, path, err, errlen) ||
-        get_string(root, "description", &m->description, path, err, errlen)) {
-        st = m->name && m->description ? NCSIM_USAGE : NCSIM_NOMEM;
+    st = get_string(root, "name", &m->name, path, err, errlen);
+    if (st == NCSIM_OK)
+        st = get_string(root, "description", &m->description, path, err, errlen);
+    if (st != NCSIM_OK)
         goto fail;
-    }
+    st = NCSIM_USAGE;
     json_t *entries = json_object_get(root, "entries");
     if (!entries || !json_is_array(entries) || json_array_size(entries) == 0) {
         set_err(err, errlen, "%s: 'entries' must be a non-empty array", path);
@@ -786,8 +791,15 @@ static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
 static void wanted_entries(const sim_validate_manifest_t *m, const sim_validate_options_t *o,
                            unsigned char *want)
 {
-    for (size_t i = 0; i < m->nentries; i++)
+    for (size_t i = 0; i < m->nentries; i++) {
         want[i] = !(o && o->only_fit) || m->entries[i].fit;
+        if (want[i] && o && o->nonly) {
+            int hit = 0;
+            for (size_t k = 0; k < o->nonly; k++)
+                hit |= strstr(m->entries[i].id, o->only[k]) != NULL;
+            want[i] = (unsigned char)hit;
+        }
+    }
     for (size_t i = 0; i < m->nentries; i++) {
         if (!want[i])
             continue;
@@ -833,7 +845,28 @@ typedef struct collector {
     uint64_t count;
     uint32_t ncores;
     uint64_t *last_start;     /* per core x engine: start of the last KIND instruction + 1 */
+    uint64_t span_start, span_end; /* BUSY_FRACTION: the current run of overlapping
+                                    * instructions (span_end 0: none yet) */
 } collector_t;
+
+/* Engine active time, as the profiler counts it: time with at least one instruction between
+ * its start and its completion. An engine's instructions start in order, so the union of
+ * their [start, end] intervals is a sequence of runs. */
+static void on_instr_active(void *ctx, const sim_trace_instr_t *r)
+{
+    collector_t *c = ctx;
+    if (r->core != c->e->core || r->engine != c->e->engine || r->end_ps <= r->start_ps)
+        return;
+    if (c->span_end && r->start_ps <= c->span_end) {
+        if (r->end_ps > c->span_end)
+            c->span_end = r->end_ps;
+        return;
+    }
+    if (c->span_end)
+        c->sum_ps += (double)(c->span_end - c->span_start);
+    c->span_start = r->start_ps;
+    c->span_end = r->end_ps;
+}
 
 static void on_instr(void *ctx, const sim_trace_instr_t *r)
 {
@@ -886,10 +919,12 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
         set_err(msg, msglen, "%s", err);
         return st;
     }
-    collector_t col = {e, 0, 0, prog->ncores, NULL};
+    collector_t col = {e, 0, 0, prog->ncores, NULL, 0, 0};
     sim_trace_sink_t sink = {&col, NULL, NULL, NULL, NULL, NULL};
     if (e->kind == SIM_VALIDATE_MEAN_DURATION_NS || e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS)
         sink.instr = on_instr;
+    if (e->kind == SIM_VALIDATE_BUSY_FRACTION)
+        sink.instr = on_instr_active;
     if (e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS &&
         !(col.last_start = calloc((size_t)prog->ncores * ISA_ENGINE_COUNT, sizeof(uint64_t)))) {
         set_err(msg, msglen, "out of memory");
@@ -928,11 +963,8 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
             set_err(msg, msglen, "figure '%s': the program has %u cores", e->figure, ss->ncores);
             st = NCSIM_USAGE;
         } else {
-            /* the profiler's engine_active_time: time with at least one instruction in
-             * flight (start to completion), not the sum of initiation intervals */
-            v = ss->total_ps ? (double)ss->cores[e->core].engines[e->engine].active_ps /
-                                   (double)ss->total_ps
-                             : 0.0;
+            double active = col.sum_ps + (double)(col.span_end - col.span_start);
+            v = ss->total_ps ? active / (double)ss->total_ps : 0.0;
         }
         break;
     case SIM_VALIDATE_MEAN_DURATION_NS:
@@ -1354,7 +1386,6 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
         return NCSIM_NOMEM;
     }
     size_t n = 0;
-    double band = 0;
     for (size_t i = 0; i < m->nentries; i++) {
         const sim_validate_result_t *r = &results[i];
         if (!r->ran || r->status != NCSIM_OK)
@@ -1364,8 +1395,18 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
         pts[n].label = m->entries[i].id;
         pts[n].good = r->inside;
         n++;
-        if (m->entries[i].band > band)
+    }
+    /* the band drawn is the one most entries have (each point's colour uses its own) */
+    double band = 0;
+    size_t most = 0;
+    for (size_t i = 0; i < m->nentries; i++) {
+        size_t k = 0;
+        for (size_t j = 0; j < m->nentries; j++)
+            k += m->entries[j].band == m->entries[i].band;
+        if (k > most) {
+            most = k;
             band = m->entries[i].band;
+        }
     }
     if (!n) {
         free(pts);

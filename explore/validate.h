@@ -20,7 +20,8 @@
 /* What an entry reads from its run. */
 typedef enum sim_validate_figure {
     SIM_VALIDATE_TIME_NS,          /* total simulated time */
-    SIM_VALIDATE_BUSY_FRACTION,    /* busy time of one engine of one core / total time */
+    SIM_VALIDATE_BUSY_FRACTION,    /* active time of one engine of one core / total time:
+                                    * time with an instruction between start and completion */
     SIM_VALIDATE_MEAN_DURATION_NS, /* mean start-to-end of instructions of one mnemonic */
     SIM_VALIDATE_MEAN_INTERVAL_NS, /* mean start-to-start of consecutive ones, same engine */
     SIM_VALIDATE_DMA_TRANSFER_NS,  /* mean duration of one DMA engine transfer */
@@ -92,6 +93,9 @@ typedef struct sim_validate_options {
     unsigned jobs;                  /* worker processes; 0 or 1: this process */
     int only_fit;                   /* run only the entries with fit=true (and those they are
                                        relative to) */
+    const char *const *only;        /* when nonly > 0: run only the entries whose id contains
+                                       one of these (and those they are relative to) */
+    size_t nonly;
 } sim_validate_options_t;
 
 ncsim_status_t sim_validate_prepare(sim_validate_manifest_t *m, const sim_validate_options_t *o,
@@ -139,8 +143,9 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
                                       const sim_validate_result_t *results, char *err,
                                       size_t errlen);
 
-/* A log-log scatter of simulated against measured, the y = x line and the band lines of the
- * widest band, each point labelled with its id. NCSIM_USAGE when no entry has a figure. */
+/* A log-log scatter of simulated against measured, the y = x line and the lines of the band
+ * most entries have, each point labelled with its id and coloured by whether it is inside its
+ * own band. NCSIM_USAGE when no entry has a figure. */
 ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manifest_t *m,
                                  const sim_validate_result_t *results, char *err,
                                  size_t errlen);

@@ -795,7 +795,7 @@ static int at_view(asm_state_t *A)
     const isa_tok_t *t = TOK(A);
     if (t->kind != TK_IDENT)
         return 0;
-    if (is_raw_space(t, t + 1))
+    if (is_raw_space(t, t + 1) || (tok_ident(t, "broadcast") && tok_is(t + 1, '(')))
         return 1;
     return find_tensor(A, t) != NULL;
 }
@@ -900,6 +900,106 @@ static int resolve_slice(asm_state_t *A, const slice_t *s, uint64_t n, int dim,
     return 0;
 }
 
+/*
+ * An HBM view whose dimensions the encoding cannot hold (a count above ISA_MAX_COUNT, as in
+ * a whole [65536, 1024] tensor): the same elements in the same row-major order, described
+ * with other dimensions. HBM views are used only by dma and the collectives, which pair
+ * elements in row-major order and never look at the dimension structure, so any description
+ * of the same sequence means the same thing. Adjacent dimensions that are contiguous
+ * (stride[d] == stride[d+1] * count[d+1]) are merged, then each dimension that is still too
+ * big is split into factors of at most ISA_MAX_COUNT. Views within the limits are left as
+ * written. When no such description fits in ISA_MAX_HBM_DIMS dimensions (a count with no
+ * suitable factors), the message says which dimension and how to restructure.
+ */
+static uint64_t largest_factor_at_most(uint64_t c, uint64_t lim, uint64_t want_outer_at_most)
+{
+    /* the largest divisor b <= lim of c with c / b <= want_outer_at_most, else the largest
+     * divisor <= lim at all (1 when c is prime and above lim) */
+    uint64_t best = 1;
+    for (uint64_t b = lim < c ? lim : c; b > 1; b--)
+        if (c % b == 0) {
+            if (c / b <= want_outer_at_most)
+                return b;
+            if (best == 1)
+                best = b;
+        }
+    return best;
+}
+
+static int fold_hbm_view(asm_state_t *A, isa_view_t *v, const uint64_t *count,
+                         const int64_t *stride, const uint32_t *col, unsigned n,
+                         const isa_tok_t *name)
+{
+    int too_big = 0;
+    for (unsigned d = 0; d < n; d++)
+        too_big |= count[d] > ISA_MAX_COUNT;
+    if (!too_big) {
+        for (unsigned d = 0; d < n; d++) {
+            v->stride[v->ndims] = stride[d];
+            v->count[v->ndims] = (uint32_t)count[d];
+            v->ndims++;
+        }
+        return 0;
+    }
+    uint64_t c[2 * ISA_MAX_DIMS + 2];
+    int64_t st[2 * ISA_MAX_DIMS + 2];
+    unsigned m = 0, first_big = 0;
+    for (unsigned d = 0; d < n; d++) {
+        if (count[d] > ISA_MAX_COUNT && !first_big)
+            first_big = d + 1;
+        if (count[d] == 1)
+            continue;
+        if (m && st[m - 1] == stride[d] * (int64_t)count[d]) { /* contiguous: merge */
+            c[m - 1] *= count[d];
+            st[m - 1] = stride[d];
+            continue;
+        }
+        c[m] = count[d];
+        st[m] = stride[d];
+        m++;
+    }
+    /* split, innermost factor as large as allowed */
+    for (unsigned d = 0; d < m && m <= ISA_MAX_HBM_DIMS; d++) {
+        if (c[d] <= ISA_MAX_COUNT)
+            continue;
+        uint64_t b = largest_factor_at_most(c[d], ISA_MAX_COUNT, ISA_MAX_COUNT);
+        if (b == 1)
+            break;
+        memmove(&c[d + 2], &c[d + 1], (m - d - 1) * sizeof c[0]);
+        memmove(&st[d + 2], &st[d + 1], (m - d - 1) * sizeof st[0]);
+        c[d + 1] = b;
+        st[d + 1] = st[d];
+        c[d] /= b;
+        st[d] *= (int64_t)b;
+        m++;
+        d--; /* the outer part may still be too big */
+    }
+    int ok = m <= ISA_MAX_HBM_DIMS;
+    for (unsigned d = 0; ok && d < m; d++)
+        ok = c[d] <= ISA_MAX_COUNT;
+    if (!ok) {
+        unsigned d = first_big - 1;
+        return err_at(A, col[d], "dimension %u of '%.*s' selects %llu elements; a view "
+                                 "dimension holds at most %d and these elements cannot be "
+                                 "described in %d dimensions of at most %d (no suitable "
+                                 "factors): declare the tensor with smaller dimensions, or "
+                                 "make two operands of it", d, (int)name->len, name->s,
+                      (unsigned long long)count[d], ISA_MAX_COUNT, ISA_MAX_HBM_DIMS,
+                      ISA_MAX_COUNT);
+    }
+    if (m == 0) { /* every dimension had one element */
+        c[0] = 1;
+        st[0] = 1;
+        m = 1;
+    }
+    for (unsigned d = 0; d < m; d++) {
+        v->stride[v->ndims] = st[d];
+        v->count[v->ndims] = (uint32_t)c[d];
+        v->ndims++;
+    }
+    return 0;
+}
+
 static int parse_named_view(asm_state_t *A, isa_view_t *v)
 {
     const isa_tok_t *name = TOK(A);
@@ -941,6 +1041,11 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
     v->offset = T->offset;
     v->pcount = 1;
     int64_t elem_off = 0;
+    /* the view's dims before folding (fold_hbm_view): counts may exceed ISA_MAX_COUNT */
+    uint64_t big_count[ISA_MAX_DIMS + 1];
+    int64_t big_stride[ISA_MAX_DIMS + 1];
+    uint32_t big_col[ISA_MAX_DIMS + 1];
+    unsigned nbig = 0;
     /* row-major element strides of the free dims */
     int64_t stride[ISA_MAX_DIMS + 1];
     int64_t acc = 1;
@@ -969,16 +1074,22 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
         elem_off += first * stride[d];
         if (s->is_index)
             continue;
-        if (count > ISA_MAX_COUNT)
+        if (count > ISA_MAX_COUNT && onchip)
             return err_at(A, s->col, "dimension %u of '%.*s' selects %llu elements; a view "
-                                     "dimension holds at most %d (declare the tensor with "
-                                     "smaller dimensions, or use a raw view)", d, (int)name->len, name->s,
+                                     "dimension of %s holds at most %d: declare the tensor "
+                                     "with that dimension as two (A x B = %llu, each at most "
+                                     "%d) and slice both", d, (int)name->len, name->s,
+                          (unsigned long long)count,
+                          T->space == ISA_SPACE_SBUF ? "SBUF" : "PSUM", ISA_MAX_COUNT,
                           (unsigned long long)count, ISA_MAX_COUNT);
         /* with one element the step is irrelevant; otherwise |step| < n keeps this small */
-        v->stride[v->ndims] = count == 1 ? stride[d] : stride[d] * s->step;
-        v->count[v->ndims] = (uint32_t)count;
-        v->ndims++;
+        big_stride[nbig] = count == 1 ? stride[d] : stride[d] * s->step;
+        big_count[nbig] = count;
+        big_col[nbig] = s->col;
+        nbig++;
     }
+    if (fold_hbm_view(A, v, big_count, big_stride, big_col, nbig, name))
+        return -1;
     v->offset = T->offset + (uint64_t)(elem_off * (int64_t)es);
     return 0;
 }
@@ -987,6 +1098,85 @@ static int parse_named_view(asm_state_t *A, isa_view_t *v)
  * them (offset + stride * count * element size, over every dim) cannot overflow. */
 #define RAW_MAX_OFFSET (1ll << 48)
 #define RAW_MAX_STRIDE (1ll << 40)
+
+/*
+ * The OFFSET (or ADDR) of a raw view: an integer expression, or a tensor's name, optionally
+ * followed by `+ EXPR`: the tensor's byte offset (in each partition, or its HBM address)
+ * plus that, so that generated code can address inside a tensor the assembler placed
+ * (`hbm:fp32+s[0x128, 1x1]`) without pinning it. The tensor must be in the view's memory
+ * (and, in HBM, on the issuing core's chip).
+ */
+static int parse_raw_base(asm_state_t *A, const isa_view_t *v, int64_t *off)
+{
+    const isa_tok_t *t = TOK(A);
+    isa_tensor_t *T = t->kind == TK_IDENT ? find_tensor(A, t) : NULL;
+    if (!T)
+        return parse_expr(A, off);
+    if (T->space != v->space)
+        return err_here(A, "tensor '%.*s' is in %s, not in the raw view's %s", (int)t->len,
+                        t->s, T->space == ISA_SPACE_HBM ? "HBM" : T->space == ISA_SPACE_SBUF
+                                                                    ? "SBUF" : "PSUM",
+                        v->space == ISA_SPACE_HBM ? "HBM" : v->space == ISA_SPACE_SBUF ? "SBUF"
+                                                                                     : "PSUM");
+    if (T->space == ISA_SPACE_HBM) {
+        uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
+        if ((uint32_t)T->chip != core / ISA_CORES_PER_CHIP)
+            return err_here(A, "tensor '%.*s' is in the HBM of chip %d, but core %u is on "
+                               "chip %u and reaches only its own chip's HBM", (int)t->len, t->s,
+                            T->chip, core, core / ISA_CORES_PER_CHIP);
+    }
+    A->pos++;
+    int64_t extra = 0;
+    uint32_t ecol = TOK(A)->col;
+    if (accept(A, '+')) {
+        ecol = TOK(A)->col;
+        if (parse_expr(A, &extra))
+            return -1;
+    }
+    if (extra < 0 || (uint64_t)extra > (uint64_t)RAW_MAX_OFFSET)
+        return err_at(A, ecol, "byte offset %lld after tensor '%.*s' out of range 0..%lld",
+                        (long long)extra, (int)t->len, t->s, (long long)RAW_MAX_OFFSET);
+    *off = (int64_t)T->offset + extra;
+    return 0;
+}
+
+/*
+ * broadcast(VIEW, N): VIEW repeated N times, as a new outermost (free) dimension of stride 0.
+ * `broadcast(s, 128)` of a one-element HBM tensor is 128 copies of it, which a DMA pairs
+ * with an SBUF [128, 1] vector: one copy per partition. A row g[F] broadcast to 128 fills an
+ * SBUF [128, F] tile with the row on every partition.
+ */
+static int parse_view(asm_state_t *A, isa_view_t *v);
+
+static int parse_broadcast_view(asm_state_t *A, isa_view_t *v)
+{
+    uint32_t col = TOK(A)->col;
+    A->pos += 2; /* broadcast ( */
+    if (parse_view(A, v))
+        return -1;
+    if (expect(A, ',', "',' and the number of copies in broadcast(VIEW, N)"))
+        return -1;
+    uint32_t ncol = TOK(A)->col;
+    int64_t n;
+    if (parse_expr(A, &n))
+        return -1;
+    if (expect(A, ')', "')' closing broadcast(VIEW, N)"))
+        return -1;
+    if (n < 1 || n > ISA_MAX_COUNT)
+        return err_at(A, ncol, "broadcast: %lld copies, out of range 1..%d", (long long)n,
+                      ISA_MAX_COUNT);
+    unsigned maxd = v->space == ISA_SPACE_HBM ? ISA_MAX_HBM_DIMS : ISA_MAX_FREE_DIMS;
+    if (v->ndims >= maxd)
+        return err_at(A, col, "broadcast: the view already has %u dimensions, the most a%s "
+                              "view has; broadcast a view with fewer", v->ndims,
+                      v->space == ISA_SPACE_HBM ? "n HBM" : "n on-chip");
+    memmove(&v->stride[1], &v->stride[0], v->ndims * sizeof v->stride[0]);
+    memmove(&v->count[1], &v->count[0], v->ndims * sizeof v->count[0]);
+    v->stride[0] = 0;
+    v->count[0] = (uint32_t)n;
+    v->ndims++;
+    return 0;
+}
 
 /* Raw view: SPACE:DTYPE@PSTART:PEND+OFFSET[STRIDExCOUNT, ...] or hbm:DTYPE+ADDR[...] */
 static int parse_raw_view(asm_state_t *A, isa_view_t *v)
@@ -1026,7 +1216,7 @@ static int parse_raw_view(asm_state_t *A, isa_view_t *v)
         return -1;
     int64_t off;
     uint32_t col = TOK(A)->col;
-    if (parse_expr(A, &off))
+    if (parse_raw_base(A, v, &off))
         return -1;
     if (off < 0 || off > RAW_MAX_OFFSET)
         return err_at(A, col, "byte offset %lld out of range 0..%lld", (long long)off,
@@ -1115,6 +1305,8 @@ static int parse_view(asm_state_t *A, isa_view_t *v)
         return err_here(A, "expected a view, found %s", tok_desc(t, b, sizeof b));
     if (is_raw_space(t, t + 1))
         return parse_raw_view(A, v);
+    if (tok_ident(t, "broadcast") && tok_is(t + 1, '('))
+        return parse_broadcast_view(A, v);
     return parse_named_view(A, v);
 }
 
@@ -1767,7 +1959,43 @@ static int find_sem(asm_state_t *A, const isa_tok_t *t, uint8_t *index)
     return 0;
 }
 
+static int parse_clause_body(asm_state_t *A, isa_instr_t *in);
+
+/*
+ * One clause, optionally conditional: `post s if EXPR`, `wait s >= N if EXPR`. A clause whose
+ * condition is zero is dropped, so that generated code needs no .if around the first or last
+ * instruction of a pipeline. The limits (2 waits, 2 posts) count the clauses kept.
+ */
 static int parse_clause(asm_state_t *A, isa_instr_t *in)
+{
+    isa_instr_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    const isa_tok_t *kw = TOK(A);
+    if (parse_clause_body(A, &tmp))
+        return -1;
+    if (TOK(A)->kind == TK_IDENT && tok_ident(TOK(A), "if")) {
+        A->pos++;
+        int64_t cond;
+        if (parse_expr(A, &cond))
+            return -1;
+        if (!cond)
+            return 0;
+    }
+    if (tmp.nwait) {
+        if (in->nwait == ISA_MAX_WAITS)
+            return err_at(A, kw->col, "too many waits: at most %d per instruction",
+                          ISA_MAX_WAITS);
+        in->wait[in->nwait++] = tmp.wait[0];
+    } else {
+        if (in->npost == ISA_MAX_POSTS)
+            return err_at(A, kw->col, "too many posts: at most %d per instruction",
+                          ISA_MAX_POSTS);
+        in->post[in->npost++] = tmp.post[0];
+    }
+    return 0;
+}
+
+static int parse_clause_body(asm_state_t *A, isa_instr_t *in)
 {
     const isa_tok_t *kw = TOK(A);
     if (tok_ident(kw, "wait")) {
@@ -1878,11 +2106,29 @@ static int check_emitted(asm_state_t *A, const isa_instr_t *in, const uint32_t *
     return err_at(A, col, "%s", msg);
 }
 
+/*
+ * After a flag's name: `=EXPR` lets an expression decide it (non-zero sets it), so generated
+ * code writes `matmul ps, w, x, acc=k>0` instead of three branches. Without `=` the flag is
+ * set.
+ */
+static int parse_flag_value(asm_state_t *A, int *on)
+{
+    *on = 1;
+    if (!accept(A, '='))
+        return 0;
+    int64_t v;
+    if (parse_expr(A, &v))
+        return -1;
+    *on = v != 0;
+    return 0;
+}
+
 /* Does token t name the flag slot of this op? */
 static int flag_slot(const isa_op_info_t *info, const isa_tok_t *t)
 {
-    if (t->kind != TK_IDENT ||
-        !(t[1].kind == TK_END || tok_is(&t[1], ',') || tok_is(&t[1], '|')))
+    /* followed by the end, ',', '|' or '=EXPR' (parse_flag_value) */
+    if (t->kind != TK_IDENT || !(t[1].kind == TK_END || tok_is(&t[1], ',') ||
+                                 tok_is(&t[1], '|') || tok_is(&t[1], '=')))
         return -1;
     for (unsigned i = 0; i < info->nslots; i++)
         if (info->slots[i].form == ISA_FORM_FLAG && strlen(info->slots[i].name) == t->len &&
@@ -1996,6 +2242,7 @@ static int statement_instr(asm_state_t *A)
     unsigned npos = 0;
     int first_item = 1;
     unsigned required = 0;
+    unsigned flags_seen = 0; /* flag slots given, set or not (FLAG=EXPR may clear one) */
     for (unsigned i = 0; i < info->nslots; i++)
         if (info->slots[i].form == ISA_FORM_POSITIONAL && !info->slots[i].optional)
             required++;
@@ -2007,12 +2254,16 @@ static int statement_instr(asm_state_t *A)
         int s;
         /* required positionals come first; after them a bare flag name is the flag */
         if (npos >= required && (s = flag_slot(info, t)) >= 0) {
-            if (args[s].present)
+            if (args[s].present || (flags_seen >> s & 1u))
                 return err_here(A, "flag '%.*s' given twice", (int)t->len, t->s);
-            args[s].present = 1;
-            args[s].v.i = 1;
+            flags_seen |= 1u << s;
             cols[s] = t->col;
             A->pos++;
+            int on = 1;
+            if (parse_flag_value(A, &on))
+                return -1;
+            args[s].present = (uint8_t)on;
+            args[s].v.i = on;
             continue;
         }
         s = option_slot(info, t);

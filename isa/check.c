@@ -702,18 +702,34 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
         if (T->space == ISA_SPACE_HBM) {
             if (T->kind == ISA_TK_LOCAL || T->chip < 0 || (uint32_t)T->chip >= p->chips ||
                 T->offset + bytes > g->hbm_bytes || T->offset + bytes < T->offset)
-                isa_diag_error(diag, file, 0, 0, "HBM tensor %u ('%s'): bad kind, chip or "
-                                                 "address", i, name);
+                isa_diag_error(diag, file, 0, 0, "HBM tensor '%s' (number %u): bad kind, or "
+                                                 "chip %d of %u, or bytes %llu..%llu beyond "
+                                                 "the %llu bytes of HBM", name, i, (int)T->chip,
+                               p->chips, (unsigned long long)T->offset,
+                               (unsigned long long)(T->offset + bytes),
+                               (unsigned long long)g->hbm_bytes);
             else if (T->kind != ISA_TK_SCRATCH && !*name)
                 isa_diag_error(diag, file, 0, 0, "HBM %s tensor %u has no name",
                                isa_tensor_kind_name((isa_tensor_kind_t)T->kind), i);
         } else {
             uint64_t limit = T->space == ISA_SPACE_SBUF ? g->sbuf_bytes : g->psum_bytes;
-            if (T->kind != ISA_TK_LOCAL || T->core < -1 || T->core >= (int32_t)p->ncores ||
-                (uint64_t)T->pstart + T->dims[0] > g->partitions ||
-                T->offset + bytes > limit || T->offset + bytes < T->offset)
-                isa_diag_error(diag, file, 0, 0, "on-chip tensor %u ('%s'): bad core, "
-                                                 "partitions or offset", i, name);
+            const char *mem = T->space == ISA_SPACE_SBUF ? "SBUF" : "PSUM";
+            if (T->kind != ISA_TK_LOCAL || T->core < -1 || T->core >= (int32_t)p->ncores)
+                isa_diag_error(diag, file, 0, 0, "on-chip tensor %u ('%s'): bad kind or core "
+                                                 "%d (the program has %u cores)", i, name,
+                               (int)T->core, p->ncores);
+            else if ((uint64_t)T->pstart + T->dims[0] > g->partitions)
+                isa_diag_error(diag, file, 0, 0, "%s tensor '%s' needs partitions %u..%llu, "
+                                                 "but %s has %u partitions", mem, name,
+                               (unsigned)T->pstart,
+                               (unsigned long long)(T->pstart + T->dims[0] - 1), mem,
+                               g->partitions);
+            else if (T->offset + bytes > limit || T->offset + bytes < T->offset)
+                isa_diag_error(diag, file, 0, 0, "%s tensor '%s' needs bytes [%llu, %llu) of each "
+                                                 "partition, but each %s partition has %llu bytes",
+                               mem, name, (unsigned long long)T->offset,
+                               (unsigned long long)(T->offset + bytes), mem,
+                               (unsigned long long)limit);
         }
     }
     for (uint32_t i = 0; i < p->nsems; i++) {

@@ -364,7 +364,10 @@ void isa_program_free(isa_program_t *prog);
 const char *isa_string(const isa_program_t *prog, uint32_t offset);
 static inline const isa_arg_t *isa_instr_args(const isa_program_t *p, const isa_instr_t *in)
 {
-    return &p->args[in->args];
+    /* a program of operand-less instructions (nop) has no args array: indexing NULL, even by
+     * 0, is undefined behaviour */
+    static const isa_arg_t none[ISA_MAX_SLOTS];
+    return p->args ? &p->args[in->args] : none;
 }
 static inline const isa_view_t *isa_arg_view(const isa_program_t *p, const isa_arg_t *a)
 {

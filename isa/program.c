@@ -4,6 +4,7 @@
 #include "isa.h"
 #include "isa_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,30 @@ const char *ncsim_status_text(ncsim_status_t status)
 #undef XX
     };
     return (unsigned)status < NCSIM_STATUS_COUNT ? texts[status] : "unknown status";
+}
+
+const char *ncsim_status_name(ncsim_status_t status)
+{
+    static const char *const names[] = {
+#define XX(name, code, text) #name,
+        NCSIM_STATUS_MAP(XX)
+#undef XX
+    };
+    return (unsigned)status < NCSIM_STATUS_COUNT ? names[status] : "UNKNOWN";
+}
+
+/* The version of the library (the header's macros are those of the header compiled against). */
+const char *ncsim_version(void)
+{
+#define NCSIM_STR2(x) #x
+#define NCSIM_STR(x) NCSIM_STR2(x)
+    return NCSIM_STR(NCSIM_VERSION_MAJOR) "." NCSIM_STR(NCSIM_VERSION_MINOR) "." NCSIM_STR(
+        NCSIM_VERSION_PATCH);
+}
+
+int ncsim_version_number(void)
+{
+    return NCSIM_VERSION_NUMBER;
 }
 
 /* ---- name tables --------------------------------------------------------------------------- */
@@ -162,7 +187,6 @@ static const struct {
 };
 
 static isa_op_info_t op_infos[ISA_OP_COUNT];
-static int op_infos_ready;
 
 static int kind_from_word(const char *w, size_t n)
 {
@@ -217,22 +241,26 @@ static void parse_signature(isa_op_info_t *info, const char *sig)
     }
 }
 
+/* Parse every signature once; pthread_once makes the first calls from several threads (several
+ * simulators, Python threads) safe. */
+static void op_infos_init(void)
+{
+    for (int i = 0; i < ISA_OP_COUNT; i++) {
+        isa_op_info_t info;
+        memset(&info, 0, sizeof info);
+        info.mnemonic = op_rows[i].mnemonic;
+        info.synopsis = op_rows[i].synopsis;
+        info.signature = op_rows[i].signature;
+        info.engines = op_rows[i].engines;
+        parse_signature(&info, op_rows[i].signature);
+        op_infos[i] = info;
+    }
+}
+
 const isa_op_info_t *isa_op_info(isa_op_t op)
 {
-    if (!op_infos_ready) {
-        /* Idempotent: racing threads compute identical tables. */
-        for (int i = 0; i < ISA_OP_COUNT; i++) {
-            isa_op_info_t info;
-            memset(&info, 0, sizeof info);
-            info.mnemonic = op_rows[i].mnemonic;
-            info.synopsis = op_rows[i].synopsis;
-            info.signature = op_rows[i].signature;
-            info.engines = op_rows[i].engines;
-            parse_signature(&info, op_rows[i].signature);
-            op_infos[i] = info;
-        }
-        op_infos_ready = 1;
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, op_infos_init);
     return (unsigned)op < ISA_OP_COUNT ? &op_infos[op] : NULL;
 }
 

@@ -835,6 +835,23 @@ ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *er
     return st;
 }
 
+ncsim_status_t mdl_arch_parse(const char *text, size_t len, const char *name, mdl_arch_t *out,
+                              char *err, size_t errlen)
+{
+    if (!text || !out) {
+        set_err(err, errlen, "no architecture given");
+        return NCSIM_USAGE;
+    }
+    arch_source_t src;
+    memset(&src, 0, sizeof src);
+    fill_source(&src, name && *name ? name : "<json>", false);
+    mdl_arch_t tmp;
+    ncsim_status_t st = parse_and_apply(text, len, &src, 0, &tmp, err, errlen);
+    if (st == NCSIM_OK)
+        *out = tmp;
+    return st;
+}
+
 const char *const *mdl_arch_preset_names(void)
 {
     return mdl_preset_names;
@@ -897,6 +914,41 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
         }
     }
     CHECK(a->name[0] != '\0', "name: must not be empty");
+    /* Upper bounds (lower ones below), by unit, so that no time, size or rate a run derives
+     * from the config overflows or loses its meaning (ns are summed into 64-bit picoseconds,
+     * sizes into 64-bit byte counts): far beyond any hardware, a value past them is a typo
+     * or a probe, and a usage error. */
+    for (size_t i = 0; i < ARCH_NKEYS; i++) {
+        const arch_key_t *k = &arch_keys[i];
+        size_t n = strlen(k->path);
+#define ENDS(suf) (n >= sizeof suf - 1 && strcmp(k->path + n - (sizeof suf - 1), suf) == 0)
+        if (k->type == KT_F64) {
+            double v = *(const double *)cfield(a, k), hi = 1e6;
+            const char *why = "a factor or count";
+            if (ENDS("_ns"))
+                hi = 1e8, why = "0.1 s";
+            else if (ENDS("_cycles"))
+                hi = 1e8, why = "1e8 cycles";
+            else if (ENDS("_ghz"))
+                hi = 1e3, why = "1 THz";
+            else if (ENDS("_gbps"))
+                hi = 1e7, why = "10 PB/s";
+            else if (ENDS("_bytes"))
+                hi = 1099511627776.0, why = "1 TiB";
+            CHECK(v <= hi, "%s = %g: must be at most %g (%s)", k->path, v, hi, why);
+            if (ENDS("_ghz") || ENDS("_gbps"))
+                CHECK(v == 0 || v >= 1e-3, "%s = %g: must be 0 or at least 0.001", k->path, v);
+        } else if (k->type == KT_U64) {
+            uint64_t v = *(const uint64_t *)cfield(a, k);
+            uint64_t hi = strcmp(k->path, "hbm.size_bytes") == 0 ? 1ull << 50 : 1ull << 32;
+            CHECK(v <= hi, "%s = %llu: must be at most %llu", k->path, (unsigned long long)v,
+                  (unsigned long long)hi);
+        } else if (k->type == KT_U32) {
+            uint32_t v = *(const uint32_t *)cfield(a, k);
+            CHECK(v <= 1u << 16, "%s = %u: must be at most %u", k->path, v, 1u << 16);
+        }
+#undef ENDS
+    }
 
     CHECK(a->chips >= 1 && a->chips <= ISA_MAX_CHIPS, "system.chips = %u: must be between 1 and %d",
           a->chips, ISA_MAX_CHIPS);

@@ -147,6 +147,10 @@ typedef struct mdl_arch {
  * and key on failure. Returns NCSIM_OK, NCSIM_USAGE (bad name/keys/values) or NCSIM_IO.
  */
 ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *err, size_t errlen);
+/* The same from JSON text in memory; `name` is used in messages, and a relative "base" path
+ * is taken from the current directory. */
+ncsim_status_t mdl_arch_parse(const char *text, size_t len, const char *name, mdl_arch_t *out,
+                              char *err, size_t errlen);
 /* Apply one "section.key=value" override (NCSIM_USAGE on an unknown key or a bad value). */
 ncsim_status_t mdl_arch_set(mdl_arch_t *arch, const char *assignment, char *err, size_t errlen);
 /* Check consistency (positive clocks, partitions <= 128, ...); the message names the key. */

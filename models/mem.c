@@ -18,12 +18,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define PAGE_MASK (MDL_HBM_PAGE_SIZE - 1)
 #define STAGE_BYTES 16384 /* staging buffer for strided runs, on the stack */
 #define PLAN_DIMS (ISA_MAX_DIMS + 1)
 
 /* ---- HBM pages ------------------------------------------------------------------------------ */
+
+/*
+ * Zeroed memory for SBUF, PSUM and HBM pages straight from mmap: the kernel hands out zero
+ * pages as they are first touched, so a simulator pays only for the bytes its program uses.
+ * (calloc would do the same only until glibc's adaptive mmap threshold grows past these
+ * sizes, after the first free of one; from then on every new simulator would memset tens of
+ * megabytes.)
+ */
+static void *zeroed_map(size_t n)
+{
+    void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void zeroed_unmap(void *p, size_t n)
+{
+    if (p)
+        munmap(p, n ? n : 1);
+}
 
 int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
 {
@@ -45,8 +65,11 @@ int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
 void mdl_hbm_free(mdl_hbm_t *h)
 {
     if (h->pages)
-        for (uint64_t i = 0; i < h->npages; i++)
-            free(h->pages[i]);
+        for (uint64_t i = 0, left = h->pages_allocated; i < h->npages && left; i++)
+            if (h->pages[i]) {
+                zeroed_unmap(h->pages[i], MDL_HBM_PAGE_SIZE);
+                left--;
+            }
     free(h->pages);
     memset(h, 0, sizeof *h);
 }
@@ -58,8 +81,7 @@ static uint8_t *hbm_page_for_write(mdl_hbm_t *h, uint64_t addr)
     if (page >= h->npages)
         return NULL;
     if (!h->pages[page]) {
-        /* calloc of 1 MiB is served by mmap: the OS zero-fills pages as they are touched. */
-        h->pages[page] = calloc(1, MDL_HBM_PAGE_SIZE);
+        h->pages[page] = zeroed_map(MDL_HBM_PAGE_SIZE);
         if (!h->pages[page])
             return NULL;
         h->pages_allocated++;
@@ -113,7 +135,7 @@ int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
     if (bytes && partitions > SIZE_MAX / bytes)
         return -1;
     size_t total = (size_t)partitions * (size_t)bytes;
-    m->data = calloc(total ? total : 1, 1);
+    m->data = zeroed_map(total);
     if (!m->data)
         return -1;
     m->partitions = partitions;
@@ -123,7 +145,7 @@ int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
 
 void mdl_onchip_free(mdl_onchip_t *m)
 {
-    free(m->data);
+    zeroed_unmap(m->data, (size_t)m->partitions * (size_t)m->bytes);
     memset(m, 0, sizeof *m);
 }
 

@@ -8,6 +8,8 @@
  */
 #include "npy.h"
 
+#include "numerics.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -96,8 +98,15 @@ static descr_problem_t descr_classify(const char *descr, mdl_npy_type_t *type)
     }
     if (*d != '\0')
         return DESCR_UNSUPPORTED; /* e.g. '<M8[ns]' */
-    if (size > 1 && order == '>' && strchr("biuf", kind))
-        return DESCR_BIG_ENDIAN;
+    if (size > 1 && order == '>' && strchr("biuf", kind)) {
+        /* big-endian: read, then byte-swapped to little-endian (normalise_layout) */
+        for (int i = 0; i < MDL_NPY_TYPE_COUNT; i++)
+            if (npy_types[i].descr[1] == kind && npy_types[i].size == size) {
+                *type = (mdl_npy_type_t)i;
+                return DESCR_BIG_ENDIAN;
+            }
+        return DESCR_UNSUPPORTED;
+    }
     if (size > 1 ? order != '<' : !(order == '<' || order == '>' || order == '|'))
         return DESCR_UNSUPPORTED;
     for (int i = 0; i < MDL_NPY_TYPE_COUNT; i++) {
@@ -385,11 +394,8 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
     case DESCR_OK:
         break;
     case DESCR_BIG_ENDIAN:
-        set_err(err, errlen,
-                "%s: big-endian data ('%s') is not supported: save it little-endian, e.g. "
-                "arr.astype('<%s')",
-                name, descr, descr + 1);
-        return NCSIM_FORMAT;
+        out->swap = 1;
+        break;
     case DESCR_OBJECT:
         set_err(err, errlen,
                 "%s: object arrays ('%s') are not supported: they hold pickled Python objects, "
@@ -403,13 +409,7 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
                 name, descr);
         return NCSIM_FORMAT;
     }
-    if (fortran) {
-        set_err(err, errlen,
-                "%s: fortran_order True (column-major) arrays are not supported: save "
-                "np.ascontiguousarray(arr)",
-                name);
-        return NCSIM_FORMAT;
-    }
+    out->fortran = (uint8_t)(fortran != 0);
 
     out->type = type;
     snprintf(out->descr, sizeof out->descr, "%s", npy_types[type].descr);
@@ -495,6 +495,61 @@ void mdl_npy_free(mdl_npy_t *a)
     memset(a, 0, sizeof *a);
 }
 
+/*
+ * Bring data read as written into the one layout the rest of ncsim uses: little-endian,
+ * C (row-major) order. Big-endian files are byte-swapped; Fortran-order files (what
+ * np.save writes for a transposed array, a.T) are permuted, so the array means what it
+ * meant in NumPy.
+ */
+static ncsim_status_t normalise_layout(mdl_npy_t *a, const char *name, char *err,
+                                       size_t errlen)
+{
+    size_t es = a->itemsize;
+    if (a->swap && es > 1) {
+        unsigned char *p = a->data;
+        for (uint64_t i = 0; i < a->count; i++, p += es)
+            for (size_t k = 0; k < es / 2; k++) {
+                unsigned char t = p[k];
+                p[k] = p[es - 1 - k];
+                p[es - 1 - k] = t;
+            }
+    }
+    a->swap = 0;
+    if (a->fortran && a->ndim > 1 && a->count > 1) {
+        unsigned char *c = malloc(a->nbytes);
+        if (!c) {
+            set_err(err, errlen, "%s: out of host memory: %zu bytes to reorder a Fortran-order "
+                    "array", name, a->nbytes);
+            return NCSIM_NOMEM;
+        }
+        /* walk the C-order index (i0, ..., in-1) with the Fortran offset alongside:
+         * offset = i0 + d0 * (i1 + d1 * (...)), so dim k has Fortran stride prod(d0..dk-1) */
+        uint64_t idx[MDL_NPY_MAX_DIMS] = {0}, fstride[MDL_NPY_MAX_DIMS];
+        uint64_t acc = 1;
+        for (uint32_t k = 0; k < a->ndim; k++) {
+            fstride[k] = acc;
+            acc *= a->shape[k];
+        }
+        const unsigned char *f = a->data;
+        uint64_t off = 0;
+        for (uint64_t i = 0; i < a->count; i++) {
+            memcpy(c + i * es, f + off * es, es);
+            for (uint32_t k = a->ndim; k-- > 0;) { /* next C-order index */
+                if (++idx[k] < a->shape[k]) {
+                    off += fstride[k];
+                    break;
+                }
+                off -= (idx[k] - 1) * fstride[k];
+                idx[k] = 0;
+            }
+        }
+        free(a->data);
+        a->data = c;
+    }
+    a->fortran = 0;
+    return NCSIM_OK;
+}
+
 ncsim_status_t mdl_npy_parse(const void *bytes, size_t len, const char *name, mdl_npy_t *out,
                              char *err, size_t errlen)
 {
@@ -532,7 +587,10 @@ ncsim_status_t mdl_npy_parse(const void *bytes, size_t len, const char *name, md
     }
     if (out->nbytes)
         memcpy(out->data, b + preamble + hlen, out->nbytes);
-    return NCSIM_OK;
+    st = normalise_layout(out, name, err, errlen);
+    if (st != NCSIM_OK)
+        mdl_npy_free(out);
+    return st;
 }
 
 /* fread that tells a short read from a read error. */
@@ -629,7 +687,7 @@ static ncsim_status_t read_stream(FILE *f, const char *path, mdl_npy_t *out, cha
             extra++;
         return check_data_size(out, out->nbytes + extra, path, err, errlen);
     }
-    return NCSIM_OK;
+    return normalise_layout(out, path, err, errlen);
 }
 
 ncsim_status_t mdl_npy_read(const char *path, mdl_npy_t *out, char *err, size_t errlen)
@@ -805,6 +863,126 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
 }
 
 /* ---- Binding checks ------------------------------------------------------------------------ */
+
+int mdl_npy_convertible(mdl_npy_type_t from, mdl_npy_type_t to)
+{
+    if (from == to)
+        return 1;
+    int ffloat = from == MDL_NPY_F2 || from == MDL_NPY_F4 || from == MDL_NPY_F8;
+    int tfloat = to == MDL_NPY_F2 || to == MDL_NPY_F4;
+    int fint = from >= MDL_NPY_BOOL && from <= MDL_NPY_U8;
+    int tint = to >= MDL_NPY_I1 && to <= MDL_NPY_U4;
+    return (ffloat && tfloat) || (fint && tint);
+}
+
+/* Element i of a as a double (floats) or int64/uint64 (integers). */
+static double npy_get_f(const mdl_npy_t *a, uint64_t i)
+{
+    const unsigned char *p = (const unsigned char *)a->data + i * a->itemsize;
+    switch (a->type) {
+    case MDL_NPY_F2: {
+        uint16_t b;
+        memcpy(&b, p, 2);
+        return mdl_fp16_bits_to_f32(b);
+    }
+    case MDL_NPY_F4: {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    case MDL_NPY_F8: {
+        double d;
+        memcpy(&d, p, 8);
+        return d;
+    }
+    default: return 0;
+    }
+}
+
+static int npy_get_i(const mdl_npy_t *a, uint64_t i, int64_t *v, uint64_t *u, int *neg)
+{
+    const unsigned char *p = (const unsigned char *)a->data + i * a->itemsize;
+    *neg = 0;
+    switch (a->type) {
+    case MDL_NPY_BOOL: *u = p[0] != 0; break;
+    case MDL_NPY_I1: *v = (int8_t)p[0]; *neg = *v < 0; *u = (uint64_t)*v; break;
+    case MDL_NPY_U1: *u = p[0]; break;
+    case MDL_NPY_I2: { int16_t x; memcpy(&x, p, 2); *v = x; *neg = x < 0; *u = (uint64_t)*v; break; }
+    case MDL_NPY_U2: { uint16_t x; memcpy(&x, p, 2); *u = x; break; }
+    case MDL_NPY_I4: { int32_t x; memcpy(&x, p, 4); *v = x; *neg = x < 0; *u = (uint64_t)*v; break; }
+    case MDL_NPY_U4: { uint32_t x; memcpy(&x, p, 4); *u = x; break; }
+    case MDL_NPY_I8: { int64_t x; memcpy(&x, p, 8); *v = x; *neg = x < 0; *u = (uint64_t)x; break; }
+    case MDL_NPY_U8: { memcpy(u, p, 8); break; }
+    default: return -1;
+    }
+    if (!*neg)
+        *v = *u > INT64_MAX ? INT64_MAX : (int64_t)*u;
+    return 0;
+}
+
+ncsim_status_t mdl_npy_convert(mdl_npy_t *a, mdl_npy_type_t to, const char *path,
+                               const char *tensor, char *err, size_t errlen)
+{
+    if (a->type == to || !mdl_npy_convertible(a->type, to))
+        return NCSIM_OK; /* same type, or mdl_npy_expect refuses it with its message */
+    size_t es = npy_types[to].size;
+    unsigned char *out = malloc(a->count ? a->count * es : 1);
+    if (!out) {
+        set_err(err, errlen, "%s: out of host memory: %llu bytes to convert tensor '%s'", path,
+                (unsigned long long)(a->count * es), tensor);
+        return NCSIM_NOMEM;
+    }
+    int tint = to != MDL_NPY_F2 && to != MDL_NPY_F4;
+    /* integer range of the target */
+    int64_t lo = 0, hi = 0;
+    switch (to) {
+    case MDL_NPY_I1: lo = INT8_MIN, hi = INT8_MAX; break;
+    case MDL_NPY_U1: hi = UINT8_MAX; break;
+    case MDL_NPY_I2: lo = INT16_MIN, hi = INT16_MAX; break;
+    case MDL_NPY_U2: hi = UINT16_MAX; break;
+    case MDL_NPY_I4: lo = INT32_MIN, hi = INT32_MAX; break;
+    case MDL_NPY_U4: hi = UINT32_MAX; break;
+    default: break;
+    }
+    for (uint64_t i = 0; i < a->count; i++) {
+        unsigned char *d = out + i * es;
+        if (!tint) {
+            double x = npy_get_f(a, i);
+            float f = (float)x; /* round to nearest even */
+            if (to == MDL_NPY_F4) {
+                memcpy(d, &f, 4);
+            } else {
+                uint16_t b = mdl_f32_to_fp16_bits(f);
+                memcpy(d, &b, 2);
+            }
+            continue;
+        }
+        int64_t v = 0;
+        uint64_t u = 0;
+        int neg = 0;
+        npy_get_i(a, i, &v, &u, &neg);
+        if (v < lo || v > hi || (!neg && u > (uint64_t)hi)) {
+            free(out);
+            set_err(err, errlen, "%s: tensor '%s' is %s, but element %llu of the file is %s%llu, "
+                    "which does not fit: no integer is converted with loss",
+                    path, tensor, npy_types[to].numpy, (unsigned long long)i, neg ? "-" : "",
+                    (unsigned long long)(neg ? 0 - (uint64_t)v : u));
+            return NCSIM_FORMAT;
+        }
+        switch (es) {
+        case 1: { uint8_t x = (uint8_t)v; memcpy(d, &x, 1); break; }
+        case 2: { uint16_t x = (uint16_t)v; memcpy(d, &x, 2); break; }
+        default: { uint32_t x = (uint32_t)v; memcpy(d, &x, 4); break; }
+        }
+    }
+    free(a->data);
+    a->data = out;
+    a->type = to;
+    a->itemsize = (uint32_t)es;
+    a->nbytes = (size_t)(a->count * es);
+    snprintf(a->descr, sizeof a->descr, "%s", npy_types[to].descr);
+    return NCSIM_OK;
+}
 
 ncsim_status_t mdl_npy_expect(const mdl_npy_t *a, const char *path, const char *tensor,
                               isa_dtype_t t, const uint64_t *dims, uint32_t ndim, char *err,

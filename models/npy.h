@@ -59,6 +59,7 @@ typedef struct mdl_npy {
     uint64_t count; /* elements: product of shape (1 for a scalar) */
     void *data;     /* count * itemsize bytes, little-endian, C order; never NULL */
     size_t nbytes;
+    uint8_t fortran, swap; /* while reading: the file's order and byte order (then 0) */
 } mdl_npy_t;
 
 /*
@@ -80,6 +81,18 @@ void mdl_npy_free(mdl_npy_t *a);
  */
 ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t *shape,
                              uint32_t ndim, const void *data, char *err, size_t errlen);
+
+/*
+ * Conversions on input (docs/cli.md, "NumPy files"): float16/32/64 data for a float tensor
+ * (read as float32 or float16; a float64 value is rounded to nearest even to float32, then
+ * as any float32 input), and any integer data for an integer tensor when every value fits
+ * (else NCSIM_FORMAT naming the first that does not). mdl_npy_convertible says whether
+ * `from` data is accepted for a tensor read as `to`; mdl_npy_convert converts in place (no-op
+ * when the types are equal or not convertible: mdl_npy_expect then refuses with its message).
+ */
+int mdl_npy_convertible(mdl_npy_type_t from, mdl_npy_type_t to);
+ncsim_status_t mdl_npy_convert(mdl_npy_t *a, mdl_npy_type_t to, const char *path,
+                               const char *tensor, char *err, size_t errlen);
 
 /* Type of a descr string; MDL_NPY_TYPE_COUNT when not supported. */
 mdl_npy_type_t mdl_npy_type_lookup(const char *descr);

@@ -6,7 +6,8 @@ set -euo pipefail
 # configs and statistics (jansson), streaming trace reading (yajl), gzip traces (zlib),
 # functional matmul (OpenBLAS), the viewer (SDL2, libpng; Xvfb, xauth and xdotool for its
 # real-window test, tests/viz/xvfb_smoke.sh), the .pftrace test oracle (protoc),
-# numeric references in tests (/usr/bin/python3 with NumPy), the Slurm sweep test (a one-node
+# numeric references in tests (/usr/bin/python3 with NumPy), the Python package and its tests
+# (pytest; setuptools, pip and venv for `pip install ./python`), the Slurm sweep test (a one-node
 # slurmctld + slurmd + munged on localhost, tests/slurm/), the derivative-free optimiser of
 # `ncsim fit` (NLopt)
 packages=(
@@ -21,7 +22,7 @@ packages=(
   libnlopt-dev
   xvfb xauth xdotool
   protobuf-compiler
-  python3 python3-numpy
+  python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-venv
   slurm-wlm munge
 )
 SUDO=""

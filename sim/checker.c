@@ -136,6 +136,8 @@ struct chk {
     snapq_t *dmaq;          /* ncores x NQUEUES */
     uint8_t *last_landed;   /* per core: queue of the transfer that landed last */
     uint32_t *barrier;
+    uint32_t *self_done; /* per accessor: its own latest epoch known complete (from waits) */
+    uint32_t *tmpvc;
     int barrier_open;
     uint32_t **pool;        /* free VC buffers */
     uint32_t npool, cappool;
@@ -1079,8 +1081,13 @@ static void on_instr_start(void *ctx, sim_t *s, uint32_t core, uint8_t engine, u
     for (unsigned i = 0; i < in->nwait; i++) {
         const semst_t *m = &k->sems[(size_t)core * ISA_MAX_SEMS + in->wait[i].sem];
         const uint32_t *w = sem_wait_vc(m, &in->wait[i]);
-        if (w)
+        if (w) {
             vc_join(vc, w, k->na);
+            /* a post is made at completion: the engine's own instructions up to the one
+             * whose epoch the post carries (it completes in order) are known complete */
+            if (k->self_done && w[acc] > k->self_done[acc])
+                k->self_done[acc] = w[acc];
+        }
     }
     vc[acc]++;
     uint32_t g = global_index(k, in);
@@ -1089,7 +1096,16 @@ static void on_instr_start(void *ctx, sim_t *s, uint32_t core, uint8_t engine, u
         unsigned q = k->dma_queue_slot >= 0 && args[k->dma_queue_slot].present
                          ? (unsigned)args[k->dma_queue_slot].v.i
                          : 0;
-        snapq_push(k, &k->dmaq[(size_t)core * NQUEUES + (q % NQUEUES)], index, vc);
+        /* The transfer runs outside the engine's interlock (docs/language.md 8): it is not
+         * ordered after the engine's earlier instructions, which may still be executing
+         * when it is issued, only after those known complete (through a semaphore). */
+        const uint32_t *snap = vc;
+        if (k->tmpvc && k->self_done) {
+            memcpy(k->tmpvc, vc, (size_t)k->na * sizeof *vc);
+            k->tmpvc[acc] = k->self_done[acc];
+            snap = k->tmpvc;
+        }
+        snapq_push(k, &k->dmaq[(size_t)core * NQUEUES + (q % NQUEUES)], index, snap);
         return;
     }
     if (in->npost)
@@ -1488,6 +1504,10 @@ ncsim_status_t chk_create(const isa_program_t *prog, const mdl_arch_t *arch, uns
     k->dmaq = calloc((size_t)k->ncores * NQUEUES, sizeof *k->dmaq);
     k->last_landed = calloc(k->ncores, 1);
     k->barrier = calloc(k->na, sizeof *k->barrier);
+    k->self_done = calloc(k->na, sizeof *k->self_done);
+    k->tmpvc = calloc(k->na, sizeof *k->tmpvc);
+    if (!k->self_done || !k->tmpvc)
+        k->failed = 1;
     if (!k->vcs || !k->instr_core || !k->next_acc || !k->sbuf || !k->psum || !k->hbm ||
         !k->sems || !k->postq || !k->dmaq || !k->last_landed || !k->barrier)
         goto oom;
@@ -1574,6 +1594,8 @@ void chk_destroy(chk_t *k)
     free(k->dmaq);
     free(k->last_landed);
     free(k->barrier);
+    free(k->self_done);
+    free(k->tmpvc);
     free(k->vcs);
     free(k->instr_core);
     free(k->next_acc);
@@ -1600,8 +1622,91 @@ const sim_observer_t *chk_observer(chk_t *k)
  * none on another engine, none later on its own engine (a transfer's posts: its issuing
  * engine). Decrements take credits and signal nobody: they are never orphans.
  */
+/*
+ * Views that start inside a tensor and run past its end (or its partitions): a raw view
+ * computed wrongly reads or writes the neighbouring tensor without any error. A view is fine
+ * when some tensor of its memory holds it whole (pinned tensors may alias); a view that
+ * starts in no tensor (raw scratch space) is not judged.
+ */
+static void check_view_bounds(chk_t *k)
+{
+    const isa_program_t *p = k->prog;
+    for (uint32_t c = 0; c < k->ncores; c++)
+        for (unsigned e = 0; e < ISA_ENGINE_COUNT; e++) {
+            const isa_stream_t *st = isa_stream(p, c, (isa_engine_t)e);
+            for (uint32_t j = 0; j < st->count; j++) {
+                uint32_t g = st->first + j;
+                const isa_instr_t *in = &p->instrs[g];
+                const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+                const isa_arg_t *args = isa_instr_args(p, in);
+                for (unsigned sl = 0; sl < info->nslots; sl++) {
+                    if (!args[sl].present || !args[sl].is_view)
+                        continue;
+                    const isa_view_t *v = &p->views[args[sl].index];
+                    int64_t slo, shi;
+                    isa_view_byte_range(v, &slo, &shi);
+                    uint64_t lo = slo < 0 ? 0 : (uint64_t)slo, hi = shi < 0 ? 0 : (uint64_t)shi;
+                    uint32_t p0 = v->space == ISA_SPACE_HBM ? 0 : v->pstart;
+                    uint32_t p1 = v->space == ISA_SPACE_HBM ? 1 : v->pstart + v->pcount;
+                    uint32_t unit = v->space == ISA_SPACE_HBM ? c / ISA_CORES_PER_CHIP : c;
+                    int starts_in = 0, held = 0;
+                    for (uint32_t t = 0; t < p->ntensors && !held; t++) {
+                        const isa_tensor_t *T = &p->tensors[t];
+                        if (T->space != v->space)
+                            continue;
+                        uint64_t es = isa_dtype_size((isa_dtype_t)T->dtype), tlo = T->offset,
+                                 thi;
+                        uint32_t tp0 = 0, tp1 = 1;
+                        if (T->space == ISA_SPACE_HBM) {
+                            if (T->chip < 0 || (uint32_t)T->chip != unit)
+                                continue;
+                            thi = tlo + sim_tensor_elems(p, t) * es;
+                        } else {
+                            if (T->core != -1 && (uint32_t)T->core != c)
+                                continue;
+                            uint64_t per = es;
+                            for (unsigned d = 1; d < T->ndims; d++)
+                                per *= T->dims[d];
+                            thi = tlo + per;
+                            tp0 = T->pstart;
+                            tp1 = T->pstart + (uint32_t)T->dims[0];
+                        }
+                        if (p0 >= tp0 && p0 < tp1 && lo >= tlo && lo < thi) {
+                            starts_in = 1;
+                            held = p1 <= tp1 && hi <= thi;
+                        }
+                    }
+                    if (!starts_in || held)
+                        continue;
+                    fkey_t key;
+                    memset(&key, 0, sizeof key);
+                    key.kind = CHK_KIND_VIEW_BOUNDS;
+                    key.unit = unit;
+                    key.instr1 = g;
+                    key.acc1 = sl;
+                    int created;
+                    chk_finding_t *f = finding_get(k, &key, &created);
+                    if (!f || !created)
+                        continue;
+                    f->kind = CHK_KIND_VIEW_BOUNDS;
+                    f->has_range = 1;
+                    f->space = v->space;
+                    f->unit = unit;
+                    f->p0 = p0;
+                    f->p1 = p1;
+                    f->lo = lo;
+                    f->hi = hi;
+                    f->count = 1;
+                    f->first = make_site(k, acc_engine(c, e), g, 0);
+                }
+            }
+        }
+}
+
 void chk_static(chk_t *k)
 {
+    if (k->checks & CHK_VIEWS)
+        check_view_bounds(k);
     if (!(k->checks & CHK_SEMS))
         return;
     const isa_program_t *p = k->prog;
@@ -1726,7 +1831,8 @@ int chk_parse_list(const char *list, unsigned *mask, char *err, size_t errlen)
         const char *name;
         unsigned bit;
     } names[] = {{"races", CHK_RACES}, {"uninit", CHK_UNINIT}, {"nan", CHK_NAN},
-                 {"psum", CHK_PSUM},   {"sems", CHK_SEMS},     {"all", CHK_ALL}};
+                 {"psum", CHK_PSUM},   {"sems", CHK_SEMS},     {"views", CHK_VIEWS},
+                 {"all", CHK_ALL}};
     *mask = 0;
     const char *s = list;
     while (*s) {
@@ -1739,7 +1845,7 @@ int chk_parse_list(const char *list, unsigned *mask, char *err, size_t errlen)
                 found = 1;
             }
         if (!found) {
-            snprintf(err, errlen, "unknown check '%.*s' (races, uninit, nan, psum, sems, all)",
+            snprintf(err, errlen, "unknown check '%.*s' (races, uninit, nan, psum, sems, views, all)",
                      (int)n, s);
             return -1;
         }
@@ -1748,7 +1854,7 @@ int chk_parse_list(const char *list, unsigned *mask, char *err, size_t errlen)
             s++;
     }
     if (!*mask) {
-        snprintf(err, errlen, "no check named (races, uninit, nan, psum, sems, all)");
+        snprintf(err, errlen, "no check named (races, uninit, nan, psum, sems, views, all)");
         return -1;
     }
     return 0;
@@ -1973,6 +2079,13 @@ static void print_one(const chk_t *k, FILE *out, const chk_finding_t *f, uint64_
                 sem_name(k, f->unit, f->sem, sn, sizeof sn), f->unit, f->count,
                 f->count == 1 ? "" : "s", a);
         break;
+    case CHK_KIND_VIEW_BOUNDS:
+        range_text(k, f, r, sizeof r);
+        site_text(k, &f->first, a, sizeof a);
+        fprintf(out, "view-bounds %s: a view covers %s: it starts in that tensor and runs past "
+                     "its end (a raw view computed wrongly touches the next tensor)\n  %s\n",
+                chk_space_name(f->space), r, a);
+        break;
     case CHK_KIND_SEM_OVERFLOW:
         site_text(k, &f->first, a, sizeof a);
         fprintf(out, "sem-overflow: a post takes %s on core %u to %" PRId64
@@ -2087,4 +2200,26 @@ char *chk_json(const chk_t *k)
     char *s = json_dumps(root, JSON_INDENT(2));
     json_decref(root);
     return s;
+}
+
+char *chk_finding_text(const chk_t *k, size_t i)
+{
+    if (i >= k->nf)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    print_one(k, f, &k->f[i], 0);
+    if (fclose(f)) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+const char *chk_finding_tensor(const chk_t *k, size_t i)
+{
+    return i < k->nf && k->f[i].has_range ? tensor_at(k, &k->f[i]) : "";
 }

@@ -38,7 +38,8 @@
 #define CHK_PSUM 0x08u   /* matmul acc into PSUM not last written by pe; reads of PSUM while
                           * its accumulation group is open */
 #define CHK_SEMS 0x10u   /* waits that can never hold, orphan posts, semaphore overflow */
-#define CHK_ALL 0x1fu
+#define CHK_VIEWS 0x20u  /* views that start in one tensor and run past its end */
+#define CHK_ALL 0x3fu
 
 /* XX(ID, name) -- the kinds of findings; `name` is what text and JSON print. */
 #define CHK_KIND_MAP(XX)                                                                       \
@@ -49,7 +50,8 @@
     XX(PSUM_OPEN, "psum-open")                                                                 \
     XX(WAIT_UNSAT, "wait-unsat")                                                               \
     XX(POST_ORPHAN, "post-orphan")                                                             \
-    XX(SEM_OVERFLOW, "sem-overflow")
+    XX(SEM_OVERFLOW, "sem-overflow")                                                           \
+    XX(VIEW_BOUNDS, "view-bounds")
 
 typedef enum chk_kind {
 #define XX(id, name) CHK_KIND_##id,
@@ -117,6 +119,10 @@ const char *chk_kind_name(chk_kind_t kind);
 const char *chk_race_name(chk_race_t race);
 const char *chk_space_name(uint8_t space); /* "sbuf" "psum" "hbm" */
 
+/* One finding as the text chk_print gives it (malloc'd, NULL when out of memory). */
+char *chk_finding_text(const chk_t *k, size_t i);
+/* The declared tensor holding the start of a finding's range, or "". */
+const char *chk_finding_tensor(const chk_t *k, size_t i);
 /* Print findings as text (at most `limit`, 0 for all). */
 void chk_print(const chk_t *k, FILE *f, size_t limit);
 /* All findings as a JSON document (malloc'd), NULL when out of memory. */

@@ -82,6 +82,9 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
             r->series[i] = r->series[2 * i] + r->series[2 * i + 1];
         memset(r->series + FLOW_SERIES_MAX / 2, 0, FLOW_SERIES_MAX / 2 * sizeof *r->series);
         r->bucket_ps *= 2;
+        /* the buckets in use were merged by pairs too: without this the series would end
+         * in empty buckets past the end of the run */
+        r->nbuckets = (r->nbuckets + 1) / 2;
     }
     double per_ps = bytes / (double)(t1 - t0);
     for (uint64_t t = t0; t < t1;) {

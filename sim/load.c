@@ -26,6 +26,12 @@ char *sim_read_file(const char *path, size_t *len)
             }
             break;
         }
+        if (cap >= SIM_MAX_READ_BYTES) { /* /dev/zero, a device, a mistaken path */
+            free(buf);
+            buf = NULL;
+            errno = EFBIG;
+            break;
+        }
         cap *= 2;
         char *t = realloc(buf, cap + 1);
         if (!t) {
@@ -78,7 +84,11 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
     size_t len = 0;
     char *data = sim_read_file(path, &len);
     if (!data) {
-        isa_diag_error(diag, path, 0, 0, "cannot read: %s", strerror(errno));
+        if (errno == EFBIG)
+            isa_diag_error(diag, path, 0, 0, "cannot read: larger than %d MiB, which no "
+                           "program is (a device or a mistaken path?)", SIM_MAX_READ_BYTES >> 20);
+        else
+            isa_diag_error(diag, path, 0, 0, "cannot read: %s", strerror(errno));
         return NCSIM_IO;
     }
     ncsim_status_t st;

@@ -16,6 +16,9 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
                                 void *arch_ctx, isa_program_t **out, isa_diag_t *diag);
 
 /* Read a whole file into memory ("-" is stdin). NULL on error (errno set). */
+/* Reads at most SIM_MAX_READ_BYTES (NULL with errno EFBIG beyond: /dev/zero must not be read
+ * until memory runs out). */
+#define SIM_MAX_READ_BYTES (1 << 30)
 char *sim_read_file(const char *path, size_t *len);
 /* Write a whole file atomically (temporary file, then rename). 0 on success. */
 int sim_write_file(const char *path, const void *data, size_t len);

@@ -46,6 +46,8 @@ void sim_fail(struct sim *s, const char *fmt, ...)
     if (s->failed)
         return;
     s->failed = 1;
+    if (!s->fault.kind)
+        s->fault.kind = SIM_FAULT_RUNTIME;
     char buf[2048];
     va_list ap;
     va_start(ap, fmt);
@@ -59,6 +61,13 @@ void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n)
 {
     char text[512];
+    if (!s->fault.has_site) { /* the first instruction an error names is where it happened */
+        s->fault.has_site = 1;
+        s->fault.core = c->id;
+        s->fault.engine = (uint8_t)engine;
+        s->fault.index = index;
+        s->fault.line = in->line;
+    }
     isa_format_instr(s->prog, c->id, in, text, sizeof text);
     const char *file = isa_string(s->prog, s->prog->source);
     if (in->line && *file)
@@ -541,8 +550,9 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         uint64_t next = now + ii;
         if (E->pc == E->n)
             return;
-        /* nothing else can happen before `next`: continue without the heap */
-        if (next < sim_queue_next_time(q)) {
+        /* nothing else can happen before `next`: continue without the heap (but not past
+         * the time sim_run was asked to stop at) */
+        if (next < sim_queue_next_time(q) && next <= s->run_limit_ps) {
             q->now = next;
             continue;
         }
@@ -617,9 +627,36 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     isa_diag_free(&diag);
+    /* system.semaphores: the semaphores a core has (docs/architecture.md) */
+    for (uint32_t i = 0; i < prog->nsems; i++) {
+        const isa_sem_t *m = &prog->sems[i];
+        if (m->index >= a->semaphores) {
+            uint32_t used = 0;
+            for (uint32_t k = 0; k < prog->nsems; k++)
+                if ((m->core == -1 || prog->sems[k].core == -1 || prog->sems[k].core == m->core) &&
+                    prog->sems[k].index + 1u > used)
+                    used = prog->sems[k].index + 1u;
+            char who[32];
+            if (m->core < 0)
+                snprintf(who, sizeof who, "every core");
+            else
+                snprintf(who, sizeof who, "core %d", (int)m->core);
+            snprintf(err, errlen, "the program uses %u semaphores on %s (semaphore '%s' is "
+                     "number %u), but architecture '%s' has system.semaphores = %u per core",
+                     used, who, m->name == ISA_NO_NAME ? "?" : isa_string(prog, m->name),
+                     (unsigned)m->index, a->name, a->semaphores);
+            return NCSIM_USAGE;
+        }
+    }
+    /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
+    const char *what = "the simulator's state";
+    double how = 0;
     struct sim *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        snprintf(err, errlen, "out of host memory allocating the simulator's state");
         return NCSIM_NOMEM;
+    }
+    s->run_limit_ps = UINT64_MAX;
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;
@@ -664,6 +701,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
+        what = "the HBM page table";
+        how = (double)(a->hbm.size_bytes >> MDL_HBM_PAGE_BITS) * sizeof(void *);
         if (mdl_hbm_init(&s->chips[ch].hbm, a->hbm.size_bytes))
             goto oom;
         s->chips[ch].hbm_ready = 1;
@@ -693,6 +732,9 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
                 goto oom;
         }
         if (!opt->timing_only) {
+            what = "SBUF and PSUM";
+            how = (double)a->sbuf.partitions * (double)a->sbuf.bytes_per_partition +
+                  (double)a->psum.partitions * (double)a->psum.bytes_per_partition;
             if (mdl_onchip_init(&c->sbuf, a->sbuf.partitions, a->sbuf.bytes_per_partition) ||
                 mdl_onchip_init(&c->psum, a->psum.partitions, a->psum.bytes_per_partition))
                 goto oom;
@@ -709,7 +751,11 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     return NCSIM_OK;
 oom:
     sim_destroy(s);
-    snprintf(err, errlen, "out of memory building the system");
+    if (how > 0)
+        snprintf(err, errlen, "out of host memory allocating %s (%.1f MiB)", what,
+                 how / 1048576.0);
+    else
+        snprintf(err, errlen, "out of host memory allocating %s", what);
     return NCSIM_NOMEM;
 }
 
@@ -751,50 +797,138 @@ void sim_destroy(sim_t *s)
 
 /* ---- tensor I/O --------------------------------------------------------------------------------- */
 
-static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, isa_view_t *v, mdl_mem_t *mem)
+/* Express n elements as up to `max` row-major dims of counts <= ISA_MAX_COUNT with unit
+ * innermost stride; returns the number of dims, 0 when n does not factor that way. */
+static unsigned flat_dims(uint64_t n, unsigned max, uint32_t *count, int64_t *stride)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    memset(v, 0, sizeof *v);
-    v->space = ISA_SPACE_HBM;
-    v->dtype = T->dtype;
-    v->pcount = 1;
-    v->offset = T->offset;
-    /* one flat dimension per 65,535 elements is not enough for big tensors: use the
-     * tensor's own dims, collapsing leading ones into the first while counts allow */
-    uint64_t n = sim_tensor_elems(s->prog, tensor);
-    /* express n elements as up to 5 row-major dims with counts <= 65535 */
     uint64_t rest = n;
     uint32_t counts[ISA_MAX_DIMS];
     unsigned nd = 0;
     while (rest > 1 || nd == 0) {
-        if (nd == ISA_MAX_DIMS)
-            return NCSIM_USAGE;
-        uint32_t cnt = 1;
-        for (uint32_t f = 65535; f >= 1; f--)
-            if (rest % f == 0) {
-                cnt = f;
-                break;
-            }
+        if (nd == max)
+            return 0;
+        /* the largest count <= ISA_MAX_COUNT dividing rest: rest over its smallest cofactor
+         * at or above rest / ISA_MAX_COUNT */
+        uint64_t d = rest <= ISA_MAX_COUNT ? 1 : (rest + ISA_MAX_COUNT - 1) / ISA_MAX_COUNT;
+        while (rest % d)
+            d++;
+        uint32_t cnt = (uint32_t)(rest / d);
+        if (cnt == 1 && rest > 1)
+            return 0; /* a prime above ISA_MAX_COUNT */
         counts[nd++] = cnt;
         rest /= cnt;
         if (cnt == 1)
             break;
     }
     /* counts are innermost first */
-    int64_t stride = 1;
-    v->ndims = (uint8_t)nd;
+    int64_t st = 1;
     for (unsigned i = 0; i < nd; i++) {
-        v->count[nd - 1 - i] = counts[i];
-        v->stride[nd - 1 - i] = stride;
-        stride *= counts[i];
+        count[nd - 1 - i] = counts[i];
+        stride[nd - 1 - i] = st;
+        st *= counts[i];
     }
-    mem->sbuf = NULL;
-    mem->psum = NULL;
-    mem->hbm = &s->chips[T->chip].hbm;
+    return nd;
+}
+
+/* The view covering a whole tensor, row-major (partition first for SBUF/PSUM), on `core` for
+ * an on-chip tensor (one declared for every core takes the core given, its own otherwise). */
+static ncsim_status_t tensor_view(sim_t *s, uint32_t tensor, uint32_t core, isa_view_t *v,
+                                  mdl_mem_t *mem)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    memset(v, 0, sizeof *v);
+    memset(mem, 0, sizeof *mem);
+    v->dtype = T->dtype;
+    v->space = T->space;
+    if (T->space == ISA_SPACE_HBM) {
+        v->pcount = 1;
+        v->offset = T->offset;
+        v->ndims = (uint8_t)flat_dims(sim_tensor_elems(s->prog, tensor), ISA_MAX_HBM_DIMS,
+                                      v->count, v->stride);
+        if (!v->ndims || T->chip < 0 || (uint32_t)T->chip >= s->nchips)
+            return NCSIM_USAGE;
+        mem->hbm = &s->chips[T->chip].hbm;
+        return NCSIM_OK;
+    }
+    if (T->core >= 0)
+        core = (uint32_t)T->core;
+    if (core >= s->ncores || T->ndims < 1)
+        return NCSIM_USAGE;
+    uint64_t free_elems = 1;
+    for (unsigned d = 1; d < T->ndims; d++)
+        free_elems *= T->dims[d];
+    v->pstart = (uint8_t)T->pstart;
+    v->pcount = (uint16_t)T->dims[0];
+    v->offset = T->offset;
+    v->ndims = (uint8_t)flat_dims(free_elems, ISA_MAX_FREE_DIMS, v->count, v->stride);
+    if (!v->ndims)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    mem->sbuf = &c->sbuf;
+    mem->psum = &c->psum;
+    mem->hbm = &s->chips[c->chip].hbm;
+    return NCSIM_OK;
+}
+
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core)
+{
+    for (uint32_t i = 0; i < p->ntensors; i++) {
+        const isa_tensor_t *T = &p->tensors[i];
+        const char *n = isa_string(p, T->name);
+        if (strlen(n) != len || memcmp(n, name, len) != 0)
+            continue;
+        if (T->space == ISA_SPACE_HBM || T->core == -1 || (uint32_t)T->core == core)
+            return (int)i;
+    }
+    return -1;
+}
+
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values)
+{
+    if (s->opt.timing_only || tensor >= s->prog->ntensors)
+        return NCSIM_USAGE;
+    const isa_tensor_t *T = &s->prog->tensors[tensor];
+    if (T->space == ISA_SPACE_HBM)
+        return raw ? sim_tensor_read_raw(s, tensor, values)
+                   : sim_tensor_read_f32(s, tensor, values);
+    if (core >= s->ncores || (T->core != -1 && (uint32_t)T->core != core) || !T->ndims ||
+        T->ndims > ISA_MAX_DIMS + 1)
+        return NCSIM_USAGE;
+    core_t *c = &s->cores[core];
+    if (!c->fs_ready)
+        return NCSIM_USAGE;
+    /* the whole tensor as a view: its partitions, then its free dims row-major */
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = T->space;
+    v.dtype = T->dtype;
+    v.pstart = (uint8_t)T->pstart;
+    v.pcount = (uint16_t)T->dims[0];
+    v.offset = T->offset;
+    v.ndims = (uint8_t)(T->ndims > 1 ? T->ndims - 1 : 1);
+    int64_t stride = 1;
+    if (T->ndims == 1) {
+        v.count[0] = 1;
+        v.stride[0] = 1;
+    }
+    for (int d = (int)T->ndims - 1; d >= 1; d--) {
+        if (T->dims[d] > UINT32_MAX)
+            return NCSIM_USAGE;
+        v.count[d - 1] = (uint32_t)T->dims[d];
+        v.stride[d - 1] = stride;
+        stride *= (int64_t)T->dims[d];
+    }
+    mdl_mem_t mem = {&c->sbuf, &c->psum, &s->chips[c->chip].hbm};
+    char err[256];
+    if (mdl_view_check(&mem, &v, err, sizeof err))
+        return NCSIM_USAGE;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), values);
+    else
+        mdl_view_read_f32(&mem, &v, values);
     return NCSIM_OK;
 }
 
@@ -815,6 +949,26 @@ ncsim_status_t sim_tensor_write_npy(sim_t *s, uint32_t tensor, const mdl_npy_t *
     if (tensor >= p->ntensors)
         return NCSIM_USAGE;
     const isa_tensor_t *T = &p->tensors[tensor];
+    /* float16/64 for a float tensor, other integer widths for an integer one: converted
+     * (mdl_npy_convert) on a copy */
+    mdl_npy_t conv;
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (a->type != want && mdl_npy_convertible(a->type, want)) {
+        conv = *a;
+        conv.data = malloc(a->nbytes ? a->nbytes : 1);
+        if (!conv.data) {
+            snprintf(err, errlen, "%s: out of host memory: %zu bytes to convert tensor '%s'",
+                     path, a->nbytes, isa_string(p, T->name));
+            return NCSIM_NOMEM;
+        }
+        memcpy(conv.data, a->data, a->nbytes);
+        ncsim_status_t cst = mdl_npy_convert(&conv, want, path, isa_string(p, T->name), err,
+                                             errlen);
+        if (cst == NCSIM_OK)
+            cst = sim_tensor_write_npy(s, tensor, &conv, path, err, errlen);
+        free(conv.data);
+        return cst == NCSIM_FORMAT ? NCSIM_IO : cst;
+    }
     if (mdl_npy_expect(a, path, isa_string(p, T->name), (isa_dtype_t)T->dtype, T->dims,
                        T->ndims, err, errlen) != NCSIM_OK)
         return NCSIM_IO;
@@ -842,50 +996,56 @@ ncsim_status_t sim_tensor_fill_random(sim_t *s, uint32_t tensor, uint64_t seed)
     return st;
 }
 
-ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+ncsim_status_t sim_tensor_write(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                const void *data)
 {
     isa_view_t v;
     mdl_mem_t mem;
-    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
+    ncsim_status_t st = tensor_view(s, tensor, core, &v, &mem);
     if (st != NCSIM_OK)
         return st;
-    return mdl_view_write_f32(&mem, &v, values, MDL_ROUND_NEAREST_EVEN, NULL) ? NCSIM_NOMEM
-                                                                               : NCSIM_OK;
+    int bad = raw ? mdl_view_write_bytes_range(&mem, &v, 0, isa_view_elems(&v), data)
+                  : mdl_view_write_f32(&mem, &v, data, MDL_ROUND_NEAREST_EVEN, NULL);
+    return bad ? NCSIM_NOMEM : NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_read(sim_t *s, uint32_t tensor, uint32_t core, int raw, void *data)
+{
+    isa_view_t v;
+    mdl_mem_t mem;
+    ncsim_status_t st = tensor_view(s, tensor, core, &v, &mem);
+    if (st != NCSIM_OK)
+        return st;
+    if (raw)
+        mdl_view_read_bytes_range(&mem, &v, 0, isa_view_elems(&v), data);
+    else
+        mdl_view_read_f32(&mem, &v, data);
+    return NCSIM_OK;
+}
+
+ncsim_status_t sim_tensor_write_f32(sim_t *s, uint32_t tensor, const float *values)
+{
+    return sim_tensor_write(s, tensor, 0, 0, values);
 }
 
 ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values)
 {
-    isa_view_t v;
-    mdl_mem_t mem;
-    ncsim_status_t st = tensor_view(s, tensor, &v, &mem);
-    if (st != NCSIM_OK)
-        return st;
-    mdl_view_read_f32(&mem, &v, values);
-    return NCSIM_OK;
+    return sim_tensor_read(s, tensor, 0, 0, values);
 }
 
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
-    return mdl_hbm_write(&s->chips[T->chip].hbm, T->offset, data, bytes) ? NCSIM_NOMEM
-                                                                          : NCSIM_OK;
+    return sim_tensor_write(s, tensor, 0, 1, data);
 }
 
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data)
 {
-    if (s->opt.timing_only || tensor >= s->prog->ntensors)
-        return NCSIM_USAGE;
-    const isa_tensor_t *T = &s->prog->tensors[tensor];
-    if (T->space != ISA_SPACE_HBM)
-        return NCSIM_USAGE;
-    uint64_t bytes = sim_tensor_elems(s->prog, tensor) * isa_dtype_size((isa_dtype_t)T->dtype);
-    mdl_hbm_read(&s->chips[T->chip].hbm, T->offset, data, bytes);
-    return NCSIM_OK;
+    return sim_tensor_read(s, tensor, 0, 1, data);
+}
+
+const sim_fault_t *sim_fault(const sim_t *s)
+{
+    return &s->fault;
 }
 
 /* ---- the run loop -------------------------------------------------------------------------------- */
@@ -912,6 +1072,7 @@ static void report_deadlock(struct sim *s)
     snprintf(line, sizeof line, "deadlock at %.3f ns: no engine can make progress\n",
              (double)s->q.now / 1000.0);
     s->failed = 1;
+    s->fault.kind = SIM_FAULT_DEADLOCK;
     sim_error_append(s, line);
     cc_report_pending(s);
     for (uint32_t i = 0; i < s->ncores; i++) {
@@ -1057,6 +1218,7 @@ ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
         return NCSIM_PROGRAM;
     if (s->finished)
         return NCSIM_OK;
+    s->run_limit_ps = mode == SIM_RUN_UNTIL_TIME ? limit_ps : UINT64_MAX;
     for (;;) {
         if (mode == SIM_RUN_UNTIL_TIME && sim_queue_next_time(&s->q) > limit_ps)
             break;

@@ -8,6 +8,7 @@
 #ifndef NCSIM_SIM_SIM_H
 #define NCSIM_SIM_SIM_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -303,7 +304,25 @@ ncsim_status_t sim_tensor_read_f32(sim_t *s, uint32_t tensor, float *values);
 /* Raw bytes in the tensor's own type. */
 ncsim_status_t sim_tensor_write_raw(sim_t *s, uint32_t tensor, const void *data);
 ncsim_status_t sim_tensor_read_raw(sim_t *s, uint32_t tensor, void *data);
+/* Any tensor (HBM, SBUF, PSUM), all its elements in row-major order (partition first), as fp32
+ * values (raw 0) or packed raw bytes (raw 1). An SBUF/PSUM tensor declared for every core is
+ * accessed on `core`; one of a single core on its own. NCSIM_USAGE in timing-only runs or for
+ * a bad tensor or core. */
+ncsim_status_t sim_tensor_write(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                const void *data);
+ncsim_status_t sim_tensor_read(sim_t *s, uint32_t tensor, uint32_t core, int raw, void *data);
 uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor);
+/*
+ * Any declared tensor's values as they are now (ncsim run --dump): HBM tensors (inputs,
+ * outputs, scratch) and on-chip ones (SBUF, PSUM) of core `core` (ignored for HBM), row-major
+ * over the declared dims (partitions first). raw: the tensor's own element type, packed;
+ * else widened to fp32. NCSIM_USAGE in timing-only runs, for a bad index, or a core the
+ * tensor does not live on.
+ */
+ncsim_status_t sim_tensor_read_any(sim_t *s, uint32_t tensor, uint32_t core, int raw,
+                                   void *values);
+/* The tensor named name[0..len) that lives on `core` (HBM tensors: any core), or -1. */
+int sim_find_tensor(const isa_program_t *p, const char *name, size_t len, uint32_t core);
 /* Index of the HBM tensor named name[0..len), or -1. */
 int sim_find_hbm_tensor(const isa_program_t *p, const char *name, size_t len);
 /* Store a .npy array read from `path` into a tensor: the type and shape must be the ones
@@ -332,6 +351,33 @@ int sim_finished(const sim_t *s);
 uint64_t sim_now_ps(const sim_t *s);
 /* The run-time error or deadlock report ("" when none); may span several lines. */
 const char *sim_error(const sim_t *s);
+/* Run in slices of simulated time up to target_ps (UINT64_MAX: to the end), calling
+ * `progress` every `interval` seconds of host time between slices and stopping early when it
+ * returns nonzero or *stop becomes nonzero (a signal handler or another thread may set it):
+ * then *stopped is 1 and a later call goes on. Slices adapt to about 20 ms of host time
+ * (slice_ps keeps the size between calls; 0 starts at 1 us). Returns sim_run's status. */
+typedef struct sim_drive {
+    uint64_t slice_ps;
+    double interval;
+    int (*progress)(void *ctx, sim_t *s, double host_seconds);
+    void *ctx;
+    volatile sig_atomic_t *stop;
+    double host_seconds; /* wall time spent in sim_drive, summed over calls */
+} sim_drive_t;
+ncsim_status_t sim_drive(sim_t *s, uint64_t target_ps, sim_drive_t *d, int *stopped);
+
+/* What failed, as data (the text is sim_error's): the kind, and the first instruction the
+ * report names. */
+typedef enum sim_fault_kind { SIM_FAULT_NONE, SIM_FAULT_RUNTIME, SIM_FAULT_DEADLOCK } sim_fault_kind_t;
+typedef struct sim_fault {
+    uint8_t kind;      /* sim_fault_kind_t */
+    uint8_t has_site;  /* core, engine, index and line are known */
+    uint8_t engine;
+    uint32_t core;
+    uint32_t index;    /* in the engine's stream */
+    uint32_t line;     /* source line, 0 when unknown */
+} sim_fault_t;
+const sim_fault_t *sim_fault(const sim_t *s);
 /* Statistics so far (final after the run ends). */
 const sim_stats_t *sim_stats(sim_t *s);
 

@@ -117,6 +117,7 @@ typedef struct chip {
 struct cc_state;
 
 struct sim {
+    uint64_t run_limit_ps; /* sim_run(SIM_RUN_UNTIL_TIME): engines do not run past it */
     const isa_program_t *prog;
     sim_options_t opt;
     const mdl_arch_t *arch;
@@ -135,6 +136,7 @@ struct sim {
     mdl_linkmap_t topo;
     struct cc_state *cc;
     int failed;
+    sim_fault_t fault;
     int finished;
     char *error;
     size_t error_len, error_cap;

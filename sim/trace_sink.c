@@ -6,7 +6,7 @@
  * per engine and per DMA queue, a process per chip for HBM, and one per chip for its
  * NeuronLinks. Each instruction is a slice lasting its initiation interval, with its
  * operands, latency, bytes, FLOPs and the time it was held by cause; each DMA transfer is a slice on its queue. Counters: semaphore
- * values, SBUF/PSUM bytes of declared tensors touched so far, DMA bytes in flight and DMA
+ * values, SBUF/PSUM bytes of declared tensors live (first write to last read), DMA bytes in flight and DMA
  * bandwidth per core, HBM bandwidth per chip. Flows: from the post that released a wait to
  * the instruction that waited, and from a dma instruction to its transfer.
  *
@@ -36,7 +36,7 @@
 
 #include "dis.h"
 #include "trace.h"
-#include "version.h"
+#include "ncsim.h"
 
 /* A counter track with the --trace-start window applied: values before the window are
  * held and written at its start. */
@@ -74,6 +74,15 @@ typedef struct delta {
     int32_t active;  /* +1 / -1 transfers (bandwidth series), 0 otherwise */
 } delta_t;
 
+/* When an on-chip tensor of a core is live: from its first write to its last read. */
+typedef struct tensor_live {
+    uint8_t seen, written, read;
+    uint64_t first_access, first_write; /* start times */
+    uint64_t last_access, last_read;    /* completion times */
+} tensor_live_t;
+
+enum { VIEW_UNKNOWN = -1, VIEW_NONE = -2, VIEW_MANY = -3 };
+
 typedef struct core_trace {
     uint32_t pid;
     int cc_track;             /* its "cc steps" track is written */
@@ -85,15 +94,17 @@ typedef struct core_trace {
     char *sem_name[ISA_MAX_SEMS];
     char *clause_name[ISA_MAX_SEMS]; /* as the disassembler prints it in clauses */
     uint16_t clause_len[ISA_MAX_SEMS];
-    series_t sbuf, psum;
-    uint64_t sbuf_bytes, psum_bytes;
-    uint8_t *view_done;   /* per program view: its tensors are accounted */
-    uint8_t *tensor_done; /* per program tensor */
+    /* live SBUF/PSUM (the "in use" counters): per program view the tensor it lies in
+     * (VIEW_UNKNOWN until first seen, VIEW_NONE: HBM or no tensor, VIEW_MANY: several), and
+     * per tensor its first write, first and last access and last read, written as deltas at
+     * close */
+    int32_t *view_tensor;
+    tensor_live_t *live;
 } core_trace_t;
 
-/* Series built from deltas at close: per core DMA in flight and DMA bandwidth, per chip HBM
- * bandwidth. */
-enum { DS_INFLIGHT, DS_DMA_BW, DS_PER_CORE };
+/* Series built from deltas at close: per core DMA in flight, DMA bandwidth, SBUF and PSUM in
+ * use, per chip HBM bandwidth. */
+enum { DS_INFLIGHT, DS_DMA_BW, DS_SBUF, DS_PSUM, DS_PER_CORE };
 
 /* Operand text cache: instructions unrolled from loops repeat the same operands, and the
  * disassembler's view naming is the dominant cost of tracing without it. Keyed by core,
@@ -377,52 +388,118 @@ static uint64_t tensor_bytes_per_partition(const isa_tensor_t *T)
     return n;
 }
 
-/* A view touches declared tensors: count those not counted yet. Each view is looked at once
- * per core, so this costs nothing after the first use of a view. */
-static void touch_view(sim_trace_file_t *t, core_trace_t *ct, uint32_t core, uint32_t vi,
-                       uint64_t ts)
+/* Does view v overlap tensor T (declared for `core`)? */
+static int view_in_tensor(const isa_view_t *v, const isa_tensor_t *T, uint32_t core)
 {
-    if (ct->view_done[vi])
-        return;
-    ct->view_done[vi] = 1;
-    const isa_view_t *v = &t->prog->views[vi];
-    if (v->space == ISA_SPACE_HBM)
-        return;
+    if (T->space != v->space || (T->core != -1 && (uint32_t)T->core != core) || !T->ndims)
+        return 0;
     int64_t lo, hi;
     isa_view_byte_range(v, &lo, &hi);
     uint32_t p0 = v->pstart, p1 = (uint32_t)v->pstart + v->pcount;
-    int changed = 0;
-    for (uint32_t k = 0; k < t->prog->ntensors; k++) {
-        const isa_tensor_t *T = &t->prog->tensors[k];
-        if (ct->tensor_done[k] || T->space != v->space ||
-            (T->core != -1 && (uint32_t)T->core != core) || !T->ndims)
-            continue;
-        uint64_t bpp = tensor_bytes_per_partition(T);
-        uint64_t tp0 = T->pstart, tp1 = T->pstart + T->dims[0];
-        if (p0 >= tp1 || tp0 >= p1 || hi <= (int64_t)T->offset ||
-            lo >= (int64_t)(T->offset + bpp))
-            continue;
-        ct->tensor_done[k] = 1;
-        if (T->space == ISA_SPACE_SBUF)
-            ct->sbuf_bytes += bpp * T->dims[0];
-        else
-            ct->psum_bytes += bpp * T->dims[0];
-        changed |= T->space == ISA_SPACE_SBUF ? 1 : 2;
+    uint64_t bpp = tensor_bytes_per_partition(T);
+    uint64_t tp0 = T->pstart, tp1 = T->pstart + T->dims[0];
+    return !(p0 >= tp1 || tp0 >= p1 || hi <= (int64_t)T->offset ||
+             lo >= (int64_t)(T->offset + bpp));
+}
+
+static void live_mark(tensor_live_t *L, int write, uint64_t start, uint64_t end)
+{
+    if (!L->seen || start < L->first_access)
+        L->first_access = start;
+    if (!L->seen || end > L->last_access)
+        L->last_access = end;
+    L->seen = 1;
+    if (write && (!L->written || start < L->first_write)) {
+        L->first_write = start;
+        L->written = 1;
     }
-    if (changed & 1)
-        series_set(t, &ct->sbuf, ts, (double)ct->sbuf_bytes);
-    if (changed & 2)
-        series_set(t, &ct->psum, ts, (double)ct->psum_bytes);
+    if (!write && (!L->read || end > L->last_read)) {
+        L->last_read = end;
+        L->read = 1;
+    }
+}
+
+/* An access [start, end) to view vi of `core`: the live ranges of the tensors under it. The
+ * tensor of a view is found once per core (most views lie in one tensor). */
+static void touch_view(sim_trace_file_t *t, core_trace_t *ct, uint32_t core, uint32_t vi,
+                       int write, uint64_t start, uint64_t end)
+{
+    int32_t k = ct->view_tensor[vi];
+    if (k == VIEW_NONE)
+        return;
+    const isa_view_t *v = &t->prog->views[vi];
+    if (k == VIEW_UNKNOWN) {
+        k = VIEW_NONE;
+        if (v->space != ISA_SPACE_HBM)
+            for (uint32_t j = 0; j < t->prog->ntensors; j++)
+                if (view_in_tensor(v, &t->prog->tensors[j], core))
+                    k = k == VIEW_NONE ? (int32_t)j : VIEW_MANY;
+        ct->view_tensor[vi] = k;
+        if (k == VIEW_NONE)
+            return;
+    }
+    if (k >= 0) {
+        live_mark(&ct->live[k], write, start, end);
+        return;
+    }
+    for (uint32_t j = 0; j < t->prog->ntensors; j++)
+        if (view_in_tensor(v, &t->prog->tensors[j], core))
+            live_mark(&ct->live[j], write, start, end);
+}
+
+/* Which operand slots an instruction writes (the others it reads): its destination, and
+ * activate's sum=/sumacc=; ldweights only reads; matmul with acc and sumacc= read too. */
+static void slot_access(int op, unsigned slot, const isa_arg_t *args, int *reads, int *writes)
+{
+    *writes = slot == 0 && op != ISA_OP_LDWEIGHTS;
+    *reads = !*writes;
+    if (op == ISA_OP_ACTIVATE && (slot == 5 || slot == 6)) {
+        *writes = 1;
+        *reads = slot == 6;
+    }
+    if (op == ISA_OP_MATMUL && slot == 0 && args[2].present)
+        *reads = 1;
 }
 
 static void touch_instr(sim_trace_file_t *t, core_trace_t *ct, uint32_t core,
-                        const isa_instr_t *in, uint64_t ts)
+                        const isa_instr_t *in, uint64_t start, uint64_t end)
 {
     const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
     const isa_arg_t *args = isa_instr_args(t->prog, in);
-    for (unsigned k = 0; k < info->nslots; k++)
-        if (args[k].present && args[k].is_view)
-            touch_view(t, ct, core, args[k].index, ts);
+    for (unsigned k = 0; k < info->nslots; k++) {
+        if (!args[k].present || !args[k].is_view)
+            continue;
+        int r, w;
+        slot_access(in->op, k, args, &r, &w);
+        if (w)
+            touch_view(t, ct, core, args[k].index, 1, start, end);
+        if (r)
+            touch_view(t, ct, core, args[k].index, 0, start, end);
+    }
+}
+
+/* At close: each tensor's live range as +bytes / -bytes deltas of its core's series. */
+static void live_deltas(sim_trace_file_t *t)
+{
+    for (uint32_t c = 0; c < t->ncores; c++) {
+        core_trace_t *ct = &t->cores[c];
+        if (!ct->live)
+            continue;
+        for (uint32_t k = 0; k < t->prog->ntensors; k++) {
+            const tensor_live_t *L = &ct->live[k];
+            const isa_tensor_t *T = &t->prog->tensors[k];
+            if (!L->seen || T->space == ISA_SPACE_HBM)
+                continue;
+            uint64_t from = L->written ? L->first_write : L->first_access;
+            uint64_t to = L->read ? L->last_read : L->last_access;
+            if (to < from)
+                to = from; /* read only before its first write: live for an instant */
+            double bytes = (double)(tensor_bytes_per_partition(T) * T->dims[0]);
+            uint32_t sid = c * DS_PER_CORE + (T->space == ISA_SPACE_SBUF ? DS_SBUF : DS_PSUM);
+            add_delta(t, sid, from, bytes, 0);
+            add_delta(t, sid, to, -bytes, 0);
+        }
+    }
 }
 
 /* ---- operand text -------------------------------------------------------------------------------- */
@@ -674,7 +751,7 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
         if (fifo_push(&ct->posters[r->engine], &p))
             fail(t, NCSIM_NOMEM, "out of memory");
     }
-    touch_instr(t, ct, r->core, in, r->start_ps);
+    touch_instr(t, ct, r->core, in, r->start_ps, r->end_ps);
     if (!included)
         return;
     const char *sem = NULL;
@@ -760,6 +837,8 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint32_t base = r->core * DS_PER_CORE;
     add_delta(t, base + DS_INFLIGHT, r->issue_ps, (double)r->bytes, 0);
     add_delta(t, base + DS_INFLIGHT, r->end_ps, -(double)r->bytes, 0);
+    touch_view(t, ct, r->core, args[0].index, 1, r->start_ps, r->end_ps);
+    touch_view(t, ct, r->core, args[1].index, 0, r->start_ps, r->end_ps);
     (void)gbps; /* DMA and HBM bandwidth counters come from on_bandwidth (exact rates) */
     (void)src;
     (void)dst;
@@ -1317,8 +1396,8 @@ static void free_file(sim_trace_file_t *t)
                 free(ct->clause_name[k]);
                 free((char *)ct->sem[k].name); /* "semaphore NAME", malloc'd at open */
             }
-            free(ct->view_done);
-            free(ct->tensor_done);
+            free(ct->view_tensor);
+            free(ct->live);
         }
     if (t->ops)
         for (uint32_t k = 0; k < OP_CACHE_SIZE; k++)
@@ -1397,9 +1476,12 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     for (uint32_t i = 0; i < t->ncores; i++) {
         core_trace_t *ct = &t->cores[i];
         ct->pid = trc_pid_core(i);
-        ct->view_done = calloc(prog->nviews + 1, 1);
-        ct->tensor_done = calloc(prog->ntensors + 1, 1);
-        if (!ct->view_done || !ct->tensor_done)
+        ct->view_tensor = malloc((prog->nviews + 1) * sizeof *ct->view_tensor);
+        ct->live = calloc(prog->ntensors + 1, sizeof *ct->live);
+        if (ct->view_tensor)
+            for (uint32_t v = 0; v <= prog->nviews; v++)
+                ct->view_tensor[v] = VIEW_UNKNOWN;
+        if (!ct->view_tensor || !ct->live)
             goto oom;
         for (int k = 0; k < ISA_MAX_SEMS; k++) {
             char name[96];
@@ -1467,8 +1549,10 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
             if (isa_stream(prog, i, (isa_engine_t)e)->count && (t->engines >> e & 1))
                 write_track(t, ct->pid, trc_tid(ct->pid, TRC_TRACK_ENGINE, (uint32_t)e),
                             isa_engine_name((isa_engine_t)e), e);
-        ct->sbuf = (series_t){ct->pid, "SBUF in use", "bytes", 0, 0, 0, 0};
-        ct->psum = (series_t){ct->pid, "PSUM in use", "bytes", 0, 0, 0, 0};
+        t->dseries[i * DS_PER_CORE + DS_SBUF] =
+            (series_t){ct->pid, "SBUF in use", "bytes", 0, 0, 0, 0};
+        t->dseries[i * DS_PER_CORE + DS_PSUM] =
+            (series_t){ct->pid, "PSUM in use", "bytes", 0, 0, 0, 0};
         for (int k = 0; k < ISA_MAX_SEMS; k++) {
             char *full = malloc(strlen(ct->sem_name[k]) + 16);
             if (!full)
@@ -1545,7 +1629,8 @@ static void write_delta_series(sim_trace_file_t *t)
         series_t *s = &t->dseries[sid];
         double value = 0;
         int64_t active = 0;
-        series_set(t, s, 0, 0);
+        if (t->deltas[i].t > 0)
+            series_set(t, s, 0, 0);
         while (i < t->ndeltas && t->deltas[i].series == sid) {
             uint64_t time = t->deltas[i].t;
             while (i < t->ndeltas && t->deltas[i].series == sid && t->deltas[i].t == time) {
@@ -1575,11 +1660,10 @@ ncsim_status_t sim_trace_close(sim_trace_file_t *t, sim_trace_totals_t *totals, 
         if (!core_used(t->prog, i))
             continue;
         core_trace_t *ct = &t->cores[i];
-        series_flush(t, &ct->sbuf);
-        series_flush(t, &ct->psum);
         for (int k = 0; k < ISA_MAX_SEMS; k++)
             series_flush(t, &ct->sem[k]);
     }
+    live_deltas(t);
     write_delta_series(t);
     if (totals) {
         totals->events = trc_writer_events(t->w);

@@ -63,7 +63,8 @@ static const char *arena_str(pf_reader_t *r, const unsigned char *s, size_t n)
     if (r->an + n + 1 > r->acap)
         return ""; /* cannot happen (see arena_reserve) */
     char *p = r->arena + r->an;
-    memcpy(p, s, n);
+    if (n) /* s may be NULL for an empty string; memcpy from NULL is undefined even for 0 */
+        memcpy(p, s, n);
     p[n] = '\0';
     r->an += n + 1;
     return p;

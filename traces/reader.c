@@ -9,6 +9,18 @@
 
 #include "trace_internal.h"
 
+/* A value from a file, rounded to an unsigned count: NaN and negatives give 0, values past
+ * the range (Infinity included, which a crafted trace may hold) saturate. Converting such a
+ * double to an integer type directly is undefined behaviour. */
+static uint64_t double_to_u64(double d)
+{
+    if (!(d > 0))
+        return 0;
+    if (d >= 18446744073709549568.0) /* the largest double below 2^64 */
+        return UINT64_MAX;
+    return (uint64_t)(d + 0.5 >= 18446744073709549568.0 ? d : d + 0.5);
+}
+
 ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err, size_t errlen)
 {
     trc_src_t src;
@@ -63,7 +75,7 @@ int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key
                 if (trc_parse_scaled(v->text, v->len, 0, &u))
                     return -1;
             } else {
-                u = v->is_double ? (v->d > 0 ? (uint64_t)(v->d + 0.5) : 0) : v->u;
+                u = v->is_double ? double_to_u64(v->d) : v->u;
             }
             memcpy(m, &u, sizeof u);
             return (int)i;
@@ -74,8 +86,8 @@ int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key
                 if (trc_parse_scaled(v->text, v->len, 3, &u))
                     return -1;
             } else {
-                u = v->is_double ? (v->d > 0 ? (uint64_t)(v->d * 1000.0 + 0.5) : 0)
-                                 : v->u * 1000;
+                u = v->is_double ? double_to_u64(v->d * 1000.0)
+                                 : (v->u > UINT64_MAX / 1000 ? UINT64_MAX : v->u * 1000);
             }
             memcpy(m, &u, sizeof u);
             return (int)i;

@@ -58,6 +58,9 @@ const char *trc_stall_text(trc_stall_t s)
 #define HINT_DMA_ENGINES                                                                       \
     "larger contiguous pieces (>= 2 KiB per run) raise DMA efficiency; fewer small "           \
     "transfers; see what each kind costs"
+#define HINT_DMA_BW                                                                            \
+    "the DMA engines move data at their peak: fewer bytes (narrower types, reuse in SBUF), "   \
+    "transfers overlapped with compute (prefetch, double buffering)"
 #define HINT_DMA_OWN                                                                           \
     "each transfer uses at most one DMA engine per contiguous piece and the HBM channels "     \
     "its span covers: more partitions or queues in parallel"
@@ -156,7 +159,7 @@ uint64_t trc_report_line_stall(const trc_report_line_t *l)
 
 uint64_t trc_report_line_cost(const trc_report_line_t *l)
 {
-    return l->busy_ps + trc_report_line_stall(l) + l->dma_ps;
+    return l->busy_ps + l->dma_ps;
 }
 
 int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, const char *hint)
@@ -283,7 +286,10 @@ static void bounds_from_totals(trc_report_t *rep)
     if (hbm && (double)hbm >= 0.95 * (double)dma) {
         trc_report_bound_add(rep, "HBM", hbm > dma ? hbm : dma, HINT_HBM);
     } else {
-        trc_report_bound_add(rep, "DMA transfers", dma, HINT_DMA_ENGINES);
+        trc_report_bound_add(rep, "DMA transfers", dma,
+                             "the core's DMA was busy: report on a trace to see whether piece "
+                             "sizes (efficiency), per-transfer caps or the engines' bandwidth "
+                             "set the transfers' rate");
         trc_report_bound_add(rep, "HBM", hbm, HINT_HBM);
     }
     uint64_t link = 0;
@@ -359,6 +365,7 @@ typedef struct rs {
     int64_t sem_pred, dma_pred; /* slice index of the flow source, -1 when none */
     uint32_t cost;      /* string id of its cost breakdown (transfers: shape and limit) */
     uint32_t limit;     /* transfers: string id of what set their rate */
+    float efficiency;   /* transfers: of their piece size (0: unknown) */
     uint64_t queued;    /* transfers: issue to start */
 } rs_t;
 
@@ -730,6 +737,7 @@ static int on_record(void *ctx, const trc_record_t *r)
             x->dst = space_code(a->dst);
             x->acc = a->accumulate != 0;
             x->limit = intern(m, a->limit);
+            x->efficiency = (float)a->efficiency;
             x->queued = a->queued;
             if (a->pieces) {
                 char cost[160];
@@ -1125,8 +1133,12 @@ typedef struct pstep {
 
 enum { VIA_START, VIA_ENGINE, VIA_SEMAPHORE, VIA_QUEUE, VIA_ISSUE };
 
-/* A DMA step's category, from what set its rate. */
-static void dma_bound(const char *limit, const char **what, const char **hint)
+/* Below this efficiency the piece size, not the engines' bandwidth, is what to fix. */
+#define GOOD_EFFICIENCY 0.8
+
+/* A DMA step's category, from what set its rate and its piece efficiency. */
+static void dma_bound(const char *limit, double efficiency, const char **what,
+                      const char **hint)
 {
     if (strcmp(limit, "HBM") == 0) {
         *what = "HBM";
@@ -1137,6 +1149,9 @@ static void dma_bound(const char *limit, const char **what, const char **hint)
     } else if (strcmp(limit, "own cap") == 0) {
         *what = "DMA queues (per-transfer cap)";
         *hint = HINT_DMA_OWN;
+    } else if (efficiency > 0 && efficiency >= GOOD_EFFICIENCY) {
+        *what = "DMA engines (bandwidth)";
+        *hint = HINT_DMA_BW;
     } else {
         *what = "DMA engines (piece efficiency)";
         *hint = HINT_DMA_ENGINES;
@@ -1155,6 +1170,11 @@ static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
     rep->bounds_from_path = 1;
     rep->bounds_of_ps = rep->path_end_ps;
     char what[64];
+    /* transfers limited by the DMA engines are one candidate; whether their pieces or the
+     * engines' bandwidth is the matter follows from their time-weighted efficiency */
+    uint64_t engines_ps = 0;
+    double engines_eff = 0;
+    int engines_eff_known = 1;
     for (size_t k = 0; k < n; k++) {
         const rs_t *x = &m->sl[steps[k].slice];
         const rtrack_t *t = &m->tracks[x->track];
@@ -1173,8 +1193,14 @@ static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
                 err |= trc_report_bound_add(rep, what, span - busy, engine_hint(t->name));
         } else {
             const char *w, *h;
-            dma_bound(str_of(m, x->limit), &w, &h);
-            err |= trc_report_bound_add(rep, w, span, h);
+            dma_bound(str_of(m, x->limit), x->efficiency, &w, &h);
+            if (strncmp(w, "DMA engines", 11) == 0) {
+                engines_ps += span;
+                engines_eff += x->efficiency * (double)span;
+                engines_eff_known &= x->efficiency > 0;
+            } else {
+                err |= trc_report_bound_add(rep, w, span, h);
+            }
         }
         uint64_t prev = k + 1 < n ? steps[k + 1].release : 0;
         uint64_t gap = x->ts > prev ? x->ts - prev : 0;
@@ -1191,6 +1217,13 @@ static int path_bounds(model_t *m, const pstep_t *steps, size_t n)
             break;
         }
         if (err)
+            return -1;
+    }
+    if (engines_ps) {
+        const char *w, *h;
+        double eff = engines_eff_known ? engines_eff / (double)engines_ps : 0.0;
+        dma_bound("DMA engines", eff, &w, &h);
+        if (trc_report_bound_add(rep, w, engines_ps, h))
             return -1;
     }
     return 0;
@@ -2107,7 +2140,12 @@ void trc_report_line_texts(trc_report_t *rep)
             const char *p = buf;
             while (*p == ' ' || *p == '\t')
                 p++;
-            snprintf(rep->lines[i].text, sizeof rep->lines[i].text, "%s", p);
+            /* keep what fits of the line (a longer line is cut, on purpose) */
+            size_t len = strlen(p), cap = sizeof rep->lines[i].text - 1;
+            if (len > cap)
+                len = cap;
+            memcpy(rep->lines[i].text, p, len);
+            rep->lines[i].text[len] = '\0';
             char *e = rep->lines[i].text + strlen(rep->lines[i].text);
             while (e > rep->lines[i].text && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
                 *--e = '\0';
@@ -2127,7 +2165,7 @@ void trc_report_print_lines(FILE *out, const trc_report_t *r, size_t limit)
     uint64_t total = 0;
     for (size_t i = 0; i < r->nlines; i++)
         total += trc_report_line_cost(&r->lines[i]);
-    fprintf(out, "by source line (%s %s; sorted by cost = busy + stall + DMA data time; line 0: "
+    fprintf(out, "by source line (%s %s; sorted by cost = busy + DMA data time; line 0: "
                  "instructions with no line)\n",
             r->from_trace ? "trace" : "statistics file", r->source);
     if (!r->nlines) {

@@ -120,7 +120,8 @@ typedef struct trc_report_line {
 
 /* The stall total of a line. */
 uint64_t trc_report_line_stall(const trc_report_line_t *l);
-/* What --by-line sorts by: busy + stall + transfer data time. */
+/* What --by-line sorts by: the work the line does, busy + transfer data time (its stall is
+ * time it waited for the work of others). */
 uint64_t trc_report_line_cost(const trc_report_line_t *l);
 
 /* What bounds the run, one candidate: its time on the critical path (traces) or its busy

@@ -17,11 +17,12 @@
 #include "viz_internal.h"
 
 static const char usage_viz[] =
-    "usage: ncsim viz TRACE [options]\n"
+    "usage: ncsim viz TRACE [TRACE_B] [options]\n"
     "\n"
     "Open a trace (.json, .json.gz or .pftrace from `ncsim run --trace`) in the viewer: lanes\n"
     "per engine, DMA queue, link and collective engine, grouped by chip and core; counters\n"
     "(HBM bandwidth, SBUF and PSUM in use) under the lanes; press ? in the window for the keys.\n"
+    "With two traces, both runs share one time axis: A's groups above B's, to compare them.\n"
     "  --png OUT.png       render headless to a PNG file and exit (no display needed)\n"
     "  --width W           window or picture width in pixels (default 1400)\n"
     "  --height H          window or picture height in pixels (default 860)\n"
@@ -329,10 +330,11 @@ int viz_main(int argc, char **argv)
         default: fputs(usage_viz, stderr); return 2;
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "ncsim viz: expected one trace file\n%s", usage_viz);
+    if (optind != argc - 1 && optind != argc - 2) {
+        fprintf(stderr, "ncsim viz: expected one trace file, or two to compare\n%s", usage_viz);
         return 2;
     }
+    const char *path_b = optind == argc - 2 ? argv[optind + 1] : NULL;
     if (have_start && have_end && !(end_ns > start_ns)) {
         fprintf(stderr, "ncsim viz: --end (%g ns) must be after --start (%g ns)\n", end_ns,
                 start_ns);
@@ -342,7 +344,8 @@ int viz_main(int argc, char **argv)
     char err[1024];
     viz_trace_t *t = NULL;
     double t_load = now_s();
-    ncsim_status_t st = viz_trace_load(path, &t, err, sizeof err);
+    ncsim_status_t st = path_b ? viz_trace_load_pair(path, path_b, &t, err, sizeof err)
+                               : viz_trace_load(path, &t, err, sizeof err);
     t_load = now_s() - t_load;
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim viz: %s\n", err);

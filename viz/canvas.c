@@ -1,10 +1,9 @@
 /*
  * canvas.c -- drawing without a display: SDL's dummy video driver and its software renderer
- * drawing into a surface in memory. `ncsim viz --png` writes the surface with libpng; tests
+ * drawing into a surface in memory. `ncsim viz --png` writes the surface as a PNG (raster/); tests
  * read its pixels. The software renderer is the same code on every machine, and the font is
  * a bitmap, so the pixels are the same everywhere.
  */
-#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,48 +122,17 @@ uint32_t viz_canvas_pixel(viz_canvas_t *c, int x, int y)
 ncsim_status_t viz_canvas_write_png(viz_canvas_t *c, const char *path, char *err, size_t errlen)
 {
     read_back(c);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        snprintf(err, errlen, "cannot create %s", path);
-        return NCSIM_IO;
-    }
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png ? png_create_info_struct(png) : NULL;
-    uint8_t *row = malloc((size_t)c->w * 3);
-    if (!png || !info || !row) {
-        if (png)
-            png_destroy_write_struct(&png, info ? &info : NULL);
-        free(row);
-        fclose(f);
+    rst_image_t im;
+    if (rst_image_init(&im, c->w, c->h, (rst_rgb_t){0, 0, 0})) {
         snprintf(err, errlen, "out of memory writing %s", path);
         return NCSIM_NOMEM;
     }
-    if (setjmp(png_jmpbuf(png))) {
-        png_destroy_write_struct(&png, &info);
-        free(row);
-        fclose(f);
-        snprintf(err, errlen, "cannot write %s", path);
-        return NCSIM_IO;
+    for (size_t i = 0; i < (size_t)c->w * (size_t)c->h; i++) {
+        im.px[3 * i] = (uint8_t)(c->pixels[i] >> 16);
+        im.px[3 * i + 1] = (uint8_t)(c->pixels[i] >> 8);
+        im.px[3 * i + 2] = (uint8_t)c->pixels[i];
     }
-    png_init_io(png, f);
-    png_set_IHDR(png, info, (png_uint_32)c->w, (png_uint_32)c->h, 8, PNG_COLOR_TYPE_RGB,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < c->h; y++) {
-        const uint32_t *src = c->pixels + (size_t)y * (size_t)c->w;
-        for (int x = 0; x < c->w; x++) {
-            row[3 * x] = (uint8_t)(src[x] >> 16);
-            row[3 * x + 1] = (uint8_t)(src[x] >> 8);
-            row[3 * x + 2] = (uint8_t)src[x];
-        }
-        png_write_row(png, row);
-    }
-    png_write_end(png, NULL);
-    png_destroy_write_struct(&png, &info);
-    free(row);
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "cannot write %s", path);
-        return NCSIM_IO;
-    }
-    return NCSIM_OK;
+    ncsim_status_t st = rst_write_png(&im, path, err, errlen);
+    rst_image_free(&im);
+    return st;
 }

@@ -290,6 +290,7 @@ typedef struct loader {
     raw_flow_t *flows;
     size_t nflows;
     int oom;
+    int run_b;            /* reading B of a pair: pids, tids and chips move (viz_internal.h) */
 } loader_t;
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -621,10 +622,61 @@ static void on_flow(loader_t *L, const trc_flow_t *f)
                                            : VIZ_FLOW_OTHER;
 }
 
+/* B of a pair: its pids after A's, its tids with them (tid = pid x 1000 + n). */
+static uint32_t b_pid(uint32_t pid)
+{
+    return pid + VIZ_RUN_B_PID;
+}
+
+static uint32_t b_tid(uint32_t tid)
+{
+    return tid + VIZ_RUN_B_PID * TRC_TIDS_PER_PID;
+}
+
 static int on_record(void *ctx, const trc_record_t *r)
 {
     loader_t *L = ctx;
     viz_trace_t *t = L->t;
+    trc_record_t moved;
+    if (L->run_b) {
+        moved = *r;
+        switch (r->kind) {
+        case TRC_REC_RUN: return L->oom; /* A's describes the pair */
+        case TRC_REC_PROCESS: {
+            int p = get_process(L, b_pid(r->u.process.pid));
+            if (p >= 0) {
+                viz_process_t *pr = &t->procs[p];
+                pr->name = intern(L, r->u.process.name ? r->u.process.name : "");
+                pr->sort = r->u.process.sort_index;
+                process_place(t, pr); /* from B's own name, then moved after A's chips */
+                if (pr->chip >= 0)
+                    pr->chip += VIZ_RUN_B_CHIP;
+                pr->run = 1;
+                char name[300];
+                snprintf(name, sizeof name, "B \xc2\xb7 %s", viz_str(t, pr->name));
+                pr->name = intern(L, name);
+            }
+            return L->oom;
+        }
+        case TRC_REC_TRACK:
+            moved.u.track.pid = b_pid(r->u.track.pid);
+            moved.u.track.tid = b_tid(r->u.track.tid);
+            break;
+        case TRC_REC_SLICE:
+            moved.u.slice.pid = b_pid(r->u.slice.pid);
+            moved.u.slice.tid = b_tid(r->u.slice.tid);
+            break;
+        case TRC_REC_COUNTER: moved.u.counter.pid = b_pid(r->u.counter.pid); break;
+        case TRC_REC_FLOW:
+            moved.u.flow.from_pid = b_pid(r->u.flow.from_pid);
+            moved.u.flow.from_tid = b_tid(r->u.flow.from_tid);
+            moved.u.flow.to_pid = b_pid(r->u.flow.to_pid);
+            moved.u.flow.to_tid = b_tid(r->u.flow.to_tid);
+            break;
+        default: break;
+        }
+        r = &moved;
+    }
     switch (r->kind) {
     case TRC_REC_RUN:
         t->program = intern(L, r->u.run.program);
@@ -1018,7 +1070,27 @@ static void loader_free(loader_t *L)
     free(L->flows);
 }
 
+static ncsim_status_t load_runs(const char *path, const char *path_b, viz_trace_t **out,
+                                char *err, size_t errlen);
+
 ncsim_status_t viz_trace_load(const char *path, viz_trace_t **out, char *err, size_t errlen)
+{
+    return load_runs(path, NULL, out, err, errlen);
+}
+
+ncsim_status_t viz_trace_load_pair(const char *path_a, const char *path_b, viz_trace_t **out,
+                                   char *err, size_t errlen)
+{
+    return load_runs(path_a, path_b, out, err, errlen);
+}
+
+int viz_trace_runs(const viz_trace_t *t)
+{
+    return t->runs;
+}
+
+static ncsim_status_t load_runs(const char *path, const char *path_b, viz_trace_t **out,
+                                char *err, size_t errlen)
 {
     *out = NULL;
     viz_trace_t *t = calloc(1, sizeof *t);
@@ -1030,10 +1102,22 @@ ncsim_status_t viz_trace_load(const char *path, viz_trace_t **out, char *err, si
         return NCSIM_NOMEM;
     }
     snprintf(t->path, sizeof t->path, "%s", path);
+    snprintf(t->path_b, sizeof t->path_b, "%s", path_b ? path_b : "");
+    t->runs = path_b ? 2 : 1;
     loader_t L;
     memset(&L, 0, sizeof L);
     L.t = t;
     ncsim_status_t st = trc_read(path, on_record, &L, err, errlen);
+    if (st == NCSIM_OK && path_b && !L.oom) {
+        /* A's processes are named "A · ..." once B's arrive */
+        for (size_t p = 0; p < t->nprocs && !L.oom; p++) {
+            char name[300];
+            snprintf(name, sizeof name, "A \xc2\xb7 %s", viz_str(t, t->procs[p].name));
+            t->procs[p].name = intern(&L, name);
+        }
+        L.run_b = 1;
+        st = trc_read(path_b, on_record, &L, err, errlen);
+    }
     if (st == NCSIM_OK && L.oom) {
         snprintf(err, errlen, "%s: out of memory while loading the trace", path);
         st = NCSIM_NOMEM;

@@ -9,7 +9,7 @@
  * window draw as at most one box per pixel column per lane. Runs of equal merged boxes are
  * drawn as one rectangle.
  *
- * Text is the built-in bitmap font (font.c) uploaded once per renderer as a white glyph
+ * Text is the project's bitmap font (raster/font.c) uploaded once per renderer as a white glyph
  * atlas and tinted by colour modulation, so headless renders are pixel-identical everywhere.
  */
 #include <math.h>
@@ -51,7 +51,7 @@ viz_gfx_t *viz_gfx_create(SDL_Renderer *r)
     if (!g)
         return NULL;
     g->r = r;
-    int w = VIZ_GLYPH_COUNT * VIZ_FONT_W, h = VIZ_FONT_H;
+    int w = RST_GLYPH_COUNT * RST_FONT_W, h = RST_FONT_H;
     SDL_Surface *s = SDL_CreateRGBSurfaceWithFormat(0, w, h, 32, SDL_PIXELFORMAT_ARGB8888);
     if (!s) {
         free(g);
@@ -60,14 +60,14 @@ viz_gfx_t *viz_gfx_create(SDL_Renderer *r)
     SDL_LockSurface(s);
     for (int y = 0; y < h; y++)
         memset((uint8_t *)s->pixels + y * s->pitch, 0, (size_t)w * 4);
-    for (unsigned c = 32; c < VIZ_GLYPH_COUNT; c++) {
-        const uint8_t *rows = viz_font_glyph(c);
-        for (int row = 0; row < VIZ_GLYPH_ROWS; row++)
+    for (unsigned c = 32; c < RST_GLYPH_COUNT; c++) {
+        const uint8_t *rows = rst_font_glyph(c);
+        for (int row = 0; row < RST_GLYPH_ROWS; row++)
             for (int col = 0; col < 5; col++)
                 if (rows[row] >> (4 - col) & 1u) {
                     uint32_t *px = (uint32_t *)((uint8_t *)s->pixels +
-                                                (row + VIZ_GLYPH_TOP) * s->pitch) +
-                                   (int)c * VIZ_FONT_W + col;
+                                                (row + RST_GLYPH_TOP) * s->pitch) +
+                                   (int)c * RST_FONT_W + col;
                     *px = 0xffffffffu;
                 }
     }
@@ -159,13 +159,13 @@ static int text(viz_gfx_t *g, int x, int y, const char *s, uint32_t rgb)
     SDL_SetTextureColorMod(g->font, ch_r(rgb), ch_g(rgb), ch_b(rgb));
     int x0 = x;
     while (*s) {
-        unsigned c = viz_font_decode(&s);
+        unsigned c = rst_font_decode(&s);
         if (c != ' ') {
-            SDL_Rect src = {(int)c * VIZ_FONT_W, 0, VIZ_FONT_W, VIZ_FONT_H};
-            SDL_Rect dst = {x, y, VIZ_FONT_W, VIZ_FONT_H};
+            SDL_Rect src = {(int)c * RST_FONT_W, 0, RST_FONT_W, RST_FONT_H};
+            SDL_Rect dst = {x, y, RST_FONT_W, RST_FONT_H};
             SDL_RenderCopy(g->r, g->font, &src, &dst);
         }
-        x += VIZ_FONT_W;
+        x += RST_FONT_W;
     }
     return x - x0;
 }
@@ -179,12 +179,12 @@ static int text_bold(viz_gfx_t *g, int x, int y, const char *s, uint32_t rgb)
 /* Text cut to `width` pixels, ending in ".." when cut; returns the width drawn. */
 static int text_fit(viz_gfx_t *g, int x, int y, const char *s, int width, uint32_t rgb)
 {
-    if (width < VIZ_FONT_W)
+    if (width < RST_FONT_W)
         return 0;
-    if (viz_font_width(s) <= width)
+    if (rst_font_width(s) <= width)
         return text(g, x, y, s, rgb);
     char buf[256];
-    size_t n = viz_font_fit(s, width - 2 * VIZ_FONT_W);
+    size_t n = rst_font_fit(s, width - 2 * RST_FONT_W);
     if (n > sizeof buf - 3)
         n = sizeof buf - 3;
     memcpy(buf, s, n);
@@ -326,6 +326,32 @@ static void col_add(lane_draw_t *d, unsigned cls, double xa, double xb, int matc
     }
 }
 
+/*
+ * Stall mode: how long slice s (starting at xa) waited, as a strip along the bottom of the
+ * lane ending where it starts, in the colour of the cause, with a solid mark where the wait
+ * began. Drawn for every slice whose wait spans 2 pixels, boxes and slices too short to
+ * draw alike: zoomed out, a long wait before a tiny instruction still shows.
+ */
+static int draw_wait(lane_draw_t *d, size_t s, double xa)
+{
+    const viz_view_t *v = d->v;
+    const viz_detail_t *det = &v->t->detail[s];
+    if (v->mode != VIZ_COLOUR_STALL || !det->wait_ps || d->summary)
+        return 0;
+    int tw = d->geo->track_w;
+    double px_ps = tw / (v->t1 - v->t0);
+    double wa = xa - (double)det->wait_ps * px_ps;
+    if (xa - wa < 2 || xa < 0 || wa > tw)
+        return 0;
+    int a = (int)floor(wa < -2 ? -2 : wa), b = (int)floor(xa > tw ? tw : xa);
+    if (b <= a)
+        return 0;
+    uint32_t wc = viz_class_rgb(VIZ_CLASS_CAUSE + det->cause);
+    fill(d->g, d->geo->track_x + a, d->y + d->h - 3, b - a, 3, mix(d->bg, wc, 0.7));
+    fill(d->g, d->geo->track_x + a, d->y + d->h - 3, 1, 3, wc);
+    return 1;
+}
+
 /* A slice wide enough to be its own box. */
 static void draw_box(lane_draw_t *d, size_t s, double xa, double xb)
 {
@@ -345,36 +371,27 @@ static void draw_box(lane_draw_t *d, size_t s, double xa, double xb)
         fill(d->g, X, d->y - 2, W, 2, RGB_MATCH);
     /* stall mode: how long it waited, as a strip before it */
     const viz_detail_t *det = &t->detail[s];
-    if (v->mode == VIZ_COLOUR_STALL && det->wait_ps && !d->summary) {
-        double px_ps = tw / (v->t1 - v->t0);
-        double wa = xa - (double)det->wait_ps * px_ps;
-        if (xa - wa >= 2) {
-            int a = (int)floor(wa < -2 ? -2 : wa), b = x0;
-            uint32_t wc = viz_class_rgb(VIZ_CLASS_CAUSE + det->cause);
-            fill(d->g, d->geo->track_x + a, d->y + d->h - 3, b - a, 3, mix(d->bg, wc, 0.7));
-            fill(d->g, d->geo->track_x + a, d->y + d->h - 3, 1, 3, wc);
-        }
-    }
-    if (d->labels && W >= 4 * VIZ_FONT_W && d->h >= VIZ_FONT_H) {
+    draw_wait(d, s, xa);
+    if (d->labels && W >= 4 * RST_FONT_W && d->h >= RST_FONT_H) {
         int vx0 = X < d->geo->track_x ? d->geo->track_x : X;
         int vx1 = X + W > d->geo->track_x + tw ? d->geo->track_x + tw : X + W;
         int room = vx1 - vx0 - 6;
         const char *name = viz_str(t, det->name);
-        int nw = viz_font_width(name);
+        int nw = rst_font_width(name);
         /* a name cut to one letter says nothing: show it whole, or cut to at least four */
-        if (room >= nw || room >= 6 * VIZ_FONT_W) {
+        if (room >= nw || room >= 6 * RST_FONT_W) {
             uint32_t tc = luminance(rgb) > 120 ? RGB_TEXT_DARK : RGB_TEXT;
             char buf[160];
             const char *label = name;
-            if (room > nw + 10 * VIZ_FONT_W && det->operands) {
+            if (room > nw + 10 * RST_FONT_W && det->operands) {
                 snprintf(buf, sizeof buf, "%s %s", name, viz_str(t, det->operands));
                 label = buf;
             }
-            int lw = viz_font_width(label);
+            int lw = rst_font_width(label);
             int tx = vx0 + 3;
             if (lw < room) /* centred in the visible part, as profilers do */
                 tx = vx0 + 3 + (room - lw) / 2;
-            text_fit(d->g, tx, d->y + (d->h - VIZ_FONT_H) / 2, label, room, tc);
+            text_fit(d->g, tx, d->y + (d->h - RST_FONT_H) / 2, label, room, tc);
         }
     }
 }
@@ -409,6 +426,14 @@ static void draw_lane_slices(lane_draw_t *d, int lane)
             run_flush(d);
             draw_box(d, s, xa, xb);
             continue;
+        }
+        if (v->mode == VIZ_COLOUR_STALL && t->detail[s].wait_ps && !d->summary &&
+            (double)t->detail[s].wait_ps * px_ps >= 2) {
+            /* its wait shows though the slice is too short to draw: close what is merged
+             * so far (it ended before the wait began), then the strip */
+            col_flush(d);
+            run_flush(d);
+            draw_wait(d, s, xa);
         }
         col_add(d, cls[s], xa, xb, v->is_match && v->is_match[s]);
     }
@@ -531,7 +556,7 @@ static void draw_row_label(viz_gfx_t *g, const viz_view_t *v, const viz_row_t *r
 {
     const viz_trace_t *t = v->t;
     int x = 6 + r->depth * VIZ_INDENT;
-    int ty = y + (r->h - VIZ_FONT_H) / 2;
+    int ty = y + (r->h - RST_FONT_H) / 2;
     char buf[96];
     switch (r->kind) {
     case VIZ_ROW_GROUP: {
@@ -551,8 +576,8 @@ static void draw_row_label(viz_gfx_t *g, const viz_view_t *v, const viz_row_t *r
         int used = text_fit(g, x + 8, ty, lane_label(t, r->index), room, RGB_TEXT);
         if (busy_ps >= 0 && v->t1 > v->t0) {
             snprintf(buf, sizeof buf, "%.0f%%", 100.0 * busy_ps / (v->t1 - v->t0));
-            int bw = viz_font_width(buf);
-            if (x + 8 + used + VIZ_FONT_W + bw <= VIZ_LABEL_W - 6)
+            int bw = rst_font_width(buf);
+            if (x + 8 + used + RST_FONT_W + bw <= VIZ_LABEL_W - 6)
                 text(g, VIZ_LABEL_W - 6 - bw, ty, buf, RGB_TEXT_DIM);
         }
         break;
@@ -565,7 +590,7 @@ static void draw_row_label(viz_gfx_t *g, const viz_view_t *v, const viz_row_t *r
         char val[64];
         viz_fmt_value(val, sizeof val, c->max, viz_str(t, c->unit));
         snprintf(buf, sizeof buf, "max %s", val);
-        text_fit(g, x + 8, y + 4 + VIZ_FONT_H + 2, buf, VIZ_LABEL_W - x - 12, RGB_TEXT_DIM);
+        text_fit(g, x + 8, y + 4 + RST_FONT_H + 2, buf, VIZ_LABEL_W - x - 12, RGB_TEXT_DIM);
         break;
     }
     default: break;
@@ -751,11 +776,11 @@ static void draw_flow(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *geo, 
      * end on different rows, so their names do not collide) */
     const char *name = viz_str(t, f->name);
     if (*name) {
-        int tw = viz_font_width(name);
-        int mx = (int)ex - tw - 10, my = (int)ey - VIZ_FONT_H - 3;
+        int tw = rst_font_width(name);
+        int mx = (int)ex - tw - 10, my = (int)ey - RST_FONT_H - 3;
         if (mx < geo->track_x + 2)
             mx = (int)ex + 6;
-        fill_alpha(g, mx - 2, my, tw + 4, VIZ_FONT_H, 0x101216u, 210);
+        fill_alpha(g, mx - 2, my, tw + 4, RST_FONT_H, 0x101216u, 210);
         text(g, mx, my, name, rgb);
     }
 }
@@ -831,7 +856,7 @@ static void axis_boxes(const viz_view_t *v, const viz_geom_t *geo, axis_box_t bo
         v->mouse_x < geo->track_x + geo->track_w && v->mouse_y >= geo->axis_y &&
         v->mouse_y < geo->lanes_y + geo->lanes_h && !v->range_on) {
         viz_fmt_time(box[0].text, sizeof box[0].text, viz_view_time_of_x(v, v->mouse_x));
-        box[0].w = viz_font_width(box[0].text) + 8;
+        box[0].w = rst_font_width(box[0].text) + 8;
         box[0].x = v->mouse_x - box[0].w / 2;
         box[0].bg = 0xe8eaedu;
         box[0].on = 1;
@@ -846,7 +871,7 @@ static void axis_boxes(const viz_view_t *v, const viz_geom_t *geo, axis_box_t bo
         double lo = geo->track_x, hi = geo->track_x + geo->track_w;
         xa = xa < lo ? lo : xa > hi ? hi : xa;
         xb = xb < lo ? lo : xb > hi ? hi : xb;
-        box[1].w = viz_font_width(box[1].text) + 8;
+        box[1].w = rst_font_width(box[1].text) + 8;
         box[1].x = (int)((xa + xb) / 2) - box[1].w / 2;
         box[1].bg = RGB_RANGE;
         box[1].on = 1;
@@ -885,7 +910,7 @@ static void draw_axis(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *geo)
         fill(g, x, y + 3, 1, VIZ_AXIS_H - 4, RGB_TEXT_DIM);
         char buf[48];
         viz_fmt_time_fixed(buf, sizeof buf, tt, unit, dec, uname);
-        int lx = x + 4, lw = viz_font_width(buf), covered = 0;
+        int lx = x + 4, lw = rst_font_width(buf), covered = 0;
         for (int k = 0; k < 2; k++)
             covered |= box[k].on && lx < box[k].x + box[k].w + 4 && lx + lw > box[k].x - 4;
         if (!covered)
@@ -901,7 +926,7 @@ static void draw_axis(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *geo)
         if (!box[k].on)
             continue;
         fill(g, box[k].x, y + 2, box[k].w, VIZ_AXIS_H - 4, box[k].bg);
-        text(g, box[k].x + 4, y + (VIZ_AXIS_H - VIZ_FONT_H) / 2, box[k].text, RGB_TEXT_DARK);
+        text(g, box[k].x + 4, y + (VIZ_AXIS_H - RST_FONT_H) / 2, box[k].text, RGB_TEXT_DARK);
     }
 }
 
@@ -952,17 +977,17 @@ static void draw_minimap(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *ge
             }
         }
         /* band names */
-        int lx = 6, ly = y + 4 + VIZ_FONT_H + 2;
+        int lx = 6, ly = y + 4 + RST_FONT_H + 2;
         for (unsigned k = 0; k < nc; k++) {
             const char *name = viz_cat_name(cats[k]);
-            int w = viz_font_width(name);
+            int w = rst_font_width(name);
             if (lx + w > geo->track_x - 8) {
                 lx = 6;
-                ly += VIZ_FONT_H;
+                ly += RST_FONT_H;
             }
-            if (ly + VIZ_FONT_H > y + h)
+            if (ly + RST_FONT_H > y + h)
                 break;
-            lx += text(g, lx, ly, name, viz_cat_rgb(cats[k])) + VIZ_FONT_W;
+            lx += text(g, lx, ly, name, viz_cat_rgb(cats[k])) + RST_FONT_W;
         }
     }
     /* search matches and the selection as ticks */
@@ -1015,13 +1040,17 @@ static void draw_title(viz_gfx_t *g, const viz_view_t *v)
     const viz_trace_t *t = v->t;
     fill(g, 0, 0, v->w, VIZ_TITLE_H, RGB_PANEL);
     fill(g, 0, VIZ_TITLE_H - 1, v->w, 1, RGB_LINE);
-    int x = 8, y = (VIZ_TITLE_H - VIZ_FONT_H) / 2;
-    x += text_bold(g, x, y, "ncsim viz", RGB_ACCENT) + 2 * VIZ_FONT_W;
+    int x = 8, y = (VIZ_TITLE_H - RST_FONT_H) / 2;
+    x += text_bold(g, x, y, "ncsim viz", RGB_ACCENT) + 2 * RST_FONT_W;
     char buf[512], n[32];
     const char *prog = viz_str(t, t->program);
     viz_fmt_count(n, sizeof n, t->nslices);
-    snprintf(buf, sizeof buf, "%s", *prog ? base_name(prog) : base_name(t->path));
-    x += text_bold(g, x, y, buf, RGB_TEXT) + 2 * VIZ_FONT_W;
+    if (t->runs == 2)
+        snprintf(buf, sizeof buf, "A: %.200s  vs  B: %.200s", base_name(t->path),
+                 base_name(t->path_b));
+    else
+        snprintf(buf, sizeof buf, "%s", *prog ? base_name(prog) : base_name(t->path));
+    x += text_bold(g, x, y, buf, RGB_TEXT) + 2 * RST_FONT_W;
     int used = snprintf(buf, sizeof buf, "%s", *viz_str(t, t->arch) ? viz_str(t, t->arch) : "");
     if (t->chips)
         used += snprintf(buf + used, sizeof buf - (size_t)used, "%s%llu chip%s, %llu core%s",
@@ -1052,9 +1081,9 @@ static void draw_title(viz_gfx_t *g, const viz_view_t *v)
     }
     int legw = 0;
     for (int k = 0; k < nl; k++)
-        legw += 12 + viz_font_width(leg[k]) + 10;
+        legw += 12 + rst_font_width(leg[k]) + 10;
     const char *mode = v->mode == VIZ_COLOUR_ENGINE ? "colour: engine (c)" : "colour: stall (c)";
-    legw += viz_font_width(mode) + 12;
+    legw += rst_font_width(mode) + 12;
     lx -= legw;
     if (lx < x + 120) { /* narrow window: legend only if it fits after the title */
         text_fit(g, x, y, buf, v->w - x - 8, RGB_TEXT_DIM);
@@ -1074,19 +1103,19 @@ static void draw_status(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *geo
     int y = geo->status_y;
     fill(g, 0, y, v->w, VIZ_STATUS_H, RGB_PANEL);
     fill(g, 0, y, v->w, 1, RGB_LINE);
-    int ty = y + (VIZ_STATUS_H - VIZ_FONT_H) / 2 + 1;
+    int ty = y + (VIZ_STATUS_H - RST_FONT_H) / 2 + 1;
     char right[160], a[48], b[48];
     viz_fmt_time(a, sizeof a, v->t0 < 0 ? 0 : v->t0);
     viz_fmt_time(b, sizeof b, v->t1);
     snprintf(right, sizeof right, "%s \xe2\x80\x93 %s    ? help", a, b);
-    int rw = viz_font_width(right);
+    int rw = rst_font_width(right);
     text(g, v->w - rw - 8, ty, right, RGB_TEXT_DIM);
     int room = v->w - rw - 24;
     if (v->typing) {
         char q[160];
         snprintf(q, sizeof q, "/%s", v->query);
         int w = text(g, 8, ty, q, RGB_TEXT);
-        fill(g, 8 + w + 1, ty + 1, 2, VIZ_FONT_H - 2, RGB_ACCENT);
+        fill(g, 8 + w + 1, ty + 1, 2, RST_FONT_H - 2, RGB_ACCENT);
         text_fit(g, 8 + w + 12, ty,
                  "mnemonic, operand text, stall cause or line number; Enter to find",
                  room - w - 12, RGB_TEXT_DIM);
@@ -1279,7 +1308,7 @@ static void describe_slice(const viz_view_t *v, size_t s, lines_t *L, int detail
 static void draw_box_lines(viz_gfx_t *g, int x, int y, int w, const lines_t *L)
 {
     for (int k = 0; k < L->n; k++) {
-        int ly = y + k * (VIZ_FONT_H + 2);
+        int ly = y + k * (RST_FONT_H + 2);
         if (L->bold[k])
             text_bold(g, x, ly, L->text[k], L->rgb[k]);
         else
@@ -1325,14 +1354,14 @@ static void draw_tooltip(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *ge
     }
     int w = 0;
     for (int k = 0; k < L.n; k++) {
-        int lw = viz_font_width(L.text[k]) + (L.bold[k] ? 1 : 0);
+        int lw = rst_font_width(L.text[k]) + (L.bold[k] ? 1 : 0);
         if (lw > w)
             w = lw;
     }
     int maxw = v->w - 40 < 560 ? v->w - 40 : 560;
     if (w > maxw)
         w = maxw;
-    int bw = w + 16, bh = L.n * (VIZ_FONT_H + 2) + 12;
+    int bw = w + 16, bh = L.n * (RST_FONT_H + 2) + 12;
     int x = v->mouse_x + 16, y = v->mouse_y + 18;
     if (x + bw > v->w - 4)
         x = v->mouse_x - 12 - bw;
@@ -1358,13 +1387,13 @@ static void draw_details(viz_gfx_t *g, const viz_view_t *v, const viz_geom_t *ge
     lines_t L;
     memset(&L, 0, sizeof L);
     describe_slice(v, (size_t)v->sel, &L, 1);
-    int maxl = (geo->details_h - 8) / (VIZ_FONT_H + 2);
+    int maxl = (geo->details_h - 8) / (RST_FONT_H + 2);
     if (L.n > maxl)
         L.n = maxl;
     text(g, 8, y + 6, "selected", RGB_TEXT_DIM);
-    text(g, 8, y + 6 + VIZ_FONT_H + 2, "Esc: clear", RGB_TEXT_DIM);
-    text(g, 8, y + 6 + 2 * (VIZ_FONT_H + 2), "f: zoom to it", RGB_TEXT_DIM);
-    text(g, 8, y + 6 + 3 * (VIZ_FONT_H + 2), ", .: prev/next", RGB_TEXT_DIM);
+    text(g, 8, y + 6 + RST_FONT_H + 2, "Esc: clear", RGB_TEXT_DIM);
+    text(g, 8, y + 6 + 2 * (RST_FONT_H + 2), "f: zoom to it", RGB_TEXT_DIM);
+    text(g, 8, y + 6 + 3 * (RST_FONT_H + 2), ", .: prev/next", RGB_TEXT_DIM);
     draw_box_lines(g, geo->track_x + 4, y + 6, v->w - geo->track_x - 12, &L);
 }
 
@@ -1400,13 +1429,13 @@ static void draw_help(viz_gfx_t *g, const viz_view_t *v)
     size_t n = sizeof help_keys / sizeof help_keys[0];
     int kw = 0, dw = 0;
     for (size_t i = 0; i < n; i++) {
-        int a = viz_font_width(help_keys[i][0]), b = viz_font_width(help_keys[i][1]);
+        int a = rst_font_width(help_keys[i][0]), b = rst_font_width(help_keys[i][1]);
         if (a > kw)
             kw = a;
         if (b > dw)
             dw = b;
     }
-    int lh = VIZ_FONT_H + 4;
+    int lh = RST_FONT_H + 4;
     int bw = kw + dw + 24 + 32, bh = (int)n * lh + 52;
     int x = (v->w - bw) / 2, y = (v->h - bh) / 2;
     if (x < 4)
@@ -1416,7 +1445,7 @@ static void draw_help(viz_gfx_t *g, const viz_view_t *v)
     fill(g, x, y, bw, bh, VIZ_RGB_TOOLTIP);
     outline(g, x, y, bw, bh, RGB_ACCENT, 1);
     text_bold(g, x + 16, y + 10, "ncsim viz: keys and mouse", RGB_ACCENT);
-    text(g, x + bw - 16 - viz_font_width("any key closes"), y + 10, "any key closes",
+    text(g, x + bw - 16 - rst_font_width("any key closes"), y + 10, "any key closes",
          RGB_TEXT_DIM);
     for (size_t i = 0; i < n; i++) {
         int ly = y + 34 + (int)i * lh;

@@ -410,7 +410,12 @@ static int build_groups(viz_view_t *v)
         }
         if (p->chip != chip) {
             char name[32];
-            snprintf(name, sizeof name, "chip %d", p->chip);
+            if (p->run)
+                snprintf(name, sizeof name, "B \xc2\xb7 chip %d", p->chip - VIZ_RUN_B_CHIP);
+            else if (t->runs == 2)
+                snprintf(name, sizeof name, "A \xc2\xb7 chip %d", p->chip);
+            else
+                snprintf(name, sizeof name, "chip %d", p->chip);
             chip_group = new_group(v, -1, name, name);
             chip = p->chip;
             if (chip_group < 0 || add_root(v, chip_group)) {
@@ -565,16 +570,47 @@ static const viz_view_t *fold_view;
 
 /* Unfolding priority: the first chip's cores, then its DMA queues and links, then the other
  * chips, their cores, their queues. */
+/* A pair of traces (viz_trace_load_pair): the root of B's first chip, whose cores unfold
+ * alongside A's first chip's; -1 for one trace. */
+static int b_first_root(const viz_view_t *v)
+{
+    if (v->t->runs != 2)
+        return -1;
+    for (size_t i = 0; i < v->nroots; i++)
+        if (strncmp(v->groups[v->roots[i]].name, "B \xc2\xb7 chip", 9) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Position of group g among its parent's items (0 for a root). */
+static int sibling_pos(const viz_view_t *v, int g)
+{
+    int p = v->groups[g].parent;
+    if (p < 0)
+        return 0;
+    for (size_t i = 0; i < v->groups[p].nitems; i++)
+        if (v->groups[p].items[i].kind == VIZ_ITEM_GROUP && v->groups[p].items[i].index == g)
+            return (int)i;
+    return 0;
+}
+
 static int cmp_unfold(const void *a, const void *b)
 {
     const viz_view_t *v = fold_view;
     int x = *(const int *)a, y = *(const int *)b;
-    int rx = root_of(v, x) > 0, ry = root_of(v, y) > 0;
+    int bf = b_first_root(v);
+    int ox = root_of(v, x), oy = root_of(v, y);
+    int rx = ox > 0 && ox != bf, ry = oy > 0 && oy != bf;
     if (rx != ry)
         return rx - ry;
     int dx = v->groups[x].depth, dy = v->groups[y].depth;
     if (dx != dy)
         return dx - dy;
+    if (bf >= 0) { /* a pair: one core of each run before the second core of either */
+        int px = sibling_pos(v, x), py = sibling_pos(v, y);
+        if (px != py)
+            return px - py;
+    }
     return x - y;
 }
 
@@ -593,7 +629,8 @@ static void initial_folding(viz_view_t *v)
     size_t n = 0;
     for (size_t g = 0; g < v->ngroups; g++) {
         if (is_subgroup(v, (int)g, "semaphores") ||
-            (v->groups[g].depth == 0 && root_of(v, (int)g) == 0))
+            (v->groups[g].depth == 0 &&
+             (root_of(v, (int)g) == 0 || root_of(v, (int)g) == b_first_root(v))))
             continue;
         v->groups[g].collapsed = 1;
         cand[n++] = (int)g;

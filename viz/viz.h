@@ -33,6 +33,12 @@ typedef struct viz_trace viz_trace_t;
  * (message names the file and where) when it is corrupt, truncated or holds no tracks,
  * NCSIM_NOMEM. */
 ncsim_status_t viz_trace_load(const char *path, viz_trace_t **out, char *err, size_t errlen);
+/* Two traces on one time axis, to compare them: A's groups ("A · chip 0", ...) above B's
+ * ("B · chip 0", ...). Errors as viz_trace_load, naming the file. */
+ncsim_status_t viz_trace_load_pair(const char *path_a, const char *path_b, viz_trace_t **out,
+                                   char *err, size_t errlen);
+/* 2 for a pair, 1 otherwise. */
+int viz_trace_runs(const viz_trace_t *t);
 void viz_trace_free(viz_trace_t *t);
 
 size_t viz_trace_slice_count(const viz_trace_t *t);

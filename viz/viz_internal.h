@@ -1,6 +1,6 @@
 /*
  * viz_internal.h -- the viewer's data structures, shared by its files: the loaded trace
- * (model.c), the view state and layout (view.c), drawing (render.c), the font (font.c),
+ * (model.c), the view state and layout (view.c), drawing (render.c) with the font of raster/,
  * number formatting (format.c), the headless canvas (canvas.c) and the window (app.c).
  */
 #ifndef NCSIM_VIZ_INTERNAL_H
@@ -9,31 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "raster.h"
 #include "trace.h"
 #include "viz.h"
 
-/* ---- font ------------------------------------------------------------------------------------ */
-
-#define VIZ_FONT_W 6      /* advance of every glyph */
-#define VIZ_FONT_H 11     /* cell height: 1 blank row, 7 body rows, 2 descender rows, 1 blank */
-#define VIZ_GLYPH_ROWS 9
-#define VIZ_GLYPH_TOP 1   /* blank rows above the glyph in its cell */
-
-enum {
-    VIZ_GLYPH_MICRO = 128,
-    VIZ_GLYPH_RIGHT,
-    VIZ_GLYPH_DOWN,
-    VIZ_GLYPH_MIDDOT,
-    VIZ_GLYPH_ENDASH,
-    VIZ_GLYPH_DELTA,
-    VIZ_GLYPH_COUNT
-};
-
-/* Row bitmaps (bit 4 = leftmost pixel) of a glyph; unknown codes give '?'. */
-const uint8_t *viz_font_glyph(unsigned code);
-unsigned viz_font_decode(const char **s);
-int viz_font_width(const char *s);
-size_t viz_font_fit(const char *s, int width);
+/* ---- font: the project's bitmap font, raster/font.c (RST_FONT_W, rst_font_glyph ...) ------ */
 
 /* ---- formatting ------------------------------------------------------------------------------ */
 
@@ -111,9 +91,16 @@ typedef struct viz_process {
     uint32_t pid;
     uint32_t name; /* string id */
     int32_t sort;
-    int chip;      /* -1: unknown */
+    int chip;      /* -1: unknown; B's chips (viz_trace_load_pair) are VIZ_RUN_B_CHIP + chip */
     int is_core;   /* a core process (else a chip's shared tracks, or unknown) */
+    int run;       /* 0: the trace (or A), 1: B of a pair */
 } viz_process_t;
+
+/* Two traces in one view (viz_trace_load_pair): B's pids are offset by VIZ_RUN_B_PID (its
+ * tids follow, tid = pid x 1000 + n) and its chips by VIZ_RUN_B_CHIP, so its groups come
+ * after A's on the same time axis. */
+#define VIZ_RUN_B_PID 100000u
+#define VIZ_RUN_B_CHIP 100000
 
 typedef struct viz_lane {
     uint32_t pid, tid;
@@ -182,6 +169,8 @@ typedef struct viz_flow {
 
 struct viz_trace {
     char path[512];
+    char path_b[512];  /* the second trace of a pair ("" when one) */
+    int runs;          /* 1, or 2 for a pair */
     viz_strings_t str;
     uint32_t program, arch; /* string ids */
     uint64_t chips, cores, timing_only;
@@ -260,7 +249,7 @@ enum { VIZ_DRAG_NONE, VIZ_DRAG_PAN, VIZ_DRAG_RANGE, VIZ_DRAG_MINIMAP, VIZ_DRAG_S
 #define VIZ_MINIMAP_H 46
 #define VIZ_AXIS_H 22
 #define VIZ_STATUS_H 20
-#define VIZ_DETAILS_H 96
+#define VIZ_DETAILS_H 136 /* eight lines: the cost breakdown fits under the rest */
 #define VIZ_LABEL_W 168
 #define VIZ_SCROLLBAR_W 10
 #define VIZ_ROW_GROUP_H 20

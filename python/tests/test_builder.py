@@ -1,5 +1,5 @@
 """Tests of ncsim.builder: the text it writes, the event scheduling, and that the result assembles
-(with the `ncsim` executable of the build tree: NCSIM_BIN, else build/ncsim)."""
+(with the `ncsim` executable: NCSIM_BINARY as ctest sets it, else build/ncsim)."""
 import os
 import subprocess
 import sys
@@ -14,7 +14,7 @@ from ncsim.builder import EventEmitter, Program, Pump, Ring, raw_view  # noqa: E
 
 
 def ncsim_bin():
-    b = os.environ.get("NCSIM_BIN") or os.path.join(ROOT, "build", "ncsim")
+    b = os.environ.get("NCSIM_BINARY") or os.environ.get("NCSIM_BIN") or os.path.join(ROOT, "build", "ncsim")
     if not os.path.exists(b):
         pytest.skip("no ncsim executable (set NCSIM_BIN)")
     return b

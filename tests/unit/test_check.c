@@ -408,8 +408,10 @@ static void test_timing_independent(void **state)
     }
 }
 
-/* Same-engine order needs no semaphore; a transfer is ordered after the instructions its
- * issuing engine ran before it, and its post orders what waits for it after its reads. */
+/* Same-engine order needs no semaphore between instructions of the engine; a transfer is
+ * outside the interlock: it is ordered after the issuing engine's earlier instructions only
+ * when a semaphore says they completed, and its post orders what waits for it after its
+ * reads. */
 static void test_program_order(void **state)
 {
     (void)state;
@@ -417,12 +419,34 @@ static void test_program_order(void **state)
                                ".engine dve\nmemset a, 1.0\ntensor_copy b, a\nmemset a, 2.0\n");
     assert_int_equal(chk_count(r.chk), 0);
     checked_free(&r);
-    /* act copies into a tile and stores it; dve overwrites the tile once the store landed */
+    /* act copies into a tile and stores it with no semaphore between: the transfer may read
+     * the tile while the copy still writes it (issue 16): a race */
     r = check_inline(".hbm y fp32 [128, 64] output\n.sbuf a fp32 [128, 64]\n"
-                     ".sbuf c fp32 [128, 64]\n.sem st\n.sem init\n"
+                     ".sbuf c fp32 [128, 64]\n.sem init\n"
                      ".engine pool\nmemset c, 1.0 | post init\n"
                      ".engine act\ntensor_copy a, c | wait init >= 1\n"
-                     "dma y, a, queue=3 | post st\n"
+                     "dma y, a, queue=3\n");
+    assert_int_equal(r.run, NCSIM_OK);
+    assert_int_equal(chk_count(r.chk), 1);
+    const chk_finding_t *f = chk_finding(r.chk, 0);
+    assert_int_equal(f->kind, CHK_KIND_RACE);
+    assert_true(has_token(&r, "race RAW sbuf"));
+    checked_free(&r);
+    /* and the other way: a transfer overwriting what the engine's earlier instruction reads */
+    r = check_inline(".hbm x fp32 [128, 64] input\n.sbuf a fp32 [128, 64]\n"
+                     ".sbuf c fp32 [128, 64]\n.sem init\n"
+                     ".engine pool\nmemset a, 1.0 | post init\n"
+                     ".engine act\ntensor_copy c, a | wait init >= 1\n"
+                     "dma a, x, queue=3\n");
+    assert_int_equal(chk_count(r.chk), 1);
+    assert_true(has_token(&r, "race WAR sbuf"));
+    checked_free(&r);
+    /* ordered: the copy posts, the dma waits for it; dve overwrites once the store landed */
+    r = check_inline(".hbm y fp32 [128, 64] output\n.sbuf a fp32 [128, 64]\n"
+                     ".sbuf c fp32 [128, 64]\n.sem st\n.sem init\n.sem cp\n"
+                     ".engine pool\nmemset c, 1.0 | post init\n"
+                     ".engine act\ntensor_copy a, c | wait init >= 1 | post cp\n"
+                     "dma y, a, queue=3 | wait cp >= 1 | post st\n"
                      ".engine dve\nmemset a, 5.0 | wait st >= 1\n");
     assert_int_equal(r.run, NCSIM_OK);
     assert_int_equal(chk_count(r.chk), 0);
@@ -432,10 +456,10 @@ static void test_program_order(void **state)
                      ".sbuf c fp32 [128, 64]\n.sem st\n.sem init\n.sem copied\n"
                      ".engine pool\nmemset c, 1.0 | post init\n"
                      ".engine act\ntensor_copy a, c | wait init >= 1 | post copied\n"
-                     "dma y, a, queue=3 | post st\n"
+                     "dma y, a, queue=3 | wait copied >= 1 | post st\n"
                      ".engine dve\nmemset a, 5.0 | wait copied >= 1\nnop | wait st >= 1\n");
     assert_int_equal(chk_count(r.chk), 1);
-    const chk_finding_t *f = chk_finding(r.chk, 0);
+    f = chk_finding(r.chk, 0);
     assert_int_equal(f->kind, CHK_KIND_RACE);
     /* the store (queue 3, issued by act) and dve's memset, in whichever order they ran */
     const chk_site_t *q = f->first.queue == 3 ? &f->first : &f->second;

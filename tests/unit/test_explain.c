@@ -21,6 +21,7 @@
 #include "isa.h"
 #include "sim.h"
 #include "testutil.h"
+#include "trace.h"
 
 static mdl_arch_t trn1;
 
@@ -567,6 +568,198 @@ static void test_diff(void **state)
     assert_int_equal(ncsim(NULL, "diff da.json nothere.json"), 3);
 }
 
+/* ---- live SBUF / PSUM ---------------------------------------------------------------------------- */
+
+typedef struct ctr {
+    const char *name;
+    uint64_t ts[64];
+    double v[64];
+    int n;
+} ctr_t;
+
+static int on_counter(void *ctx, const trc_record_t *r)
+{
+    ctr_t *c = ctx;
+    if (r->kind == TRC_REC_COUNTER && r->u.counter.pid == trc_pid_core(0) &&
+        strcmp(r->u.counter.name, c->name) == 0 && c->n < 64) {
+        c->ts[c->n] = r->u.counter.ts_ps;
+        c->v[c->n++] = r->u.counter.value;
+    }
+    return 0;
+}
+
+static void read_counter(const char *trace, ctr_t *c, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    char err[256];
+    assert_int_equal(trc_read(in_dir(trace), on_counter, c, err, sizeof err), NCSIM_OK);
+    assert_true(c->n > 0);
+}
+
+/* Three 256 KiB tensors on VectorE: a is written, copied to b, c written, copied to b. SBUF in
+ * use rises to 768 KiB and falls: a dies when its only read (the first copy) completes, at
+ * 2 x (512 + 60 + 0) DVE cycles = 1021.429 ns; b and c when the second copy completes. PSUM:
+ * written by a matmul, read by an activate, then free. */
+static void test_live_counters(void **state)
+{
+    (void)state;
+    put_file("live.nca", ".core 0\n.sbuf a fp32 [128, 512]\n.sbuf b fp32 [128, 512]\n"
+                         ".sbuf c fp32 [128, 512]\n.engine dve\n    memset a, 1.0\n"
+                         "    tensor_copy b, a\n    memset c, 2.0\n    tensor_copy b, c\n");
+    for (int f = 0; f < 2; f++) {
+        const char *trace = f ? "live.pftrace" : "live.json";
+        assert_int_equal(ncsim(NULL, "run live.nca --timing-only -q --trace %s", trace), 0);
+        ctr_t c;
+        read_counter(trace, &c, "SBUF in use");
+        double max = 0;
+        int fell = 0;
+        for (int i = 0; i < c.n; i++) {
+            if (c.v[i] > max)
+                max = c.v[i];
+            if (i && c.v[i] < c.v[i - 1] && c.v[i] > 0) {
+                fell = 1;
+                assert_int_equal(c.v[i], 2 * 262144.0);
+                uint64_t expect = (uint64_t)llround(2.0 * (512 + 60 + 0) / 1.12 * 1000.0);
+                uint64_t tol = f ? 1000 : 1; /* .pftrace times are whole ns */
+                assert_true(c.ts[i] + tol >= expect && c.ts[i] <= expect + tol);
+            }
+        }
+        assert_true(max == 3 * 262144.0);
+        assert_true(fell);
+        assert_true(c.v[c.n - 1] == 0.0); /* nothing live at the end */
+    }
+    put_file("psum.nca", ".core 0\n.sbuf w bf16 [128, 128]\n.sbuf x bf16 [128, 512]\n"
+                         ".sbuf y fp32 [128, 512]\n.psum acc fp32 [128, 512]\n.engine pe\n"
+                         "    matmul acc, w, x\n.engine act\n    activate y, acc, copy\n");
+    assert_int_equal(ncsim(NULL, "run psum.nca --timing-only -q --trace psum.json"), 0);
+    ctr_t p;
+    read_counter("psum.json", &p, "PSUM in use");
+    double max = 0;
+    for (int i = 0; i < p.n; i++)
+        max = p.v[i] > max ? p.v[i] : max;
+    assert_true(max == 128.0 * 512 * 4);
+    assert_true(p.v[p.n - 1] == 0.0);
+}
+
+/* ---- --dump ------------------------------------------------------------------------------------- */
+
+/* D = W^T X into PSUM, copied to SBUF with exp, stored to a scratch tensor, then y cleared:
+ * every space. Line 19 is the activate. */
+static const char prog_dump[] =
+    ".hbm w bf16 [128, 128] input\n"                                /* 1 */
+    ".hbm x bf16 [128, 64] input\n"                                 /* 2 */
+    ".hbm s fp32 [128, 64] scratch\n"                               /* 3 */
+    ".core 0\n"                                                     /* 4 */
+    ".sbuf ws bf16 [128, 128]\n"                                    /* 5 */
+    ".sbuf xs bf16 [128, 64]\n"                                     /* 6 */
+    ".psum acc fp32 [128, 64]\n"                                    /* 7 */
+    ".sbuf y fp32 [128, 64]\n"                                      /* 8 */
+    ".sem in\n.sem mm\n.sem done\n.sem stored\n"                 /* 9-12 */
+    ".engine sp\n"                                                  /* 13 */
+    "    dma ws, w, queue=0 | post in\n"                            /* 14 */
+    "    dma xs, x, queue=1 | post in\n"                            /* 15 */
+    ".engine pe\n"                                                  /* 16 */
+    "    matmul acc, ws, xs | wait in >= 2 | post mm\n"             /* 17 */
+    ".engine act\n"                                                 /* 18 */
+    "    activate y, acc, exp | wait mm >= 1 | post done\n"         /* 19 */
+    "    tensor_scalar y, y, multiply, 0.0 | wait stored >= 1\n"    /* 20 */
+    ".engine pool\n"                                                /* 21 */
+    "    dma s, y | wait done >= 1 | post stored\n";                /* 22 */
+
+static void test_dump(void **state)
+{
+    (void)state;
+    put_file("dump.nca", prog_dump);
+    char gen[512];
+    snprintf(gen, sizeof gen,
+             "import numpy as np, sys\n"
+             "d = sys.argv[1]\n"
+             "rng = np.random.default_rng(7)\n"
+             "np.save(d + '/w.npy', (rng.integers(-4, 5, (128, 128)) / 8).astype(np.float32))\n"
+             "np.save(d + '/x.npy', (rng.integers(-4, 5, (128, 64)) / 8).astype(np.float32))\n");
+    char args[300];
+    snprintf(args, sizeof args, "%s", dir);
+    assert_int_equal(tu_python(gen, args, NULL), 0);
+    /* at the end: the PSUM product, SBUF tiles, the scratch tensor; y was cleared after */
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump acc=acc.npy "
+                                 "--dump ws@0=ws.npy --dump y=y_end.npy --dump s=s.npy"),
+                     0);
+    /* when line 19 (the activate) has taken effect: y = exp(acc) */
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump y=y18.npy "
+                                 "--dump-at 19"),
+                     0);
+    /* line 17, `matmul acc, ws, xs`, is an ldweights and a matmul: after the matmul */
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --in w=w.npy --in x=x.npy --dump acc=acc17.npy "
+                                 "--dump-at 17"),
+                     0);
+    char check[2048];
+    snprintf(check, sizeof check,
+             "import numpy as np, sys\n"
+             "d = sys.argv[1]\n"
+             "w = np.load(d + '/w.npy'); x = np.load(d + '/x.npy')\n"
+             "acc = np.load(d + '/acc.npy'); ws = np.load(d + '/ws.npy')\n"
+             "y_end = np.load(d + '/y_end.npy'); s = np.load(d + '/s.npy')\n"
+             "y18 = np.load(d + '/y18.npy')\n"
+             "ref = w.T.astype(np.float64) @ x.astype(np.float64)\n"
+             "assert acc.shape == (128, 64) and acc.dtype == np.float32, (acc.shape, acc.dtype)\n"
+             "assert np.array_equal(acc, ref.astype(np.float32)), 'psum'\n"
+             "assert np.array_equal(np.load(d + '/acc17.npy'), acc), 'psum at line 17'\n"
+             "assert ws.shape == (128, 128) and np.array_equal(ws, w), 'sbuf'\n"
+             "assert np.all(y_end == 0), 'y at the end'\n"
+             "e = np.exp(ref)\n"
+             "assert np.allclose(y18, e, rtol=2e-3, atol=1e-6), np.max(np.abs(y18 - e) / e)\n"
+             "assert np.array_equal(s, y18), 'scratch holds exp(acc): stored before y was cleared'\n"
+             "print('ok')\n");
+    char *out = NULL;
+    int rc = tu_python(check, args, &out);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out ? out : "");
+    assert_int_equal(rc, 0);
+    free(out);
+    /* errors: unknown tensor, a line with no instruction, timing-only, bad syntax */
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump nope=n.npy"), 2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump y=y.npy --dump-at 4"),
+                     2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --timing-only --dump y=y.npy"), 2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump y"), 2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump y@x=y.npy"), 2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump y@3=y.npy"), 2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump-at 19"), 2);
+    assert_int_equal(ncsim(NULL, "run dump.nca -q --random-inputs 1 --dump y=/nonexistent/y.npy"),
+                     3);
+}
+
+/* docs/explain.md's session: each version is faster, and the verdicts it quotes hold. */
+static void test_doc_session(void **state)
+{
+    (void)state;
+    const char *v[] = {"v1_transposed", "v2_layout", "v3_bf16", "v4_overlap"};
+    const char *verdict[] = {"DMA engines (piece efficiency)", "DMA engines (bandwidth)",
+                             "DMA engines (bandwidth)", "DMA fixed cost and queueing"};
+    double prev = 0;
+    for (int i = 0; i < 4; i++) {
+        char path[128], trace[64], stats[64];
+        snprintf(path, sizeof path, "kernels/explain/%s.nca", v[i]);
+        snprintf(trace, sizeof trace, "%s.pftrace", v[i]);
+        snprintf(stats, sizeof stats, "%s.json", v[i]);
+        assert_int_equal(ncsim(NULL, "run %s --random-inputs 1 -q --trace %s --stats %s",
+                               tu_source_path(path), trace, stats),
+                         0);
+        char what[64];
+        double share;
+        verdict_of(trace, what, sizeof what, &share);
+        if (strcmp(what, verdict[i]) != 0)
+            fail_msg("%s: verdict '%s', docs/explain.md says '%s'", v[i], what, verdict[i]);
+        double t = total_of(stats);
+        if (i)
+            assert_true(t < prev);
+        prev = t;
+    }
+    assert_int_equal(ncsim(NULL, "diff v3_bf16.json v4_overlap.json --fail-if-slower 2"), 0);
+    assert_int_equal(ncsim(NULL, "diff v4_overlap.json v3_bf16.json --fail-if-slower 2"), 1);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
@@ -581,6 +774,9 @@ int main(void)
         cmocka_unit_test(test_by_line_totals),
         cmocka_unit_test(test_trace_cost_args),
         cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_live_counters),
+        cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_doc_session),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

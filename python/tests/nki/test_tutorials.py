@@ -48,10 +48,13 @@ def test_mamba_versions_agree_exactly():
 
 
 def test_attention_causal_matches_numpy():
+    """Causal mask with fp32 matmuls. (With bf16 matmuls the first rows, which average only a
+    few keys, keep bf16's 2^-9 relative error and miss rtol 1e-3: the tutorial's tolerance
+    assumes the non-causal case, where the rounding errors of 4096 keys average out.)"""
     case = BY_NAME["attention"]
     kernel, reference = case.load()
     q, k, v = case.args("small")
-    out = runner.nki.simulate_kernel(kernel, q, k, v, True)
+    out = runner.nki.simulate_kernel(kernel, q, k, v, True, False)
     np.testing.assert_allclose(out, reference(q, k, v, True), atol=1e-5, rtol=1e-3)
 
 
@@ -79,29 +82,37 @@ def test_check_clean(case):
     assert report.clean, report
 
 
-def _hbm_bytes(args, out_nbytes):
-    return sum(a.nbytes for a in args if isinstance(a, np.ndarray)) + out_nbytes
+def _nbytes(a):
+    """Bytes of a kernel argument: an array, a shape/dtype placeholder, or 0 for a constant."""
+    if isinstance(a, np.ndarray):
+        return a.nbytes
+    if hasattr(a, "shape") and hasattr(a, "nki_dtype"):
+        return int(np.prod(a.shape)) * a.nki_dtype.itemsize
+    return 0
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_timing_plausible(case):
     latency_us, stats = runner.benchmark(case, "moderate")
-    args = case.args("moderate")
-    _, reference = case.load()
-    out_nbytes = reference(*args).nbytes
-    floor_us = _hbm_bytes(args, out_nbytes) / HBM_GBPS / 1e3
+    params = case.sizes["moderate"]
+    # Every input is read from HBM at least once, at most at the device's HBM bandwidth.
+    floor_us = sum(_nbytes(a) for a in case.args("moderate", timing=True)) / HBM_GBPS / 1e3
     if case.flops:
-        floor_us = max(floor_us, case.flops(case.sizes["moderate"]) / PE_PEAK_FLOPS * 1e6)
+        floor_us = max(floor_us, case.flops(params) / PE_PEAK_FLOPS * 1e6)
     summary = runner.summarize(stats)
-    print("%s: %.1f us (floor %.1f us), busy %s, bottleneck %s"
+    print("%s: %.1f us (floor %.1f us), busy %s, MFU %.2f, bottleneck %s"
           % (case.name, latency_us, floor_us,
-             {k: round(v, 2) for k, v in summary["busy"].items()}, summary["bottleneck"]))
+             {k: round(v, 2) for k, v in summary["busy"].items()}, summary["mfu"],
+             summary["bottleneck"]))
     assert latency_us >= floor_us
-    # A few microseconds of fixed DMA latency dominate the tiny kernels.
-    assert latency_us <= 50.0 * floor_us + 100.0
     assert abs(summary["total_us"] - latency_us) <= 0.01 * latency_us + 1e-3
     for name, frac in summary["busy"].items():
         assert 0.0 <= frac <= 1.0 + 1e-9, (name, frac)
+    # The time is explained by some resource, not by idle waiting (tiny kernels are
+    # dominated by the fixed latency of their few DMAs).
+    assert summary["bottleneck"] != "latency" or latency_us < 20.0
+    if case.flops:
+        assert 0.0 < summary["mfu"] <= 1.0
 
 
 NEURONXCC_IMPORTS = {
@@ -124,8 +135,8 @@ def test_runs_with_neuronxcc_imports(tmp_path, name):
     (tmp_path / ("nx_" + case.module + ".py")).write_text(src)
     script = (
         "import sys, numpy as np\n"
-        "from ncsim.nki import compat\n"
-        "compat.enable_neuronxcc_alias()\n"
+        "import ncsim.nki\n"
+        "ncsim.nki.install_neuronxcc_alias()\n"
         "from neuronxcc import nki\n"
         "import nx_%s as m\n"
         "from ncsim.nki.examples.catalog import BY_NAME\n"
@@ -141,3 +152,20 @@ def test_runs_with_neuronxcc_imports(tmp_path, name):
                          text=True, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.strip().endswith("ok")
+
+
+def test_tutorial_optimisations_pay_off():
+    """What each tutorial's sequence of versions is about shows in the simulated figures."""
+    mfu = [runner.summarize(runner.benchmark(BY_NAME[n], "moderate")[1])["mfu"]
+           for n in ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")]
+    print("matmul MFU by version:", [round(x, 2) for x in mfu])
+    assert mfu == sorted(mfu) and mfu[-1] > 2 * mfu[0]
+
+    t_v1, _ = runner.benchmark(BY_NAME["layernorm_v1"], "moderate")
+    t_v2, _ = runner.benchmark(BY_NAME["layernorm_v2"], "moderate")
+    print("layernorm v1 %.1f us, v2 %.1f us" % (t_v1, t_v2))
+    assert t_v2 < 0.95 * t_v1       # the tutorial measures 15 % less
+
+    dma = {n: runner.benchmark(BY_NAME[n], "moderate")[1]["cores"][0]["dma"]["bytes"]
+           for n in ("mamba_v1", "mamba_v2")}
+    assert dma["mamba_v2"] < 0.5 * dma["mamba_v1"]   # delta and u loaded once, not per state

@@ -30,10 +30,26 @@ def compare(case, out, expected):
                                    atol=atol, rtol=rtol)
 
 
+class CheckReport:
+    """`ncsim check` findings of a lowered kernel; clean when there are none."""
+
+    def __init__(self, findings):
+        self.findings = list(findings)
+        self.clean = not self.findings
+
+    def __repr__(self):
+        return "CheckReport(%d findings: %r)" % (len(self.findings), self.findings[:5])
+
+
+def check(case, size="small", seed=0):
+    kernel, _ = case.load()
+    return CheckReport(nki.check(kernel, *case.args(size, seed)))
+
+
 def benchmark(case, size="moderate", seed=0):
     """Timing-only run; return (p50 latency in microseconds, statistics dict)."""
     kernel, _ = case.load()
-    args = case.args(size, seed)
+    args = case.args(size, seed, timing=True)
     bench = nki.benchmark(warmup=0, iters=1)(kernel)
     bench(*args)
     result = bench.benchmark_result
@@ -44,6 +60,7 @@ def benchmark(case, size="moderate", seed=0):
 # --- figures derived from ncsim statistics ------------------------------------
 
 ENGINES = ("pe", "act", "dve", "pool")
+LATENCY_BOUND_BUSY = 0.25   # below this the busiest resource does not explain the time
 
 
 def summarize(stats):
@@ -54,6 +71,10 @@ def summarize(stats):
     busy["dma"] = core["dma"]["busy_ns"] / total
     dma_gbps = core["dma"]["bytes"] / total    # bytes per ns = GB/s
     bottleneck = max(busy, key=busy.get)
+    if busy[bottleneck] < LATENCY_BOUND_BUSY:
+        # No resource is busy for most of the run: fixed costs (DMA latency, semaphore
+        # round trips, instruction start-up) make up the time.
+        bottleneck = "latency"
     return {
         "total_us": total / 1000.0,
         "busy": busy,

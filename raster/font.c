@@ -1,19 +1,21 @@
 /*
- * font.c -- the viewer's built-in bitmap font: 5x7 glyphs with two rows of descender in a
- * 6 x 11 cell, drawn by hand for this project. Text is pixel-stable on every machine (no
- * font files, no hinting, no anti-aliasing), which is what golden pixel tests need.
+ * font.c -- the project's one bitmap font, used by the viewer (viz/) and the sweep plots
+ * (explore/): 5x7 glyphs with two rows of descender in a 6 x 11 cell, drawn by hand for this
+ * project. Text is pixel-stable on every machine (no font files, no hinting, no
+ * anti-aliasing), which is what golden pixel tests need.
  *
  * Each glyph is written as its rows, top to bottom, separated by spaces: '#' is ink, '.' is
  * paper; missing rows are blank. Rows 0-6 hold capitals and digits, lowercase x-height is
- * rows 2-6, rows 7-8 are descenders. Codes 32-126 are ASCII; VIZ_GLYPH_MICRO and the codes
- * after it are the few other characters the viewer prints: 'µ', the fold triangles, the
- * middle dot, the en dash and 'Δ' (text is UTF-8; viz_font_decode maps it).
+ * rows 2-6, rows 7-8 are descenders. Codes 32-126 are ASCII; RST_GLYPH_MICRO and the codes
+ * after it are the few other characters the programs print: 'µ', the fold triangles, the
+ * middle dot, the en dash and 'Δ' (text is UTF-8; rst_font_decode maps it).
  */
+#include <pthread.h>
 #include <string.h>
 
-#include "viz_internal.h"
+#include "raster.h"
 
-static const char *const glyph_rows[VIZ_GLYPH_COUNT - 32] = {
+static const char *const glyph_rows[RST_GLYPH_COUNT - 32] = {
     /* ' ' */ "",
     /* '!' */ "..#.. ..#.. ..#.. ..#.. ..#.. ..... ..#..",
     /* '"' */ ".#.#. .#.#. .#.#.",
@@ -119,19 +121,16 @@ static const char *const glyph_rows[VIZ_GLYPH_COUNT - 32] = {
     /* capital delta */ "..#.. ..#.. .#.#. .#.#. #...# #...# #####",
 };
 
-static uint8_t glyph_bits[VIZ_GLYPH_COUNT][VIZ_GLYPH_ROWS];
-static int glyphs_ready;
+static uint8_t glyph_bits[RST_GLYPH_COUNT][RST_GLYPH_ROWS];
 
 /* Turn the drawings into row bitmaps once (bit 4 is the leftmost column). */
 static void glyphs_init(void)
 {
-    if (glyphs_ready)
-        return;
     memset(glyph_bits, 0, sizeof glyph_bits);
-    for (unsigned g = 32; g < VIZ_GLYPH_COUNT; g++) {
+    for (unsigned g = 32; g < RST_GLYPH_COUNT; g++) {
         const char *s = glyph_rows[g - 32];
         unsigned row = 0, col = 0;
-        for (; *s && row < VIZ_GLYPH_ROWS; s++) {
+        for (; *s && row < RST_GLYPH_ROWS; s++) {
             if (*s == ' ') {
                 row++;
                 col = 0;
@@ -142,13 +141,13 @@ static void glyphs_init(void)
             col++;
         }
     }
-    glyphs_ready = 1;
 }
 
-const uint8_t *viz_font_glyph(unsigned code)
+const uint8_t *rst_font_glyph(unsigned code)
 {
-    glyphs_init();
-    if (code < 32 || code >= VIZ_GLYPH_COUNT)
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, glyphs_init);
+    if (code < 32 || code >= RST_GLYPH_COUNT)
         code = '?';
     return glyph_bits[code];
 }
@@ -158,7 +157,7 @@ const uint8_t *viz_font_glyph(unsigned code)
  * (triangles), U+00B7 (middle dot), U+2013 / U+2014 (dashes) and U+0394 (delta) as their
  * glyphs, anything else as '?'. Advances *s past the sequence.
  */
-unsigned viz_font_decode(const char **s)
+unsigned rst_font_decode(const char **s)
 {
     const unsigned char *p = (const unsigned char *)*s;
     unsigned c = p[0];
@@ -191,35 +190,35 @@ unsigned viz_font_decode(const char **s)
         return '?';
     switch (cp) {
     case 0xb5:
-    case 0x3bc: return VIZ_GLYPH_MICRO;
-    case 0x25b6: return VIZ_GLYPH_RIGHT;
-    case 0x25bc: return VIZ_GLYPH_DOWN;
-    case 0xb7: return VIZ_GLYPH_MIDDOT;
+    case 0x3bc: return RST_GLYPH_MICRO;
+    case 0x25b6: return RST_GLYPH_RIGHT;
+    case 0x25bc: return RST_GLYPH_DOWN;
+    case 0xb7: return RST_GLYPH_MIDDOT;
     case 0x2013:
-    case 0x2014: return VIZ_GLYPH_ENDASH;
-    case 0x394: return VIZ_GLYPH_DELTA;
+    case 0x2014: return RST_GLYPH_ENDASH;
+    case 0x394: return RST_GLYPH_DELTA;
     default: return '?';
     }
 }
 
-int viz_font_width(const char *s)
+int rst_font_width(const char *s)
 {
     int n = 0;
     while (*s) {
-        viz_font_decode(&s);
+        rst_font_decode(&s);
         n++;
     }
-    return n * VIZ_FONT_W;
+    return n * RST_FONT_W;
 }
 
 /* Bytes of `s` that fit in `width` pixels (whole glyphs). */
-size_t viz_font_fit(const char *s, int width)
+size_t rst_font_fit(const char *s, int width)
 {
     const char *p = s;
     int w = 0;
-    while (*p && w + VIZ_FONT_W <= width) {
-        viz_font_decode(&p);
-        w += VIZ_FONT_W;
+    while (*p && w + RST_FONT_W <= width) {
+        rst_font_decode(&p);
+        w += RST_FONT_W;
     }
     return (size_t)(p - s);
 }

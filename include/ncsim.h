@@ -1,0 +1,384 @@
+/*
+ * ncsim.h -- the public C API of libncsim (docs/api.md).
+ *
+ * Assemble NCA text or load .ncx programs, pick an architecture, simulate with real numerics
+ * and engine-level timing, read any tensor afterwards, get statistics, traces and the checker's
+ * findings. Everything is reached through opaque handles; no internal type appears here.
+ *
+ * Conventions
+ *   - Every call that can fail returns an ncsim_status_t. On failure the message of the error
+ *     (naming file, line and instruction where there is one) is kept per thread:
+ *     ncsim_last_error() and ncsim_last_error_info(). A successful call does not clear it.
+ *   - Strings and buffers the library allocates for the caller (char **out) are freed with
+ *     ncsim_free().
+ *   - Times are in nanoseconds (double).
+ *
+ * Thread safety
+ *   Handles are independent: several simulators (and programs, architectures) may be used at
+ *   once from different threads, one thread per handle at a time. A program may be shared by
+ *   several simulators, read-only, from several threads. ncsim_sim_cancel() is the one call
+ *   that may be made on a simulator from another thread (or a signal handler) while it runs.
+ *   The last-error message is thread-local.
+ *
+ * Depends on the C standard library only (stddef.h, stdint.h, stdio.h).
+ */
+#ifndef NCSIM_H
+#define NCSIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NCSIM_API __attribute__((visibility("default")))
+#else
+#define NCSIM_API
+#endif
+
+/* ---- Version ------------------------------------------------------------------------------- */
+
+#define NCSIM_VERSION_MAJOR 0
+#define NCSIM_VERSION_MINOR 2
+#define NCSIM_VERSION_PATCH 0
+/* One number for compile-time tests: 10000 * major + 100 * minor + patch. */
+#define NCSIM_VERSION_NUMBER                                                                   \
+    (NCSIM_VERSION_MAJOR * 10000 + NCSIM_VERSION_MINOR * 100 + NCSIM_VERSION_PATCH)
+
+/* "MAJOR.MINOR.PATCH" of the library actually loaded (may differ from the header's macros). */
+NCSIM_API const char *ncsim_version(void);
+/* NCSIM_VERSION_NUMBER of the library actually loaded. */
+NCSIM_API int ncsim_version_number(void);
+
+/* ---- Status --------------------------------------------------------------------------------- */
+
+/* XX(NAME, exit code of the ncsim command, description). The one table of statuses: the
+ * command line exits with the code of the status that ended it. */
+#define NCSIM_STATUS_MAP(XX)                                                                   \
+    XX(OK, 0, "success")                                                                       \
+    XX(PROGRAM, 1, "the program is wrong (run-time error, deadlock or check finding)")         \
+    XX(USAGE, 2, "usage error")                                                                \
+    XX(ASSEMBLY, 2, "assembly error")                                                          \
+    XX(IO, 3, "input/output error")                                                            \
+    XX(FORMAT, 3, "corrupt or unsupported input file")                                         \
+    XX(NOMEM, 4, "out of memory")                                                              \
+    XX(INTERNAL, 4, "internal error")                                                          \
+    XX(CANCELLED, 130, "the run was cancelled")
+
+typedef enum ncsim_status {
+#define XX(name, code, text) NCSIM_##name,
+    NCSIM_STATUS_MAP(XX)
+#undef XX
+        NCSIM_STATUS_COUNT
+} ncsim_status_t;
+
+/* Process exit code for a status (the ncsim command's). */
+NCSIM_API int ncsim_status_exit_code(ncsim_status_t status);
+/* Short English description of a status; "unknown status" when out of range. */
+NCSIM_API const char *ncsim_status_text(ncsim_status_t status);
+/* Short name: "OK", "PROGRAM", "USAGE", ... */
+NCSIM_API const char *ncsim_status_name(ncsim_status_t status);
+
+/* Where an error happened, as far as it is known. Fields that do not apply are empty strings,
+ * 0 (line, column) or -1 (core, engine, instruction). */
+typedef struct ncsim_error_info {
+    ncsim_status_t status;
+    const char *message;  /* the whole message, possibly several lines */
+    const char *kind;     /* "assembly", "format", "runtime", "deadlock", "input", "config",
+                           * "io", "usage", "memory", "cancelled", "check" or "" */
+    const char *file;     /* source or input file */
+    uint32_t line, column;
+    int32_t core;
+    int32_t engine;       /* ncsim_engine_t */
+    int64_t instruction;  /* index in the engine's instruction stream */
+} ncsim_error_info_t;
+
+/* The message of the last failed call in this thread ("" when none). Valid until the next
+ * failing call in this thread. */
+NCSIM_API const char *ncsim_last_error(void);
+/* The same, with its location. Never NULL. */
+NCSIM_API const ncsim_error_info_t *ncsim_last_error_info(void);
+
+/* Free anything the library returned through a `char **` or `void **` out-parameter. */
+NCSIM_API void ncsim_free(void *p);
+
+/* ---- Names ------------------------------------------------------------------------------------ */
+
+/* Element types of tensors, in the .ncx numbering. */
+typedef enum ncsim_dtype {
+    NCSIM_FP32, NCSIM_FP16, NCSIM_BF16, NCSIM_TF32, NCSIM_FP8E4, NCSIM_FP8E5, NCSIM_FP8E3,
+    NCSIM_I8, NCSIM_U8, NCSIM_I16, NCSIM_U16, NCSIM_I32, NCSIM_U32,
+    NCSIM_DTYPE_COUNT
+} ncsim_dtype_t;
+
+typedef enum ncsim_memory { NCSIM_SBUF, NCSIM_PSUM, NCSIM_HBM, NCSIM_MEMORY_COUNT } ncsim_memory_t;
+
+typedef enum ncsim_role {
+    NCSIM_INPUT, NCSIM_OUTPUT, NCSIM_INOUT, NCSIM_SCRATCH,
+    NCSIM_LOCAL, /* an SBUF or PSUM tensor */
+    NCSIM_ROLE_COUNT
+} ncsim_role_t;
+
+typedef enum ncsim_engine {
+    NCSIM_PE, NCSIM_ACT, NCSIM_DVE, NCSIM_POOL, NCSIM_SP, NCSIM_CC, NCSIM_ENGINE_COUNT
+} ncsim_engine_t;
+
+/* "fp32", "bf16", ...; "sbuf", "psum", "hbm"; "input", ..., "local"; "pe", "act", ... */
+NCSIM_API const char *ncsim_dtype_name(ncsim_dtype_t dtype);
+NCSIM_API size_t ncsim_dtype_size(ncsim_dtype_t dtype); /* bytes per element, 0 if unknown */
+NCSIM_API const char *ncsim_memory_name(ncsim_memory_t memory);
+NCSIM_API const char *ncsim_role_name(ncsim_role_t role);
+NCSIM_API const char *ncsim_engine_name(ncsim_engine_t engine);
+
+/* ---- Architecture ------------------------------------------------------------------------------ */
+
+typedef struct ncsim_arch ncsim_arch_t;
+
+/* Built-in preset names, index 0, 1, ... until NULL. */
+NCSIM_API const char *ncsim_preset_name(size_t index);
+/* A preset by name ("trn1", "inf2", ...) or a JSON config file (a name containing '/' or
+ * ending in ".json"). */
+NCSIM_API ncsim_status_t ncsim_arch_load(const char *name_or_path, ncsim_arch_t **out);
+/* A config from JSON text (the schema of the presets; "base": "trn1" may give only the keys it
+ * changes). `name` is used in messages and may be NULL. */
+NCSIM_API ncsim_status_t ncsim_arch_from_json(const char *json, size_t len, const char *name,
+                                              ncsim_arch_t **out);
+/* One override like the command line's --set: "hbm.bandwidth_gbps=1640". */
+NCSIM_API ncsim_status_t ncsim_arch_set(ncsim_arch_t *arch, const char *assignment);
+/* Check consistency (NCSIM_USAGE with a message naming the key). */
+NCSIM_API ncsim_status_t ncsim_arch_validate(const ncsim_arch_t *arch);
+/* The resolved config as JSON text (every key). */
+NCSIM_API ncsim_status_t ncsim_arch_to_json(const ncsim_arch_t *arch, char **json);
+/* One value as text, e.g. key "hbm.bandwidth_gbps". */
+NCSIM_API ncsim_status_t ncsim_arch_get(const ncsim_arch_t *arch, const char *key, char **value);
+NCSIM_API ncsim_status_t ncsim_arch_copy(const ncsim_arch_t *arch, ncsim_arch_t **out);
+NCSIM_API void ncsim_arch_free(ncsim_arch_t *arch);
+
+/* ---- Programs -------------------------------------------------------------------------------- */
+
+typedef struct ncsim_program ncsim_program_t;
+
+/* Assemble `len` bytes of NCA text. `name` names the source in messages and traces (NULL:
+ * "<string>"). `arch` gives the memory sizes to check against; NULL uses the program's own
+ * `.arch` directive, else trn1. Errors: NCSIM_ASSEMBLY (every diagnostic in the message, the
+ * first one's file, line and column in the error info). */
+NCSIM_API ncsim_status_t ncsim_assemble(const char *text, size_t len, const char *name,
+                                        const ncsim_arch_t *arch, ncsim_program_t **out);
+/* Read a program file: NCA text is assembled, a .ncx binary is loaded and checked. */
+NCSIM_API ncsim_status_t ncsim_program_load_file(const char *path, const ncsim_arch_t *arch,
+                                                 ncsim_program_t **out);
+/* A .ncx image in memory (NCSIM_FORMAT when corrupt). */
+NCSIM_API ncsim_status_t ncsim_program_load(const void *bytes, size_t len, const char *name,
+                                            const ncsim_arch_t *arch, ncsim_program_t **out);
+/* The .ncx image of a program (free with ncsim_free). */
+NCSIM_API ncsim_status_t ncsim_program_save(const ncsim_program_t *prog, void **bytes,
+                                            size_t *len);
+NCSIM_API ncsim_status_t ncsim_program_save_file(const ncsim_program_t *prog, const char *path);
+/* NCA text that assembles back to the same program. */
+NCSIM_API ncsim_status_t ncsim_program_disassemble(const ncsim_program_t *prog, char **text);
+NCSIM_API void ncsim_program_free(ncsim_program_t *prog);
+
+/* The `.arch` the program names ("" when none); chips it uses; instructions in all streams. */
+NCSIM_API const char *ncsim_program_arch(const ncsim_program_t *prog);
+NCSIM_API uint32_t ncsim_program_chips(const ncsim_program_t *prog);
+NCSIM_API uint64_t ncsim_program_instructions(const ncsim_program_t *prog);
+
+#define NCSIM_MAX_DIMS 6
+
+/* A declared tensor. SBUF/PSUM tensors have the partition dimension first. */
+typedef struct ncsim_tensor_info {
+    const char *name;     /* valid while the program lives */
+    ncsim_memory_t memory;
+    ncsim_dtype_t dtype;
+    ncsim_role_t role;
+    uint32_t ndim;
+    uint64_t shape[NCSIM_MAX_DIMS];
+    int32_t core;         /* SBUF/PSUM: owning core, -1 for every core; HBM: -1 */
+    int32_t chip;         /* HBM: the chip; -1 otherwise */
+    uint64_t elements;
+} ncsim_tensor_info_t;
+
+NCSIM_API uint32_t ncsim_program_tensor_count(const ncsim_program_t *prog);
+NCSIM_API ncsim_status_t ncsim_program_tensor(const ncsim_program_t *prog, uint32_t index,
+                                              ncsim_tensor_info_t *info);
+/* Index of the tensor named `name` (the first one with that name), or -1. */
+NCSIM_API int32_t ncsim_program_find_tensor(const ncsim_program_t *prog, const char *name);
+
+/* ---- Simulators ------------------------------------------------------------------------------ */
+
+typedef struct ncsim_sim ncsim_sim_t;
+
+/* Checks of the checker (docs/check.md), as a mask for ncsim_options_t.checks. */
+#define NCSIM_CHECK_RACES 0x01u
+#define NCSIM_CHECK_UNINIT 0x02u
+#define NCSIM_CHECK_NAN 0x04u
+#define NCSIM_CHECK_PSUM 0x08u
+#define NCSIM_CHECK_SEMS 0x10u
+#define NCSIM_CHECK_ALL 0x1fu
+
+/* Options of a simulator. Zero them (or use ncsim_options_init) and set what you need; new
+ * fields are only ever added at the end. */
+typedef struct ncsim_options {
+    int timing_only;            /* model time only, skip the arithmetic */
+    int stochastic_rounding;    /* round by the seeded stochastic rule */
+    uint64_t seed;              /* for stochastic rounding and dropout */
+    unsigned checks;            /* NCSIM_CHECK_* mask, 0: no checker */
+    const char *trace_path;     /* .json, .json.gz or .pftrace; NULL: no trace */
+    double trace_start_ns;      /* keep what ends at or after this time (0: from the start) */
+    double trace_end_ns;        /* keep what starts at or before this time (0: to the end) */
+    const char *trace_engines;  /* "pe,act,dma": tracks to keep; NULL: all */
+    const char *program_name;   /* recorded in traces and statistics (NULL: the source name) */
+} ncsim_options_t;
+
+NCSIM_API void ncsim_options_init(ncsim_options_t *opt);
+/* "races,uninit" or "all" -> NCSIM_CHECK_* mask (NCSIM_USAGE on an unknown name). */
+NCSIM_API ncsim_status_t ncsim_parse_checks(const char *list, unsigned *mask);
+
+/* A simulator for `prog` on `arch` (NULL: the program's `.arch`, else trn1). The architecture
+ * is copied (validated, and grown to the program's chips is not done: it must fit). The
+ * program must outlive the simulator. opt may be NULL. The trace file, when asked for, is
+ * created here. */
+NCSIM_API ncsim_status_t ncsim_sim_create(const ncsim_program_t *prog, const ncsim_arch_t *arch,
+                                          const ncsim_options_t *opt, ncsim_sim_t **out);
+/* Finishes the trace file (if still open) and frees everything. NULL is fine. */
+NCSIM_API void ncsim_sim_free(ncsim_sim_t *sim);
+
+/* ---- Tensor data ---- */
+
+/* Element types of host buffers. */
+typedef enum ncsim_host_type {
+    NCSIM_HOST_F32, /* float values: converted to the tensor's type (floats round to nearest
+                     * even; integer tensors take integral values in range) */
+    NCSIM_HOST_RAW, /* the tensor's own bits: 2 bytes per bf16/fp16, 1 per fp8, ... */
+    NCSIM_HOST_TYPE_COUNT
+} ncsim_host_type_t;
+
+/*
+ * Write a tensor from host memory. `shape` must equal the tensor's shape (ndim dims);
+ * `byte_strides` gives the distance in bytes between neighbours along each dim (NULL:
+ * C-contiguous), so Fortran-order and sliced arrays are read in place. `core` chooses the core
+ * of an SBUF/PSUM tensor declared for every core (-1: the tensor's own, or core 0); HBM
+ * tensors ignore it. Writing an input marks it bound. Not in timing-only runs.
+ */
+NCSIM_API ncsim_status_t ncsim_sim_write_tensor(ncsim_sim_t *sim, uint32_t tensor, int32_t core,
+                                                ncsim_host_type_t type, const void *data,
+                                                uint32_t ndim, const uint64_t *shape,
+                                                const int64_t *byte_strides);
+/* Read a tensor into `out` (C order, `out_bytes` at least elements * 4 for F32 or elements *
+ * dtype size for RAW). Any tensor: HBM (input, output, inout, scratch), SBUF, PSUM. */
+NCSIM_API ncsim_status_t ncsim_sim_read_tensor(ncsim_sim_t *sim, uint32_t tensor, int32_t core,
+                                               ncsim_host_type_t type, void *out,
+                                               size_t out_bytes);
+/* Bind an input from a .npy file (the type and shape rules of `ncsim run --in`). */
+NCSIM_API ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *sim, uint32_t tensor, const char *path);
+/* Write an HBM tensor to a .npy file (the rules of `ncsim run --out`). */
+NCSIM_API ncsim_status_t ncsim_sim_save_npy(ncsim_sim_t *sim, uint32_t tensor, const char *path);
+/* Fill one tensor with seeded uniform values in [-1, 1) (the values of --random-inputs). */
+NCSIM_API ncsim_status_t ncsim_sim_fill_random(ncsim_sim_t *sim, uint32_t tensor, uint64_t seed);
+/* Fill every input and inout HBM tensor not yet bound, as `ncsim run --random-inputs SEED`. */
+NCSIM_API ncsim_status_t ncsim_sim_random_inputs(ncsim_sim_t *sim, uint64_t seed);
+
+/* ---- Running ---- */
+
+typedef struct ncsim_progress {
+    double now_ns;           /* simulated time so far */
+    uint64_t instructions;   /* started so far */
+    uint64_t total_instructions;
+    double host_seconds;     /* wall time since the run began */
+} ncsim_progress_t;
+
+/* Called between slices of a run, about every `interval_seconds` of host time. Return nonzero
+ * to cancel the run (NCSIM_CANCELLED). */
+typedef int (*ncsim_progress_fn)(void *ctx, const ncsim_progress_t *progress);
+NCSIM_API void ncsim_sim_set_progress(ncsim_sim_t *sim, ncsim_progress_fn fn, void *ctx,
+                                      double interval_seconds);
+/* Ask a running simulator to stop at its next slice (async-signal-safe, any thread). */
+NCSIM_API void ncsim_sim_cancel(ncsim_sim_t *sim);
+
+/*
+ * Run to the end. Every input must be bound (or the run is timing-only). NCSIM_PROGRAM on a
+ * run-time error or deadlock (ncsim_sim_error; the error info names core, engine, instruction
+ * and line), NCSIM_CANCELLED when cancelled (the run may continue with another call).
+ * Checker findings do not fail the run: read them with ncsim_sim_finding*.
+ */
+NCSIM_API ncsim_status_t ncsim_sim_run(ncsim_sim_t *sim);
+/* Process events up to simulated time `time_ns` (or the end). */
+NCSIM_API ncsim_status_t ncsim_sim_run_until(ncsim_sim_t *sim, double time_ns);
+/* Process one event. */
+NCSIM_API ncsim_status_t ncsim_sim_step(ncsim_sim_t *sim);
+NCSIM_API int ncsim_sim_finished(const ncsim_sim_t *sim);
+NCSIM_API double ncsim_sim_now_ns(const ncsim_sim_t *sim);
+/* The run-time error or deadlock report of this simulator ("" when none). */
+NCSIM_API const char *ncsim_sim_error(const ncsim_sim_t *sim);
+/* Finish the trace file now (also done by ncsim_sim_free); NCSIM_IO when writing failed. */
+NCSIM_API ncsim_status_t ncsim_sim_close_trace(ncsim_sim_t *sim);
+
+/* ---- Statistics ---- */
+
+/* Headline figures (final after the run; so far during it). */
+typedef struct ncsim_summary {
+    double total_ns;
+    double mfu;                       /* tensor FLOPs over the bf16 peak of the cores used */
+    double hfu;                       /* the same with transposes counted */
+    uint64_t instructions;
+    uint64_t events;
+    uint64_t tensor_flops;
+    uint64_t hbm_read_bytes, hbm_write_bytes;
+    uint64_t dma_bytes;
+    uint32_t cores_used;
+    double engine_busy_ns[NCSIM_ENGINE_COUNT];  /* summed over the cores */
+    double engine_stall_ns[NCSIM_ENGINE_COUNT]; /* summed over the cores */
+    double host_seconds;              /* wall time spent in the run calls */
+} ncsim_summary_t;
+
+NCSIM_API ncsim_status_t ncsim_sim_summary(ncsim_sim_t *sim, ncsim_summary_t *out);
+/* The statistics JSON of `ncsim run --stats` (with the resolved config). */
+NCSIM_API ncsim_status_t ncsim_sim_stats_json(ncsim_sim_t *sim, char **json);
+/* The human summary `ncsim run` prints. */
+NCSIM_API ncsim_status_t ncsim_sim_print_summary(ncsim_sim_t *sim, FILE *out);
+/* The resolved architecture of the simulator as JSON. */
+NCSIM_API ncsim_status_t ncsim_sim_arch_json(const ncsim_sim_t *sim, char **json);
+
+/* ---- Checker findings (options.checks) ---- */
+
+typedef struct ncsim_site {
+    int valid;
+    uint32_t core;
+    int32_t engine;        /* ncsim_engine_t */
+    int32_t queue;         /* DMA queue of a transfer, -1 for the engine itself */
+    uint32_t instruction;  /* index in the engine's stream */
+    uint32_t line;         /* source line, 0 when unknown */
+    int write;
+} ncsim_site_t;
+
+typedef struct ncsim_finding {
+    const char *kind;      /* "race", "uninit", "nan", "psum-acc", "psum-open", "wait-unsat",
+                            * "post-orphan", "sem-overflow" */
+    const char *race;      /* "RAW", "WAR", "WAW" for races, else "" */
+    const char *message;   /* the text `ncsim check` prints (several lines) */
+    const char *memory;    /* "sbuf", "psum", "hbm" or "" */
+    const char *tensor;    /* tensor holding the start of the range, or "" */
+    uint32_t unit;         /* core (SBUF/PSUM, semaphores) or chip (HBM) */
+    uint32_t partition_lo, partition_hi;
+    uint64_t byte_lo, byte_hi;
+    ncsim_site_t first, second; /* first: the earlier access or the instruction at fault */
+    uint64_t count;        /* occurrences merged into this finding */
+} ncsim_finding_t;
+
+NCSIM_API size_t ncsim_sim_finding_count(const ncsim_sim_t *sim);
+/* Strings in *out are valid until the simulator is freed. */
+NCSIM_API ncsim_status_t ncsim_sim_finding(ncsim_sim_t *sim, size_t index, ncsim_finding_t *out);
+/* Findings beyond the kept limit (only counted). */
+NCSIM_API uint64_t ncsim_sim_findings_dropped(const ncsim_sim_t *sim);
+/* The findings as the text `ncsim check` prints (at most `limit` groups, 0: all), or JSON. */
+NCSIM_API ncsim_status_t ncsim_sim_findings_print(const ncsim_sim_t *sim, FILE *out, size_t limit);
+NCSIM_API ncsim_status_t ncsim_sim_findings_json(const ncsim_sim_t *sim, char **json);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

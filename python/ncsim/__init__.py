@@ -1,0 +1,20 @@
+"""ncsim: simulate NCA programs for a NeuronCore-v2-class chip from Python (docs/python.md).
+
+    import ncsim, numpy as np
+    r = ncsim.run("kernel.nca", {"x": np.ones((128, 64), np.float32)})
+    r.outputs["y"], r.time_ns, r.stats, r.tensor("acc")
+
+A thin layer over libncsim (ctypes, no compiled extension). Arrays go in and out as NumPy
+arrays; errors raise NcsimError subclasses that carry the program location.
+"""
+from ._core import (AssemblyError, CancelledError, ConfigError, Finding, InputError,
+                    NcsimError, Program, ProgramError, Progress, Result, Simulator, Site, Tensor,
+                    arch, assemble, assemble_file, check, load, presets, run, version)
+from ._lib import path as library_path
+
+__version__ = version()
+
+__all__ = ["AssemblyError", "CancelledError", "ConfigError", "Finding", "InputError",
+           "NcsimError", "Program", "ProgramError", "Progress", "Result", "Simulator", "Site",
+           "Tensor", "arch", "assemble", "assemble_file", "check", "load", "presets", "run",
+           "version", "library_path"]

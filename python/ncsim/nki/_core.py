@@ -1,0 +1,1584 @@
+"""The NKI tracer: tensors, index expressions, memory allocation, dependences and NCA emission.
+
+A kernel is traced by running its Python body once per SPMD instance with concrete loop
+indices (every loop is unrolled). Each NKI call appends instructions to a list; each
+instruction records the memory it reads and writes (bounding boxes of its views in physical
+SBUF/PSUM slots or HBM tensors), from which the tracer derives the waits it needs (RAW, WAR,
+WAW across engines and DMA queues), using vector clocks to drop waits that an earlier wait
+already implies. `finish()` numbers the posts that some wait observes and writes the program
+text (docs/nki.md, "Lowering").
+"""
+import math
+import operator
+import os
+import sys
+import weakref
+
+import numpy as np
+
+from . import _dtypes as D
+from ..builder import raw_view
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_NCSIM_DIR = os.path.dirname(_PKG_DIR)
+
+ENGINES = ("sp", "pe", "act", "dve", "pool")
+N_QUEUES = 16
+N_AGENTS = len(ENGINES) + N_QUEUES
+ENG_ID = {e: i for i, e in enumerate(ENGINES)}
+_CLOCK = (1.4, 2.8, 1.4, 1.12, 1.4)      # GHz of sp pe act dve pool (trn1), for load estimates
+PMAX = 128
+PSUM_BANK = 2048
+PSUM_BANKS = 8
+SBUF_USABLE = 180224          # bytes per partition the allocator may use (192 KiB - 16 KiB)
+
+
+# --------------------------------------------------------------------------- errors
+
+class NkiError(Exception):
+    """A kernel error, as the NKI compiler would report it. The message starts with
+    FILE:LINE: of the kernel line that caused it."""
+
+
+def user_frame():
+    """(file, line) of the innermost frame outside the ncsim package (the kernel's code)."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
+            return fn, f.f_lineno
+        f = f.f_back
+    return "<unknown>", 0
+
+
+def error(code, msg):
+    tr = _tracer[0]
+    if tr is not None and tr.line_override is not None and tr.line_override > 0:
+        fn, ln = tr.source, tr.line_override     # inside a deferred instruction: its own line
+    else:
+        fn, ln = user_frame()
+    raise NkiError(f"{fn}:{ln}: error: [{code}] {msg}")
+
+
+# --------------------------------------------------------------------------- options
+
+class Policy:
+    """The lowering choices that the NKI documentation leaves to the compiler (docs/nki.md).
+
+    Every attribute can be overridden per call: `nki.simulate_kernel(k, ..., policy={...})`,
+    `nki.jit(policy={...})`, or globally on `ncsim.nki.policy`."""
+
+    def __init__(self, **kw):
+        self.load_engine = "sp"          # engine that issues the loads (nl.load, dma_copy to SBUF)
+        self.store_engine = "pool"       # engine that issues the stores (so they never block loads)
+        self.load_queues = list(range(0, 8))
+        self.store_queues = list(range(8, 16))
+        self.dma_split_partitions = 0    # 0: one dma per call; k: one dma per k partitions
+        self.sbuf_bufs = 3               # physical buffers per allocation site (multi-buffering)
+        self.psum_bufs = 2
+        self.sbuf_bytes = SBUF_USABLE
+        self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies
+        self.memset_engine = "dve"       # nl.zeros/ones/full/memset on SBUF
+        self.elementwise_engine = "dve"  # tile-tile arithmetic (tensor_tensor)
+        self.scalar_op_engine = "auto"   # tile-scalar arithmetic (tensor_scalar add/sub/mul)
+        self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
+        self.transcendental_engine = "act"
+        self.set(**kw)
+
+    def set(self, **kw):
+        for k, v in kw.items():
+            if not hasattr(self, k):
+                raise TypeError(f"unknown lowering policy option {k!r}")
+            setattr(self, k, v)
+        return self
+
+    def copy(self, **kw):
+        p = Policy()
+        p.__dict__.update(self.__dict__)
+        p.load_queues = list(self.load_queues)
+        p.store_queues = list(self.store_queues)
+        return p.set(**kw)
+
+
+policy = Policy()
+
+# --------------------------------------------------------------------------- index expressions
+
+
+class Arange1D:
+    """`nl.arange(...)` before it is given a 2-D layout with [:, None] or [None, :]."""
+
+    def __init__(self, start, stop, step=1):
+        self.start, self.stop, self.step = int(start), int(stop), int(step)
+        self.size = max(0, -(-(self.stop - self.start) // self.step))
+
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        nd = len(key)
+        axis = None
+        for i, k in enumerate(key):
+            if k is None:
+                continue
+            if isinstance(k, slice) and k == slice(None):
+                if axis is not None:
+                    error("err_1d_arange_not_supported", "an arange has one axis")
+                axis = i
+            else:
+                error("err_1d_arange_not_supported", "index an arange with [:, None] or [None, :]")
+        if axis is None:
+            error("err_1d_arange_not_supported", "index an arange with [:, None] or [None, :]")
+        shape = tuple(self.size if i == axis else 1 for i in range(nd))
+        return IndexExpr(self.start, {axis: self.step}, shape)
+
+    def _bad(self, *a):
+        error("err_1d_arange_not_supported",
+              "a 1-D nl.arange must be given a layout first: arange(n)[:, None] or arange(n)[None, :]")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __lt__ = __le__ = __gt__ = \
+        __ge__ = _bad
+
+
+def _bshape(a, b):
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and x != 1 and y != 1:
+            error("err_shape_mismatch", f"index shapes {a} and {b} do not broadcast")
+        out.append(max(x, y))
+    return tuple(out)
+
+
+class IndexExpr:
+    """An affine index: const + sum(coef[a] * i_a) over the axes a of a broadcast grid."""
+    __slots__ = ("const", "coefs", "shape")
+
+    def __init__(self, const, coefs, shape):
+        self.const = const
+        self.coefs = coefs
+        self.shape = tuple(shape)
+
+    def _aligned(self, n):
+        s = n - len(self.shape)
+        return {a + s: c for a, c in self.coefs.items()}
+
+    def _comb(self, other, sign):
+        if isinstance(other, IndexExpr):
+            shape = _bshape(self.shape, other.shape)
+            n = len(shape)
+            co = self._aligned(n)
+            for a, c in other._aligned(n).items():
+                co[a] = co.get(a, 0) + sign * c
+            return IndexExpr(self.const + sign * other.const, {a: c for a, c in co.items() if c},
+                             shape)
+        if isinstance(other, (int, np.integer)):
+            return IndexExpr(self.const + sign * int(other), dict(self.coefs), self.shape)
+        return NotImplemented
+
+    def __add__(self, o):
+        return self._comb(o, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._comb(o, -1)
+
+    def __rsub__(self, o):
+        return (-self)._comb(o, 1)
+
+    def __neg__(self):
+        return IndexExpr(-self.const, {a: -c for a, c in self.coefs.items()}, self.shape)
+
+    def __mul__(self, o):
+        if isinstance(o, (int, np.integer)):
+            o = int(o)
+            return IndexExpr(self.const * o, {a: c * o for a, c in self.coefs.items() if c * o},
+                             self.shape)
+        if isinstance(o, IndexExpr):
+            error("err_unsupported_index", "index expressions must be affine (no product of two aranges)")
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, o):
+        error("err_unsupported_index", "index expressions must be affine (no division)")
+
+    def _cmp(self, o, op):
+        return Pred([(self - o if not isinstance(o, IndexExpr) else self - o, op)])
+
+    def __lt__(self, o):
+        return self._cmp(o, "<")
+
+    def __le__(self, o):
+        return self._cmp(o, "<=")
+
+    def __gt__(self, o):
+        return self._cmp(o, ">")
+
+    def __ge__(self, o):
+        return self._cmp(o, ">=")
+
+    def __eq__(self, o):
+        return self._cmp(o, "==")
+
+    def __ne__(self, o):
+        return self._cmp(o, "!=")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        error("err_control_flow_condition_depending_on_arange",
+              "a condition depends on an nl.arange/mgrid value; use a mask instead")
+
+    def values(self):
+        """The index values as a NumPy array of self.shape."""
+        v = np.full(self.shape, self.const, dtype=np.int64)
+        for a, c in self.coefs.items():
+            sh = [1] * len(self.shape)
+            sh[a] = self.shape[a]
+            v = v + c * np.arange(self.shape[a]).reshape(sh)
+        return v
+
+
+_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+        "==": operator.eq, "!=": operator.ne}
+
+
+class Pred:
+    """A mask / affine predicate: a conjunction of `expr OP 0`."""
+
+    def __init__(self, conds):
+        self.conds = conds
+
+    def __and__(self, o):
+        if isinstance(o, bool):
+            return self if o else Pred([(IndexExpr(1, {}, ()), "<")])  # never true
+        if not isinstance(o, Pred):
+            error("err_unsupported_mask", "combine masks with & only")
+        return Pred(self.conds + o.conds)
+
+    __rand__ = __and__
+
+    def __or__(self, o):
+        error("err_unsupported_mask", "masks combine with & only")
+
+    __ror__ = __or__
+
+    def __bool__(self):
+        error("err_control_flow_condition_depending_on_arange",
+              "use '&' (not 'and') to combine masks; a mask cannot drive Python control flow")
+
+    def box(self, shape):
+        """Per-axis [lo, hi) ranges of shape where the predicate holds; None if it never does.
+        Predicates over two axes at once are not boxes (not supported as masks)."""
+        box = [(0, n) for n in shape]
+        n = len(shape)
+        for e, op in self.conds:
+            co = {a: c for a, c in e.coefs.items()}
+            # align the predicate's axes with the instruction's (partition first)
+            if len(e.shape) > n:
+                error("err_unsupported_mask", f"mask has {len(e.shape)} axes but the tile has {n}")
+            live = [a for a, c in co.items() if c and e.shape[a] > 1]
+            if len(live) > 1:
+                error("err_unsupported_mask",
+                      "a mask comparing two index axes is not a rectangular region "
+                      "(ncsim supports masks that bound each axis separately)")
+            if not live:
+                if not _CMP[op](e.const, 0):
+                    return None
+                continue
+            a = live[0]
+            if e.shape[a] != shape[a]:
+                error("err_unsupported_mask",
+                      f"mask axis {a} has size {e.shape[a]} but the tile's has {shape[a]}")
+            lo, hi = box[a]
+            vals = e.const + co[a] * np.arange(lo, hi)
+            ok = np.nonzero(_CMP[op](vals, 0))[0]
+            if len(ok) == 0:
+                return None
+            if ok[-1] - ok[0] + 1 != len(ok):
+                error("err_unsupported_mask", "mask selects a non-contiguous range")
+            box[a] = (lo + int(ok[0]), lo + int(ok[-1]) + 1)
+        return box
+
+
+class Grid(tuple):
+    """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4."""
+
+    def __getattr__(self, name):
+        idx = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}.get(name)
+        if idx is None or idx >= len(self):
+            raise AttributeError(name)
+        return self[idx]
+
+
+class _MGrid:
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        n = len(key)
+        out = []
+        for i, s in enumerate(key):
+            if not isinstance(s, slice):
+                error("err_unsupported_index", "nl.mgrid takes slices")
+            st = 0 if s.start is None else s.start
+            step = 1 if s.step is None else s.step
+            if isinstance(step, complex):
+                error("err_unsupported_index", "complex steps in nl.mgrid are not supported")
+            size = max(0, -(-(s.stop - st) // step))
+            shape = tuple(size if j == i else 1 for j in range(n))
+            out.append(IndexExpr(st, {i: step}, shape))
+        return Grid(out)
+
+
+mgrid = _MGrid()
+
+
+def is_index(x):
+    return isinstance(x, (IndexExpr, Arange1D))
+
+
+# --------------------------------------------------------------------------- memory
+
+class Slot:
+    """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
+    banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
+    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site")
+
+    def __init__(self, sid, kind, offset, size, site):
+        self.id = sid
+        self.kind = kind
+        self.offset = offset
+        self.size = size
+        self.owner = None
+        self.recs = None
+        self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
+        self.site = site
+
+
+class HbmBuf:
+    __slots__ = ("name", "dtype", "shape", "kind", "addr", "recs", "param", "written", "read",
+                 "id", "host")
+
+    def __init__(self, name, dt, shape, kind, addr):
+        self.name, self.dtype, self.shape, self.kind, self.addr = name, dt, tuple(shape), kind, addr
+        self.recs = None
+        self.param = None
+        self.written = None        # (file, line) of the first store, for the immutability error
+        self.read = False
+        self.id = None
+        self.host = None
+
+
+class _Index:
+    """Access records of one memory (slot or HBM tensor), bucketed along one dim."""
+    __slots__ = ("dim", "width", "map")
+
+    def __init__(self, key, box):
+        ext = [(0, 128), (0, key.size)] if isinstance(key, Slot) else [(0, d) for d in key.shape]
+        best, frac = len(box) - 1, 2.0
+        for i, ((lo, hi), (_, n)) in enumerate(zip(box, ext)):
+            f = (hi - lo) / max(1, n)
+            if f < frac or (f == frac and i > best):
+                best, frac = i, f
+        n = ext[best][1]
+        self.dim = best
+        self.width = max(1, box[best][1] - box[best][0], -(-n // 1024))
+        self.map = {}
+
+
+class Alloc:
+    """A logical on-chip tensor occupying one slot; when the last view of it dies, the slot is
+    free for the next tensor of its allocation site."""
+    __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "__weakref__")
+
+    def __init__(self, slot, kind):
+        self.slot = slot
+        self.kind = kind
+        self.lazy_zero = False
+        self.acc_started = set()
+        self.token = object()
+        slot.owner = self.token     # a token, not the Alloc: the slot must not keep it alive
+
+    def __del__(self):
+        s = self.slot
+        if s is not None and s.owner is self.token:
+            s.owner = None
+
+
+class Site:
+    __slots__ = ("slots", "rr")
+
+    def __init__(self):
+        self.slots = []
+        self.rr = 0
+
+
+# --------------------------------------------------------------------------- tensors
+
+def _prod(xs):
+    r = 1
+    for x in xs:
+        r *= x
+    return r
+
+
+class par_dim:
+    """Marks the partition dimension in a shape: (4, nl.par_dim(128), 512)."""
+
+    def __init__(self, n):
+        self.n = int(n)
+
+    def __index__(self):
+        return self.n
+
+    def __int__(self):
+        return self.n
+
+    def __repr__(self):
+        return f"par_dim({self.n})"
+
+
+def split_shape(shape):
+    """(dims as ints, partition dim index) of a shape that may contain a par_dim."""
+    if isinstance(shape, (int, np.integer, par_dim)):
+        shape = (shape,)
+    dims, pd = [], None
+    for i, d in enumerate(shape):
+        if isinstance(d, par_dim):
+            if pd is not None:
+                error("err_invalid_shape", "only one nl.par_dim per shape")
+            pd = i
+            dims.append(d.n)
+        else:
+            dims.append(int(d))
+    return tuple(dims), (0 if pd is None else pd)
+
+
+class Tensor:
+    """An NKI tensor (nki.tensor): a view of an HBM tensor, or of an SBUF/PSUM allocation.
+
+    Layout: `shape` per dim; for on-chip tensors `pdim` is the partition dim (its stride slot is
+    None) and `p0` the first partition; `strides` are in elements; `off` the element offset
+    (within a partition on chip, from the tensor's start in HBM)."""
+    __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
+                 "inplace", "chk", "_txt", "_ab", "__weakref__")
+
+    def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
+        self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
+        self.alloc = alloc          # Alloc (on chip) or None
+        self.dtype = dt
+        self.shape = tuple(shape)
+        self.pdim = pdim
+        self.p0 = p0
+        self.strides = strides
+        self.off = off
+        self.pend = None            # a pending instruction (see Tracer.pending)
+        self.inplace = False
+        self.chk = None             # index ranges to check once masks are applied
+        self._txt = None            # caches of text() and abox() (a view never changes)
+        self._ab = None
+
+    # ---- metadata
+    @property
+    def space(self):
+        if self.pend is not None:
+            return self.pend.space
+        return "hbm" if isinstance(self.buf, HbmBuf) else self.buf.kind
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def is_onchip(self):
+        return self.space in ("sbuf", "psum")
+
+    @property
+    def buffer(self):
+        return self.space
+
+    def __repr__(self):
+        return f"nki.tensor(shape={self.shape}, dtype={self.dtype!r}, buffer={self.space})"
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __bool__(self):
+        error("err_dynamic_control_flow_not_supported",
+              "control flow cannot depend on tensor values")
+
+    def __iter__(self):
+        error("err_unsupported", "tensors cannot be iterated in Python; index them")
+
+    # ---- helpers
+    def _real(self):
+        if self.pend is not None:
+            T().flush(self)
+        return self
+
+    def psize(self):
+        return self.shape[self.pdim] if self.pdim is not None else None
+
+    def free_dims(self):
+        """[(stride, count)] of the free dims (on chip) or all dims (HBM), outermost first."""
+        self._real()
+        return [(s, n) for i, (s, n) in enumerate(zip(self.strides, self.shape)) if i != self.pdim]
+
+    def box(self):
+        """(key, p0, p1, lo_byte, hi_byte): the bounding box of the view."""
+        self._real()
+        lo = hi = self.off
+        for i, (s, n) in enumerate(zip(self.strides, self.shape)):
+            if i == self.pdim or n <= 1 or not s:
+                continue
+            if s > 0:
+                hi += s * (n - 1)
+            else:
+                lo += s * (n - 1)
+        sz = self.dtype.itemsize
+        if self.pdim is None:
+            return (self.buf, 0, 1, lo * sz, (hi + 1) * sz)
+        return (self.buf, self.p0, self.p0 + self.shape[self.pdim], lo * sz, (hi + 1) * sz)
+
+    def abox(self):
+        ab = self._ab
+        if ab is None:
+            ab = self._ab = self._abox()
+        return ab
+
+    def _abox(self):
+        """(memory, box): the region the view touches, as per-dim [lo, hi) index ranges of the
+        memory (HBM: the tensor's dims; on chip: (partition, byte)). Exact for views whose
+        strides follow the tensor's dims, the enclosing box otherwise."""
+        b = self.buf
+        if not isinstance(b, HbmBuf):
+            k, p0, p1, lo, hi = self.box()
+            return k, ((p0, p1), (lo, hi))
+        shape = b.shape
+        n = len(shape)
+        bst = [1] * n
+        for i in range(n - 2, -1, -1):
+            bst[i] = bst[i + 1] * shape[i + 1]
+        # the first element's multi-index
+        rem = self.off
+        lo = [0] * n
+        for i in range(n):
+            lo[i], rem = divmod(rem, bst[i])
+        hi = list(lo)
+        for s, c in zip(self.strides, self.shape):
+            if c <= 1 or not s:
+                continue
+            a = -s if s < 0 else s
+            j = n - 1
+            while j > 0 and a % bst[j - 1] == 0:
+                j -= 1
+            if a % bst[j]:
+                return b, tuple((0, d) for d in shape)
+            step = a // bst[j] * (c - 1)
+            if s > 0:
+                hi[j] += step
+            else:
+                lo[j] -= step
+        box = []
+        for i in range(n):
+            if lo[i] < 0 or hi[i] >= shape[i]:
+                # the view moves across a dim boundary: the rows it spans, all columns after
+                return b, tuple([(lo2, hi2 + 1) for lo2, hi2 in zip(lo[:i], hi[:i])] +
+                                [(0, d) for d in shape[i:]]) if i else tuple((0, d) for d in shape)
+            box.append((lo[i], hi[i] + 1))
+        return b, tuple(box)
+
+    def text(self):
+        t = self._txt
+        if t is None:
+            t = self._txt = self._text()
+        return t
+
+    def _text(self):
+        """The raw NCA view of this tensor."""
+        self._real()
+        if self.chk:
+            self.check_bounds()
+        dims = []
+        pd = self.pdim
+        for i, n in enumerate(self.shape):
+            if n == 1 or i == pd:
+                continue
+            s = self.strides[i]
+            if dims and dims[-1][0] == s * n and dims[-1][1] * n <= 65535:
+                dims[-1] = (s, dims[-1][1] * n)
+            else:
+                dims.append((s, n))
+        if not dims:
+            dims = [(1, 1)]
+        sz = self.dtype.itemsize
+        b = self.buf
+        if isinstance(b, HbmBuf):
+            if len(dims) > 5:
+                error("err_unsupported_access", f"an HBM access pattern of {len(dims)} dims (NCA allows 5)")
+            return raw_view("hbm", self.dtype.nca, b.addr + self.off * sz, dims)
+        if len(dims) > 4:
+            error("err_unsupported_access",
+                  f"an on-chip access pattern with {len(dims)} free dims (the engines take 4)")
+        for s, n in dims:
+            if n > 65535:
+                error("err_unsupported_access", f"a dimension of {n} elements (at most 65535)")
+        sp = "sb" if b.kind == "sbuf" else "ps"
+        p = self.shape[self.pdim]
+        p0 = self.p0
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            error("err_partition_start",
+                  f"a tile of {p} partitions cannot start at partition {p0} (allowed starts: 0 for "
+                  "more than 64 partitions, 0 or 64 for 33..64, a multiple of 32 for 32 or fewer)")
+        return raw_view(sp, self.dtype.nca, b.offset + self.off * sz, dims, self.p0, self.p0 + p)
+
+    def clone_view(self, shape=None, strides=None, off=None, p0=None, pdim=-1, dt=None):
+        t = Tensor(self.buf, self.alloc, self.dtype if dt is None else dt,
+                   self.shape if shape is None else shape, self.pdim if pdim == -1 else pdim,
+                   self.p0 if p0 is None else p0, self.strides if strides is None else strides,
+                   self.off if off is None else off)
+        t.chk = self.chk
+        return t
+
+    def check_bounds(self):
+        """Static out-of-bounds accesses are errors once the mask has been applied."""
+        for c, co, size, dim in self.chk:
+            lo = c + sum(min(0, v * (self.shape[a] - 1)) for a, v in co.items() if a < len(self.shape))
+            hi = c + sum(max(0, v * (self.shape[a] - 1)) for a, v in co.items() if a < len(self.shape))
+            if lo < 0 or hi >= size:
+                error("err_tensor_access_out_of_bound",
+                      f"index range [{lo}, {hi}] is out of bounds for dim {dim} of size {size} "
+                      "(use a mask for ragged tiles)")
+
+    def restrict(self, box):
+        """The sub-view over per-axis ranges box [(lo, hi)] (axes of this view)."""
+        if box is None:
+            return self
+        self._real()
+        shape, off, p0 = list(self.shape), self.off, self.p0
+        for a, (lo, hi) in enumerate(box):
+            if a >= len(shape):
+                break
+            if shape[a] == 1 and (lo, hi) != (0, 1):
+                continue                  # a broadcast axis
+            if a == self.pdim:
+                p0 += lo
+            else:
+                off += self.strides[a] * lo
+            shape[a] = hi - lo
+        t = self.clone_view(shape=tuple(shape), off=off, p0=p0)
+        if self.chk:
+            t.chk = [(c + sum(v * box[a][0] for a, v in co.items() if a < len(box)), co, size, dim)
+                     for c, co, size, dim in self.chk]
+        return t
+
+    def bcast(self, shape):
+        """This view broadcast to `shape` (partition first: missing trailing dims are added)."""
+        self._real()
+        if self.shape == tuple(shape):
+            return self
+        n = len(shape)
+        mys, myst = list(self.shape), list(self.strides)
+        while len(mys) < n:
+            mys.append(1)
+            myst.append(0)
+        if len(mys) > n:
+            if all(d == 1 for d in mys[n:]):
+                mys, myst = mys[:n], myst[:n]
+            else:
+                error("err_shape_mismatch", f"shape {self.shape} does not broadcast to {tuple(shape)}")
+        for a in range(n):
+            if mys[a] != shape[a]:
+                if mys[a] != 1:
+                    error("err_shape_mismatch", f"shape {self.shape} does not broadcast to {tuple(shape)}")
+                if a == self.pdim:
+                    error("err_shape_mismatch",
+                          f"partition dim {self.shape} does not broadcast to {tuple(shape)} "
+                          "(broadcast along partitions with .broadcast_to or nl.broadcast_to)")
+                mys[a] = shape[a]
+                myst[a] = 0
+        return self.clone_view(shape=tuple(mys), strides=myst)
+
+    # ---- indexing
+    def __getitem__(self, key):
+        self._real()
+        return index_view(self, key)
+
+    def __setitem__(self, key, value):
+        T().assign(self[key] if key is not Ellipsis or True else self, value)
+
+    # ---- arithmetic (operators map to nl functions)
+    def _bin(self, other, op, rev=False):
+        from . import language as nl
+        if isinstance(other, Tensor) and other.space == "sbuf" and self.space == "sbuf":
+            pass
+        a, b = (other, self) if rev else (self, other)
+        return nl._binary(op, a, b, None, None, operator=True)
+
+    def __add__(self, o):
+        return self._bin(o, "add")
+
+    def __radd__(self, o):
+        return self._bin(o, "add", True)
+
+    def __sub__(self, o):
+        return self._bin(o, "subtract")
+
+    def __rsub__(self, o):
+        return self._bin(o, "subtract", True)
+
+    def __mul__(self, o):
+        return self._bin(o, "multiply")
+
+    def __rmul__(self, o):
+        return self._bin(o, "multiply", True)
+
+    def __truediv__(self, o):
+        return self._bin(o, "divide")
+
+    def __rtruediv__(self, o):
+        return self._bin(o, "divide", True)
+
+    def __pow__(self, o):
+        return self._bin(o, "pow")
+
+    def __neg__(self):
+        from . import language as nl
+        return nl.negative(self)
+
+    def __lt__(self, o):
+        return self._bin(o, "is_lt")
+
+    def __le__(self, o):
+        return self._bin(o, "is_le")
+
+    def __gt__(self, o):
+        return self._bin(o, "is_gt")
+
+    def __ge__(self, o):
+        return self._bin(o, "is_ge")
+
+    def __eq__(self, o):
+        return self._bin(o, "is_equal")
+
+    def __ne__(self, o):
+        return self._bin(o, "not_equal")
+
+    __hash__ = object.__hash__
+
+    def __and__(self, o):
+        return self._bin(o, "bitwise_and")
+
+    def __or__(self, o):
+        return self._bin(o, "bitwise_or")
+
+    def __xor__(self, o):
+        return self._bin(o, "bitwise_xor")
+
+    def __lshift__(self, o):
+        return self._bin(o, "shift_left")
+
+    def __rshift__(self, o):
+        return self._bin(o, "shift_right")
+
+    def __iadd__(self, o):
+        return T().accumulate(self, o, "add")
+
+    def __isub__(self, o):
+        return T().accumulate(self, o, "subtract")
+
+    def __imul__(self, o):
+        return T().accumulate(self, o, "multiply")
+
+    def __itruediv__(self, o):
+        return T().accumulate(self, o, "divide")
+
+    # ---- methods (nki.tensor)
+    def reshape(self, shape):
+        self._real()
+        dims, pd = split_shape(shape)
+        if _prod(dims) != _prod(self.shape):
+            error("err_invalid_shape", f"cannot reshape {self.shape} into {dims}")
+        if self.pdim is not None:
+            if dims[pd] != self.shape[self.pdim]:
+                error("err_invalid_shape", "reshape must keep the partition dimension")
+            free = [n for i, n in enumerate(self.shape) if i != self.pdim]
+            if not self._contig(free, [s for i, s in enumerate(self.strides) if i != self.pdim]):
+                error("err_invalid_shape", "reshape of a non-contiguous view")
+            st, acc = [None] * len(dims), 1
+            for i in range(len(dims) - 1, -1, -1):
+                if i == pd:
+                    continue
+                st[i] = acc
+                acc *= dims[i]
+            return self.clone_view(shape=dims, strides=st, pdim=pd)
+        if not self._contig(self.shape, self.strides):
+            error("err_invalid_shape", "reshape of a non-contiguous view")
+        st, acc = [0] * len(dims), 1
+        for i in range(len(dims) - 1, -1, -1):
+            st[i] = acc
+            acc *= dims[i]
+        return self.clone_view(shape=dims, strides=st)
+
+    @staticmethod
+    def _contig(shape, strides):
+        acc = 1
+        for n, s in zip(reversed(shape), reversed(strides)):
+            if n != 1 and s != acc:
+                return False
+            acc *= n
+        return True
+
+    def view(self, dt):
+        self._real()
+        dt = D.as_dtype(dt)
+        if dt.itemsize != self.dtype.itemsize:
+            error("err_unsupported", "ncsim supports .view() between types of the same size only")
+        return self.clone_view(dt=dt)
+
+    def astype(self, dt):
+        from . import language as nl
+        return nl.copy(self, dtype=dt)
+
+    def broadcast_to(self, shape):
+        from . import language as nl
+        return nl.broadcast_to(self, shape=shape)
+
+    def expand_dims(self, axis):
+        from . import language as nl
+        return nl.expand_dims(self, axis)
+
+    def assert_shape(self, shape):
+        if tuple(self.shape) != tuple(split_shape(shape)[0]):
+            error("err_annotation_shape_mismatch", f"tensor has shape {self.shape}, expected {tuple(shape)}")
+        return self
+
+
+def index_view(t, key):
+    """t[key] as a view (basic or affine advanced indexing)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    # nl.ds and Ellipsis
+    k2 = []
+    for k in key:
+        if k is Ellipsis:
+            k2.extend([slice(None)] * (len(t.shape) - (len(key) - 1)))
+        else:
+            k2.append(k)
+    key = k2
+    if len(key) > len(t.shape):
+        error("err_index_out_of_bound", f"{len(key)} indices for a tensor of {len(t.shape)} dims")
+    key = key + [slice(None)] * (len(t.shape) - len(key))
+    adv = any(isinstance(k, (IndexExpr, Arange1D)) for k in key)
+    for k in key:
+        if isinstance(k, Arange1D):
+            k._bad()
+        if isinstance(k, Tensor):
+            error("err_unsupported_indirect_indexing",
+                  "indexing with a tensor (indirect / dynamic access) is not supported by ncsim "
+                  "(NCA has no dynamic addressing yet)")
+    if adv:
+        if any(isinstance(k, slice) and k != slice(None) for k in key):
+            error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                  "mixing slices and index arrays in one subscript")
+        return _adv_index(t, key)
+    return _basic_index(t, key)
+
+
+def _norm_int(k, n, dim):
+    k = int(k)
+    if k < 0:
+        k += n
+    if not 0 <= k < n:
+        error("err_tensor_access_out_of_bound", f"index {k} is out of bounds for dim {dim} of size {n}")
+    return k
+
+
+def _basic_index(t, key):
+    if t.chk:
+        t.check_bounds()
+    shape, strides, off, p0, pdim = [], [], t.off, t.p0, None
+    for i, k in enumerate(key):
+        n = t.shape[i]
+        if isinstance(k, slice):
+            st, sp, step = k.start, k.stop, k.step
+            step = 1 if step is None else int(step)
+            if step <= 0:
+                error("err_unsupported_index", "slices need a positive step")
+            st = 0 if st is None else int(st)
+            sp = n if sp is None else int(sp)
+            if st < 0:
+                st += n
+            if sp < 0:
+                sp += n
+            if st < 0 or sp > n or st >= sp:
+                error("err_tensor_access_out_of_bound",
+                      f"slice {st}:{sp} is out of bounds (or empty) for dim {i} of size {n}")
+            cnt = -(-(sp - st) // step)
+            if i == t.pdim:
+                if step != 1:
+                    error("err_unsupported_index", "the partition dim cannot be strided")
+                p0 += st
+                pdim = len(shape)
+                strides.append(None)
+            else:
+                off += t.strides[i] * st
+                strides.append(t.strides[i] * step)
+            shape.append(cnt)
+        else:
+            k = _norm_int(k, n, i)
+            if i == t.pdim:
+                # an integer on the partition dim keeps it (one partition)
+                p0 += k
+                pdim = len(shape)
+                strides.append(None)
+                shape.append(1)
+            else:
+                off += t.strides[i] * k
+    if t.pdim is None:
+        return t.clone_view(shape=tuple(shape), strides=strides, off=off)
+    return t.clone_view(shape=tuple(shape), strides=strides, off=off, p0=p0, pdim=pdim)
+
+
+def _adv_index(t, key):
+    exprs = []
+    shape = ()
+    for k in key:
+        if isinstance(k, IndexExpr):
+            shape = _bshape(shape, k.shape)
+    R = len(shape)
+    for i, k in enumerate(key):
+        if isinstance(k, IndexExpr):
+            exprs.append((k.const, k._aligned(R)))
+        elif isinstance(k, slice):
+            # a full slice in advanced mode: only allowed on dims of size 1 or when nothing else
+            error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                  "mixing slices and index arrays in one subscript")
+        else:
+            exprs.append((int(k), {}))
+    # bounds (static out-of-bounds is a compile error, checked when the access is emitted,
+    # after its mask has shrunk it)
+    chk = []
+    for i, (c, co) in enumerate(exprs):
+        lo = c + sum(min(0, v * (shape[a] - 1)) for a, v in co.items())
+        hi = c + sum(max(0, v * (shape[a] - 1)) for a, v in co.items())
+        if lo < 0 or hi >= t.shape[i]:
+            chk.append((c, co, t.shape[i], i))
+    off = t.off
+    strides = [0] * R
+    for i, (c, co) in enumerate(exprs):
+        if i == t.pdim:
+            continue
+        off += t.strides[i] * c
+        for a, v in co.items():
+            strides[a] += t.strides[i] * v
+    if t.chk:
+        t.check_bounds()
+    if t.pdim is None:
+        v = t.clone_view(shape=shape, strides=strides, off=off)
+        v.chk = chk or None
+        return v
+    c, co = exprs[t.pdim]
+    if R == 0:
+        shape, strides, R = (1,), [0], 1
+    if co and (list(co) != [0] or co[0] != 1):
+        error("err_unsupported_index",
+              "the partition dim must be indexed by the first (partition) index axis with step 1")
+    if shape[0] > 1 and strides[0] != 0:
+        error("err_unsupported_index", "the partition index axis also moves along a free dim")
+    strides = [None] + strides[1:]
+    v = t.clone_view(shape=shape, strides=strides, off=off, p0=t.p0 + c, pdim=0)
+    v.chk = chk or None
+    return v
+
+
+# --------------------------------------------------------------------------- the tracer
+
+_tracer = [None]
+
+
+def T():
+    t = _tracer[0]
+    if t is None:
+        error("err_nki_api_outside_of_nki_kernel", "NKI APIs can only be called inside a kernel")
+    return t
+
+
+class Pending:
+    """An instruction whose destination is not chosen yet: emitted into the tensor it is assigned
+    to (`t[...] = nl.exp(x)`), or into a fresh tile when used otherwise."""
+    __slots__ = ("space", "emit", "site", "matmul", "line")
+
+    def __init__(self, space, emit, site, matmul=None, line=0):
+        self.line = line
+        self.space = space
+        self.emit = emit            # emit(dest_view, box) -> None
+        self.site = site
+        self.matmul = matmul        # (stationary, moving) for PSUM accumulation
+
+
+class Node:
+    __slots__ = ("eng", "text", "line", "waits", "agent", "idx")
+
+    def __init__(self, eng, text, line, waits, agent, idx):
+        self.eng, self.text, self.line, self.waits, self.agent, self.idx = \
+            eng, text, line, waits, agent, idx
+
+
+class Tracer:
+    def __init__(self, pol, source):
+        self.pol = pol
+        self.source = source           # the kernel's file: .source and the lines of .loc
+        self.nodes = []
+        self.count = [0] * N_AGENTS
+        self.vc = [[-1] * N_AGENTS for _ in range(len(ENGINES))]
+        self.qvc = [[-1] * N_AGENTS for _ in range(N_QUEUES)]
+        self.selfknown = [-1] * len(ENGINES)   # per engine: its own last instruction known complete
+        self.clocks = [[] for _ in range(N_AGENTS)]
+        self.slots = []
+        self.sites = {}
+        self.sb_free = [(0, pol.sbuf_bytes)]
+        self.ps_free = [True] * PSUM_BANKS
+        self.hbm = []
+        self.hbm_next = 0
+        self.names = set()
+        self.pending = None
+        self.rr = {"load": 0, "store": 0}
+        self.instance = 0
+        self.shared_outputs = []       # per creation index: HbmBuf shared by all SPMD instances
+        self.shared_idx = 0
+        self.program_id = ()
+        self.grid = ()
+        self.const_tiles = {}
+        self.line_override = None
+        self.prints = []                       # nl.device_print: (prefix, HBM output name)
+        self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
+        self.consts = {}
+
+    # ---- source lines
+    def line(self):
+        f = sys._getframe(2)
+        src = self.source
+        best = 0
+        while f is not None:
+            fn = f.f_code.co_filename
+            if fn == src:
+                return f.f_lineno
+            if not best and not fn.startswith(_NCSIM_DIR):
+                best = -1
+            f = f.f_back
+        return 0
+
+    # ---- HBM
+    def new_hbm(self, name, dt, shape, kind):
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in (name or "t")) or "t"
+        if base[0].isdigit():
+            base = "t_" + base
+        n, i = base, 1
+        while n in self.names:
+            i += 1
+            n = f"{base}_{i}"
+        self.names.add(n)
+        size = _prod(shape) * dt.itemsize
+        addr = self.hbm_next
+        self.hbm_next = (addr + size + 63) // 64 * 64
+        b = HbmBuf(n, dt, shape, kind, addr)
+        b.id = len(self.hbm)
+        self.hbm.append(b)
+        return b
+
+    def hbm_tensor(self, b):
+        st, acc = [0] * len(b.shape), 1
+        for i in range(len(b.shape) - 1, -1, -1):
+            st[i] = acc
+            acc *= b.shape[i]
+        return Tensor(b, None, b.dtype, b.shape, None, 0, st, 0)
+
+    # ---- on-chip allocation
+    def _site_key(self, kind, nbytes):
+        f = sys._getframe(2)
+        key = [kind, nbytes]
+        while f is not None:
+            fn = f.f_code.co_filename
+            if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
+                key.append((fn, f.f_lineno))
+                if fn == self.source:
+                    break
+            f = f.f_back
+        return tuple(key)
+
+    def _carve(self, kind, nbytes):
+        if kind == "psum":
+            nb = max(1, -(-nbytes // PSUM_BANK))
+            for b in range(PSUM_BANKS - nb + 1):
+                if all(self.ps_free[b:b + nb]):
+                    for j in range(b, b + nb):
+                        self.ps_free[j] = False
+                    return b * PSUM_BANK, nb * PSUM_BANK
+            return None
+        need = (nbytes + 63) // 64 * 64
+        for i, (s, e) in enumerate(self.sb_free):
+            if e - s >= need:
+                self.sb_free[i] = (s + need, e)
+                return s, need
+        return None
+
+    def new_onchip(self, kind, dt, shape, pdim, site=None):
+        shape = tuple(shape)
+        if len(shape) < 2 and kind in ("sbuf", "psum"):
+            shape = shape + (1,)
+        P = shape[pdim]
+        if P > PMAX:
+            error("err_partition_dim_too_large",
+                  f"Size of partition dimension {P} exceeds architecture limitation of {PMAX}")
+        if P < 1 or any(d < 1 for d in shape):
+            error("err_invalid_shape", f"empty shape {shape}")
+        free = [d for i, d in enumerate(shape) if i != pdim]
+        nbytes = _prod(free) * dt.itemsize
+        if kind == "psum" and nbytes > PSUM_BANK * PSUM_BANKS:
+            error("err_psum_tensor_too_large",
+                  f"a PSUM tensor of {nbytes} bytes per partition (PSUM holds {PSUM_BANK * PSUM_BANKS})")
+        if kind == "sbuf" and nbytes > self.pol.sbuf_bytes:
+            error("err_out_of_memory",
+                  f"an SBUF tensor of {nbytes} bytes per partition (at most {self.pol.sbuf_bytes} usable)")
+        key = site or self._site_key(kind, nbytes)
+        s = self.sites.get(key)
+        if s is None:
+            s = self.sites[key] = Site()
+        slot = self._pick_slot(kind, nbytes, s)
+        a = Alloc(slot, kind)
+        st, acc = [None] * len(shape), 1
+        for i in range(len(shape) - 1, -1, -1):
+            if i == pdim:
+                continue
+            st[i] = acc
+            acc *= shape[i]
+        return Tensor(slot, a, dt, shape, pdim, 0, st, 0)
+
+    def _pick_slot(self, kind, nbytes, site):
+        target = self.pol.psum_bufs if kind == "psum" else self.pol.sbuf_bufs
+        n = len(site.slots)
+        # 1. grow the site up to its buffer count
+        if n < target:
+            c = self._carve(kind, nbytes)
+            if c is not None:
+                return self._add_slot(kind, c, site)
+        # 2. the next free slot of the site, round robin
+        for j in range(n):
+            sl = site.slots[(site.rr + j) % n]
+            if sl.owner is None:
+                site.rr = (site.rr + j + 1) % n
+                return sl
+        # 3. more memory
+        c = self._carve(kind, nbytes)
+        if c is not None:
+            return self._add_slot(kind, c, site)
+        # 4. a free slot of another site that is large enough (smallest such)
+        best = None
+        for sl in self.slots:
+            if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
+                if best is None or sl.size < best.size:
+                    best = sl
+        if best is not None:
+            return best
+        live = sum(sl.size for sl in self.slots if sl.kind == kind and sl.owner is not None)
+        what = "PSUM (8 banks of 2 KiB per partition)" if kind == "psum" else \
+            f"SBUF ({self.pol.sbuf_bytes} bytes per partition)"
+        error("err_out_of_memory",
+              f"{what} is full: {live} bytes per partition are held by live tensors and "
+              f"{nbytes} more are needed (ncsim does not spill; free tensors by limiting their scope)")
+
+    def _add_slot(self, kind, c, site):
+        off, size = c
+        sl = Slot(len(self.slots), kind, off, size, site)
+        self.slots.append(sl)
+        site.slots.append(sl)
+        site.rr = len(site.slots) % max(1, len(site.slots))
+        return sl
+
+    def pick(self, setting, allowed=("dve", "act", "pool")):
+        """The engine for an instruction: `setting` if fixed, else the least loaded of the
+        policy's balance_engines (estimated busy time so far)."""
+        if setting != "auto":
+            return setting
+        best = None
+        for e in self.pol.balance_engines:
+            if e in allowed and (best is None or self.load[ENG_ID[e]] < self.load[ENG_ID[best]]):
+                best = e
+        return best or "dve"
+
+    # ---- pending results
+    def make_pending(self, space, shape, dt, emit, matmul=None):
+        """A result tensor whose instruction is emitted once its destination is known."""
+        if self.pending is not None:
+            self.flush()
+        site = self._site_key(space, _prod(shape[1:]) * dt.itemsize)
+        last = site[-1]
+        t = Tensor(None, None, dt, shape, 0, 0, None, 0)
+        t.pend = Pending(space, emit, site, matmul,
+                         last[1] if isinstance(last, tuple) and last[0] == self.source else 0)
+        self.pending = t
+        return t
+
+    def flush(self, only=None):
+        t = self.pending
+        if t is None or (only is not None and only is not t):
+            if only is not None and only.pend is not None and only is not t:
+                # a pending tensor that is no longer the latest: should not happen
+                raise RuntimeError("internal: stale pending tensor")
+            return
+        self.pending = None
+        p = t.pend
+        shape = t.shape
+        real = self.new_onchip(p.space, t.dtype, shape, 0, site=p.site)
+        t.pend = None
+        t.buf, t.alloc, t.shape, t.pdim, t.p0, t.strides, t.off = \
+            real.buf, real.alloc, real.shape, real.pdim, real.p0, real.strides, real.off
+        real.alloc = None
+        self.run_pending(p, t, None)
+
+    def run_pending(self, p, dest, box):
+        """Emit a pending instruction into dest, attributed to the line that created it."""
+        old = self.line_override
+        self.line_override = p.line
+        try:
+            p.emit(dest, box)
+        finally:
+            self.line_override = old
+
+    def take_pending(self, t):
+        """Claim the pending instruction of t (for emission into a chosen destination)."""
+        if t is not self.pending:
+            raise RuntimeError("internal: not the pending tensor")
+        self.pending = None
+        p = t.pend
+        t.pend = None
+        return p
+
+    # ---- instruction emission with dependences
+    def emit(self, eng, text, reads=(), writes=(), queue=None):
+        """Append an instruction; reads/writes are Tensors (views) it accesses."""
+        if self.pending is not None:
+            self.flush()            # an earlier call's instruction comes first (trace order)
+        ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
+        idx = self.count[ag]
+        deps = {}
+        # dependences
+        for t in reads:
+            if t is None:
+                continue
+            key, bx = t.abox()
+            self._access(key, bx, False, ag, idx, deps)
+        for t in writes:
+            key, bx = t.abox()
+            self._access(key, bx, True, ag, idx, deps)
+        # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
+        # instructions only as far as semaphores show them complete (selfknown), not by program
+        # order: the engine's interlock does not cover transfers (docs/check.md).
+        e = ENG_ID[eng]
+        vc = self.vc[e]
+        known = self.selfknown
+        if queue is not None:
+            base = list(vc)
+            base[e] = known[e]
+            cur = list(map(max, base, self.qvc[queue]))
+        else:
+            cur = vc
+        waits = None
+        if deps:
+            clocks = self.clocks
+            for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else deps.items()):
+                if cur[a2] >= i2 or a2 == ag:
+                    continue
+                if waits is None:
+                    waits = []
+                waits.append((a2, i2))
+                c2 = clocks[a2][i2]
+                vc[:] = map(max, vc, c2)
+                if c2[e] > known[e]:
+                    known[e] = c2[e]
+                if cur is not vc:
+                    cur[:] = map(max, cur, c2)
+        if queue is not None:
+            base = list(vc)
+            base[e] = known[e]
+            cur[:] = map(max, cur, base)        # what the issuing engine knows
+            cur[ag] = idx
+            self.qvc[queue] = cur
+            self.clocks[ag].append(tuple(cur))
+        else:
+            vc[ag] = idx
+            self.clocks[ag].append(tuple(vc))
+        self.count[ag] = idx + 1
+        if queue is None:
+            v = writes[0] if writes else (reads[0] if reads else None)
+            n = 1
+            if v is not None:
+                for d in v.shape:
+                    n *= d
+                if v.pdim is not None:
+                    n //= v.shape[v.pdim]
+            self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
+        ln = self.line_override
+        self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
+
+    def _access(self, key, box, write, ag, idx, deps):
+        """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
+        other agents). Records live in buckets along one dim of the memory (the one along which
+        its first access was most selective), so disjoint tiles of a big tensor are not compared."""
+        ix = key.recs
+        if ix is None:
+            ix = key.recs = _Index(key, box)
+        d, w = ix.dim, ix.width
+        b0, b1 = box[d][0] // w, (box[d][1] - 1) // w
+        seen = set() if b1 > b0 else None
+        buckets = ix.map
+        for b in range(b0, b1 + 1):
+            lst = buckets.get(b)
+            if not lst:
+                continue
+            alive = []
+            for r in lst:
+                if r[4]:
+                    continue
+                alive.append(r)
+                if seen is not None:
+                    rid = id(r)
+                    if rid in seen:
+                        continue
+                    seen.add(rid)
+                rb = r[0]
+                ov = True
+                cov = True
+                for (l1, h1), (l2, h2) in zip(box, rb):
+                    if l2 >= h1 or l1 >= h2:
+                        ov = False
+                        break
+                    if l2 < l1 or h2 > h1:
+                        cov = False
+                if not ov:
+                    continue
+                rag = r[1]
+                if (r[3] or write) and rag != ag:
+                    if deps.get(rag, -1) < r[2]:
+                        deps[rag] = r[2]
+                if cov and (write or (not r[3] and rag == ag)):
+                    r[4] = True            # covered: later accesses are ordered after this one
+            buckets[b] = alive
+        rec = [box, ag, idx, write, False]
+        for b in range(b0, b1 + 1):
+            lst = buckets.get(b)
+            if lst is None:
+                buckets[b] = [rec]
+            else:
+                lst.append(rec)
+
+    # ---- DMA
+    def dma(self, dst, src, kind, accumulate=False):
+        """dst/src views with the same element count; kind 'load' or 'store' picks the policy."""
+        pol = self.pol
+        eng = pol.load_engine if kind == "load" else pol.store_engine
+        queues = pol.load_queues if kind == "load" else pol.store_queues
+        k = pol.dma_split_partitions
+        parts = [(dst, src)]
+        onchip = dst if dst.pdim is not None else src
+        if k and k not in (32, 64):
+            raise ValueError("dma_split_partitions must be 0, 32 or 64 (NCA's partition rules: "
+                             "a view of 32 or fewer partitions starts at a multiple of 32)")
+        if k and onchip.pdim == 0 and onchip.shape[0] > k and dst.shape[0] == src.shape[0] \
+                and onchip.p0 % k == 0:
+            n = onchip.shape[0]
+            parts = [(dst.restrict([(i, min(n, i + k))]), src.restrict([(i, min(n, i + k))]))
+                     for i in range(0, n, k)]
+        for d, s in parts:
+            q = queues[self.rr[kind] % len(queues)]
+            self.rr[kind] += 1
+            txt = f"dma {d.text()}, {s.text()}, queue={q}" + (", accumulate" if accumulate else "")
+            self.emit(eng, txt, reads=[s] + ([d] if accumulate else []), writes=[d], queue=q)
+
+    # ---- output
+    def finish(self, arch="trn1", comment=None):
+        posted = [set() for _ in range(N_AGENTS)]
+        for n in self.nodes:
+            if n.waits:
+                for a, i in n.waits:
+                    posted[a].add(i)
+        rank = []
+        for a in range(N_AGENTS):
+            rank.append({i: r + 1 for r, i in enumerate(sorted(posted[a]))})
+        sem_names = [f"s_{e}" for e in ENGINES] + [f"s_q{q}" for q in range(N_QUEUES)]
+        out = []
+        if comment:
+            out += ["; " + c for c in comment.splitlines()]
+        if self.source:
+            out.append(f".source {self.source}")
+        out.append(f".arch {arch}")
+        for b in self.hbm:
+            kind = b.kind
+            out.append(f".hbm {b.name} {b.dtype.nca} [{', '.join(str(d) for d in b.shape) or '1'}] "
+                       f"{kind} @{b.addr}")
+        for sl in self.slots:
+            if sl.kind == "sbuf":
+                out.append(f".sbuf {sl.name} u8 [128, {sl.size}] +{sl.offset}")
+            else:
+                out.append(f".psum {sl.name} u8 [128, {sl.size}] +{sl.offset}")
+        for a in range(N_AGENTS):
+            if posted[a]:
+                out.append(f".sem {sem_names[a]}")
+        streams = [[] for _ in ENGINES]
+        lastline = [None] * len(ENGINES)
+        for n in self.nodes:
+            st = streams[n.eng]
+            if lastline[n.eng] != n.line:
+                st.append(f"    .loc {n.line}")
+                lastline[n.eng] = n.line
+            cl = ""
+            if n.waits:
+                ws = [f"wait {sem_names[a]} >= {rank[a][i]}" for a, i in n.waits]
+                while len(ws) > 2:
+                    st.append(f"    nop | {ws[0]} | {ws[1]}")
+                    ws = ws[2:]
+                cl = "".join(" | " + w for w in ws)
+            if n.idx in posted[n.agent]:
+                cl += f" | post {sem_names[n.agent]}"
+            st.append("    " + n.text + cl)
+        for e, st in zip(ENGINES, streams):
+            if st:
+                out.append(f".engine {e}")
+                out += st
+        return "\n".join(out) + "\n"
+
+    # ---- assignment and accumulation
+    def assign(self, dst, value, mask=None):
+        """dst[...] = value (dst already a view)."""
+        from . import language as nl
+        if dst.space == "hbm":
+            error("err_unsupported_memory",
+                  "cannot assign to an HBM tensor with '='; use nl.store")
+        if dst.pend is not None:
+            self.flush(dst)
+        if isinstance(value, Tensor) and value.pend is not None and value is self.pending:
+            p = self.take_pending(value)
+            box = None
+            if _prod(value.shape) > _prod(dst.shape) and not _fits(value.shape, dst.shape):
+                error("err_store_dst_shape_smaller_than_other_shape",
+                      f"assigning a {value.shape} value into a {dst.shape} destination")
+            if p.space == "psum" and dst.space != "psum" or p.matmul and dst.space != "psum" \
+                    or (p.space == "sbuf" and dst.space == "psum" and getattr(p.emit, "pool", False)):
+                # the instruction cannot write there: materialise, then copy
+                value.pend = p
+                self.pending = value
+                self.flush(value)
+                return self.assign(dst, value, mask)
+            if value.shape != dst.shape:
+                dstv = _reshape_like(dst, value.shape)
+            else:
+                dstv = dst
+            self.run_pending(p, dstv, box)
+            return
+        if isinstance(value, Tensor) and value.inplace and value.pend is None and \
+                (value is dst or (value.buf is dst.buf and value.p0 == dst.p0 and value.off == dst.off
+                                  and value.shape == dst.shape and value.strides == dst.strides)):
+            value.inplace = False         # t[...] += x: already done in place
+            return
+        if isinstance(value, Tensor):
+            value._real()
+            if value.space == "hbm":
+                error("err_unsupported_memory", "assigning an HBM tensor into an on-chip tensor: use nl.load")
+            if _prod(value.shape) > _prod(dst.shape) and not _fits(value.shape, dst.shape):
+                error("err_store_dst_shape_smaller_than_other_shape",
+                      f"assigning a {value.shape} value into a {dst.shape} destination")
+            nl._copy_into(dst, value, mask)
+            return
+        if isinstance(value, (int, float, np.integer, np.floating, bool)):
+            nl._memset_into(dst, value, mask)
+            return
+        if is_index(value):
+            error("err_cannot_assign_to_index", "an index expression cannot be assigned; use nisa.iota")
+        error("err_unsupported", f"cannot assign a {type(value).__name__} to a tensor")
+
+    def accumulate(self, dst, value, op):
+        """dst += value (and -=, *=, /=): PSUM matmul accumulation, or an element-wise op."""
+        from . import language as nl
+        dst._real()
+        if isinstance(value, Tensor) and value.pend is not None and value.pend.matmul is not None \
+                and value is self.pending and op == "add":
+            if dst.space != "psum":
+                error("err_unsupported_memory", "matmul results accumulate in PSUM only")
+            p = self.take_pending(value)
+            stat, mov = p.matmul
+            bx = dst.box()
+            key = (bx[1], bx[3])
+            a = dst.alloc
+            if a is not None and (a.lazy_zero and key not in a.acc_started):
+                a.acc_started.add(key)
+                self.run_pending(Pending("psum", lambda d, b: nl._emit_matmul(d, stat, mov, acc=False),
+                                         None, None, p.line), dst, None)
+            elif a is not None and key in a.acc_started:
+                self.run_pending(Pending("psum", lambda d, b: nl._emit_matmul(d, stat, mov, acc=True),
+                                         None, None, p.line), dst, None)
+            else:
+                # PSUM written by another engine: matmul into a temporary, then add
+                value.pend = p
+                self.pending = value
+                self.flush(value)
+                nl._binary_into(dst, "add", dst, value, None)
+            dst.inplace = True
+            return dst
+        nl._binary_into(dst, op, dst, value, None)
+        dst.inplace = True
+        return dst
+
+    def touch_lazy_zero(self, t):
+        """A PSUM tensor from nl.zeros read or written by something other than a matmul."""
+        a = t.alloc
+        if a is not None and a.lazy_zero:
+            a.lazy_zero = False
+            if a.acc_started:
+                return
+            whole = Tensor(a.slot, a, t.dtype, (PMAX, a.slot.size // 4), 0, 0, [None, 1], 0)
+            whole.dtype = D.float32
+            self.emit("dve", f"memset {whole.text()}, 0.0", writes=[whole])
+
+
+def _fits(vshape, dshape):
+    v = [d for d in vshape if d != 1]
+    dd = [d for d in dshape if d != 1]
+    return v == dd
+
+
+def _reshape_like(dst, shape):
+    """dst viewed with `shape` when the element counts per partition agree (e.g. [P] vs [P,1])."""
+    if _prod(shape) == _prod(dst.shape) and shape[0] == dst.shape[dst.pdim or 0]:
+        free = [(s, n) for s, n in dst.free_dims() if n != 1]
+        fs = [d for d in shape[1:]]
+        # rebuild strides for the new free dims from dst's (merged) pattern when possible
+        st = []
+        dims = list(free)
+        for n in reversed(fs):
+            if n == 1:
+                st.append(0)
+                continue
+            if not dims:
+                break
+            s, c = dims[-1]
+            if c == n:
+                st.append(s)
+                dims.pop()
+            elif c % n == 0:
+                st.append(s)
+                dims[-1] = (s * n, c // n)
+            else:
+                break
+        else:
+            if not dims:
+                st.reverse()
+                return dst.clone_view(shape=tuple(shape), strides=[None] + st, pdim=0)
+    return dst.bcast(shape) if len(shape) >= len(dst.shape) else dst

@@ -1,0 +1,617 @@
+"""`nki.isa` (nisa) on ncsim: each call becomes (about) one NCA instruction on its engine."""
+import enum
+
+import numpy as np
+
+from . import _core as C
+from . import language as nl
+from ._core import IndexExpr, Pred, Tensor, T, error, _prod
+from ._dtypes import as_dtype, float32, uint32
+
+
+class engine(enum.IntEnum):
+    unknown = 0
+    tensor = 1
+    scalar = 2
+    gpsimd = 3
+    vector = 5
+    sync = 6
+
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+dma_engine = engine.sync
+unknown_engine = engine.unknown
+
+
+class reduce_cmd(enum.IntEnum):
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+
+
+class dge_mode(enum.IntEnum):
+    none = 0
+    swdge = 1
+    hwdge = 2
+    unknown = 3
+
+
+class oob_mode(enum.IntEnum):
+    error = 0
+    skip = 1
+
+
+class nc_version(enum.IntEnum):
+    gen2 = 2
+    gen3 = 3
+
+
+def get_nc_version():
+    return nc_version.gen2
+
+
+fp32 = nl.fp32
+
+_ENG = {engine.vector: "dve", engine.scalar: "act", engine.gpsimd: "pool", engine.tensor: "pe"}
+
+
+def _eng(e, default, allowed=("dve", "act", "pool")):
+    if e is None or e == engine.unknown:
+        return default
+    n = _ENG.get(engine(int(e)))
+    if n not in allowed:
+        error("err_unsupported_engine", f"this instruction cannot run on {engine(int(e)).name}")
+    return n
+
+
+def _dt(dtype, default):
+    return as_dtype(dtype) if dtype is not None else default
+
+
+def _new(space, shape, dt, emit, **kw):
+    return T().make_pending(space, tuple(shape), dt, emit, **kw)
+
+
+def _box(mask, shape):
+    return nl._mask_box(mask, shape)
+
+
+def _pool_src(v):
+    """pool cannot read PSUM: copy such a source to SBUF first (documented)."""
+    return nl._to_sbuf(v) if v.space == "psum" else v
+
+
+# --------------------------------------------------------------------------- tensor engine
+
+def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False,
+              is_transpose=False, tile_position=(), tile_size=(), mask=None, **kw):
+    if tile_position or tile_size:
+        if not (tile_position and tile_size):
+            error("err_invalid_tile_position", "tile_position and tile_size must be given together")
+        for v in tuple(tile_position) + tuple(tile_size):
+            if v % 32:
+                error("err_invalid_tile_position", "PE tile positions and sizes are multiples of 32")
+        if 32 in tuple(tile_size):
+            error("err_invalid_tile_position", "NeuronCore-v2 PE tiles are 64 or 128 wide")
+    return nl._matmul(stationary, moving, mask)
+
+
+def nc_transpose(data, *, mask=None, dtype=None, engine=engine.unknown, **kw):
+    data = nl._tile(data)
+    if len(data.shape) != 2:
+        data = data.clone_view(shape=(data.shape[0], _prod(data.shape[1:])), strides=[None, 1]) \
+            if data._contig(data.shape[1:], data.strides[1:]) else nl._to_sbuf(data).reshape(
+                (data.shape[0], _prod(data.shape[1:])))
+    P, F = data.shape
+    e = _eng(engine, None, ("pe", "dve"))
+    if e is None:
+        e = "pe" if (P > 32 or F > 32 or data.space != "sbuf") and data.space == "sbuf" else \
+            ("dve" if P <= 32 and F <= 32 else "pe")
+    if e == "pe":
+        return nl.transpose(data, dtype=dtype)
+    if P > 32 or F > 32:
+        error("err_transpose_too_large", f"a Vector-engine transpose takes at most [32, 32], got {data.shape}")
+    dt = _dt(dtype, data.dtype)
+
+    def emit(d, _b):
+        T().emit("dve", f"transpose {d.text()}, {data.text()}", reads=[data], writes=[d])
+    return _new("sbuf", (F, P), dt, emit)
+
+
+# --------------------------------------------------------------------------- scalar engine
+
+def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None,
+               reduce_cmd=reduce_cmd.idle, mask=None, dtype=None, **kw):
+    func = nl._act_name(op)
+    data = nl._tile(data)
+    dt = _dt(dtype, data.dtype)
+    box = _box(mask, data.shape)
+    if reduce_res is not None and reduce_op is not None and nl._alu_name(reduce_op) != "add":
+        error("err_unsupported_reduce_op", "on NeuronCore-v2 the activation reduction is add")
+
+    cmd = reduce_cmd
+
+    def emit(d, _b):
+        if box is False:
+            return
+        if cmd in (reduce_cmd.idle, 0) and reduce_res is None:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias)
+            return
+        if cmd in (reduce_cmd.idle, reduce_cmd.reset_reduce, 0, 3) and reduce_res is not None \
+                and cmd != reduce_cmd.idle or (cmd == reduce_cmd.idle and reduce_res is not None):
+            _act_reduce(d, func, data, box, scale, bias, reduce_res)
+            return
+        # the accumulator registers: one fp32 [P, 1] tile per kernel, chained across calls
+        tr = T()
+        P = data.shape[0]
+        key = ("act_accumulator", P)
+        acc = tr.consts.get(key)
+        if acc is None:
+            acc = tr.consts[key] = tr.new_onchip("sbuf", float32, (P, 1), 0, site=key)
+        if cmd == reduce_cmd.reset:
+            nl._memset_into(acc, 0.0, None)
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias)
+        elif cmd == reduce_cmd.reset_reduce:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias, sum_=acc)
+        elif cmd == reduce_cmd.reduce:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias, sumacc=acc)
+        else:
+            nl._activate_into(d, func, data, box, scale=scale, bias=bias)
+        if reduce_res is not None:
+            rv = nl._pvec(nl._tile(reduce_res, "reduce_res"), P)
+            nl._copy_into(rv, acc, None)
+    return _new("sbuf", data.shape, dt, emit)
+
+
+def _act_reduce(d, func, data, box, scale, bias, reduce_res):
+    tr = T()
+    rr = nl._tile(reduce_res, "reduce_res")
+    P = data.shape[0]
+    rv = nl._pvec(rr, P)
+    if rv is None:
+        error("err_invalid_reduce_res", f"reduce_res must be a [{P}, 1] tile")
+    if rv.dtype is float32:
+        nl._activate_into(d, func, data, box, scale=scale, bias=bias, sum_=rv)
+    else:
+        tmp = tr.new_onchip("sbuf", float32, (P, 1), 0)
+        nl._activate_into(d, func, data, box, scale=scale, bias=bias, sum_=tmp)
+        nl._copy_into(rv, tmp, [box[0], (0, 1)] if box else None)
+
+
+def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None,
+                      dtype=None, **kw):
+    return activation(op, data, bias=bias, scale=scale, reduce_op=reduce_op, reduce_res=reduce_res,
+                      reduce_cmd=reduce_cmd.reset_reduce, mask=mask, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- vector engine
+
+def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=engine.unknown, **kw):
+    a, b = nl._tile(data1), nl._tile(data2)
+    opn = nl._alu_name(op)
+    if a.shape[0] != b.shape[0]:
+        error("err_num_partition_mismatch",
+              f"tensor_tensor operands have {a.shape[0]} and {b.shape[0]} partitions")
+    if _prod(a.shape[1:]) != _prod(b.shape[1:]):
+        error("err_shape_mismatch", f"tensor_tensor operands {a.shape} and {b.shape} differ")
+    if a.space == "psum" and b.space == "psum":
+        error("err_unsupported_memory", "tensor_tensor cannot read both operands from PSUM")
+    dt = _dt(dtype, nl.promote(a.dtype, b.dtype))
+    e = _eng(engine, "pool" if opn == "pow" else "dve", ("dve", "pool"))
+    box = _box(mask, a.shape)
+    bb = b if b.shape == a.shape else b.reshape(a.shape) if b._contig(b.shape[1:], b.strides[1:]) else b
+
+    def emit(d, _b):
+        if box is False:
+            return
+        tr = T()
+        dv = C._reshape_like(d, a.shape) if d.shape != a.shape else d
+        dv, av, bv = dv.restrict(box), a.restrict(box), bb.restrict(box)
+        if e == "pool":
+            nl._engine_ok("pool", av, bv, dv)
+        tr.emit(e, f"tensor_tensor {dv.text()}, {av.text()}, {bv.text()}, {opn}", reads=[av, bv], writes=[dv])
+    return _new("sbuf", a.shape, dt, emit)
+
+
+def _scalar_operand(v, P, box):
+    if nl._is_scalar(v):
+        return None, v
+    pv = nl._pvec(v, P)
+    if pv is None:
+        error("err_invalid_scalar_operand",
+              f"operand must be a scalar or a [{P}, 1] vector, got {getattr(v, 'shape', v)}")
+    return pv.restrict(box and [box[0], (0, 1)]), None
+
+
+def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *,
+                  dtype=None, mask=None, engine=engine.unknown, **kw):
+    data = nl._tile(data)
+    o0 = nl._alu_name(op0)
+    o1 = nl._alu_name(op1) if op1 is not None else None
+    integer = o0 in nl._BITWISE or (o1 in nl._BITWISE)
+    if o1 is not None and (o0 in nl._BITWISE) != (o1 in nl._BITWISE):
+        error("err_tensor_scalar_mixed_ops", "tensor_scalar ops must both be arithmetic or both bitvec")
+    e = _eng(engine, None)
+    if integer and e != "dve":
+        error("err_unsupported_engine", "bitvec tensor_scalar runs on the Vector engine")
+    dt = _dt(dtype, data.dtype)
+    box = _box(mask, data.shape)
+    P = data.shape[0]
+
+    def emit(d, _b):
+        if box is False:
+            return
+        tr = T()
+        ok = ("dve", "act") if o0 in ("add", "subtract", "multiply") and o1 in (None, "add", "subtract", "multiply") \
+            and not integer and not data.dtype.is_int else ("dve",)
+        ee = e or tr.pick(tr.pol.scalar_op_engine, ok)
+        dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
+        dv, sv = dv.restrict(box), data.restrict(box)
+        v0, s0 = _scalar_operand(operand0, P, box)
+        reads = [sv] + ([v0] if v0 is not None else [])
+        txt = f"tensor_scalar {dv.text()}, {sv.text()}, {o0}, " + (v0.text() if v0 is not None else nl._fmt(s0, integer))
+        if o1 is not None:
+            v1, s1 = _scalar_operand(operand1, P, box)
+            reads += [v1] if v1 is not None else []
+            txt += f", {o1}, " + (v1.text() if v1 is not None else nl._fmt(s1, integer))
+        if reverse0:
+            txt += ", rev0"
+        if reverse1:
+            txt += ", rev1"
+        if ee == "pool" and any(r.space == "psum" for r in reads + [dv]):
+            ee = "dve"
+        tr.emit(ee, txt, reads=reads, writes=[dv])
+    return _new("sbuf", data.shape, dt, emit)
+
+
+def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False,
+                         dtype=None, mask=None, **kw):
+    data, b = nl._tile(data), nl._tile(operand1, "operand1")
+    o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
+    if reverse0 or reverse1:
+        error("err_unsupported_by_ncsim", "scalar_tensor_tensor with reverse operands is not in NCA")
+    dt = _dt(dtype, nl.promote(data.dtype, b.dtype))
+    box = _box(mask, data.shape)
+    P = data.shape[0]
+
+    def emit(d, _b):
+        if box is False:
+            return
+        dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
+        dv, av, bv = dv.restrict(box), data.restrict(box), b.bcast(data.shape).restrict(box)
+        v0, s0 = _scalar_operand(operand0, P, box)
+        s = v0.text() if v0 is not None else nl._fmt(s0)
+        T().emit("dve", f"scalar_tensor_tensor {dv.text()}, {av.text()}, {o0}, {s}, {o1}, {bv.text()}",
+                 reads=[av, bv] + ([v0] if v0 is not None else []), writes=[dv])
+    return _new("sbuf", data.shape, dt, emit)
+
+
+def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
+    data = nl._tile(data)
+    opn = nl._alu_name(op)
+    ax = nl._axes(axis, len(data.shape))
+    return nl._reduction(opn, data, ax, dtype, mask, keepdims, negate=negate)
+
+
+def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None,
+                         mask=None, **kw):
+    data = nl._tile(data)
+    o0, ro = nl._alu_name(op0), nl._alu_name(reduce_op)
+    if reverse0:
+        error("err_unsupported", "tensor_scalar_reduce: reverse0 is not supported yet (as in NKI)")
+    dt = _dt(dtype, data.dtype)
+    box = _box(mask, data.shape)
+    P = data.shape[0]
+
+    def emit(d, _b):
+        if box is False:
+            return
+        tr = T()
+        dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
+        dv2, sv = dv.restrict(box), data.restrict(box)
+        v0, s0 = _scalar_operand(operand0, P, box)
+        tr.emit("dve", f"tensor_scalar {dv2.text()}, {sv.text()}, {o0}, " + (v0.text() if v0 is not None else nl._fmt(s0)),
+                reads=[sv] + ([v0] if v0 is not None else []), writes=[dv2])
+        rr = nl._pvec(nl._tile(reduce_res, "reduce_res"), P)
+        nl._reduce_into(rr, ro, dv, list(range(1, len(dv.shape))), box)
+    return _new("sbuf", data.shape, dt, emit)
+
+
+def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None,
+                       mask=None, **kw):
+    a, b = nl._tile(data0), nl._tile(data1)
+    if reverse0 or reverse1:
+        error("err_unsupported_by_ncsim", "tensor_tensor_scan with reversed operands is not in NCA")
+    if a.shape != b.shape:
+        error("err_shape_mismatch", f"tensor_tensor_scan operands {a.shape} and {b.shape} differ")
+    o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
+    dt = _dt(dtype, a.dtype)
+    box = _box(mask, a.shape)
+    P = a.shape[0]
+
+    def emit(d, _b):
+        if box is False:
+            return
+        dv = C._reshape_like(d, a.shape) if d.shape != a.shape else d
+        dv, av, bv = dv.restrict(box), a.restrict(box), b.restrict(box)
+        vi, si = _scalar_operand(initial, P, box)
+        init = vi.text() if vi is not None else nl._fmt(si)
+        T().emit("dve", f"tensor_scan {dv.text()}, {av.text()}, {bv.text()}, {o0}, {o1}, init={init}",
+                 reads=[av, bv] + ([vi] if vi is not None else []), writes=[dv])
+    return _new("sbuf", a.shape, dt, emit)
+
+
+def reciprocal(data, *, dtype=None, mask=None, **kw):
+    data = nl._tile(data)
+    box = _box(mask, data.shape)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
+        dv, sv = dv.restrict(box), data.restrict(box)
+        T().emit("dve", f"reciprocal {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+    return _new("sbuf", data.shape, _dt(dtype, data.dtype), emit)
+
+
+def bn_stats(data, *, mask=None, dtype=None, **kw):
+    data = nl._tile(data)
+    if len(data.shape) != 2:
+        error("err_unsupported_shape", "bn_stats takes a 2-D tile")
+    P, F = data.shape
+    box = _box(mask, data.shape)
+    if (box[1][1] - box[1][0] if box else F) > nl.tile_size.bn_stats_fmax:
+        error("err_bn_stats_too_large", f"bn_stats takes at most {nl.tile_size.bn_stats_fmax} elements per partition")
+
+    def emit(d, _b):
+        if box is False:
+            return
+        tr = T()
+        pr = box[0] if box else (0, P)
+        sv = data.restrict(box)
+        n = sv.shape[1]
+        dv = C._reshape_like(d, (P, 6)) if d.shape != (P, 6) else d
+        if dv.dtype is not float32:
+            error("err_unsupported_type", "bn_stats writes fp32 (pass dtype=nl.float32)")
+        for h in (0, 1):
+            part = sv.clone_view(shape=(sv.shape[0], (n - h + 1) // 2), off=sv.off + h * sv.strides[1],
+                                 strides=[None, 2 * sv.strides[1]])
+            o = dv.restrict([pr, (3 * h, 3 * h + 3)])
+            if part.shape[1] == 0:
+                tr.emit("dve", f"memset {o.text()}, 0.0", writes=[o])
+                continue
+            tr.emit("dve", f"bn_stats {o.text()}, {part.text()}", reads=[part], writes=[o])
+    return _new("sbuf", (P, 6), float32, emit)
+
+
+def bn_aggr(data, *, mask=None, dtype=None, **kw):
+    data = nl._tile(data)
+    P = data.shape[0]
+    if _prod(data.shape[1:]) % 3:
+        error("err_bn_aggr_invalid_shape", "bn_aggr takes bn_stats outputs (a multiple of 3 per partition)")
+    box = _box(mask, (P, 2))
+
+    def emit(d, _b):
+        pr = box[0] if box else (0, P)
+        dv = (C._reshape_like(d, (P, 2)) if d.shape != (P, 2) else d).restrict([pr, (0, 2)])
+        sv = data.restrict([pr] + [(0, n) for n in data.shape[1:]])
+        T().emit("dve", f"bn_aggr {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+    return _new("sbuf", (P, 2), float32, emit)
+
+
+def dropout(data, prob, *, mask=None, dtype=None, **kw):
+    return nl.dropout(data, prob, dtype=dtype, mask=mask)
+
+
+def tensor_copy(src, *, mask=None, dtype=None, engine=engine.unknown, **kw):
+    src = nl._tile(src)
+    e = _eng(engine, None)
+    box = _box(mask, src.shape)
+
+    def emit(d, _b):
+        nl._copy_into(d, src, box, eng=e)
+    return _new("sbuf", src.shape, _dt(dtype, src.dtype), emit)
+
+
+def _unsup(name, why):
+    def f(*a, **kw):
+        error("err_unsupported_by_ncsim", f"nisa.{name} is not supported by ncsim: {why}")
+    f.__name__ = name
+    return f
+
+
+tensor_copy_dynamic_src = _unsup("tensor_copy_dynamic_src", "NCA has no dynamic addressing yet")
+tensor_copy_dynamic_dst = _unsup("tensor_copy_dynamic_dst", "NCA has no dynamic addressing yet")
+local_gather = _unsup("local_gather", "not in NCA")
+range_select = _unsup("range_select", "not in NCA (and its examples target trn2)")
+builtin_custom_op = _unsup("builtin_custom_op", "undocumented")
+select_reduce = _unsup("select_reduce", "2.26 API, not in NCA")
+sequence_bounds = _unsup("sequence_bounds", "2.26 API, not in NCA")
+
+
+def tensor_copy_predicated(*, src, dst, predicate, mask=None, dtype=None, reverse_pred=False, **kw):
+    dst = nl._tile(dst, "dst")
+    pred = nl._tile(predicate, "predicate")
+    shape = dst.shape
+    box = _box(mask, shape)
+    if box is False:
+        return
+    tr = T()
+    dv, pv = dst.restrict(box), pred.bcast(shape).restrict(box)
+    if isinstance(src, Tensor):
+        sv = nl._tile(src).bcast(shape).restrict(box)
+    else:
+        sv = nl._const_fill(src, shape, dst.dtype).restrict(box)
+    if sv.space == "psum" and pv.space == "psum":
+        sv = nl._to_sbuf(sv)
+    tr.emit("dve", f"select {dv.text()}, {pv.text()}, {sv.text()}" + (", reverse" if reverse_pred else ""),
+            reads=[pv, sv, dv], writes=[dv])
+
+
+def memset(shape, value, dtype, *, mask=None, engine=engine.unknown, **kw):
+    dims, pd = C.split_shape(shape)
+    dt = as_dtype(dtype)
+    e = _eng(engine, T().pol.memset_engine, ("dve", "pool"))
+    box = _box(mask, dims)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        dv = d.restrict(box)
+        ee = "dve" if (e == "pool" and dv.space == "psum") else e
+        T().emit(ee, f"memset {dv.text()}, {nl._fmt(value, dv.dtype.is_int and float(value).is_integer())}",
+                 writes=[dv])
+    return _new("sbuf", dims, dt, emit)
+
+
+def max8(*, src, mask=None, dtype=None, **kw):
+    src = nl._tile(src)
+    n = _prod(src.shape[1:])
+    if not 8 <= n <= 16384:
+        error("err_max8_invalid_size", f"max8 takes 8..16384 elements per partition, got {n}")
+    P = src.shape[0]
+
+    def emit(d, _b):
+        T().emit("dve", f"max8 {d.text()}, {src.text()}", reads=[src], writes=[d])
+    return _new("sbuf", (P, 8), _dt(dtype, src.dtype), emit)
+
+
+def nc_find_index8(*, data, vals, mask=None, dtype=None, **kw):
+    data, vals = nl._tile(data), nl._tile(vals, "vals")
+    P = data.shape[0]
+
+    def emit(d, _b):
+        T().emit("dve", f"find_index8 {d.text()}, {data.text()}, {vals.text()}", reads=[data, vals], writes=[d])
+    return _new("sbuf", (P, 8), _dt(dtype, uint32), emit)
+
+
+def nc_match_replace8(*, data, vals, imm, mask=None, dtype=None, **kw):
+    data, vals = nl._tile(data), nl._tile(vals, "vals")
+
+    def emit(d, _b):
+        T().emit("dve", f"match_replace8 {d.text()}, {data.text()}, {vals.text()}, {nl._fmt(imm)}",
+                 reads=[data, vals], writes=[d])
+    return _new("sbuf", data.shape, _dt(dtype, data.dtype), emit)
+
+
+def nc_stream_shuffle(src, dst, shuffle_mask, *, dtype=None, mask=None, **kw):
+    src, dst = nl._tile(src), nl._tile(dst, "dst")
+    m = list(shuffle_mask)
+    if len(m) != 32:
+        error("err_invalid_shuffle_mask", "the shuffle mask has 32 entries")
+    T().emit("dve", f"shuffle {dst.text()}, {src.text()}, mask=[{', '.join(str(int(x)) for x in m)}]",
+             reads=[src], writes=[dst])
+
+
+# --------------------------------------------------------------------------- gpsimd
+
+def iota(expr, dtype, *, mask=None, **kw):
+    if isinstance(expr, int):
+        expr = IndexExpr(expr, {}, (1, 1))
+    if not isinstance(expr, IndexExpr):
+        error("err_unsupported_type", "nisa.iota takes an affine index expression")
+    shape = tuple(expr.shape)
+    if len(shape) < 2:
+        error("err_1d_arange_not_supported", "nisa.iota needs a 2-D (or more) index expression")
+    dt = as_dtype(dtype)
+
+    def emit(d, _b):
+        steps = [expr.coefs.get(a, 0) for a in range(1, len(shape))]
+        dv = C._reshape_like(d, shape) if d.shape != shape else d
+        fd = [(s, n) for s, n in zip(steps, shape[1:])]
+        # one steps entry per free dim of D's view as written
+        dims = [(s, n) for (s, n) in zip(dv.strides[1:], shape[1:])]
+        if len(dims) > 4:
+            error("err_unsupported_access", "iota over more than 4 free dims")
+        from ..builder import raw_view
+        sz = dv.dtype.itemsize
+        txt = raw_view("sb", dv.dtype.nca, dv.buf.offset + dv.off * sz, dims, dv.p0, dv.p0 + shape[0])
+        T().emit("pool", f"iota {txt}, base={expr.const}, pstep={expr.coefs.get(0, 0)}, "
+                 f"steps=[{', '.join(str(s) for s, _ in fd)}]", writes=[dv])
+    return _new("sbuf", shape, dt, emit)
+
+
+_CMP = {">=": "ge", ">": "gt", "<=": "le", "<": "lt", "==": "eq", "!=": "ne"}
+
+
+def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **kw):
+    if not isinstance(pred, Pred) or len(pred.conds) != 1:
+        error("err_unsupported_predicate", "affine_select takes one affine comparison of index expressions")
+    t = nl._tile(on_true_tile, "on_true_tile")
+    e, op = pred.conds[0]
+    shape = t.shape
+    if len(e.shape) > len(shape):
+        error("err_unsupported_predicate", "predicate has more axes than the tile")
+    co = e._aligned(len(e.shape))
+    dt = _dt(dtype, t.dtype)
+
+    def emit(d, _b):
+        src = _pool_src(t)
+        dv = C._reshape_like(d, shape) if d.shape != shape else d
+        if dv.space == "psum":
+            error("err_unsupported_memory", "affine_select runs on GpSimd, which cannot write PSUM")
+        from ..builder import raw_view
+        dims = list(zip(dv.strides[1:], shape[1:]))
+        steps = [co.get(a, 0) for a in range(1, len(shape))]
+        sz = dv.dtype.itemsize
+        dtxt = raw_view("sb", dv.dtype.nca, dv.buf.offset + dv.off * sz, dims, dv.p0, dv.p0 + shape[0])
+        ssz = src.dtype.itemsize
+        stxt = raw_view("sb", src.dtype.nca, src.buf.offset + src.off * ssz, list(zip(src.strides[1:], shape[1:])),
+                        src.p0, src.p0 + shape[0])
+        T().emit("pool", f"affine_select {dtxt}, {stxt}, base={e.const}, pstep={co.get(0, 0)}, "
+                 f"steps=[{', '.join(str(s) for s in steps)}], cmp={_CMP[op]}, fill={nl._fmt(on_false_value)}",
+                 reads=[src], writes=[dv])
+    return _new("sbuf", shape, dt, emit)
+
+
+def tensor_partition_reduce(op, data, *, mask=None, dtype=None, **kw):
+    data = nl._tile(data)
+    opn = nl._alu_name(op)
+    if opn not in ("add", "max", "bitwise_and", "bitwise_or"):
+        error("err_unsupported_reduce_op", "tensor_partition_reduce takes add, max, bitwise_or or bitwise_and")
+    shape = (1,) + tuple(data.shape[1:])
+
+    def emit(d, _b):
+        src = _pool_src(data)
+        T().emit("pool", f"partition_reduce {d.text()}, {src.text()}, {opn}", reads=[src], writes=[d])
+    return _new("sbuf", shape, _dt(dtype, data.dtype), emit)
+
+
+# --------------------------------------------------------------------------- DMA
+
+def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=oob_mode.error, dge_mode=dge_mode.unknown, **kw):
+    dst._real()
+    src._real()
+    tr = T()
+    if dst.space == "psum" or src.space == "psum":
+        error("err_unsupported_memory", "DMA cannot access PSUM")
+    if dst.space == "hbm" and dst.buf.written is None:
+        dst.buf.written = C.user_frame()
+    if src.space == "hbm":
+        src.buf.read = True
+    acc = False
+    if dst_rmw_op is not None:
+        if nl._alu_name(dst_rmw_op) != "add":
+            error("err_unsupported_op", "dma_copy accumulates with np.add only")
+        acc = True
+    if _prod(dst.shape) != _prod(src.shape):
+        error("err_shape_mismatch", f"dma_copy of {src.shape} into {dst.shape}")
+    box = _box(mask, src.shape)
+    if box is False:
+        return
+    sv = src.restrict(box)
+    dv = dst.restrict(box) if box else dst
+    tr.dma(dv, sv, "store" if dst.space == "hbm" and src.space != "hbm" else "load", accumulate=acc)
+
+
+def dma_transpose(src, *, mask=None, dtype=None, **kw):
+    src._real()
+    if len(src.shape) != 2:
+        error("err_unsupported_by_ncsim", "ncsim supports dma_transpose of 2-D tensors")
+    if src.space == "hbm":
+        return nl.load_transpose2d(src, mask=mask, dtype=dtype)
+    error("err_unsupported_by_ncsim", "dma_transpose from SBUF is not supported (use nc_transpose)")

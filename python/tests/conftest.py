@@ -1,0 +1,48 @@
+"""Shared fixtures: small NCA kernels written for the tests."""
+import os
+import sys
+
+import pytest
+
+# the package from this source tree (python/ncsim), whatever is installed
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+ADD = """
+.hbm a fp32 [128, 64] input
+.hbm b fp32 [128, 64] input
+.hbm c fp32 [128, 64] output
+.core 0
+.sbuf ta fp32 [128, 64]
+.sbuf tb fp32 [128, 64]
+.sbuf tc fp32 [128, 64]
+.sem ld
+.sem done
+.engine sp
+    dma ta, a, queue=0 | post ld
+    dma tb, b, queue=1 | post ld
+    dma c, tc, queue=2 | wait done >= 1
+.engine dve
+    tensor_tensor tc, ta, tb, add | wait ld >= 2 | post done
+"""
+
+
+@pytest.fixture
+def add_src():
+    return ADD
+
+
+# Known failures, kept visible: since main's 387ba4f, `ncsim check` orders a dma transfer after
+# its engine's earlier instructions only through a semaphore. The NKI lowering (ncsim.nki)
+# stores a result with a dma issued by the engine that computed it, without one, so `nki.check`
+# reports a race for these kernels. The fix belongs in the lowering; strict=True makes these
+# fail again (and this list must shrink) once it is fixed.
+KNOWN_FAILURES = {
+    # (empty: both NKI tests listed here since 387ba4f pass again after the nki-core merge)
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for suffix, why in KNOWN_FAILURES.items():
+            if item.nodeid.endswith(suffix):
+                item.add_marker(pytest.mark.xfail(reason=why, strict=True))
