@@ -261,6 +261,82 @@ typedef struct line_info {
     uint16_t op;     /* instruction lines: the opcode, UINT16_MAX when unknown */
 } line_info_t;
 
+/*
+ * Compiled loop bodies. A loop replays the kept tokens of its body at every iteration;
+ * parsing them again each time (expressions by recursive descent, views by slicing a
+ * tensor) cost most of the assembly. So the first execution of an expression at a kept
+ * token compiles it into postfix code (ecode_t) that later executions evaluate without
+ * parsing; a view operand remembers which of its expressions it evaluates, and the view
+ * each list of their values produced (vmemo_t): a replayed view is a few evaluations and
+ * one hash lookup. Anything unusual (an evaluation error, a name that no longer resolves,
+ * a value never seen) falls back to the parser, which reports errors at their exact
+ * column as before, so diagnostics do not change.
+ */
+typedef enum ecode_op {
+    EC_HEAD,
+    EC_CONST,
+    EC_SYM,  /* a .let constant or loop variable: symbol index (symbols never move away) */
+    EC_NAME, /* another name ('core'): resolved at each evaluation */
+    EC_NEG,
+    EC_NOT,
+    EC_BIN,
+    EC_END
+} ecode_op_t;
+
+typedef struct ecode {
+    uint8_t op;   /* ecode_op_t */
+    uint16_t bin; /* EC_BIN: the operator token's op */
+    uint32_t arg; /* EC_SYM: symbol; EC_NAME: kept token; EC_HEAD: tokens spanned */
+    int64_t v;    /* EC_CONST */
+} ecode_t;
+
+#define FAST_MAX_VALS 12  /* expressions a memoised view may depend on */
+#define FAST_EVAL_STACK 32
+
+typedef struct vform {
+    uint32_t ntok;  /* tokens the view spans */
+    uint32_t nexpr;
+    uint32_t expr[FAST_MAX_VALS]; /* kept token index of each expression, in order */
+} vform_t;
+
+typedef struct vmemo {
+    uint64_t hash;
+    uint32_t tok;   /* kept token index of the view */
+    int32_t core;
+    uint32_t view;  /* index in prog->views + 1; 0: empty slot */
+    uint32_t vals;  /* first value in fast.vals */
+} vmemo_t;
+
+typedef struct fast {
+    uint32_t *expr_at; /* per kept token: 0 not seen, 1 not compiled, else code index + 2 */
+    uint32_t *view_at; /* per kept token: 0 not seen, 1 not memoised, else vform index + 2 */
+    ecode_t *code;
+    uint32_t ncode, cap_code;
+    vform_t *forms;
+    uint32_t nforms, cap_forms;
+    vmemo_t *memo;
+    uint32_t nmemo, cap_memo; /* cap: power of two, or 0 */
+    int64_t *vals;
+    uint32_t nvals, cap_vals;
+    /* expressions parsed while a view is parsed: their kept token and value */
+    int recording;
+    uint32_t nrec;
+    uint32_t rec_tok[FAST_MAX_VALS];
+    int64_t rec_val[FAST_MAX_VALS];
+    int failed; /* out of memory in these tables: stop using them */
+    /* instructions that passed isa_check_instr (ckey_t), open addressing; its result
+     * depends on nothing else, and declarations are only ever added */
+    struct ckey *checked;
+    uint32_t nchecked, cap_checked;
+} fast_t;
+
+typedef struct ckey {
+    uint32_t args;
+    uint16_t op;
+    uint8_t engine, core, nwait, npost, used;
+    uint8_t sync[2 * (ISA_MAX_WAITS + ISA_MAX_POSTS)]; /* semaphore and operation of each */
+} ckey_t;
+
 typedef struct asm_state {
     const isa_asm_options_t *opt;
     isa_geometry_t geo;
@@ -316,6 +392,7 @@ typedef struct asm_state {
     int limit_hit;        /* an expansion limit was reported: stop */
     unsigned expr_depth;  /* nesting of the expression being parsed */
     unsigned loop_depth;  /* .loop bodies being executed */
+    struct fast fast;     /* loop bodies compiled on first execution (see "compiled loop bodies") */
 } asm_state_t;
 
 /*
@@ -501,6 +578,7 @@ static int lookup_int(asm_state_t *A, const isa_tok_t *t, int64_t *out)
 }
 
 static int parse_primary_inner(asm_state_t *A, int64_t *out);
+static int parse_binary(asm_state_t *A, int min_prec, int64_t *out);
 
 /* Recursion guard around the recursive part of the grammar. */
 static int parse_primary(asm_state_t *A, int64_t *out)
@@ -531,7 +609,7 @@ static int parse_primary_inner(asm_state_t *A, int64_t *out)
         return lookup_int(A, t, out);
     }
     if (accept(A, '(')) {
-        if (parse_expr(A, out))
+        if (parse_binary(A, 1, out))
             return -1;
         return expect(A, ')', "')'");
     }
@@ -636,9 +714,229 @@ static int parse_binary(asm_state_t *A, int min_prec, int64_t *out)
     return 0;
 }
 
+/* ---- compiled loop bodies: expressions ---------------------------------------------------------- */
+
+/* Index of the current token among the kept (replayed) tokens, or UINT32_MAX when the
+ * current line was not kept or the tables are not in use. */
+static uint32_t kept_index(asm_state_t *A)
+{
+    if (A->fast.failed || A->info[A->cur_line].cache == UINT32_MAX || A->t != &A->cache_toks[A->info[A->cur_line].cache])
+        return UINT32_MAX;
+    if (!A->fast.expr_at) {
+        A->fast.expr_at = calloc(A->ncache ? A->ncache : 1, sizeof *A->fast.expr_at);
+        A->fast.view_at = calloc(A->ncache ? A->ncache : 1, sizeof *A->fast.view_at);
+        if (!A->fast.expr_at || !A->fast.view_at) {
+            A->fast.failed = 1;
+            return UINT32_MAX;
+        }
+    }
+    return A->info[A->cur_line].cache + A->pos;
+}
+
+static int fast_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t nc = *cap ? (uint64_t)*cap * 2 : 256;
+    while (nc < need)
+        nc *= 2;
+    if (nc > UINT32_MAX / 2)
+        return -1;
+    void *q = realloc(*p, (size_t)nc * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = (uint32_t)nc;
+    return 0;
+}
+
+static int emit_code(asm_state_t *A, uint8_t op, uint16_t bin, uint32_t arg, int64_t v)
+{
+    fast_t *F = &A->fast;
+    if (fast_grow((void **)&F->code, &F->cap_code, F->ncode + 1, sizeof *F->code))
+        return -1;
+    F->code[F->ncode++] = (ecode_t){op, bin, arg, v};
+    return 0;
+}
+
+/* Compile the tokens from kept index *k (an expression that just parsed without error)
+ * into postfix code; mirrors parse_binary / parse_primary_inner. *depth tracks the
+ * evaluation stack. Returns -1 for anything it does not handle. */
+static int compile_binary(asm_state_t *A, uint32_t *k, int min_prec, unsigned *depth,
+                          unsigned *maxdepth);
+
+static int compile_primary(asm_state_t *A, uint32_t *k, unsigned *depth, unsigned *maxdepth)
+{
+    const isa_tok_t *t = &A->cache_toks[*k];
+    if (t->kind == TK_INT || t->kind == TK_IDENT) {
+        if (++*depth > *maxdepth)
+            *maxdepth = *depth;
+        (*k)++;
+        if (t->kind == TK_INT)
+            return emit_code(A, EC_CONST, 0, 0, t->ival);
+        sym_t *y = resolve(A, t, NS_INT);
+        if (y && !y->hidden)
+            return emit_code(A, EC_SYM, 0, (uint32_t)(y - A->syms.syms), 0);
+        return emit_code(A, EC_NAME, 0, *k - 1, 0);
+    }
+    if (tok_is(t, '(')) {
+        (*k)++;
+        if (compile_binary(A, k, 1, depth, maxdepth) || !tok_is(&A->cache_toks[*k], ')'))
+            return -1;
+        (*k)++;
+        return 0;
+    }
+    if (tok_is(t, '-') || tok_is(t, '+') || tok_is(t, '!')) {
+        (*k)++;
+        if (compile_primary(A, k, depth, maxdepth))
+            return -1;
+        return tok_is(t, '+') ? 0 : emit_code(A, tok_is(t, '-') ? EC_NEG : EC_NOT, 0, 0, 0);
+    }
+    return -1;
+}
+
+static int compile_binary(asm_state_t *A, uint32_t *k, int min_prec, unsigned *depth,
+                          unsigned *maxdepth)
+{
+    if (compile_primary(A, k, depth, maxdepth))
+        return -1;
+    for (;;) {
+        const isa_tok_t *t = &A->cache_toks[*k];
+        int prec = binop_prec(t);
+        if (prec < min_prec)
+            return 0;
+        (*k)++;
+        if (compile_binary(A, k, prec + 1, depth, maxdepth) ||
+            emit_code(A, EC_BIN, t->op, 0, 0))
+            return -1;
+        (*depth)--;
+    }
+}
+
+/* Compile the expression at kept index k spanning ntok tokens; records the outcome. */
+static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
+{
+    fast_t *F = &A->fast;
+    uint32_t first = F->ncode, at = k;
+    unsigned depth = 0, maxdepth = 0;
+    if (emit_code(A, EC_HEAD, 0, ntok, 0) || compile_binary(A, &at, 1, &depth, &maxdepth) ||
+        at != k + ntok || maxdepth > FAST_EVAL_STACK || emit_code(A, EC_END, 0, 0, 0) ||
+        first >= UINT32_MAX - 2) {
+        F->ncode = first;
+        F->expr_at[k] = 1;
+        return;
+    }
+    F->expr_at[k] = first + 2;
+}
+
+/* Evaluate compiled code (from its EC_HEAD); -1 on any error (the caller then parses,
+ * which reports it). */
+static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
+{
+    int64_t st[FAST_EVAL_STACK];
+    unsigned sp = 0;
+    for (c++;; c++) {
+        switch (c->op) {
+        case EC_CONST:
+            st[sp++] = c->v;
+            break;
+        case EC_SYM: {
+            const sym_t *y = &A->syms.syms[c->arg];
+            if (y->hidden)
+                return -1;
+            st[sp++] = y->value;
+            break;
+        }
+        case EC_NAME: {
+            const isa_tok_t *t = &A->cache_toks[c->arg];
+            sym_t *y = resolve(A, t, NS_INT);
+            if (y && !y->hidden)
+                st[sp++] = y->value;
+            else if (tok_ident(t, "core") && A->core >= 0 && A->in_core_block)
+                st[sp++] = A->core;
+            else
+                return -1;
+            break;
+        }
+        case EC_NEG:
+            if (st[sp - 1] == INT64_MIN)
+                return -1;
+            st[sp - 1] = -st[sp - 1];
+            break;
+        case EC_NOT:
+            st[sp - 1] = !st[sp - 1];
+            break;
+        case EC_BIN: {
+            int64_t rhs = st[--sp], lhs = st[sp - 1], r = 0;
+            switch (c->bin) {
+            case OP_OR: r = lhs || rhs; break;
+            case OP_AND: r = lhs && rhs; break;
+            case OP_EQ: r = lhs == rhs; break;
+            case OP_NE: r = lhs != rhs; break;
+            case '<': r = lhs < rhs; break;
+            case '>': r = lhs > rhs; break;
+            case OP_LE: r = lhs <= rhs; break;
+            case OP_GE: r = lhs >= rhs; break;
+            case '+':
+                if (__builtin_add_overflow(lhs, rhs, &r))
+                    return -1;
+                break;
+            case '-':
+                if (__builtin_sub_overflow(lhs, rhs, &r))
+                    return -1;
+                break;
+            case '*':
+                if (__builtin_mul_overflow(lhs, rhs, &r))
+                    return -1;
+                break;
+            case '/':
+            case '%':
+                if (rhs == 0 || (lhs == INT64_MIN && rhs == -1))
+                    return -1;
+                r = c->bin == '/' ? lhs / rhs : lhs % rhs;
+                break;
+            default:
+                return -1;
+            }
+            st[sp - 1] = r;
+            break;
+        }
+        default: /* EC_END */
+            *out = st[0];
+            return 0;
+        }
+    }
+}
+
 static int parse_expr(asm_state_t *A, int64_t *out)
 {
-    return parse_binary(A, 1, out);
+    uint32_t k = kept_index(A);
+    if (k == UINT32_MAX)
+        return parse_binary(A, 1, out);
+    fast_t *F = &A->fast;
+    uint32_t e = F->expr_at[k];
+    int r = -1;
+    if (e >= 2) {
+        const ecode_t *c = &F->code[e - 2];
+        r = eval_code(A, c, out);
+        if (r == 0)
+            A->pos += c->arg;
+    }
+    if (r) {
+        uint32_t p0 = A->pos;
+        if (parse_binary(A, 1, out))
+            return -1;
+        if (e == 0)
+            compile_expr(A, k, A->pos - p0);
+    }
+    if (F->recording) {
+        if (F->nrec < FAST_MAX_VALS) {
+            F->rec_tok[F->nrec] = k;
+            F->rec_val[F->nrec] = *out;
+        }
+        F->nrec++;
+    }
+    return 0;
 }
 
 /* Floating-point expressions (scalars, fill values): + - * / and parentheses over float and
@@ -1820,6 +2118,141 @@ static int add_view_arg(asm_state_t *A, const isa_view_t *v, isa_arg_t *arg)
     return 0;
 }
 
+/* ---- compiled loop bodies: views ------------------------------------------------------------------ */
+
+static uint64_t memo_hash(uint32_t tok, int32_t core, const int64_t *vals, uint32_t n)
+{
+    uint64_t h = mix64((uint64_t)tok, (uint64_t)(uint32_t)core);
+    for (uint32_t i = 0; i < n; i++)
+        h = mix64(h, (uint64_t)vals[i]);
+    return h ^ h >> 29;
+}
+
+/* The memo slot for (view at kept token tok, core, values): a filled one, or the empty
+ * one where such an entry goes. NULL when the table is empty. */
+static vmemo_t *memo_find(fast_t *F, uint64_t h, uint32_t tok, int32_t core, const int64_t *vals,
+                          uint32_t n)
+{
+    if (!F->cap_memo)
+        return NULL;
+    for (uint32_t i = (uint32_t)h & (F->cap_memo - 1);; i = (i + 1) & (F->cap_memo - 1)) {
+        vmemo_t *m = &F->memo[i];
+        if (!m->view)
+            return m;
+        if (m->hash == h && m->tok == tok && m->core == core &&
+            memcmp(&F->vals[m->vals], vals, n * sizeof *vals) == 0)
+            return m;
+    }
+}
+
+static void memo_add(asm_state_t *A, uint32_t tok, const int64_t *vals, uint32_t n,
+                     uint32_t view)
+{
+    fast_t *F = &A->fast;
+    if ((uint64_t)(F->nmemo + 1) * 2 > F->cap_memo) {
+        uint32_t nc = F->cap_memo ? F->cap_memo * 2 : 1024;
+        vmemo_t *m = nc < (1u << 30) ? calloc(nc, sizeof *m) : NULL;
+        if (!m) {
+            F->failed = 1;
+            return;
+        }
+        for (uint32_t i = 0; i < F->cap_memo; i++) {
+            if (!F->memo[i].view)
+                continue;
+            uint32_t j = (uint32_t)F->memo[i].hash & (nc - 1);
+            while (m[j].view)
+                j = (j + 1) & (nc - 1);
+            m[j] = F->memo[i];
+        }
+        free(F->memo);
+        F->memo = m;
+        F->cap_memo = nc;
+    }
+    if (fast_grow((void **)&F->vals, &F->cap_vals, F->nvals + n + 1, sizeof *F->vals)) {
+        F->failed = 1;
+        return;
+    }
+    uint64_t h = memo_hash(tok, A->core, vals, n);
+    vmemo_t *m = memo_find(F, h, tok, A->core, vals, n);
+    if (m->view)
+        return;
+    memcpy(&F->vals[F->nvals], vals, n * sizeof *vals);
+    *m = (vmemo_t){h, tok, A->core, view + 1, F->nvals};
+    F->nvals += n;
+    F->nmemo++;
+}
+
+/* A named view operand at a kept token whose form is known: evaluate its expressions and
+ * look the view up. 0 on a hit (arg filled, tokens consumed), -1 to parse instead. */
+static int view_replay(asm_state_t *A, uint32_t k, isa_arg_t *arg)
+{
+    fast_t *F = &A->fast;
+    const vform_t *f = &F->forms[F->view_at[k] - 2];
+    int64_t vals[FAST_MAX_VALS];
+    for (uint32_t i = 0; i < f->nexpr; i++) {
+        uint32_t e = F->expr_at[f->expr[i]];
+        if (e < 2 || eval_code(A, &F->code[e - 2], &vals[i]))
+            return -1;
+    }
+    vmemo_t *m = memo_find(F, memo_hash(k, A->core, vals, f->nexpr), k, A->core, vals,
+                           f->nexpr);
+    if (!m || !m->view)
+        return -1;
+    arg->is_view = 1;
+    arg->index = m->view - 1;
+    A->pos += f->ntok;
+    return 0;
+}
+
+/* Parse a view operand into arg (present already set), through the memo when the view is
+ * a named one in a loop body. */
+static int view_arg(asm_state_t *A, isa_arg_t *arg)
+{
+    uint32_t k = kept_index(A);
+    const isa_tok_t *t = TOK(A);
+    if (k == UINT32_MAX || t->kind != TK_IDENT || is_raw_space(t, t + 1)) {
+        isa_view_t v;
+        if (parse_view(A, &v))
+            return -1;
+        arg->is_view = 1;
+        return add_view_arg(A, &v, arg);
+    }
+    fast_t *F = &A->fast;
+    if (F->view_at[k] >= 2 && view_replay(A, k, arg) == 0)
+        return 0;
+    uint32_t p0 = A->pos;
+    F->recording = 1;
+    F->nrec = 0;
+    isa_view_t v;
+    int r = parse_view(A, &v);
+    F->recording = 0;
+    arg->is_view = 1;
+    if (r || add_view_arg(A, &v, arg))
+        return -1;
+    if (F->failed || F->nrec > FAST_MAX_VALS)
+        return 0;
+    if (F->view_at[k] == 0) {
+        vform_t f = {A->pos - p0, F->nrec, {0}};
+        memcpy(f.expr, F->rec_tok, F->nrec * sizeof *f.expr);
+        for (uint32_t i = 0; i < F->nrec; i++)
+            if (F->expr_at[f.expr[i]] < 2) {
+                F->view_at[k] = 1;
+                return 0;
+            }
+        if (fast_grow((void **)&F->forms, &F->cap_forms, F->nforms + 1, sizeof *F->forms) ||
+            F->nforms >= UINT32_MAX - 2) {
+            F->failed = 1;
+            return 0;
+        }
+        F->forms[F->nforms] = f;
+        F->view_at[k] = F->nforms + 2;
+        F->nforms++;
+    }
+    if (F->view_at[k] >= 2)
+        memo_add(A, k, F->rec_val, F->nrec, arg->index);
+    return 0;
+}
+
 typedef struct args_ctx {
     asm_state_t *A;
     uint32_t n;
@@ -1862,13 +2295,8 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
 {
     arg->present = 1;
     switch (sd->kind) {
-    case ISA_KIND_VIEW: {
-        isa_view_t v;
-        if (parse_view(A, &v))
-            return -1;
-        arg->is_view = 1;
-        return add_view_arg(A, &v, arg);
-    }
+    case ISA_KIND_VIEW:
+        return view_arg(A, arg);
     case ISA_KIND_SCALAR: {
         const isa_tok_t *t = TOK(A);
         if (t->kind == TK_IDENT && !at_view(A) && !tok_ident(t, "inf") && !tok_ident(t, "nan") &&
@@ -1878,13 +2306,8 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
             return err_here(A, "%s: '%.*s' is neither a tensor nor a constant", sd->name,
                             (int)t->len, t->s);
         }
-        if (at_view(A)) {
-            isa_view_t v;
-            if (parse_view(A, &v))
-                return -1;
-            arg->is_view = 1;
-            return add_view_arg(A, &v, arg);
-        }
+        if (at_view(A))
+            return view_arg(A, arg);
         return parse_fexpr(A, &arg->v.f);
     }
     case ISA_KIND_FLOAT:
@@ -2092,14 +2515,82 @@ static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_inst
 }
 
 /* Run the static checks on an emitted instruction, reporting at the right column. */
+static ckey_t check_key(asm_state_t *A, const isa_instr_t *in)
+{
+    ckey_t k;
+    memset(&k, 0, sizeof k);
+    k.args = in->args;
+    k.op = in->op;
+    k.engine = in->engine;
+    k.core = (uint8_t)(A->core < 0 ? 0 : A->core);
+    k.nwait = in->nwait;
+    k.npost = in->npost;
+    k.used = 1;
+    for (unsigned i = 0; i < ISA_MAX_WAITS + ISA_MAX_POSTS; i++) {
+        const isa_sync_t *y = i < ISA_MAX_WAITS ? &in->wait[i] : &in->post[i - ISA_MAX_WAITS];
+        if (i < ISA_MAX_WAITS ? i < in->nwait : i - ISA_MAX_WAITS < in->npost) {
+            k.sync[2 * i] = y->sem;
+            k.sync[2 * i + 1] = y->op;
+        }
+    }
+    return k;
+}
+
+static uint32_t check_slot(const fast_t *F, const ckey_t *k)
+{
+    uint64_t h = 0;
+    unsigned char b[sizeof *k];
+    memcpy(b, k, sizeof b);
+    for (size_t i = 0; i < sizeof b; i += 8) {
+        uint64_t w = 0;
+        memcpy(&w, b + i, sizeof b - i < 8 ? sizeof b - i : 8);
+        h = mix64(h, w);
+    }
+    uint32_t i = (uint32_t)(h ^ h >> 31) & (F->cap_checked - 1);
+    while (F->checked[i].used && memcmp(&F->checked[i], k, sizeof *k) != 0)
+        i = (i + 1) & (F->cap_checked - 1);
+    return i;
+}
+
+/* Remember that an instruction with key k passed the checks. */
+static void check_passed(fast_t *F, const ckey_t *k)
+{
+    if ((uint64_t)(F->nchecked + 1) * 2 > F->cap_checked) {
+        uint32_t nc = F->cap_checked ? F->cap_checked * 2 : 256;
+        ckey_t *old = F->checked;
+        uint32_t oc = F->cap_checked;
+        F->checked = nc < (1u << 28) ? calloc(nc, sizeof *F->checked) : NULL;
+        if (!F->checked) {
+            F->checked = old;
+            return;
+        }
+        F->cap_checked = nc;
+        for (uint32_t i = 0; i < oc; i++)
+            if (old[i].used)
+                F->checked[check_slot(F, &old[i])] = old[i];
+        free(old);
+    }
+    uint32_t i = check_slot(F, k);
+    if (!F->checked[i].used) {
+        F->checked[i] = *k;
+        F->nchecked++;
+    }
+}
+
 static int check_emitted(asm_state_t *A, const isa_instr_t *in, const uint32_t *slot_cols,
                          uint32_t instr_col)
 {
+    ckey_t key = check_key(A, in);
+    fast_t *F = &A->fast;
+    if (F->cap_checked && F->checked[check_slot(F, &key)].used)
+        return 0;
     char msg[512];
     int bad = isa_check_instr(A->b.prog, A->core < 0 ? 0 : (uint32_t)A->core, in, &A->geo, msg,
                               sizeof msg);
-    if (!bad)
+    if (!bad) {
+        check_passed(F, &key);
         return 0;
+    }
     uint32_t col = instr_col;
     if (bad >= 1 && bad <= ISA_MAX_SLOTS && slot_cols[bad - 1])
         col = slot_cols[bad - 1];
@@ -3075,6 +3566,13 @@ done:
     free(A->info);
     free(A->cache_toks);
     free(A->cache_sym);
+    free(A->fast.expr_at);
+    free(A->fast.view_at);
+    free(A->fast.code);
+    free(A->fast.forms);
+    free(A->fast.memo);
+    free(A->fast.vals);
+    free(A->fast.checked);
     isa_lexed_free(&A->win);
     free(A->view_tab.slots);
     for (int k = 0; k <= ISA_MAX_SLOTS; k++)

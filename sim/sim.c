@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "check.h"
 #include "dis.h"
 #include "npy.h"
@@ -550,8 +551,8 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         uint64_t next = now + ii;
         if (E->pc == E->n)
             return;
-        /* nothing else can happen before `next`: continue without the heap (but not past
-         * the time sim_run was asked to stop at) */
+        /* nothing else can happen before `next`: continue without the heap (not past the
+         * time a sim_run(SIM_RUN_UNTIL_TIME) stops at) */
         if (next < sim_queue_next_time(q) && next <= s->run_limit_ps) {
             q->now = next;
             continue;
@@ -651,6 +652,8 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
     const char *what = "the simulator's state";
     double how = 0;
+    if (!opt->timing_only)
+        mdl_blas_default_threads(); /* one thread unless asked (models/blas.c) */
     struct sim *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of host memory allocating the simulator's state");

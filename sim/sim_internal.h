@@ -117,7 +117,6 @@ typedef struct chip {
 struct cc_state;
 
 struct sim {
-    uint64_t run_limit_ps; /* sim_run(SIM_RUN_UNTIL_TIME): engines do not run past it */
     const isa_program_t *prog;
     sim_options_t opt;
     const mdl_arch_t *arch;
@@ -137,6 +136,7 @@ struct sim {
     struct cc_state *cc;
     int failed;
     sim_fault_t fault;
+    uint64_t run_limit_ps;    /* sim_run(SIM_RUN_UNTIL_TIME)'s limit, else UINT64_MAX */
     int finished;
     char *error;
     size_t error_len, error_cap;

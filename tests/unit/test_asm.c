@@ -351,6 +351,66 @@ static void test_many_errors_reported(void **state)
     isa_diag_free(&d);
 }
 
+
+/* Loop bodies are compiled on their first execution and replayed (expressions as postfix
+ * code, views through a memo of their slice values): a loop must emit exactly what the same
+ * program written out line by line emits, and an error that appears only at a late
+ * iteration must still carry its exact line and column. */
+static void test_loop_replay_matches_unrolled(void **state)
+{
+    (void)state;
+    static const char head[] = ".hbm x bf16 [1024, 64] input\n.sbuf xs bf16 [128, 4, 64]\n"
+                               ".sem s\n.let B = 3\n.engine sp\n";
+    char loop[1024], flat[16384];
+    snprintf(loop, sizeof loop, "%s.loop i = 0, 20\n.let r = (i %% 8) * 128\n"
+             "dma xs[:, i %% 4, 0:64:(i %% 2) + 1], x[r:r + 128, 0:64:(i %% 2) + 1], "
+             "queue=-(-i) %% B + !(i > 5) | wait s >= i - 3 | post s\n.endloop\n", head);
+    int n = snprintf(flat, sizeof flat, "%s", head);
+    for (int i = 0; i < 20; i++)
+        n += snprintf(flat + n, sizeof flat - (size_t)n,
+                      "dma xs[:, %d, 0:64:%d], x[%d:%d, 0:64:%d], queue=%d | wait s >= %d "
+                      "| post s\n", i % 4, i % 2 + 1, (i % 8) * 128, (i % 8) * 128 + 128,
+                      i % 2 + 1, i % 3 + !(i > 5), i - 3);
+    isa_program_t *a = assemble_ok(loop), *b = assemble_ok(flat);
+    assert_int_equal(a->ninstrs, 20);
+    assert_int_equal(a->ninstrs, b->ninstrs);
+    for (uint32_t i = 0; i < a->ninstrs; i++) {
+        const isa_instr_t *x = &a->instrs[i], *y = &b->instrs[i];
+        assert_int_equal(x->op, y->op);
+        assert_int_equal(x->wait[0].value, y->wait[0].value);
+        const isa_op_info_t *info = isa_op_info((isa_op_t)x->op);
+        for (unsigned k = 0; k < info->nslots; k++) {
+            const isa_arg_t *u = &a->args[x->args + k], *v = &b->args[y->args + k];
+            assert_int_equal(u->is_view, v->is_view);
+            if (u->is_view) {
+                const isa_view_t *vu = &a->views[u->index], *vv = &b->views[v->index];
+                assert_int_equal(vu->offset, vv->offset);
+                assert_int_equal(vu->pstart, vv->pstart);
+                assert_int_equal(vu->pcount, vv->pcount);
+                assert_int_equal(vu->ndims, vv->ndims);
+                for (unsigned d = 0; d < vu->ndims; d++) {
+                    assert_int_equal(vu->stride[d], vv->stride[d]);
+                    assert_int_equal(vu->count[d], vv->count[d]);
+                }
+            } else if (u->present) {
+                assert_int_equal(u->v.i, v->v.i);
+            }
+        }
+    }
+    isa_program_free(a);
+    isa_program_free(b);
+    /* errors at the 7th iteration, after six replays of compiled code */
+    assemble_fails(".sbuf x fp32 [128, 4]\n.engine dve\n.loop i = 0, 10\n"
+                   "memset x[:, 3 - i / 2], 0\n.endloop\n",
+                   "t.nca:4:13: error: negative index -1");
+    assemble_fails(".sbuf x fp32 [128, 4]\n.engine dve\n.loop i = 0, 10\n"
+                   "memset x[:, 1 / (6 - i)], 0\n.endloop\n",
+                   "t.nca:4:15: error: division by zero");
+    assemble_fails(".sbuf x fp32 [128, 8]\n.engine dve\n.loop i = 0, 10\n"
+                   "memset x[:, i : 8 - i], 0\n.endloop\n",
+                   "t.nca:4:13: error: empty slice 4:4");
+}
+
 /* ---- ISA.md snippets ------------------------------------------------------------------------ */
 
 static void test_isa_view_examples(void **state)
@@ -1061,6 +1121,7 @@ int main(void)
         cmocka_unit_test(test_text_details),
         cmocka_unit_test(test_diag_limit),
         cmocka_unit_test(test_long_text),
+        cmocka_unit_test(test_loop_replay_matches_unrolled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
