@@ -33,6 +33,12 @@ def fmt(v):
     return f"{v:.4g}"
 
 
+def inband(r):
+    if r["inside"] == "yes":
+        return "yes"
+    return "NO (known miss)" if r.get("known_miss") else "NO"
+
+
 def validation_table(path):
     rows = list(csv.DictReader(open(path)))
     out = ["| Entry | Figure | Measured | Simulated | Error | In band | Fitted |",
@@ -41,13 +47,15 @@ def validation_table(path):
     for r in rows:
         fig = r["figure"] + (f" / {r['relative_to']}" if r["relative_to"] else "")
         out.append(f"| `{r['id']}` | {fig} | {fmt(r['measured'])} | {fmt(r['simulated'])} | "
-                   f"{float(r['error_pct']):+.1f}% | {r['inside']} | {r['fit']} |")
+                   f"{float(r['error_pct']):+.1f}% | {inband(r)} | {r['fit']} |")
         logs.append(abs(math.log(float(r["ratio"]))))
     gm = math.exp(sum(logs) / len(logs)) - 1
     worst = max(rows, key=lambda r: abs(math.log(float(r["ratio"]))))
     out.append("")
     out.append(f"{len(rows)} entries; geometric-mean error {100 * gm:.1f}%; "
-               f"{sum(r['inside'] != 'yes' for r in rows)} outside their band; worst "
+               f"{sum(r['inside'] != 'yes' for r in rows)} outside their band "
+               f"({sum(r['inside'] != 'yes' and bool(r.get('known_miss')) for r in rows)} of them "
+               f"marked known misses, below); worst "
                f"`{worst['id']}` ({float(worst['error_pct']):+.1f}%).")
     return "\n".join(out)
 
