@@ -551,8 +551,9 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         uint64_t next = now + ii;
         if (E->pc == E->n)
             return;
-        /* nothing else can happen before `next`: continue without the heap */
-        if (next < sim_queue_next_time(q)) {
+        /* nothing else can happen before `next`: continue without the heap (not past the
+         * time a sim_run(SIM_RUN_UNTIL_TIME) stops at) */
+        if (next < sim_queue_next_time(q) && next <= s->run_limit_ps) {
             q->now = next;
             continue;
         }
@@ -1219,6 +1220,7 @@ ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
         return NCSIM_PROGRAM;
     if (s->finished)
         return NCSIM_OK;
+    s->run_limit_ps = mode == SIM_RUN_UNTIL_TIME ? limit_ps : UINT64_MAX;
     for (;;) {
         if (mode == SIM_RUN_UNTIL_TIME && sim_queue_next_time(&s->q) > limit_ps)
             break;

@@ -136,6 +136,7 @@ struct sim {
     struct cc_state *cc;
     int failed;
     sim_fault_t fault;
+    uint64_t run_limit_ps;    /* sim_run(SIM_RUN_UNTIL_TIME)'s limit, else UINT64_MAX */
     int finished;
     char *error;
     size_t error_len, error_cap;

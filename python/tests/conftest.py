@@ -30,22 +30,3 @@ ADD = """
 def add_src():
     return ADD
 
-
-# Known failures, kept visible: since main's 387ba4f, `ncsim check` orders a dma transfer after
-# its engine's earlier instructions only through a semaphore. The NKI lowering (ncsim.nki)
-# stores a result with a dma issued by the engine that computed it, without one, so `nki.check`
-# reports a race for these kernels. The fix belongs in the lowering; strict=True makes these
-# fail again (and this list must shrink) once it is fixed.
-KNOWN_FAILURES = {
-    "test_nki_ops.py::test_operators_and_power":
-        "NKI lowering: store dma not ordered after its engine's compute (checker 387ba4f)",
-    "test_nki_ops.py::test_nisa_partition_reduce_max8_select":
-        "NKI lowering: store dma not ordered after its engine's compute (checker 387ba4f)",
-}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for suffix, why in KNOWN_FAILURES.items():
-            if item.nodeid.endswith(suffix):
-                item.add_marker(pytest.mark.xfail(reason=why, strict=True))

@@ -18,11 +18,14 @@ def test_setup_version_matches_header():
     assert ncsim.version() == v == ncsim.__version__
 
 
-def test_bad_library_path_is_a_clear_import_error():
+def test_bad_library_path_is_a_clear_error():
+    """Without the library, the builder still imports; the simulator says why it is missing."""
     env = dict(os.environ, NCSIM_LIBRARY="/nonexistent/libncsim.so")
-    p = subprocess.run([sys.executable, "-c", "import ncsim"], env=env, capture_output=True,
+    code = "import ncsim.builder, ncsim; print(hasattr(ncsim, 'run')); ncsim.run"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                        text=True, cwd=os.path.join(SRC, "python"))
     assert p.returncode != 0
+    assert p.stdout.strip() == "False"
     assert "cannot load libncsim" in p.stderr and "NCSIM_LIBRARY" in p.stderr
 
 
