@@ -24,7 +24,7 @@
 #define NCX_SENTINEL "\r\n\x1a\n"
 #define NCX_SENTINEL_LEN 4
 #define NCX_VERSION_MAJOR 1
-#define NCX_VERSION_MINOR 0
+#define NCX_VERSION_MINOR 1 /* what the writer emits by default and the reader knows */
 
 #define NCX_HDR_MAGIC 0
 #define NCX_HDR_SENTINEL 4
@@ -66,6 +66,10 @@
 #define NCX_TAG_STRM NCX_TAG('S', 'T', 'R', 'M')
 #define NCX_TAG_LINE NCX_TAG('L', 'I', 'N', 'E')
 #define NCX_TAG_SEQR NCX_TAG('S', 'E', 'Q', 'R') /* reserved: sequencer registers */
+/* 1.1: shared tables and compact streams (instead of STRM) */
+#define NCX_TAG_VIEW NCX_TAG('V', 'I', 'E', 'W')
+#define NCX_TAG_OPND NCX_TAG('O', 'P', 'N', 'D')
+#define NCX_TAG_CODE NCX_TAG('C', 'O', 'D', 'E')
 
 /*
  * ---- META (48 bytes) ------------------------------------------------------------------------
@@ -227,6 +231,37 @@
 
 /* The one NaN bit pattern a file may hold. */
 #define NCX_CANONICAL_NAN 0x7FF8000000000000ull
+
+/*
+ * ---- 1.1: VIEW, OPND, CODE -------------------------------------------------------------------
+ *
+ *   VIEW: u32 count, u32 0, count x view record (each distinct view once)
+ *   OPND: u32 count, u32 0, count x operand block (each distinct block once):
+ *     0       2       3   4
+ *     +-------+-------+---+------------------------------------------------+
+ *     |opcode |present| 0 | present operands as in STRM, except that a view |
+ *     +-------+-------+---+ is a u32 index into VIEW (scalar: form, then u32)|
+ *   CODE: header and directory as STRM; instruction (8 + 6 x clauses bytes):
+ *     0       2     3     4               8
+ *     +-------+-----+-----+---------------+---------------+
+ *     |opcode |sync |  0  | block (u32)   | clauses x 6 B |
+ *     +-------+-----+-----+---------------+---------------+
+ *     clause: sem u8, op u8, value i32
+ */
+#define NCX_TABLE_COUNT 0
+#define NCX_TABLE_RESERVED 4
+#define NCX_TABLE_HEADER_SIZE 8
+#define NCX_BLOCK_OPCODE 0
+#define NCX_BLOCK_PRESENT 2
+#define NCX_BLOCK_RESERVED 3
+#define NCX_BLOCK_HEADER_SIZE 4
+#define NCX_CODE_OPCODE 0
+#define NCX_CODE_SYNC 2
+#define NCX_CODE_RESERVED 3
+#define NCX_CODE_BLOCK 4
+#define NCX_CODE_HEADER_SIZE 8
+#define NCX_CODE_CLAUSE_VALUE 2 /* a CODE clause: sem u8, op u8, value i32 (no reserved field) */
+#define NCX_CODE_CLAUSE_SIZE 6
 
 /*
  * ---- LINE -----------------------------------------------------------------------------------

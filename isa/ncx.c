@@ -459,15 +459,256 @@ static void write_instr(wbuf_t *w, const isa_program_t *p, const isa_instr_t *in
     }
 }
 
+/* ---- 1.1 writer: shared tables ---------------------------------------------------------------- */
+
+/*
+ * Records stored once: a byte-keyed set over records appended to a wbuf. `find_or_add`
+ * looks up the record that starts at byte `at` (the buffer's tail, just encoded) and either
+ * keeps it (new: its index is returned) or drops it again (a copy of an earlier one).
+ */
+typedef struct recset {
+    wbuf_t w;          /* the records, back to back */
+    size_t *start;     /* per record: offset in w */
+    uint32_t n, cap;
+    uint32_t *slots;   /* open addressing: record index + 1 */
+    uint32_t nslots;   /* power of two */
+} recset_t;
+
+static uint64_t bytes_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull ^ n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h ^ h >> 31;
+}
+
+/* Length of record i; `at` is where the candidate being looked up starts (the end of the
+ * last kept record). */
+static size_t rec_len(const recset_t *s, uint32_t i, size_t at)
+{
+    return (i + 1 < s->n ? s->start[i + 1] : at) - s->start[i];
+}
+
+static uint32_t recset_find_or_add(recset_t *s, size_t at)
+{
+    if (s->w.oom)
+        return UINT32_MAX;
+    if ((uint64_t)(s->n + 1) * 2 > s->nslots) {
+        uint32_t ns = s->nslots ? s->nslots * 2 : 1024;
+        uint32_t *sl = ns < (1u << 30) ? calloc(ns, sizeof *sl) : NULL;
+        size_t *st = realloc(s->start, (size_t)ns / 2 * sizeof *st);
+        if (!sl || !st) {
+            free(sl);
+            if (st)
+                s->start = st;
+            s->w.oom = 1;
+            return UINT32_MAX;
+        }
+        s->start = st;
+        for (uint32_t i = 0; i < s->n; i++) {
+            uint32_t h = (uint32_t)bytes_hash(s->w.p + s->start[i], rec_len(s, i, at)) & (ns - 1);
+            while (sl[h])
+                h = (h + 1) & (ns - 1);
+            sl[h] = i + 1;
+        }
+        free(s->slots);
+        s->slots = sl;
+        s->nslots = ns;
+    }
+    size_t n = s->w.len - at;
+    uint32_t h = (uint32_t)bytes_hash(s->w.p + at, n) & (s->nslots - 1);
+    for (; s->slots[h]; h = (h + 1) & (s->nslots - 1)) {
+        uint32_t i = s->slots[h] - 1;
+        if (rec_len(s, i, at) == n && memcmp(s->w.p + s->start[i], s->w.p + at, n) == 0) {
+            s->w.len = at;
+            return i;
+        }
+    }
+    s->start[s->n] = at;
+    s->slots[h] = s->n + 1;
+    return s->n++;
+}
+
+static void recset_free(recset_t *s)
+{
+    free(s->w.p);
+    free(s->start);
+    free(s->slots);
+}
+
+/* What the 1.1 writer shares: views and operand blocks, each written once. */
+typedef struct tables {
+    recset_t views, blocks;
+    uint32_t *view_of;    /* per program view: its VIEW index + 1, 0 not yet written */
+    uint64_t *memo_key;   /* (op, first arg) + 1 of blocks already encoded, open addressing */
+    uint32_t *memo_val;
+    uint32_t memo_cap;
+    uint32_t memo_n;
+} tables_t;
+
+static uint32_t table_view(tables_t *t, const isa_program_t *p, uint32_t index)
+{
+    if (t->view_of[index])
+        return t->view_of[index] - 1;
+    size_t at = t->views.w.len;
+    wb_view(&t->views.w, &p->views[index]);
+    uint32_t i = recset_find_or_add(&t->views, at);
+    if (i != UINT32_MAX)
+        t->view_of[index] = i + 1;
+    return i;
+}
+
+/* The OPND index of an instruction's operand block, encoding it if it is new. */
+static uint32_t table_block(tables_t *t, const isa_program_t *p, const isa_instr_t *in)
+{
+    uint64_t key = ((uint64_t)in->op << 32 | in->args) + 1;
+    if ((uint64_t)(t->memo_n + 1) * 2 > t->memo_cap) {
+        uint32_t nc = t->memo_cap ? t->memo_cap * 2 : 1024;
+        uint64_t *k = nc < (1u << 30) ? calloc(nc, sizeof *k) : NULL;
+        uint32_t *v = nc < (1u << 30) ? calloc(nc, sizeof *v) : NULL;
+        if (!k || !v) {
+            free(k);
+            free(v);
+            t->blocks.w.oom = 1;
+            return UINT32_MAX;
+        }
+        for (uint32_t i = 0; i < t->memo_cap; i++)
+            if (t->memo_key[i]) {
+                uint32_t h = (uint32_t)((t->memo_key[i] * 0x9e3779b97f4a7c15ull) >> 32) & (nc - 1);
+                while (k[h])
+                    h = (h + 1) & (nc - 1);
+                k[h] = t->memo_key[i];
+                v[h] = t->memo_val[i];
+            }
+        free(t->memo_key);
+        free(t->memo_val);
+        t->memo_key = k;
+        t->memo_val = v;
+        t->memo_cap = nc;
+    }
+    uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (t->memo_cap - 1);
+    for (; t->memo_key[h]; h = (h + 1) & (t->memo_cap - 1))
+        if (t->memo_key[h] == key)
+            return t->memo_val[h];
+    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+    const isa_arg_t *args = isa_instr_args(p, in);
+    /* views first (they append to the other table), then the block itself */
+    uint32_t vidx[ISA_MAX_SLOTS] = {0};
+    uint8_t present = 0;
+    for (unsigned i = 0; i < info->nslots; i++) {
+        if (!args[i].present)
+            continue;
+        present = (uint8_t)(present | 1u << i);
+        if (info->slots[i].kind == ISA_KIND_VIEW ||
+            (args[i].is_view && info->slots[i].kind == ISA_KIND_SCALAR))
+            vidx[i] = table_view(t, p, args[i].index);
+    }
+    wbuf_t *w = &t->blocks.w;
+    size_t at = w->len;
+    wb_u16(w, in->op);
+    wb_u8(w, present);
+    wb_u8(w, 0);
+    for (unsigned i = 0; i < info->nslots; i++) {
+        const isa_arg_t *a = &args[i];
+        if (!a->present)
+            continue;
+        switch (info->slots[i].kind) {
+        case ISA_KIND_VIEW:
+            wb_u32(w, vidx[i]);
+            break;
+        case ISA_KIND_SCALAR:
+            if (a->is_view) {
+                wb_u8(w, NCX_SCALAR_VIEW);
+                wb_u32(w, vidx[i]);
+            } else {
+                wb_u8(w, NCX_SCALAR_IMM);
+                wb_f64(w, a->v.f);
+            }
+            break;
+        case ISA_KIND_FLOAT:
+            wb_f64(w, a->v.f);
+            break;
+        case ISA_KIND_INT:
+            wb_u64(w, (uint64_t)a->v.i);
+            break;
+        case ISA_KIND_LIST:
+            wb_u16(w, a->count);
+            wb_u16(w, 0);
+            for (unsigned j = 0; j < a->count; j++)
+                wb_u64(w, (uint64_t)p->ints[a->index + j]);
+            break;
+        case ISA_KIND_ALU:
+        case ISA_KIND_RED:
+        case ISA_KIND_FUNC:
+        case ISA_KIND_CMP:
+            wb_u8(w, (uint8_t)a->v.i);
+            break;
+        case ISA_KIND_GROUP:
+            wb_u32(w, (uint32_t)a->v.i);
+            break;
+        default:
+            break;
+        }
+    }
+    uint32_t b = recset_find_or_add(&t->blocks, at);
+    if (b != UINT32_MAX) {
+        t->memo_key[h] = key;
+        t->memo_val[h] = b;
+        t->memo_n++;
+    }
+    return b;
+}
+
+static void write_code_instr(wbuf_t *w, tables_t *t, const isa_program_t *p, const isa_instr_t *in)
+{
+    uint32_t b = table_block(t, p, in);
+    uint8_t *h =
+        wb_grow(w, NCX_CODE_HEADER_SIZE + (size_t)(in->nwait + in->npost) * NCX_CODE_CLAUSE_SIZE);
+    if (!h || b == UINT32_MAX) {
+        w->oom = 1;
+        return;
+    }
+    put16(h + NCX_CODE_OPCODE, in->op);
+    h[NCX_CODE_SYNC] = NCX_SYNC_BYTE(in->nwait, in->npost);
+    put32(h + NCX_CODE_BLOCK, b);
+    uint8_t *c = h + NCX_CODE_HEADER_SIZE;
+    for (unsigned k = 0; k < (unsigned)in->nwait + in->npost; k++, c += NCX_CODE_CLAUSE_SIZE) {
+        const isa_sync_t *s = k < in->nwait ? &in->wait[k] : &in->post[k - in->nwait];
+        c[NCX_CLAUSE_SEM] = s->sem;
+        c[NCX_CLAUSE_OP] = s->op;
+        put32(c + NCX_CODE_CLAUSE_VALUE, (uint32_t)s->value);
+    }
+}
+
+/* A table section: count, 0, then the records. */
+static void wb_table(wbuf_t *w, uint32_t tag, const recset_t *s, uint32_t *nsections)
+{
+    size_t sec = wb_section_begin(w, tag, NCX_SEC_REQUIRED);
+    wb_u32(w, s->n);
+    wb_u32(w, 0);
+    uint8_t *d = wb_grow(w, s->w.len);
+    if (d && s->w.len)
+        memcpy(d, s->w.p, s->w.len);
+    wb_section_end(w, sec, nsections);
+}
+
 ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *len)
+{
+    return isa_ncx_write_version(prog, NCX_VERSION_MINOR, buf, len);
+}
+
+ncsim_status_t isa_ncx_write_version(const isa_program_t *prog, unsigned minor, uint8_t **buf,
+                                     size_t *len)
 {
     *buf = NULL;
     *len = 0;
-    if (!prog || !program_writable(prog))
+    if (!prog || !program_writable(prog) || minor > NCX_VERSION_MINOR)
         return NCSIM_INTERNAL;
 
     ncsim_status_t status = NCSIM_NOMEM;
     wbuf_t w = {0};
+    tables_t tables;
+    memset(&tables, 0, sizeof tables);
     strtab_t st = {0};
     uint32_t *torder = canonical_tensor_order(prog);
     uint32_t *sorder = canonical_sem_order(prog);
@@ -559,9 +800,25 @@ ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *l
     }
     wb_section_end(&w, sec, &nsections);
 
-    /* STRM: directory, then bodies; each directory entry is filled once its body is written */
+    /* 1.1: the streams' operand blocks and views go to tables of their own (VIEW, OPND),
+     * written before the streams (CODE), which refer to them by index */
     uint32_t nstreams = prog->ncores * ISA_ENGINE_COUNT;
-    sec = wb_section_begin(&w, NCX_TAG_STRM, NCX_SEC_REQUIRED);
+    if (minor >= 1) {
+        tables.view_of = calloc(prog->nviews + 1, sizeof *tables.view_of);
+        if (!tables.view_of)
+            goto done;
+        /* in stream order, as CODE will refer to them: the tables are canonical */
+        for (uint32_t k = 0; k < nstreams; k++)
+            for (uint32_t i = 0; i < prog->streams[k].count; i++)
+                table_block(&tables, prog, &prog->instrs[prog->streams[k].first + i]);
+        if (tables.views.w.oom || tables.blocks.w.oom)
+            goto done;
+        wb_table(&w, NCX_TAG_VIEW, &tables.views, &nsections);
+        wb_table(&w, NCX_TAG_OPND, &tables.blocks, &nsections);
+    }
+    /* STRM (1.0) or CODE (1.1): directory, then bodies; each directory entry is filled once
+     * its body is written */
+    sec = wb_section_begin(&w, minor >= 1 ? NCX_TAG_CODE : NCX_TAG_STRM, NCX_SEC_REQUIRED);
     wb_u32(&w, prog->ncores);
     wb_u32(&w, ISA_ENGINE_COUNT);
     size_t dir = w.len;
@@ -573,7 +830,10 @@ ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *l
         for (uint32_t k = 0; k < strm->count; k++) {
             const isa_instr_t *in = &prog->instrs[strm->first + k];
             any_line |= in->line != 0;
-            write_instr(&w, prog, in, (isa_engine_t)(s % ISA_ENGINE_COUNT));
+            if (minor >= 1)
+                write_code_instr(&w, &tables, prog, in);
+            else
+                write_instr(&w, prog, in, (isa_engine_t)(s % ISA_ENGINE_COUNT));
         }
         if (w.oom)
             break;
@@ -605,7 +865,7 @@ ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *l
     memcpy(w.p + NCX_HDR_MAGIC, NCX_MAGIC, NCX_MAGIC_LEN);
     memcpy(w.p + NCX_HDR_SENTINEL, NCX_SENTINEL, NCX_SENTINEL_LEN);
     put16(w.p + NCX_HDR_MAJOR, NCX_VERSION_MAJOR);
-    put16(w.p + NCX_HDR_MINOR, NCX_VERSION_MINOR);
+    put16(w.p + NCX_HDR_MINOR, (uint16_t)minor);
     put32(w.p + NCX_HDR_FLAGS, 0);
     put64(w.p + NCX_HDR_LENGTH, (uint64_t)w.len);
     put32(w.p + NCX_HDR_CRC, crc32_of(w.p + NCX_HEADER_SIZE, w.len - NCX_HEADER_SIZE));
@@ -617,6 +877,11 @@ ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *l
 
 done:
     free(w.p);
+    recset_free(&tables.views);
+    recset_free(&tables.blocks);
+    free(tables.view_of);
+    free(tables.memo_key);
+    free(tables.memo_val);
     free(st.bytes.p);
     nameset_free(&st.set);
     free(torder);
@@ -659,6 +924,11 @@ typedef struct reader {
     size_t strs_len;
     uint64_t sem_mask_global;         /* semaphore indices declared on every core */
     uint64_t sem_mask[ISA_MAX_CORES]; /* per core */
+    const char *ctx_section;          /* "STRM" or "CODE" */
+    int view_refs;                    /* 1.1 operand blocks: a view is a VIEW index */
+    uint32_t nblocks;                 /* OPND: per block, its first slot and opcode */
+    uint32_t *block_first;
+    uint16_t *block_op;
 } reader_t;
 
 /* Report a problem (prefixed with the current context) and return -1. */
@@ -671,8 +941,8 @@ static int fail(reader_t *r, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     if (r->diag && r->in_instr)
-        isa_diag_error(r->diag, r->file, 0, 0, "section STRM: instruction %u of core %u %s: %s%s%s",
-                       r->ctx_i, r->ctx_core, isa_engine_name((isa_engine_t)r->ctx_engine),
+        isa_diag_error(r->diag, r->file, 0, 0, "section %s: instruction %u of core %u %s: %s%s%s",
+                       r->ctx_section ? r->ctx_section : "STRM", r->ctx_i, r->ctx_core, isa_engine_name((isa_engine_t)r->ctx_engine),
                        r->ctx_mnemonic ? r->ctx_mnemonic : "", r->ctx_mnemonic ? ": " : "", msg);
     else if (r->diag)
         isa_diag_error(r->diag, r->file, 0, 0, "%s%s", r->where, msg);
@@ -1156,6 +1426,18 @@ static int read_f64(reader_t *r, cursor_t *c, const char *what, double *out)
     return 0;
 }
 
+/* 1.1: a view operand is the index of a record of VIEW. */
+static int read_view_ref(reader_t *r, cursor_t *c, const char *what, isa_arg_t *a)
+{
+    if (!have(c, 4))
+        return fail(r, "operand %s: truncated view index", what);
+    a->index = get32(take(c, 4));
+    if (a->index >= r->b.prog->nviews)
+        return fail(r, "operand %s: view %u does not exist (VIEW has %u)", what, a->index,
+                    r->b.prog->nviews);
+    return 0;
+}
+
 /* Decode one operand of kind `kind` into *a (already zeroed, `present` set). */
 static int read_operand(reader_t *r, cursor_t *c, const isa_slot_desc_t *slot, isa_arg_t *a)
 {
@@ -1165,6 +1447,8 @@ static int read_operand(reader_t *r, cursor_t *c, const isa_slot_desc_t *slot, i
     switch (slot->kind) {
     case ISA_KIND_VIEW:
         a->is_view = 1; /* set for VIEW slots too: isa_check_instr relies on it */
+        if (r->view_refs)
+            return read_view_ref(r, c, what, a);
         if (read_view(r, c, what, &v))
             return -1;
         if ((a->index = isa_builder_view(&r->b, &v)) == UINT32_MAX)
@@ -1179,6 +1463,8 @@ static int read_operand(reader_t *r, cursor_t *c, const isa_slot_desc_t *slot, i
         if (e != NCX_SCALAR_VIEW)
             return fail(r, "operand %s: scalar form %u is unknown%s", what, e, newer(r));
         a->is_view = 1;
+        if (r->view_refs)
+            return read_view_ref(r, c, what, a);
         if (read_view(r, c, what, &v))
             return -1;
         if ((a->index = isa_builder_view(&r->b, &v)) == UINT32_MAX)
@@ -1244,6 +1530,37 @@ static int read_operand(reader_t *r, cursor_t *c, const isa_slot_desc_t *slot, i
     }
 }
 
+/* The wait/post clauses of an instruction whose counts are set in *in. */
+static int read_clauses(reader_t *r, cursor_t *c, uint32_t core, isa_instr_t *in, int code)
+{
+    size_t size = code ? NCX_CODE_CLAUSE_SIZE : NCX_CLAUSE_SIZE;
+    if (!have(c, (size_t)(in->nwait + in->npost) * size))
+        return fail(r, "truncated wait/post clauses");
+    uint64_t declared = r->sem_mask_global | r->sem_mask[core];
+    for (unsigned k = 0; k < in->nwait + in->npost; k++) {
+        const uint8_t *cl = take(c, size);
+        isa_sync_t *s = k < in->nwait ? &in->wait[k] : &in->post[k - in->nwait];
+        const char *kind = k < in->nwait ? "wait" : "post";
+        s->sem = cl[NCX_CLAUSE_SEM];
+        s->op = cl[NCX_CLAUSE_OP];
+        s->value = (int32_t)get32(cl + (code ? NCX_CODE_CLAUSE_VALUE : NCX_CLAUSE_VALUE));
+        if (!code && get16(cl + NCX_CLAUSE_RESERVED))
+            return fail(r, "%s clause %u: reserved field is not zero%s", kind, k, newer(r));
+        if (s->sem >= ISA_MAX_SEMS)
+            return fail(r, "%s clause: semaphore index %u is out of range (0..%d)", kind, s->sem,
+                        ISA_MAX_SEMS - 1);
+        if (!(declared >> s->sem & 1))
+            return fail(r, "%s clause: semaphore %u is not declared on core %u", kind, s->sem,
+                        core);
+        if (k < in->nwait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
+            return fail(r, "%s clause: operation %u is not a %s%s", kind, s->op, kind, newer(r));
+    }
+    return 0;
+}
+
+static int read_slots(reader_t *r, cursor_t *c, const isa_op_info_t *info, uint8_t present,
+                      uint32_t *first_out);
+
 static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, uint32_t *index)
 {
     if (!have(c, NCX_INSTR_HEADER_SIZE))
@@ -1287,33 +1604,26 @@ static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, u
     in.engine = (uint8_t)e;
     in.nwait = (uint8_t)nwait;
     in.npost = (uint8_t)npost;
-    if (!have(c, (size_t)(nwait + npost) * NCX_CLAUSE_SIZE))
-        return fail(r, "truncated wait/post clauses");
-    uint64_t declared = r->sem_mask_global | r->sem_mask[core];
-    for (unsigned k = 0; k < nwait + npost; k++) {
-        const uint8_t *cl = take(c, NCX_CLAUSE_SIZE);
-        isa_sync_t *s = k < nwait ? &in.wait[k] : &in.post[k - nwait];
-        const char *kind = k < nwait ? "wait" : "post";
-        s->sem = cl[NCX_CLAUSE_SEM];
-        s->op = cl[NCX_CLAUSE_OP];
-        s->value = (int32_t)get32(cl + NCX_CLAUSE_VALUE);
-        if (get16(cl + NCX_CLAUSE_RESERVED))
-            return fail(r, "%s clause %u: reserved field is not zero%s", kind, k, newer(r));
-        if (s->sem >= ISA_MAX_SEMS)
-            return fail(r, "%s clause: semaphore index %u is out of range (0..%d)", kind, s->sem,
-                        ISA_MAX_SEMS - 1);
-        if (!(declared >> s->sem & 1))
-            return fail(r, "%s clause: semaphore %u is not declared on core %u", kind, s->sem,
-                        core);
-        if (k < nwait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
-            return fail(r, "%s clause: operation %u is not a %s%s", kind, s->op, kind, newer(r));
-    }
+    if (read_clauses(r, c, core, &in, 0))
+        return -1;
 
+    if (read_slots(r, c, info, present, &in.args))
+        return -1;
+    if ((*index = isa_builder_instr(&r->b, &in)) == UINT32_MAX)
+        return fail_nomem(r);
+    return 0;
+}
+
+/* The present operands of an instruction (or 1.1 operand block) into fresh slots; *first
+ * receives the first one. */
+static int read_slots(reader_t *r, cursor_t *c, const isa_op_info_t *info, uint8_t present,
+                      uint32_t *first_out)
+{
     /* (no call for 0 slots: the builder would memset a still-NULL pool) */
     uint32_t first = info->nslots ? isa_builder_args(&r->b, info->nslots) : r->b.prog->nargs;
     if (first == UINT32_MAX)
         return fail_nomem(r);
-    in.args = first;
+    *first_out = first;
     int gap = 0; /* an optional positional slot was left out */
     for (unsigned i = 0; i < info->nslots; i++) {
         const isa_slot_desc_t *slot = &info->slots[i];
@@ -1335,14 +1645,143 @@ static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, u
             return -1;
         r->b.prog->args[first + i] = a; /* args may have moved: index, never keep pointers */
     }
-    if ((*index = isa_builder_instr(&r->b, &in)) == UINT32_MAX)
+    return 0;
+}
+
+/* ---- 1.1: VIEW, OPND, CODE ------------------------------------------------------------------- */
+
+static int opcode_known(reader_t *r, uint16_t op)
+{
+    if (op < ISA_OP_COUNT)
+        return 0;
+    if (op >= NCX_OP_SEQ_FIRST && op <= NCX_OP_SEQ_LAST)
+        return fail(r,
+                    "opcode 0x%04x is in the range reserved for sequencer and control-flow "
+                    "instructions of a later version%s",
+                    op, newer(r));
+    return fail(r, "opcode %u is unknown%s", op, newer(r));
+}
+
+/* The count of a table section (VIEW, OPND), each record taking at least `min` bytes. */
+static int table_count(reader_t *r, const span_t *s, size_t min, uint32_t *n)
+{
+    if (s->len < NCX_TABLE_HEADER_SIZE)
+        return fail(r, "length %zu is shorter than its %d-byte header", s->len,
+                    NCX_TABLE_HEADER_SIZE);
+    *n = get32(s->p + NCX_TABLE_COUNT);
+    if (get32(s->p + NCX_TABLE_RESERVED))
+        return fail(r, "reserved field is not zero%s", newer(r));
+    if (*n > (s->len - NCX_TABLE_HEADER_SIZE) / min)
+        return fail(r, "%u records cannot fit in %zu bytes", *n, s->len - NCX_TABLE_HEADER_SIZE);
+    return 0;
+}
+
+static int read_views(reader_t *r, const span_t *s)
+{
+    set_where(r, "section VIEW: ");
+    uint32_t n;
+    if (table_count(r, s, NCX_VIEW_HEADER_SIZE, &n))
+        return -1;
+    cursor_t c = {s->p + NCX_TABLE_HEADER_SIZE, s->len - NCX_TABLE_HEADER_SIZE, 0};
+    for (uint32_t i = 0; i < n; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "view %u", i);
+        isa_view_t v;
+        if (read_view(r, &c, what, &v))
+            return -1;
+        if (isa_builder_view(&r->b, &v) == UINT32_MAX)
+            return fail_nomem(r);
+    }
+    if (c.pos != c.len)
+        return fail(r, "%zu bytes left after its %u views", c.len - c.pos, n);
+    return 0;
+}
+
+static int read_opnd(reader_t *r, const span_t *s)
+{
+    set_where(r, "section OPND: ");
+    uint32_t n;
+    if (table_count(r, s, NCX_BLOCK_HEADER_SIZE, &n))
+        return -1;
+    r->block_first = malloc(((size_t)n + 1) * sizeof *r->block_first);
+    r->block_op = malloc(((size_t)n + 1) * sizeof *r->block_op);
+    if (!r->block_first || !r->block_op)
+        return fail_nomem(r);
+    cursor_t c = {s->p + NCX_TABLE_HEADER_SIZE, s->len - NCX_TABLE_HEADER_SIZE, 0};
+    r->view_refs = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        set_where(r, "section OPND: block %u: ", i);
+        if (!have(&c, NCX_BLOCK_HEADER_SIZE))
+            return fail(r, "truncated block header");
+        const uint8_t *h = take(&c, NCX_BLOCK_HEADER_SIZE);
+        uint16_t op = get16(h + NCX_BLOCK_OPCODE);
+        uint8_t present = h[NCX_BLOCK_PRESENT];
+        if (opcode_known(r, op))
+            return -1;
+        const isa_op_info_t *info = isa_op_info((isa_op_t)op);
+        set_where(r, "section OPND: block %u: %s: ", i, info->mnemonic);
+        if (info->nslots < 8 && present >> info->nslots)
+            return fail(r,
+                        "operand mask 0x%02x marks slots the instruction does not have (it has "
+                        "%u)",
+                        present, info->nslots);
+        if (h[NCX_BLOCK_RESERVED])
+            return fail(r, "reserved byte is set%s", newer(r));
+        if (read_slots(r, &c, info, present, &r->block_first[i]))
+            return -1;
+        r->block_op[i] = op;
+    }
+    r->view_refs = 0;
+    r->nblocks = n;
+    set_where(r, "section OPND: ");
+    if (c.pos != c.len)
+        return fail(r, "%zu bytes left after its %u blocks", c.len - c.pos, n);
+    return 0;
+}
+
+static int read_code_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e)
+{
+    if (!have(c, NCX_CODE_HEADER_SIZE))
+        return fail(r, "truncated instruction header");
+    const uint8_t *h = take(c, NCX_CODE_HEADER_SIZE);
+    uint16_t op = get16(h + NCX_CODE_OPCODE);
+    if (opcode_known(r, op))
+        return -1;
+    const isa_op_info_t *info = isa_op_info((isa_op_t)op);
+    r->ctx_mnemonic = info->mnemonic;
+    if (!(info->engines & (1u << e)))
+        return fail(r, "%s is not legal on engine %s", info->mnemonic, isa_engine_name(e));
+    unsigned nwait = NCX_SYNC_NWAIT(h[NCX_CODE_SYNC]), npost = NCX_SYNC_NPOST(h[NCX_CODE_SYNC]);
+    if (nwait > ISA_MAX_WAITS || npost > ISA_MAX_POSTS)
+        return fail(r, "%u waits and %u posts, at most %d of each", nwait, npost, ISA_MAX_WAITS);
+    if (h[NCX_CODE_RESERVED])
+        return fail(r, "reserved byte is set; reserved for a later version%s", newer(r));
+    uint32_t b = get32(h + NCX_CODE_BLOCK);
+    if (b >= r->nblocks)
+        return fail(r, "operand block %u does not exist (OPND has %u)", b, r->nblocks);
+    if (r->block_op[b] != op)
+        return fail(r, "operand block %u belongs to a '%s', not to this instruction", b,
+                    isa_op_info((isa_op_t)r->block_op[b])->mnemonic);
+    isa_instr_t in;
+    memset(&in, 0, sizeof in);
+    in.op = op;
+    in.engine = (uint8_t)e;
+    in.nwait = (uint8_t)nwait;
+    in.npost = (uint8_t)npost;
+    in.args = r->block_first[b];
+    if (read_clauses(r, c, core, &in, 1))
+        return -1;
+    if (isa_builder_instr(&r->b, &in) == UINT32_MAX)
         return fail_nomem(r);
     return 0;
 }
 
-static int read_strm(reader_t *r, const span_t *s)
+/* The streams: STRM (1.0, operands inline) or CODE (1.1, operand blocks by index). */
+static int read_strm(reader_t *r, const span_t *s, int code)
 {
-    set_where(r, "section STRM: ");
+    const char *name = code ? "CODE" : "STRM";
+    r->ctx_section = name;
+    set_where(r, "section %s: ", name);
     isa_program_t *p = r->b.prog;
     if (s->len < NCX_STRM_HEADER_SIZE)
         return fail(r, "length %zu is shorter than its %d-byte header", s->len,
@@ -1362,7 +1801,7 @@ static int read_strm(reader_t *r, const span_t *s)
     for (uint32_t k = 0; k < nstreams; k++) {
         uint32_t count = get32(dir + k * NCX_STRM_DIR_SIZE + NCX_STRM_DIR_COUNT);
         uint32_t bytes = get32(dir + k * NCX_STRM_DIR_SIZE + NCX_STRM_DIR_BYTES);
-        if (count > bytes / NCX_INSTR_HEADER_SIZE)
+        if (count > bytes / (code ? NCX_CODE_HEADER_SIZE : NCX_INSTR_HEADER_SIZE))
             return fail(r, "stream of core %u %s: %u instructions cannot fit in %u bytes",
                         k / ISA_ENGINE_COUNT, isa_engine_name((isa_engine_t)(k % ISA_ENGINE_COUNT)),
                         count, bytes);
@@ -1390,12 +1829,12 @@ static int read_strm(reader_t *r, const span_t *s)
             r->ctx_engine = (int)e;
             r->ctx_mnemonic = NULL;
             uint32_t index;
-            if (read_instr(r, &c, core, e, &index))
+            if (code ? read_code_instr(r, &c, core, e) : read_instr(r, &c, core, e, &index))
                 return -1;
         }
         r->in_instr = 0;
         if (c.pos != c.len) {
-            set_where(r, "section STRM: ");
+            set_where(r, "section %s: ", name);
             return fail(r, "stream of core %u %s: %zu bytes left after its %u instructions", core,
                         isa_engine_name(e), c.len - c.pos, count);
         }
@@ -1429,7 +1868,8 @@ static int read_line(reader_t *r, const span_t *s)
 
 /* Header and section table; fills the spans of the known sections. */
 static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *meta, span_t *strs,
-                          span_t *decl, span_t *strm, span_t *line)
+                          span_t *decl, span_t *strm, span_t *line, span_t *view, span_t *opnd,
+                          span_t *code)
 {
     set_where(r, "%s", "");
     if (len == 0)
@@ -1520,6 +1960,9 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
                         : tag == NCX_TAG_DECL ? decl
                         : tag == NCX_TAG_STRM ? strm
                         : tag == NCX_TAG_LINE ? line
+                        : tag == NCX_TAG_VIEW ? view
+                        : tag == NCX_TAG_OPND ? opnd
+                        : tag == NCX_TAG_CODE ? code
                                               : NULL;
         if (tag == NCX_TAG_SEQR)
             return fail(r,
@@ -1549,8 +1992,14 @@ static int read_container(reader_t *r, const uint8_t *buf, size_t len, span_t *m
         return fail(r, "section META is missing");
     if (!decl->seen)
         return fail(r, "section DECL is missing");
-    if (!strm->seen)
-        return fail(r, "section STRM is missing");
+    if (!strm->seen && !code->seen)
+        return fail(r, "section STRM is missing (or CODE, in 1.1)");
+    if (strm->seen && code->seen)
+        return fail(r, "sections STRM and CODE both hold streams: only one may");
+    if (code->seen && (!view->seen || !opnd->seen))
+        return fail(r, "section CODE needs sections VIEW and OPND");
+    if (!code->seen && (view->seen || opnd->seen))
+        return fail(r, "section %s without CODE", view->seen ? "VIEW" : "OPND");
     return 0;
 }
 
@@ -1571,14 +2020,17 @@ ncsim_status_t isa_ncx_read(const uint8_t *buf, size_t len, const isa_geometry_t
     r->g = g;
     if (!buf)
         len = 0;
-    span_t meta = {0}, strs = {0}, decl = {0}, strm = {0}, line = {0};
+    span_t meta = {0}, strs = {0}, decl = {0}, strm = {0}, line = {0}, view = {0}, opnd = {0},
+           code = {0};
     ncsim_status_t status = NCSIM_FORMAT;
     if (isa_builder_init(&r->b)) {
         free(r);
         return NCSIM_NOMEM;
     }
-    if (read_container(r, buf, len, &meta, &strs, &decl, &strm, &line) || read_strs(r, &strs) ||
-        read_meta(r, &meta) || read_decl(r, &decl) || read_strm(r, &strm) || read_line(r, &line))
+    if (read_container(r, buf, len, &meta, &strs, &decl, &strm, &line, &view, &opnd, &code) ||
+        read_strs(r, &strs) || read_meta(r, &meta) || read_decl(r, &decl) ||
+        (code.seen && (read_views(r, &view) || read_opnd(r, &opnd))) ||
+        read_strm(r, code.seen ? &code : &strm, code.seen) || read_line(r, &line))
         goto fail;
     isa_diag_t quiet;
     isa_diag_init(&quiet, 1);
@@ -1588,12 +2040,16 @@ ncsim_status_t isa_ncx_read(const uint8_t *buf, size_t len, const isa_geometry_t
         goto fail;
     r->b.prog->checked = *g;
     *out = r->b.prog;
+    free(r->block_first);
+    free(r->block_op);
     free(r);
     return NCSIM_OK;
 fail:
     if (r->nomem)
         status = NCSIM_NOMEM;
     isa_program_free(r->b.prog);
+    free(r->block_first);
+    free(r->block_op);
     free(r);
     return status;
 }

@@ -10,8 +10,12 @@
 #include "diag.h"
 #include "isa.h"
 
-/* Serialise deterministically. *buf is malloc'd. */
+/* Serialise deterministically, in the current format (1.1). *buf is malloc'd. */
 ncsim_status_t isa_ncx_write(const isa_program_t *prog, uint8_t **buf, size_t *len);
+
+/* The same in format 1.`minor` (0: 1.0, every operand inline, for older readers; 1: 1.1). */
+ncsim_status_t isa_ncx_write_version(const isa_program_t *prog, unsigned minor, uint8_t **buf,
+                                     size_t *len);
 
 /*
  * Parse and check a binary image. Every structural problem (magic, sentinel, version,

@@ -144,8 +144,15 @@ static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t
     r->pieces = x->pieces;
     r->bytes_per_piece = x->bytes_per_piece;
     r->efficiency = x->eff;
-    r->fixed_ps = x->ready_at - x->issue;
-    r->queue_wait_ps = x->start > x->ready_at ? x->start - x->ready_at : 0;
+    /* its own fixed cost; the rest of issue to start is queueing: behind the fixed costs of
+     * earlier transfers in the queue's descriptor stage, then behind their data */
+    const mdl_arch_t *a = s->arch;
+    r->fixed_ps = (uint64_t)llround(
+        (a->dma.fixed_cost_ns + (x->touches_hbm ? a->hbm.latency_ns : 0)) * 1000.0);
+    uint64_t queued = x->start > x->issue ? x->start - x->issue : 0;
+    if (r->fixed_ps > queued)
+        r->fixed_ps = queued;
+    r->queue_wait_ps = queued - r->fixed_ps;
     r->cap_gbps = x->cap * 1000.0;
     r->engines = x->engines;
     const flow_t *f = &x->flow;

@@ -74,8 +74,9 @@ typedef struct sim_trace_dma {
     double bytes_per_piece;
     double efficiency;        /* of pieces this size (dma.piece_overhead_ns) */
     uint64_t fixed_ps;        /* dma.fixed_cost_ns (+ hbm.latency_ns when it touches HBM) */
-    uint64_t queue_wait_ps;   /* after the fixed cost, waiting for transfers ahead in its
-                               * queue */
+    uint64_t queue_wait_ps;   /* the rest of issue to start: waiting for the transfers ahead
+                               * in its queue (their fixed costs in the queue's descriptor
+                               * stage, then their data) */
     double cap_gbps;          /* its own cap (SIM_DMA_LIMIT_OWN) */
     double engines;           /* DMA engines its pieces can use */
     uint64_t limited_ps[SIM_DMA_LIMIT_COUNT]; /* data-phase time each limit set its rate */

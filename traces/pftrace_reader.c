@@ -8,7 +8,7 @@
 
 #include "trace_internal.h"
 
-enum { TBL_CATEGORY, TBL_NAME, TBL_ANNOTATION, TBL_COUNT };
+enum { TBL_CATEGORY, TBL_NAME, TBL_ANNOTATION, TBL_STRING_VALUE, TBL_COUNT };
 enum { TK_GLOBAL, TK_PROCESS, TK_THREAD, TK_COUNTER };
 
 typedef struct pf_track {
@@ -194,6 +194,7 @@ static int read_interned(pf_reader_t *r, const unsigned char *p, size_t n)
         int table = f.field == PF_ID_CATEGORIES       ? TBL_CATEGORY
                     : f.field == PF_ID_NAMES            ? TBL_NAME
                     : f.field == PF_ID_ANNOTATION_NAMES ? TBL_ANNOTATION
+                    : f.field == PF_ID_STRING_VALUES    ? TBL_STRING_VALUE
                                                         : -1;
         if (table < 0 || f.wire != PB_LEN)
             continue;
@@ -378,6 +379,14 @@ static int read_annotation(pf_reader_t *r, pf_event_t *ev, const unsigned char *
                 v.text = arena_str(r, f.data, f.len);
                 v.len = f.len;
                 has = 1;
+            }
+            break;
+        case PF_DA_STRING_IID:
+            if (f.wire == PB_VARINT) {
+                v.is_text = 1;
+                v.text = get_iid(r, TBL_STRING_VALUE, f.v);
+                v.len = v.text ? strlen(v.text) : 0;
+                has = v.text != NULL;
             }
             break;
         default: break;

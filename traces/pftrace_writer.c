@@ -85,7 +85,7 @@ static void intern_free(intern_t *t)
 
 /* ---- state ------------------------------------------------------------------------------------------ */
 
-enum { TBL_CATEGORY, TBL_NAME, TBL_ANNOTATION, TBL_COUNT };
+enum { TBL_CATEGORY, TBL_NAME, TBL_ANNOTATION, TBL_STRING_VALUE, TBL_COUNT };
 
 typedef struct pending_intern {
     uint8_t table;
@@ -171,7 +171,8 @@ static void packet_begin(pf_state_t *st, int has_ts, uint64_t ts_ns, int needs_s
     if (st->npend) {
         size_t id = pb_begin(b, PF_PKT_INTERNED);
         static const uint32_t table_field[TBL_COUNT] = {PF_ID_CATEGORIES, PF_ID_NAMES,
-                                                        PF_ID_ANNOTATION_NAMES};
+                                                        PF_ID_ANNOTATION_NAMES,
+                                                        PF_ID_STRING_VALUES};
         for (unsigned i = 0; i < st->npend; i++) {
             size_t e = pb_begin(b, table_field[st->pend[i].table]);
             pb_varint_field(b, PF_IE_IID, st->pend[i].iid);
@@ -302,6 +303,38 @@ static inline unsigned char *w_ann_str(unsigned char *p, uint64_t iid, const cha
     return p + n;
 }
 
+/* A debug annotation {name_iid, string_value_iid}: a string value sent once per trace. */
+static inline unsigned char *w_ann_istr(unsigned char *p, uint64_t iid, uint64_t siid)
+{
+    *p++ = (unsigned char)(PF_TE_DEBUG << 3 | PB_LEN);
+    unsigned char *len = p++;
+    unsigned char *q = w_tag(p, PF_DA_NAME_IID, PB_VARINT);
+    q = w_varint(q, iid);
+    q = w_tag(q, PF_DA_STRING_IID, PB_VARINT);
+    q = w_varint(q, siid);
+    *len = (unsigned char)(q - p);
+    return q;
+}
+
+/* String values that repeat (instructions' cost breakdowns, stall causes, semaphore,
+ * memory, group and engine names) are interned: each is sent once, then referred to by a
+ * varint. The cost text alone was 250 of the 520 bytes of an instruction's slice. Operand
+ * texts (wait and post values differ from one instruction to the next) and the cost text of
+ * transfers (measured rates and shares) are unique and stay inline. */
+static int str_inline(int kind, const char *key)
+{
+    return strcmp(key, "operands") == 0 || (kind != TRC_SLICE_INSTR && strcmp(key, "cost") == 0);
+}
+
+static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t iid,
+                                    const char *v, int inline_)
+{
+    const char *s = v ? v : "";
+    if (inline_)
+        return w_ann_str(p, iid, s, strlen(s));
+    return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+}
+
 /* The annotations of each slice kind, expanded from its field table at compile time (the
  * same as annotations() writes, without its loop); iids: the field names' iids in table
  * order. */
@@ -309,21 +342,22 @@ static inline unsigned char *w_ann_str(unsigned char *p, uint64_t iid, const cha
 #define PSKIP_PS(v) ((v) == 0)
 #define PSKIP_F64(v) ((v) == 0)
 #define PSKIP_STR(v) (!(v) || !*(v))
-#define PPUT_U64(p, iid, v) w_ann_u64(p, iid, v)
-#define PPUT_PS(p, iid, v) w_ann_double(p, iid, (double)(v) / 1000.0)
-#define PPUT_F64(p, iid, v) w_ann_double(p, iid, v)
-#define PPUT_STR(p, iid, v) w_ann_str(p, iid, (v) ? (v) : "", (v) ? strlen(v) : 0)
+#define PPUT_U64(p, iid, v, key) w_ann_u64(p, iid, v)
+#define PPUT_PS(p, iid, v, key) w_ann_double(p, iid, (double)(v) / 1000.0)
+#define PPUT_F64(p, iid, v, key) w_ann_double(p, iid, v)
+#define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, str_inline(kind_, key))
 #define PFIELD(member, key, type, always)                                                      \
     if ((always) || !PSKIP_##type(a->member))                                                  \
-        p = PPUT_##type(p, iids[fi], a->member);                                               \
+        p = PPUT_##type(p, iids[fi], a->member, key);                                          \
     fi++;
 #define XX(ID, member_, cat, FIELDS)                                                           \
-    static unsigned char *ann_##member_(unsigned char *p, const trc_##member_##_args_t *a,     \
-                                        const uint64_t *iids)                                  \
+    static unsigned char *ann_##member_(pf_state_t *st, unsigned char *p,                      \
+                                        const trc_##member_##_args_t *a, const uint64_t *iids) \
     {                                                                                          \
         unsigned fi = 0;                                                                       \
+        const int kind_ = TRC_SLICE_##ID;                                                      \
         FIELDS(PFIELD)                                                                         \
-        (void)fi;                                                                              \
+        (void)fi, (void)kind_, (void)st;                                                       \
         return p;                                                                              \
     }
 TRC_SLICE_KIND_MAP(XX)
@@ -356,12 +390,12 @@ static size_t slice_room(const trc_slice_t *s)
     }
 }
 
-static unsigned char *slice_annotations(unsigned char *p, const trc_slice_t *s,
+static unsigned char *slice_annotations(pf_state_t *st, unsigned char *p, const trc_slice_t *s,
                                         const uint64_t *iids)
 {
     switch ((trc_slice_kind_t)s->kind) {
 #define XX(ID, member_, cat, FIELDS)                                                           \
-    case TRC_SLICE_##ID: return ann_##member_(p, &s->a.member_, iids);
+    case TRC_SLICE_##ID: return ann_##member_(st, p, &s->a.member_, iids);
         TRC_SLICE_KIND_MAP(XX)
 #undef XX
     default: return p;
@@ -518,7 +552,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     p = w_varint(p, st->kind_cat[s->kind]);
     p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
     p = w_varint(p, name_iid);
-    p = slice_annotations(p, s, iids);
+    p = slice_annotations(st, p, s, iids);
     p = w_ann_u64(p, st->ts_iid, s->ts_ps);
     p = w_ann_u64(p, st->dur_iid, s->dur_ps);
     /* flows that end here */

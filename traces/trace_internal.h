@@ -264,10 +264,12 @@ enum {
     PF_DA_DOUBLE = 5,
     PF_DA_STRING = 6,
     PF_DA_NAME = 10,
+    PF_DA_STRING_IID = 17, /* an interned string value (InternedData field 29) */
     /* InternedData and its entries (iid = 1, name = 2) */
     PF_ID_CATEGORIES = 1,
     PF_ID_NAMES = 2,
     PF_ID_ANNOTATION_NAMES = 3,
+    PF_ID_STRING_VALUES = 29, /* debug_annotation_string_values: InternedString {iid, str} */
     PF_IE_IID = 1,
     PF_IE_NAME = 2,
     /* TracePacket.sequence_flags */

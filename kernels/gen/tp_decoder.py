@@ -109,8 +109,20 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
-from ncsim.builder import ENGINES, EventEmitter as Emitter, Pump, Ring  # noqa: E402
+
+def _load_builder():
+    """python/ncsim/builder.py on its own: it needs nothing else of the package (so no libncsim)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "ncsim",
+                        "builder.py")
+    spec = importlib.util.spec_from_file_location("ncsim_builder", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_b = _load_builder()
+ENGINES, Emitter, Pump, Ring = _b.ENGINES, _b.EventEmitter, _b.Pump, _b.Ring
 
 SCALE = 1.0 / math.sqrt(128.0)
 EPS = 1e-6

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <unistd.h>
 
 /* Abort with a message: the fuzzer's way of reporting a broken invariant. */
@@ -19,17 +20,38 @@ static inline void fz_check(int ok, const char *target, const char *what)
     }
 }
 
+static char fz_dir[32];
+
+/* At exit: the scratch directory and the files in it go. */
+static inline void fz_cleanup(void)
+{
+    DIR *d = opendir(fz_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[300];
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(p, sizeof p, "%s/%.200s", fz_dir, e->d_name);
+            unlink(p);
+        }
+    closedir(d);
+    rmdir(fz_dir);
+}
+
 /* A per-process scratch directory (created once) and a path in it. */
 static inline const char *fz_path(const char *name)
 {
-    static char dir[64];
+    char *dir = fz_dir;
     static char path[256];
     if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/ncsim-fuzz-%ld", (long)getpid());
-        if (mkdtemp(strcpy(path, "/tmp/ncsim-fuzz-XXXXXX")))
-            snprintf(dir, sizeof dir, "%s", path);
+        strcpy(dir, "/tmp/ncsim-fuzz-XXXXXX");
+        if (mkdtemp(dir))
+            atexit(fz_cleanup);
+        else
+            strcpy(dir, "/tmp");
     }
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%.200s", dir, name);
     return path;
 }
 

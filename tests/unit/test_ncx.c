@@ -302,6 +302,13 @@ static void write_ok(const isa_program_t *p, uint8_t **buf, size_t *len)
     assert_non_null(*buf);
 }
 
+/* Format 1.0 (operands inline in STRM): the tests that edit STRM bytes use it. */
+static void write_v10(const isa_program_t *p, uint8_t **buf, size_t *len)
+{
+    assert_int_equal(isa_ncx_write_version(p, 0, buf, len), NCSIM_OK);
+    assert_non_null(*buf);
+}
+
 static isa_program_t *read_ok(const uint8_t *buf, size_t len)
 {
     isa_geometry_t g;
@@ -540,11 +547,13 @@ static void test_deterministic_and_canonical(void **state)
     assert_memory_equal(b1, b2, n1);
     /* without line numbers there is no LINE section */
     ncx_file_t *f = split(b1, n1);
-    assert_int_equal(f->n, 4);
+    assert_int_equal(f->n, 6);
     assert_int_equal(f->s[0].tag, NCX_TAG_META);
     assert_int_equal(f->s[1].tag, NCX_TAG_STRS);
     assert_int_equal(f->s[2].tag, NCX_TAG_DECL);
-    assert_int_equal(f->s[3].tag, NCX_TAG_STRM);
+    assert_int_equal(f->s[3].tag, NCX_TAG_VIEW);
+    assert_int_equal(f->s[4].tag, NCX_TAG_OPND);
+    assert_int_equal(f->s[5].tag, NCX_TAG_CODE);
     /* strings: used names in canonical order, the source name last */
     static const char strs[] = "a\0b\0c\0as\0bs\0acc\0cs\0loaded\0mm\0copied\0example.nca";
     assert_int_equal(f->s[1].len, sizeof strs);
@@ -804,7 +813,7 @@ static void test_header_damage(void **state)
     memcpy(m, b, n);
     wr16(m + NCX_HDR_MAJOR, 2);
     wr16(m + NCX_HDR_MINOR, 1);
-    read_fails(m, n, "format version 2.1 is newer than this reader (1.0)");
+    read_fails(m, n, "format version 2.1 is newer than this reader (1.1)");
     wr16(m + NCX_HDR_MAJOR, 0);
     read_fails(m, n, "format version 0.1 is not supported");
 
@@ -817,7 +826,7 @@ static void test_header_damage(void **state)
     wr32(m + NCX_HDR_FLAGS, 0x00000004u);
     read_fails(m, n,
                "header flag bit 2 is not understood by this reader (the file is of a "
-               "newer minor version than this reader's 1.0; a newer ncsim may read it)");
+               "newer minor version than this reader's 1.1; a newer ncsim may read it)");
 
     memcpy(m, b, n);
     m[n] = 0;
@@ -917,7 +926,7 @@ static void test_sections(void **state)
     isa_program_t *p = example_program(1);
     uint8_t *b;
     size_t n;
-    write_ok(p, &b, &n);
+    write_v10(p, &b, &n);
     ncx_file_t *f = split(b, n);
     assert_int_equal(f->n, 5);
 
@@ -936,7 +945,7 @@ static void test_sections(void **state)
     isa_program_t *q = read_ok(buf, len);
     uint8_t *again;
     size_t alen;
-    write_ok(q, &again, &alen);
+    write_v10(q, &again, &alen);
     assert_int_equal(alen, n);
     assert_memory_equal(again, b, n);
     free(again);
@@ -1139,7 +1148,7 @@ static void test_instruction_damage(void **state)
     isa_program_t *p = example_program(1);
     uint8_t *b;
     size_t n;
-    write_ok(p, &b, &n);
+    write_v10(p, &b, &n);
     ncx_file_t *f = split(b, n), *g = calloc(1, sizeof *g);
     assert_non_null(g);
     const sect_t *strm0 = find(f, NCX_TAG_STRM);
@@ -1244,7 +1253,7 @@ static void test_noncanonical_nan_rejected(void **state)
     isa_program_t *p = pb_finish(pb);
     uint8_t *b;
     size_t n;
-    write_ok(p, &b, &n); /* the writer canonicalises it */
+    write_v10(p, &b, &n); /* the writer canonicalises it */
     isa_program_t *q = read_ok(b, n);
     memcpy(&bits, &isa_instr_args(q, &q->instrs[0])[1].v.f, 8);
     assert_int_equal(bits, NCX_CANONICAL_NAN);
@@ -1420,13 +1429,13 @@ static void test_asm_dis_asm_isa_example(void **state)
     write_ok(p, &b1, &n1);
     write_ok(r, &b2, &n2);
     ncx_file_t *f1 = split(b1, n1), *f2 = split(b2, n2);
-    assert_int_equal(f1->n, 5);
-    assert_int_equal(f2->n, 5);
-    for (int i = 0; i < 4; i++) {
+    assert_int_equal(f1->n, 7);
+    assert_int_equal(f2->n, 7);
+    for (int i = 0; i < 6; i++) {
         assert_int_equal(f1->s[i].len, f2->s[i].len);
         assert_memory_equal(f1->s[i].data, f2->s[i].data, f1->s[i].len);
     }
-    assert_int_equal(f1->s[4].tag, NCX_TAG_LINE);
+    assert_int_equal(f1->s[6].tag, NCX_TAG_LINE);
     free(f1);
     free(f2);
     free(b1);
@@ -1611,8 +1620,14 @@ static void test_dis_kitchen_sink_reassembles(void **state)
     size_t n1, n2;
     write_ok(p, &b1, &n1);
     write_ok(r, &b2, &n2);
-    if (n1 != n2 || memcmp(b1, b2, n1))
+    if (n1 != n2 || memcmp(b1, b2, n1)) {
         fprintf(stderr, "kitchen sink round trip differs; disassembly:\n%s", dis ? dis : "");
+        ncx_file_t *x1 = split(b1, n1), *x2 = split(b2, n2);
+        for (int i = 0; i < x1->n && i < x2->n; i++)
+            fprintf(stderr, "  section %d: %zu and %zu bytes\n", i, x1->s[i].len, x2->s[i].len);
+        free(x1);
+        free(x2);
+    }
     assert_int_equal(n1, n2);
     assert_memory_equal(b1, b2, n1);
     assert_non_null(strstr(dis, "    dma y, sb:fp32@0:128+512[0x128], queue=15, accumulate"));
@@ -1660,6 +1675,144 @@ static void test_dis_independent_of_order(void **state)
     isa_program_free(q);
 }
 
+
+/* ---- format 1.1: shared tables ---------------------------------------------------------------- */
+
+/* A 1.0 file written by the 1.0 writer (kept in tests/ncx_v1_0) still loads, and means what
+ * its source means; 1.0 and 1.1 files of the same program load to the same program. */
+static void test_v1_0_fixture_loads(void **state)
+{
+    (void)state;
+    const char *src = getenv("NCSIM_SOURCE_DIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/ncx_v1_0/small.ncx", src ? src : ".");
+    size_t n;
+    uint8_t *b = (uint8_t *)tu_read_file(path, &n);
+    assert_non_null(b);
+    assert_int_equal(rd32(b + NCX_HDR_MAJOR) & 0xFFFFu, 1);
+    assert_int_equal(rd32(b + NCX_HDR_MAJOR) >> 16, 0); /* minor 0: a genuine 1.0 file */
+    isa_program_t *p = read_ok(b, n);
+    snprintf(path, sizeof path, "%s/tests/ncx_v1_0/small.nca", src ? src : ".");
+    size_t tn;
+    char *text = tu_read_file(path, &tn);
+    assert_non_null(text);
+    /* (assembled under the name it was assembled from, which .source records) */
+    isa_program_t *q = assemble_text(text, isa_string(p, p->source));
+    char *d1 = isa_disassemble(p), *d2 = isa_disassemble(q);
+    assert_string_equal(d1, d2);
+    assert_int_equal(p->ninstrs, 9);
+    /* 1.0 and 1.1 of the same program read back to the same 1.1 bytes */
+    uint8_t *b0, *b1, *c0, *c1;
+    size_t n0, n1, m0, m1;
+    write_v10(q, &b0, &n0);
+    write_ok(q, &b1, &n1);
+    assert_true(n1 < n0);
+    isa_program_t *r0 = read_ok(b0, n0), *r1 = read_ok(b1, n1);
+    write_ok(r0, &c0, &m0);
+    write_ok(r1, &c1, &m1);
+    assert_int_equal(m0, n1);
+    assert_memory_equal(c0, b1, n1);
+    assert_int_equal(m1, n1);
+    assert_memory_equal(c1, b1, n1);
+    free(b0), free(b1), free(c0), free(c1), free(d1), free(d2), free(text), free(b);
+    isa_program_free(p), isa_program_free(q), isa_program_free(r0), isa_program_free(r1);
+}
+
+/* Shared views and operand blocks are stored once and loaded once: 200 instructions of two
+ * kinds cost 14 bytes each in the file (8 + one 6-byte post) and share two blocks of
+ * operands in memory. */
+static void test_v1_1_sharing(void **state)
+{
+    (void)state;
+    char text[256 + 64 * 200];
+    int at = snprintf(text, sizeof text, ".sbuf x fp32 [128, 4, 64]\n.sem s\n.engine dve\n");
+    for (int i = 0; i < 200; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "tensor_copy x[:, %d, :], x[:, %d, :] | post s\n",
+                       i % 2, 2 + i % 2);
+    isa_program_t *p = assemble_text(text, "many.nca");
+    set_lines_zero(p);
+    uint8_t *b;
+    size_t n;
+    write_ok(p, &b, &n);
+    ncx_file_t *f = split(b, n);
+    assert_int_equal(rd32(find(f, NCX_TAG_VIEW)->data), 4);
+    assert_int_equal(rd32(find(f, NCX_TAG_OPND)->data), 2);
+    size_t code = find(f, NCX_TAG_CODE)->len;
+    assert_int_equal(code, NCX_STRM_HEADER_SIZE + 2 * ISA_ENGINE_COUNT * NCX_STRM_DIR_SIZE +
+                               200 * (NCX_CODE_HEADER_SIZE + NCX_CODE_CLAUSE_SIZE));
+    isa_program_t *q = read_ok(b, n);
+    assert_int_equal(q->ninstrs, 200);
+    assert_int_equal(q->nviews, 4);
+    assert_true(q->nargs <= 2 * ISA_MAX_SLOTS);
+    assert_int_equal(q->instrs[0].args, q->instrs[2].args);
+    assert_int_not_equal(q->instrs[0].args, q->instrs[1].args);
+    free(f);
+    free(b);
+    isa_program_free(p);
+    isa_program_free(q);
+}
+
+/* Damage to the 1.1 sections is named precisely. */
+static void test_v1_1_damage(void **state)
+{
+    (void)state;
+    isa_program_t *p = example_program(0);
+    uint8_t *b;
+    size_t n;
+    write_ok(p, &b, &n);
+    ncx_file_t *f = split(b, n);
+    ncx_file_t *g = calloc(1, sizeof *g);
+    assert_non_null(g);
+    sect_t *view = NULL, *opnd = NULL, *code = NULL;
+#define AGAIN() (*g = *f, view = find(g, NCX_TAG_VIEW), opnd = find(g, NCX_TAG_OPND),          \
+                 code = find(g, NCX_TAG_CODE))
+    AGAIN();
+    wr32(view->data, 1000);
+    join_fails(g, "section VIEW: 1000 records cannot fit");
+    AGAIN();
+    wr32(view->data + 4, 1);
+    join_fails(g, "section VIEW: reserved field is not zero");
+    AGAIN();
+    view->data[NCX_TABLE_HEADER_SIZE + NCX_VIEW_SPACE] = 9;
+    join_fails(g, "section VIEW: operand view 0: memory space 9 is unknown");
+    AGAIN();
+    wr32(view->data, rd32(view->data) - 1);
+    join_fails(g, "section VIEW: ");
+    join_fails(g, "bytes left after its");
+    AGAIN();
+    wr16(opnd->data + NCX_TABLE_HEADER_SIZE + NCX_BLOCK_OPCODE, 999);
+    join_fails(g, "section OPND: block 0: opcode 999 is unknown");
+    AGAIN();
+    opnd->data[NCX_TABLE_HEADER_SIZE + NCX_BLOCK_RESERVED] = 1;
+    join_fails(g, "section OPND: block 0: ");
+    join_fails(g, "reserved byte is set");
+    AGAIN();
+    /* the first block's first operand is a view: point it past the table */
+    wr32(opnd->data + NCX_TABLE_HEADER_SIZE + NCX_BLOCK_HEADER_SIZE, 4000);
+    join_fails(g, "view 4000 does not exist");
+    size_t body = strm_body(find(f, NCX_TAG_CODE), 0);
+    AGAIN();
+    wr32(code->data + body + NCX_CODE_BLOCK, 99999);
+    join_fails(g, "section CODE: instruction 0 of core 0 pe: ");
+    join_fails(g, "operand block 99999 does not exist");
+    AGAIN();
+    code->data[body + NCX_CODE_RESERVED] = 1;
+    join_fails(g, "reserved byte is set");
+    AGAIN();
+    wr16(code->data + body + NCX_CODE_OPCODE, 0x0150);
+    join_fails(g, "reserved for sequencer");
+    /* CODE without its tables, STRM and CODE together */
+    AGAIN();
+    view->tag = NCX_TAG('X', 'T', 'R', 'A'); /* VIEW becomes an unknown optional section */
+    view->flags = 0;
+    join_fails(g, "section CODE needs sections VIEW and OPND");
+    free(g);
+    free(f);
+    free(b);
+    isa_program_free(p);
+#undef AGAIN
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1684,6 +1837,9 @@ int main(void)
         cmocka_unit_test(test_dis_cores_sems_groups),
         cmocka_unit_test(test_dis_kitchen_sink_reassembles),
         cmocka_unit_test(test_dis_independent_of_order),
+        cmocka_unit_test(test_v1_0_fixture_loads),
+        cmocka_unit_test(test_v1_1_sharing),
+        cmocka_unit_test(test_v1_1_damage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

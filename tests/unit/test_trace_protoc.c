@@ -68,6 +68,12 @@ static void test_demo_decodes(void **state)
     assert_non_null(strstr(t, "thread_name: \"dma q9\""));
     assert_non_null(strstr(t, "name: \"matmul\""));
     assert_non_null(strstr(t, "name: \"operands\""));
+    /* operands inline (they differ by instruction), cost breakdowns interned once each */
+    assert_non_null(strstr(t, "string_value: \""));
+    assert_non_null(strstr(t, "name: \"cost\""));
+    assert_int_equal(count(t, "string_value: \"II = max("), 0);
+    assert_true(count(t, "str: \"II = max(") > 0);
+    assert_true(count(t, "string_value_iid:") > count(t, "debug_annotation_string_values {"));
     assert_non_null(strstr(t, "name: \"HBM bandwidth (GB/s)\""));
     assert_non_null(strstr(t, "unit_name: \"GB/s\""));
     assert_non_null(strstr(t, "double_counter_value:"));
@@ -112,7 +118,10 @@ static void test_collective_decodes(void **state)
     assert_non_null(strstr(t, "name: \"link 0->1 bandwidth (GB/s)\""));
     assert_non_null(strstr(t, "name: \"all_reduce step 6/6\""));
     assert_non_null(strstr(t, "name: \"bottleneck\""));
-    assert_non_null(strstr(t, "string_value: \"link 0->1\""));
+    /* repeated string values are interned: sent once, then referred to by iid */
+    assert_non_null(strstr(t, "debug_annotation_string_values {"));
+    assert_non_null(strstr(t, "str: \"link 0->1\""));
+    assert_non_null(strstr(t, "string_value_iid:"));
     /* 4 instructions, 4 x 6 step slices, 2 x 6 link slices: each begins and ends */
     assert_int_equal(count(t, "type: TYPE_SLICE_BEGIN"), 40);
     assert_int_equal(count(t, "type: TYPE_SLICE_END"), 40);

@@ -73,12 +73,44 @@ static void test_tutorial_doc_in_sync(void **state)
     assert_int_equal(st, 0);
 }
 
+/* No user document points outside the repository: no reference to the project's private
+ * contract files, and every relative markdown link resolves to a file of the repository. */
+static void test_docs_self_contained(void **state)
+{
+    (void)state;
+    static const char code[] =
+        "import glob, os, re, sys\n"
+        "root = sys.argv[1]\n"
+        "files = [os.path.join(root, 'README.md'), os.path.join(root, 'kernels/README.md'),\n"
+        "         os.path.join(root, 'isa/FORMAT.md')] + sorted(glob.glob(os.path.join(root, 'docs/*.md')))\n"
+        "bad = []\n"
+        "for f in files:\n"
+        "    text = open(f).read()\n"
+        "    for n, line in enumerate(text.splitlines(), 1):\n"
+        "        if re.search(r'shared/(spec|reference|guides)|\\bISA\\.md|\\bCLI\\.md|neuroncore-v2\\.md', line):\n"
+        "            bad.append(f'{f}:{n}: points outside the repository: {line.strip()[:80]}')\n"
+        "        for target in re.findall(r'\\]\\(([^)#\\s]+)', re.sub(r'`[^`]*`', '', line)):\n"
+        "            if re.match(r'[a-z]+:', target):\n"
+        "                continue\n"
+        "            if not os.path.exists(os.path.join(os.path.dirname(f), target)):\n"
+        "                bad.append(f'{f}:{n}: broken link {target}')\n"
+        "print('\\n'.join(bad))\n"
+        "sys.exit(1 if bad else 0)\n";
+    char *out = NULL;
+    int rc = tu_python(code, tu_source_path("."), &out);
+    if (rc)
+        fprintf(stderr, "%s\n", out ? out : "");
+    free(out);
+    assert_int_equal(rc, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tutorial_against_numpy),
         cmocka_unit_test(test_tutorial_check_clean),
         cmocka_unit_test(test_tutorial_doc_in_sync),
+        cmocka_unit_test(test_docs_self_contained),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
