@@ -32,8 +32,9 @@ static const char usage_validate[] =
     "                      entries they are relative to run too)\n"
     "  -j, --jobs N        run N entries at a time in worker processes (0: one per CPU)\n"
     "  -q, --quiet         print only the entries outside their band and the summary\n"
-    "exit codes: 0 every entry inside its band, 1 some entry outside its band or failing to\n"
-    "run, 2 usage error or bad manifest (the message names the entry and key; also an entry\n"
+    "exit codes: 0 every entry inside its band (or outside it and marked known_miss in the\n"
+    "manifest), 1 some other entry outside its band, a known_miss entry now inside it, or an\n"
+    "entry failing to run, 2 usage error or bad manifest (the message names the entry and key; also an entry\n"
     "whose figure its run does not have), 3 I/O error.\n";
 
 static const char usage_fit[] =
@@ -187,7 +188,7 @@ int cli_validate(int argc, char **argv)
     sim_validate_print(stdout, m, res, quiet);
     fflush(stdout);
     int rc = 0;
-    if (s.failed || s.outside)
+    if (s.failed || s.outside || s.stale_known)
         rc = 1;
     /* an entry whose figure cannot be read from its run (no such instruction ran, no such
      * core) is a mistake in the manifest */

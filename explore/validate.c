@@ -202,6 +202,7 @@ static void entry_free(sim_validate_entry_t *e)
     free(e->sets);
     free(e->figure);
     free(e->relative_to);
+    free(e->known_miss);
 }
 
 static void cache_free(sim_validate_cache_t *c, size_t n)
@@ -236,7 +237,7 @@ void sim_validate_free(sim_validate_manifest_t *m)
 static const char *const entry_keys[] = {"id",      "title",  "source",     "choices",  "program",
                                          "generate", "arch",  "set",        "figure",   "divide",
                                          "relative_to", "measured", "band", "weight",   "fit",
-                                         NULL};
+                                         "known_miss", NULL};
 
 /* "entry 'ID'" or "entry N" (1-based) for messages. */
 static void entry_name(const sim_validate_entry_t *e, size_t index, char *buf, size_t len)
@@ -340,7 +341,7 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         if (!known) {
             set_err(err, errlen,
                     "%s: unknown key '%s' (keys: id, title, source, choices, program, generate, "
-                    "arch, set, figure, divide, relative_to, measured, band, weight, fit)",
+                    "arch, set, figure, divide, relative_to, measured, band, weight, fit, known_miss)",
                     where, key);
             return NCSIM_USAGE;
         }
@@ -488,6 +489,17 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
             return NCSIM_USAGE;
         }
         e->fit = json_is_true(fit);
+    }
+    json_t *km = json_object_get(o, "known_miss");
+    if (km) {
+        if (!json_is_string(km) || json_string_length(km) == 0) {
+            set_err(err, errlen,
+                    "%s: key 'known_miss' must be a non-empty text saying why the model misses "
+                    "this entry", where);
+            return NCSIM_USAGE;
+        }
+        if (!(e->known_miss = dup_str(json_string_value(km))))
+            return NCSIM_NOMEM;
     }
     json_t *rel = json_object_get(o, "relative_to");
     if (rel) {
@@ -1221,8 +1233,12 @@ void sim_validate_summarise(const sim_validate_manifest_t *m,
         double l = fabs(log(r->ratio));
         sum_log += l;
         ok++;
-        if (!r->inside)
+        if (!r->inside && m->entries[i].known_miss)
+            s->known_outside++;
+        else if (!r->inside)
             s->outside++;
+        else if (m->entries[i].known_miss)
+            s->stale_known++;
         if (l > worst) {
             worst = l;
             s->worst_index = i;
@@ -1265,7 +1281,8 @@ void sim_validate_print(FILE *out, const sim_validate_manifest_t *m,
     for (size_t i = 0; i < m->nentries; i++) {
         const sim_validate_entry_t *e = &m->entries[i];
         const sim_validate_result_t *r = &results[i];
-        if (!r->ran || (only_problems && r->status == NCSIM_OK && r->inside))
+        if (!r->ran ||
+            (only_problems && r->status == NCSIM_OK && r->inside && !e->known_miss))
             continue;
         char fig[300], meas[32], sim[32], band[16];
         snprintf(fig, sizeof fig, "%s%s", e->figure, e->relative_to ? " /" : "");
@@ -1279,7 +1296,8 @@ void sim_validate_print(FILE *out, const sim_validate_manifest_t *m,
         fmt_num(r->simulated, sim, sizeof sim);
         fprintf(out, "%-*.*s  %-*.*s  %12s  %12s  %8.3f  %+7.1f%%  %5s  %s\n", idw, idw, e->id,
                 figw, figw, fig, meas, sim, r->ratio, 100.0 * r->error, band,
-                r->inside ? "yes" : "NO");
+                r->inside ? (e->known_miss ? "yes (marked known_miss: remove the mark)" : "yes")
+                          : (e->known_miss ? "NO (known miss)" : "NO"));
     }
     sim_validate_summary_t s;
     sim_validate_summarise(m, results, &s);
@@ -1291,10 +1309,21 @@ void sim_validate_print(FILE *out, const sim_validate_manifest_t *m,
     }
     if (s.failed)
         fprintf(out, "%zu entr%s failed to run\n", s.failed, s.failed == 1 ? "y" : "ies");
+    if (s.known_outside) {
+        fprintf(out, "%zu of %zu entr%s outside their band as the manifest expects (known_miss):\n",
+                s.known_outside, ok, s.known_outside == 1 ? "y is" : "ies are");
+        for (size_t i = 0; i < m->nentries; i++)
+            if (results[i].ran && results[i].status == NCSIM_OK && !results[i].inside &&
+                m->entries[i].known_miss)
+                fprintf(out, "  %s: %s\n", m->entries[i].id, m->entries[i].known_miss);
+    }
+    if (s.stale_known)
+        fprintf(out, "%zu entr%s marked known_miss but now inside the band: remove the mark\n",
+                s.stale_known, s.stale_known == 1 ? "y is" : "ies are");
     if (s.outside)
         fprintf(out, "%zu of %zu entr%s outside their band\n", s.outside, ok,
                 ok == 1 ? "y is" : "ies are");
-    else if (ok)
+    else if (ok && !s.known_outside)
         fprintf(out, "all %zu entr%s inside their band\n", ok, ok == 1 ? "y is" : "ies are");
 }
 
@@ -1325,7 +1354,7 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
         return NCSIM_NOMEM;
     }
     fputs("id,title,figure,relative_to,measured,simulated,ratio,error_pct,band,inside,weight,"
-          "fit,status\n", f);
+          "fit,status,known_miss\n", f);
     for (size_t i = 0; i < m->nentries; i++) {
         const sim_validate_entry_t *e = &m->entries[i];
         const sim_validate_result_t *r = &results[i];
@@ -1347,7 +1376,7 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
                 r->status != NCSIM_OK ? "" : r->inside ? "yes" : "no", e->weight,
                 e->fit ? "true" : "false");
         if (r->status == NCSIM_OK) {
-            fputs("ok\n", f);
+            fputs("ok", f);
         } else {
             char msg[600];
             snprintf(msg, sizeof msg, "error: %s", r->message);
@@ -1355,8 +1384,10 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
                 if (*p == '\n')
                     *p = ' ';
             csv_field(f, msg);
-            fputc('\n', f);
         }
+        fputc(',', f);
+        csv_field(f, e->known_miss ? e->known_miss : "");
+        fputc('\n', f);
     }
     if (fclose(f) != 0 || !buf) {
         free(buf);

@@ -953,7 +953,7 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
     CHECK(a->chips >= 1 && a->chips <= ISA_MAX_CHIPS, "system.chips = %u: must be between 1 and %d",
           a->chips, ISA_MAX_CHIPS);
     CHECK(a->cores_per_chip == ISA_CORES_PER_CHIP,
-          "system.cores_per_chip = %u: must be %d (ISA.md numbers core k on chip k / %d)",
+          "system.cores_per_chip = %u: must be %d (the NCA language numbers core k on chip k / %d)",
           a->cores_per_chip, ISA_CORES_PER_CHIP, ISA_CORES_PER_CHIP);
     CHECK(a->semaphores >= 1 && a->semaphores <= ISA_MAX_SEMS,
           "system.semaphores = %u: must be between 1 and %d", a->semaphores, ISA_MAX_SEMS);

@@ -5,7 +5,7 @@
  * at most 512): far too little work to share between threads. With OpenBLAS's default (one
  * thread per core) the idle worker spun between calls, 6% of the samples of a functional
  * GEMM, and competed with the simulation thread and with the other points of a sweep. So a
- * run uses one thread unless asked otherwise (docs/performance.md).
+ * run uses one thread unless asked otherwise (docs/api.md, "Threads").
  */
 #include "blas.h"
 

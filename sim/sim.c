@@ -659,6 +659,7 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         snprintf(err, errlen, "out of host memory allocating the simulator's state");
         return NCSIM_NOMEM;
     }
+    s->run_limit_ps = UINT64_MAX;
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;

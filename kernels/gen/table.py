@@ -26,13 +26,13 @@ BEGIN, END = "<!-- table:begin -->", "<!-- table:end -->"
 
 # kernel: (size keys shown, note on what bounds it: the why, which measurement cannot say)
 KERNELS = {
-    "gemm_a_tiled": ("M K N", "DMA/HBM: 160 KiB per matmul in 256 B and 1 KiB pieces"),
-    "gemm_b_hoisted": ("M K N", "DMA/HBM: 128 KiB of rhs per matmul"),
-    "gemm_c_blockfree": ("M K N", "pe (DMA close behind: 2.3 GB moved)"),
+    "gemm_a_tiled": ("M K N", "DMA fixed costs: 16,384 rhs transfers on one queue, one at a time"),
+    "gemm_b_hoisted": ("M K N", "DMA engines: 128 KiB of rhs per matmul"),
+    "gemm_c_blockfree": ("M K N", "DMA engines (2.3 GB moved), pe close behind"),
     "gemm_d_blocked": ("M K N", "pe"),
-    "softmax": ("R C", "HBM"),
-    "layernorm": ("R D", "SBUF port shared by dve and pool"),
-    "rmsnorm": ("R D", "HBM"),
+    "softmax": ("R C", "DMA engines: 8 B per element"),
+    "layernorm": ("R D", "DMA engines; dve and pool share the SBUF port"),
+    "rmsnorm": ("R D", "DMA engines: 8 B per element"),
     "mlp": ("D F T", "pe"),
     "flash_attention": ("S DH", "PSUM port shared by act and dve"),
     "selective_scan": ("D L NS", "dve (4 passes per state and element)"),

@@ -195,6 +195,9 @@ static void test_manifest_errors(void **state)
                             "\"fit\": 1}]}", prog),
                       NCSIM_USAGE, "entry 'a': key 'fit' must be true or false", NULL);
     expect_load_error(ENTRY("{\"id\": \"a\", %s, \"figure\": \"time_ns\", \"measured\": 1, "
+                            "\"known_miss\": 3}]}", prog),
+                      NCSIM_USAGE, "entry 'a': key 'known_miss' must be a non-empty text", NULL);
+    expect_load_error(ENTRY("{\"id\": \"a\", %s, \"figure\": \"time_ns\", \"measured\": 1, "
                             "\"relative_to\": \"b\"}]}", prog),
                       NCSIM_USAGE, "entry 'a': key 'relative_to': no entry has the id 'b'",
                       NULL);
@@ -410,7 +413,7 @@ static void test_command(void **state)
     char *csv = tu_read_file(csvp, NULL);
     assert_non_null(csv);
     const char *header = "id,title,figure,relative_to,measured,simulated,ratio,error_pct,band,"
-                         "inside,weight,fit,status\n";
+                         "inside,weight,fit,status,known_miss\n";
     assert_true(strncmp(csv, header, strlen(header)) == 0);
     /* the nop-duration row: measured as written, simulated within rounding, the verdict */
     char row[256];
@@ -425,9 +428,9 @@ static void test_command(void **state)
     assert_true(tu_close(ratio, 1.0, 1e-4, 0));
     const char *eol = strchr(r + 1, '\n');
     assert_non_null(eol);
-    assert_true(strncmp(eol - 19, ",0.15,yes,1,true,ok\n", 20) == 0);
+    assert_true(strncmp(eol - 20, ",0.15,yes,1,true,ok,\n", 21) == 0);
     assert_non_null(strstr(csv, "\nhbm-per-dma,,hbm_bandwidth_gbps,dma-bw,1,1,1.000000,0.000,"
-                                "0.15,yes,1,false,ok\n"));
+                                "0.15,yes,1,false,ok,\n"));
     int lines = 0;
     for (const char *c = csv; *c; c++)
         lines += *c == '\n';
@@ -462,6 +465,37 @@ static void test_command(void **state)
     path = figures_manifest(dir, w);
     assert_int_equal(tu_run(cmd, &out), 0);
     free(out);
+
+    /* known_miss: an entry outside its band and marked passes, with its reason printed; a
+     * marked entry back inside its band fails until the mark goes */
+    const char *fig = fixture("tests/validate/figures.nca");
+    char *known = write_manifest(dir, "known.json",
+                                 "{\"entries\": [{\"id\": \"t\", \"program\": \"%s\", %s, "
+                                 "\"figure\": \"time_ns\", \"measured\": %.17g, "
+                                 "\"known_miss\": \"a reason\"}]}\n",
+                                 fig, PIN, v[0] * 2);
+    snprintf(cmd, sizeof cmd, "%s validate %s --csv %s/known.csv", tu_ncsim(), known, dir);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "NO (known miss)"));
+    assert_non_null(strstr(out, "1 of 1 entry is outside their band as the manifest expects"));
+    assert_non_null(strstr(out, "  t: a reason"));
+    free(out);
+    char kcsv[512];
+    snprintf(kcsv, sizeof kcsv, "%s/known.csv", dir);
+    char *kc = tu_read_file(kcsv, NULL);
+    assert_non_null(kc);
+    assert_non_null(strstr(kc, ",no,1,true,ok,a reason\n"));
+    free(kc);
+    free(known);
+    known = write_manifest(dir, "known.json",
+                           "{\"entries\": [{\"id\": \"t\", \"program\": \"%s\", %s, "
+                           "\"figure\": \"time_ns\", \"measured\": %.17g, "
+                           "\"known_miss\": \"a reason\"}]}\n",
+                           fig, PIN, v[0]);
+    assert_int_equal(tu_run(cmd, &out), 1);
+    assert_non_null(strstr(out, "marked known_miss but now inside the band: remove the mark"));
+    free(out);
+    free(known);
 
     /* usage and I/O errors */
     snprintf(cmd, sizeof cmd, "%s validate", tu_ncsim());

@@ -8,7 +8,8 @@ E = []
 
 
 def entry(id, title, source, choices, figure, measured, band=0.15, weight=1.0, fit=True,
-          program=None, generate=None, arch="trn1", set=None, divide=None, relative_to=None):
+          program=None, generate=None, arch="trn1", set=None, divide=None, relative_to=None,
+          known_miss=None):
     e = {"id": id, "title": title, "source": source, "choices": choices}
     if program:
         e["program"] = program
@@ -23,6 +24,8 @@ def entry(id, title, source, choices, figure, measured, band=0.15, weight=1.0, f
     if relative_to:
         e["relative_to"] = relative_to
     e.update({"measured": measured, "band": band, "weight": weight, "fit": fit})
+    if known_miss:
+        e["known_miss"] = known_miss
     E.append(e)
 
 
@@ -83,6 +86,9 @@ entry("allreduce-2r-u8-32M", "2-rank uint8 all-reduce of 32 MiB on one chip",
       "measurements.md section 5.1: nccom-test -r 2 allr (uint8 default), 768 us",
       "as the fp32 sweep, with uint8 data (reduced through fp32 by the DMA engines)",
       "time_ns", 768000.0, fit=False,
+      known_miss="no mechanism of the collective engine depends on the element type: the "
+                 "uint8 run is 22% slower per byte than fp32 on the chip, and a per-element "
+                 "reduction rate fitted to this one point would be a workload factor",
       generate=[PY, "gen/collective.py", "--op", "all_reduce", "--ranks", "2",
                 "--bytes", "33554432", "--dtype", "u8"])
 for s, us in [(1024, 151), (8192, 149), (65536, 150), (524288, 179)]:
@@ -113,6 +119,17 @@ entry("matmul-latency-148ns", "one fp16 MATMUL with a 3-column moving tile (sani
 
 # ---- section 3: AccelOpt kernels (trn1.32xlarge, one core) ---------------------------------------
 A = "measurements.md section 3"
+# Entries the calibrated model misses, with why (ncsim validate reports them as known misses;
+# one that comes back inside its band fails validation until its mark is removed).
+MISS = {
+    "silu-time": "the port keeps VectorE 83% active where the chip shows 74%: with the fitted "
+                 "reciprocal and tensor_tensor rates the simulated kernel is VectorE-bound and "
+                 "18% fast; the chip's schedule leaves VectorE idle in ways the profile does not show",
+    "adamw-act-active": "ScalarE's tensor_scalar work here and matmul's PSUM copies pull the "
+                        "ScalarE cost in opposite directions; one set of constants cannot meet "
+                        "both without per-kernel factors",
+    "matmul-act-active": "see adamw-act-active: the same ScalarE constants, pulled the other way",
+}
 for kid, gen, sec, lat, fr, choice in [
         ("adamw", "gen/adamw.py", "3.3", 1.999829, {"act": 0.61621, "dve": 0.90017, "pool": 0.00594},
          "the profile's engine activity places the 7 tensor_scalar ops and the sqrt on ScalarE, "
@@ -134,7 +151,7 @@ for kid, gen, sec, lat, fr, choice in [
          "ScalarE")]:
     choice += "; loads triggered by the Sync engine, stores by GpSimd"
     entry(f"{kid}-time", f"{kid}: kernel latency", f"{A}.{sec[-1]}: AccelOpt CSV latency (mean of 10)",
-          choice, "time_ns", lat * 1e6, generate=[PY, gen])
+          choice, "time_ns", lat * 1e6, generate=[PY, gen], known_miss=MISS.get(f"{kid}-time"))
     for eng, v in fr.items():
         entry(f"{kid}-{eng}-active", f"{kid}: {eng} active fraction",
               f"{A}.{sec[-1]}: AccelOpt CSV "
@@ -143,7 +160,8 @@ for kid, gen, sec, lat, fr, choice in [
               choice + "; figure: time with an instruction in flight / total time" +
               ("; GpSimd only triggers the stores (its activity is ~65 ns per store in every "
                "profile)" if eng == "pool" else ""),
-              f"busy_fraction:{eng}", v, generate=[PY, gen])
+              f"busy_fraction:{eng}", v, generate=[PY, gen],
+              known_miss=MISS.get(f"{kid}-{eng}-active"))
 
 # ---- section 4: LayerNorm tutorial -------------------------------------------------------------
 for v, us in [(1, 2311), (2, 1969)]:
@@ -182,7 +200,10 @@ entry("conv1d-step6-tr-duration", "conv1d Step 6: one tensor_reduce over 128 pos
 entry("conv1d-step6-time", "depthwise conv1d, Step 6 kernel latency (not fitted)",
       f"{C}: 0.461 ms (p99 of 10); the profile of this step is inconsistent with it",
       ch6 + "; how the compiler overlapped the per-image memsets and DMAs with the 10x shorter "
-      "compute is not described", "time_ns", 461000.0, fit=False, generate=c6)
+      "compute is not described", "time_ns", 461000.0, fit=False, generate=c6,
+      known_miss="the source's profile of this step (0.2 ms at 8.4% of the run) contradicts its "
+                 "0.461 ms latency, and the overlap of per-image memsets and DMAs with the short "
+                 "compute is not described: the port cannot be made faithful from the text")
 
 json.dump({"name": "trn1-published",
            "description": "Published trn1 (NeuronCore-v2) measurements: DMA curve and transfers, "
