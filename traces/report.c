@@ -2188,17 +2188,21 @@ static void find_source_name(FILE *f, char *name, size_t cap)
 
 void trc_report_line_texts(trc_report_t *rep)
 {
+    /* The trace names the program's file: the .nca text, or the file its `.source` named
+     * when it was assembled with one (e.g. an NKI kernel's Python file, through the Python
+     * API); never a binary .ncx. */
     size_t L = strlen(rep->program);
-    if (!rep->nlines || L < 4 || strcmp(rep->program + L - 4, ".nca") != 0)
+    if (!rep->nlines || !L || (L >= 4 && strcmp(rep->program + L - 4, ".ncx") == 0))
         return;
     FILE *f = fopen(rep->program, "r");
     if (!f)
         return;
-    /* The line map refers to the `.source` file when the program names one (a compiler's
-     * output, e.g. an NKI kernel's Python file); a relative name is tried as written, then
-     * next to the program. When it cannot be read, the program's own lines are shown. */
-    char name[1024];
-    find_source_name(f, name, sizeof name);
+    /* In a .nca the line map refers to the `.source` file when the program names one (a
+     * compiler's output); a relative name is tried as written, then next to the program.
+     * When it cannot be read, the program's own lines are shown. */
+    char name[1024] = "";
+    if (L >= 4 && strcmp(rep->program + L - 4, ".nca") == 0)
+        find_source_name(f, name, sizeof name);
     FILE *src = NULL;
     if (name[0]) {
         src = fopen(name, "r");

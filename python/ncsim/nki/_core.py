@@ -345,7 +345,7 @@ def is_index(x):
 class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
-    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "last")
+    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
@@ -356,7 +356,6 @@ class Slot:
         self.recs = None
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
         self.site = site
-        self.last = -1              # the trace position of its latest access (Tracer.emit)
 
 
 class HbmBuf:
@@ -1303,12 +1302,11 @@ class Tracer:
         c = self._carve(kind, nbytes)
         if c is not None:
             return self._add_slot(kind, c, site)
-        # 4. a free slot of another site that is large enough: the least recently used one
-        # (its last readers are the likeliest to be done), then the smallest
+        # 4. a free slot of another site that is large enough (smallest such)
         best = None
         for sl in self.slots:
             if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
-                if best is None or (sl.last, sl.size) < (best.last, best.size):
+                if best is None or sl.size < best.size:
                     best = sl
         if best is not None:
             return best
@@ -1394,22 +1392,17 @@ class Tracer:
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
-        pos = len(self.nodes)
         # dependences
         for t in reads:
             if t is None:
                 continue
-            if t.alloc is not None:
-                if t.alloc.dead:
-                    _out_of_scope(t.alloc)
-                t.buf.last = pos
+            if t.alloc is not None and t.alloc.dead:
+                _out_of_scope(t.alloc)
             key, bx = t.abox()
             self._access(key, bx, False, ag, idx, deps)
         for t in writes:
-            if t.alloc is not None:
-                if t.alloc.dead:
-                    _out_of_scope(t.alloc)
-                t.buf.last = pos
+            if t.alloc is not None and t.alloc.dead:
+                _out_of_scope(t.alloc)
             key, bx = t.abox()
             self._access(key, bx, True, ag, idx, deps)
         # waits (vector clocks). A transfer is ordered after its issuing engine's earlier

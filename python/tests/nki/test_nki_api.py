@@ -56,6 +56,20 @@ def test_profile_writes_summary(tmp_path):
         nki.profile(k_exp)(X)
 
 
+def test_profile_trace_by_line_shows_kernel_lines(tmp_path):
+    """`ncsim report --by-line` on nki.profile's trace: per kernel line, with its Python text."""
+    b = os.environ.get("NCSIM_BINARY") or os.environ.get("NCSIM_BIN") or \
+        os.path.join(ROOT, "build", "ncsim")
+    if not os.path.exists(b):
+        pytest.skip("no ncsim executable (set NCSIM_BIN)")
+    nki.profile(working_directory=str(tmp_path), save_trace_name="k.json")(k_exp)(X)
+    r = subprocess.run([b, "report", "--by-line", str(tmp_path / "k.json")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert "nl.store(out[i * 128:(i + 1) * 128, :], value=nl.exp(" in r.stdout, r.stdout
+    assert ".sbuf" not in r.stdout, r.stdout
+
+
 def test_tile_size_constants():
     assert nl.tile_size.pmax == 128 and nl.tile_size.psum_fmax == 512
     assert nl.tile_size.gemm_stationary_fmax == 128 and nl.tile_size.gemm_moving_fmax == 512
