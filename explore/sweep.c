@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "fdio.h"
 #include "load.h"
 #include "npy.h"
 #include "rng.h"
@@ -1128,39 +1129,6 @@ typedef struct worker_msg {
     int32_t pad;
 } worker_msg_t;
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* 1: got len bytes; 0: end of file before any byte; -1: error or short read. */
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = read(fd, p + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            return got ? -1 : 0;
-        got += (size_t)n;
-    }
-    return 1;
-}
-
 /*
  * A worker: run the points the parent sends until it closes the pipe. It runs in a forked
  * copy of the parent, so the assembled programs and loaded inputs are shared; it ends with
@@ -1171,7 +1139,7 @@ static void worker_main(sim_sweep_t *sw, int id, int task_fd, int result_fd, con
 {
     for (;;) {
         uint64_t index;
-        int r = read_all(task_fd, &index, sizeof index);
+        int r = sim_fd_read_all(task_fd, &index, sizeof index);
         if (r <= 0)
             break;
         char err[8192];
@@ -1182,7 +1150,7 @@ static void worker_main(sim_sweep_t *sw, int id, int task_fd, int result_fd, con
             fprintf(stderr, "ncsim sweep: %s%s", err,
                     err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
         worker_msg_t m = {index, id, (int32_t)st, (int32_t)outcome, 0};
-        if (write_all(result_fd, &m, sizeof m))
+        if (sim_fd_write_all(result_fd, &m, sizeof m))
             break;
     }
     fflush(stderr);
@@ -1296,14 +1264,14 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
                 open_tasks--;
             continue;
         }
-        if (write_all(task[w][1], &next, sizeof next) == 0) {
+        if (sim_fd_write_all(task[w][1], &next, sizeof next) == 0) {
             inflight[w] = next++;
             busy[w] = 1;
         }
     }
     for (;;) {
         worker_msg_t m;
-        int r = read_all(result_pipe[0], &m, sizeof m);
+        int r = sim_fd_read_all(result_pipe[0], &m, sizeof m);
         if (r <= 0)
             break; /* every worker has exited */
         if (m.worker < 0 || (unsigned)m.worker >= started)
@@ -1318,7 +1286,8 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
         progress_show(pr, sum, 0);
         if (task[w][1] < 0)
             continue;
-        if (next <= last && st == NCSIM_OK && write_all(task[w][1], &next, sizeof next) == 0) {
+        if (next <= last && st == NCSIM_OK &&
+            sim_fd_write_all(task[w][1], &next, sizeof next) == 0) {
             inflight[w] = next++;
             busy[w] = 1;
         } else {

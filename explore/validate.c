@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "fdio.h"
 #include "asm.h"
 #include "load.h"
 #include "sim.h"
@@ -1021,36 +1022,6 @@ typedef struct wire_result {
     char message[512];
 } wire_result_t;
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-    char *p = buf;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = read(fd, p + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return got == 0 ? 0 : -1;
-        got += (size_t)n;
-    }
-    return 1;
-}
-
 static void store(sim_validate_result_t *r, ncsim_status_t st, double raw, const char *msg)
 {
     r->ran = 1;
@@ -1098,7 +1069,7 @@ static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_
                 double raw = 0;
                 w.status = (int32_t)run_entry(m, i, o, &raw, w.message, sizeof w.message);
                 w.raw = raw;
-                if (write_all(p[1], &w, sizeof w))
+                if (sim_fd_write_all(p[1], &w, sizeof w))
                     _exit(3);
             }
             _exit(0);
@@ -1120,7 +1091,7 @@ static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_
     for (unsigned k = 0; k < started; k++) {
         wire_result_t w;
         int r;
-        while ((r = read_all(fds[k], &w, sizeof w)) == 1) {
+        while ((r = sim_fd_read_all(fds[k], &w, sizeof w)) == 1) {
             if (w.index < m->nentries) {
                 w.message[sizeof w.message - 1] = 0;
                 store(&res[w.index], (ncsim_status_t)w.status, w.raw, w.message);
