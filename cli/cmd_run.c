@@ -419,27 +419,15 @@ int cli_run(int argc, char **argv)
     sim_trace_file_t *trace = NULL;
 
     /* architecture: --arch, else the program's .arch (resolved after loading), else trn1 */
-    isa_geometry_t g;
-    rc = cli_geometry(arch_name, &g, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "ncsim run: %s\n", err);
-        goto out;
-    }
     for (int i = 0; i < nins; i++) /* never removed on failure: it is also an input */
         cli_outputs_protect(&outputs, ins[i].path);
     cli_outputs_protect(&outputs, path);
     if (arch_name)
         cli_outputs_protect(&outputs, arch_name);
-    isa_diag_t diag;
-    isa_diag_init(&diag, 0);
-    ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
-                                         &prog, &diag);
-    cli_print_diag(&diag);
-    isa_diag_free(&diag);
-    if (st != NCSIM_OK) {
-        rc = cli_exit(st);
+    rc = cli_load_program("run", path, arch_name, &prog);
+    if (rc)
         goto out;
-    }
+    ncsim_status_t st;
     mdl_arch_t arch;
     const char *use = arch_name ? arch_name : (prog->arch[0] ? prog->arch : "trn1");
     st = mdl_arch_load(use, &arch, err, sizeof err);

@@ -103,6 +103,28 @@ int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t err
     return 0;
 }
 
+/* PROG assembled or loaded for geometry --arch (else trn1, or the program's own .arch), its
+ * diagnostics printed. Returns 0, or the exit code after printing why. */
+int cli_load_program(const char *cmd, const char *path, const char *arch_name,
+                     isa_program_t **prog)
+{
+    char err[512];
+    isa_geometry_t g;
+    *prog = NULL;
+    int rc = cli_geometry(arch_name, &g, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, err);
+        return rc;
+    }
+    isa_diag_t diag;
+    isa_diag_init(&diag, 0);
+    ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
+                                         prog, &diag);
+    cli_print_diag(&diag);
+    isa_diag_free(&diag);
+    return st == NCSIM_OK ? 0 : cli_exit(st);
+}
+
 int cli_load(const char *cmd, const char *path, const char *arch_name, const char *const *sets,
              int nsets, ncsim_program_t **prog, ncsim_arch_t **arch)
 {
@@ -176,26 +198,13 @@ static int cmd_asm(int argc, char **argv)
                 optind != argc - 1 ? "expected one input file" : "missing -o OUTPUT", usage_asm);
         return 2;
     }
-    const char *in = argv[optind];
-    char err[512];
-    isa_geometry_t g;
-    int grc = cli_geometry(arch, &g, err, sizeof err);
-    if (grc) {
-        fprintf(stderr, "ncsim asm: %s\n", err);
-        return grc;
-    }
-    isa_diag_t diag;
-    isa_diag_init(&diag, 0);
     isa_program_t *prog = NULL;
-    ncsim_status_t st = sim_load_program(in, &g, arch ? NULL : cli_arch_lookup, NULL, &prog,
-                                         &diag);
-    cli_print_diag(&diag);
-    isa_diag_free(&diag);
-    if (st != NCSIM_OK)
-        return cli_exit(st);
+    int rc = cli_load_program("asm", argv[optind], arch, &prog);
+    if (rc)
+        return rc;
     uint8_t *buf = NULL;
     size_t len = 0;
-    st = isa_ncx_write(prog, &buf, &len);
+    ncsim_status_t st = isa_ncx_write(prog, &buf, &len);
     isa_program_free(prog);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim asm: cannot encode: %s\n", ncsim_status_text(st));
@@ -231,29 +240,16 @@ static int cmd_dis(int argc, char **argv)
         fprintf(stderr, "ncsim dis: expected one input file\n%s", usage_dis);
         return 2;
     }
-    char err[512];
-    isa_geometry_t g;
-    int grc = cli_geometry(arch, &g, err, sizeof err);
-    if (grc) {
-        fprintf(stderr, "ncsim dis: %s\n", err);
-        return grc;
-    }
-    isa_diag_t diag;
-    isa_diag_init(&diag, 0);
     isa_program_t *prog = NULL;
-    ncsim_status_t st = sim_load_program(argv[optind], &g, arch ? NULL : cli_arch_lookup, NULL,
-                                         &prog, &diag);
-    cli_print_diag(&diag);
-    isa_diag_free(&diag);
-    if (st != NCSIM_OK)
-        return cli_exit(st);
+    int rc = cli_load_program("dis", argv[optind], arch, &prog);
+    if (rc)
+        return rc;
     char *text = isa_disassemble(prog);
     isa_program_free(prog);
     if (!text) {
         fputs("ncsim dis: out of memory\n", stderr);
         return cli_exit(NCSIM_NOMEM);
     }
-    int rc = 0;
     if (sim_write_file(out, text, strlen(text))) {
         fprintf(stderr, "ncsim dis: cannot write %s: %s\n", out, strerror(errno));
         rc = cli_exit(NCSIM_IO);
