@@ -307,6 +307,61 @@ typedef struct vmemo {
     uint32_t vals;  /* first value in fast.vals */
 } vmemo_t;
 
+/*
+ * Compiled loop bodies: instructions. An instruction line in a loop body produces, at each
+ * iteration, an instruction that depends only on the values of its expressions (the
+ * symbols it names do not change once the line has run, and it is keyed on the core and
+ * engine), so the line's first successful parse records those inputs in order (itmpl_t):
+ * the expressions (compiled as above) and the names read outside an expression (float
+ * operands, raw-view partitions), each with its role: a KEY decides the operands, a SYNC
+ * is a wait or post value, a COND the condition of a clause. The operand block(s) an
+ * instruction produced are remembered per list of KEY and COND values (imemo_t): a
+ * replay evaluates the inputs, looks the block up, fills in the wait and post values and
+ * appends the instruction, without parsing, interning or checking again. A block is
+ * remembered only after its instruction passed isa_check_instr, whose result depends on
+ * nothing that changes (see ckey_t). Anything else (a value never seen, a failed
+ * evaluation, another core, engine or symbol table) parses the line as before, so
+ * diagnostics do not change.
+ */
+#define TM_MAX_ITEMS 24   /* inputs of one instruction line */
+#define TM_MAX_CLAUSES 8  /* wait/post clauses written on one line (kept or not) */
+#define TM_MAX_TRIES 64   /* templates built for one line before it is only parsed */
+
+enum { IT_EXPR, IT_NAME };             /* titem_t.kind: a compiled expression, a name */
+enum { ROLE_KEY, ROLE_SYNC, ROLE_COND }; /* titem_t.role */
+
+typedef struct titem {
+    uint32_t tok; /* kept token index of the expression or name */
+    uint8_t kind, role;
+} titem_t;
+
+typedef struct tclause {
+    uint8_t wait, sem, op;
+    uint8_t val;   /* item of the value, or 0xff: the constant cval */
+    uint8_t cond;  /* item of the condition, or 0xff: none */
+    int32_t cval;
+} tclause_t;
+
+typedef struct itmpl {
+    uint32_t syms;  /* symbols in the table when built (symbols are only ever added) */
+    int32_t core;
+    int16_t engine;
+    uint16_t op;
+    uint8_t shorthand; /* matmul D, STAT, MOV: an ldweights, then the matmul */
+    uint8_t nitems, nclauses, nkey;
+    titem_t items[TM_MAX_ITEMS];
+    tclause_t clauses[TM_MAX_CLAUSES];
+    uint32_t hits, misses; /* replays that found their inputs remembered, or not */
+    uint32_t tries;        /* templates built for the line so far */
+} itmpl_t;
+
+typedef struct imemo {
+    uint64_t hash;
+    uint32_t tmpl;  /* template index + 1; 0: empty slot */
+    uint32_t vals;  /* first KEY value in fast.vals */
+    uint32_t args, largs; /* operand blocks of the instruction and of the ldweights */
+} imemo_t;
+
 typedef struct fast {
     uint32_t *expr_at; /* per kept token: 0 not seen, 1 not compiled, else code index + 2 */
     uint32_t *view_at; /* per kept token: 0 not seen, 1 not memoised, else vform index + 2 */
@@ -328,6 +383,21 @@ typedef struct fast {
      * depends on nothing else, and declarations are only ever added */
     struct ckey *checked;
     uint32_t nchecked, cap_checked;
+    /* instruction lines (see "compiled loop bodies: instructions") */
+    uint32_t *tmpl_at; /* per line: 0 not seen, 1 not replayable, else template index + 2 */
+    itmpl_t *tmpls;
+    uint32_t ntmpls, cap_tmpls;
+    imemo_t *imemo;
+    uint32_t nimemo, cap_imemo; /* cap: power of two, or 0 */
+    int lrec;                   /* recording the inputs of an instruction line */
+    int lrec_bad;               /* ... that cannot be replayed */
+    uint8_t role;               /* role of the expression being parsed (titem_t) */
+    uint32_t nitems, nclauses;
+    titem_t items[TM_MAX_ITEMS];
+    int64_t item_val[TM_MAX_ITEMS];
+    tclause_t clauses[TM_MAX_CLAUSES];
+    uint32_t out_args, out_largs; /* operand blocks of the instruction(s) just emitted */
+    int out_shorthand;
 } fast_t;
 
 typedef struct ckey {
@@ -391,6 +461,7 @@ typedef struct asm_state {
     intern_t args_tab[ISA_MAX_SLOTS + 1]; /* distinct operand blocks, by length */
     int limit_hit;        /* an expansion limit was reported: stop */
     unsigned expr_depth;  /* nesting of the expression being parsed */
+    unsigned in_expr;     /* inside parse_expr: its names are recorded with its value */
     unsigned loop_depth;  /* .loop bodies being executed */
     struct fast fast;     /* loop bodies compiled on first execution (see "compiled loop bodies") */
 } asm_state_t;
@@ -559,6 +630,27 @@ static sym_t *resolve(asm_state_t *A, const isa_tok_t *t, int ns)
     return y;
 }
 
+/* A name read outside parse_expr (a float operand, a raw view's partition range): an input
+ * of the instruction line being recorded. A view being memoised cannot depend on it. */
+static void lookup_recorded(asm_state_t *A, const isa_tok_t *t, int64_t v)
+{
+    fast_t *F = &A->fast;
+    if (A->in_expr)
+        return;
+    if (F->recording)
+        F->nrec = FAST_MAX_VALS + 1; /* not memoised (view_arg) */
+    if (!F->lrec)
+        return;
+    uintptr_t at = (uintptr_t)t, base = (uintptr_t)A->cache_toks;
+    if (!base || at < base || at >= base + (uintptr_t)A->ncache * sizeof *t ||
+        (at - base) % sizeof *t || F->nitems == TM_MAX_ITEMS) {
+        F->lrec_bad = 1; /* a token made up by the parser (1xN), or too many inputs */
+        return;
+    }
+    F->items[F->nitems] = (titem_t){(uint32_t)((at - base) / sizeof *t), IT_NAME, ROLE_KEY};
+    F->item_val[F->nitems++] = v;
+}
+
 static int lookup_int(asm_state_t *A, const isa_tok_t *t, int64_t *out)
 {
     sym_t *y = resolve(A, t, NS_INT);
@@ -567,6 +659,7 @@ static int lookup_int(asm_state_t *A, const isa_tok_t *t, int64_t *out)
     if (!y) {
         if (tok_ident(t, "core") && A->core >= 0 && A->in_core_block) {
             *out = A->core;
+            lookup_recorded(A, t, *out);
             return 0;
         }
         if (tok_ident(t, "core"))
@@ -574,6 +667,7 @@ static int lookup_int(asm_state_t *A, const isa_tok_t *t, int64_t *out)
         return err_at(A, t->col, "undefined name '%.*s'", (int)t->len, t->s);
     }
     *out = y->value;
+    lookup_recorded(A, t, *out);
     return 0;
 }
 
@@ -911,8 +1005,12 @@ static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
 static int parse_expr(asm_state_t *A, int64_t *out)
 {
     uint32_t k = kept_index(A);
-    if (k == UINT32_MAX)
-        return parse_binary(A, 1, out);
+    if (k == UINT32_MAX) {
+        A->in_expr++;
+        int r = parse_binary(A, 1, out);
+        A->in_expr--;
+        return r;
+    }
     fast_t *F = &A->fast;
     uint32_t e = F->expr_at[k];
     int r = -1;
@@ -924,10 +1022,21 @@ static int parse_expr(asm_state_t *A, int64_t *out)
     }
     if (r) {
         uint32_t p0 = A->pos;
-        if (parse_binary(A, 1, out))
+        A->in_expr++;
+        r = parse_binary(A, 1, out);
+        A->in_expr--;
+        if (r)
             return -1;
         if (e == 0)
             compile_expr(A, k, A->pos - p0);
+    }
+    if (F->lrec) {
+        if (F->nitems == TM_MAX_ITEMS) {
+            F->lrec_bad = 1;
+        } else {
+            F->items[F->nitems] = (titem_t){k, IT_EXPR, F->role};
+            F->item_val[F->nitems++] = *out;
+        }
     }
     if (F->recording) {
         if (F->nrec < FAST_MAX_VALS) {
@@ -2198,6 +2307,17 @@ static int view_replay(asm_state_t *A, uint32_t k, isa_arg_t *arg)
                            f->nexpr);
     if (!m || !m->view)
         return -1;
+    if (F->lrec) {
+        /* the inputs parse_view would have recorded (the same expressions, in order) */
+        for (uint32_t i = 0; i < f->nexpr; i++) {
+            if (F->nitems == TM_MAX_ITEMS) {
+                F->lrec_bad = 1;
+                break;
+            }
+            F->items[F->nitems] = (titem_t){f->expr[i], IT_EXPR, F->role};
+            F->item_val[F->nitems++] = vals[i];
+        }
+    }
     arg->is_view = 1;
     arg->index = m->view - 1;
     A->pos += f->ntok;
@@ -2332,6 +2452,9 @@ static int parse_slot_value(asm_state_t *A, const isa_slot_desc_t *sd, isa_arg_t
         }
         if (expect(A, ']', "']' or ','"))
             return -1;
+        /* each list is stored anew (lists are not interned): a replay that reused the
+         * first one would change the program's layout, so such lines are always parsed */
+        A->fast.lrec_bad = 1;
         uint32_t idx = isa_builder_ints(&A->b, vals, n);
         if (idx == UINT32_MAX) {
             A->oom = 1;
@@ -2394,13 +2517,39 @@ static int parse_clause(asm_state_t *A, isa_instr_t *in)
     isa_instr_t tmp;
     memset(&tmp, 0, sizeof tmp);
     const isa_tok_t *kw = TOK(A);
-    if (parse_clause_body(A, &tmp))
+    fast_t *F = &A->fast;
+    uint32_t item0 = F->nitems;
+    F->role = ROLE_SYNC;
+    int r = parse_clause_body(A, &tmp);
+    F->role = ROLE_KEY;
+    if (r)
         return -1;
+    tclause_t *tc = NULL;
+    if (F->lrec) {
+        /* the clause, kept or not, for the line's template */
+        if (F->nclauses == TM_MAX_CLAUSES || F->nitems > item0 + 1) {
+            F->lrec_bad = 1;
+        } else {
+            const isa_sync_t *y = tmp.nwait ? &tmp.wait[0] : &tmp.post[0];
+            tc = &F->clauses[F->nclauses++];
+            int has_val = F->nitems > item0;
+            *tc = (tclause_t){tmp.nwait != 0, y->sem, y->op, has_val ? (uint8_t)item0 : 0xff,
+                              0xff, has_val ? 0 : y->value};
+        }
+    }
     if (TOK(A)->kind == TK_IDENT && tok_ident(TOK(A), "if")) {
         A->pos++;
         int64_t cond;
-        if (parse_expr(A, &cond))
+        item0 = F->nitems;
+        F->role = ROLE_COND;
+        r = parse_expr(A, &cond);
+        F->role = ROLE_KEY;
+        if (r)
             return -1;
+        if (tc && F->nitems == item0 + 1)
+            tc->cond = (uint8_t)item0;
+        else if (F->lrec)
+            F->lrec_bad = 1;
         if (!cond)
             return 0;
     }
@@ -2693,7 +2842,7 @@ static int is_directive_name(const isa_tok_t *t)
     return 0;
 }
 
-static int statement_instr(asm_state_t *A)
+static int instr_parse(asm_state_t *A)
 {
     const isa_tok_t *mn = TOK(A);
     /* the opcode was looked up once per source line by the structure pass */
@@ -2850,6 +2999,7 @@ static int statement_instr(asm_state_t *A)
         if (first == UINT32_MAX)
             return -1;
         l.args = first;
+        A->fast.out_largs = first;
         uint32_t lcols[ISA_MAX_SLOTS] = {stat_col};
         if (check_emitted(A, &l, lcols, mn->col) || stream_push(A, core, A->engine, &l))
             return -1;
@@ -2861,7 +3011,264 @@ static int statement_instr(asm_state_t *A)
     in.args = first;
     if (check_emitted(A, &in, cols, mn->col))
         return -1;
+    A->fast.out_args = first;
+    A->fast.out_shorthand = shorthand;
     return stream_push(A, core, A->engine, &in);
+}
+
+/* ---- compiled loop bodies: instructions ------------------------------------------------------------ */
+
+static uint64_t imemo_hash(uint32_t tmpl, const int64_t *key, uint32_t n)
+{
+    uint64_t h = mix64(0x5bd1e995u, tmpl);
+    for (uint32_t i = 0; i < n; i++)
+        h = mix64(h, (uint64_t)key[i]);
+    return h ^ h >> 29;
+}
+
+/* The memo slot of (template, KEY values): a filled one, or the empty one where it goes.
+ * NULL when the table is empty. */
+static imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *key,
+                           uint32_t n)
+{
+    if (!F->cap_imemo)
+        return NULL;
+    for (uint32_t i = (uint32_t)h & (F->cap_imemo - 1);; i = (i + 1) & (F->cap_imemo - 1)) {
+        imemo_t *m = &F->imemo[i];
+        if (!m->tmpl)
+            return m;
+        if (m->hash == h && m->tmpl == tmpl + 1 &&
+            (n == 0 || memcmp(&F->vals[m->vals], key, n * sizeof *key) == 0))
+            return m;
+    }
+}
+
+static void imemo_add(fast_t *F, uint32_t tmpl, const int64_t *key, uint32_t n, uint32_t args,
+                      uint32_t largs)
+{
+    if ((uint64_t)(F->nimemo + 1) * 2 > F->cap_imemo) {
+        uint32_t nc = F->cap_imemo ? F->cap_imemo * 2 : 1024;
+        imemo_t *m = nc < (1u << 30) ? calloc(nc, sizeof *m) : NULL;
+        if (!m) {
+            F->failed = 1;
+            return;
+        }
+        for (uint32_t i = 0; i < F->cap_imemo; i++) {
+            if (!F->imemo[i].tmpl)
+                continue;
+            uint32_t j = (uint32_t)F->imemo[i].hash & (nc - 1);
+            while (m[j].tmpl)
+                j = (j + 1) & (nc - 1);
+            m[j] = F->imemo[i];
+        }
+        free(F->imemo);
+        F->imemo = m;
+        F->cap_imemo = nc;
+    }
+    if (fast_grow((void **)&F->vals, &F->cap_vals, F->nvals + n + 1, sizeof *F->vals)) {
+        F->failed = 1;
+        return;
+    }
+    uint64_t h = imemo_hash(tmpl, key, n);
+    imemo_t *m = imemo_find(F, h, tmpl, key, n);
+    if (m->tmpl)
+        return;
+    if (n)
+        memcpy(&F->vals[F->nvals], key, n * sizeof *key);
+    *m = (imemo_t){h, tmpl + 1, F->nvals, args, largs};
+    F->nvals += n;
+    F->nimemo++;
+}
+
+/* A name read outside an expression, as lookup_int reads it; -1 where it would fail. */
+static int eval_name(asm_state_t *A, uint32_t k, int64_t *out)
+{
+    const isa_tok_t *t = &A->cache_toks[k];
+    sym_t *y = resolve(A, t, NS_INT);
+    if (y && !y->hidden) {
+        *out = y->value;
+        return 0;
+    }
+    if (tok_ident(t, "core") && A->core >= 0 && A->in_core_block) {
+        *out = A->core;
+        return 0;
+    }
+    return -1;
+}
+
+/* The KEY values of a list of inputs (a condition counts as 0 or 1). */
+static uint32_t tmpl_key(const titem_t *items, uint32_t n, const int64_t *val, int64_t *key)
+{
+    uint32_t nkey = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (items[i].role == ROLE_KEY)
+            key[nkey++] = val[i];
+        else if (items[i].role == ROLE_COND)
+            key[nkey++] = val[i] != 0;
+    return nkey;
+}
+
+/* Replay template ti at the current line: 0 done, -1 error (reported), 1 parse instead. */
+static int instr_replay(asm_state_t *A, uint32_t ti)
+{
+    fast_t *F = &A->fast;
+    itmpl_t *tm = &F->tmpls[ti];
+    int64_t val[TM_MAX_ITEMS], key[TM_MAX_ITEMS];
+    for (uint32_t i = 0; i < tm->nitems; i++) {
+        const titem_t *it = &tm->items[i];
+        if (it->kind == IT_EXPR) {
+            uint32_t e = F->expr_at[it->tok];
+            if (e < 2 || eval_code(A, &F->code[e - 2], &val[i]))
+                return 1;
+        } else if (eval_name(A, it->tok, &val[i])) {
+            return 1;
+        }
+    }
+    uint32_t nkey = tmpl_key(tm->items, tm->nitems, val, key);
+    imemo_t *m = imemo_find(F, imemo_hash(ti, key, nkey), ti, key, nkey);
+    if (!m || !m->tmpl) {
+        tm->misses++;
+        return 1;
+    }
+    isa_instr_t in;
+    memset(&in, 0, sizeof in);
+    in.op = tm->op;
+    in.engine = (uint8_t)A->engine;
+    in.line = A->loc_active ? A->loc_line : A->lineno;
+    /* a nop takes no slots: its block starts where the pool ends, as intern_args says */
+    in.args = isa_op_info((isa_op_t)tm->op)->nslots ? m->args : A->b.prog->nargs;
+    for (uint32_t i = 0; i < tm->nclauses; i++) {
+        const tclause_t *c = &tm->clauses[i];
+        if (c->cond != 0xff && !val[c->cond])
+            continue;
+        int64_t v = c->val == 0xff ? c->cval : val[c->val];
+        if (v < INT32_MIN || v > INT32_MAX)
+            return 1;
+        isa_sync_t y = {c->sem, c->op, 0, (int32_t)v};
+        if (c->wait) {
+            if (in.nwait == ISA_MAX_WAITS)
+                return 1;
+            in.wait[in.nwait++] = y;
+        } else {
+            if (in.npost == ISA_MAX_POSTS)
+                return 1;
+            in.post[in.npost++] = y;
+        }
+    }
+    tm->hits++;
+    uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
+    if (tm->shorthand) {
+        /* as instr_parse: the ldweights gets the waits, the matmul the posts */
+        isa_instr_t l;
+        memset(&l, 0, sizeof l);
+        l.op = ISA_OP_LDWEIGHTS;
+        l.engine = in.engine;
+        l.line = in.line;
+        l.nwait = in.nwait;
+        memcpy(l.wait, in.wait, sizeof l.wait);
+        l.args = m->largs;
+        in.nwait = 0;
+        memset(in.wait, 0, sizeof in.wait);
+        if (stream_push(A, core, A->engine, &l))
+            return -1;
+    }
+    return stream_push(A, core, A->engine, &in) ? -1 : 0;
+}
+
+/* After a recorded parse of line li that emitted its instruction(s): the line's template
+ * (the same one, or a new one) and the memo entry of these inputs. */
+static void tmpl_learn(asm_state_t *A, uint32_t li)
+{
+    fast_t *F = &A->fast;
+    for (uint32_t i = 0; i < F->nitems; i++)
+        if (F->items[i].kind == IT_EXPR && F->expr_at[F->items[i].tok] < 2) {
+            F->tmpl_at[li] = 1; /* an expression that did not compile: parse this line */
+            return;
+        }
+    itmpl_t c;
+    memset(&c, 0, sizeof c);
+    c.syms = A->syms.n;
+    c.core = A->core;
+    c.engine = (int16_t)A->engine;
+    c.op = A->info[li].op;
+    c.shorthand = (uint8_t)F->out_shorthand;
+    c.nitems = (uint8_t)F->nitems;
+    c.nclauses = (uint8_t)F->nclauses;
+    memcpy(c.items, F->items, F->nitems * sizeof *c.items);
+    memcpy(c.clauses, F->clauses, F->nclauses * sizeof *c.clauses);
+    int64_t key[TM_MAX_ITEMS];
+    c.nkey = (uint8_t)tmpl_key(F->items, F->nitems, F->item_val, key);
+    uint32_t ti = F->tmpl_at[li];
+    itmpl_t *old = ti >= 2 ? &F->tmpls[ti - 2] : NULL;
+    if (old && old->misses > 4096 && old->misses > 2 * old->hits) {
+        F->tmpl_at[li] = 1; /* inputs that rarely repeat: remembering them is no use */
+        return;
+    }
+    int same = old && old->syms == c.syms && old->core == c.core && old->engine == c.engine &&
+               old->op == c.op && old->shorthand == c.shorthand && old->nitems == c.nitems &&
+               old->nclauses == c.nclauses;
+    for (uint32_t i = 0; same && i < c.nitems; i++)
+        same = old->items[i].tok == c.items[i].tok && old->items[i].kind == c.items[i].kind &&
+               old->items[i].role == c.items[i].role;
+    for (uint32_t i = 0; same && i < c.nclauses; i++) {
+        const tclause_t *x = &old->clauses[i], *y = &c.clauses[i];
+        same = x->wait == y->wait && x->sem == y->sem && x->op == y->op && x->val == y->val &&
+               x->cond == y->cond && x->cval == y->cval;
+    }
+    if (!same) {
+        /* first parse, or another core, engine or symbol table: a new template */
+        uint32_t tries = old ? old->tries + 1u : 1u;
+        if (tries > TM_MAX_TRIES || F->ntmpls >= UINT32_MAX - 2 ||
+            fast_grow((void **)&F->tmpls, &F->cap_tmpls, F->ntmpls + 1, sizeof *F->tmpls)) {
+            F->tmpl_at[li] = 1;
+            return;
+        }
+        c.tries = tries;
+        F->tmpls[F->ntmpls] = c;
+        ti = F->ntmpls + 2;
+        F->tmpl_at[li] = ti;
+        F->ntmpls++;
+    }
+    imemo_add(F, ti - 2, key, c.nkey, F->out_args, F->out_largs);
+}
+
+/* An instruction statement: replayed when its line ran before with the same inputs,
+ * otherwise parsed (and recorded, in a loop body). */
+static int statement_instr(asm_state_t *A)
+{
+    fast_t *F = &A->fast;
+    uint32_t li = A->cur_line;
+    if (A->info[li].cache == UINT32_MAX || A->info[li].op == UINT16_MAX ||
+        kept_index(A) == UINT32_MAX)
+        return instr_parse(A);
+    if (!F->tmpl_at && !(F->tmpl_at = calloc(A->nlines, sizeof *F->tmpl_at))) {
+        F->failed = 1;
+        return instr_parse(A);
+    }
+    uint32_t ti = F->tmpl_at[li];
+    if (ti == 1)
+        return instr_parse(A);
+    if (ti >= 2) {
+        const itmpl_t *tm = &F->tmpls[ti - 2];
+        if (tm->core == A->core && tm->engine == A->engine && tm->syms == A->syms.n) {
+            int r = instr_replay(A, ti - 2);
+            if (r <= 0)
+                return r;
+        }
+    }
+    F->lrec = 1;
+    F->lrec_bad = 0;
+    F->nitems = 0;
+    F->nclauses = 0;
+    F->role = ROLE_KEY;
+    F->out_shorthand = 0;
+    F->out_largs = 0;
+    uint32_t syms = A->syms.n;
+    int r = instr_parse(A);
+    F->lrec = 0;
+    if (r == 0 && !F->lrec_bad && !F->failed && A->syms.n == syms && F->tmpl_at[li] != 1)
+        tmpl_learn(A, li);
+    return r;
 }
 
 /* ---- directives ------------------------------------------------------------------------------------ */
@@ -3573,6 +3980,9 @@ done:
     free(A->fast.memo);
     free(A->fast.vals);
     free(A->fast.checked);
+    free(A->fast.tmpl_at);
+    free(A->fast.tmpls);
+    free(A->fast.imemo);
     isa_lexed_free(&A->win);
     free(A->view_tab.slots);
     for (int k = 0; k <= ISA_MAX_SLOTS; k++)

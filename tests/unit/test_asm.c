@@ -16,6 +16,7 @@
 
 #include "asm.h"
 #include "check.h"
+#include "dis.h"
 #include "testutil.h"
 
 static isa_program_t *assemble(const char *text, isa_diag_t *diag)
@@ -409,6 +410,107 @@ static void test_loop_replay_matches_unrolled(void **state)
     assemble_fails(".sbuf x fp32 [128, 8]\n.engine dve\n.loop i = 0, 10\n"
                    "memset x[:, i : 8 - i], 0\n.endloop\n",
                    "t.nca:4:13: error: empty slice 4:4");
+}
+
+/* Every instruction of two programs, as the disassembler prints it (which shows every
+ * operand, view and clause), and its stream, must be the same. */
+static void assert_same_instructions(const isa_program_t *a, const isa_program_t *b)
+{
+    assert_int_equal(a->ninstrs, b->ninstrs);
+    assert_int_equal(a->ncores, b->ncores);
+    for (uint32_t c = 0; c < a->ncores; c++)
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+            const isa_stream_t *s = isa_stream(a, c, (isa_engine_t)e),
+                               *t = isa_stream(b, c, (isa_engine_t)e);
+            assert_int_equal(s->count, t->count);
+            for (uint32_t i = 0; i < s->count; i++) {
+                const isa_instr_t *x = &a->instrs[s->first + i], *y = &b->instrs[t->first + i];
+                char u[1024], v[1024];
+                isa_format_instr(a, c, x, u, sizeof u);
+                isa_format_instr(b, c, y, v, sizeof v);
+                if (strcmp(u, v) != 0)
+                    fprintf(stderr, "core %u %s instruction %u:\n  loop:     %s\n  unrolled: %s\n",
+                            c, isa_engine_name((isa_engine_t)e), i, u, v);
+                assert_string_equal(u, v);
+                assert_int_equal(x->args, y->args);
+                assert_int_equal(x->nwait, y->nwait);
+                assert_int_equal(x->npost, y->npost);
+            }
+        }
+}
+
+/* A loop body and the same lines written out once per iteration after `.let i = K` (lines
+ * outside a loop are parsed every time, never replayed). */
+static char *unrolled(const char *head, const char *body, int iters, const char *tail)
+{
+    size_t cap = strlen(head) + strlen(tail) + (size_t)iters * (strlen(body) + 32) + 1;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    size_t n = (size_t)snprintf(t, cap, "%s", head);
+    for (int k = 0; k < iters; k++)
+        n += (size_t)snprintf(t + n, cap - n, ".let i = %d\n%s", k, body);
+    snprintf(t + n, cap - n, "%s", tail);
+    return t;
+}
+
+/* Instruction lines in a loop body are replayed from a memo of their inputs' values: the
+ * result must be exactly the unrolled text's, for every kind of input (views, integer and
+ * float operands, flags set by an expression, lists, raw views whose partitions are loop
+ * variables, conditional clauses, the matmul shorthand, .let constants changing inside the
+ * loop, per-core names and 'core', an engine switched inside the body, nop). */
+static void test_instr_replay_matches_unrolled(void **state)
+{
+    (void)state;
+    static const char head[] =
+        ".hbm x bf16 [1024, 64] input\n.hbm g bf16 [1, 64] input\n"
+        ".core 0, 1\n"
+        ".sbuf xs bf16 [128, 4, 64]\n.sbuf ws bf16 [128, 4, 128]\n"
+        ".sbuf ys fp32 [128, 4, 64]\n.sbuf ix i32 [128, 8]\n.psum acc fp32 [128, 4, 64]\n"
+        ".sem s\n.sem t\n.let B = 3\n";
+    /* the engine of the last lines alternates with i */
+    static const char body2[] =
+        ".let B = 3 + i % 3\n"
+        ".engine sp\n"
+        "dma xs[:, i % 4, 0:64:(i % 2) + 1], x[(i % 8) * 128:(i % 8) * 128 + 128, "
+        "0:64:(i % 2) + 1], queue=i % B % 16 | wait s >= i - 3 | post s if i % 3 == 0 | post t\n"
+        "dma xs[0:4, i % 4, :], broadcast(g[0, :], 4), queue=core\n"
+        ".engine pe\n"
+        "matmul acc[:, i % 4, :], ws[:, i % 2, :], xs[:, (i + 1) % 4, :], acc=i % 3 > 0 "
+        "| wait t >= i + 1 | post s\n"
+        ".engine act\n"
+        "activate ys[:, i % 4, :], acc[:, i % 4, :], gelu, scale=1.0 / B + core "
+        "| wait s >= 2 * i if i > 2\n"
+        ".engine dve\n"
+        "tensor_scalar ys[:, i % 4, :], ys[:, i % 4, :], multiply, 0.5 * B, add, i * 5 - core\n"
+        "memset sb:fp32@(i % 4 * 32):(i % 4 * 32 + 32)+0[1x8], B\n"
+        ".engine pool\n"
+        "iota ix, base=i * core, steps=[i % 3 + 1]\n"
+        ".if i % 2 == 0\n.engine dve\n.else\n.engine pool\n.endif\n"
+        "tensor_copy ys[:, (i + 2) % 4, :], ys[:, i % 4, :] | post t if i % 2\n"
+        "nop | wait t >= i if i % 2 == 1 | post t if i % 2 == 0\n";
+    static const char tail[] = "nop\n";
+    enum { N = 40 };
+    size_t cap = sizeof head + sizeof body2 + sizeof tail + 64;
+    char *loop = malloc(cap);
+    assert_non_null(loop);
+    snprintf(loop, cap, "%s.loop i = 0, %d\n%s.endloop\n%s", head, N, body2, tail);
+    char *flat = unrolled(head, body2, N, tail);
+    isa_program_t *a = assemble_ok(loop), *b = assemble_ok(flat);
+    assert_same_instructions(a, b);
+    assert_int_equal(a->ninstrs, 2 * (10 * N + 1)); /* 10 per iteration (matmul: 2), on 2 cores */
+    isa_program_free(a);
+    isa_program_free(b);
+    free(loop);
+    free(flat);
+    /* errors that appear only at a late iteration of a replayed line: a wait or post value
+     * out of range (its operands were seen before), a condition that adds a clause */
+    assemble_fails(".sbuf x fp32 [128, 4]\n.sem s\n.engine dve\n.loop i = 0, 10\n"
+                   "memset x[:, 0], 0 | post s = i * 1000000000\n.endloop\n",
+                   "t.nca:5:30: error: post value 3000000000 does not fit a 32-bit semaphore");
+    assemble_fails(".sbuf x fp32 [128, 4]\n.sem s\n.engine dve\n.loop i = 0, 10\n"
+                   "memset x[:, i % 2], 0 | wait s >= 1 | wait s >= 2 if i > 4 | wait s >= 3\n"
+                   ".endloop\n",
+                   "t.nca:5:62: error: too many waits");
 }
 
 /* ---- ISA.md snippets ------------------------------------------------------------------------ */
@@ -1122,6 +1224,7 @@ int main(void)
         cmocka_unit_test(test_diag_limit),
         cmocka_unit_test(test_long_text),
         cmocka_unit_test(test_loop_replay_matches_unrolled),
+        cmocka_unit_test(test_instr_replay_matches_unrolled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
