@@ -229,10 +229,24 @@ static int intern_reserve(intern_t *t, uint64_t (*hash_of)(void *ctx, uint32_t i
     return 0;
 }
 
+/* The instructions of one (core, engine) stream, in chunks that are never moved: growing
+ * one array by doubling copied it and faulted its pages in again. Chunk k holds
+ * chunk_len(k) instructions (small ones first: a program has up to 384 streams). */
 typedef struct instr_vec {
-    isa_instr_t *v;
-    uint32_t n, cap;
+    isa_instr_t **chunk;
+    uint32_t nchunks, cap_chunks;
+    uint32_t n;   /* instructions */
+    uint32_t room; /* free entries in the last chunk */
 } instr_vec_t;
+
+#define STREAM_CHUNK_FIRST 64u
+#define STREAM_CHUNK_MAX ((uint32_t)((8u << 20) / sizeof(isa_instr_t)))
+
+static uint32_t chunk_len(uint32_t k)
+{
+    return k >= 20 || (STREAM_CHUNK_FIRST << k) > STREAM_CHUNK_MAX ? STREAM_CHUNK_MAX
+                                                                    : STREAM_CHUNK_FIRST << k;
+}
 
 /* Structure of line i: for .loop the matching .endloop; for .if/.elif/.else the next
  * branch line; for .endif itself nothing; for .core the end of its block. */
@@ -280,14 +294,16 @@ typedef enum ecode_op {
     EC_NEG,
     EC_NOT,
     EC_BIN,
+    EC_BINC,    /* the top OP a constant (EC_CONST + EC_BIN, fused) */
+    EC_SYMBINC, /* push a symbol's value OP a constant (EC_SYM + EC_BINC, fused) */
     EC_END
 } ecode_op_t;
 
 typedef struct ecode {
     uint8_t op;   /* ecode_op_t */
-    uint16_t bin; /* EC_BIN: the operator token's op */
-    uint32_t arg; /* EC_SYM: symbol; EC_NAME: kept token; EC_HEAD: tokens spanned */
-    int64_t v;    /* EC_CONST */
+    uint16_t bin; /* EC_BIN, EC_BINC, EC_SYMBINC: the operator token's op */
+    uint32_t arg; /* EC_SYM, EC_SYMBINC: symbol; EC_NAME: kept token; EC_HEAD: tokens spanned */
+    int64_t v;    /* EC_CONST, EC_BINC, EC_SYMBINC: the constant */
 } ecode_t;
 
 #define FAST_MAX_VALS 12  /* expressions a memoised view may depend on */
@@ -319,7 +335,7 @@ typedef struct vmemo {
  * replay evaluates the inputs, looks the block up, fills in the wait and post values and
  * appends the instruction, without parsing, interning or checking again. A block is
  * remembered only after its instruction passed isa_check_instr, whose result depends on
- * nothing that changes (see ckey_t). Anything else (a value never seen, a failed
+ * nothing that changes (see isa_check_memo_t). Anything else (a value never seen, a failed
  * evaluation, another core, engine or symbol table) parses the line as before, so
  * diagnostics do not change.
  */
@@ -379,10 +395,6 @@ typedef struct fast {
     uint32_t rec_tok[FAST_MAX_VALS];
     int64_t rec_val[FAST_MAX_VALS];
     int failed; /* out of memory in these tables: stop using them */
-    /* instructions that passed isa_check_instr (ckey_t), open addressing; its result
-     * depends on nothing else, and declarations are only ever added */
-    struct ckey *checked;
-    uint32_t nchecked, cap_checked;
     /* instruction lines (see "compiled loop bodies: instructions") */
     uint32_t *tmpl_at; /* per line: 0 not seen, 1 not replayable, else template index + 2 */
     itmpl_t *tmpls;
@@ -400,12 +412,6 @@ typedef struct fast {
     int out_shorthand;
 } fast_t;
 
-typedef struct ckey {
-    uint32_t args;
-    uint16_t op;
-    uint8_t engine, core, nwait, npost, used;
-    uint8_t sync[2 * (ISA_MAX_WAITS + ISA_MAX_POSTS)]; /* semaphore and operation of each */
-} ckey_t;
 
 typedef struct asm_state {
     const isa_asm_options_t *opt;
@@ -464,6 +470,7 @@ typedef struct asm_state {
     unsigned in_expr;     /* inside parse_expr: its names are recorded with its value */
     unsigned loop_depth;  /* .loop bodies being executed */
     struct fast fast;     /* loop bodies compiled on first execution (see "compiled loop bodies") */
+    isa_check_memo_t checked; /* instructions that passed isa_check_instr */
 } asm_state_t;
 
 /*
@@ -920,17 +927,69 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
         F->expr_at[k] = 1;
         return;
     }
+    /* fuse the common shapes (i % 4, (i % 8) * 128, j + 1) into fewer steps */
+    uint32_t w = first + 1;
+    for (uint32_t r = first + 1; r < F->ncode; r++) {
+        ecode_t c = F->code[r];
+        if (c.op == EC_CONST && F->code[r + 1].op == EC_BIN) {
+            c = (ecode_t){EC_BINC, F->code[r + 1].bin, 0, c.v};
+            r++;
+        }
+        if (c.op == EC_BINC && w > first + 1 && F->code[w - 1].op == EC_SYM) {
+            c = (ecode_t){EC_SYMBINC, c.bin, F->code[w - 1].arg, c.v};
+            w--;
+        }
+        F->code[w++] = c;
+    }
+    F->ncode = w;
     F->expr_at[k] = first + 2;
 }
 
 /* Evaluate compiled code (from its EC_HEAD); -1 on any error (the caller then parses,
  * which reports it). */
+/* lhs OP rhs as parse_binary computes it; -1 where it reports an error. */
+static inline int eval_bin(uint16_t op, int64_t lhs, int64_t rhs, int64_t *out)
+{
+    switch (op) {
+    case OP_OR: *out = lhs || rhs; return 0;
+    case OP_AND: *out = lhs && rhs; return 0;
+    case OP_EQ: *out = lhs == rhs; return 0;
+    case OP_NE: *out = lhs != rhs; return 0;
+    case '<': *out = lhs < rhs; return 0;
+    case '>': *out = lhs > rhs; return 0;
+    case OP_LE: *out = lhs <= rhs; return 0;
+    case OP_GE: *out = lhs >= rhs; return 0;
+    case '+': return __builtin_add_overflow(lhs, rhs, out) ? -1 : 0;
+    case '-': return __builtin_sub_overflow(lhs, rhs, out) ? -1 : 0;
+    case '*': return __builtin_mul_overflow(lhs, rhs, out) ? -1 : 0;
+    case '/':
+    case '%':
+        if (rhs == 0 || (lhs == INT64_MIN && rhs == -1))
+            return -1;
+        *out = op == '/' ? lhs / rhs : lhs % rhs;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
 static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
 {
     int64_t st[FAST_EVAL_STACK];
     unsigned sp = 0;
     for (c++;; c++) {
         switch (c->op) {
+        case EC_SYMBINC: {
+            const sym_t *y = &A->syms.syms[c->arg];
+            if (y->hidden || eval_bin(c->bin, y->value, c->v, &st[sp]))
+                return -1;
+            sp++;
+            break;
+        }
+        case EC_BINC:
+            if (eval_bin(c->bin, st[sp - 1], c->v, &st[sp - 1]))
+                return -1;
+            break;
         case EC_CONST:
             st[sp++] = c->v;
             break;
@@ -961,38 +1020,9 @@ static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
             st[sp - 1] = !st[sp - 1];
             break;
         case EC_BIN: {
-            int64_t rhs = st[--sp], lhs = st[sp - 1], r = 0;
-            switch (c->bin) {
-            case OP_OR: r = lhs || rhs; break;
-            case OP_AND: r = lhs && rhs; break;
-            case OP_EQ: r = lhs == rhs; break;
-            case OP_NE: r = lhs != rhs; break;
-            case '<': r = lhs < rhs; break;
-            case '>': r = lhs > rhs; break;
-            case OP_LE: r = lhs <= rhs; break;
-            case OP_GE: r = lhs >= rhs; break;
-            case '+':
-                if (__builtin_add_overflow(lhs, rhs, &r))
-                    return -1;
-                break;
-            case '-':
-                if (__builtin_sub_overflow(lhs, rhs, &r))
-                    return -1;
-                break;
-            case '*':
-                if (__builtin_mul_overflow(lhs, rhs, &r))
-                    return -1;
-                break;
-            case '/':
-            case '%':
-                if (rhs == 0 || (lhs == INT64_MIN && rhs == -1))
-                    return -1;
-                r = c->bin == '/' ? lhs / rhs : lhs % rhs;
-                break;
-            default:
+            int64_t rhs = st[--sp];
+            if (eval_bin(c->bin, st[sp - 1], rhs, &st[sp - 1]))
                 return -1;
-            }
-            st[sp - 1] = r;
             break;
         }
         default: /* EC_END */
@@ -2648,98 +2678,40 @@ static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_inst
         A->limit_hit = 1;
         return -1;
     }
-    if (s->n == s->cap) {
-        uint32_t nc = s->cap ? s->cap * 2 : 64;
-        isa_instr_t *p = realloc(s->v, nc * sizeof *p);
-        if (!p) {
+    if (!s->room) {
+        if (s->nchunks == s->cap_chunks) {
+            uint32_t nc = s->cap_chunks ? s->cap_chunks * 2 : 16;
+            isa_instr_t **p = realloc(s->chunk, nc * sizeof *p);
+            if (!p) {
+                A->oom = 1;
+                return -1;
+            }
+            s->chunk = p;
+            s->cap_chunks = nc;
+        }
+        uint32_t len = chunk_len(s->nchunks);
+        if (!(s->chunk[s->nchunks] = isa_alloc_big((size_t)len * sizeof *in))) {
             A->oom = 1;
             return -1;
         }
-        s->v = p;
-        s->cap = nc;
+        s->nchunks++;
+        s->room = len;
     }
-    s->v[s->n++] = *in;
+    s->chunk[s->nchunks - 1][chunk_len(s->nchunks - 1) - s->room--] = *in;
+    s->n++;
     A->emitted++;
     return 0;
 }
 
 /* Run the static checks on an emitted instruction, reporting at the right column. */
-static ckey_t check_key(asm_state_t *A, const isa_instr_t *in)
-{
-    ckey_t k;
-    memset(&k, 0, sizeof k);
-    k.args = in->args;
-    k.op = in->op;
-    k.engine = in->engine;
-    k.core = (uint8_t)(A->core < 0 ? 0 : A->core);
-    k.nwait = in->nwait;
-    k.npost = in->npost;
-    k.used = 1;
-    for (unsigned i = 0; i < ISA_MAX_WAITS + ISA_MAX_POSTS; i++) {
-        const isa_sync_t *y = i < ISA_MAX_WAITS ? &in->wait[i] : &in->post[i - ISA_MAX_WAITS];
-        if (i < ISA_MAX_WAITS ? i < in->nwait : i - ISA_MAX_WAITS < in->npost) {
-            k.sync[2 * i] = y->sem;
-            k.sync[2 * i + 1] = y->op;
-        }
-    }
-    return k;
-}
-
-static uint32_t check_slot(const fast_t *F, const ckey_t *k)
-{
-    uint64_t h = 0;
-    unsigned char b[sizeof *k];
-    memcpy(b, k, sizeof b);
-    for (size_t i = 0; i < sizeof b; i += 8) {
-        uint64_t w = 0;
-        memcpy(&w, b + i, sizeof b - i < 8 ? sizeof b - i : 8);
-        h = mix64(h, w);
-    }
-    uint32_t i = (uint32_t)(h ^ h >> 31) & (F->cap_checked - 1);
-    while (F->checked[i].used && memcmp(&F->checked[i], k, sizeof *k) != 0)
-        i = (i + 1) & (F->cap_checked - 1);
-    return i;
-}
-
-/* Remember that an instruction with key k passed the checks. */
-static void check_passed(fast_t *F, const ckey_t *k)
-{
-    if ((uint64_t)(F->nchecked + 1) * 2 > F->cap_checked) {
-        uint32_t nc = F->cap_checked ? F->cap_checked * 2 : 256;
-        ckey_t *old = F->checked;
-        uint32_t oc = F->cap_checked;
-        F->checked = nc < (1u << 28) ? calloc(nc, sizeof *F->checked) : NULL;
-        if (!F->checked) {
-            F->checked = old;
-            return;
-        }
-        F->cap_checked = nc;
-        for (uint32_t i = 0; i < oc; i++)
-            if (old[i].used)
-                F->checked[check_slot(F, &old[i])] = old[i];
-        free(old);
-    }
-    uint32_t i = check_slot(F, k);
-    if (!F->checked[i].used) {
-        F->checked[i] = *k;
-        F->nchecked++;
-    }
-}
-
 static int check_emitted(asm_state_t *A, const isa_instr_t *in, const uint32_t *slot_cols,
                          uint32_t instr_col)
 {
-    ckey_t key = check_key(A, in);
-    fast_t *F = &A->fast;
-    if (F->cap_checked && F->checked[check_slot(F, &key)].used)
-        return 0;
     char msg[512];
-    int bad = isa_check_instr(A->b.prog, A->core < 0 ? 0 : (uint32_t)A->core, in, &A->geo, msg,
-                              sizeof msg);
-    if (!bad) {
-        check_passed(F, &key);
+    int bad = isa_check_instr_memo(&A->checked, A->b.prog, A->core < 0 ? 0 : (uint32_t)A->core,
+                                   in, &A->geo, msg, sizeof msg);
+    if (!bad)
         return 0;
-    }
     uint32_t col = instr_col;
     if (bad >= 1 && bad <= ISA_MAX_SLOTS && slot_cols[bad - 1])
         col = slot_cols[bad - 1];
@@ -3020,9 +2992,13 @@ static int instr_parse(asm_state_t *A)
 
 static uint64_t imemo_hash(uint32_t tmpl, const int64_t *key, uint32_t n)
 {
-    uint64_t h = mix64(0x5bd1e995u, tmpl);
+    /* a multiplier per position, summed: independent multiplies (a chain of mix64 was a
+     * tenth of a replay), then one mix */
+    uint64_t h = (uint64_t)tmpl * 0xff51afd7ed558ccdull;
     for (uint32_t i = 0; i < n; i++)
-        h = mix64(h, (uint64_t)key[i]);
+        h += (uint64_t)key[i] * (0x9e3779b97f4a7c15ull + 2 * (uint64_t)i);
+    h ^= h >> 31;
+    h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ h >> 29;
 }
 
@@ -3037,9 +3013,14 @@ static imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *
         imemo_t *m = &F->imemo[i];
         if (!m->tmpl)
             return m;
-        if (m->hash == h && m->tmpl == tmpl + 1 &&
-            (n == 0 || memcmp(&F->vals[m->vals], key, n * sizeof *key) == 0))
-            return m;
+        if (m->hash == h && m->tmpl == tmpl + 1) {
+            const int64_t *v = &F->vals[m->vals];
+            uint32_t k = 0;
+            while (k < n && v[k] == key[k])
+                k++;
+            if (k == n)
+                return m;
+        }
     }
 }
 
@@ -3285,6 +3266,32 @@ static int statement(asm_state_t *A)
     }
     A->pos++;
 #define IS(word) (t->len == sizeof(word) - 1 && memcmp(t->s, word, t->len) == 0)
+    /* .let first: it is the directive loop bodies run most */
+    if (IS("let")) {
+        const isa_tok_t *n = TOK(A);
+        if (n->kind != TK_IDENT) {
+            char b[64];
+            return err_here(A, "expected a name after .let, found %s", tok_desc(n, b, sizeof b));
+        }
+        if (tok_ident(n, "core"))
+            return err_here(A, "'core' is reserved (it is the core being emitted); choose "
+                               "another name");
+        A->pos++;
+        int64_t v;
+        if (expect(A, '=', "'='") || parse_expr(A, &v) || expect_end(A))
+            return -1;
+        sym_t *y = resolve(A, n, NS_INT); /* the global one (cached for kept lines) */
+        if (!y) {
+            y = sym_add(&A->syms, n->s, n->len, NS_INT, -1);
+            if (!y) {
+                A->oom = 1;
+                return -1;
+            }
+        }
+        y->hidden = 0;
+        y->value = v;
+        return 0;
+    }
     if (IS("arch")) {
         const isa_tok_t *n = TOK(A);
         if (A->seen_decl)
@@ -3362,31 +3369,6 @@ static int statement(asm_state_t *A)
         A->seen_chips = 1;
         A->b.prog->chips = (uint32_t)n;
         A->b.prog->ncores = (uint32_t)n * ISA_CORES_PER_CHIP;
-        return 0;
-    }
-    if (IS("let")) {
-        const isa_tok_t *n = TOK(A);
-        if (n->kind != TK_IDENT) {
-            char b[64];
-            return err_here(A, "expected a name after .let, found %s", tok_desc(n, b, sizeof b));
-        }
-        if (tok_ident(n, "core"))
-            return err_here(A, "'core' is reserved (it is the core being emitted); choose "
-                               "another name");
-        A->pos++;
-        int64_t v;
-        if (expect(A, '=', "'='") || parse_expr(A, &v) || expect_end(A))
-            return -1;
-        sym_t *y = sym_find(&A->syms, n->s, n->len, NS_INT, -1);
-        if (!y) {
-            y = sym_add(&A->syms, n->s, n->len, NS_INT, -1);
-            if (!y) {
-                A->oom = 1;
-                return -1;
-            }
-        }
-        y->hidden = 0;
-        y->value = v;
         return 0;
     }
     if (IS("hbm") || IS("sbuf") || IS("psum")) {
@@ -3695,7 +3677,8 @@ static void begin_line(asm_state_t *A, uint32_t i)
 
 static int stop_now(asm_state_t *A)
 {
-    return A->oom || A->limit_hit || isa_diag_full(A->diag);
+    /* isa_diag_full, without a call per statement */
+    return A->oom || A->limit_hit || A->diag->errors >= A->diag->limit;
 }
 
 /* Count one executed statement or loop iteration against ASM_MAX_STEPS. */
@@ -3872,16 +3855,20 @@ static int finish(asm_state_t *A)
             return -1; /* cannot happen: cores are range-checked */
     if (total >= UINT32_MAX)
         return -1;
-    p->instrs = malloc((total ? total : 1) * sizeof *p->instrs);
+    p->instrs = isa_alloc_big((total ? total : 1) * sizeof *p->instrs);
     if (!p->streams || !p->instrs)
         return -1;
     uint32_t at = 0;
     for (uint32_t s = 0; s < nstreams; s++) {
+        const instr_vec_t *v = &A->streams[s];
         p->streams[s].first = at;
-        p->streams[s].count = A->streams[s].n;
-        if (A->streams[s].n)
-            memcpy(&p->instrs[at], A->streams[s].v, A->streams[s].n * sizeof *p->instrs);
-        at += A->streams[s].n;
+        p->streams[s].count = v->n;
+        for (uint32_t k = 0, left = v->n; k < v->nchunks; k++) {
+            uint32_t len = left < chunk_len(k) ? left : chunk_len(k);
+            memcpy(&p->instrs[at], v->chunk[k], len * sizeof *p->instrs);
+            at += len;
+            left -= len;
+        }
     }
     p->ninstrs = at;
     p->checked = A->geo; /* every instruction passed isa_check_instr against it */
@@ -3966,8 +3953,11 @@ done:
         isa_diag_error(diag, opt->filename, 0, 0, "out of memory");
     isa_program_free(A->b.prog);
     if (A->streams)
-        for (uint32_t s = 0; s < ISA_MAX_CORES * ISA_ENGINE_COUNT; s++)
-            free(A->streams[s].v);
+        for (uint32_t s = 0; s < ISA_MAX_CORES * ISA_ENGINE_COUNT; s++) {
+            for (uint32_t k = 0; k < A->streams[s].nchunks; k++)
+                free(A->streams[s].chunk[k]);
+            free(A->streams[s].chunk);
+        }
     free(A->streams);
     free(A->line_reported);
     free(A->info);
@@ -3979,7 +3969,7 @@ done:
     free(A->fast.forms);
     free(A->fast.memo);
     free(A->fast.vals);
-    free(A->fast.checked);
+    isa_check_memo_free(&A->checked);
     free(A->fast.tmpl_at);
     free(A->fast.tmpls);
     free(A->fast.imemo);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define NO_SLOT (ISA_MAX_SLOTS + 1)
@@ -670,6 +671,89 @@ int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in
     return check_semantics(&c, core, g);
 }
 
+/* ---- memo of passed checks --------------------------------------------------------------------- */
+
+/* The key of an instruction in three words, built with shifts (byte stores read back as
+ * words stall the store buffer): the operand block and core; opcode, engine, a used bit and
+ * the clause counts; semaphore and operation of each clause. */
+typedef struct isa_check_key {
+    uint64_t w[3];
+} isa_check_key_t;
+
+#define CHECK_KEY_USED (1ull << 24)
+
+static isa_check_key_t check_key(uint32_t core, const isa_instr_t *in)
+{
+    isa_check_key_t k;
+    k.w[0] = (uint64_t)in->args | (uint64_t)core << 32;
+    k.w[1] = (uint64_t)in->op | (uint64_t)in->engine << 16 | CHECK_KEY_USED |
+             (uint64_t)in->nwait << 32 | (uint64_t)in->npost << 40;
+    uint64_t y = 0;
+    unsigned at = 0;
+    for (unsigned i = 0; i < ISA_MAX_WAITS; i++, at += 16)
+        if (i < in->nwait)
+            y |= ((uint64_t)in->wait[i].sem | (uint64_t)in->wait[i].op << 8) << at;
+    for (unsigned i = 0; i < ISA_MAX_POSTS; i++, at += 16)
+        if (i < in->npost)
+            y |= ((uint64_t)in->post[i].sem | (uint64_t)in->post[i].op << 8) << at;
+    k.w[2] = y;
+    return k;
+}
+
+_Static_assert(2 * 8 * (ISA_MAX_WAITS + ISA_MAX_POSTS) <= 64, "clauses fit one key word");
+
+static uint32_t check_slot(const isa_check_memo_t *m, const isa_check_key_t *k)
+{
+    uint64_t h = k->w[0] * 0x9e3779b97f4a7c15ull ^ k->w[1] * 0xc2b2ae3d27d4eb4full ^
+                 k->w[2] * 0x165667b19e3779f9ull;
+    uint32_t i = (uint32_t)(h ^ h >> 29 ^ h >> 47) & (m->cap - 1);
+    for (;; i = (i + 1) & (m->cap - 1)) {
+        const isa_check_key_t *s = &m->slots[i];
+        if (!(s->w[1] & CHECK_KEY_USED))
+            return i;
+        if (s->w[0] == k->w[0] && s->w[1] == k->w[1] && s->w[2] == k->w[2])
+            return i;
+    }
+}
+
+int isa_check_instr_memo(isa_check_memo_t *m, const isa_program_t *p, uint32_t core,
+                         const isa_instr_t *in, const isa_geometry_t *g, char *msg,
+                         size_t msglen)
+{
+    isa_check_key_t k = check_key(core, in);
+    if (m->cap && m->slots[check_slot(m, &k)].w[1] & CHECK_KEY_USED)
+        return 0;
+    int bad = isa_check_instr(p, core, in, g, msg, msglen);
+    if (bad)
+        return bad;
+    if ((uint64_t)(m->n + 1) * 2 > m->cap) {
+        uint32_t nc = m->cap ? m->cap * 2 : 256;
+        isa_check_key_t *slots = nc < (1u << 28) ? calloc(nc, sizeof *slots) : NULL;
+        if (!slots)
+            return 0;
+        isa_check_key_t *old = m->slots;
+        uint32_t oc = m->cap;
+        m->slots = slots;
+        m->cap = nc;
+        for (uint32_t i = 0; i < oc; i++)
+            if (old[i].w[1] & CHECK_KEY_USED)
+                m->slots[check_slot(m, &old[i])] = old[i];
+        free(old);
+    }
+    uint32_t i = check_slot(m, &k);
+    if (!(m->slots[i].w[1] & CHECK_KEY_USED)) {
+        m->slots[i] = k;
+        m->n++;
+    }
+    return 0;
+}
+
+void isa_check_memo_free(isa_check_memo_t *m)
+{
+    free(m->slots);
+    memset(m, 0, sizeof *m);
+}
+
 /* ---- whole programs ------------------------------------------------------------------------------ */
 
 ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g,
@@ -761,6 +845,7 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
     }
     if (diag->errors != before)
         return NCSIM_FORMAT;
+    isa_check_memo_t memo = {0};
     uint64_t at = 0;
     for (uint32_t core = 0; core < p->ncores; core++)
         for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
@@ -768,6 +853,7 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
             if (s->first != at || (uint64_t)s->first + s->count > p->ninstrs) {
                 isa_diag_error(diag, file, 0, 0, "stream of core %u %s is out of order or range",
                                core, isa_engine_name((isa_engine_t)e));
+                isa_check_memo_free(&memo);
                 return NCSIM_FORMAT;
             }
             at += s->count;
@@ -780,7 +866,7 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
                                    isa_engine_name((isa_engine_t)e), i, in->engine);
                     continue;
                 }
-                if (isa_check_instr(p, core, in, g, msg, sizeof msg)) {
+                if (isa_check_instr_memo(&memo, p, core, in, g, msg, sizeof msg)) {
                     if (in->line)
                         isa_diag_error(diag, file, 0, 0, "core %u %s instruction %u (line %u): %s",
                                        core, isa_engine_name((isa_engine_t)e), i, in->line, msg);
@@ -790,6 +876,7 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
                 }
             }
         }
+    isa_check_memo_free(&memo);
     if (at != p->ninstrs)
         isa_diag_error(diag, file, 0, 0, "%llu instructions outside any stream",
                        (unsigned long long)(p->ninstrs - at));

@@ -19,6 +19,26 @@
 int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in,
                     const isa_geometry_t *g, char *msg, size_t msglen);
 
+/*
+ * Instructions known to pass isa_check_instr. Its result depends on the instruction's
+ * opcode, engine, operand block, core and semaphores and operations of its clauses, on the
+ * program's declarations and on the geometry, never on wait/post values or the line; a
+ * loop-generated program repeats a few such combinations millions of times. A memo is
+ * valid for one program and geometry while declarations are only added (a pass stays a
+ * pass). Zero-initialise; free with isa_check_memo_free.
+ */
+typedef struct isa_check_memo {
+    struct isa_check_key *slots; /* open addressing */
+    uint32_t n, cap;
+} isa_check_memo_t;
+
+/* isa_check_instr, skipped for an instruction whose key passed before (and remembered when
+ * it passes now). Out of memory only stops remembering. */
+int isa_check_instr_memo(isa_check_memo_t *m, const isa_program_t *p, uint32_t core,
+                         const isa_instr_t *in, const isa_geometry_t *g, char *msg,
+                         size_t msglen);
+void isa_check_memo_free(isa_check_memo_t *m);
+
 /* Check a single view against the geometry and the partition rules (ISA.md 5.1, 5.2). */
 int isa_check_view(const isa_view_t *v, const isa_geometry_t *g, char *msg, size_t msglen);
 

@@ -1797,7 +1797,7 @@ static int read_strm(reader_t *r, const span_t *s, int code)
         return fail(r, "the stream directory (%u streams) runs past the end of the section",
                     nstreams);
     const uint8_t *dir = s->p + NCX_STRM_HEADER_SIZE;
-    uint64_t total = 0;
+    uint64_t total = 0, ninstrs = 0;
     for (uint32_t k = 0; k < nstreams; k++) {
         uint32_t count = get32(dir + k * NCX_STRM_DIR_SIZE + NCX_STRM_DIR_COUNT);
         uint32_t bytes = get32(dir + k * NCX_STRM_DIR_SIZE + NCX_STRM_DIR_BYTES);
@@ -1806,12 +1806,16 @@ static int read_strm(reader_t *r, const span_t *s, int code)
                         k / ISA_ENGINE_COUNT, isa_engine_name((isa_engine_t)(k % ISA_ENGINE_COUNT)),
                         count, bytes);
         total += bytes;
+        ninstrs += count;
     }
     if (total != s->len - NCX_STRM_HEADER_SIZE - dirlen)
         return fail(r, "the streams hold %llu bytes, the section %zu after its directory",
                     (unsigned long long)total, s->len - NCX_STRM_HEADER_SIZE - dirlen);
     p->streams = calloc(nstreams, sizeof *p->streams);
-    if (!p->streams)
+    /* every instruction at once (the counts fit in the section, checked above): growing
+     * the array by doubling copied and faulted in twice the memory */
+    if (!p->streams || ninstrs >= UINT32_MAX ||
+        isa_builder_reserve_instrs(&r->b, (uint32_t)ninstrs))
         return fail_nomem(r);
     size_t pos = NCX_STRM_HEADER_SIZE + dirlen;
     for (uint32_t k = 0; k < nstreams; k++) {
