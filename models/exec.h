@@ -33,6 +33,9 @@ typedef struct mdl_core_state {
     mdl_mem_t mem;
     mdl_pe_state_t pe;
     uint8_t *psum_pe_written;    /* psum partitions * bytes/4 */
+    uint8_t *psum_bank_pe;       /* per bank of each partition: 1 when every word of it is known
+                                  * to be last written by pe (lets the acc check skip it);
+                                  * NULL when banks do not divide the partition evenly */
     uint64_t psum_bank_bytes;    /* matmul's D must lie in one bank; init: PSUM bytes / 8 */
     mdl_rounding_t rounding;
     mdl_rng_t rng[ISA_ENGINE_COUNT]; /* one stream per engine (stochastic rounding, dropout) */
