@@ -9,7 +9,7 @@
 #include "exec.h"
 #include "exec_internal.h"
 
-#include <cblas.h>
+#include "blas.h"
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -56,6 +56,8 @@ void mdl_core_state_free(mdl_core_state_t *s)
     free(s->psum_pe_written);
     for (unsigned i = 0; i < 4; i++)
         free(s->scratch[i]);
+    for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++)
+        free(s->widened[i].data);
     memset(s, 0, sizeof *s);
 }
 
@@ -475,6 +477,41 @@ static ncsim_status_t exec_ldweights(exec_ctx_t *x)
 }
 
 /*
+ * MOV widened to fp32. A blocked GEMM streams each moving tile through several stationaries,
+ * and widening it again each time cost about a tenth of a functional GEMM; so the widening
+ * of the last few tiles is kept while their SBUF bytes are unchanged (a watch on them ends
+ * at the first write that overlaps: models/mem.c). The values are the ones a fresh read
+ * gives, bit for bit. NULL when out of memory.
+ */
+static const float *widened_moving(exec_ctx_t *x, const isa_view_t *mov, size_t n)
+{
+    mdl_core_state_t *s = x->s;
+    struct mdl_widened *w = s->widened;
+    unsigned victim = 0;
+    for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++) {
+        if (mdl_view_watch_live(&s->mem, mov->space, i) && isa_view_equal(&w[i].view, mov)) {
+            w[i].used = ++s->widen_clock;
+            return w[i].data;
+        }
+        if (w[i].used < w[victim].used)
+            victim = i;
+    }
+    struct mdl_widened *e = &w[victim];
+    if (e->cap < n) {
+        float *p = realloc(e->data, n * sizeof *p);
+        if (!p)
+            return NULL;
+        e->data = p;
+        e->cap = n;
+    }
+    exec_read_f32(x, mov, e->data);
+    e->view = *mov;
+    e->used = ++s->widen_clock;
+    mdl_view_watch(&s->mem, mov, victim);
+    return e->data;
+}
+
+/*
  * matmul D, MOV [, acc]: D[M, N] (+)= W^T . MOV[K, N], W the loaded [K, M]. Inputs are exact
  * fp32 widenings, so one sgemm in fp32 reproduces the array's fp32 accumulation (up to the
  * summation order inside a column, which the hardware does not publish either).
@@ -518,16 +555,23 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
     const int acc = exec_flag(x, SLOT_MM_ACC);
     if (acc && (st = psum_check_accumulate(x, d)) != NCSIM_OK)
         return st;
-    float *b = exec_scratch(x, 0, (size_t)k * n), *c = exec_scratch(x, 1, (size_t)m * n);
+    const char *why = NULL;
+    const mdl_sgemm_fn sgemm = mdl_blas_sgemm(&why);
+    if (!sgemm) {
+        if (x->errlen)
+            snprintf(x->err, x->errlen, "%s: %s", x->mnemonic, why);
+        return NCSIM_INTERNAL;
+    }
+    const float *b = widened_moving(x, mov, (size_t)k * n);
+    float *c = exec_scratch(x, 1, (size_t)m * n);
     if (!b || !c)
         return exec_nomem(x);
-    exec_read_f32(x, mov, b);
     const mdl_onchip_t *ps = x->s->mem.psum;
     if (d->ndims == 1 && d->stride[0] == 1 && d->offset % 4 == 0 && ps->bytes % 4 == 0) {
         /* D is a contiguous fp32 row in each partition (the usual case): sgemm accumulates
          * straight into PSUM, one partition ps->bytes apart, without copying D out and back */
         float *cp = (float *)(void *)(ps->data + (uint64_t)d->pstart * ps->bytes + d->offset);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
+        sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
                     pe->weights, (int)m, b, (int)n, acc ? 1.0f : 0.0f, cp, (int)(ps->bytes / 4));
         psum_mark(x->s, d, EXEC_PSUM_PE);
         return NCSIM_OK;
@@ -536,8 +580,8 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
         exec_read_f32(x, d, c);
     else
         memset(c, 0, (size_t)m * n * sizeof *c);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
-                (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
+    sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
+          (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
     return exec_write_f32(x, d, c);
 }
 

@@ -38,6 +38,15 @@ typedef struct mdl_core_state {
     mdl_rng_t rng[ISA_ENGINE_COUNT]; /* one stream per engine (stochastic rounding, dropout) */
     float *scratch[4];           /* reusable buffers */
     size_t scratch_cap[4];
+    /* fp32 widenings of recent matmul moving tiles (SBUF), entry i valid while SBUF watch i
+     * is live: a tile reused by several stationaries is widened once (exec.c) */
+    struct mdl_widened {
+        isa_view_t view;
+        float *data;
+        size_t cap;
+        uint64_t used; /* widen_clock when last used (least recently used is replaced) */
+    } widened[MDL_ONCHIP_WATCHES];
+    uint64_t widen_clock;
 } mdl_core_state_t;
 
 int mdl_core_state_init(mdl_core_state_t *s, const isa_program_t *prog, uint32_t core,
