@@ -2690,7 +2690,7 @@ static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_inst
             s->cap_chunks = nc;
         }
         uint32_t len = chunk_len(s->nchunks);
-        if (!(s->chunk[s->nchunks] = isa_alloc_big((size_t)len * sizeof *in))) {
+        if (!(s->chunk[s->nchunks] = malloc((size_t)len * sizeof *in))) {
             A->oom = 1;
             return -1;
         }
@@ -3855,7 +3855,7 @@ static int finish(asm_state_t *A)
             return -1; /* cannot happen: cores are range-checked */
     if (total >= UINT32_MAX)
         return -1;
-    p->instrs = isa_alloc_big((total ? total : 1) * sizeof *p->instrs);
+    p->instrs = malloc((total ? total : 1) * sizeof *p->instrs);
     if (!p->streams || !p->instrs)
         return -1;
     uint32_t at = 0;

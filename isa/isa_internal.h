@@ -5,8 +5,6 @@
 #ifndef NCSIM_ISA_INTERNAL_H
 #define NCSIM_ISA_INTERNAL_H
 
-#include <stddef.h>
-
 #include "isa.h"
 
 /* Capacities of the growable arrays of a program under construction. */
@@ -23,14 +21,6 @@ uint32_t isa_builder_tensor(isa_builder_t *b, const isa_tensor_t *t);
 uint32_t isa_builder_sem(isa_builder_t *b, const isa_sem_t *s);
 uint32_t isa_builder_group(isa_builder_t *b, const isa_group_t *g);
 uint32_t isa_builder_instr(isa_builder_t *b, const isa_instr_t *in);
-/*
- * Memory for a large array written once from end to end (a program's instructions): from
- * 4 MiB on, aligned to 2 MiB and advised as transparent huge pages where the system has
- * them, so that faulting it in costs one page fault per 2 MiB instead of one per 4 KiB
- * (the faults were a quarter of assembling a million instructions). Freed with free();
- * NULL when out of memory.
- */
-void *isa_alloc_big(size_t bytes);
 /* Room for n instructions in all, allocated at once (a loader that knows the count); -1 when
  * out of memory. */
 int isa_builder_reserve_instrs(isa_builder_t *b, uint32_t n);

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* ---- status -------------------------------------------------------------------------------- */
 
@@ -424,20 +423,6 @@ uint32_t isa_builder_instr(isa_builder_t *b, const isa_instr_t *in)
 {
     BUILDER_APPEND(b, instrs, ninstrs, cap_instrs, in);
 }
-void *isa_alloc_big(size_t bytes)
-{
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < 2 * huge)
-        return malloc(bytes ? bytes : 1);
-    size_t len = (bytes + huge - 1) / huge * huge;
-    void *p = aligned_alloc(huge, len);
-#ifdef MADV_HUGEPAGE
-    if (p)
-        (void)madvise(p, len, MADV_HUGEPAGE); /* advice only: without it, plain pages */
-#endif
-    return p;
-}
-
 int isa_builder_reserve_instrs(isa_builder_t *b, uint32_t n)
 {
     if (b->oom)
@@ -445,7 +430,7 @@ int isa_builder_reserve_instrs(isa_builder_t *b, uint32_t n)
     if (n <= b->cap_instrs)
         return 0;
     size_t bytes = (size_t)n * sizeof *b->prog->instrs;
-    void *p = b->prog->instrs ? realloc(b->prog->instrs, bytes) : isa_alloc_big(bytes);
+    void *p = realloc(b->prog->instrs, bytes);
     if (!p) {
         b->oom = 1;
         return -1;
