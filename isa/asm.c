@@ -14,6 +14,8 @@
  * and column of the operand at fault. At most one error is reported per source line (a
  * loop would otherwise repeat it), up to the diagnostic limit. Identical views and operand
  * blocks are stored once. Expansion is bounded (ASM_MAX_*): a runaway loop is an error.
+ * Loop bodies are compiled as they first run and replayed (see "compiled loop bodies"): an
+ * instruction line whose inputs take values seen before is appended without parsing.
  */
 #include "asm.h"
 
@@ -148,7 +150,8 @@ typedef struct tok_sym {
  * Open addressing over indices (+1; 0 is empty) into prog->views / prog->args.
  */
 typedef struct intern {
-    uint32_t *slots;
+    uint64_t *slots; /* index + 1 in the low half, the hash's high half above (compared
+                      * first: a probe past another entry then reads no view or block) */
     uint32_t cap; /* power of two, or 0 */
     uint32_t n;
 } intern_t;
@@ -159,6 +162,18 @@ static uint64_t mix64(uint64_t h, uint64_t x)
     return h * 0xff51afd7ed558ccdull;
 }
 
+/* The finish of a hash whose low bits index a table: every input bit reaches them (values
+ * that differ only in high bits, as offsets in steps of a row, clustered in the tables
+ * otherwise: a million distinct views took 2.5 us each to intern). */
+static uint64_t fmix64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ h >> 33;
+}
+
 static uint64_t view_hash(const isa_view_t *v)
 {
     uint64_t h = mix64(0, (uint64_t)v->space | (uint64_t)v->dtype << 8 |
@@ -167,7 +182,7 @@ static uint64_t view_hash(const isa_view_t *v)
     h = mix64(h, v->offset);
     for (unsigned d = 0; d < v->ndims && d < ISA_MAX_DIMS; d++)
         h = mix64(h, (uint64_t)v->stride[d] ^ (uint64_t)v->count[d] << 40);
-    return h ^ h >> 29;
+    return fmix64(h);
 }
 
 /* Equality of every field that means something (padding and unused dims excluded). */
@@ -192,7 +207,7 @@ static uint64_t args_hash(const isa_arg_t *a, uint32_t n)
                          (uint64_t)a[i].count << 16 | (uint64_t)a[i].index << 32);
         h = mix64(h, bits);
     }
-    return h ^ h >> 29;
+    return fmix64(h);
 }
 
 static int args_same(const isa_arg_t *a, const isa_arg_t *b, uint32_t n)
@@ -213,12 +228,12 @@ static int intern_reserve(intern_t *t, uint64_t (*hash_of)(void *ctx, uint32_t i
     uint32_t nc = t->cap ? t->cap * 2 : 1024;
     if (nc <= t->cap)
         return -1;
-    uint32_t *slots = calloc(nc, sizeof *slots);
+    uint64_t *slots = calloc(nc, sizeof *slots);
     if (!slots)
         return -1;
     for (uint32_t i = 0; i < t->cap; i++)
         if (t->slots[i]) {
-            uint32_t h = (uint32_t)hash_of(ctx, t->slots[i] - 1) & (nc - 1);
+            uint32_t h = (uint32_t)hash_of(ctx, (uint32_t)t->slots[i] - 1) & (nc - 1);
             while (slots[h])
                 h = (h + 1) & (nc - 1);
             slots[h] = t->slots[i];
@@ -313,6 +328,7 @@ typedef struct vform {
     uint32_t ntok;  /* tokens the view spans */
     uint32_t nexpr;
     uint32_t expr[FAST_MAX_VALS]; /* kept token index of each expression, in order */
+    uint32_t hits, misses;        /* replays that found their values remembered, or not */
 } vform_t;
 
 typedef struct vmemo {
@@ -2240,10 +2256,12 @@ static int add_view_arg(asm_state_t *A, const isa_view_t *v, isa_arg_t *arg)
         A->oom = 1;
         return -1;
     }
-    uint32_t h = (uint32_t)view_hash(v) & (t->cap - 1);
+    uint64_t hv = view_hash(v), tag = hv & 0xffffffff00000000ull;
+    uint32_t h = (uint32_t)hv & (t->cap - 1);
     for (; t->slots[h]; h = (h + 1) & (t->cap - 1))
-        if (view_same(&A->b.prog->views[t->slots[h] - 1], v)) {
-            arg->index = t->slots[h] - 1;
+        if ((t->slots[h] & 0xffffffff00000000ull) == tag &&
+            view_same(&A->b.prog->views[(uint32_t)t->slots[h] - 1], v)) {
+            arg->index = (uint32_t)t->slots[h] - 1;
             return 0;
         }
     uint32_t idx = isa_builder_view(&A->b, v);
@@ -2251,7 +2269,7 @@ static int add_view_arg(asm_state_t *A, const isa_view_t *v, isa_arg_t *arg)
         A->oom = 1;
         return -1;
     }
-    t->slots[h] = idx + 1;
+    t->slots[h] = tag | (idx + 1);
     t->n++;
     arg->index = idx;
     return 0;
@@ -2264,7 +2282,7 @@ static uint64_t memo_hash(uint32_t tok, int32_t core, const int64_t *vals, uint3
     uint64_t h = mix64((uint64_t)tok, (uint64_t)(uint32_t)core);
     for (uint32_t i = 0; i < n; i++)
         h = mix64(h, (uint64_t)vals[i]);
-    return h ^ h >> 29;
+    return fmix64(h);
 }
 
 /* The memo slot for (view at kept token tok, core, values): a filled one, or the empty
@@ -2326,7 +2344,7 @@ static void memo_add(asm_state_t *A, uint32_t tok, const int64_t *vals, uint32_t
 static int view_replay(asm_state_t *A, uint32_t k, isa_arg_t *arg)
 {
     fast_t *F = &A->fast;
-    const vform_t *f = &F->forms[F->view_at[k] - 2];
+    vform_t *f = &F->forms[F->view_at[k] - 2];
     int64_t vals[FAST_MAX_VALS];
     for (uint32_t i = 0; i < f->nexpr; i++) {
         uint32_t e = F->expr_at[f->expr[i]];
@@ -2335,8 +2353,11 @@ static int view_replay(asm_state_t *A, uint32_t k, isa_arg_t *arg)
     }
     vmemo_t *m = memo_find(F, memo_hash(k, A->core, vals, f->nexpr), k, A->core, vals,
                            f->nexpr);
-    if (!m || !m->view)
+    if (!m || !m->view) {
+        f->misses++;
         return -1;
+    }
+    f->hits++;
     if (F->lrec) {
         /* the inputs parse_view would have recorded (the same expressions, in order) */
         for (uint32_t i = 0; i < f->nexpr; i++) {
@@ -2382,7 +2403,7 @@ static int view_arg(asm_state_t *A, isa_arg_t *arg)
     if (F->failed || F->nrec > FAST_MAX_VALS)
         return 0;
     if (F->view_at[k] == 0) {
-        vform_t f = {A->pos - p0, F->nrec, {0}};
+        vform_t f = {A->pos - p0, F->nrec, {0}, 0, 0};
         memcpy(f.expr, F->rec_tok, F->nrec * sizeof *f.expr);
         for (uint32_t i = 0; i < F->nrec; i++)
             if (F->expr_at[f.expr[i]] < 2) {
@@ -2398,8 +2419,13 @@ static int view_arg(asm_state_t *A, isa_arg_t *arg)
         F->view_at[k] = F->nforms + 2;
         F->nforms++;
     }
-    if (F->view_at[k] >= 2)
-        memo_add(A, k, F->rec_val, F->nrec, arg->index);
+    if (F->view_at[k] >= 2) {
+        const vform_t *f = &F->forms[F->view_at[k] - 2];
+        if (f->misses > 4096 && f->misses > 2 * f->hits)
+            F->view_at[k] = 1; /* values that rarely repeat (an HBM offset): parse them */
+        else
+            memo_add(A, k, F->rec_val, F->nrec, arg->index);
+    }
     return 0;
 }
 
@@ -2426,17 +2452,19 @@ static uint32_t intern_args(asm_state_t *A, const isa_arg_t *args, uint32_t n)
         A->oom = 1;
         return UINT32_MAX;
     }
-    uint32_t h = (uint32_t)args_hash(args, n) & (t->cap - 1);
+    uint64_t ha = args_hash(args, n), tag = ha & 0xffffffff00000000ull;
+    uint32_t h = (uint32_t)ha & (t->cap - 1);
     for (; t->slots[h]; h = (h + 1) & (t->cap - 1))
-        if (args_same(&A->b.prog->args[t->slots[h] - 1], args, n))
-            return t->slots[h] - 1;
+        if ((t->slots[h] & 0xffffffff00000000ull) == tag &&
+            args_same(&A->b.prog->args[(uint32_t)t->slots[h] - 1], args, n))
+            return (uint32_t)t->slots[h] - 1;
     uint32_t first = isa_builder_args(&A->b, n);
     if (first >= UINT32_MAX - 1) {
         A->oom = 1;
         return UINT32_MAX;
     }
     memcpy(&A->b.prog->args[first], args, n * sizeof *args);
-    t->slots[h] = first + 1;
+    t->slots[h] = tag | (first + 1);
     t->n++;
     return first;
 }
@@ -2997,9 +3025,7 @@ static uint64_t imemo_hash(uint32_t tmpl, const int64_t *key, uint32_t n)
     uint64_t h = (uint64_t)tmpl * 0xff51afd7ed558ccdull;
     for (uint32_t i = 0; i < n; i++)
         h += (uint64_t)key[i] * (0x9e3779b97f4a7c15ull + 2 * (uint64_t)i);
-    h ^= h >> 31;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ h >> 29;
+    return fmix64(h);
 }
 
 /* The memo slot of (template, KEY values): a filled one, or the empty one where it goes.

@@ -706,7 +706,10 @@ static uint32_t check_slot(const isa_check_memo_t *m, const isa_check_key_t *k)
 {
     uint64_t h = k->w[0] * 0x9e3779b97f4a7c15ull ^ k->w[1] * 0xc2b2ae3d27d4eb4full ^
                  k->w[2] * 0x165667b19e3779f9ull;
-    uint32_t i = (uint32_t)(h ^ h >> 29 ^ h >> 47) & (m->cap - 1);
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    uint32_t i = (uint32_t)h & (m->cap - 1);
     for (;; i = (i + 1) & (m->cap - 1)) {
         const isa_check_key_t *s = &m->slots[i];
         if (!(s->w[1] & CHECK_KEY_USED))
@@ -721,11 +724,13 @@ int isa_check_instr_memo(isa_check_memo_t *m, const isa_program_t *p, uint32_t c
                          size_t msglen)
 {
     isa_check_key_t k = check_key(core, in);
-    if (m->cap && m->slots[check_slot(m, &k)].w[1] & CHECK_KEY_USED)
+    if (m->cap && m->slots[check_slot(m, &k)].w[1] & CHECK_KEY_USED) {
+        m->hits++;
         return 0;
+    }
     int bad = isa_check_instr(p, core, in, g, msg, msglen);
-    if (bad)
-        return bad;
+    if (bad || (m->n >= 65536 && m->hits < m->n))
+        return bad; /* a program whose keys rarely repeat: remembering them costs more */
     if ((uint64_t)(m->n + 1) * 2 > m->cap) {
         uint32_t nc = m->cap ? m->cap * 2 : 256;
         isa_check_key_t *slots = nc < (1u << 28) ? calloc(nc, sizeof *slots) : NULL;

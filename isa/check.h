@@ -30,6 +30,7 @@ int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in
 typedef struct isa_check_memo {
     struct isa_check_key *slots; /* open addressing */
     uint32_t n, cap;
+    uint64_t hits; /* (keys that never repeat are no longer remembered past a point) */
 } isa_check_memo_t;
 
 /* isa_check_instr, skipped for an instruction whose key passed before (and remembered when
