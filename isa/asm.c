@@ -311,13 +311,14 @@ typedef enum ecode_op {
     EC_BIN,
     EC_BINC,    /* the top OP a constant (EC_CONST + EC_BIN, fused) */
     EC_SYMBINC, /* push a symbol's value OP a constant (EC_SYM + EC_BINC, fused) */
+    EC_BINS,    /* the top OP a symbol's value (EC_SYM + EC_BIN, fused) */
     EC_END
 } ecode_op_t;
 
 typedef struct ecode {
     uint8_t op;   /* ecode_op_t */
-    uint16_t bin; /* EC_BIN, EC_BINC, EC_SYMBINC: the operator token's op */
-    uint32_t arg; /* EC_SYM, EC_SYMBINC: symbol; EC_NAME: kept token; EC_HEAD: tokens spanned */
+    uint16_t bin; /* EC_BIN, EC_BINC, EC_SYMBINC, EC_BINS: the operator token's op */
+    uint32_t arg; /* EC_SYM, EC_SYMBINC, EC_BINS: symbol; EC_NAME: kept token; EC_HEAD: tokens */
     int64_t v;    /* EC_CONST, EC_BINC, EC_SYMBINC: the constant */
 } ecode_t;
 
@@ -950,6 +951,9 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
         if (c.op == EC_CONST && F->code[r + 1].op == EC_BIN) {
             c = (ecode_t){EC_BINC, F->code[r + 1].bin, 0, c.v};
             r++;
+        } else if (c.op == EC_SYM && F->code[r + 1].op == EC_BIN) {
+            c = (ecode_t){EC_BINS, F->code[r + 1].bin, c.arg, 0};
+            r++;
         }
         if (c.op == EC_BINC && w > first + 1 && F->code[w - 1].op == EC_SYM) {
             c = (ecode_t){EC_SYMBINC, c.bin, F->code[w - 1].arg, c.v};
@@ -1006,6 +1010,12 @@ static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
             if (eval_bin(c->bin, st[sp - 1], c->v, &st[sp - 1]))
                 return -1;
             break;
+        case EC_BINS: {
+            const sym_t *y = &A->syms.syms[c->arg];
+            if (y->hidden || eval_bin(c->bin, st[sp - 1], y->value, &st[sp - 1]))
+                return -1;
+            break;
+        }
         case EC_CONST:
             st[sp++] = c->v;
             break;
