@@ -218,6 +218,11 @@ struct sim_trace_file {
     char text[2048];
 };
 
+/* trace.h's limited_* fields follow sim_dma_limit_t */
+#define XX(member, name) +1
+_Static_assert(SIM_DMA_LIMIT_COUNT == 0 TRC_DMA_LIMIT_MAP(XX), "TRC_DMA_LIMIT_MAP");
+#undef XX
+
 static const char *const stall_names[SIM_STALL_COUNT] = {"none", "semaphore", "port",
                                                          "interlock", "collective"};
 
@@ -885,9 +890,17 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
         if (r->limited_ps[l] && (lim < 0 || r->limited_ps[l] > r->limited_ps[lim]))
             lim = l;
     a->limit = lim >= 0 ? sim_dma_limit_name((sim_dma_limit_t)lim) : NULL;
-    char cost[512];
-    sim_explain_dma(r, cost, sizeof cost);
-    a->cost = cost;
+    /* the breakdown as numbers: readers rebuild sim_explain_dma's text from them
+     * (trc_dma_cost_text), which formatting it here for every transfer cost most of a
+     * trace's time */
+    a->cap_gbps = round_gbps(r->cap_gbps);
+    a->engines = r->engines;
+    a->dma_share = round(r->dma_share * 1000.0) / 10.0;
+    a->hbm_share = round(r->hbm_share * 1000.0) / 10.0;
+    a->limited_own = r->limited_ps[SIM_DMA_LIMIT_OWN];
+    a->limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
+    a->limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
+    a->limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
     put(t, &rec);
 }
 

@@ -21,7 +21,8 @@ static uint64_t double_to_u64(double d)
     return (uint64_t)(d + 0.5 >= 18446744073709549568.0 ? d : d + 0.5);
 }
 
-ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err, size_t errlen)
+static ncsim_status_t read_any(const char *path, trc_record_fn fn, void *ctx, char *err,
+                               size_t errlen)
 {
     trc_src_t src;
     src.path = path;
@@ -56,6 +57,43 @@ ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err
         st = NCSIM_FORMAT;
     }
     gzclose(src.gz);
+    return st;
+}
+
+/* Between a format's reader and the caller: what the file stores as numbers becomes the
+ * text the records promise (a DMA transfer's breakdown). */
+typedef struct read_ctx {
+    trc_record_fn fn;
+    void *ctx;
+    char text[1024];
+} read_ctx_t;
+
+static int complete_record(void *c, const trc_record_t *r)
+{
+    read_ctx_t *x = c;
+    if (r->kind == TRC_REC_SLICE && r->u.slice.kind == TRC_SLICE_DMA) {
+        const trc_dma_args_t *a = &r->u.slice.a.dma;
+        if ((!a->cost || !*a->cost) && (a->pieces || a->cap_gbps != 0)) {
+            trc_record_t copy = *r;
+            trc_dma_cost_text(a, r->u.slice.dur_ps, x->text, sizeof x->text);
+            copy.u.slice.a.dma.cost = x->text;
+            return x->fn(x->ctx, &copy);
+        }
+    }
+    return x->fn(x->ctx, r);
+}
+
+ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err, size_t errlen)
+{
+    read_ctx_t *rc = malloc(sizeof *rc);
+    if (!rc) {
+        snprintf(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    rc->fn = fn;
+    rc->ctx = ctx;
+    ncsim_status_t st = read_any(path, complete_record, rc, err, errlen);
+    free(rc);
     return st;
 }
 
