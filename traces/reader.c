@@ -103,8 +103,20 @@ int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key
                   const arg_value_t *v)
 {
     for (unsigned i = 0; i < nf; i++) {
-        if (strlen(f[i].key) != keylen || memcmp(f[i].key, key, keylen) != 0)
+        size_t fl = strlen(f[i].key);
+        if (fl != keylen)
             continue;
+        if (memcmp(f[i].key, key, keylen) != 0) {
+            /* a time as integer picoseconds: "ii_ps" for the field "ii_ns" (.pftrace) */
+            if (f[i].type == TRC_FT_PS && !v->is_text && !v->is_double && keylen > 3 &&
+                memcmp(f[i].key, key, keylen - 3) == 0 &&
+                memcmp(f[i].key + keylen - 3, "_ns", 3) == 0 &&
+                memcmp(key + keylen - 3, "_ps", 3) == 0) {
+                memcpy((unsigned char *)base + f[i].offset, &v->u, sizeof v->u);
+                return (int)i;
+            }
+            continue;
+        }
         unsigned char *m = (unsigned char *)base + f[i].offset;
         switch (f[i].type) {
         case TRC_FT_U64: {
