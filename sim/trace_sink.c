@@ -16,9 +16,13 @@
  * completion, after its record, so each engine keeps a short FIFO of its posting
  * instructions until their posts arrive.
  *
- * Bandwidth counters use each transfer's average rate over its data phase (bytes / time),
- * summed over the transfers moving at each instant; they are written when the trace is
- * closed (transfers are only known once they complete).
+ * Counters are written in time order as the run goes: semaphore values, DMA in flight (up
+ * when a dma instruction issues its transfer, down when the transfer lands), DMA and HBM
+ * bandwidth (the bandwidth model's exact rates as they change), each holding back its value
+ * until the time moves on so that one value is written per instant. What is only known later
+ * is written when the trace is closed, from +/- steps sorted by time: NeuronLink bandwidth
+ * (each chunk's average rate over its time on the link, known when it lands) and SBUF/PSUM in
+ * use (a tensor's last read is known at the end).
  *
  * Collectives (sim/cc.c reports steps and the chunks moving in them): each step is a slice on
  * the "cc steps" track of every member core, with what the member sent, the chunk that ended
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "dis.h"
 #include "trace.h"
 #include "ncsim.h"
@@ -65,6 +70,13 @@ typedef struct last_post {
     uint32_t tid;
     uint64_t ts_ps;
 } last_post_t;
+
+/* A live series' value at its latest instant, written when a later instant comes. */
+typedef struct held {
+    uint64_t t;
+    double v;
+    int have;
+} held_t;
 
 typedef struct delta {
     uint64_t t;
@@ -204,7 +216,7 @@ struct sim_trace_file {
     uint32_t ncores, nchips;
     core_trace_t *cores;
     series_t *dseries; /* ncores * DS_PER_CORE, then nchips HBM */
-    double *bw_last;   /* the last exact rate of each DMA/HBM series (on_bandwidth) */
+    held_t *held;      /* DMA in flight, DMA and HBM bandwidth: the value of the current instant */
     uint32_t ndseries;
     delta_t *deltas;
     size_t ndeltas, cap_deltas;
@@ -330,6 +342,38 @@ static void write_flow(sim_trace_file_t *t, const char *cat, const char *name, u
     r.u.flow.to_tid = to_tid;
     r.u.flow.to_ts_ps = to_ts;
     put(t, &r);
+}
+
+/* Series `sid` (DMA in flight, DMA or HBM bandwidth) has value v from `time` on: the value
+ * held for the previous instant is written when the time moves on (the simulator reports in
+ * time order; a series starts at 0 at time 0). */
+static void live_set(sim_trace_file_t *t, uint32_t sid, uint64_t time, double v)
+{
+    held_t *h = &t->held[sid];
+    series_t *s = &t->dseries[sid];
+    if (!h->have) {
+        h->have = 1;
+        if (time > 0)
+            series_set(t, s, 0, 0);
+    } else if (time > h->t) {
+        series_set(t, s, h->t, h->v);
+    } else {
+        time = h->t; /* never earlier than the last report */
+    }
+    h->t = time;
+    h->v = v;
+}
+
+static void live_flush(sim_trace_file_t *t)
+{
+    for (uint32_t sid = 0; sid < t->ncores * DS_PER_CORE + t->nchips; sid++) {
+        held_t *h = &t->held[sid];
+        if (!h->have)
+            continue;
+        series_set(t, &t->dseries[sid], h->t, h->v);
+        series_flush(t, &t->dseries[sid]);
+        h->have = 0;
+    }
 }
 
 static void add_delta(sim_trace_file_t *t, uint32_t series, uint64_t time, double v, int active)
@@ -757,6 +801,15 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
             fail(t, NCSIM_NOMEM, "out of memory");
     }
     touch_instr(t, ct, r->core, in, r->start_ps, r->end_ps);
+    if (in->op == ISA_OP_DMA) {
+        /* the transfer is issued now (dma.c): DMA in flight goes up by its bytes, and down
+         * when on_dma reports it landed */
+        const isa_arg_t *args = isa_instr_args(t->prog, in);
+        mdl_dma_shape_t shape;
+        mdl_dma_shape(&t->prog->views[args[0].index], &t->prog->views[args[1].index], &shape);
+        uint32_t sid = r->core * DS_PER_CORE + DS_INFLIGHT;
+        live_set(t, sid, r->start_ps, t->held[sid].v + (double)shape.bytes);
+    }
     if (!included)
         return;
     const char *sem = NULL;
@@ -840,8 +893,9 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint64_t dur = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 1;
     double gbps = round_gbps((double)r->bytes / (double)dur * 1000.0); /* bytes/ps -> GB/s */
     uint32_t base = r->core * DS_PER_CORE;
-    add_delta(t, base + DS_INFLIGHT, r->issue_ps, (double)r->bytes, 0);
-    add_delta(t, base + DS_INFLIGHT, r->end_ps, -(double)r->bytes, 0);
+    /* in flight since on_instr counted it up at the issue */
+    held_t *fl = &t->held[base + DS_INFLIGHT];
+    live_set(t, base + DS_INFLIGHT, r->end_ps, fl->v - (double)r->bytes);
     touch_view(t, ct, r->core, args[0].index, 1, r->start_ps, r->end_ps);
     touch_view(t, ct, r->core, args[1].index, 0, r->start_ps, r->end_ps);
     (void)gbps; /* DMA and HBM bandwidth counters come from on_bandwidth (exact rates) */
@@ -1341,9 +1395,8 @@ static void on_bandwidth(void *ctx, int kind, uint32_t index, uint64_t time_ps, 
         series = t->ncores * DS_PER_CORE + index;
     else
         return;
-    double last = t->bw_last[series];
-    t->bw_last[series] = gbps;
-    add_delta(t, series, time_ps, gbps - last, (gbps > 0) - (last > 0));
+    /* rates to 1 MB/s: plain decimals in the file */
+    live_set(t, series, time_ps, round_gbps(gbps));
 }
 
 static void on_cc(void *ctx, const sim_trace_cc_t *r)
@@ -1423,7 +1476,7 @@ static void free_file(sim_trace_file_t *t)
     free(t->costs);
     free(t->cores);
     free(t->dseries);
-    free(t->bw_last);
+    free(t->held);
     for (uint32_t i = 0; i < t->nlinks; i++) {
         free(t->links[i].lane_busy);
         free(t->links[i].lane_tid);
@@ -1476,13 +1529,13 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->cores = calloc(t->ncores, sizeof *t->cores);
     t->ndseries = t->ncores * DS_PER_CORE + t->nchips;
     t->dseries = calloc(t->ndseries, sizeof *t->dseries);
-    t->bw_last = calloc(t->ndseries, sizeof *t->bw_last);
+    t->held = calloc(t->ndseries, sizeof *t->held);
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
     t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
     t->costs = calloc(COST_CACHE_SIZE, sizeof *t->costs);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
-    if (!t->cores || !t->dseries || !t->bw_last || !t->ops || !t->fast || !t->costs ||
+    if (!t->cores || !t->dseries || !t->held || !t->ops || !t->fast || !t->costs ||
         !t->links_declared ||
         !t->links_next_tid)
         goto oom;
@@ -1676,6 +1729,7 @@ ncsim_status_t sim_trace_close(sim_trace_file_t *t, sim_trace_totals_t *totals, 
         for (int k = 0; k < ISA_MAX_SEMS; k++)
             series_flush(t, &ct->sem[k]);
     }
+    live_flush(t);
     live_deltas(t);
     write_delta_series(t);
     if (totals) {
