@@ -141,6 +141,7 @@ typedef struct counter_memo {
 typedef struct str_memo {
     const char *ptr, *copy;
     uint64_t iid;
+    int table;
 } str_memo_t;
 
 #define STR_MEMO 1024u
@@ -176,15 +177,16 @@ static uint64_t iid_of(pf_state_t *st, int table, const char *s)
     /* string values mostly come from the same few pointers (the sink's caches): a memo by
      * pointer, checked against the interned copy, skips the hash */
     str_memo_t *mo = NULL;
-    if (table == TBL_STRING_VALUE && s != st->tmpl) {
+    if (s != st->tmpl) {
         uintptr_t k = (uintptr_t)s;
-        mo = &st->smemo[(k ^ (k >> 11) ^ (k >> 23)) & (STR_MEMO - 1)];
-        if (mo->ptr == s && strcmp(mo->copy, s) == 0)
+        mo = &st->smemo[(k ^ (k >> 11) ^ (k >> 23) ^ (uintptr_t)table * 977u) & (STR_MEMO - 1)];
+        if (mo->ptr == s && mo->table == table && strcmp(mo->copy, s) == 0)
             return mo->iid;
     }
     uint64_t iid = intern_get2(&st->tables[table], s, &is_new, &copy);
     if (mo && iid) {
         mo->ptr = s;
+        mo->table = table;
         mo->copy = copy;
         mo->iid = iid;
     }

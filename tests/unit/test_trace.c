@@ -287,7 +287,8 @@ static void build_records(collected_t *c)
     trc_instr_args_t *a = &r.u.slice.a.instr;
     a->index = 7;
     a->line = 42;
-    a->operands = "acc[:, 0], a[\\x], \"b\"\n\ttab";
+    /* '#' in the text: sent whole (the .pftrace template uses '#' for numbers) */
+    a->operands = "acc[:, 0], a[\\x], \"b\"\n\ttab | wait 3 >= 12 | post #x";
     a->ii = 182857;
     a->latency = 274286;
     a->bytes = 393216;
@@ -324,7 +325,17 @@ static void build_records(collected_t *c)
     d->index = 3;
     d->issuer = "sp";
     d->line = 12;
-    d->operands = "dma xs, x, queue=3";
+    /* clauses: a template and its numbers in .pftrace (negative, names with digits) */
+    d->operands = "xs, x, queue=3 | wait s1 >= -2 | wait 7 == 12 | post done += 3 | post 7";
+    d->pieces = 128;
+    d->piece_bytes = 1024; /* whole: a varint in .pftrace */
+    d->efficiency = 0.886657;
+    d->cap_gbps = 265.288;
+    d->engines = 16;
+    d->dma_share = 32.8;
+    d->limited_engines = 600123;
+    d->limited_hbm = 100000;
+    d->cost = "fixed 1 ns"; /* text in the record wins over the numbers (older traces) */
     d->bytes = 131072;
     d->src = "hbm";
     d->dst = "sbuf";
