@@ -9,7 +9,7 @@
 #include "exec.h"
 #include "exec_internal.h"
 
-#include <cblas.h>
+#include "blas.h"
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -518,6 +518,13 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
     const int acc = exec_flag(x, SLOT_MM_ACC);
     if (acc && (st = psum_check_accumulate(x, d)) != NCSIM_OK)
         return st;
+    const char *why = NULL;
+    const mdl_sgemm_fn sgemm = mdl_blas_sgemm(&why);
+    if (!sgemm) {
+        if (x->errlen)
+            snprintf(x->err, x->errlen, "%s: %s", x->mnemonic, why);
+        return NCSIM_INTERNAL;
+    }
     float *b = exec_scratch(x, 0, (size_t)k * n), *c = exec_scratch(x, 1, (size_t)m * n);
     if (!b || !c)
         return exec_nomem(x);
@@ -527,7 +534,7 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
         /* D is a contiguous fp32 row in each partition (the usual case): sgemm accumulates
          * straight into PSUM, one partition ps->bytes apart, without copying D out and back */
         float *cp = (float *)(void *)(ps->data + (uint64_t)d->pstart * ps->bytes + d->offset);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
+        sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
                     pe->weights, (int)m, b, (int)n, acc ? 1.0f : 0.0f, cp, (int)(ps->bytes / 4));
         psum_mark(x->s, d, EXEC_PSUM_PE);
         return NCSIM_OK;
@@ -536,8 +543,8 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
         exec_read_f32(x, d, c);
     else
         memset(c, 0, (size_t)m * n * sizeof *c);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
-                (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
+    sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
+          (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
     return exec_write_f32(x, d, c);
 }
 
