@@ -417,27 +417,25 @@ static unsigned char *put_operands(pf_state_t *st, unsigned char *p, uint64_t ii
     size_t at = (size_t)(bar - s), nv = 0;
     memcpy(t, s, at);
     size_t k = at;
+    /* the clauses, a space-separated token at a time (s[at] is the space before " | ") */
     while (at < n) {
-        /* a number token: after a space, an optional '-', digits, then a space or the end */
-        size_t e = at;
-        if (at > 0 && s[at - 1] == ' ') {
-            e = at + (s[at] == '-');
-            size_t d = e;
-            while (e < n && s[e] >= '0' && s[e] <= '9')
-                e++;
-            if (e == d || (e < n && s[e] != ' '))
-                e = at;
-        }
-        if (e > at) {
+        t[k++] = s[at++]; /* the space */
+        const char *sp = memchr(s + at, ' ', n - at);
+        size_t e = sp ? (size_t)(sp - s) : n, d = at + (s[at] == '-');
+        int number = e > d;
+        for (size_t q = d; q < e && number; q++)
+            number = s[q] >= '0' && s[q] <= '9';
+        if (number) {
             if (nv)
                 v[nv++] = ' ';
             memcpy(v + nv, s + at, e - at);
             nv += e - at;
             t[k++] = '#';
-            at = e;
         } else {
-            t[k++] = s[at++];
+            memcpy(t + k, s + at, e - at);
+            k += e - at;
         }
+        at = e;
     }
     t[k] = '\0';
     p = w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, t));
