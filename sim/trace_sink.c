@@ -272,14 +272,11 @@ static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v
         return; /* a counter holds its value until the next one */
     s->written = 1;
     s->last = v;
+    /* only the counter member is set (and read): the record's union is a few hundred bytes
+     * and there are several counter values per instruction */
     trc_record_t r;
-    memset(&r, 0, sizeof r);
     r.kind = TRC_REC_COUNTER;
-    r.u.counter.pid = s->pid;
-    r.u.counter.name = s->name;
-    r.u.counter.unit = s->unit;
-    r.u.counter.ts_ps = ts;
-    r.u.counter.value = v;
+    r.u.counter = (trc_counter_t){s->pid, s->name, s->unit, ts, v};
     put(t, &r);
 }
 
@@ -329,18 +326,9 @@ static void write_track(sim_trace_file_t *t, uint32_t pid, uint32_t tid, const c
 static void write_flow(sim_trace_file_t *t, const char *cat, const char *name, uint32_t pid,
                        uint32_t from_tid, uint64_t from_ts, uint32_t to_tid, uint64_t to_ts)
 {
-    trc_record_t r;
-    memset(&r, 0, sizeof r);
+    trc_record_t r; /* only the flow member is set, as in counter_emit */
     r.kind = TRC_REC_FLOW;
-    r.u.flow.id = ++t->next_flow;
-    r.u.flow.cat = cat;
-    r.u.flow.name = name;
-    r.u.flow.from_pid = pid;
-    r.u.flow.from_tid = from_tid;
-    r.u.flow.from_ts_ps = from_ts;
-    r.u.flow.to_pid = pid;
-    r.u.flow.to_tid = to_tid;
-    r.u.flow.to_ts_ps = to_ts;
+    r.u.flow = (trc_flow_t){++t->next_flow, cat, name, pid, from_tid, from_ts, pid, to_tid, to_ts};
     put(t, &r);
 }
 
