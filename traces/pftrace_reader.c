@@ -35,6 +35,7 @@ typedef struct pf_reader {
     size_t an, acap;
     char *ops;    /* operands rebuilt from a template and its values */
     size_t ops_cap;
+    struct pf_event *ev; /* the event being read */
     int oom;
     char bad[160];
 } pf_reader_t;
@@ -323,7 +324,7 @@ static int read_descriptor(pf_reader_t *r, const unsigned char *p, size_t n)
 #define MAX_ANN 64
 #define MAX_FLOWS 16
 
-typedef struct pf_event {
+struct pf_event {
     uint64_t type, track;
     const char *cat, *name;
     int has_value;
@@ -333,7 +334,8 @@ typedef struct pf_event {
     arg_value_t ann[MAX_ANN];
     unsigned nflow, nterm;
     uint64_t flow[MAX_FLOWS], term[MAX_FLOWS];
-} pf_event_t;
+};
+typedef struct pf_event pf_event_t;
 
 static void add_ids(uint64_t *ids, unsigned *n, const pb_field_t *f)
 {
@@ -586,11 +588,21 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
     }
     if (!te)
         return 0;
-    pf_event_t *ev = calloc(1, sizeof *ev);
+    /* one event reused for every packet: only its counts and scalars need clearing (the
+     * annotation arrays are a few kB) */
+    pf_event_t *ev = r->ev;
     if (!ev) {
-        r->oom = 1;
-        return -1;
+        ev = r->ev = malloc(sizeof *ev);
+        if (!ev) {
+            r->oom = 1;
+            return -1;
+        }
     }
+    ev->type = ev->track = 0;
+    ev->cat = ev->name = NULL;
+    ev->has_value = 0;
+    ev->value = 0;
+    ev->nann = ev->nflow = ev->nterm = 0;
     int rc = 0;
     if (read_event(r, ev, te, tel)) {
         snprintf(r->bad, sizeof r->bad, "malformed track event");
@@ -664,7 +676,6 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
             rc = 1;
     }
 out:
-    free(ev);
     return rc;
 }
 
@@ -808,6 +819,7 @@ ncsim_status_t trc_read_pftrace(trc_src_t *src, const unsigned char *head, size_
     flowpair_free(&r.flows);
     free(r.arena);
     free(r.ops);
+    free(r.ev);
     free(s.buf);
     return st;
 }

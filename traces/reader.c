@@ -65,6 +65,7 @@ static ncsim_status_t read_any(const char *path, trc_record_fn fn, void *ctx, ch
 typedef struct read_ctx {
     trc_record_fn fn;
     void *ctx;
+    unsigned flags;
     char text[1024];
 } read_ctx_t;
 
@@ -73,7 +74,8 @@ static int complete_record(void *c, const trc_record_t *r)
     read_ctx_t *x = c;
     if (r->kind == TRC_REC_SLICE && r->u.slice.kind == TRC_SLICE_DMA) {
         const trc_dma_args_t *a = &r->u.slice.a.dma;
-        if ((!a->cost || !*a->cost) && (a->pieces || a->cap_gbps != 0)) {
+        if ((!a->cost || !*a->cost) && (a->pieces || a->cap_gbps != 0) &&
+            !(x->flags & TRC_READ_NO_DMA_TEXT)) {
             trc_record_t copy = *r;
             trc_dma_cost_text(a, r->u.slice.dur_ps, x->text, sizeof x->text);
             copy.u.slice.a.dma.cost = x->text;
@@ -85,6 +87,12 @@ static int complete_record(void *c, const trc_record_t *r)
 
 ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err, size_t errlen)
 {
+    return trc_read_flags(path, 0, fn, ctx, err, errlen);
+}
+
+ncsim_status_t trc_read_flags(const char *path, unsigned flags, trc_record_fn fn, void *ctx,
+                              char *err, size_t errlen)
+{
     read_ctx_t *rc = malloc(sizeof *rc);
     if (!rc) {
         snprintf(err, errlen, "out of memory");
@@ -92,6 +100,7 @@ ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err
     }
     rc->fn = fn;
     rc->ctx = ctx;
+    rc->flags = flags;
     ncsim_status_t st = read_any(path, complete_record, rc, err, errlen);
     free(rc);
     return st;
@@ -103,8 +112,7 @@ int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key
                   const arg_value_t *v)
 {
     for (unsigned i = 0; i < nf; i++) {
-        size_t fl = strlen(f[i].key);
-        if (fl != keylen)
+        if (f[i].keylen != keylen)
             continue;
         if (memcmp(f[i].key, key, keylen) != 0) {
             /* a time as integer picoseconds: "ii_ps" for the field "ii_ns" (.pftrace) */

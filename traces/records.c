@@ -69,7 +69,7 @@ const char *trc_track_kind_name(trc_track_kind_t k)
 /* ---- fields ----------------------------------------------------------------------------------- */
 
 #define FIELD_DESC(STRUCT, member, key, type, always)                                          \
-    {key, TRC_FT_##type, always, (uint16_t)offsetof(STRUCT, member)},
+    {key, TRC_FT_##type, always, (uint16_t)offsetof(STRUCT, member), (uint16_t)(sizeof(key) - 1)},
 
 #define RUN_DESC(member, key, type, always) FIELD_DESC(trc_run_t, member, key, type, always)
 static const trc_field_t run_fields[] = {TRC_RUN_FIELDS(RUN_DESC)};

@@ -261,6 +261,7 @@ typedef struct trc_field {
     uint8_t type;   /* trc_field_type_t */
     uint8_t always;
     uint16_t offset; /* in the args struct */
+    uint16_t keylen; /* strlen(key) */
 } trc_field_t;
 
 const trc_field_t *trc_run_fields(unsigned *n);
@@ -379,6 +380,13 @@ uint64_t trc_writer_bytes(const trc_writer_t *w);
  * live until the callback returns. A nonzero return stops reading (trc_read returns
  * NCSIM_OK). */
 typedef int (*trc_record_fn)(void *ctx, const trc_record_t *r);
+
+/* trc_read_flags: TRC_READ_NO_DMA_TEXT leaves a DMA slice's `cost` empty when the file
+ * has the breakdown as numbers only (the caller does not need the text; building it costs
+ * about a microsecond per transfer). */
+#define TRC_READ_NO_DMA_TEXT 1u
+ncsim_status_t trc_read_flags(const char *path, unsigned flags, trc_record_fn fn, void *ctx,
+                              char *err, size_t errlen);
 
 /* Read a trace written by trc_writer (JSON, gzipped JSON or .pftrace, told apart by their
  * content). NCSIM_IO when it cannot be opened, NCSIM_FORMAT (message says where) when it is
