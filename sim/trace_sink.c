@@ -154,6 +154,19 @@ typedef struct cost_entry {
 
 #define COST_CACHE_SIZE 4096u
 
+/* Operand templates (trc_slice_t.operands_tmpl): an instruction's operands with its clauses,
+ * each clause number a '#', direct-mapped by the operand text and the clauses' shape (which
+ * semaphores, which operators, whether a post prints its value). */
+typedef struct tmpl_entry {
+    const char *ops; /* the operand text (op cache) it was made from */
+    uint64_t shape;
+    uint32_t core;
+    uint8_t none;    /* no template: the text holds a '#' of its own */
+    char *text;
+} tmpl_entry_t;
+
+#define TMPL_CACHE_SIZE 4096u
+
 /* A directed NeuronLink: its track lanes (chunks that overlap in time go on separate lanes,
  * so slices never overlap on a track) and its bandwidth series. */
 typedef struct link_trace {
@@ -204,6 +217,8 @@ struct sim_trace_file {
     op_entry_t *ops;          /* OP_CACHE_SIZE entries */
     op_fast_t *fast;          /* OP_FAST_SIZE entries */
     cost_entry_t *costs;      /* COST_CACHE_SIZE entries */
+    tmpl_entry_t *tmpls;      /* TMPL_CACHE_SIZE entries */
+    char vals[64];            /* the numbers of the last template's clauses */
     uint32_t nops;
     sim_trace_options_t opt;
     uint32_t engines;
@@ -731,6 +746,102 @@ static const char *instr_text(sim_trace_file_t *t, uint32_t core, const isa_inst
     return t->text;
 }
 
+/* The clauses' shape of `in`: what its template depends on besides the operand text. */
+static uint64_t clause_shape(const isa_instr_t *in)
+{
+    uint64_t k = (uint64_t)in->nwait | (uint64_t)in->npost << 2;
+    unsigned b = 4;
+    for (unsigned i = 0; i < in->nwait && i < ISA_MAX_WAITS; i++, b += 8)
+        k |= (uint64_t)(in->wait[i].sem | (in->wait[i].op == ISA_WAIT_EQ) << 7) << b;
+    for (unsigned i = 0; i < in->npost && i < ISA_MAX_POSTS; i++, b += 16) {
+        const isa_sync_t *p = &in->post[i];
+        uint64_t bare = p->op == ISA_POST_ADD && p->value == 1;
+        k |= (uint64_t)(p->sem | (uint64_t)p->op << 8 | bare << 12) << b;
+    }
+    return k;
+}
+
+/* The numbers of `in`'s clauses as instr_text prints them, space-separated, into t->vals. */
+static void clause_values(sim_trace_file_t *t, const isa_instr_t *in)
+{
+    char num[32];
+    size_t at = 0;
+    t->vals[0] = '\0';
+    for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
+        op_value(num, "", in->wait[k].value); /* "  VALUE" */
+        at = append(t->vals, at, sizeof t->vals, num + (at ? 1 : 2));
+    }
+    for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
+        const isa_sync_t *sp = &in->post[k];
+        if (sp->op == ISA_POST_ADD && sp->value == 1)
+            continue;
+        op_value(num, "", sp->value);
+        at = append(t->vals, at, sizeof t->vals, num + (at ? 1 : 2));
+    }
+}
+
+/* The operands of `in` as a template with its numbers in t->vals (trc_slice_t.operands_tmpl);
+ * NULL when it has no clause numbers or its text holds a '#' (then instr_text is used). */
+static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+{
+    if (!in->nwait && !in->npost)
+        return NULL;
+    const char *ops = operands_text(t, core, in);
+    if (ops == t->text)
+        return NULL; /* not cached (out of memory): the text path */
+    uint64_t shape = clause_shape(in);
+    uintptr_t h = (uintptr_t)ops;
+    tmpl_entry_t *e = &t->tmpls[(h ^ (h >> 12) ^ shape * 0x9e3779b97f4a7c15ull ^ core * 40503u) &
+                                (TMPL_CACHE_SIZE - 1)];
+    if (!(e->ops == ops && e->shape == shape && e->core == core && (e->text || e->none))) {
+        /* instr_text's clauses with '#' for each number */
+        core_trace_t *ct = &t->cores[core];
+        char buf[sizeof t->text];
+        size_t at = append(buf, 0, sizeof buf, ops);
+        for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
+            at = append_n(buf, at, sizeof buf, " | wait ", 8);
+            at = append_n(buf, at, sizeof buf, ct->clause_name[in->wait[k].sem],
+                          ct->clause_len[in->wait[k].sem]);
+            at = append(buf, at, sizeof buf, in->wait[k].op == ISA_WAIT_EQ ? " == #" : " >= #");
+        }
+        for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
+            const isa_sync_t *sp = &in->post[k];
+            at = append_n(buf, at, sizeof buf, " | post ", 8);
+            at = append_n(buf, at, sizeof buf, ct->clause_name[sp->sem],
+                          ct->clause_len[sp->sem]);
+            if (sp->op == ISA_POST_ADD && sp->value == 1)
+                continue;
+            at = append(buf, at, sizeof buf,
+                        sp->op == ISA_POST_SUB   ? " -= #"
+                        : sp->op == ISA_POST_SET ? " = #"
+                                                 : " += #");
+        }
+        /* a '#' of the text's own would be taken for a number */
+        size_t hashes = 0;
+        for (const char *c = buf; *c; c++)
+            hashes += *c == '#';
+        unsigned numbers = 0;
+        for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++)
+            numbers++;
+        for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++)
+            numbers += !(in->post[k].op == ISA_POST_ADD && in->post[k].value == 1);
+        int none = hashes != numbers || at + 1 >= sizeof buf || numbers == 0;
+        free(e->text);
+        *e = (tmpl_entry_t){ops, shape, core, (uint8_t)none, NULL};
+        if (!none) {
+            e->text = strdup(buf);
+            if (!e->text) {
+                e->none = 1;
+                return NULL;
+            }
+        }
+    }
+    if (e->none)
+        return NULL;
+    clause_values(t, in);
+    return e->text;
+}
+
 /* The name the disassembler gives semaphore `sem` of `core` in clauses. */
 static char *clause_name(const isa_program_t *p, uint32_t core, uint8_t sem)
 {
@@ -815,7 +926,8 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     const char *stall = main_cause == SIM_STALL_SEMAPHORE ? ct->sem[r->stall_sem].name
                         : main_cause                      ? stall_names[main_cause]
                                                           : "";
-    const char *text = instr_text(t, r->core, in);
+    const char *tmpl = instr_template(t, r->core, in);
+    const char *text = tmpl ? tmpl : instr_text(t, r->core, in);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
@@ -830,6 +942,10 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->index = r->index;
     a->line = in->line;
     a->operands = text;
+    if (tmpl) {
+        s->operands_tmpl = tmpl;
+        s->operand_values = t->vals;
+    }
     a->ii = r->ii_ps;
     a->latency = r->end_ps - r->start_ps;
     a->bytes = r->bytes;
@@ -900,7 +1016,8 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint32_t issuer_tid = trc_tid(ct->pid, TRC_TRACK_ENGINE, r->issuing_engine);
     if ((t->engines >> r->issuing_engine & 1) && in_window(t, r->issue_ps, r->issue_ps))
         write_flow(t, "dma", "dma issue", ct->pid, issuer_tid, r->issue_ps, tid, r->start_ps);
-    const char *text = instr_text(t, r->core, r->instr);
+    const char *tmpl = instr_template(t, r->core, r->instr);
+    const char *text = tmpl ? tmpl : instr_text(t, r->core, r->instr);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
@@ -916,6 +1033,10 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->issuer = isa_engine_name((isa_engine_t)r->issuing_engine);
     a->line = r->instr->line;
     a->operands = text;
+    if (tmpl) {
+        s->operands_tmpl = tmpl;
+        s->operand_values = t->vals;
+    }
     a->bytes = r->bytes;
     a->src = space_name(src->space);
     a->dst = space_name(dst->space);
@@ -1462,6 +1583,10 @@ static void free_file(sim_trace_file_t *t)
         for (uint32_t k = 0; k < COST_CACHE_SIZE; k++)
             free(t->costs[k].text);
     free(t->costs);
+    if (t->tmpls)
+        for (uint32_t k = 0; k < TMPL_CACHE_SIZE; k++)
+            free(t->tmpls[k].text);
+    free(t->tmpls);
     free(t->cores);
     free(t->dseries);
     free(t->held);
@@ -1521,9 +1646,10 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
     t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
     t->costs = calloc(COST_CACHE_SIZE, sizeof *t->costs);
+    t->tmpls = calloc(TMPL_CACHE_SIZE, sizeof *t->tmpls);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
-    if (!t->cores || !t->dseries || !t->held || !t->ops || !t->fast || !t->costs ||
+    if (!t->cores || !t->dseries || !t->held || !t->ops || !t->fast || !t->costs || !t->tmpls ||
         !t->links_declared ||
         !t->links_next_tid)
         goto oom;

@@ -165,6 +165,7 @@ typedef struct pf_state {
     uint64_t kind_cat[TRC_SLICE_KIND_COUNT];
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
     uint64_t ts_iid, dur_iid, values_iid;
+    const trc_slice_t *slice; /* the slice being written */
     char tmpl[OPERANDS_MAX], vals[OPERANDS_MAX];
 } pf_state_t;
 
@@ -448,6 +449,14 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
                                     const char *v, int operands)
 {
     const char *s = v ? v : "";
+    if (operands && st->slice && st->slice->operands_tmpl && v == st->slice->operands_tmpl) {
+        /* the simulator's template and numbers: as put_operands would split them */
+        p = w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+        const char *vals = st->slice->operand_values ? st->slice->operand_values : "";
+        if (*vals)
+            p = w_ann_str(p, st->values_iid, vals, strlen(vals));
+        return p;
+    }
     if (operands)
         return put_operands(st, p, iid, s);
     return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
@@ -663,7 +672,8 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     const uint64_t *iids = st->kind_fields[s->kind];
     uint64_t name_iid = iid_of(st, TBL_NAME, s->name);
     /* room: fixed fields, every annotation at its largest, the strings, flow ids */
-    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10;
+    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10 +
+                  (s->operand_values ? strlen(s->operand_values) + 16 : 0);
     st->ev.n = 0;
     if (pb_reserve(&st->ev, room))
         return NCSIM_NOMEM;
@@ -676,7 +686,9 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     p = w_varint(p, st->kind_cat[s->kind]);
     p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
     p = w_varint(p, name_iid);
+    st->slice = s;
     p = slice_annotations(st, p, s, iids);
+    st->slice = NULL;
     if (s->ts_ps % 1000)
         p = w_ann_u64(p, st->ts_iid, s->ts_ps % 1000);
     p = w_ann_u64(p, st->dur_iid, s->dur_ps);

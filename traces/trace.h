@@ -307,6 +307,13 @@ typedef struct trc_slice {
         TRC_SLICE_KIND_MAP(XX)
 #undef XX
     } a;
+    /* For writers, optional: when the kind's `operands` is this very pointer, it is a template
+     * whose '#'s stand, in order, for the space-separated numbers of operand_values (the
+     * simulator's operands with their clauses' numbers apart: the template repeats, the
+     * numbers do not). JSON writes the whole text, .pftrace the template and the numbers.
+     * NULL: `operands` is the text. Readers leave it NULL. */
+    const char *operands_tmpl;
+    const char *operand_values;
 } trc_slice_t;
 
 /* One value of the counter track (pid, name, unit) from ts on. The unit is part of the
