@@ -115,12 +115,12 @@ static void test_golden_demo_gemm(void **state)
 }
 
 /* Traces written by the first formats (tests/trace_v0: DMA breakdowns as text, times as
- * nanosecond doubles, operands inline) still read, into the same golden report. */
+ * nanosecond doubles, operands inline) still read, into the report they gave when they were
+ * written (frozen with them: the golden report of today's model may move on). */
 static void test_old_traces_read(void **state)
 {
     (void)state;
-    const char *golden = tu_source_path("tests/golden/trace_report/demo_gemm.txt");
-    char *want = tu_read_file(golden, NULL);
+    char *want = tu_read_file(tu_source_path("tests/trace_v0/demo_gemm_report.txt"), NULL);
     assert_non_null(want);
     const char *files[] = {"demo_gemm.pftrace.gz", "demo_gemm.json.gz"};
     for (int k = 0; k < 2; k++) {
@@ -131,10 +131,9 @@ static void test_old_traces_read(void **state)
         assert_int_equal(tu_run(cmd, &out), 0);
         assert_non_null(out);
         /* the same but for the first line (the file's name) */
-        const char *a = strchr(out, '\n'), *b = strchr(want, '\n');
+        const char *a = strchr(out, '\n');
         assert_non_null(a);
-        assert_non_null(b);
-        assert_string_equal(a, b);
+        assert_string_equal(a + 1, want);
         free(out);
     }
     free(want);
