@@ -502,6 +502,21 @@ static void test_instr_replay_matches_unrolled(void **state)
     isa_program_free(b);
     free(loop);
     free(flat);
+    /* a raw view inside broadcast() whose partitions are a loop variable, read outside an
+     * expression: the view memo once reused the first iteration's view for every one */
+    static const char bhead[] = ".sbuf a fp32 [128, 64]\n.engine dve\n";
+    static const char bbody[] =
+        "tensor_copy a[0:32, 0:16], broadcast(sb:fp32@(i * 32):(i * 32 + 32)+0[1x8], 2)\n";
+    char bloop[512];
+    snprintf(bloop, sizeof bloop, "%s.loop i = 0, 4\n%s.endloop\n", bhead, bbody);
+    flat = unrolled(bhead, bbody, 4, "");
+    a = assemble_ok(bloop);
+    b = assemble_ok(flat);
+    assert_same_instructions(a, b);
+    assert_int_equal(arg_view(a, &a->instrs[3], 1)->pstart, 96);
+    isa_program_free(a);
+    isa_program_free(b);
+    free(flat);
     /* errors that appear only at a late iteration of a replayed line: a wait or post value
      * out of range (its operands were seen before), a condition that adds a clause */
     assemble_fails(".sbuf x fp32 [128, 4]\n.sem s\n.engine dve\n.loop i = 0, 10\n"
