@@ -1531,6 +1531,25 @@ static int read_operand(reader_t *r, cursor_t *c, const isa_slot_desc_t *slot, i
 }
 
 /* The wait/post clauses of an instruction whose counts are set in *in. */
+/* A zeroed instruction of this header, field by field rather than by memset: GCC turned the
+ * memset (or a copy of a zero struct) of this 4-byte-aligned struct into a 'rep stos' ('rep
+ * movs'), 5% of a 1.1 load. Every byte is still set (no padding in isa_instr_t). */
+static inline void instr_init(isa_instr_t *in, isa_op_t op, isa_engine_t e, uint32_t nwait,
+                              uint32_t npost)
+{
+    in->op = (uint16_t)op;
+    in->engine = (uint8_t)e;
+    in->nwait = (uint8_t)nwait;
+    in->npost = (uint8_t)npost;
+    memset(in->_pad, 0, sizeof in->_pad);
+    in->args = 0;
+    in->line = 0;
+    for (int k = 0; k < ISA_MAX_WAITS; k++)
+        in->wait[k] = (isa_sync_t){0};
+    for (int k = 0; k < ISA_MAX_POSTS; k++)
+        in->post[k] = (isa_sync_t){0};
+}
+
 static int read_clauses(reader_t *r, cursor_t *c, uint32_t core, isa_instr_t *in, int code)
 {
     size_t size = code ? NCX_CODE_CLAUSE_SIZE : NCX_CLAUSE_SIZE;
@@ -1599,11 +1618,7 @@ static int read_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t e, u
                     newer(r));
 
     isa_instr_t in;
-    memset(&in, 0, sizeof in);
-    in.op = op;
-    in.engine = (uint8_t)e;
-    in.nwait = (uint8_t)nwait;
-    in.npost = (uint8_t)npost;
+    instr_init(&in, op, e, nwait, npost);
     if (read_clauses(r, c, core, &in, 0))
         return -1;
 
@@ -1763,11 +1778,7 @@ static int read_code_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t
         return fail(r, "operand block %u belongs to a '%s', not to this instruction", b,
                     isa_op_info((isa_op_t)r->block_op[b])->mnemonic);
     isa_instr_t in;
-    memset(&in, 0, sizeof in);
-    in.op = op;
-    in.engine = (uint8_t)e;
-    in.nwait = (uint8_t)nwait;
-    in.npost = (uint8_t)npost;
+    instr_init(&in, op, e, nwait, npost);
     in.args = r->block_first[b];
     if (read_clauses(r, c, core, &in, 1))
         return -1;
