@@ -79,6 +79,11 @@ void sim_cancel(sim_queue_t *q, sim_event_t *ev)
     uint32_t i = ev->heap_index;
     if (i == SIM_NOT_QUEUED)
         return;
+    if (i == SIM_LAST_QUEUED) {
+        ev->heap_index = SIM_NOT_QUEUED;
+        q->last = NULL;
+        return;
+    }
     ev->heap_index = SIM_NOT_QUEUED;
     q->n--;
     if (i == q->n)
@@ -89,8 +94,19 @@ void sim_cancel(sim_queue_t *q, sim_event_t *ev)
     sift_down(q, moved->heap_index);
 }
 
+void sim_schedule_last(sim_queue_t *q, sim_event_t *ev)
+{
+    if (ev->heap_index != SIM_NOT_QUEUED)
+        return;
+    ev->time = q->now;
+    ev->heap_index = SIM_LAST_QUEUED;
+    q->last = ev;
+}
+
 int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 {
+    if (ev->heap_index == SIM_LAST_QUEUED)
+        sim_cancel(q, ev);
     if (ev->heap_index != SIM_NOT_QUEUED) {
         /* move it in place: cheaper than removing and inserting again */
         uint64_t t = time < q->now ? q->now : time;
@@ -122,6 +138,16 @@ int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 
 int sim_queue_step(sim_queue_t *q)
 {
+    if (q->last && (!q->n || q->heap[0]->time > q->last->time)) {
+        /* nothing else is left at its instant */
+        sim_event_t *ev = q->last;
+        q->last = NULL;
+        ev->heap_index = SIM_NOT_QUEUED;
+        q->now = ev->time;
+        q->processed++;
+        ev->fn(q, ev);
+        return 1;
+    }
     if (!q->n)
         return 0;
     sim_event_t *ev = q->heap[0];

@@ -11,8 +11,6 @@
 
 static void reshare_event(sim_queue_t *q, sim_event_t *ev);
 
-/* Runs after every other event of the same instant. */
-#define PRIO_RESHARE 1000
 
 int flow_net_init(flow_net_t *net, struct sim *s, uint32_t nres)
 {
@@ -22,7 +20,7 @@ int flow_net_init(flow_net_t *net, struct sim *s, uint32_t nres)
     net->res = calloc(nres ? nres : 1, sizeof *net->res);
     net->dirty = calloc(nres ? nres : 1, sizeof *net->dirty);
     net->is_dirty = calloc(nres ? nres : 1, 1);
-    sim_event_init(&net->reshare_ev, reshare_event, net, PRIO_RESHARE);
+    sim_event_init(&net->reshare_ev, reshare_event, net, 0); /* sim_schedule_last */
     return net->res && net->dirty && net->is_dirty ? 0 : -1;
 }
 
@@ -75,6 +73,7 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
         if (!r->series)
             return;
         r->bucket_ps = 1000000; /* 1 us to start with */
+        r->cur_lo = UINT64_MAX / 2;
     }
     while (t1 > r->bucket_ps * FLOW_SERIES_MAX) {
         /* double the bucket width: merge pairs */
@@ -82,11 +81,17 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
             r->series[i] = r->series[2 * i] + r->series[2 * i + 1];
         memset(r->series + FLOW_SERIES_MAX / 2, 0, FLOW_SERIES_MAX / 2 * sizeof *r->series);
         r->bucket_ps *= 2;
+        r->cur_lo = UINT64_MAX / 2; /* no last bucket: the next call takes the long way */
         /* the buckets in use were merged by pairs too: without this the series would end
          * in empty buckets past the end of the run */
         r->nbuckets = (r->nbuckets + 1) / 2;
     }
     double per_ps = bytes / (double)(t1 - t0);
+    if (t0 >= r->cur_lo && t1 <= r->cur_lo + r->bucket_ps) {
+        /* within the bucket of the last call (most calls): no division */
+        r->series[r->cur_b] += per_ps * (double)(t1 - t0);
+        return;
+    }
     for (uint64_t t = t0; t < t1;) {
         uint64_t b = t / r->bucket_ps;
         uint64_t end = (b + 1) * r->bucket_ps;
@@ -95,6 +100,8 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
         r->series[b] += per_ps * (double)(end - t);
         if (b + 1 > r->nbuckets)
             r->nbuckets = (uint32_t)(b + 1);
+        r->cur_b = (uint32_t)b;
+        r->cur_lo = b * r->bucket_ps;
         t = end;
     }
 }
@@ -153,9 +160,7 @@ static void mark_dirty(struct sim *s, flow_net_t *net, flow_t *f)
         net->is_dirty[id] = 1;
         net->dirty[net->ndirty++] = id;
     }
-    if (!sim_event_queued(&net->reshare_ev))
-        if (sim_schedule(&s->q, &net->reshare_ev, s->q.now))
-            sim_fail(s, "out of memory");
+    sim_schedule_last(&s->q, &net->reshare_ev);
 }
 
 static void reshare_event(sim_queue_t *q, sim_event_t *ev)

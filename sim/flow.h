@@ -36,6 +36,8 @@ typedef struct flow_res {
     double *series;
     uint32_t nbuckets;
     uint64_t bucket_ps;
+    uint32_t cur_b;             /* the bucket the last addition ended in, from cur_lo */
+    uint64_t cur_lo;
 } flow_res_t;
 
 typedef void (*flow_done_fn)(struct sim *s, struct flow *f);
