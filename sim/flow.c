@@ -63,11 +63,10 @@ void flow_use(flow_t *f, uint32_t res, double weight, double eff)
     f->nres++;
 }
 
-/* Add `bytes` spread evenly over [t0, t1) to a resource's series. */
-static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
+/* Add `bytes` spread evenly over [t0, t1) to a resource's series: the long way. */
+static __attribute__((noinline)) void series_add_slow(flow_res_t *r, uint64_t t0, uint64_t t1,
+                                                      double bytes)
 {
-    if (!r->track || t1 <= t0 || bytes <= 0)
-        return;
     if (!r->series) {
         r->series = calloc(FLOW_SERIES_MAX, sizeof *r->series);
         if (!r->series)
@@ -87,11 +86,6 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
         r->nbuckets = (r->nbuckets + 1) / 2;
     }
     double per_ps = bytes / (double)(t1 - t0);
-    if (t0 >= r->cur_lo && t1 <= r->cur_lo + r->bucket_ps) {
-        /* within the bucket of the last call (most calls): no division */
-        r->series[r->cur_b] += per_ps * (double)(t1 - t0);
-        return;
-    }
     for (uint64_t t = t0; t < t1;) {
         uint64_t b = t / r->bucket_ps;
         uint64_t end = (b + 1) * r->bucket_ps;
@@ -106,8 +100,22 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
     }
 }
 
+/* Add `bytes` spread evenly over [t0, t1) to a resource's series. */
+static inline void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
+{
+    if (!r->track || t1 <= t0 || bytes <= 0)
+        return;
+    if (t0 >= r->cur_lo && t1 <= r->cur_lo + r->bucket_ps) {
+        /* within the bucket of the last call (most calls; inside the series, so no bucket
+         * doubling either): the long way's arithmetic, without its integer divisions */
+        r->series[r->cur_b] += bytes / (double)(t1 - t0) * (double)(t1 - t0);
+        return;
+    }
+    series_add_slow(r, t0, t1, bytes);
+}
+
 /* Bring a flow's remaining bytes up to now at its current rate. */
-static void advance(flow_net_t *net, flow_t *f, uint64_t now)
+static inline void advance(flow_net_t *net, flow_t *f, uint64_t now)
 {
     if (now <= f->last_update)
         return;
@@ -124,7 +132,7 @@ static void advance(flow_net_t *net, flow_t *f, uint64_t now)
     f->last_update = now;
 }
 
-static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
+static inline void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
 {
     double rate = f->cap > 0 ? f->cap : INFINITY;
     uint8_t binding = FLOW_MAX_RES;

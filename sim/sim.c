@@ -98,13 +98,15 @@ static int waits_hold(const core_t *c, const isa_instr_t *in, uint8_t *failing)
     return 1;
 }
 
+_Static_assert(ISA_ENGINE_COUNT <= 8, "core_t.waiters has one bit per engine");
+
 /* Wake the engines of core c blocked on semaphore `sem` (each blocks on the first of its
  * waits that does not hold; a post to another semaphore cannot release it). */
 static void wake_core(struct sim *s, core_t *c, uint8_t sem)
 {
-    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
-        engine_t *E = &c->engines[e];
-        if (E->blocked && E->blocked_sem == sem && !sim_event_queued(&E->ev))
+    for (unsigned m = c->waiters[sem]; m; m &= m - 1) {
+        engine_t *E = &c->engines[__builtin_ctz(m)]; /* in engine order */
+        if (!sim_event_queued(&E->ev))
             if (sim_schedule(&s->q, &E->ev, s->q.now))
                 sim_fail(s, "out of memory");
     }
@@ -551,12 +553,18 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         uint8_t sem = 0;
         if (!waits_hold(c, in, &sem)) {
             stall_segment(E, now, SIM_STALL_SEMAPHORE, sem);
+            if (E->blocked)
+                c->waiters[E->blocked_sem] &= (uint8_t)~(1u << E->id);
             E->blocked = 1;
             E->blocked_sem = sem;
+            c->waiters[sem] |= (uint8_t)(1u << E->id);
             E->sem_waited = 1;
             return;
         }
-        E->blocked = 0;
+        if (E->blocked) {
+            c->waiters[E->blocked_sem] &= (uint8_t)~(1u << E->id);
+            E->blocked = 0;
+        }
         if (E->sem_waited) {
             /* the semaphore update reaches the waiting sequencer and the instruction is
              * dispatched: costs.semaphore_latency_ns after the post (measurements.md 6) */

@@ -77,7 +77,7 @@ typedef struct engine {
     uint8_t last_stall;  /* the last cause the current instruction waited for (traces) */
     uint8_t wait_sem;    /* the last semaphore the current instruction waited for (traces) */
     uint64_t wait_by[SIM_STALL_COUNT]; /* its held time so far, by cause (traces) */
-    uint8_t blocked;     /* waiting for semaphores */
+    uint8_t blocked;     /* waiting for semaphores (and its bit set in core.waiters) */
     uint8_t parked;      /* in a collective, until it completes */
     uint8_t blocked_sem; /* the semaphore whose wait did not hold */
     uint8_t sem_waited;  /* the current instruction waited for a semaphore: it pays the
@@ -123,6 +123,7 @@ typedef struct core {
     uint32_t id, chip;
     engine_t engines[ISA_ENGINE_COUNT];
     int32_t sems[ISA_MAX_SEMS];
+    uint8_t waiters[ISA_MAX_SEMS]; /* per semaphore: bit e set while engine e is blocked on it */
     mdl_onchip_t sbuf, psum;
     mdl_core_state_t fs; /* functional state */
     int fs_ready;
