@@ -46,8 +46,7 @@ static xfer_t *xfer_alloc(struct sim *s)
     }
     xfer_t *x = s->free_xfers;
     s->free_xfers = x->next;
-    memset(x, 0, sizeof *x);
-    return x;
+    return x; /* dma_issue sets every field */
 }
 
 static void xfer_release(struct sim *s, xfer_t *x)
@@ -306,6 +305,8 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
         return -1;
     }
     x->core = c;
+    x->next = NULL;
+    x->start = 0;
     x->instr = in;
     x->index = index;
     x->engine = e->id;

@@ -39,9 +39,14 @@ void flow_net_free(flow_net_t *net)
 
 void flow_init(flow_t *f, double bytes, double cap, flow_done_fn done, void *owner)
 {
-    sim_event_t ev = f->ev;
-    memset(f, 0, sizeof *f);
-    f->ev = ev;
+    /* every field but the event and the per-resource arrays, which flow_use and flow_start
+     * fill up to nres */
+    f->rate = 0;
+    f->last_update = 0;
+    f->nres = f->active = 0;
+    f->generation = 0;
+    f->binding = 0;
+    memset(f->bound_ps, 0, sizeof f->bound_ps);
     f->remaining = bytes;
     f->cap = cap;
     f->done = done;
@@ -138,7 +143,7 @@ static inline void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
     uint8_t binding = FLOW_MAX_RES;
     for (unsigned i = 0; i < f->nres; i++) {
         const flow_res_t *r = &net->res[f->res[i]];
-        double bound = r->cap * f->eff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
+        double bound = f->capeff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
         if (bound < rate) {
             rate = bound;
             binding = (uint8_t)i;
@@ -150,7 +155,14 @@ static inline void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
     if (rate == f->rate && sim_event_queued(&f->ev))
         return; /* same rate: its completion time stands */
     f->rate = rate;
-    double ps = ceil(f->remaining / rate);
+    double x = f->remaining / rate, ps;
+    if (x > 0 && x < 4e15) { /* ceil(x) without the library call: exact below 2^52 */
+        ps = (double)(int64_t)x;
+        if (ps < x)
+            ps += 1.0;
+    } else {
+        ps = ceil(x);
+    }
     uint64_t done = s->q.now + (ps > 0 ? (uint64_t)ps : 0);
     if (!sim_event_queued(&f->ev) || f->ev.time != done)
         if (sim_schedule(&s->q, &f->ev, done))
@@ -239,6 +251,7 @@ int flow_start(struct sim *s, flow_net_t *net, flow_t *f)
         if (r->n == 0)
             r->busy_since = now;
         f->slot[i] = r->n;
+        f->capeff[i] = r->cap * f->eff[i];
         r->flows[r->n++] = f;
         r->weight_sum += f->weight[i];
     }

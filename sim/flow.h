@@ -54,6 +54,7 @@ typedef struct flow {
     float weight[FLOW_MAX_RES]; /* resource bytes per byte moved */
     float eff[FLOW_MAX_RES];    /* efficiency on that resource (DMA piece overhead), 0..1 */
     uint32_t slot[FLOW_MAX_RES];
+    double capeff[FLOW_MAX_RES]; /* the resource's cap x eff, the numerator of its share */
     uint64_t generation;
     /* what set its rate, for breakdowns: binding = the resource slot whose share was the
      * smallest bound, FLOW_MAX_RES for the flow's own cap; bound_ps = time at each */
