@@ -44,7 +44,7 @@ static void place(sim_queue_t *q, uint32_t i, sim_event_t *ev)
     ev->heap_index = i;
 }
 
-static void sift_up(sim_queue_t *q, uint32_t i)
+static inline __attribute__((always_inline)) void sift_up(sim_queue_t *q, uint32_t i)
 {
     sim_event_t *ev = q->heap[i];
     while (i > 0) {
@@ -57,7 +57,7 @@ static void sift_up(sim_queue_t *q, uint32_t i)
     place(q, i, ev);
 }
 
-static void sift_down(sim_queue_t *q, uint32_t i)
+static inline __attribute__((always_inline)) void sift_down(sim_queue_t *q, uint32_t i)
 {
     sim_event_t *ev = q->heap[i];
     for (;;) {
@@ -83,7 +83,7 @@ static void sift_down(sim_queue_t *q, uint32_t i)
  * all run before anything later, in (priority, sequence) order among themselves and with
  * the heap's events of the same time. */
 
-static void cur_remove(sim_queue_t *q, sim_event_t *ev)
+static __attribute__((noinline)) void cur_remove(sim_queue_t *q, sim_event_t *ev)
 {
     uint32_t j = 0;
     while (q->cur[j] != ev)
@@ -148,6 +148,17 @@ void sim_schedule_last(sim_queue_t *q, sim_event_t *ev)
     q->last = ev;
 }
 
+static __attribute__((noinline)) int grow_heap(sim_queue_t *q)
+{
+    uint32_t nc = q->cap * 2;
+    sim_event_t **h = realloc(q->heap, nc * sizeof *h);
+    if (!h)
+        return -1;
+    q->heap = h;
+    q->cap = nc;
+    return 0;
+}
+
 int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 {
     uint64_t t = time < q->now ? q->now : time;
@@ -171,15 +182,9 @@ int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
         ev->seq = q->next_seq++;
         return cur_insert(q, ev);
     }
-    if (q->n == q->cap) {
-        uint32_t nc = q->cap * 2;
-        sim_event_t **h = realloc(q->heap, nc * sizeof *h);
-        if (!h)
-            return -1;
-        q->heap = h;
-        q->cap = nc;
-    }
-    ev->time = time < q->now ? q->now : time;
+    if (q->n == q->cap && grow_heap(q))
+        return -1;
+    ev->time = t;
     ev->seq = q->next_seq++;
     q->heap[q->n] = ev;
     ev->heap_index = q->n;

@@ -46,6 +46,7 @@ void flow_init(flow_t *f, double bytes, double cap, flow_done_fn done, void *own
     f->nres = f->active = 0;
     f->generation = 0;
     f->binding = 0;
+    f->accounted = 0;
     memset(f->bound_ps, 0, sizeof f->bound_ps);
     f->remaining = bytes;
     f->cap = cap;
@@ -127,9 +128,11 @@ static inline void advance(flow_net_t *net, flow_t *f, uint64_t now)
     double moved = f->rate * (double)(now - f->last_update);
     if (moved > f->remaining)
         moved = f->remaining;
-    for (unsigned i = 0; i < f->nres; i++) {
+    for (unsigned m = f->accounted; m; m &= m - 1) {
+        unsigned i = (unsigned)__builtin_ctz(m);
         flow_res_t *r = &net->res[f->res[i]];
-        r->bytes += moved * f->weight[i];
+        if (r->count)
+            r->bytes += moved * f->weight[i];
         series_add(r, f->last_update, now, moved * f->weight[i]);
     }
     f->remaining -= moved;
@@ -252,6 +255,8 @@ int flow_start(struct sim *s, flow_net_t *net, flow_t *f)
             r->busy_since = now;
         f->slot[i] = r->n;
         f->capeff[i] = r->cap * f->eff[i];
+        if (r->count || r->track)
+            f->accounted |= (uint16_t)(1u << i);
         r->flows[r->n++] = f;
         r->weight_sum += f->weight[i];
     }

@@ -757,8 +757,10 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         s->net.res[res_hbm(s, i)].cap = a->hbm.bandwidth_gbps * 1e-3;
         s->net.res[res_hbm(s, i)].track = 1;
     }
-    for (uint32_t i = 0; i < s->topo.nlinks; i++)
+    for (uint32_t i = 0; i < s->topo.nlinks; i++) {
         s->net.res[res_link(s, i)].cap = s->topo.links[i].gbps * 1e-3;
+        s->net.res[res_link(s, i)].count = 1; /* the statistics' link bytes */
+    }
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
