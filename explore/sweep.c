@@ -27,6 +27,7 @@
 #include "rng.h"
 #include "sim.h"
 #include "stats.h"
+#include "text.h"
 
 /* ---- the spec ----------------------------------------------------------------------------- */
 
@@ -78,28 +79,6 @@ struct sim_sweep {
 
 #define SWEEP_MAX_POINTS (UINT64_C(1) << 40)
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static char *dup_printf(const char *fmt, ...)
@@ -133,7 +112,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 /* `path` made absolute against `dir` (the spec's directory), then canonical when it exists. */
 static char *resolve_path(const char *dir, const char *path)
 {
-    char *joined = path[0] == '/' ? dup_str(path) : dup_printf("%s/%s", dir, path);
+    char *joined = path[0] == '/' ? mdl_strdup(path) : dup_printf("%s/%s", dir, path);
     if (!joined)
         return NULL;
     char *real = realpath(joined, NULL);
@@ -189,7 +168,7 @@ static ncsim_status_t apply_set(const char *spec, mdl_arch_t *a, const char *key
     char assignment[512], e[512];
     snprintf(assignment, sizeof assignment, "%s=%s", key, value);
     if (mdl_arch_set(a, assignment, e, sizeof e) != NCSIM_OK) {
-        set_err(err, errlen, "%s: %s", spec, e);
+        mdl_errf(err, errlen, "%s: %s", spec, e);
         return NCSIM_USAGE;
     }
     return NCSIM_OK;
@@ -206,20 +185,20 @@ static int is_arch_key(const char *key)
 static ncsim_status_t add_param(sim_sweep_t *sw, const char *key, char *err, size_t errlen)
 {
     if (!is_arch_key(key)) {
-        set_err(err, errlen, "%s: grid: unknown key '%s' (`ncsim arch trn1` lists the keys)",
-                sw->spec_path, key);
+        mdl_errf(err, errlen, "%s: grid: unknown key '%s' (`ncsim arch trn1` lists the keys)",
+                 sw->spec_path, key);
         return NCSIM_USAGE;
     }
     for (size_t i = 0; i < sw->nparams; i++)
         if (strcmp(sw->params[i], key) == 0) {
-            set_err(err, errlen, "%s: grid: key '%s' is varied twice", sw->spec_path, key);
+            mdl_errf(err, errlen, "%s: grid: key '%s' is varied twice", sw->spec_path, key);
             return NCSIM_USAGE;
         }
     char **p = realloc(sw->params, (sw->nparams + 1) * sizeof *p);
     if (!p)
         return NCSIM_NOMEM;
     sw->params = p;
-    if (!(p[sw->nparams] = dup_str(key)))
+    if (!(p[sw->nparams] = mdl_strdup(key)))
         return NCSIM_NOMEM;
     sw->nparams++;
     return NCSIM_OK;
@@ -246,7 +225,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
             len--;
         char key[128];
         if (len == 0 || len >= sizeof key) {
-            set_err(err, errlen, "%s: grid: bad key list '%s'", sw->spec_path, name);
+            mdl_errf(err, errlen, "%s: grid: bad key list '%s'", sw->spec_path, name);
             return NCSIM_USAGE;
         }
         memcpy(key, p, len);
@@ -260,8 +239,8 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
         p = comma + 1;
     }
     if (!json_is_array(values) || json_array_size(values) == 0) {
-        set_err(err, errlen, "%s: grid: '%s' must be a non-empty array of values",
-                sw->spec_path, name);
+        mdl_errf(err, errlen, "%s: grid: '%s' must be a non-empty array of values", sw->spec_path,
+                 name);
         return NCSIM_USAGE;
     }
     ax->nvalues = json_array_size(values);
@@ -271,9 +250,10 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
     for (size_t v = 0; v < ax->nvalues; v++) {
         const json_t *item = json_array_get(values, v);
         if (ax->nkeys > 1 && (!json_is_array(item) || json_array_size(item) != ax->nkeys)) {
-            set_err(err, errlen, "%s: grid: '%s' varies %zu keys together: value %zu must be "
-                                 "an array of %zu values",
-                    sw->spec_path, name, ax->nkeys, v, ax->nkeys);
+            mdl_errf(err, errlen,
+                     "%s: grid: '%s' varies %zu keys together: value %zu must be "
+                     "an array of %zu values",
+                     sw->spec_path, name, ax->nkeys, v, ax->nkeys);
             return NCSIM_USAGE;
         }
         for (size_t k = 0; k < ax->nkeys; k++) {
@@ -281,8 +261,8 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
             char text[128];
             const char *key = sw->params[ax->first_param + k];
             if (value_text(x, text, sizeof text)) {
-                set_err(err, errlen, "%s: grid: '%s' value %zu must be a number or a string",
-                        sw->spec_path, key, v);
+                mdl_errf(err, errlen, "%s: grid: '%s' value %zu must be a number or a string",
+                         sw->spec_path, key, v);
                 return NCSIM_USAGE;
             }
             /* check the value now: a bad one is reported before anything runs */
@@ -290,7 +270,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
             ncsim_status_t st = apply_set(sw->spec_path, &scratch, key, text, err, errlen);
             if (st != NCSIM_OK)
                 return st;
-            if (!(ax->values[v * ax->nkeys + k] = dup_str(text)))
+            if (!(ax->values[v * ax->nkeys + k] = mdl_strdup(text)))
                 return NCSIM_NOMEM;
         }
     }
@@ -329,7 +309,7 @@ static ncsim_status_t assemble(sim_sweep_t *sw, const isa_geometry_t *g, int use
     e->status = sim_load_program(sw->program, g, use_lookup ? arch_lookup : NULL, NULL,
                                  &e->prog, &diag);
     if (e->status != NCSIM_OK) {
-        e->diag = dup_str(diag.text ? diag.text : ncsim_status_text(e->status));
+        e->diag = mdl_strdup(diag.text ? diag.text : ncsim_status_text(e->status));
         if (!e->diag) {
             isa_diag_free(&diag);
             return NCSIM_NOMEM;
@@ -380,10 +360,10 @@ ncsim_status_t sim_sweep_check_points(const sim_sweep_t *sw, uint64_t first, uin
                                  sw->params[k], v);
                 w += n > 0 ? (size_t)n : 0;
             }
-            set_err(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
-                    sw->nparams > 1 ? "\n(keys that must change together can be varied "
-                                      "together: \"k1,k2\": [[v1, v2], ...])"
-                                    : "");
+            mdl_errf(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
+                     sw->nparams > 1 ? "\n(keys that must change together can be varied "
+                                       "together: \"k1,k2\": [[v1, v2], ...])"
+                                     : "");
             return st;
         }
     }
@@ -419,11 +399,11 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
 
     sw->spec_path = realpath(spec_path, NULL);
     if (!sw->spec_path) {
-        set_err(err, errlen, "%s: %s", spec_path, strerror(errno));
+        mdl_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
-    sw->spec_dir = dup_str(sw->spec_path);
+    sw->spec_dir = mdl_strdup(sw->spec_path);
     if (!sw->spec_dir)
         goto fail;
     char *slash = strrchr(sw->spec_dir, '/');
@@ -432,7 +412,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     else if (slash)
         *slash = 0;
     const char *base_name = strrchr(sw->spec_path, '/') + 1;
-    sw->name = dup_str(base_name);
+    sw->name = mdl_strdup(base_name);
     if (!sw->name)
         goto fail;
     size_t nl = strlen(sw->name);
@@ -441,20 +421,20 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
 
     text = sim_read_file(sw->spec_path, &len);
     if (!text) {
-        set_err(err, errlen, "%s: %s", spec_path, strerror(errno));
+        mdl_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
     json_error_t jerr;
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        set_err(err, errlen, "%s:%d:%d: %s", spec_path, jerr.line, jerr.column, jerr.text);
+        mdl_errf(err, errlen, "%s:%d:%d: %s", spec_path, jerr.line, jerr.column, jerr.text);
         st = NCSIM_USAGE;
         goto fail;
     }
     st = NCSIM_USAGE;
     if (!json_is_object(root)) {
-        set_err(err, errlen, "%s: a sweep spec is a JSON object", spec_path);
+        mdl_errf(err, errlen, "%s: a sweep spec is a JSON object", spec_path);
         goto fail;
     }
     const char *key;
@@ -464,19 +444,21 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         for (int i = 0; spec_keys[i]; i++)
             known |= strcmp(key, spec_keys[i]) == 0;
         if (!known) {
-            set_err(err, errlen, "%s: unknown key '%s' (a spec has program, arch, timing_only, "
-                                 "set, grid, inputs, random_inputs, seed, "
-                                 "stochastic_rounding, description)",
-                    spec_path, key);
+            mdl_errf(err, errlen,
+                     "%s: unknown key '%s' (a spec has program, arch, timing_only, "
+                     "set, grid, inputs, random_inputs, seed, "
+                     "stochastic_rounding, description)",
+                     spec_path, key);
             goto fail;
         }
     }
     /* program */
     json_t *jprog = json_object_get(root, "program");
     if (!json_is_string(jprog) || !json_string_value(jprog)[0]) {
-        set_err(err, errlen, "%s: 'program' (the .nca or .ncx file to run) is required and "
-                             "must be a string",
-                spec_path);
+        mdl_errf(err, errlen,
+                 "%s: 'program' (the .nca or .ncx file to run) is required and "
+                 "must be a string",
+                 spec_path);
         goto fail;
     }
     sw->program = resolve_path(sw->spec_dir, json_string_value(jprog));
@@ -486,7 +468,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     }
     uint64_t fp = fnv1a(UINT64_C(0xcbf29ce484222325), text, len);
     if (hash_file(&fp, sw->program)) {
-        set_err(err, errlen, "%s: program %s: %s", spec_path, sw->program, strerror(errno));
+        mdl_errf(err, errlen, "%s: program %s: %s", spec_path, sw->program, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
@@ -495,7 +477,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     sw->timing_only = 1;
     if (j) {
         if (!json_is_boolean(j)) {
-            set_err(err, errlen, "%s: 'timing_only' must be true or false", spec_path);
+            mdl_errf(err, errlen, "%s: 'timing_only' must be true or false", spec_path);
             goto fail;
         }
         sw->timing_only = json_is_true(j);
@@ -503,7 +485,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "stochastic_rounding");
     if (j) {
         if (!json_is_boolean(j)) {
-            set_err(err, errlen, "%s: 'stochastic_rounding' must be true or false", spec_path);
+            mdl_errf(err, errlen, "%s: 'stochastic_rounding' must be true or false", spec_path);
             goto fail;
         }
         sw->stochastic = json_is_true(j);
@@ -511,7 +493,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "seed");
     if (j) {
         if (!json_is_integer(j) || json_integer_value(j) < 0) {
-            set_err(err, errlen, "%s: 'seed' must be a non-negative integer", spec_path);
+            mdl_errf(err, errlen, "%s: 'seed' must be a non-negative integer", spec_path);
             goto fail;
         }
         sw->seed = (uint64_t)json_integer_value(j);
@@ -519,8 +501,8 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "random_inputs");
     if (j) {
         if (!json_is_integer(j) || json_integer_value(j) < 0) {
-            set_err(err, errlen, "%s: 'random_inputs' must be a non-negative integer seed",
-                    spec_path);
+            mdl_errf(err, errlen, "%s: 'random_inputs' must be a non-negative integer seed",
+                     spec_path);
             goto fail;
         }
         sw->have_random = 1;
@@ -528,13 +510,13 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     }
     j = json_object_get(root, "description");
     if (j && !json_is_string(j)) {
-        set_err(err, errlen, "%s: 'description' must be a string", spec_path);
+        mdl_errf(err, errlen, "%s: 'description' must be a string", spec_path);
         goto fail;
     }
     j = json_object_get(root, "inputs");
     if (j) {
         if (!json_is_object(j)) {
-            set_err(err, errlen, "%s: 'inputs' must map tensor names to .npy files", spec_path);
+            mdl_errf(err, errlen, "%s: 'inputs' must map tensor names to .npy files", spec_path);
             goto fail;
         }
         sw->inputs = calloc(json_object_size(j) + 1, sizeof *sw->inputs);
@@ -544,11 +526,11 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         }
         json_object_foreach(j, key, val) {
             if (!json_is_string(val)) {
-                set_err(err, errlen, "%s: inputs: '%s' must name a .npy file", spec_path, key);
+                mdl_errf(err, errlen, "%s: inputs: '%s' must name a .npy file", spec_path, key);
                 goto fail;
             }
             sweep_input_t *in = &sw->inputs[sw->ninputs++];
-            in->name = dup_str(key);
+            in->name = mdl_strdup(key);
             in->path = resolve_path(sw->spec_dir, json_string_value(val));
             if (!in->name || !in->path) {
                 st = NCSIM_NOMEM;
@@ -558,27 +540,27 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         }
     }
     if ((sw->ninputs || sw->have_random) && sw->timing_only) {
-        set_err(err, errlen, "%s: 'inputs' and 'random_inputs' need \"timing_only\": false",
-                spec_path);
+        mdl_errf(err, errlen, "%s: 'inputs' and 'random_inputs' need \"timing_only\": false",
+                 spec_path);
         goto fail;
     }
     /* base architecture: "arch", else the program's .arch, else trn1 */
     json_t *jarch = json_object_get(root, "arch");
     if (jarch && !json_is_string(jarch)) {
-        set_err(err, errlen, "%s: 'arch' must be a preset name or a config file", spec_path);
+        mdl_errf(err, errlen, "%s: 'arch' must be a preset name or a config file", spec_path);
         goto fail;
     }
     char e[1024];
     if (jarch) {
         const char *an = json_string_value(jarch);
         int is_file = strchr(an, '/') || (strlen(an) > 5 && !strcmp(an + strlen(an) - 5, ".json"));
-        char *ap = is_file ? resolve_path(sw->spec_dir, an) : dup_str(an);
+        char *ap = is_file ? resolve_path(sw->spec_dir, an) : mdl_strdup(an);
         if (!ap) {
             st = NCSIM_NOMEM;
             goto fail;
         }
         if (is_file && hash_file(&fp, ap)) {
-            set_err(err, errlen, "%s: arch %s: %s", spec_path, ap, strerror(errno));
+            mdl_errf(err, errlen, "%s: arch %s: %s", spec_path, ap, strerror(errno));
             free(ap);
             st = NCSIM_IO;
             goto fail;
@@ -587,7 +569,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         st = mdl_arch_load(ap, &sw->base, e, sizeof e);
         free(ap);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "%s: arch: %s", spec_path, e);
+            mdl_errf(err, errlen, "%s: arch: %s", spec_path, e);
             goto fail;
         }
     } else {
@@ -595,7 +577,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         mdl_arch_t trn1;
         st = mdl_arch_load("trn1", &trn1, e, sizeof e);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "%s", e);
+            mdl_errf(err, errlen, "%s", e);
             goto fail;
         }
         isa_geometry_t g;
@@ -605,14 +587,14 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         if (st != NCSIM_OK)
             goto fail;
         if (pe->status != NCSIM_OK) {
-            set_err(err, errlen, "%s: program %s:\n%s", spec_path, sw->program, pe->diag);
+            mdl_errf(err, errlen, "%s: program %s:\n%s", spec_path, sw->program, pe->diag);
             st = pe->status;
             goto fail;
         }
         const char *an = pe->prog->arch[0] ? pe->prog->arch : "trn1";
         st = mdl_arch_load(an, &sw->base, e, sizeof e);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "%s: %s", spec_path, e);
+            mdl_errf(err, errlen, "%s: %s", spec_path, e);
             goto fail;
         }
         /* the lookup assembled it against the .arch preset's sizes */
@@ -622,16 +604,15 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "set");
     if (j) {
         if (!json_is_object(j)) {
-            set_err(err, errlen, "%s: 'set' must be an object of \"section.key\": value",
-                    spec_path);
+            mdl_errf(err, errlen, "%s: 'set' must be an object of \"section.key\": value",
+                     spec_path);
             st = NCSIM_USAGE;
             goto fail;
         }
         json_object_foreach(j, key, val) {
             char vt[128];
             if (value_text(val, vt, sizeof vt)) {
-                set_err(err, errlen, "%s: set: '%s' must be a number or a string", spec_path,
-                        key);
+                mdl_errf(err, errlen, "%s: set: '%s' must be a number or a string", spec_path, key);
                 st = NCSIM_USAGE;
                 goto fail;
             }
@@ -643,8 +624,8 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     /* the grid */
     j = json_object_get(root, "grid");
     if (j && !json_is_object(j)) {
-        set_err(err, errlen, "%s: 'grid' must be an object of \"section.key\": [values]",
-                spec_path);
+        mdl_errf(err, errlen, "%s: 'grid' must be an object of \"section.key\": [values]",
+                 spec_path);
         st = NCSIM_USAGE;
         goto fail;
     }
@@ -661,7 +642,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
                 goto fail;
             uint64_t n = sw->axes[sw->naxes - 1].nvalues;
             if (sw->npoints > SWEEP_MAX_POINTS / n) {
-                set_err(err, errlen, "%s: the grid has too many points", spec_path);
+                mdl_errf(err, errlen, "%s: the grid has too many points", spec_path);
                 st = NCSIM_USAGE;
                 goto fail;
             }
@@ -682,7 +663,7 @@ fail:
     free(text);
     sim_sweep_free(sw);
     if (st == NCSIM_NOMEM)
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
     return st;
 }
 
@@ -758,9 +739,10 @@ ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_a
                                     char *err, size_t errlen)
 {
     if (index >= sw->npoints) {
-        set_err(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64
-                             " points, 0 to %" PRIu64 ")",
-                index, sw->npoints, sw->npoints - 1);
+        mdl_errf(err, errlen,
+                 "point %" PRIu64 " does not exist (the sweep has %" PRIu64 " points, 0 to %" PRIu64
+                 ")",
+                 index, sw->npoints, sw->npoints - 1);
         return NCSIM_USAGE;
     }
     *out = sw->base;
@@ -799,7 +781,7 @@ ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last,
         sweep_program_t *p;
         st = program_for(sw, &a, &p);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "out of memory");
+            mdl_errf(err, errlen, "out of memory");
             return st;
         }
     }
@@ -811,7 +793,7 @@ ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last,
         char e[512];
         ncsim_status_t st = mdl_npy_read(in->path, &in->data, e, sizeof e);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "%s: inputs: %s", sw->spec_path, e);
+            mdl_errf(err, errlen, "%s: inputs: %s", sw->spec_path, e);
             return st == NCSIM_NOMEM ? st : NCSIM_IO;
         }
         in->loaded = 1;
@@ -857,7 +839,7 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
         sweep_input_t *in = &sw->inputs[i];
         int t = sim_find_hbm_tensor(p, in->name, strlen(in->name));
         if (t < 0 || (p->tensors[t].kind != ISA_TK_INPUT && p->tensors[t].kind != ISA_TK_INOUT)) {
-            set_err(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
+            mdl_errf(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
             st = NCSIM_USAGE;
             break;
         }
@@ -880,9 +862,10 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
             (kind != ISA_TK_INPUT && kind != ISA_TK_INOUT))
             continue;
         if (!sw->have_random) {
-            set_err(err, errlen, "input tensor '%s' is not bound: give it in \"inputs\" or set "
-                                 "\"random_inputs\"",
-                    isa_string(p, p->tensors[t].name));
+            mdl_errf(err, errlen,
+                     "input tensor '%s' is not bound: give it in \"inputs\" or set "
+                     "\"random_inputs\"",
+                     isa_string(p, p->tensors[t].name));
             st = NCSIM_USAGE;
             break;
         }
@@ -956,14 +939,14 @@ static ncsim_status_t write_point(json_t *root, const char *path, char *err, siz
 {
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     if (!text) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     size_t n = strlen(text);
     char *t2 = realloc(text, n + 2);
     if (!t2) {
         free(text);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     t2[n] = '\n';
@@ -971,7 +954,7 @@ static ncsim_status_t write_point(json_t *root, const char *path, char *err, siz
     int rc = sim_write_file(path, t2, n + 1);
     free(t2);
     if (rc) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        mdl_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return NCSIM_IO;
     }
     return NCSIM_OK;
@@ -983,14 +966,13 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
 {
     *status = SIM_SWEEP_POINT_FAILED;
     if (index >= sw->npoints) {
-        set_err(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64
-                             " points)",
-                index, sw->npoints);
+        mdl_errf(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64 " points)",
+                 index, sw->npoints);
         return NCSIM_USAGE;
     }
     char *path = point_path(out_dir, index);
     if (!path) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     if (!force && point_done(sw, path, index)) {
@@ -1069,7 +1051,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     sim_destroy(s);
     ncsim_status_t st;
     if (!root) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         st = NCSIM_NOMEM;
     } else {
         st = write_point(root, path, err, errlen);
@@ -1079,7 +1061,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     if (st == NCSIM_OK) {
         *status = pst == NCSIM_OK ? SIM_SWEEP_POINT_OK : SIM_SWEEP_POINT_FAILED;
         if (pst != NCSIM_OK)
-            set_err(err, errlen, "point %" PRIu64 ": %s", index, msg);
+            mdl_errf(err, errlen, "point %" PRIu64 ": %s", index, msg);
     }
     return st;
 }
@@ -1179,7 +1161,7 @@ static ncsim_status_t run_serial(sim_sweep_t *sw, uint64_t first, uint64_t last,
         sim_sweep_point_status_t o;
         ncsim_status_t st = sim_sweep_run_point(sw, i, opt->out_dir, opt->force, &o, e, sizeof e);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "%s", e);
+            mdl_errf(err, errlen, "%s", e);
             return st;
         }
         if (o == SIM_SWEEP_POINT_FAILED && opt->progress != SIM_SWEEP_PROGRESS_NEVER)
@@ -1205,19 +1187,19 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
         free(pids);
         free(inflight);
         free(busy);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     ncsim_status_t st = NCSIM_OK;
     unsigned nt = 0, started = 0;
     if (pipe(result_pipe)) {
-        set_err(err, errlen, "pipe: %s", strerror(errno));
+        mdl_errf(err, errlen, "pipe: %s", strerror(errno));
         st = NCSIM_IO;
         goto done_alloc;
     }
     for (; nt < jobs; nt++)
         if (pipe(task[nt])) {
-            set_err(err, errlen, "pipe: %s", strerror(errno));
+            mdl_errf(err, errlen, "pipe: %s", strerror(errno));
             st = NCSIM_IO;
             goto done_pipes;
         }
@@ -1232,7 +1214,7 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
     for (; started < jobs; started++) {
         pid_t pid = fork();
         if (pid < 0) {
-            set_err(err, errlen, "fork: %s", strerror(errno));
+            mdl_errf(err, errlen, "fork: %s", strerror(errno));
             st = NCSIM_IO;
             break;
         }
@@ -1280,7 +1262,7 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
         busy[w] = 0;
         if (m.status != NCSIM_OK && st == NCSIM_OK) {
             st = (ncsim_status_t)m.status;
-            set_err(err, errlen, "point %" PRIu64 " could not be recorded (see above)", m.index);
+            mdl_errf(err, errlen, "point %" PRIu64 " could not be recorded (see above)", m.index);
         }
         count(sum, (ncsim_status_t)m.status, (sim_sweep_point_status_t)m.outcome);
         progress_show(pr, sum, 0);
@@ -1311,19 +1293,21 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
             if (st == NCSIM_OK) {
                 st = NCSIM_INTERNAL;
                 if (WIFSIGNALED(wstatus))
-                    set_err(err, errlen, "the worker running point %" PRIu64
-                                         " died (signal %d); rerun the sweep to redo it",
-                            inflight[w], WTERMSIG(wstatus));
+                    mdl_errf(err, errlen,
+                             "the worker running point %" PRIu64
+                             " died (signal %d); rerun the sweep to redo it",
+                             inflight[w], WTERMSIG(wstatus));
                 else
-                    set_err(err, errlen, "the worker running point %" PRIu64
-                                         " exited (status %d); rerun the sweep to redo it",
-                            inflight[w], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+                    mdl_errf(err, errlen,
+                             "the worker running point %" PRIu64
+                             " exited (status %d); rerun the sweep to redo it",
+                             inflight[w], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
             }
         }
     }
     if (st == NCSIM_OK && next <= last) {
         st = NCSIM_INTERNAL;
-        set_err(err, errlen, "the workers stopped before point %" PRIu64, next);
+        mdl_errf(err, errlen, "the workers stopped before point %" PRIu64, next);
     }
     sigaction(SIGPIPE, &old_pipe, NULL);
     close(result_pipe[0]);
@@ -1349,10 +1333,10 @@ static int make_dir(const char *dir, char *err, size_t errlen)
         struct stat sb;
         if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
             return 0;
-        set_err(err, errlen, "%s exists and is not a directory", dir);
+        mdl_errf(err, errlen, "%s exists and is not a directory", dir);
         return -1;
     }
-    set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+    mdl_errf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
     return -1;
 }
 
@@ -1362,9 +1346,8 @@ ncsim_status_t sim_sweep_run(sim_sweep_t *sw, uint64_t first, uint64_t last,
 {
     memset(summary, 0, sizeof *summary);
     if (first > last || last >= sw->npoints) {
-        set_err(err, errlen, "points %" PRIu64 "-%" PRIu64 " are not in the sweep (0-%" PRIu64
-                             ")",
-                first, last, sw->npoints - 1);
+        mdl_errf(err, errlen, "points %" PRIu64 "-%" PRIu64 " are not in the sweep (0-%" PRIu64 ")",
+                 first, last, sw->npoints - 1);
         return NCSIM_USAGE;
     }
     if (make_dir(opt->out_dir, err, errlen))
@@ -1521,16 +1504,17 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
     }
     ncsim_status_t st = NCSIM_OK;
     if (b.failed || missing.failed) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         st = NCSIM_NOMEM;
     } else if (summary->missing) {
-        set_err(err, errlen, "%" PRIu64 " of %" PRIu64 " points have no result in %s:\n%s%s\n"
-                             "run them (ncsim sweep SPEC --out DIR, or --index I), then merge",
-                summary->missing, sw->npoints, out_dir, missing.p ? missing.p : "",
-                summary->missing > 8 ? "\n  ..." : "");
+        mdl_errf(err, errlen,
+                 "%" PRIu64 " of %" PRIu64 " points have no result in %s:\n%s%s\n"
+                 "run them (ncsim sweep SPEC --out DIR, or --index I), then merge",
+                 summary->missing, sw->npoints, out_dir, missing.p ? missing.p : "",
+                 summary->missing > 8 ? "\n  ..." : "");
         st = NCSIM_IO;
     } else if (sim_write_file(csv_path, b.p, b.len)) {
-        set_err(err, errlen, "cannot write %s: %s", csv_path, strerror(errno));
+        mdl_errf(err, errlen, "cannot write %s: %s", csv_path, strerror(errno));
         st = NCSIM_IO;
     }
     free(b.p);

@@ -13,7 +13,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,42 +22,21 @@
 #include <unistd.h>
 
 #include "arch.h"
-#include "fdio.h"
 #include "asm.h"
+#include "fdio.h"
 #include "load.h"
 #include "sim.h"
 #include "sweep_plot.h"
+#include "text.h"
 
 /* Default allowed relative error of an entry. */
 #define VALIDATE_DEFAULT_BAND 0.15
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
 
 /* dir/path unless path is absolute (malloc'd). */
 static char *join_path(const char *dir, const char *path)
 {
     if (path[0] == '/')
-        return dup_str(path);
+        return mdl_strdup(path);
     size_t n = strlen(dir) + strlen(path) + 2;
     char *p = malloc(n);
     if (p)
@@ -126,25 +104,25 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
         e->op = 0;
         if (figure_names[i].arg == 0) {
             if (colon) {
-                set_err(err, errlen, "figure '%s' takes no ':' argument", figure);
+                mdl_errf(err, errlen, "figure '%s' takes no ':' argument", figure);
                 return NCSIM_USAGE;
             }
             return NCSIM_OK;
         }
         if (!colon || !colon[1]) {
-            set_err(err, errlen, "figure '%s' needs an argument: %s", figure,
-                    figure_names[i].arg == 1 ? "busy_fraction:ENGINE[@coreN] (ENGINE: pe, act, "
-                                               "dve, pool, sp or cc)"
-                                             : "an instruction mnemonic, e.g. mean_duration_ns:"
-                                               "activate");
+            mdl_errf(err, errlen, "figure '%s' needs an argument: %s", figure,
+                     figure_names[i].arg == 1 ? "busy_fraction:ENGINE[@coreN] (ENGINE: pe, act, "
+                                                "dve, pool, sp or cc)"
+                                              : "an instruction mnemonic, e.g. mean_duration_ns:"
+                                                "activate");
             return NCSIM_USAGE;
         }
         const char *arg = colon + 1;
         if (figure_names[i].arg == 2) {
             isa_op_t op = isa_op_lookup(arg, strlen(arg));
             if (op == ISA_OP_COUNT) {
-                set_err(err, errlen, "figure '%s': unknown instruction mnemonic '%s'", figure,
-                        arg);
+                mdl_errf(err, errlen, "figure '%s': unknown instruction mnemonic '%s'", figure,
+                         arg);
                 return NCSIM_USAGE;
             }
             e->op = (int)op;
@@ -159,8 +137,8 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
                 found = k;
         }
         if (found < 0) {
-            set_err(err, errlen, "figure '%s': unknown engine '%.*s' (pe, act, dve, pool, sp, cc)",
-                    figure, (int)elen, arg);
+            mdl_errf(err, errlen, "figure '%s': unknown engine '%.*s' (pe, act, dve, pool, sp, cc)",
+                     figure, (int)elen, arg);
             return NCSIM_USAGE;
         }
         e->engine = found;
@@ -168,20 +146,20 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
             const char *c = at + 1;
             char *end = NULL;
             if (strncmp(c, "core", 4) != 0 || c[4] < '0' || c[4] > '9') {
-                set_err(err, errlen, "figure '%s': expected @coreN after the engine", figure);
+                mdl_errf(err, errlen, "figure '%s': expected @coreN after the engine", figure);
                 return NCSIM_USAGE;
             }
             errno = 0;
             unsigned long v = strtoul(c + 4, &end, 10);
             if (errno || *end || v > 65535) {
-                set_err(err, errlen, "figure '%s': bad core number '%s'", figure, c + 4);
+                mdl_errf(err, errlen, "figure '%s': bad core number '%s'", figure, c + 4);
                 return NCSIM_USAGE;
             }
             e->core = (unsigned)v;
         }
         return NCSIM_OK;
     }
-    set_err(err, errlen, "unknown figure '%s' (figures: %s)", figure, figure_list);
+    mdl_errf(err, errlen, "unknown figure '%s' (figures: %s)", figure, figure_list);
     return NCSIM_USAGE;
 }
 
@@ -255,12 +233,12 @@ static ncsim_status_t get_string(json_t *o, const char *key, char **out, const c
 {
     json_t *v = json_object_get(o, key);
     if (v && !json_is_string(v)) {
-        set_err(err, errlen, "%s: key '%s' must be a string", where, key);
+        mdl_errf(err, errlen, "%s: key '%s' must be a string", where, key);
         return NCSIM_USAGE;
     }
-    *out = dup_str(v ? json_string_value(v) : "");
+    *out = mdl_strdup(v ? json_string_value(v) : "");
     if (!*out) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     return NCSIM_OK;
@@ -275,12 +253,12 @@ static int get_number(json_t *o, const char *key, double *out, double dflt, cons
         return 0;
     }
     if (!json_is_number(v)) {
-        set_err(err, errlen, "%s: key '%s' must be a number", where, key);
+        mdl_errf(err, errlen, "%s: key '%s' must be a number", where, key);
         return -1;
     }
     *out = json_number_value(v);
     if (!isfinite(*out)) {
-        set_err(err, errlen, "%s: key '%s' must be finite", where, key);
+        mdl_errf(err, errlen, "%s: key '%s' must be finite", where, key);
         return -1;
     }
     return 0;
@@ -313,23 +291,23 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     char ename[300];
     snprintf(where, sizeof where, "%s: entry %zu", m->path, index + 1);
     if (!json_is_object(o)) {
-        set_err(err, errlen, "%s: must be an object", where);
+        mdl_errf(err, errlen, "%s: must be an object", where);
         return NCSIM_USAGE;
     }
     json_t *id = json_object_get(o, "id");
     if (!id || !json_is_string(id) || json_string_length(id) == 0) {
-        set_err(err, errlen, "%s: key 'id' %s", where,
-                id ? "must be a non-empty string" : "is missing (every entry has a unique id)");
+        mdl_errf(err, errlen, "%s: key 'id' %s", where,
+                 id ? "must be a non-empty string" : "is missing (every entry has a unique id)");
         return NCSIM_USAGE;
     }
-    if (!(e->id = dup_str(json_string_value(id))))
+    if (!(e->id = mdl_strdup(json_string_value(id))))
         return NCSIM_NOMEM;
     entry_name(e, index, ename, sizeof ename);
     snprintf(where, sizeof where, "%s: %s", m->path, ename);
     for (size_t k = 0; k < index; k++)
         if (strcmp(m->entries[k].id, e->id) == 0) {
-            set_err(err, errlen, "%s: id is used twice (entries %zu and %zu)", where, k + 1,
-                    index + 1);
+            mdl_errf(err, errlen, "%s: id is used twice (entries %zu and %zu)", where, k + 1,
+                     index + 1);
             return NCSIM_USAGE;
         }
     const char *key;
@@ -340,10 +318,11 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         for (int k = 0; entry_keys[k]; k++)
             known |= strcmp(key, entry_keys[k]) == 0;
         if (!known) {
-            set_err(err, errlen,
-                    "%s: unknown key '%s' (keys: id, title, source, choices, program, generate, "
-                    "arch, set, figure, divide, relative_to, measured, band, weight, fit, known_miss)",
-                    where, key);
+            mdl_errf(
+                err, errlen,
+                "%s: unknown key '%s' (keys: id, title, source, choices, program, generate, "
+                "arch, set, figure, divide, relative_to, measured, band, weight, fit, known_miss)",
+                where, key);
             return NCSIM_USAGE;
         }
     }
@@ -358,25 +337,25 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     /* the workload */
     json_t *prog = json_object_get(o, "program"), *gen = json_object_get(o, "generate");
     if ((prog != NULL) == (gen != NULL)) {
-        set_err(err, errlen, "%s: give exactly one of 'program' and 'generate'", where);
+        mdl_errf(err, errlen, "%s: give exactly one of 'program' and 'generate'", where);
         return NCSIM_USAGE;
     }
     if (prog) {
         if (!json_is_string(prog) || json_string_length(prog) == 0) {
-            set_err(err, errlen, "%s: key 'program' must be a file name", where);
+            mdl_errf(err, errlen, "%s: key 'program' must be a file name", where);
             return NCSIM_USAGE;
         }
         if (!(e->program = join_path(m->dir, json_string_value(prog))))
             return NCSIM_NOMEM;
         if (access(e->program, R_OK) != 0) {
-            set_err(err, errlen, "%s: key 'program': cannot read %s: %s", where, e->program,
-                    strerror(errno));
+            mdl_errf(err, errlen, "%s: key 'program': cannot read %s: %s", where, e->program,
+                     strerror(errno));
             return NCSIM_USAGE;
         }
     } else {
         if (!json_is_array(gen) || json_array_size(gen) == 0) {
-            set_err(err, errlen,
-                    "%s: key 'generate' must be a non-empty array of strings (a command)", where);
+            mdl_errf(err, errlen,
+                     "%s: key 'generate' must be a non-empty array of strings (a command)", where);
             return NCSIM_USAGE;
         }
         e->ngenerate = json_array_size(gen);
@@ -385,15 +364,15 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         for (size_t i = 0; i < e->ngenerate; i++) {
             json_t *a = json_array_get(gen, i);
             if (!json_is_string(a)) {
-                set_err(err, errlen, "%s: key 'generate': element %zu is not a string", where,
-                        i + 1);
+                mdl_errf(err, errlen, "%s: key 'generate': element %zu is not a string", where,
+                         i + 1);
                 return NCSIM_USAGE;
             }
             const char *s = json_string_value(a);
             /* the Debian interpreter, with NumPy (the first python3 on PATH may lack it) */
             if (i == 0 && strcmp(s, "python3") == 0)
                 s = "/usr/bin/python3";
-            if (!(e->generate[i] = dup_str(s)))
+            if (!(e->generate[i] = mdl_strdup(s)))
                 return NCSIM_NOMEM;
         }
     }
@@ -403,25 +382,25 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     const char *aname = "trn1";
     if (arch) {
         if (!json_is_string(arch) || json_string_length(arch) == 0) {
-            set_err(err, errlen, "%s: key 'arch' must be a preset name or a file", where);
+            mdl_errf(err, errlen, "%s: key 'arch' must be a preset name or a file", where);
             return NCSIM_USAGE;
         }
         aname = json_string_value(arch);
     }
-    if (!(e->arch = is_file_path(aname) ? join_path(m->dir, aname) : dup_str(aname)))
+    if (!(e->arch = is_file_path(aname) ? join_path(m->dir, aname) : mdl_strdup(aname)))
         return NCSIM_NOMEM;
     mdl_arch_t a;
     char aerr[1024];
     ncsim_status_t st = mdl_arch_load(e->arch, &a, aerr, sizeof aerr);
     if (st != NCSIM_OK) {
-        set_err(err, errlen, "%s: key 'arch': %s", where, aerr);
+        mdl_errf(err, errlen, "%s: key 'arch': %s", where, aerr);
         return NCSIM_USAGE;
     }
     json_t *sets = json_object_get(o, "set");
     if (sets) {
         if (!json_is_object(sets)) {
-            set_err(err, errlen, "%s: key 'set' must be an object of \"section.key\": value",
-                    where);
+            mdl_errf(err, errlen, "%s: key 'set' must be an object of \"section.key\": value",
+                     where);
             return NCSIM_USAGE;
         }
         if (!(e->sets = calloc(json_object_size(sets) + 1, sizeof *e->sets)))
@@ -430,13 +409,13 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         {
             char *t = set_text(key, v);
             if (!t) {
-                set_err(err, errlen, "%s: key 'set': '%s' must be a number or a string", where,
-                        key);
+                mdl_errf(err, errlen, "%s: key 'set': '%s' must be a number or a string", where,
+                         key);
                 return NCSIM_USAGE;
             }
             e->sets[e->nsets++] = t;
             if (mdl_arch_set(&a, t, aerr, sizeof aerr) != NCSIM_OK) {
-                set_err(err, errlen, "%s: key 'set': %s", where, aerr);
+                mdl_errf(err, errlen, "%s: key 'set': %s", where, aerr);
                 return NCSIM_USAGE;
             }
         }
@@ -445,20 +424,20 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     /* the figure and the measurement */
     json_t *fig = json_object_get(o, "figure");
     if (!fig || !json_is_string(fig)) {
-        set_err(err, errlen, "%s: key 'figure' %s (%s)", where,
-                fig ? "must be a string" : "is missing", figure_list);
+        mdl_errf(err, errlen, "%s: key 'figure' %s (%s)", where,
+                 fig ? "must be a string" : "is missing", figure_list);
         return NCSIM_USAGE;
     }
-    if (!(e->figure = dup_str(json_string_value(fig))))
+    if (!(e->figure = mdl_strdup(json_string_value(fig))))
         return NCSIM_NOMEM;
     char ferr[512];
     if (sim_validate_parse_figure(e->figure, e, ferr, sizeof ferr) != NCSIM_OK) {
-        set_err(err, errlen, "%s: key 'figure': %s", where, ferr);
+        mdl_errf(err, errlen, "%s: key 'figure': %s", where, ferr);
         return NCSIM_USAGE;
     }
     json_t *meas = json_object_get(o, "measured");
     if (!meas) {
-        set_err(err, errlen, "%s: key 'measured' is missing", where);
+        mdl_errf(err, errlen, "%s: key 'measured' is missing", where);
         return NCSIM_USAGE;
     }
     if (get_number(o, "measured", &e->measured, 0, where, err, errlen) ||
@@ -467,26 +446,26 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         get_number(o, "weight", &e->weight, 1.0, where, err, errlen))
         return NCSIM_USAGE;
     if (!(e->measured > 0)) {
-        set_err(err, errlen, "%s: key 'measured' must be positive (errors are ratios)", where);
+        mdl_errf(err, errlen, "%s: key 'measured' must be positive (errors are ratios)", where);
         return NCSIM_USAGE;
     }
     if (!(e->divide > 0)) {
-        set_err(err, errlen, "%s: key 'divide' must be positive", where);
+        mdl_errf(err, errlen, "%s: key 'divide' must be positive", where);
         return NCSIM_USAGE;
     }
     if (!(e->band > 0)) {
-        set_err(err, errlen, "%s: key 'band' must be positive (0.15 is +-15%%)", where);
+        mdl_errf(err, errlen, "%s: key 'band' must be positive (0.15 is +-15%%)", where);
         return NCSIM_USAGE;
     }
     if (!(e->weight >= 0)) {
-        set_err(err, errlen, "%s: key 'weight' must not be negative", where);
+        mdl_errf(err, errlen, "%s: key 'weight' must not be negative", where);
         return NCSIM_USAGE;
     }
     json_t *fit = json_object_get(o, "fit");
     e->fit = 1;
     if (fit) {
         if (!json_is_boolean(fit)) {
-            set_err(err, errlen, "%s: key 'fit' must be true or false", where);
+            mdl_errf(err, errlen, "%s: key 'fit' must be true or false", where);
             return NCSIM_USAGE;
         }
         e->fit = json_is_true(fit);
@@ -494,21 +473,22 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     json_t *km = json_object_get(o, "known_miss");
     if (km) {
         if (!json_is_string(km) || json_string_length(km) == 0) {
-            set_err(err, errlen,
-                    "%s: key 'known_miss' must be a non-empty text saying why the model misses "
-                    "this entry", where);
+            mdl_errf(err, errlen,
+                     "%s: key 'known_miss' must be a non-empty text saying why the model misses "
+                     "this entry",
+                     where);
             return NCSIM_USAGE;
         }
-        if (!(e->known_miss = dup_str(json_string_value(km))))
+        if (!(e->known_miss = mdl_strdup(json_string_value(km))))
             return NCSIM_NOMEM;
     }
     json_t *rel = json_object_get(o, "relative_to");
     if (rel) {
         if (!json_is_string(rel) || json_string_length(rel) == 0) {
-            set_err(err, errlen, "%s: key 'relative_to' must be the id of another entry", where);
+            mdl_errf(err, errlen, "%s: key 'relative_to' must be the id of another entry", where);
             return NCSIM_USAGE;
         }
-        if (!(e->relative_to = dup_str(json_string_value(rel))))
+        if (!(e->relative_to = mdl_strdup(json_string_value(rel))))
             return NCSIM_NOMEM;
     }
     return NCSIM_OK;
@@ -524,11 +504,11 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     ncsim_status_t st = NCSIM_NOMEM;
     json_t *root = NULL;
     char *text = NULL;
-    if (!(m->path = dup_str(path)))
+    if (!(m->path = mdl_strdup(path)))
         goto fail;
     char *abs = realpath(path, NULL);
     if (!abs) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        mdl_errf(err, errlen, "%s: %s", path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
@@ -541,7 +521,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     size_t len;
     text = sim_read_file(path, &len);
     if (!text) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        mdl_errf(err, errlen, "%s: %s", path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
@@ -549,11 +529,11 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     st = NCSIM_USAGE;
     if (!root) {
-        set_err(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        mdl_errf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         goto fail;
     }
     if (!json_is_object(root)) {
-        set_err(err, errlen, "%s: a manifest is a JSON object with \"entries\"", path);
+        mdl_errf(err, errlen, "%s: a manifest is a JSON object with \"entries\"", path);
         goto fail;
     }
     const char *key;
@@ -561,8 +541,10 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     json_object_foreach(root, key, v)
     {
         if (strcmp(key, "name") && strcmp(key, "description") && strcmp(key, "entries")) {
-            set_err(err, errlen, "%s: unknown key '%s' (a manifest has name, description, "
-                                 "entries)", path, key);
+            mdl_errf(err, errlen,
+                     "%s: unknown key '%s' (a manifest has name, description, "
+                     "entries)",
+                     path, key);
             goto fail;
         }
     }
@@ -574,7 +556,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     st = NCSIM_USAGE;
     json_t *entries = json_object_get(root, "entries");
     if (!entries || !json_is_array(entries) || json_array_size(entries) == 0) {
-        set_err(err, errlen, "%s: 'entries' must be a non-empty array", path);
+        mdl_errf(err, errlen, "%s: 'entries' must be a non-empty array", path);
         goto fail;
     }
     size_t n = json_array_size(entries);
@@ -589,7 +571,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
         st = parse_entry(m, i, json_array_get(entries, i), err, errlen);
         if (st != NCSIM_OK) {
             if (st == NCSIM_NOMEM)
-                set_err(err, errlen, "out of memory");
+                mdl_errf(err, errlen, "out of memory");
             goto fail;
         }
     }
@@ -603,9 +585,9 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
         while (k < n && strcmp(m->entries[k].id, e->relative_to) != 0)
             k++;
         if (k == n || k == i) {
-            set_err(err, errlen, "%s: entry '%s': key 'relative_to': %s '%s'", path, e->id,
-                    k == i ? "an entry cannot be relative to itself:" : "no entry has the id",
-                    e->relative_to);
+            mdl_errf(err, errlen, "%s: entry '%s': key 'relative_to': %s '%s'", path, e->id,
+                     k == i ? "an entry cannot be relative to itself:" : "no entry has the id",
+                     e->relative_to);
             goto fail;
         }
         e->relative_index = k;
@@ -617,8 +599,10 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
             steps++;
         }
         if (steps > n) {
-            set_err(err, errlen, "%s: entry '%s': key 'relative_to': the chain of relative_to "
-                                 "entries is a cycle", path, m->entries[i].id);
+            mdl_errf(err, errlen,
+                     "%s: entry '%s': key 'relative_to': the chain of relative_to "
+                     "entries is a cycle",
+                     path, m->entries[i].id);
             goto fail;
         }
     }
@@ -642,8 +626,8 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
 {
     int fds[2];
     if (pipe(fds) != 0) {
-        set_err(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
-                strerror(errno));
+        mdl_errf(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
+                 strerror(errno));
         return NCSIM_IO;
     }
     fflush(stdout);
@@ -652,8 +636,8 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        set_err(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
-                strerror(errno));
+        mdl_errf(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
+                 strerror(errno));
         return NCSIM_IO;
     }
     if (pid == 0) {
@@ -694,23 +678,23 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
         ;
     if (nomem) {
         free(buf);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         free(buf);
         if (WIFEXITED(status))
-            set_err(err, errlen, "%s: entry '%s': key 'generate': '%s' exited with status %d",
-                    m->path, e->id, e->generate[0], WEXITSTATUS(status));
+            mdl_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' exited with status %d",
+                     m->path, e->id, e->generate[0], WEXITSTATUS(status));
         else
-            set_err(err, errlen, "%s: entry '%s': key 'generate': '%s' was killed by signal %d",
-                    m->path, e->id, e->generate[0], WTERMSIG(status));
+            mdl_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' was killed by signal %d",
+                     m->path, e->id, e->generate[0], WTERMSIG(status));
         return NCSIM_USAGE;
     }
     if (n == 0) {
         free(buf);
-        set_err(err, errlen, "%s: entry '%s': key 'generate': '%s' printed no program",
-                m->path, e->id, e->generate[0]);
+        mdl_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' printed no program", m->path,
+                 e->id, e->generate[0]);
         return NCSIM_USAGE;
     }
     c->text = buf;
@@ -736,7 +720,7 @@ static ncsim_status_t entry_arch(const sim_validate_manifest_t *m, const sim_val
     if (st == NCSIM_OK)
         st = mdl_arch_validate(a, aerr, sizeof aerr);
     if (st != NCSIM_OK)
-        set_err(err, errlen, "%s: entry '%s': %s", m->path, e->id, aerr);
+        mdl_errf(err, errlen, "%s: entry '%s': %s", m->path, e->id, aerr);
     return st;
 }
 
@@ -780,8 +764,8 @@ static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
         st = isa_assemble(c->text, c->len, &ao, &prog, &diag);
     }
     if (st != NCSIM_OK) {
-        set_err(err, errlen, "%s: entry '%s': the program does not load:\n%s", m->path, e->id,
-                diag.text ? diag.text : ncsim_status_text(st));
+        mdl_errf(err, errlen, "%s: entry '%s': the program does not load:\n%s", m->path, e->id,
+                 diag.text ? diag.text : ncsim_status_text(st));
         isa_diag_free(&diag);
         return st == NCSIM_IO ? NCSIM_USAGE : st;
     }
@@ -789,7 +773,7 @@ static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
     cached_program_t *p = realloc(c->progs, (c->nprogs + 1) * sizeof *p);
     if (!p) {
         isa_program_free(prog);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     c->progs = p;
@@ -829,7 +813,7 @@ ncsim_status_t sim_validate_prepare(sim_validate_manifest_t *m, const sim_valida
 {
     unsigned char *want = calloc(m->nentries, 1);
     if (!want) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     wanted_entries(m, o, want);
@@ -921,7 +905,7 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
     char err[2048];
     ncsim_status_t st = entry_arch(m, e, o, &a, err, sizeof err);
     if (st != NCSIM_OK) {
-        set_err(msg, msglen, "%s", err);
+        mdl_errf(msg, msglen, "%s", err);
         return st;
     }
     isa_geometry_t g;
@@ -929,7 +913,7 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
     const isa_program_t *prog;
     st = entry_program(m, index, &g, &prog, err, sizeof err);
     if (st != NCSIM_OK) {
-        set_err(msg, msglen, "%s", err);
+        mdl_errf(msg, msglen, "%s", err);
         return st;
     }
     collector_t col = {e, 0, 0, prog->ncores, NULL, 0, 0};
@@ -940,7 +924,7 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
         sink.instr = on_instr_active;
     if (e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS &&
         !(col.last_start = calloc((size_t)prog->ncores * ISA_ENGINE_COUNT, sizeof(uint64_t)))) {
-        set_err(msg, msglen, "out of memory");
+        mdl_errf(msg, msglen, "out of memory");
         return NCSIM_NOMEM;
     }
     if (e->kind == SIM_VALIDATE_DMA_TRANSFER_NS)
@@ -954,12 +938,12 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
     st = sim_create(prog, &so, &s, err, sizeof err);
     if (st != NCSIM_OK) {
         free(col.last_start);
-        set_err(msg, msglen, "%s", err);
+        mdl_errf(msg, msglen, "%s", err);
         return st;
     }
     st = sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
     if (st != NCSIM_OK || !sim_finished(s)) {
-        set_err(msg, msglen, "%s", sim_error(s)[0] ? sim_error(s) : ncsim_status_text(st));
+        mdl_errf(msg, msglen, "%s", sim_error(s)[0] ? sim_error(s) : ncsim_status_text(st));
         sim_destroy(s);
         free(col.last_start);
         return st != NCSIM_OK ? st : NCSIM_PROGRAM;
@@ -973,7 +957,7 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
         break;
     case SIM_VALIDATE_BUSY_FRACTION:
         if (e->core >= ss->ncores) {
-            set_err(msg, msglen, "figure '%s': the program has %u cores", e->figure, ss->ncores);
+            mdl_errf(msg, msglen, "figure '%s': the program has %u cores", e->figure, ss->ncores);
             st = NCSIM_USAGE;
         } else {
             double active = col.sum_ps + (double)(col.span_end - col.span_start);
@@ -984,11 +968,11 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
     case SIM_VALIDATE_MEAN_INTERVAL_NS:
     case SIM_VALIDATE_DMA_TRANSFER_NS:
         if (col.count == 0) {
-            set_err(msg, msglen, "figure '%s': nothing to average (no %s)", e->figure,
-                    e->kind == SIM_VALIDATE_DMA_TRANSFER_NS ? "DMA transfer"
-                    : e->kind == SIM_VALIDATE_MEAN_DURATION_NS
-                        ? "such instruction ran"
-                        : "two such instructions ran on one engine");
+            mdl_errf(msg, msglen, "figure '%s': nothing to average (no %s)", e->figure,
+                     e->kind == SIM_VALIDATE_DMA_TRANSFER_NS ? "DMA transfer"
+                     : e->kind == SIM_VALIDATE_MEAN_DURATION_NS
+                         ? "such instruction ran"
+                         : "two such instructions ran on one engine");
             st = NCSIM_USAGE;
         } else {
             v = col.sum_ps / 1000.0 / (double)col.count;
@@ -1040,7 +1024,7 @@ static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_
     if (!pids || !fds) {
         free(pids);
         free(fds);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     fflush(stdout);
@@ -1103,9 +1087,9 @@ static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_
             ;
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || r < 0) {
             st = NCSIM_INTERNAL;
-            set_err(err, errlen, "a validate worker process died (%s %d)",
-                    WIFEXITED(status) ? "exit status" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            mdl_errf(err, errlen, "a validate worker process died (%s %d)",
+                     WIFEXITED(status) ? "exit status" : "signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         }
     }
     free(pids);
@@ -1122,7 +1106,7 @@ ncsim_status_t sim_validate_run(sim_validate_manifest_t *m, const sim_validate_o
         return st;
     unsigned char *want = calloc(m->nentries, 1);
     if (!want) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     wanted_entries(m, o, want);
@@ -1143,7 +1127,7 @@ ncsim_status_t sim_validate_run(sim_validate_manifest_t *m, const sim_validate_o
             ncsim_status_t s = run_entry(m, i, o, &raw, msg, sizeof msg);
             if (s == NCSIM_NOMEM) {
                 free(want);
-                set_err(err, errlen, "out of memory");
+                mdl_errf(err, errlen, "out of memory");
                 return s;
             }
             store(&results[i], s, raw, msg);
@@ -1321,7 +1305,7 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     fputs("id,title,figure,relative_to,measured,simulated,ratio,error_pct,band,inside,weight,"
@@ -1362,7 +1346,7 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
     }
     if (fclose(f) != 0 || !buf) {
         free(buf);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     int bad;
@@ -1372,7 +1356,7 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
         bad = sim_write_file(path, buf, len) != 0;
     free(buf);
     if (bad) {
-        set_err(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        mdl_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return NCSIM_IO;
     }
     return NCSIM_OK;
@@ -1384,7 +1368,7 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
 {
     sim_scatter_point_t *pts = calloc(m->nentries ? m->nentries : 1, sizeof *pts);
     if (!pts) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     size_t n = 0;
@@ -1412,7 +1396,7 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
     }
     if (!n) {
         free(pts);
-        set_err(err, errlen, "%s: no entry has a simulated figure to plot", m->path);
+        mdl_errf(err, errlen, "%s: no entry has a simulated figure to plot", m->path);
         return NCSIM_USAGE;
     }
     char title[300];

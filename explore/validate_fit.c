@@ -16,28 +16,15 @@
 #include <jansson.h>
 #include <math.h>
 #include <nlopt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
+#include "text.h"
 
 /* Cost of a trial point where some fit entry has no figure: worse than any real point. */
 #define FIT_FAILED_COST 1e6
 #define FIT_DEFAULT_MAX_EVALS 200
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim_fit_key_t *k,
                                  char *err, size_t errlen)
@@ -45,12 +32,12 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
     const char *eq = strchr(text, '=');
     const char *colon = eq ? strchr(eq, ':') : NULL;
     if (!eq || !colon || eq == text) {
-        set_err(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
+        mdl_errf(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
         return NCSIM_USAGE;
     }
     size_t n = (size_t)(eq - text);
     if (n >= buflen) {
-        set_err(err, errlen, "--key %s: key too long", text);
+        mdl_errf(err, errlen, "--key %s: key too long", text);
         return NCSIM_USAGE;
     }
     memcpy(buf, text, n);
@@ -58,7 +45,7 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
     char lo[64], hi[64];
     size_t nl = (size_t)(colon - eq - 1);
     if (nl == 0 || nl >= sizeof lo || strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof hi) {
-        set_err(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
+        mdl_errf(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
         return NCSIM_USAGE;
     }
     memcpy(lo, eq + 1, nl);
@@ -69,11 +56,11 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
     k->lo = strtod(lo, &e1);
     k->hi = strtod(hi, &e2);
     if (*e1 || *e2 || errno || !isfinite(k->lo) || !isfinite(k->hi)) {
-        set_err(err, errlen, "--key %s: bounds must be numbers", text);
+        mdl_errf(err, errlen, "--key %s: bounds must be numbers", text);
         return NCSIM_USAGE;
     }
     if (!(k->lo < k->hi)) {
-        set_err(err, errlen, "--key %s: the lower bound must be below the upper one", text);
+        mdl_errf(err, errlen, "--key %s: the lower bound must be below the upper one", text);
         return NCSIM_USAGE;
     }
     k->key = buf;
@@ -198,14 +185,14 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
 {
     memset(out, 0, sizeof *out);
     if (o->nkeys == 0 || o->nkeys > SIM_FIT_MAX_KEYS) {
-        set_err(err, errlen, "give between 1 and %d --key options", SIM_FIT_MAX_KEYS);
+        mdl_errf(err, errlen, "give between 1 and %d --key options", SIM_FIT_MAX_KEYS);
         return NCSIM_USAGE;
     }
     size_t nfit = 0;
     for (size_t i = 0; i < m->nentries; i++)
         nfit += m->entries[i].fit && m->entries[i].weight > 0;
     if (!nfit) {
-        set_err(err, errlen, "%s: no entry has \"fit\": true and a positive weight", m->path);
+        mdl_errf(err, errlen, "%s: no entry has \"fit\": true and a positive weight", m->path);
         return NCSIM_USAGE;
     }
     /* the start: the base config's values (after --set), clamped to the bounds */
@@ -216,7 +203,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     for (size_t i = 0; st == NCSIM_OK && i < o->run.nsets; i++)
         st = mdl_arch_set(&base, o->run.sets[i], aerr, sizeof aerr);
     if (st != NCSIM_OK) {
-        set_err(err, errlen, "%s", aerr);
+        mdl_errf(err, errlen, "%s", aerr);
         return st;
     }
     double lb[SIM_FIT_MAX_KEYS], ub[SIM_FIT_MAX_KEYS], x[SIM_FIT_MAX_KEYS];
@@ -224,19 +211,21 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
         const sim_fit_key_t *k = &o->keys[i];
         for (size_t j = 0; j < i; j++)
             if (strcmp(o->keys[j].key, k->key) == 0) {
-                set_err(err, errlen, "--key %s is given twice", k->key);
+                mdl_errf(err, errlen, "--key %s is given twice", k->key);
                 return NCSIM_USAGE;
             }
         char v[128];
         if (mdl_arch_get(&base, k->key, v, sizeof v) != NCSIM_OK) {
-            set_err(err, errlen, "--key %s: unknown key (keys are SECTION.KEY as printed by "
-                                 "`ncsim arch trn1`)", k->key);
+            mdl_errf(err, errlen,
+                     "--key %s: unknown key (keys are SECTION.KEY as printed by "
+                     "`ncsim arch trn1`)",
+                     k->key);
             return NCSIM_USAGE;
         }
         char *end;
         double d = strtod(v, &end);
         if (*end || !isfinite(d)) {
-            set_err(err, errlen, "--key %s: not a numeric key (its value is %s)", k->key, v);
+            mdl_errf(err, errlen, "--key %s: not a numeric key (its value is %s)", k->key, v);
             return NCSIM_USAGE;
         }
         out->start[i] = fmin(fmax(d, k->lo), k->hi);
@@ -249,7 +238,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     if (!c || !results) {
         free(c);
         free(results);
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     c->m = m;
@@ -260,14 +249,14 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     /* the base point: it must run, else the manifest or the bounds are wrong */
     out->cost_before = evaluate(c, out->start);
     if (c->fatal != NCSIM_OK) {
-        set_err(err, errlen, "%s", c->fatal_msg);
+        mdl_errf(err, errlen, "%s", c->fatal_msg);
         st = c->fatal;
         goto done;
     }
     for (size_t i = 0; i < m->nentries; i++) {
         if (m->entries[i].fit && results[i].ran && results[i].status != NCSIM_OK) {
-            set_err(err, errlen, "%s: entry '%s' fails at the starting point: %s", m->path,
-                    m->entries[i].id, results[i].message);
+            mdl_errf(err, errlen, "%s: entry '%s' fails at the starting point: %s", m->path,
+                     m->entries[i].id, results[i].message);
             st = NCSIM_USAGE;
             goto done;
         }
@@ -276,7 +265,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     unsigned n = (unsigned)o->nkeys;
     nlopt_opt opt = nlopt_create(n >= 2 ? NLOPT_LN_BOBYQA : NLOPT_LN_SBPLX, n);
     if (!opt) {
-        set_err(err, errlen, "out of memory");
+        mdl_errf(err, errlen, "out of memory");
         st = NCSIM_NOMEM;
         goto done;
     }
@@ -292,7 +281,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     nlopt_result r = nlopt_optimize(opt, x, &fmin_found);
     nlopt_destroy(opt);
     if (c->fatal != NCSIM_OK) {
-        set_err(err, errlen, "%s", c->fatal_msg);
+        mdl_errf(err, errlen, "%s", c->fatal_msg);
         st = c->fatal;
         goto done;
     }

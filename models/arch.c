@@ -10,13 +10,13 @@
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch_internal.h"
+#include "text.h"
 
 /* The partition dim of every view is at most 128 (ISA.md 5; isa_view_t.pstart is 8 bits). */
 #define ARCH_MAX_PARTITIONS 128u
@@ -131,19 +131,6 @@ static const char *const topology_names[] = {"ring", "torus2d", "full"};
 static const char *const cc_algorithm_names[] = {"ring", "rhd"};
 
 /* ---- Small helpers ------------------------------------------------------------------------ */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static const arch_key_t *find_key(const char *section, const char *key)
 {
@@ -308,8 +295,8 @@ static int store_integer(mdl_arch_t *a, const arch_key_t *k, unsigned long long 
 {
     if (k->type == KT_U32) {
         if (v > UINT32_MAX) {
-            set_err(err, errlen, "%s'%s' = %llu is too large (at most 4294967295)", where, k->path,
-                    v);
+            mdl_errf(err, errlen, "%s'%s' = %llu is too large (at most 4294967295)", where, k->path,
+                     v);
             return -1;
         }
         *(uint32_t *)field(a, k) = (uint32_t)v;
@@ -327,20 +314,20 @@ static int set_from_json(mdl_arch_t *a, const arch_key_t *k, json_t *v, const ch
     case KT_U32:
     case KT_U64: {
         if (!json_is_integer(v)) {
-            set_err(err, errlen, "%s'%s' must be %s", where, k->path, type_description(k->type));
+            mdl_errf(err, errlen, "%s'%s' must be %s", where, k->path, type_description(k->type));
             return -1;
         }
         json_int_t i = json_integer_value(v);
         if (i < 0) {
-            set_err(err, errlen, "%s'%s' must be %s, not %lld", where, k->path,
-                    type_description(k->type), (long long)i);
+            mdl_errf(err, errlen, "%s'%s' must be %s, not %lld", where, k->path,
+                     type_description(k->type), (long long)i);
             return -1;
         }
         return store_integer(a, k, (unsigned long long)i, where, err, errlen);
     }
     case KT_F64:
         if (!json_is_number(v)) {
-            set_err(err, errlen, "%s'%s' must be a number", where, k->path);
+            mdl_errf(err, errlen, "%s'%s' must be a number", where, k->path);
             return -1;
         }
         *(double *)field(a, k) = json_number_value(v);
@@ -352,10 +339,10 @@ static int set_from_json(mdl_arch_t *a, const arch_key_t *k, json_t *v, const ch
         int e = json_is_string(v) ? enum_lookup(k->type, json_string_value(v)) : -1;
         if (e < 0) {
             if (json_is_string(v))
-                set_err(err, errlen, "%s'%s' = \"%s\" is not one of %s", where, k->path,
-                        json_string_value(v), allowed);
+                mdl_errf(err, errlen, "%s'%s' = \"%s\" is not one of %s", where, k->path,
+                         json_string_value(v), allowed);
             else
-                set_err(err, errlen, "%s'%s' must be a string: %s", where, k->path, allowed);
+                mdl_errf(err, errlen, "%s'%s' must be a string: %s", where, k->path, allowed);
             return -1;
         }
         store_enum(a, k, e);
@@ -370,7 +357,7 @@ static int set_from_text(mdl_arch_t *a, const arch_key_t *k, const char *text, c
                          size_t errlen)
 {
     if (text[0] == '\0') {
-        set_err(err, errlen, "--set %s=: missing value", k->path);
+        mdl_errf(err, errlen, "--set %s=: missing value", k->path);
         return -1;
     }
     switch (k->type) {
@@ -378,15 +365,15 @@ static int set_from_text(mdl_arch_t *a, const arch_key_t *k, const char *text, c
     case KT_U64: {
         for (const char *p = text; *p; p++) {
             if (*p < '0' || *p > '9') {
-                set_err(err, errlen, "--set %s=%s: value must be %s", k->path, text,
-                        type_description(k->type));
+                mdl_errf(err, errlen, "--set %s=%s: value must be %s", k->path, text,
+                         type_description(k->type));
                 return -1;
             }
         }
         errno = 0;
         unsigned long long v = strtoull(text, NULL, 10);
         if (errno == ERANGE) {
-            set_err(err, errlen, "--set %s=%s: value is too large", k->path, text);
+            mdl_errf(err, errlen, "--set %s=%s: value is too large", k->path, text);
             return -1;
         }
         return store_integer(a, k, v, "--set ", err, errlen);
@@ -397,7 +384,7 @@ static int set_from_text(mdl_arch_t *a, const arch_key_t *k, const char *text, c
         double v = strtod(text, &end);
         if (end == text || *end != '\0' || text[0] == ' ' || text[0] == '\t' || !isfinite(v) ||
             errno == ERANGE) {
-            set_err(err, errlen, "--set %s=%s: value must be a finite number", k->path, text);
+            mdl_errf(err, errlen, "--set %s=%s: value must be a finite number", k->path, text);
             return -1;
         }
         *(double *)field(a, k) = v;
@@ -409,7 +396,7 @@ static int set_from_text(mdl_arch_t *a, const arch_key_t *k, const char *text, c
         if (e < 0) {
             char allowed[128];
             enum_list(k->type, allowed, sizeof allowed);
-            set_err(err, errlen, "--set %s=%s: value must be %s", k->path, text, allowed);
+            mdl_errf(err, errlen, "--set %s=%s: value must be %s", k->path, text, allowed);
             return -1;
         }
         store_enum(a, k, e);
@@ -423,8 +410,8 @@ ncsim_status_t mdl_arch_set(mdl_arch_t *arch, const char *assignment, char *err,
 {
     const char *eq = assignment ? strchr(assignment, '=') : NULL;
     if (!eq) {
-        set_err(err, errlen, "--set %s: expected SECTION.KEY=VALUE",
-                assignment ? assignment : "(null)");
+        mdl_errf(err, errlen, "--set %s: expected SECTION.KEY=VALUE",
+                 assignment ? assignment : "(null)");
         return NCSIM_USAGE;
     }
     char path[128];
@@ -435,10 +422,10 @@ ncsim_status_t mdl_arch_set(mdl_arch_t *arch, const char *assignment, char *err,
     path[n] = '\0';
     const arch_key_t *k = find_path(path);
     if (!k) {
-        set_err(err, errlen,
-                "--set %s: unknown key '%s' (keys are SECTION.KEY as printed by `ncsim arch "
-                "trn1`, e.g. hbm.bandwidth_gbps)",
-                assignment, path);
+        mdl_errf(err, errlen,
+                 "--set %s: unknown key '%s' (keys are SECTION.KEY as printed by `ncsim arch "
+                 "trn1`, e.g. hbm.bandwidth_gbps)",
+                 assignment, path);
         return NCSIM_USAGE;
     }
     return set_from_text(arch, k, eq + 1, err, errlen) == 0 ? NCSIM_OK : NCSIM_USAGE;
@@ -514,7 +501,7 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "cannot open architecture config '%s': %s", path, strerror(errno));
+        mdl_errf(err, errlen, "cannot open architecture config '%s': %s", path, strerror(errno));
         return NCSIM_IO;
     }
     size_t cap = 16384, n = 0;
@@ -527,8 +514,10 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
         if (cap >= MDL_ARCH_MAX_FILE_BYTES) { /* /dev/zero, a mistaken path: not a config */
             fclose(f);
             free(buf);
-            set_err(err, errlen, "architecture config '%s' is larger than %d MiB: not a "
-                    "config file", path, MDL_ARCH_MAX_FILE_BYTES >> 20);
+            mdl_errf(err, errlen,
+                     "architecture config '%s' is larger than %d MiB: not a "
+                     "config file",
+                     path, MDL_ARCH_MAX_FILE_BYTES >> 20);
             return NCSIM_IO;
         }
         char *bigger = realloc(buf, cap * 2);
@@ -543,13 +532,13 @@ static ncsim_status_t read_file(const char *path, char **text, size_t *len, char
     int failed = ferror(f), saved_errno = errno;
     fclose(f);
     if (!buf) {
-        set_err(err, errlen, "%s: out of memory", path);
+        mdl_errf(err, errlen, "%s: out of memory", path);
         return NCSIM_NOMEM;
     }
     if (failed) {
         free(buf);
-        set_err(err, errlen, "cannot read architecture config '%s': %s", path,
-                strerror(saved_errno));
+        mdl_errf(err, errlen, "cannot read architecture config '%s': %s", path,
+                 strerror(saved_errno));
         return NCSIM_IO;
     }
     *text = buf;
@@ -564,12 +553,13 @@ static int copy_string(char *dst, size_t cap, json_t *v, const char *what, const
                        char *err, size_t errlen)
 {
     if (!json_is_string(v)) {
-        set_err(err, errlen, "%s: '%s' must be a string", src->display, what);
+        mdl_errf(err, errlen, "%s: '%s' must be a string", src->display, what);
         return -1;
     }
     const char *s = json_string_value(v);
     if (strlen(s) >= cap) {
-        set_err(err, errlen, "%s: '%s' is longer than %zu characters", src->display, what, cap - 1);
+        mdl_errf(err, errlen, "%s: '%s' is longer than %zu characters", src->display, what,
+                 cap - 1);
         return -1;
     }
     snprintf(dst, cap, "%s", s);
@@ -587,28 +577,28 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
     char where[1100];
     snprintf(where, sizeof where, "%s: ", src->display);
     if (!json_is_object(root)) {
-        set_err(err, errlen, "%s: the top level must be a JSON object", src->display);
+        mdl_errf(err, errlen, "%s: the top level must be a JSON object", src->display);
         return NCSIM_USAGE;
     }
 
     json_t *base = json_object_get(root, "base");
     if (base) {
         if (!json_is_string(base)) {
-            set_err(err, errlen, "%s: 'base' must be a string (a preset name or a file path)",
-                    src->display);
+            mdl_errf(err, errlen, "%s: 'base' must be a string (a preset name or a file path)",
+                     src->display);
             return NCSIM_USAGE;
         }
         if (depth >= ARCH_MAX_BASE_DEPTH) {
-            set_err(err, errlen, "%s: 'base' chain deeper than %d (is there a cycle?)",
-                    src->display, ARCH_MAX_BASE_DEPTH);
+            mdl_errf(err, errlen, "%s: 'base' chain deeper than %d (is there a cycle?)",
+                     src->display, ARCH_MAX_BASE_DEPTH);
             return NCSIM_USAGE;
         }
         char inner[2048];
         ncsim_status_t st =
             load_config(json_string_value(base), src, depth + 1, out, inner, sizeof inner);
         if (st != NCSIM_OK) {
-            set_err(err, errlen, "%s: in base '%s': %s", src->display, json_string_value(base),
-                    inner);
+            mdl_errf(err, errlen, "%s: in base '%s': %s", src->display, json_string_value(base),
+                     inner);
             return st;
         }
     } else {
@@ -627,7 +617,7 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
             if (copy_string(out->name, sizeof out->name, value, "name", src, err, errlen))
                 return NCSIM_USAGE;
             if (out->name[0] == '\0') {
-                set_err(err, errlen, "%s: 'name' must not be empty", src->display);
+                mdl_errf(err, errlen, "%s: 'name' must not be empty", src->display);
                 return NCSIM_USAGE;
             }
             has_name = true;
@@ -641,14 +631,14 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
             continue;
         }
         if (!is_section(key)) {
-            set_err(err, errlen,
-                    "%s: unknown section '%s' (sections: system pe act dve pool sp costs sbuf "
-                    "psum hbm dma link efa cc; also name, description, base, sources)",
-                    src->display, key);
+            mdl_errf(err, errlen,
+                     "%s: unknown section '%s' (sections: system pe act dve pool sp costs sbuf "
+                     "psum hbm dma link efa cc; also name, description, base, sources)",
+                     src->display, key);
             return NCSIM_USAGE;
         }
         if (!json_is_object(value)) {
-            set_err(err, errlen, "%s: section '%s' must be an object", src->display, key);
+            mdl_errf(err, errlen, "%s: section '%s' must be an object", src->display, key);
             return NCSIM_USAGE;
         }
         const char *sub;
@@ -657,7 +647,7 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
         {
             const arch_key_t *k = find_key(key, sub);
             if (!k) {
-                set_err(err, errlen, "%s: unknown key '%s.%s'", src->display, key, sub);
+                mdl_errf(err, errlen, "%s: unknown key '%s.%s'", src->display, key, sub);
                 return NCSIM_USAGE;
             }
             if (set_from_json(out, k, v, where, err, errlen))
@@ -668,18 +658,18 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
 
     if (!base) {
         if (!has_name) {
-            set_err(err, errlen, "%s: missing key 'name'", src->display);
+            mdl_errf(err, errlen, "%s: missing key 'name'", src->display);
             return NCSIM_USAGE;
         }
         if (!has_description) {
-            set_err(err, errlen, "%s: missing key 'description'", src->display);
+            mdl_errf(err, errlen, "%s: missing key 'description'", src->display);
             return NCSIM_USAGE;
         }
         for (size_t i = 0; i < ARCH_NKEYS; i++) {
             if (!given[i]) {
-                set_err(err, errlen,
-                        "%s: missing key '%s' (a config without \"base\" gives every key)",
-                        src->display, arch_keys[i].path);
+                mdl_errf(err, errlen,
+                         "%s: missing key '%s' (a config without \"base\" gives every key)",
+                         src->display, arch_keys[i].path);
                 return NCSIM_USAGE;
             }
         }
@@ -692,20 +682,20 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
     json_t *sources = json_object_get(root, "sources");
     if (sources) {
         if (!json_is_object(sources)) {
-            set_err(err, errlen, "%s: 'sources' must be an object of \"section.key\": \"why\"",
-                    src->display);
+            mdl_errf(err, errlen, "%s: 'sources' must be an object of \"section.key\": \"why\"",
+                     src->display);
             return NCSIM_USAGE;
         }
         json_object_foreach(sources, key, value)
         {
             const arch_key_t *k = find_path(key);
             if (!k) {
-                set_err(err, errlen, "%s: sources: unknown key '%s'", src->display, key);
+                mdl_errf(err, errlen, "%s: sources: unknown key '%s'", src->display, key);
                 return NCSIM_USAGE;
             }
             if (!json_is_string(value) || json_string_length(value) == 0) {
-                set_err(err, errlen, "%s: sources: '%s' must be a non-empty string", src->display,
-                        key);
+                mdl_errf(err, errlen, "%s: sources: '%s' must be a non-empty string", src->display,
+                         key);
                 return NCSIM_USAGE;
             }
             sourced[k - arch_keys] = true;
@@ -714,15 +704,15 @@ static ncsim_status_t apply_config(json_t *root, const arch_source_t *src, int d
     if (src->is_preset) {
         for (size_t i = 0; i < ARCH_NKEYS; i++) {
             if (given[i] && !sourced[i]) {
-                set_err(err, errlen,
-                        "%s: preset key '%s' has no entry in \"sources\" (every preset number "
-                        "names its source)",
-                        src->display, arch_keys[i].path);
+                mdl_errf(err, errlen,
+                         "%s: preset key '%s' has no entry in \"sources\" (every preset number "
+                         "names its source)",
+                         src->display, arch_keys[i].path);
                 return NCSIM_USAGE;
             }
             if (sourced[i] && !given[i]) {
-                set_err(err, errlen, "%s: sources names '%s' but this file does not set it",
-                        src->display, arch_keys[i].path);
+                mdl_errf(err, errlen, "%s: sources names '%s' but this file does not set it",
+                         src->display, arch_keys[i].path);
                 return NCSIM_USAGE;
             }
         }
@@ -736,7 +726,7 @@ static ncsim_status_t parse_and_apply(const char *text, size_t len, const arch_s
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        set_err(err, errlen, "%s:%d:%d: %s", src->display, jerr.line, jerr.column, jerr.text);
+        mdl_errf(err, errlen, "%s:%d:%d: %s", src->display, jerr.line, jerr.column, jerr.text);
         return NCSIM_USAGE;
     }
     ncsim_status_t st = apply_config(root, src, depth, out, err, errlen);
@@ -786,7 +776,7 @@ static ncsim_status_t load_config(const char *name, const arch_source_t *from, i
     }
 
     if (!valid_preset_name(name)) {
-        set_err(err, errlen, "invalid architecture name '%s'", name);
+        mdl_errf(err, errlen, "invalid architecture name '%s'", name);
         return NCSIM_USAGE;
     }
     const char *dir = mdl_arch_preset_dir();
@@ -818,14 +808,14 @@ static ncsim_status_t load_config(const char *name, const arch_source_t *from, i
         size_t used = strlen(list);
         snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "", *n);
     }
-    set_err(err, errlen, "unknown architecture '%s' (presets: %s; or a FILE.json)", name, list);
+    mdl_errf(err, errlen, "unknown architecture '%s' (presets: %s; or a FILE.json)", name, list);
     return NCSIM_USAGE;
 }
 
 ncsim_status_t mdl_arch_load(const char *name_or_path, mdl_arch_t *out, char *err, size_t errlen)
 {
     if (!name_or_path || !out) {
-        set_err(err, errlen, "no architecture given");
+        mdl_errf(err, errlen, "no architecture given");
         return NCSIM_USAGE;
     }
     mdl_arch_t tmp;
@@ -839,7 +829,7 @@ ncsim_status_t mdl_arch_parse(const char *text, size_t len, const char *name, md
                               char *err, size_t errlen)
 {
     if (!text || !out) {
-        set_err(err, errlen, "no architecture given");
+        mdl_errf(err, errlen, "no architecture given");
         return NCSIM_USAGE;
     }
     arch_source_t src;
@@ -892,7 +882,7 @@ static uint32_t neighbours(const mdl_arch_t *a)
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
         if (!(cond)) {                                                                             \
-            set_err(err, errlen, __VA_ARGS__);                                                     \
+            mdl_errf(err, errlen, __VA_ARGS__);                                                    \
             return NCSIM_USAGE;                                                                    \
         }                                                                                          \
     } while (0)

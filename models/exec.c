@@ -9,7 +9,7 @@
 #include "exec.h"
 #include "exec_internal.h"
 
-#include <cblas.h>
+#include "blas.h"
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +46,12 @@ int mdl_core_state_init(mdl_core_state_t *s, const isa_program_t *prog, uint32_t
         if (!s->psum_pe_written)
             return -1;
         s->psum_bank_bytes = mem.psum->bytes / PSUM_BANKS;
+        if (mem.psum->bytes % PSUM_BANKS == 0 && s->psum_bank_bytes % 4 == 0 &&
+            s->psum_bank_bytes) {
+            s->psum_bank_pe = calloc((size_t)mem.psum->partitions * PSUM_BANKS, 1);
+            if (!s->psum_bank_pe)
+                return -1;
+        }
     }
     return 0;
 }
@@ -54,8 +60,11 @@ void mdl_core_state_free(mdl_core_state_t *s)
 {
     free(s->pe.weights);
     free(s->psum_pe_written);
+    free(s->psum_bank_pe);
     for (unsigned i = 0; i < 4; i++)
         free(s->scratch[i]);
+    for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++)
+        free(s->widened[i].data);
     memset(s, 0, sizeof *s);
 }
 
@@ -262,20 +271,43 @@ void exec_read_i64(exec_ctx_t *x, const isa_view_t *v, int64_t *out)
 
 typedef struct psum_mark {
     uint8_t *flags;
+    uint8_t *bank_pe; /* s->psum_bank_pe (may be NULL) */
+    uint64_t bank_bytes;
     uint8_t value;
 } psum_mark_t;
+
+/*
+ * The bank summary for a write of flat PSUM bytes [lo, hi): a pe write that covers a whole
+ * bank makes it all-pe; any other engine's write clears it; a partial pe write leaves it
+ * (all-pe stays all-pe; otherwise the words must still be scanned). Flat address / bank
+ * size is the bank's index since banks divide each partition evenly.
+ */
+static void psum_mark_banks(const psum_mark_t *pm, uint64_t lo, uint64_t hi)
+{
+    if (!pm->bank_pe || lo >= hi)
+        return;
+    const uint64_t bb = pm->bank_bytes;
+    for (uint64_t b = lo / bb; b <= (hi - 1) / bb; b++) {
+        if (pm->value != EXEC_PSUM_PE)
+            pm->bank_pe[b] = 0;
+        else if (lo <= b * bb && (b + 1) * bb <= hi)
+            pm->bank_pe[b] = 1;
+    }
+}
 
 static int psum_mark_run(void *c, uint64_t addr, int64_t bs, uint64_t n, uint32_t es)
 {
     psum_mark_t *pm = c;
     if (bs == 4 && es == 4 && addr % 4 == 0) {
         memset(pm->flags + addr / 4, pm->value, (size_t)n);
+        psum_mark_banks(pm, addr, addr + 4 * n);
         return 0;
     }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t a = addr + (uint64_t)((int64_t)i * bs);
         for (uint64_t w = a / 4; w <= (a + es - 1) / 4; w++)
             pm->flags[w] = pm->value;
+        psum_mark_banks(pm, a, a + es);
     }
     return 0;
 }
@@ -285,12 +317,14 @@ static void psum_mark(mdl_core_state_t *s, const isa_view_t *v, uint8_t value)
 {
     if (v->space != ISA_SPACE_PSUM || !s->psum_pe_written)
         return;
-    psum_mark_t pm = {s->psum_pe_written, value};
+    psum_mark_t pm = {s->psum_pe_written, s->psum_bank_pe, s->psum_bank_bytes, value};
     mdl_view_runs(&s->mem, v, psum_mark_run, &pm);
 }
 
 typedef struct psum_scan {
     const uint8_t *flags;
+    const uint8_t *bank_pe; /* s->psum_bank_pe (may be NULL) */
+    uint64_t bank_bytes;
     uint64_t pbytes;
     uint64_t bad;
     uint64_t pmin, pmax, bmin, bmax;
@@ -301,6 +335,15 @@ static int psum_scan_run(void *c, uint64_t addr, int64_t bs, uint64_t n, uint32_
 {
     psum_scan_t *ps = c;
     uint64_t i = 0;
+    if (ps->bank_pe && bs == 4 && es == 4 && addr % 4 == 0 && n) {
+        /* banks known to be all-pe need no word scan (the usual accumulation group) */
+        const uint64_t bb = ps->bank_bytes, last = (addr + 4 * n - 1) / bb;
+        uint64_t b = addr / bb;
+        while (b <= last && ps->bank_pe[b])
+            b++;
+        if (b > last)
+            return 0;
+    }
     if (bs == 4 && es == 4 && addr % 4 == 0) {
         /* the common case, a contiguous fp32 run: skip words last written by pe eight at a
          * time (this check runs on every accumulating matmul) */
@@ -351,6 +394,8 @@ static ncsim_status_t psum_check_accumulate(exec_ctx_t *x, const isa_view_t *d)
     psum_scan_t ps;
     memset(&ps, 0, sizeof ps);
     ps.flags = s->psum_pe_written;
+    ps.bank_pe = s->psum_bank_pe;
+    ps.bank_bytes = s->psum_bank_bytes;
     ps.pbytes = s->mem.psum->bytes;
     mdl_view_runs(&s->mem, d, psum_scan_run, &ps);
     if (!ps.bad)
@@ -475,6 +520,41 @@ static ncsim_status_t exec_ldweights(exec_ctx_t *x)
 }
 
 /*
+ * MOV widened to fp32. A blocked GEMM streams each moving tile through several stationaries,
+ * and widening it again each time cost about a tenth of a functional GEMM; so the widening
+ * of the last few tiles is kept while their SBUF bytes are unchanged (a watch on them ends
+ * at the first write that overlaps: models/mem.c). The values are the ones a fresh read
+ * gives, bit for bit. NULL when out of memory.
+ */
+static const float *widened_moving(exec_ctx_t *x, const isa_view_t *mov, size_t n)
+{
+    mdl_core_state_t *s = x->s;
+    struct mdl_widened *w = s->widened;
+    unsigned victim = 0;
+    for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++) {
+        if (mdl_view_watch_live(&s->mem, mov->space, i) && isa_view_equal(&w[i].view, mov)) {
+            w[i].used = ++s->widen_clock;
+            return w[i].data;
+        }
+        if (w[i].used < w[victim].used)
+            victim = i;
+    }
+    struct mdl_widened *e = &w[victim];
+    if (e->cap < n) {
+        float *p = realloc(e->data, n * sizeof *p);
+        if (!p)
+            return NULL;
+        e->data = p;
+        e->cap = n;
+    }
+    exec_read_f32(x, mov, e->data);
+    e->view = *mov;
+    e->used = ++s->widen_clock;
+    mdl_view_watch(&s->mem, mov, victim);
+    return e->data;
+}
+
+/*
  * matmul D, MOV [, acc]: D[M, N] (+)= W^T . MOV[K, N], W the loaded [K, M]. Inputs are exact
  * fp32 widenings, so one sgemm in fp32 reproduces the array's fp32 accumulation (up to the
  * summation order inside a column, which the hardware does not publish either).
@@ -518,16 +598,23 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
     const int acc = exec_flag(x, SLOT_MM_ACC);
     if (acc && (st = psum_check_accumulate(x, d)) != NCSIM_OK)
         return st;
-    float *b = exec_scratch(x, 0, (size_t)k * n), *c = exec_scratch(x, 1, (size_t)m * n);
+    const char *why = NULL;
+    const mdl_sgemm_fn sgemm = mdl_blas_sgemm(&why);
+    if (!sgemm) {
+        if (x->errlen)
+            snprintf(x->err, x->errlen, "%s: %s", x->mnemonic, why);
+        return NCSIM_INTERNAL;
+    }
+    const float *b = widened_moving(x, mov, (size_t)k * n);
+    float *c = exec_scratch(x, 1, (size_t)m * n);
     if (!b || !c)
         return exec_nomem(x);
-    exec_read_f32(x, mov, b);
     const mdl_onchip_t *ps = x->s->mem.psum;
     if (d->ndims == 1 && d->stride[0] == 1 && d->offset % 4 == 0 && ps->bytes % 4 == 0) {
         /* D is a contiguous fp32 row in each partition (the usual case): sgemm accumulates
          * straight into PSUM, one partition ps->bytes apart, without copying D out and back */
         float *cp = (float *)(void *)(ps->data + (uint64_t)d->pstart * ps->bytes + d->offset);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
+        sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f,
                     pe->weights, (int)m, b, (int)n, acc ? 1.0f : 0.0f, cp, (int)(ps->bytes / 4));
         psum_mark(x->s, d, EXEC_PSUM_PE);
         return NCSIM_OK;
@@ -536,8 +623,8 @@ static ncsim_status_t exec_matmul(exec_ctx_t *x)
         exec_read_f32(x, d, c);
     else
         memset(c, 0, (size_t)m * n * sizeof *c);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
-                (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
+    sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, pe->weights,
+          (int)m, b, (int)n, acc ? 1.0f : 0.0f, c, (int)n);
     return exec_write_f32(x, d, c);
 }
 

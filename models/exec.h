@@ -33,11 +33,23 @@ typedef struct mdl_core_state {
     mdl_mem_t mem;
     mdl_pe_state_t pe;
     uint8_t *psum_pe_written;    /* psum partitions * bytes/4 */
+    uint8_t *psum_bank_pe;       /* per bank of each partition: 1 when every word of it is known
+                                  * to be last written by pe (lets the acc check skip it);
+                                  * NULL when banks do not divide the partition evenly */
     uint64_t psum_bank_bytes;    /* matmul's D must lie in one bank; init: PSUM bytes / 8 */
     mdl_rounding_t rounding;
     mdl_rng_t rng[ISA_ENGINE_COUNT]; /* one stream per engine (stochastic rounding, dropout) */
     float *scratch[4];           /* reusable buffers */
     size_t scratch_cap[4];
+    /* fp32 widenings of recent matmul moving tiles (SBUF), entry i valid while SBUF watch i
+     * is live: a tile reused by several stationaries is widened once (exec.c) */
+    struct mdl_widened {
+        isa_view_t view;
+        float *data;
+        size_t cap;
+        uint64_t used; /* widen_clock when last used (least recently used is replaced) */
+    } widened[MDL_ONCHIP_WATCHES];
+    uint64_t widen_clock;
 } mdl_core_state_t;
 
 int mdl_core_state_init(mdl_core_state_t *s, const isa_program_t *prog, uint32_t core,

@@ -639,6 +639,58 @@ static int run_write_bytes(void *c, const plan_t *pl, uint64_t addr, int64_t bs,
     return 0;
 }
 
+/* ---- Watches -------------------------------------------------------------------------------- */
+
+static mdl_onchip_t *onchip_for_write(const mdl_mem_t *m, unsigned space)
+{
+    return space == ISA_SPACE_SBUF ? m->sbuf : space == ISA_SPACE_PSUM ? m->psum : NULL;
+}
+
+void mdl_view_watch(const mdl_mem_t *m, const isa_view_t *v, unsigned slot)
+{
+    mdl_onchip_t *o = onchip_for_write(m, v->space);
+    int64_t lo, hi;
+    if (!o || slot >= MDL_ONCHIP_WATCHES || view_span(v, &lo, &hi))
+        return;
+    mdl_onchip_watch_t *w = &o->watch[slot];
+    if (w->live)
+        o->nlive--;
+    w->p0 = v->pstart;
+    w->p1 = (uint32_t)v->pstart + v->pcount;
+    w->lo = (int64_t)v->offset + lo;
+    w->hi = (int64_t)v->offset + hi;
+    w->live = 1;
+    o->nlive++;
+}
+
+int mdl_view_watch_live(const mdl_mem_t *m, unsigned space, unsigned slot)
+{
+    const mdl_onchip_t *o = onchip_for_write(m, space);
+    return o && slot < MDL_ONCHIP_WATCHES && o->watch[slot].live;
+}
+
+/* A write to v is about to happen: end every watch it overlaps. A view whose span cannot be
+ * computed ends them all (it is refused elsewhere; this only has to stay safe). */
+static void note_write(const mdl_mem_t *m, const isa_view_t *v)
+{
+    mdl_onchip_t *o = onchip_for_write(m, v->space);
+    if (!o || !o->nlive)
+        return;
+    int64_t lo, hi;
+    const int whole = view_span(v, &lo, &hi) != 0;
+    const uint32_t p0 = v->pstart, p1 = (uint32_t)v->pstart + v->pcount;
+    for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++) {
+        mdl_onchip_watch_t *w = &o->watch[i];
+        if (!w->live)
+            continue;
+        if (!whole && (p1 <= w->p0 || w->p1 <= p0 || (int64_t)v->offset + hi <= w->lo ||
+                       w->hi <= (int64_t)v->offset + lo))
+            continue;
+        w->live = 0;
+        o->nlive--;
+    }
+}
+
 /* ---- Public view access ------------------------------------------------------------------------
  */
 
@@ -667,6 +719,7 @@ int mdl_view_write_f32_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first, 
 {
     plan_t pl;
     plan_make(m, v, &pl);
+    note_write(m, v);
     io_ctx_t io = {.f = (float *)(uintptr_t)in, .mode = mode, .rng = rng};
     return plan_walk(&pl, first, n, run_write_f32, &io);
 }
@@ -683,6 +736,7 @@ int mdl_view_write_i64(mdl_mem_t *m, const isa_view_t *v, const int64_t *in)
 {
     plan_t pl;
     plan_make(m, v, &pl);
+    note_write(m, v);
     io_ctx_t io = {.i = (int64_t *)(uintptr_t)in};
     return plan_walk(&pl, 0, pl.total, run_write_i64, &io);
 }
@@ -701,6 +755,7 @@ int mdl_view_write_bytes_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first
 {
     plan_t pl;
     plan_make(m, v, &pl);
+    note_write(m, v);
     io_ctx_t io = {.b = (uint8_t *)(uintptr_t)in};
     return plan_walk(&pl, first, n, run_write_bytes, &io);
 }

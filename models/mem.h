@@ -25,10 +25,26 @@ typedef struct mdl_hbm {
     uint64_t pages_allocated;
 } mdl_hbm_t;
 
+/*
+ * A watched region of SBUF or PSUM: partitions [p0, p1) x bytes [lo, hi) of each. `live`
+ * stays 1 until a write through this module overlaps it. The functional model uses watches
+ * to reuse what it derived from memory (the fp32 widening of a matmul's moving tile) for as
+ * long as the bytes are unchanged. Every write to SBUF and PSUM goes through mem.c (the one
+ * exception, a matmul accumulating straight into PSUM, never touches a watched SBUF tile).
+ */
+#define MDL_ONCHIP_WATCHES 4
+typedef struct mdl_onchip_watch {
+    uint32_t p0, p1;
+    int64_t lo, hi;
+    uint8_t live;
+} mdl_onchip_watch_t;
+
 typedef struct mdl_onchip {
     uint8_t *data;            /* partitions * bytes */
     uint32_t partitions;
     uint64_t bytes;           /* per partition */
+    unsigned nlive;           /* live watches (a write checks them only when nonzero) */
+    mdl_onchip_watch_t watch[MDL_ONCHIP_WATCHES];
 } mdl_onchip_t;
 
 int mdl_hbm_init(mdl_hbm_t *h, uint64_t size);
@@ -52,6 +68,12 @@ typedef struct mdl_mem {
  * the space and the offending byte/partition range into err and returns -1.
  */
 int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t errlen);
+
+/* Watch the bytes of v (SBUF or PSUM) in watch slot `slot` (< MDL_ONCHIP_WATCHES), replacing
+ * what that slot watched. */
+void mdl_view_watch(const mdl_mem_t *m, const isa_view_t *v, unsigned slot);
+/* 1 while nothing has written the bytes watched in `slot` since mdl_view_watch. */
+int mdl_view_watch_live(const mdl_mem_t *m, unsigned space, unsigned slot);
 
 /* Read all elements of v, row-major over (partition, free dims), widened to fp32. */
 void mdl_view_read_f32(const mdl_mem_t *m, const isa_view_t *v, float *out);

@@ -9,10 +9,10 @@
 #include "npy.h"
 
 #include "numerics.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,19 +39,6 @@ static const struct {
     MDL_NPY_TYPE_MAP(XX)
 #undef XX
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- Types ------------------------------------------------------------------------------- */
 
@@ -201,7 +188,7 @@ static int expect_char(scanner_t *s, char c, const char *what)
 {
     skip_space(s);
     if (s->p >= s->end || *s->p != c) {
-        set_err(s->err, s->errlen, "%s: malformed header: expected '%c' %s", s->name, c, what);
+        mdl_errf(s->err, s->errlen, "%s: malformed header: expected '%c' %s", s->name, c, what);
         return -1;
     }
     s->p++;
@@ -213,15 +200,16 @@ static int scan_string(scanner_t *s, char *buf, size_t cap, const char *what)
 {
     skip_space(s);
     if (s->p >= s->end || (*s->p != '\'' && *s->p != '"')) {
-        set_err(s->err, s->errlen, "%s: malformed header: expected a string for %s", s->name, what);
+        mdl_errf(s->err, s->errlen, "%s: malformed header: expected a string for %s", s->name,
+                 what);
         return -1;
     }
     char quote = *s->p++;
     size_t n = 0;
     while (s->p < s->end && *s->p != quote) {
         if (*s->p == '\\' || *s->p == '\n') {
-            set_err(s->err, s->errlen, "%s: malformed header: unsupported character in %s", s->name,
-                    what);
+            mdl_errf(s->err, s->errlen, "%s: malformed header: unsupported character in %s",
+                     s->name, what);
             return -1;
         }
         if (n + 1 < cap)
@@ -229,8 +217,8 @@ static int scan_string(scanner_t *s, char *buf, size_t cap, const char *what)
         s->p++;
     }
     if (s->p >= s->end) {
-        set_err(s->err, s->errlen, "%s: malformed header: unterminated string in %s", s->name,
-                what);
+        mdl_errf(s->err, s->errlen, "%s: malformed header: unterminated string in %s", s->name,
+                 what);
         return -1;
     }
     s->p++;
@@ -249,8 +237,8 @@ static int scan_bool(scanner_t *s, int *v)
         *v = 0;
         s->p += 5;
     } else {
-        set_err(s->err, s->errlen, "%s: malformed header: fortran_order must be True or False",
-                s->name);
+        mdl_errf(s->err, s->errlen, "%s: malformed header: fortran_order must be True or False",
+                 s->name);
         return -1;
     }
     return 0;
@@ -269,28 +257,28 @@ static int scan_shape(scanner_t *s, uint64_t *shape, uint32_t *ndim)
             return 0;
         }
         if (s->p < s->end && *s->p == '-') {
-            set_err(s->err, s->errlen, "%s: malformed header: negative dimension in shape",
-                    s->name);
+            mdl_errf(s->err, s->errlen, "%s: malformed header: negative dimension in shape",
+                     s->name);
             return -1;
         }
         if (s->p >= s->end || *s->p < '0' || *s->p > '9') {
-            set_err(s->err, s->errlen, "%s: malformed header: shape must be a tuple of integers",
-                    s->name);
+            mdl_errf(s->err, s->errlen, "%s: malformed header: shape must be a tuple of integers",
+                     s->name);
             return -1;
         }
         uint64_t v = 0;
         while (s->p < s->end && *s->p >= '0' && *s->p <= '9') {
             uint64_t digit = (uint64_t)(*s->p - '0');
             if (v > (UINT64_MAX - digit) / 10) {
-                set_err(s->err, s->errlen, "%s: shape dimension is too large", s->name);
+                mdl_errf(s->err, s->errlen, "%s: shape dimension is too large", s->name);
                 return -1;
             }
             v = v * 10 + digit;
             s->p++;
         }
         if (*ndim >= MDL_NPY_MAX_DIMS) {
-            set_err(s->err, s->errlen, "%s: arrays of more than %d dimensions are not supported",
-                    s->name, MDL_NPY_MAX_DIMS);
+            mdl_errf(s->err, s->errlen, "%s: arrays of more than %d dimensions are not supported",
+                     s->name, MDL_NPY_MAX_DIMS);
             return -1;
         }
         shape[(*ndim)++] = v;
@@ -303,13 +291,13 @@ static int scan_shape(scanner_t *s, uint64_t *shape, uint32_t *ndim)
             s->p++;
             if (*ndim == 1) {
                 /* "(3)" is the integer 3 in Python, not a tuple: NumPy never writes it. */
-                set_err(s->err, s->errlen, "%s: malformed header: a 1-d shape is written (N,)",
-                        s->name);
+                mdl_errf(s->err, s->errlen, "%s: malformed header: a 1-d shape is written (N,)",
+                         s->name);
                 return -1;
             }
             return 0;
         }
-        set_err(s->err, s->errlen, "%s: malformed header: expected ',' or ')' in shape", s->name);
+        mdl_errf(s->err, s->errlen, "%s: malformed header: expected ',' or ')' in shape", s->name);
         return -1;
     }
 }
@@ -342,10 +330,10 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
             seen = &have_descr;
             skip_space(&s);
             if (s.p < s.end && *s.p == '[') {
-                set_err(err, errlen,
-                        "%s: structured arrays (a list 'descr') are not supported: save a "
-                        "plain numeric array",
-                        name);
+                mdl_errf(err, errlen,
+                         "%s: structured arrays (a list 'descr') are not supported: save a "
+                         "plain numeric array",
+                         name);
                 return NCSIM_FORMAT;
             }
             if (scan_string(&s, descr, sizeof descr, "'descr'"))
@@ -359,11 +347,11 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
             if (scan_shape(&s, out->shape, &out->ndim))
                 return NCSIM_FORMAT;
         } else {
-            set_err(err, errlen, "%s: malformed header: unexpected key '%s'", name, key);
+            mdl_errf(err, errlen, "%s: malformed header: unexpected key '%s'", name, key);
             return NCSIM_FORMAT;
         }
         if (*seen) {
-            set_err(err, errlen, "%s: malformed header: key '%s' appears twice", name, key);
+            mdl_errf(err, errlen, "%s: malformed header: key '%s' appears twice", name, key);
             return NCSIM_FORMAT;
         }
         *seen = true;
@@ -378,14 +366,14 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
     }
     skip_space(&s);
     if (s.p != s.end) {
-        set_err(err, errlen, "%s: malformed header: unexpected text after the header dict", name);
+        mdl_errf(err, errlen, "%s: malformed header: unexpected text after the header dict", name);
         return NCSIM_FORMAT;
     }
     if (!have_descr || !have_fortran || !have_shape) {
-        set_err(err, errlen, "%s: malformed header: missing key '%s'", name,
-                !have_descr     ? "descr"
-                : !have_fortran ? "fortran_order"
-                                : "shape");
+        mdl_errf(err, errlen, "%s: malformed header: missing key '%s'", name,
+                 !have_descr     ? "descr"
+                 : !have_fortran ? "fortran_order"
+                                 : "shape");
         return NCSIM_FORMAT;
     }
 
@@ -397,16 +385,16 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
         out->swap = 1;
         break;
     case DESCR_OBJECT:
-        set_err(err, errlen,
-                "%s: object arrays ('%s') are not supported: they hold pickled Python objects, "
-                "not numbers",
-                name, descr);
+        mdl_errf(err, errlen,
+                 "%s: object arrays ('%s') are not supported: they hold pickled Python objects, "
+                 "not numbers",
+                 name, descr);
         return NCSIM_FORMAT;
     case DESCR_UNSUPPORTED:
-        set_err(err, errlen,
-                "%s: unsupported dtype '%s' (supported: little-endian bool, int8-64, "
-                "uint8-64, float16/32/64)",
-                name, descr);
+        mdl_errf(err, errlen,
+                 "%s: unsupported dtype '%s' (supported: little-endian bool, int8-64, "
+                 "uint8-64, float16/32/64)",
+                 name, descr);
         return NCSIM_FORMAT;
     }
     out->fortran = (uint8_t)(fortran != 0);
@@ -417,13 +405,13 @@ static ncsim_status_t decode_dict(const char *text, size_t n, const char *name, 
     uint64_t count = 1;
     for (uint32_t i = 0; i < out->ndim; i++) {
         if (out->shape[i] != 0 && count > UINT64_MAX / out->shape[i]) {
-            set_err(err, errlen, "%s: shape is too large", name);
+            mdl_errf(err, errlen, "%s: shape is too large", name);
             return NCSIM_FORMAT;
         }
         count *= out->shape[i];
     }
     if (count > SIZE_MAX / out->itemsize) {
-        set_err(err, errlen, "%s: shape is too large", name);
+        mdl_errf(err, errlen, "%s: shape is too large", name);
         return NCSIM_FORMAT;
     }
     out->count = count;
@@ -441,22 +429,22 @@ static ncsim_status_t decode_preamble(const unsigned char *b, size_t len, const 
 {
     size_t m = len < sizeof npy_magic ? len : sizeof npy_magic;
     if (memcmp(b, npy_magic, m) != 0 || len == 0) {
-        set_err(err, errlen, "%s: not a .npy file (bad magic: expected \\x93NUMPY)", name);
+        mdl_errf(err, errlen, "%s: not a .npy file (bad magic: expected \\x93NUMPY)", name);
         return NCSIM_FORMAT;
     }
     if (len < 8) {
-        set_err(err, errlen, "%s: truncated header (%zu bytes)", name, len);
+        mdl_errf(err, errlen, "%s: truncated header (%zu bytes)", name, len);
         return NCSIM_FORMAT;
     }
     *major = b[6];
     if (b[6] < 1 || b[6] > 3 || b[7] != 0) {
-        set_err(err, errlen, "%s: unsupported .npy format version %u.%u (1.0, 2.0, 3.0 are read)",
-                name, (unsigned)b[6], (unsigned)b[7]);
+        mdl_errf(err, errlen, "%s: unsupported .npy format version %u.%u (1.0, 2.0, 3.0 are read)",
+                 name, (unsigned)b[6], (unsigned)b[7]);
         return NCSIM_FORMAT;
     }
     *preamble = b[6] == 1 ? 10 : 12;
     if (len < *preamble) {
-        set_err(err, errlen, "%s: truncated header (%zu bytes)", name, len);
+        mdl_errf(err, errlen, "%s: truncated header (%zu bytes)", name, len);
         return NCSIM_FORMAT;
     }
     if (b[6] == 1)
@@ -476,14 +464,14 @@ static ncsim_status_t check_data_size(const mdl_npy_t *a, uint64_t available, co
     char shape[256];
     format_shape(a->shape, a->ndim, shape, sizeof shape);
     if (available < a->nbytes)
-        set_err(err, errlen,
-                "%s: truncated data: shape %s of %s needs %zu bytes, the file has %llu", name,
-                shape, a->descr, a->nbytes, (unsigned long long)available);
+        mdl_errf(err, errlen,
+                 "%s: truncated data: shape %s of %s needs %zu bytes, the file has %llu", name,
+                 shape, a->descr, a->nbytes, (unsigned long long)available);
     else
-        set_err(err, errlen,
-                "%s: %llu bytes of unexpected data after the array (shape %s of %s needs %zu "
-                "bytes)",
-                name, (unsigned long long)(available - a->nbytes), shape, a->descr, a->nbytes);
+        mdl_errf(err, errlen,
+                 "%s: %llu bytes of unexpected data after the array (shape %s of %s needs %zu "
+                 "bytes)",
+                 name, (unsigned long long)(available - a->nbytes), shape, a->descr, a->nbytes);
     return NCSIM_FORMAT;
 }
 
@@ -518,8 +506,10 @@ static ncsim_status_t normalise_layout(mdl_npy_t *a, const char *name, char *err
     if (a->fortran && a->ndim > 1 && a->count > 1) {
         unsigned char *c = malloc(a->nbytes);
         if (!c) {
-            set_err(err, errlen, "%s: out of host memory: %zu bytes to reorder a Fortran-order "
-                    "array", name, a->nbytes);
+            mdl_errf(err, errlen,
+                     "%s: out of host memory: %zu bytes to reorder a Fortran-order "
+                     "array",
+                     name, a->nbytes);
             return NCSIM_NOMEM;
         }
         /* walk the C-order index (i0, ..., in-1) with the Fortran offset alongside:
@@ -567,8 +557,8 @@ ncsim_status_t mdl_npy_parse(const void *bytes, size_t len, const char *name, md
     if (st != NCSIM_OK)
         return st;
     if (hlen > len - preamble) {
-        set_err(err, errlen, "%s: truncated header: it should be %u bytes, the file has %zu", name,
-                hlen, len - preamble);
+        mdl_errf(err, errlen, "%s: truncated header: it should be %u bytes, the file has %zu", name,
+                 hlen, len - preamble);
         return NCSIM_FORMAT;
     }
     st = decode_dict((const char *)b + preamble, hlen, name, out, err, errlen);
@@ -581,7 +571,7 @@ ncsim_status_t mdl_npy_parse(const void *bytes, size_t len, const char *name, md
     out->version = major;
     out->data = malloc(out->nbytes ? out->nbytes : 1);
     if (!out->data) {
-        set_err(err, errlen, "%s: out of memory for %zu bytes of data", name, out->nbytes);
+        mdl_errf(err, errlen, "%s: out of memory for %zu bytes of data", name, out->nbytes);
         memset(out, 0, sizeof *out);
         return NCSIM_NOMEM;
     }
@@ -599,7 +589,7 @@ static ncsim_status_t read_exact(FILE *f, void *buf, size_t n, size_t *got, cons
 {
     *got = n ? fread(buf, 1, n, f) : 0;
     if (*got < n && ferror(f)) {
-        set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+        mdl_errf(err, errlen, "%s: read error: %s", path, strerror(errno));
         return NCSIM_IO;
     }
     return NCSIM_OK;
@@ -642,21 +632,21 @@ static ncsim_status_t read_stream(FILE *f, const char *path, mdl_npy_t *out, cha
         return st;
     if (sized ? hlen > file_size - preamble : hlen > NPY_MAX_HEADER) {
         if (sized)
-            set_err(err, errlen, "%s: truncated header: it should be %u bytes, the file has %llu",
-                    path, hlen, (unsigned long long)(file_size - preamble));
+            mdl_errf(err, errlen, "%s: truncated header: it should be %u bytes, the file has %llu",
+                     path, hlen, (unsigned long long)(file_size - preamble));
         else
-            set_err(err, errlen, "%s: header of %u bytes is implausibly large", path, hlen);
+            mdl_errf(err, errlen, "%s: header of %u bytes is implausibly large", path, hlen);
         return NCSIM_FORMAT;
     }
     char *header = malloc(hlen ? hlen : 1);
     if (!header) {
-        set_err(err, errlen, "%s: out of memory", path);
+        mdl_errf(err, errlen, "%s: out of memory", path);
         return NCSIM_NOMEM;
     }
     st = read_exact(f, header, hlen, &got, path, err, errlen);
     if (st == NCSIM_OK && got < hlen) {
-        set_err(err, errlen, "%s: truncated header: it should be %u bytes, the file has %zu", path,
-                hlen, got);
+        mdl_errf(err, errlen, "%s: truncated header: it should be %u bytes, the file has %zu", path,
+                 hlen, got);
         st = NCSIM_FORMAT;
     }
     if (st == NCSIM_OK)
@@ -672,7 +662,7 @@ static ncsim_status_t read_stream(FILE *f, const char *path, mdl_npy_t *out, cha
     out->version = major;
     out->data = malloc(out->nbytes ? out->nbytes : 1);
     if (!out->data) {
-        set_err(err, errlen, "%s: out of memory for %zu bytes of data", path, out->nbytes);
+        mdl_errf(err, errlen, "%s: out of memory for %zu bytes of data", path, out->nbytes);
         return NCSIM_NOMEM;
     }
     st = read_exact(f, out->data, out->nbytes, &got, path, err, errlen);
@@ -695,7 +685,7 @@ ncsim_status_t mdl_npy_read(const char *path, mdl_npy_t *out, char *err, size_t 
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+        mdl_errf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
         return NCSIM_IO;
     }
     ncsim_status_t st = read_stream(f, path, out, err, errlen);
@@ -769,35 +759,35 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
 {
     mdl_npy_type_t type = mdl_npy_type_lookup(descr);
     if (type == MDL_NPY_TYPE_COUNT) {
-        set_err(err, errlen, "%s: cannot write dtype '%s'", path, descr ? descr : "(null)");
+        mdl_errf(err, errlen, "%s: cannot write dtype '%s'", path, descr ? descr : "(null)");
         return NCSIM_USAGE;
     }
     if (ndim > MDL_NPY_MAX_DIMS || (ndim > 0 && !shape)) {
-        set_err(err, errlen, "%s: cannot write an array of %u dimensions", path, ndim);
+        mdl_errf(err, errlen, "%s: cannot write an array of %u dimensions", path, ndim);
         return NCSIM_USAGE;
     }
     uint64_t count = 1;
     for (uint32_t i = 0; i < ndim; i++) {
         if (shape[i] != 0 && count > UINT64_MAX / shape[i]) {
-            set_err(err, errlen, "%s: shape is too large", path);
+            mdl_errf(err, errlen, "%s: shape is too large", path);
             return NCSIM_USAGE;
         }
         count *= shape[i];
     }
     uint32_t size = mdl_npy_type_size(type);
     if (count > SIZE_MAX / size) {
-        set_err(err, errlen, "%s: shape is too large", path);
+        mdl_errf(err, errlen, "%s: shape is too large", path);
         return NCSIM_USAGE;
     }
     size_t nbytes = (size_t)count * size;
     if (nbytes > 0 && !data) {
-        set_err(err, errlen, "%s: no data to write", path);
+        mdl_errf(err, errlen, "%s: no data to write", path);
         return NCSIM_USAGE;
     }
     char header[1024];
     size_t header_len = build_header(mdl_npy_type_descr(type), shape, ndim, header, sizeof header);
     if (header_len == 0) {
-        set_err(err, errlen, "%s: header does not fit", path);
+        mdl_errf(err, errlen, "%s: header does not fit", path);
         return NCSIM_INTERNAL;
     }
 
@@ -806,18 +796,18 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
     struct stat st_buf;
     if (stat(path, &st_buf) == 0 && !S_ISREG(st_buf.st_mode)) {
         if (S_ISDIR(st_buf.st_mode)) {
-            set_err(err, errlen, "cannot write '%s': it is a directory", path);
+            mdl_errf(err, errlen, "cannot write '%s': it is a directory", path);
             return NCSIM_IO;
         }
         int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
         if (fd < 0 || write_all(fd, header, header_len) || write_all(fd, data, nbytes)) {
-            set_err(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+            mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
             if (fd >= 0)
                 close(fd);
             return NCSIM_IO;
         }
         if (close(fd) != 0) {
-            set_err(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+            mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
             return NCSIM_IO;
         }
         return NCSIM_OK;
@@ -826,7 +816,7 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
     size_t tmp_cap = strlen(path) + 64;
     char *tmp = malloc(tmp_cap);
     if (!tmp) {
-        set_err(err, errlen, "%s: out of memory", path);
+        mdl_errf(err, errlen, "%s: out of memory", path);
         return NCSIM_NOMEM;
     }
     int fd = -1;
@@ -838,7 +828,7 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
             break;
     }
     if (fd < 0) {
-        set_err(err, errlen, "cannot write '%s': %s", path, strerror(errno));
+        mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
         free(tmp);
         return NCSIM_IO;
     }
@@ -854,7 +844,7 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
     }
     if (failed) {
         unlink(tmp);
-        set_err(err, errlen, "cannot write '%s': %s", path, strerror(saved));
+        mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(saved));
         free(tmp);
         return NCSIM_IO;
     }
@@ -928,8 +918,8 @@ ncsim_status_t mdl_npy_convert(mdl_npy_t *a, mdl_npy_type_t to, const char *path
     size_t es = npy_types[to].size;
     unsigned char *out = malloc(a->count ? a->count * es : 1);
     if (!out) {
-        set_err(err, errlen, "%s: out of host memory: %llu bytes to convert tensor '%s'", path,
-                (unsigned long long)(a->count * es), tensor);
+        mdl_errf(err, errlen, "%s: out of host memory: %llu bytes to convert tensor '%s'", path,
+                 (unsigned long long)(a->count * es), tensor);
         return NCSIM_NOMEM;
     }
     int tint = to != MDL_NPY_F2 && to != MDL_NPY_F4;
@@ -963,10 +953,11 @@ ncsim_status_t mdl_npy_convert(mdl_npy_t *a, mdl_npy_type_t to, const char *path
         npy_get_i(a, i, &v, &u, &neg);
         if (v < lo || v > hi || (!neg && u > (uint64_t)hi)) {
             free(out);
-            set_err(err, errlen, "%s: tensor '%s' is %s, but element %llu of the file is %s%llu, "
-                    "which does not fit: no integer is converted with loss",
-                    path, tensor, npy_types[to].numpy, (unsigned long long)i, neg ? "-" : "",
-                    (unsigned long long)(neg ? 0 - (uint64_t)v : u));
+            mdl_errf(err, errlen,
+                     "%s: tensor '%s' is %s, but element %llu of the file is %s%llu, "
+                     "which does not fit: no integer is converted with loss",
+                     path, tensor, npy_types[to].numpy, (unsigned long long)i, neg ? "-" : "",
+                     (unsigned long long)(neg ? 0 - (uint64_t)v : u));
             return NCSIM_FORMAT;
         }
         switch (es) {
@@ -990,15 +981,15 @@ ncsim_status_t mdl_npy_expect(const mdl_npy_t *a, const char *path, const char *
 {
     mdl_npy_type_t want = mdl_npy_type_for_dtype(t);
     if (want == MDL_NPY_TYPE_COUNT) {
-        set_err(err, errlen, "%s: tensor '%s' has an unknown dtype", path, tensor);
+        mdl_errf(err, errlen, "%s: tensor '%s' has an unknown dtype", path, tensor);
         return NCSIM_INTERNAL;
     }
     if (a->type != want) {
-        set_err(err, errlen,
-                "%s: tensor '%s' is %s and is read from %s (%s) data, but the file holds %s "
-                "(%s): save it with arr.astype(np.%s)",
-                path, tensor, isa_dtype_name(t), npy_types[want].descr, npy_types[want].numpy,
-                a->descr, npy_types[a->type].numpy, npy_types[want].numpy);
+        mdl_errf(err, errlen,
+                 "%s: tensor '%s' is %s and is read from %s (%s) data, but the file holds %s "
+                 "(%s): save it with arr.astype(np.%s)",
+                 path, tensor, isa_dtype_name(t), npy_types[want].descr, npy_types[want].numpy,
+                 a->descr, npy_types[a->type].numpy, npy_types[want].numpy);
         return NCSIM_FORMAT;
     }
     bool same = a->ndim == ndim;
@@ -1008,8 +999,8 @@ ncsim_status_t mdl_npy_expect(const mdl_npy_t *a, const char *path, const char *
         char want_shape[256], have_shape[256];
         format_shape(dims, ndim, want_shape, sizeof want_shape);
         format_shape(a->shape, a->ndim, have_shape, sizeof have_shape);
-        set_err(err, errlen, "%s: tensor '%s' has shape %s but the file's array has shape %s", path,
-                tensor, want_shape, have_shape);
+        mdl_errf(err, errlen, "%s: tensor '%s' has shape %s but the file's array has shape %s",
+                 path, tensor, want_shape, have_shape);
         return NCSIM_FORMAT;
     }
     return NCSIM_OK;

@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blas.h"
 #include "check.h"
 #include "dis.h"
 #include "npy.h"
@@ -469,6 +468,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         ncsim_status_t st = mdl_exec(&c->fs, in, err, sizeof err);
         if (st != NCSIM_OK) {
             fail_at(s, c, E, in, st == NCSIM_NOMEM ? "out of memory" : err);
+            if (st == NCSIM_NOMEM || st == NCSIM_INTERNAL) /* the host failed, not the program */
+                s->fail_status = st;
             return UINT64_MAX;
         }
         if (s->opt.observer && s->opt.observer->instr_done)
@@ -709,8 +710,6 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     /* what an allocation failure was for, for the message (docs/cli.md, "Host memory") */
     const char *what = "the simulator's state";
     double how = 0;
-    if (!opt->timing_only)
-        mdl_blas_default_threads(); /* one thread unless asked (models/blas.c) */
     struct sim *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of host memory allocating the simulator's state");
@@ -1279,7 +1278,7 @@ static int all_done(const struct sim *s)
 ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
 {
     if (s->failed)
-        return NCSIM_PROGRAM;
+        return s->fail_status ? s->fail_status : NCSIM_PROGRAM;
     if (s->finished)
         return NCSIM_OK;
     s->run_limit_ps = mode == SIM_RUN_UNTIL_TIME ? limit_ps : UINT64_MAX;
@@ -1308,7 +1307,7 @@ ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
             s->finished = 1;
         finish_stats(s);
     }
-    return s->failed ? NCSIM_PROGRAM : NCSIM_OK;
+    return s->failed ? (s->fail_status ? s->fail_status : NCSIM_PROGRAM) : NCSIM_OK;
 }
 
 int sim_finished(const sim_t *s)

@@ -162,6 +162,7 @@ struct sim {
     mdl_linkmap_t topo;
     struct cc_state *cc;
     int failed;
+    ncsim_status_t fail_status; /* what sim_run returns once failed: 0 means NCSIM_PROGRAM */
     sim_fault_t fault;
     uint64_t run_limit_ps;    /* sim_run(SIM_RUN_UNTIL_TIME)'s limit, else UINT64_MAX */
     int finished;

@@ -23,9 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cblas.h>
 
 #include "arch.h"
+#include "blas.h"
 #include "diag.h"
 #include "isa.h"
 #include "load.h"
@@ -183,12 +183,16 @@ static double sgemm_seconds(int m, int n, int k)
         a[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
     for (size_t i = 0; i < (size_t)k * n; i++)
         b[i] = (float)((i * 40503u) % 1000) / 500.0f - 1.0f;
+    const mdl_sgemm_fn sgemm = mdl_blas_sgemm(NULL);
+    if (!sgemm) {
+        fprintf(stderr, "bench_sim: cannot load OpenBLAS\n");
+        exit(1);
+    }
     double best = 1e30;
     for (int r = 0; r < 5; r++) {
         double t0 = now_s();
         /* result[M, N] = lhsT[K, M]^T . rhs[K, N], as the kernels compute it */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, n, 0.0f, c,
-                    n);
+        sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
         double t = now_s() - t0;
         if (t < best)
             best = t;

@@ -24,7 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cblas.h>
 
 #include "arch.h"
 #include "blas.h"
@@ -312,6 +311,10 @@ static void functional_gemm(int m, int k, int n, int repeat)
     isa_program_t *p = load(path);
     unlink(path);
     int threads = mdl_blas_default_threads();
+    const char *why = NULL;
+    const mdl_sgemm_fn sgemm = mdl_blas_sgemm(&why);
+    if (!sgemm)
+        die("OpenBLAS", why);
     stamp_t sim = {0}, blas = {0};
     for (int r = 0; r < repeat; r++) {
         stamp_t t0 = stamp();
@@ -328,8 +331,7 @@ static void functional_gemm(int m, int k, int n, int repeat)
         b[i] = (float)(i % 997) / 500.0f - 1.0f;
     for (int r = 0; r < repeat; r++) {
         stamp_t t0 = stamp();
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, n, 0.0f, c,
-                    n);
+        sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1.0f, a, m, b, n, 0.0f, c, n);
         keep_best(&blas, since(t0), r == 0);
     }
     printf("  gemm_c_blockfree M=%d K=%d N=%d, %d OpenBLAS thread%s: simulated %.3f s, sgemm "

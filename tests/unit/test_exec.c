@@ -455,6 +455,82 @@ static void matmul_case(fx_t *f, isa_dtype_t tin, uint32_t k, uint32_t m, uint32
     free(bound);
 }
 
+/*
+ * The widening of a moving tile is reused across stationaries only while its bytes are
+ * unchanged (exec.c widened_moving, mem.c watches): W1^T X, W2^T X, then X changed by an
+ * engine (memset of one element) and by a host write (one partition), each result against
+ * NumPy from the bytes X holds at that moment. A write elsewhere keeps the watch.
+ */
+static void test_matmul_reuses_only_unchanged_tiles(void **state)
+{
+    fx_t *f = *state;
+    const uint32_t k = 64, m = 32, n = 96;
+    isa_view_t w1 = SB(ISA_DT_BF16, 0, k, 0, m), w2 = SB(ISA_DT_BF16, 0, k, 1024, m),
+               x = SB(ISA_DT_BF16, 0, k, 4096, n), other = SB(ISA_DT_BF16, 0, k, 8192, n);
+    isa_view_t d = PS(ISA_DT_FP32, 0, m, 0, n);
+    float *w1v = put_rand(f, &w1, -2.0f, 2.0f), *w2v = put_rand(f, &w2, -2.0f, 2.0f);
+    free(put_rand(f, &x, -2.0f, 2.0f));
+    save(f, "w1", w1v, (size_t)k * m);
+    save(f, "w2", w2v, (size_t)k * m);
+    for (int step = 0; step < 4; step++) {
+        const int first = step == 0;
+        if (step == 2) /* an engine writes one element in the middle of X */
+            EXPECT_OK(RUN(f, ISA_OP_MEMSET, ISA_ENGINE_DVE, av(f, SB(ISA_DT_BF16, 17, 1, 4096 + 2 * 50, 1)),
+                          af(7.5)));
+        if (step == 3) { /* the host rewrites partition 40 of X; a write beside X keeps it */
+            free(put_rand(f, &other, -1.0f, 1.0f));
+            const isa_view_t row = SB(ISA_DT_BF16, 40, 1, 4096, n);
+            free(put_rand(f, &row, -3.0f, 3.0f));
+        }
+        float *xv = get(f, &x);
+        save(f, "x", xv, (size_t)k * n);
+        free(xv);
+        py(f, "K, M, N = 64, 32, 96\n"
+              "x = ld('x').astype(np.float64).reshape(K, N)\n"
+              "for name in ('w1', 'w2'):\n"
+              "    w = ld(name).astype(np.float64).reshape(K, M)\n"
+              "    sv('mm_' + name, w.T @ x)\n"
+              "    sv('bound_' + name, np.abs(w).T @ np.abs(x))\n");
+        for (int which = 0; which < 2; which++) {
+            const char *name = which ? "w2" : "w1";
+            char mm[16], bd[16];
+            snprintf(mm, sizeof mm, "mm_%s", name);
+            snprintf(bd, sizeof bd, "bound_%s", name);
+            float *want = load(f, mm, (size_t)m * n), *bound = load(f, bd, (size_t)m * n);
+            float maxb = 0.0f;
+            for (size_t i = 0; i < (size_t)m * n; i++)
+                maxb = bound[i] > maxb ? bound[i] : maxb;
+            EXPECT_OK(RUN(f, ISA_OP_LDWEIGHTS, ISA_ENGINE_PE, av(f, which ? w2 : w1)));
+            EXPECT_OK(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, d), av(f, x)));
+            float *got = get(f, &d);
+            expect_close(first ? "matmul, fresh" : "matmul, after a change", got, want,
+                         (size_t)m * n, 0.0, 1e-5 * maxb);
+            free(got);
+            free(want);
+            free(bound);
+        }
+        /* after the two matmuls X is watched; a write beside it leaves the watch live */
+        int live = 0;
+        for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++)
+            live += mdl_view_watch_live(&f->mem, ISA_SPACE_SBUF, i);
+        assert_int_equal(live, 1);
+        free(put_rand(f, &other, -1.0f, 1.0f));
+        live = 0;
+        for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++)
+            live += mdl_view_watch_live(&f->mem, ISA_SPACE_SBUF, i);
+        assert_int_equal(live, 1);
+    }
+    /* a write overlapping X ends the watch */
+    const isa_view_t last = SB(ISA_DT_BF16, 0, 1, 4096 + 2 * (n - 1), 1);
+    free(put_rand(f, &last, 0.0f, 1.0f));
+    int live = 0;
+    for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++)
+        live += mdl_view_watch_live(&f->mem, ISA_SPACE_SBUF, i);
+    assert_int_equal(live, 0);
+    free(w1v);
+    free(w2v);
+}
+
 static void test_matmul_bf16(void **state)
 {
     matmul_case(*state, ISA_DT_BF16, 128, 96, 200, 2048); /* D in bank 1 */
@@ -499,6 +575,17 @@ static void test_matmul_errors(void **state)
         RUN(f, ISA_OP_MEMSET, ISA_ENGINE_DVE, av(f, PS(ISA_DT_FP32, 31, 1, 396, 1)), af(0.0)));
     EXPECT_ERR(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, d), av(f, x), ai(1)),
                "partitions 31..31, bytes 396..400");
+    /* The same with whole banks, which the check skips once pe has filled them: one word
+     * written by dve inside such a bank is still found, and a fresh group clears it. */
+    isa_view_t dbank = PS(ISA_DT_FP32, 0, 32, 2048, 512), x512 = SB(ISA_DT_BF16, 0, 64, 8192, 512);
+    EXPECT_OK(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, dbank), av(f, x512)));
+    EXPECT_OK(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, dbank), av(f, x512), ai(1)));
+    EXPECT_OK(RUN(f, ISA_OP_MEMSET, ISA_ENGINE_DVE,
+                  av(f, PS(ISA_DT_FP32, 7, 1, 2048 + 4 * 300, 1)), af(0.0)));
+    EXPECT_ERR(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, dbank), av(f, x512), ai(1)),
+               "partitions 7..7, bytes 3248..3252");
+    EXPECT_OK(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, dbank), av(f, x512)));
+    EXPECT_OK(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, dbank), av(f, x512), ai(1)));
 
     isa_view_t cross = PS(ISA_DT_FP32, 0, 32, 2048 - 200, 100);
     EXPECT_ERR(RUN(f, ISA_OP_MATMUL, ISA_ENGINE_PE, av(f, cross), av(f, x)),
@@ -1752,6 +1839,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_layout),
         T(test_matmul_bf16),
+        T(test_matmul_reuses_only_unchanged_tiles),
         T(test_matmul_fp32),
         T(test_matmul_fp8e4),
         T(test_matmul_errors),

@@ -729,6 +729,46 @@ static void test_fit_two_keys_and_determinism(void **state)
     free(path);
 }
 
+/* ---- the repository's manifest -------------------------------------------------------------- */
+
+/* validation/manifest.json is written by validation/gen/mkmanifest.py (edit the entries there):
+ * the committed file must be exactly what the script prints, or one of them was edited alone. */
+static void test_repo_manifest_fresh(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char outpath[512], cmd[2048];
+    snprintf(outpath, sizeof outpath, "%s/manifest.json", dir);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s > %s", fixture("validation/gen/mkmanifest.py"),
+             outpath);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc != 0)
+        fprintf(stderr, "mkmanifest.py: %s\n", out ? out : "");
+    assert_int_equal(rc, 0);
+    free(out);
+    size_t glen = 0, clen = 0;
+    char *generated = tu_read_file(outpath, &glen);
+    char *committed = tu_read_file(fixture("validation/manifest.json"), &clen);
+    assert_non_null(generated);
+    assert_non_null(committed);
+    if (glen != clen || memcmp(generated, committed, glen) != 0)
+        fail_msg("validation/manifest.json differs from what validation/gen/mkmanifest.py "
+                 "prints: regenerate it (/usr/bin/python3 validation/gen/mkmanifest.py > "
+                 "validation/manifest.json)");
+    free(generated);
+    free(committed);
+    /* and it loads: ids unique, keys known, programs and presets resolvable */
+    sim_validate_manifest_t *m = NULL;
+    char err[4096];
+    ncsim_status_t st = sim_validate_load(fixture("validation/manifest.json"), &m, err, sizeof err);
+    if (st != NCSIM_OK)
+        fprintf(stderr, "%s\n", err);
+    assert_int_equal(st, NCSIM_OK);
+    assert_true(m->nentries > 50);
+    sim_validate_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -739,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_generator),
         cmocka_unit_test(test_fit_one_key),
         cmocka_unit_test(test_fit_two_keys_and_determinism),
+        cmocka_unit_test(test_repo_manifest_fresh),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,12 @@
 86 row tiles (85 of 128 rows, one of 64) x 2 column halves of 1024: four 512 KiB loads
 (theta, m, v, g; 256 KiB in the last row tile), then two [128 x 512] sub-tiles of 15
 instructions each, then one store of the half. Engines as the profile implies: the seven
-tensor_scalar ops and the sqrt activation on ScalarE (ScalarE is 62% active, far more than one
-activation per sub-tile), the six tensor_tensor ops and the reciprocal on VectorE.
+tensor_scalar ops, the sqrt and the reciprocal on ScalarE, the six tensor_tensor ops on VectorE.
+ScalarE is 62% active = 5,010 ScalarE cycles per [128 x 512] sub-tile: nine instructions of
+~N + 45 cycles, the per-instruction cost its PSUM copies show in the matmul and bmm profiles;
+with the reciprocal on VectorE it would be eight of ~N + 115, and VectorE's 90% would leave
+its six tensor_tensor ~1.2 N each, far from the published 2N (--recip dve for that port).
+The reciprocal is the compiler's choice: the doc of the SDK 2.21 era allowed ScalarE or VectorE.
 Loads on queues 0-3 (one per tensor), stores on queue 0 with the first input's loads (the rule of every kernel here: the compiler's IO queue carries the first input and the output), loads issued by sp (the Sync engine), stores by GpSimd (its ~0.6-2.6% activity in the profiles is ~65 ns per store trigger); inputs double-buffered
 (two halves in flight), temporaries per sub-tile double-buffered."""
 import argparse
@@ -14,6 +18,8 @@ from dataflow import Kernel
 ap = argparse.ArgumentParser()
 ap.add_argument("--m", type=int, default=10944)
 ap.add_argument("--n", type=int, default=2048)
+ap.add_argument("--recip", choices=("act", "dve"), default="act",
+                help="engine of the reciprocal (13): act (activate ..., reciprocal) or dve")
 a = ap.parse_args()
 M, N = a.m, a.n
 NB = 2
@@ -70,7 +76,10 @@ def stage_b(b, j, p, s):
     k.op("act", f"activate {T(u, p, 11)}, {T(u, p, 10)}, sqrt, scale=1000.0, bias=zero[{p}, :]",
          [tk(10), "zero"], [tk(11)])
     k.op("act", f"tensor_scalar {T(u, p, 0)}, {T(u, p, 11)}, add, 1e-8", [tk(11)], [tk(0)])
-    k.op("dve", f"reciprocal {T(u, p, 11)}, {T(u, p, 0)}", [tk(0)], [tk(11)])
+    if a.recip == "act":
+        k.op("act", f"activate {T(u, p, 11)}, {T(u, p, 0)}, reciprocal", [tk(0)], [tk(11)])
+    else:
+        k.op("dve", f"reciprocal {T(u, p, 11)}, {T(u, p, 0)}", [tk(0)], [tk(11)])
     k.op("dve", f"tensor_tensor {T(u, p, 4)}, {T(u, p, 6)}, {T(u, p, 11)}, multiply", [tk(6), tk(11)], [tk(4)])
     k.op("dve", f"tensor_tensor ob[{p}, {b}, {j * 512}:{(j + 1) * 512}], {T(u, p, 2)}, {T(u, p, 4)}, subtract",
          [tk(2), tk(4)], [f"ob{b}", f"out{s}"])
