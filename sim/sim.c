@@ -329,7 +329,7 @@ const instr_memo_t *sim_memo(struct sim *s, const isa_instr_t *in, uint32_t stat
         uint32_t n = 16;
         while (n < s->prog->nargs && n < (1u << 14))
             n *= 2;
-        s->memo = malloc(n * sizeof *s->memo);
+        s->memo = calloc(n, sizeof *s->memo);
         if (!s->memo)
             return NULL;
         for (uint32_t i = 0; i < n; i++)
