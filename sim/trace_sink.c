@@ -16,9 +16,13 @@
  * completion, after its record, so each engine keeps a short FIFO of its posting
  * instructions until their posts arrive.
  *
- * Bandwidth counters use each transfer's average rate over its data phase (bytes / time),
- * summed over the transfers moving at each instant; they are written when the trace is
- * closed (transfers are only known once they complete).
+ * Counters are written in time order as the run goes: semaphore values, DMA in flight (up
+ * when a dma instruction issues its transfer, down when the transfer lands), DMA and HBM
+ * bandwidth (the bandwidth model's exact rates as they change), each holding back its value
+ * until the time moves on so that one value is written per instant. What is only known later
+ * is written when the trace is closed, from +/- steps sorted by time: NeuronLink bandwidth
+ * (each chunk's average rate over its time on the link, known when it lands) and SBUF/PSUM in
+ * use (a tensor's last read is known at the end).
  *
  * Collectives (sim/cc.c reports steps and the chunks moving in them): each step is a slice on
  * the "cc steps" track of every member core, with what the member sent, the chunk that ended
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "dis.h"
 #include "trace.h"
 #include "ncsim.h"
@@ -65,6 +70,13 @@ typedef struct last_post {
     uint32_t tid;
     uint64_t ts_ps;
 } last_post_t;
+
+/* A live series' value at its latest instant, written when a later instant comes. */
+typedef struct held {
+    uint64_t t;
+    double v;
+    int have;
+} held_t;
 
 typedef struct delta {
     uint64_t t;
@@ -142,6 +154,19 @@ typedef struct cost_entry {
 
 #define COST_CACHE_SIZE 4096u
 
+/* Operand templates (trc_slice_t.operands_tmpl): an instruction's operands with its clauses,
+ * each clause number a '#', direct-mapped by the operand text and the clauses' shape (which
+ * semaphores, which operators, whether a post prints its value). */
+typedef struct tmpl_entry {
+    const char *ops; /* the operand text (op cache) it was made from */
+    uint64_t shape;
+    uint32_t core;
+    uint8_t none;    /* no template: the text holds a '#' of its own */
+    char *text;
+} tmpl_entry_t;
+
+#define TMPL_CACHE_SIZE 4096u
+
 /* A directed NeuronLink: its track lanes (chunks that overlap in time go on separate lanes,
  * so slices never overlap on a track) and its bandwidth series. */
 typedef struct link_trace {
@@ -192,6 +217,8 @@ struct sim_trace_file {
     op_entry_t *ops;          /* OP_CACHE_SIZE entries */
     op_fast_t *fast;          /* OP_FAST_SIZE entries */
     cost_entry_t *costs;      /* COST_CACHE_SIZE entries */
+    tmpl_entry_t *tmpls;      /* TMPL_CACHE_SIZE entries */
+    char vals[64];            /* the numbers of the last template's clauses */
     uint32_t nops;
     sim_trace_options_t opt;
     uint32_t engines;
@@ -204,7 +231,7 @@ struct sim_trace_file {
     uint32_t ncores, nchips;
     core_trace_t *cores;
     series_t *dseries; /* ncores * DS_PER_CORE, then nchips HBM */
-    double *bw_last;   /* the last exact rate of each DMA/HBM series (on_bandwidth) */
+    held_t *held;      /* DMA in flight, DMA and HBM bandwidth: the value of the current instant */
     uint32_t ndseries;
     delta_t *deltas;
     size_t ndeltas, cap_deltas;
@@ -217,6 +244,11 @@ struct sim_trace_file {
     size_t ncolls, cap_colls;
     char text[2048];
 };
+
+/* trace.h's limited_* fields follow sim_dma_limit_t */
+#define XX(member, name) +1
+_Static_assert(SIM_DMA_LIMIT_COUNT == 0 TRC_DMA_LIMIT_MAP(XX), "TRC_DMA_LIMIT_MAP");
+#undef XX
 
 static const char *const stall_names[SIM_STALL_COUNT] = {"none", "semaphore", "port",
                                                          "interlock", "collective"};
@@ -255,14 +287,11 @@ static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v
         return; /* a counter holds its value until the next one */
     s->written = 1;
     s->last = v;
+    /* only the counter member is set (and read): the record's union is a few hundred bytes
+     * and there are several counter values per instruction */
     trc_record_t r;
-    memset(&r, 0, sizeof r);
     r.kind = TRC_REC_COUNTER;
-    r.u.counter.pid = s->pid;
-    r.u.counter.name = s->name;
-    r.u.counter.unit = s->unit;
-    r.u.counter.ts_ps = ts;
-    r.u.counter.value = v;
+    r.u.counter = (trc_counter_t){s->pid, s->name, s->unit, ts, v};
     put(t, &r);
 }
 
@@ -312,19 +341,42 @@ static void write_track(sim_trace_file_t *t, uint32_t pid, uint32_t tid, const c
 static void write_flow(sim_trace_file_t *t, const char *cat, const char *name, uint32_t pid,
                        uint32_t from_tid, uint64_t from_ts, uint32_t to_tid, uint64_t to_ts)
 {
-    trc_record_t r;
-    memset(&r, 0, sizeof r);
+    trc_record_t r; /* only the flow member is set, as in counter_emit */
     r.kind = TRC_REC_FLOW;
-    r.u.flow.id = ++t->next_flow;
-    r.u.flow.cat = cat;
-    r.u.flow.name = name;
-    r.u.flow.from_pid = pid;
-    r.u.flow.from_tid = from_tid;
-    r.u.flow.from_ts_ps = from_ts;
-    r.u.flow.to_pid = pid;
-    r.u.flow.to_tid = to_tid;
-    r.u.flow.to_ts_ps = to_ts;
+    r.u.flow = (trc_flow_t){++t->next_flow, cat, name, pid, from_tid, from_ts, pid, to_tid, to_ts};
     put(t, &r);
+}
+
+/* Series `sid` (DMA in flight, DMA or HBM bandwidth) has value v from `time` on: the value
+ * held for the previous instant is written when the time moves on (the simulator reports in
+ * time order; a series starts at 0 at time 0). */
+static void live_set(sim_trace_file_t *t, uint32_t sid, uint64_t time, double v)
+{
+    held_t *h = &t->held[sid];
+    series_t *s = &t->dseries[sid];
+    if (!h->have) {
+        h->have = 1;
+        if (time > 0)
+            series_set(t, s, 0, 0);
+    } else if (time > h->t) {
+        series_set(t, s, h->t, h->v);
+    } else {
+        time = h->t; /* never earlier than the last report */
+    }
+    h->t = time;
+    h->v = v;
+}
+
+static void live_flush(sim_trace_file_t *t)
+{
+    for (uint32_t sid = 0; sid < t->ncores * DS_PER_CORE + t->nchips; sid++) {
+        held_t *h = &t->held[sid];
+        if (!h->have)
+            continue;
+        series_set(t, &t->dseries[sid], h->t, h->v);
+        series_flush(t, &t->dseries[sid]);
+        h->have = 0;
+    }
 }
 
 static void add_delta(sim_trace_file_t *t, uint32_t series, uint64_t time, double v, int active)
@@ -694,6 +746,102 @@ static const char *instr_text(sim_trace_file_t *t, uint32_t core, const isa_inst
     return t->text;
 }
 
+/* The clauses' shape of `in`: what its template depends on besides the operand text. */
+static uint64_t clause_shape(const isa_instr_t *in)
+{
+    uint64_t k = (uint64_t)in->nwait | (uint64_t)in->npost << 2;
+    unsigned b = 4;
+    for (unsigned i = 0; i < in->nwait && i < ISA_MAX_WAITS; i++, b += 8)
+        k |= (uint64_t)(in->wait[i].sem | (in->wait[i].op == ISA_WAIT_EQ) << 7) << b;
+    for (unsigned i = 0; i < in->npost && i < ISA_MAX_POSTS; i++, b += 16) {
+        const isa_sync_t *p = &in->post[i];
+        uint64_t bare = p->op == ISA_POST_ADD && p->value == 1;
+        k |= (uint64_t)(p->sem | (uint64_t)p->op << 8 | bare << 12) << b;
+    }
+    return k;
+}
+
+/* The numbers of `in`'s clauses as instr_text prints them, space-separated, into t->vals. */
+static void clause_values(sim_trace_file_t *t, const isa_instr_t *in)
+{
+    char num[32];
+    size_t at = 0;
+    t->vals[0] = '\0';
+    for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
+        op_value(num, "", in->wait[k].value); /* "  VALUE" */
+        at = append(t->vals, at, sizeof t->vals, num + (at ? 1 : 2));
+    }
+    for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
+        const isa_sync_t *sp = &in->post[k];
+        if (sp->op == ISA_POST_ADD && sp->value == 1)
+            continue;
+        op_value(num, "", sp->value);
+        at = append(t->vals, at, sizeof t->vals, num + (at ? 1 : 2));
+    }
+}
+
+/* The operands of `in` as a template with its numbers in t->vals (trc_slice_t.operands_tmpl);
+ * NULL when it has no clause numbers or its text holds a '#' (then instr_text is used). */
+static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+{
+    if (!in->nwait && !in->npost)
+        return NULL;
+    const char *ops = operands_text(t, core, in);
+    if (ops == t->text)
+        return NULL; /* not cached (out of memory): the text path */
+    uint64_t shape = clause_shape(in);
+    uintptr_t h = (uintptr_t)ops;
+    tmpl_entry_t *e = &t->tmpls[(h ^ (h >> 12) ^ shape * 0x9e3779b97f4a7c15ull ^ core * 40503u) &
+                                (TMPL_CACHE_SIZE - 1)];
+    if (!(e->ops == ops && e->shape == shape && e->core == core && (e->text || e->none))) {
+        /* instr_text's clauses with '#' for each number */
+        core_trace_t *ct = &t->cores[core];
+        char buf[sizeof t->text];
+        size_t at = append(buf, 0, sizeof buf, ops);
+        for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
+            at = append_n(buf, at, sizeof buf, " | wait ", 8);
+            at = append_n(buf, at, sizeof buf, ct->clause_name[in->wait[k].sem],
+                          ct->clause_len[in->wait[k].sem]);
+            at = append(buf, at, sizeof buf, in->wait[k].op == ISA_WAIT_EQ ? " == #" : " >= #");
+        }
+        for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
+            const isa_sync_t *sp = &in->post[k];
+            at = append_n(buf, at, sizeof buf, " | post ", 8);
+            at = append_n(buf, at, sizeof buf, ct->clause_name[sp->sem],
+                          ct->clause_len[sp->sem]);
+            if (sp->op == ISA_POST_ADD && sp->value == 1)
+                continue;
+            at = append(buf, at, sizeof buf,
+                        sp->op == ISA_POST_SUB   ? " -= #"
+                        : sp->op == ISA_POST_SET ? " = #"
+                                                 : " += #");
+        }
+        /* a '#' of the text's own would be taken for a number */
+        size_t hashes = 0;
+        for (const char *c = buf; *c; c++)
+            hashes += *c == '#';
+        unsigned numbers = 0;
+        for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++)
+            numbers++;
+        for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++)
+            numbers += !(in->post[k].op == ISA_POST_ADD && in->post[k].value == 1);
+        int none = hashes != numbers || at + 1 >= sizeof buf || numbers == 0;
+        free(e->text);
+        *e = (tmpl_entry_t){ops, shape, core, (uint8_t)none, NULL};
+        if (!none) {
+            e->text = strdup(buf);
+            if (!e->text) {
+                e->none = 1;
+                return NULL;
+            }
+        }
+    }
+    if (e->none)
+        return NULL;
+    clause_values(t, in);
+    return e->text;
+}
+
 /* The name the disassembler gives semaphore `sem` of `core` in clauses. */
 static char *clause_name(const isa_program_t *p, uint32_t core, uint8_t sem)
 {
@@ -752,6 +900,15 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
             fail(t, NCSIM_NOMEM, "out of memory");
     }
     touch_instr(t, ct, r->core, in, r->start_ps, r->end_ps);
+    if (in->op == ISA_OP_DMA) {
+        /* the transfer is issued now (dma.c): DMA in flight goes up by its bytes, and down
+         * when on_dma reports it landed */
+        const isa_arg_t *args = isa_instr_args(t->prog, in);
+        mdl_dma_shape_t shape;
+        mdl_dma_shape(&t->prog->views[args[0].index], &t->prog->views[args[1].index], &shape);
+        uint32_t sid = r->core * DS_PER_CORE + DS_INFLIGHT;
+        live_set(t, sid, r->start_ps, t->held[sid].v + (double)shape.bytes);
+    }
     if (!included)
         return;
     const char *sem = NULL;
@@ -769,7 +926,8 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     const char *stall = main_cause == SIM_STALL_SEMAPHORE ? ct->sem[r->stall_sem].name
                         : main_cause                      ? stall_names[main_cause]
                                                           : "";
-    const char *text = instr_text(t, r->core, in);
+    const char *tmpl = instr_template(t, r->core, in);
+    const char *text = tmpl ? tmpl : instr_text(t, r->core, in);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
@@ -784,6 +942,10 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->index = r->index;
     a->line = in->line;
     a->operands = text;
+    if (tmpl) {
+        s->operands_tmpl = tmpl;
+        s->operand_values = t->vals;
+    }
     a->ii = r->ii_ps;
     a->latency = r->end_ps - r->start_ps;
     a->bytes = r->bytes;
@@ -835,8 +997,9 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint64_t dur = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 1;
     double gbps = round_gbps((double)r->bytes / (double)dur * 1000.0); /* bytes/ps -> GB/s */
     uint32_t base = r->core * DS_PER_CORE;
-    add_delta(t, base + DS_INFLIGHT, r->issue_ps, (double)r->bytes, 0);
-    add_delta(t, base + DS_INFLIGHT, r->end_ps, -(double)r->bytes, 0);
+    /* in flight since on_instr counted it up at the issue */
+    held_t *fl = &t->held[base + DS_INFLIGHT];
+    live_set(t, base + DS_INFLIGHT, r->end_ps, fl->v - (double)r->bytes);
     touch_view(t, ct, r->core, args[0].index, 1, r->start_ps, r->end_ps);
     touch_view(t, ct, r->core, args[1].index, 0, r->start_ps, r->end_ps);
     (void)gbps; /* DMA and HBM bandwidth counters come from on_bandwidth (exact rates) */
@@ -853,7 +1016,8 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     uint32_t issuer_tid = trc_tid(ct->pid, TRC_TRACK_ENGINE, r->issuing_engine);
     if ((t->engines >> r->issuing_engine & 1) && in_window(t, r->issue_ps, r->issue_ps))
         write_flow(t, "dma", "dma issue", ct->pid, issuer_tid, r->issue_ps, tid, r->start_ps);
-    const char *text = instr_text(t, r->core, r->instr);
+    const char *tmpl = instr_template(t, r->core, r->instr);
+    const char *text = tmpl ? tmpl : instr_text(t, r->core, r->instr);
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
@@ -869,6 +1033,10 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->issuer = isa_engine_name((isa_engine_t)r->issuing_engine);
     a->line = r->instr->line;
     a->operands = text;
+    if (tmpl) {
+        s->operands_tmpl = tmpl;
+        s->operand_values = t->vals;
+    }
     a->bytes = r->bytes;
     a->src = space_name(src->space);
     a->dst = space_name(dst->space);
@@ -885,9 +1053,17 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
         if (r->limited_ps[l] && (lim < 0 || r->limited_ps[l] > r->limited_ps[lim]))
             lim = l;
     a->limit = lim >= 0 ? sim_dma_limit_name((sim_dma_limit_t)lim) : NULL;
-    char cost[512];
-    sim_explain_dma(r, cost, sizeof cost);
-    a->cost = cost;
+    /* the breakdown as numbers: readers rebuild sim_explain_dma's text from them
+     * (trc_dma_cost_text), which formatting it here for every transfer cost most of a
+     * trace's time */
+    a->cap_gbps = round_gbps(r->cap_gbps);
+    a->engines = r->engines;
+    a->dma_share = round(r->dma_share * 1000.0) / 10.0;
+    a->hbm_share = round(r->hbm_share * 1000.0) / 10.0;
+    a->limited_own = r->limited_ps[SIM_DMA_LIMIT_OWN];
+    a->limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
+    a->limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
+    a->limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
     put(t, &rec);
 }
 
@@ -1328,9 +1504,8 @@ static void on_bandwidth(void *ctx, int kind, uint32_t index, uint64_t time_ps, 
         series = t->ncores * DS_PER_CORE + index;
     else
         return;
-    double last = t->bw_last[series];
-    t->bw_last[series] = gbps;
-    add_delta(t, series, time_ps, gbps - last, (gbps > 0) - (last > 0));
+    /* rates to 1 MB/s: plain decimals in the file */
+    live_set(t, series, time_ps, round_gbps(gbps));
 }
 
 static void on_cc(void *ctx, const sim_trace_cc_t *r)
@@ -1408,9 +1583,13 @@ static void free_file(sim_trace_file_t *t)
         for (uint32_t k = 0; k < COST_CACHE_SIZE; k++)
             free(t->costs[k].text);
     free(t->costs);
+    if (t->tmpls)
+        for (uint32_t k = 0; k < TMPL_CACHE_SIZE; k++)
+            free(t->tmpls[k].text);
+    free(t->tmpls);
     free(t->cores);
     free(t->dseries);
-    free(t->bw_last);
+    free(t->held);
     for (uint32_t i = 0; i < t->nlinks; i++) {
         free(t->links[i].lane_busy);
         free(t->links[i].lane_tid);
@@ -1463,13 +1642,14 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->cores = calloc(t->ncores, sizeof *t->cores);
     t->ndseries = t->ncores * DS_PER_CORE + t->nchips;
     t->dseries = calloc(t->ndseries, sizeof *t->dseries);
-    t->bw_last = calloc(t->ndseries, sizeof *t->bw_last);
+    t->held = calloc(t->ndseries, sizeof *t->held);
     t->ops = calloc(OP_CACHE_SIZE, sizeof *t->ops);
     t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
     t->costs = calloc(COST_CACHE_SIZE, sizeof *t->costs);
+    t->tmpls = calloc(TMPL_CACHE_SIZE, sizeof *t->tmpls);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
-    if (!t->cores || !t->dseries || !t->bw_last || !t->ops || !t->fast || !t->costs ||
+    if (!t->cores || !t->dseries || !t->held || !t->ops || !t->fast || !t->costs || !t->tmpls ||
         !t->links_declared ||
         !t->links_next_tid)
         goto oom;
@@ -1663,6 +1843,7 @@ ncsim_status_t sim_trace_close(sim_trace_file_t *t, sim_trace_totals_t *totals, 
         for (int k = 0; k < ISA_MAX_SEMS; k++)
             series_flush(t, &ct->sem[k]);
     }
+    live_flush(t);
     live_deltas(t);
     write_delta_series(t);
     if (totals) {

@@ -118,6 +118,26 @@ static void put_str(ev_t *e, const char *s)
     e->p[e->n++] = '"';
 }
 
+/* Operands given as a template and its numbers (trc_slice_t.operands_tmpl): the whole text. */
+static void put_tmpl(ev_t *e, const char *tmpl, const char *vals)
+{
+    char buf[STR_LIMIT];
+    size_t k = 0;
+    const char *v = vals ? vals : "";
+    for (const char *c = tmpl; *c && k + 1 < sizeof buf; c++) {
+        if (*c != '#' || !*v) {
+            buf[k++] = *c;
+            continue;
+        }
+        while (*v && *v != ' ' && k + 1 < sizeof buf)
+            buf[k++] = *v++;
+        if (*v == ' ')
+            v++;
+    }
+    buf[k] = '\0';
+    put_str(e, buf);
+}
+
 /* The fields of an args struct as JSON members (no braces); returns how many. */
 static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *base, int any)
 {
@@ -160,7 +180,9 @@ static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *ba
 #define JPUT_U64(e, v) put_u64(e, v)
 #define JPUT_PS(e, v) put_fixed(e, v, 3)
 #define JPUT_F64(e, v) put_f64(e, v)
-#define JPUT_STR(e, v) put_str(e, (v) ? (v) : "")
+#define JPUT_STR(e, v)                                                                         \
+    (s->operands_tmpl && (v) == s->operands_tmpl ? put_tmpl(e, v, s->operand_values)          \
+                                                 : put_str(e, (v) ? (v) : ""))
 #define JFIELD(member, key, type, always)                                                      \
     if ((always) || !JSKIP_##type(a->member)) {                                                \
         if (any++)                                                                             \
@@ -169,11 +191,12 @@ static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *ba
         JPUT_##type(e, a->member);                                                             \
     }
 #define XX(ID, member_, cat, FIELDS)                                                           \
-    static void put_args_##member_(ev_t *e, const trc_##member_##_args_t *a)                   \
+    static void put_args_##member_(ev_t *e, const trc_##member_##_args_t *a,                   \
+                                   const trc_slice_t *s)                                       \
     {                                                                                          \
         int any = 0;                                                                           \
         FIELDS(JFIELD)                                                                         \
-        (void)any;                                                                             \
+        (void)any, (void)s;                                                                    \
     }
 TRC_SLICE_KIND_MAP(XX)
 #undef XX
@@ -182,7 +205,7 @@ static void put_slice_args(ev_t *e, const trc_slice_t *s)
 {
     switch ((trc_slice_kind_t)s->kind) {
 #define XX(ID, member_, cat, FIELDS)                                                           \
-    case TRC_SLICE_##ID: put_args_##member_(e, &s->a.member_); break;
+    case TRC_SLICE_##ID: put_args_##member_(e, &s->a.member_, s); break;
         TRC_SLICE_KIND_MAP(XX)
 #undef XX
     default: break;

@@ -33,6 +33,9 @@ typedef struct pf_reader {
     flowpair_t flows;
     char *arena;  /* string copies for the packet being read */
     size_t an, acap;
+    char *ops;    /* operands rebuilt from a template and its values */
+    size_t ops_cap;
+    struct pf_event *ev; /* the event being read */
     int oom;
     char bad[160];
 } pf_reader_t;
@@ -321,7 +324,7 @@ static int read_descriptor(pf_reader_t *r, const unsigned char *p, size_t n)
 #define MAX_ANN 64
 #define MAX_FLOWS 16
 
-typedef struct pf_event {
+struct pf_event {
     uint64_t type, track;
     const char *cat, *name;
     int has_value;
@@ -331,7 +334,8 @@ typedef struct pf_event {
     arg_value_t ann[MAX_ANN];
     unsigned nflow, nterm;
     uint64_t flow[MAX_FLOWS], term[MAX_FLOWS];
-} pf_event_t;
+};
+typedef struct pf_event pf_event_t;
 
 static void add_ids(uint64_t *ids, unsigned *n, const pb_field_t *f)
 {
@@ -461,6 +465,51 @@ static void set_fields(const pf_event_t *ev, const trc_field_t *f, unsigned nf, 
         trc_set_field(f, nf, base, ev->ann_name[i], strlen(ev->ann_name[i]), &ev->ann[i]);
 }
 
+/* Operands sent as a template and its numbers (pftrace_writer.c put_operands): each '#' of
+ * the template takes the next space-separated value. Returns -1 when out of memory. */
+static int rebuild_operands(pf_reader_t *r, const pf_event_t *ev, const trc_field_t *f,
+                            unsigned nf, void *base)
+{
+    const arg_value_t *vals = NULL;
+    for (unsigned i = 0; i < ev->nann && !vals; i++)
+        if (ev->ann[i].is_text && strcmp(ev->ann_name[i], "operand_values") == 0)
+            vals = &ev->ann[i];
+    if (!vals)
+        return 0;
+    for (unsigned i = 0; i < nf; i++) {
+        if (f[i].type != TRC_FT_STR || strcmp(f[i].key, "operands") != 0)
+            continue;
+        const char *t;
+        memcpy(&t, (unsigned char *)base + f[i].offset, sizeof t);
+        if (!t)
+            return 0;
+        size_t need = strlen(t) + vals->len + 1;
+        if (need > r->ops_cap) {
+            char *p = realloc(r->ops, need);
+            if (!p)
+                return -1;
+            r->ops = p;
+            r->ops_cap = need;
+        }
+        const char *v = vals->text, *vend = vals->text + vals->len;
+        size_t k = 0;
+        for (; *t; t++) {
+            if (*t != '#' || v >= vend) {
+                r->ops[k++] = *t;
+                continue;
+            }
+            while (v < vend && *v != ' ')
+                r->ops[k++] = *v++;
+            if (v < vend)
+                v++;
+        }
+        r->ops[k] = '\0';
+        const char *out = r->ops;
+        memcpy((unsigned char *)base + f[i].offset, &out, sizeof out);
+    }
+    return 0;
+}
+
 /* A flow end on this event: pair it, emit when complete. The destination is a slice of
  * another category than the source, so ends pair on the id alone; the flow reports the
  * source's category and name. */
@@ -539,11 +588,21 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
     }
     if (!te)
         return 0;
-    pf_event_t *ev = calloc(1, sizeof *ev);
+    /* one event reused for every packet: only its counts and scalars need clearing (the
+     * annotation arrays are a few kB) */
+    pf_event_t *ev = r->ev;
     if (!ev) {
-        r->oom = 1;
-        return -1;
+        ev = r->ev = malloc(sizeof *ev);
+        if (!ev) {
+            r->oom = 1;
+            return -1;
+        }
     }
+    ev->type = ev->track = 0;
+    ev->cat = ev->name = NULL;
+    ev->has_value = 0;
+    ev->value = 0;
+    ev->nann = ev->nflow = ev->nterm = 0;
     int rc = 0;
     if (read_event(r, ev, te, tel)) {
         snprintf(r->bad, sizeof r->bad, "malformed track event");
@@ -559,9 +618,12 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
     }
     trc_record_t rec;
     memset(&rec, 0, sizeof rec);
+    /* the exact time: ts_ps (older traces), or the picoseconds past the whole nanosecond */
     uint64_t ts_ps = ts_ns * 1000, exact;
     if (ann_u64(ev, "ts_ps", &exact) == 0)
         ts_ps = exact;
+    else if (ann_u64(ev, "ts_extra_ps", &exact) == 0 && exact < 1000)
+        ts_ps += exact;
     const char *cat = ev->cat ? ev->cat : "";
     if (ev->type == PF_TYPE_INSTANT && strcmp(cat, "run") == 0) {
         rec.kind = TRC_REC_RUN;
@@ -590,6 +652,11 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
             unsigned nf;
             const trc_field_t *fd = trc_slice_fields(kind, &nf);
             set_fields(ev, fd, nf, &s->a);
+            if (rebuild_operands(r, ev, fd, nf, &s->a)) {
+                r->oom = 1;
+                rc = -1;
+                goto out;
+            }
             if (!emit(r, &rec))
                 rc = 1;
         }
@@ -609,7 +676,6 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
             rc = 1;
     }
 out:
-    free(ev);
     return rc;
 }
 
@@ -752,6 +818,8 @@ ncsim_status_t trc_read_pftrace(trc_src_t *src, const unsigned char *head, size_
     free(r.index);
     flowpair_free(&r.flows);
     free(r.arena);
+    free(r.ops);
+    free(r.ev);
     free(s.buf);
     return st;
 }

@@ -26,6 +26,7 @@
 
 typedef struct intern_entry {
     char *s;
+    uint64_t hash;
     uint64_t iid;
 } intern_entry_t;
 
@@ -34,15 +35,28 @@ typedef struct intern {
     size_t cap, n;
 } intern_t;
 
-static uint64_t hash_str(const char *s, uint64_t h)
+/* A hash of n bytes, eight at a time (cost texts are a few hundred bytes long and every
+ * slice carries some: a byte-wise hash was a fifth of a trace's time). */
+static uint64_t hash_mem(const char *s, size_t n)
 {
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 32);
 }
 
-/* iid of s (1-based), *is_new set when it was added now; 0 when out of memory. */
-static uint64_t intern_get(intern_t *t, const char *s, int *is_new)
+/* iid of s (1-based), *is_new set when it was added now (then *copy_out is the table's
+ * copy when copy_out is not NULL); 0 when out of memory. */
+static uint64_t intern_get2(intern_t *t, const char *s, int *is_new, const char **copy_out)
 {
     *is_new = 0;
     if ((t->n + 1) * 2 > t->cap) {
@@ -52,7 +66,7 @@ static uint64_t intern_get(intern_t *t, const char *s, int *is_new)
             return 0;
         for (size_t i = 0; i < t->cap; i++)
             if (t->e[i].s) {
-                size_t j = hash_str(t->e[i].s, 14695981039346656037ull) & (cap - 1);
+                size_t j = t->e[i].hash & (cap - 1);
                 while (e[j].s)
                     j = (j + 1) & (cap - 1);
                 e[j] = t->e[i];
@@ -61,19 +75,33 @@ static uint64_t intern_get(intern_t *t, const char *s, int *is_new)
         t->e = e;
         t->cap = cap;
     }
-    size_t j = hash_str(s, 14695981039346656037ull) & (t->cap - 1);
+    size_t n = strlen(s);
+    uint64_t h = hash_mem(s, n);
+    size_t j = h & (t->cap - 1);
     while (t->e[j].s) {
-        if (strcmp(t->e[j].s, s) == 0)
+        if (t->e[j].hash == h && memcmp(t->e[j].s, s, n + 1) == 0) {
+            if (copy_out)
+                *copy_out = t->e[j].s;
             return t->e[j].iid;
+        }
         j = (j + 1) & (t->cap - 1);
     }
-    char *copy = strdup(s);
+    char *copy = malloc(n + 1);
     if (!copy)
         return 0;
+    memcpy(copy, s, n + 1);
     t->e[j].s = copy;
+    t->e[j].hash = h;
     t->e[j].iid = ++t->n;
     *is_new = 1;
+    if (copy_out)
+        *copy_out = copy;
     return t->e[j].iid;
+}
+
+static uint64_t intern_get(intern_t *t, const char *s, int *is_new)
+{
+    return intern_get2(t, s, is_new, NULL);
 }
 
 static void intern_free(intern_t *t)
@@ -110,10 +138,20 @@ typedef struct counter_memo {
 
 #define COUNTER_MEMO 256u
 
+typedef struct str_memo {
+    const char *ptr, *copy;
+    uint64_t iid;
+    int table;
+} str_memo_t;
+
+#define STR_MEMO 1024u
+#define OPERANDS_MAX 2048
+
 typedef struct pf_state {
     pb_buf_t pkt;
     pb_buf_t ev; /* a TrackEvent's body, composed before its packet */
     counter_memo_t memo[COUNTER_MEMO];
+    str_memo_t smemo[STR_MEMO];
     intern_t tables[TBL_COUNT];
     intern_t counters; /* "pid\x1fname\x1funit" -> counter track number */
     pending_intern_t pend[64];
@@ -126,13 +164,33 @@ typedef struct pf_state {
     int kind_ready[TRC_SLICE_KIND_COUNT];
     uint64_t kind_cat[TRC_SLICE_KIND_COUNT];
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
-    uint64_t ts_iid, dur_iid;
+    uint64_t ts_iid, dur_iid, values_iid;
+    const trc_slice_t *slice; /* the slice being written */
+    char tmpl[OPERANDS_MAX], vals[OPERANDS_MAX];
 } pf_state_t;
 
 static uint64_t iid_of(pf_state_t *st, int table, const char *s)
 {
     int is_new;
-    uint64_t iid = intern_get(&st->tables[table], s ? s : "", &is_new);
+    const char *copy = "";
+    if (!s)
+        s = "";
+    /* string values mostly come from the same few pointers (the sink's caches): a memo by
+     * pointer, checked against the interned copy, skips the hash */
+    str_memo_t *mo = NULL;
+    if (s != st->tmpl) {
+        uintptr_t k = (uintptr_t)s;
+        mo = &st->smemo[(k ^ (k >> 11) ^ (k >> 23) ^ (uintptr_t)table * 977u) & (STR_MEMO - 1)];
+        if (mo->ptr == s && mo->table == table && strcmp(mo->copy, s) == 0)
+            return mo->iid;
+    }
+    uint64_t iid = intern_get2(&st->tables[table], s, &is_new, &copy);
+    if (mo && iid) {
+        mo->ptr = s;
+        mo->table = table;
+        mo->copy = copy;
+        mo->iid = iid;
+    }
     if (!iid) {
         st->oom = 1;
         return 0;
@@ -145,7 +203,7 @@ static uint64_t iid_of(pf_state_t *st, int table, const char *s)
         pending_intern_t *p = &st->pend[st->npend++];
         p->table = (uint8_t)table;
         p->iid = iid;
-        p->s = s ? s : ""; /* the caller's string: emitted by packet_begin in this call */
+        p->s = copy; /* the table's copy: the caller's string may be gone by packet_begin */
     }
     return iid;
 }
@@ -234,6 +292,25 @@ static void collect_names(pf_state_t *st, const trc_field_t *f, unsigned nf, uin
         iids[i] = iid_of(st, TBL_ANNOTATION, f[i].key);
 }
 
+/* Slices carry times as integer picoseconds: "ii_ns" is sent as "ii_ps" (a varint of a few
+ * bytes instead of a double of eight; the reader takes both). */
+static void collect_slice_names(pf_state_t *st, const trc_field_t *f, unsigned nf,
+                                uint64_t *iids)
+{
+    for (unsigned i = 0; i < nf; i++) {
+        char key[64];
+        size_t n = strlen(f[i].key);
+        if (f[i].type == TRC_FT_PS && n > 3 && n < sizeof key &&
+            strcmp(f[i].key + n - 3, "_ns") == 0) {
+            memcpy(key, f[i].key, n - 3);
+            memcpy(key + n - 3, "_ps", 4);
+            iids[i] = iid_of(st, TBL_ANNOTATION, key);
+        } else {
+            iids[i] = iid_of(st, TBL_ANNOTATION, f[i].key);
+        }
+    }
+}
+
 /* ---- the fast path: a TrackEvent composed with plain stores, then its packet -------------------- */
 
 static inline unsigned char *w_varint(unsigned char *p, uint64_t v)
@@ -303,6 +380,15 @@ static inline unsigned char *w_ann_str(unsigned char *p, uint64_t iid, const cha
     return p + n;
 }
 
+/* A real that is a whole number below 2^53 (engines, bytes per piece) goes as an unsigned
+ * varint: the reader takes either for a real field. */
+static inline unsigned char *w_ann_f64(unsigned char *p, uint64_t iid, double v)
+{
+    if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v)
+        return w_ann_u64(p, iid, (uint64_t)v);
+    return w_ann_double(p, iid, v);
+}
+
 /* A debug annotation {name_iid, string_value_iid}: a string value sent once per trace. */
 static inline unsigned char *w_ann_istr(unsigned char *p, uint64_t iid, uint64_t siid)
 {
@@ -316,22 +402,63 @@ static inline unsigned char *w_ann_istr(unsigned char *p, uint64_t iid, uint64_t
     return q;
 }
 
-/* String values that repeat (instructions' cost breakdowns, stall causes, semaphore,
- * memory, group and engine names) are interned: each is sent once, then referred to by a
- * varint. The cost text alone was 250 of the 520 bytes of an instruction's slice. Operand
- * texts (wait and post values differ from one instruction to the next) and the cost text of
- * transfers (measured rates and shares) are unique and stay inline. */
-static int str_inline(int kind, const char *key)
+/* String values repeat (instructions' cost breakdowns, stall causes, semaphore, memory,
+ * group and engine names): each is interned, sent once, then referred to by a varint.
+ * Operand texts are split: what the disassembler prints before the first " | " and the
+ * clause names repeat, the clauses' numbers do not ("| wait loaded >= 17"). Each number
+ * token of the clauses becomes '#' in an interned template ("operands") and the numbers go
+ * inline, space-separated ("operand_values": "17"); the reader puts them back. */
+static unsigned char *put_operands(pf_state_t *st, unsigned char *p, uint64_t iid, const char *s)
 {
-    return strcmp(key, "operands") == 0 || (kind != TRC_SLICE_INSTR && strcmp(key, "cost") == 0);
+    const char *bar = strstr(s, " | ");
+    size_t n = strlen(s);
+    if (!bar || n >= OPERANDS_MAX || memchr(s, '#', n))
+        return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+    char *t = st->tmpl, *v = st->vals;
+    size_t at = (size_t)(bar - s), nv = 0;
+    memcpy(t, s, at);
+    size_t k = at;
+    /* the clauses, a space-separated token at a time (s[at] is the space before " | ") */
+    while (at < n) {
+        t[k++] = s[at++]; /* the space */
+        const char *sp = memchr(s + at, ' ', n - at);
+        size_t e = sp ? (size_t)(sp - s) : n, d = at + (s[at] == '-');
+        int number = e > d;
+        for (size_t q = d; q < e && number; q++)
+            number = s[q] >= '0' && s[q] <= '9';
+        if (number) {
+            if (nv)
+                v[nv++] = ' ';
+            memcpy(v + nv, s + at, e - at);
+            nv += e - at;
+            t[k++] = '#';
+        } else {
+            memcpy(t + k, s + at, e - at);
+            k += e - at;
+        }
+        at = e;
+    }
+    t[k] = '\0';
+    p = w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, t));
+    if (nv)
+        p = w_ann_str(p, st->values_iid, v, nv);
+    return p;
 }
 
 static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t iid,
-                                    const char *v, int inline_)
+                                    const char *v, int operands)
 {
     const char *s = v ? v : "";
-    if (inline_)
-        return w_ann_str(p, iid, s, strlen(s));
+    if (operands && st->slice && st->slice->operands_tmpl && v == st->slice->operands_tmpl) {
+        /* the simulator's template and numbers: as put_operands would split them */
+        p = w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+        const char *vals = st->slice->operand_values ? st->slice->operand_values : "";
+        if (*vals)
+            p = w_ann_str(p, st->values_iid, vals, strlen(vals));
+        return p;
+    }
+    if (operands)
+        return put_operands(st, p, iid, s);
     return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
 }
 
@@ -343,9 +470,9 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 #define PSKIP_F64(v) ((v) == 0)
 #define PSKIP_STR(v) (!(v) || !*(v))
 #define PPUT_U64(p, iid, v, key) w_ann_u64(p, iid, v)
-#define PPUT_PS(p, iid, v, key) w_ann_double(p, iid, (double)(v) / 1000.0)
-#define PPUT_F64(p, iid, v, key) w_ann_double(p, iid, v)
-#define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, str_inline(kind_, key))
+#define PPUT_PS(p, iid, v, key) w_ann_u64(p, iid, v)
+#define PPUT_F64(p, iid, v, key) w_ann_f64(p, iid, v)
+#define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, strcmp(key, "operands") == 0)
 #define PFIELD(member, key, type, always)                                                      \
     if ((always) || !PSKIP_##type(a->member))                                                  \
         p = PPUT_##type(p, iids[fi], a->member, key);                                          \
@@ -367,7 +494,7 @@ TRC_SLICE_KIND_MAP(XX)
 #define PROOM_U64(v) 0
 #define PROOM_PS(v) 0
 #define PROOM_F64(v) 0
-#define PROOM_STR(v) ((v) ? strlen(v) : 0)
+#define PROOM_STR(v) ((v) ? strlen(v) + 16 : 0) /* operands: template iid + values */
 #define PROOMFIELD(member, key, type, always) n += 32 + PROOM_##type(a->member);
 #define XX(ID, member_, cat, FIELDS)                                                           \
     static size_t room_##member_(const trc_##member_##_args_t *a)                              \
@@ -404,7 +531,8 @@ static unsigned char *slice_annotations(pf_state_t *st, unsigned char *p, const 
 
 /* The packet around a TrackEvent body (st->ev). Interned strings still to be sent, the
  * first packet and very large events go through the general path. */
-static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns)
+static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns,
+                                 int needs_state)
 {
     if (st->ev.failed || st->oom)
         return NCSIM_NOMEM;
@@ -414,7 +542,8 @@ static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns
         pb_bytes_field(&st->pkt, PF_PKT_TRACK_EVENT, st->ev.p, nbody);
         return packet_end(w, st);
     }
-    size_t head = 1 + pb_varint_size(ts_ns) + 2 + 2 + 1 + pb_varint_size(nbody);
+    size_t head = 1 + pb_varint_size(ts_ns) + 2 + (needs_state ? 2 : 0) + 1 +
+                  pb_varint_size(nbody);
     size_t len = head + nbody;
     unsigned char *p = trc_out_reserve(&w->out, len + 8);
     unsigned char *q = p;
@@ -424,8 +553,10 @@ static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns
     q = w_varint(q, ts_ns);
     q = w_tag(q, PF_PKT_SEQ_ID, PB_VARINT);
     q = w_varint(q, TRC_PF_SEQUENCE);
-    q = w_tag(q, PF_PKT_SEQ_FLAGS, PB_VARINT);
-    q = w_varint(q, PF_SEQ_NEEDS_STATE);
+    if (needs_state) {
+        q = w_tag(q, PF_PKT_SEQ_FLAGS, PB_VARINT);
+        q = w_varint(q, PF_SEQ_NEEDS_STATE);
+    }
     q = w_tag(q, PF_PKT_TRACK_EVENT, PB_LEN);
     q = w_varint(q, nbody);
     memcpy(q, st->ev.p, nbody);
@@ -478,7 +609,7 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
 {
     uint64_t cat_iid = iid_of(st, TBL_CATEGORY, cat);
     uint64_t name_iid = iid_of(st, TBL_NAME, name);
-    uint64_t ts_iid = iid_of(st, TBL_ANNOTATION, "ts_ps");
+    uint64_t ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
     st->ev.n = 0;
     if (pb_reserve(&st->ev, 96))
         return NCSIM_NOMEM;
@@ -491,11 +622,12 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
     p = w_varint(p, cat_iid);
     p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
     p = w_varint(p, name_iid);
-    p = w_ann_u64(p, ts_iid, ts_ps);
+    if (ts_ps % 1000)
+        p = w_ann_u64(p, ts_iid, ts_ps % 1000);
     p = w_tag(p, terminating ? PF_TE_TERMINATING_FLOW_IDS : PF_TE_FLOW_IDS, PB_I64);
     p = w_fixed64(p, flow);
     st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, ts_ps / 1000);
+    return emit_event(w, st, ts_ps / 1000, 1);
 }
 
 /* Flows whose destination never got a matching slice end on an instant of their own. */
@@ -530,16 +662,18 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)s->kind, &nf);
     if (!st->kind_ready[s->kind]) {
         st->kind_ready[s->kind] = 1;
-        collect_names(st, f, nf, st->kind_fields[s->kind]);
+        collect_slice_names(st, f, nf, st->kind_fields[s->kind]);
         st->kind_cat[s->kind] =
             iid_of(st, TBL_CATEGORY, trc_slice_category((trc_slice_kind_t)s->kind));
-        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_ps");
+        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
         st->dur_iid = iid_of(st, TBL_ANNOTATION, "dur_ps");
+        st->values_iid = iid_of(st, TBL_ANNOTATION, "operand_values");
     }
     const uint64_t *iids = st->kind_fields[s->kind];
     uint64_t name_iid = iid_of(st, TBL_NAME, s->name);
     /* room: fixed fields, every annotation at its largest, the strings, flow ids */
-    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10;
+    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10 +
+                  (s->operand_values ? strlen(s->operand_values) + 16 : 0);
     st->ev.n = 0;
     if (pb_reserve(&st->ev, room))
         return NCSIM_NOMEM;
@@ -552,8 +686,11 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     p = w_varint(p, st->kind_cat[s->kind]);
     p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
     p = w_varint(p, name_iid);
+    st->slice = s;
     p = slice_annotations(st, p, s, iids);
-    p = w_ann_u64(p, st->ts_iid, s->ts_ps);
+    st->slice = NULL;
+    if (s->ts_ps % 1000)
+        p = w_ann_u64(p, st->ts_iid, s->ts_ps % 1000);
     p = w_ann_u64(p, st->dur_iid, s->dur_ps);
     /* flows that end here */
     size_t k = 0;
@@ -567,7 +704,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     }
     st->nflows = k;
     st->ev.n = (size_t)(p - st->ev.p);
-    rc = emit_event(w, st, s->ts_ps / 1000);
+    rc = emit_event(w, st, s->ts_ps / 1000, 1);
     if (rc != NCSIM_OK)
         return rc;
     p = st->ev.p;
@@ -576,7 +713,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, track);
     st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, (s->ts_ps + s->dur_ps) / 1000);
+    return emit_event(w, st, (s->ts_ps + s->dur_ps) / 1000, 0);
 }
 
 static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
@@ -621,10 +758,16 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
     p = w_varint(p, PF_TYPE_COUNTER);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, uuid);
-    p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
-    p = w_double(p, c->value);
+    if (c->value > -9e15 && c->value < 9e15 && c->value == (double)(int64_t)c->value) {
+        /* bytes and semaphore values: an integer varint instead of a double */
+        p = w_tag(p, PF_TE_COUNTER_VALUE, PB_VARINT);
+        p = w_varint(p, (uint64_t)(int64_t)c->value);
+    } else {
+        p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
+        p = w_double(p, c->value);
+    }
     st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, c->ts_ps / 1000);
+    return emit_event(w, st, c->ts_ps / 1000, 0);
 }
 
 static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t *r)

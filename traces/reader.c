@@ -21,7 +21,8 @@ static uint64_t double_to_u64(double d)
     return (uint64_t)(d + 0.5 >= 18446744073709549568.0 ? d : d + 0.5);
 }
 
-ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err, size_t errlen)
+static ncsim_status_t read_any(const char *path, trc_record_fn fn, void *ctx, char *err,
+                               size_t errlen)
 {
     trc_src_t src;
     src.path = path;
@@ -59,14 +60,71 @@ ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err
     return st;
 }
 
+/* Between a format's reader and the caller: what the file stores as numbers becomes the
+ * text the records promise (a DMA transfer's breakdown). */
+typedef struct read_ctx {
+    trc_record_fn fn;
+    void *ctx;
+    unsigned flags;
+    char text[1024];
+} read_ctx_t;
+
+static int complete_record(void *c, const trc_record_t *r)
+{
+    read_ctx_t *x = c;
+    if (r->kind == TRC_REC_SLICE && r->u.slice.kind == TRC_SLICE_DMA) {
+        const trc_dma_args_t *a = &r->u.slice.a.dma;
+        if ((!a->cost || !*a->cost) && (a->pieces || a->cap_gbps != 0) &&
+            !(x->flags & TRC_READ_NO_DMA_TEXT)) {
+            trc_record_t copy = *r;
+            trc_dma_cost_text(a, r->u.slice.dur_ps, x->text, sizeof x->text);
+            copy.u.slice.a.dma.cost = x->text;
+            return x->fn(x->ctx, &copy);
+        }
+    }
+    return x->fn(x->ctx, r);
+}
+
+ncsim_status_t trc_read(const char *path, trc_record_fn fn, void *ctx, char *err, size_t errlen)
+{
+    return trc_read_flags(path, 0, fn, ctx, err, errlen);
+}
+
+ncsim_status_t trc_read_flags(const char *path, unsigned flags, trc_record_fn fn, void *ctx,
+                              char *err, size_t errlen)
+{
+    read_ctx_t *rc = malloc(sizeof *rc);
+    if (!rc) {
+        snprintf(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
+    rc->fn = fn;
+    rc->ctx = ctx;
+    rc->flags = flags;
+    ncsim_status_t st = read_any(path, complete_record, rc, err, errlen);
+    free(rc);
+    return st;
+}
+
 /* ---- fields -------------------------------------------------------------------------------------- */
 
 int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key, size_t keylen,
                   const arg_value_t *v)
 {
     for (unsigned i = 0; i < nf; i++) {
-        if (strlen(f[i].key) != keylen || memcmp(f[i].key, key, keylen) != 0)
+        if (f[i].keylen != keylen)
             continue;
+        if (memcmp(f[i].key, key, keylen) != 0) {
+            /* a time as integer picoseconds: "ii_ps" for the field "ii_ns" (.pftrace) */
+            if (f[i].type == TRC_FT_PS && !v->is_text && !v->is_double && keylen > 3 &&
+                memcmp(f[i].key, key, keylen - 3) == 0 &&
+                memcmp(f[i].key + keylen - 3, "_ns", 3) == 0 &&
+                memcmp(key + keylen - 3, "_ps", 3) == 0) {
+                memcpy((unsigned char *)base + f[i].offset, &v->u, sizeof v->u);
+                return (int)i;
+            }
+            continue;
+        }
         unsigned char *m = (unsigned char *)base + f[i].offset;
         switch (f[i].type) {
         case TRC_FT_U64: {

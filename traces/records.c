@@ -4,6 +4,7 @@
  * the reader and the report without another edit).
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "trace_internal.h"
@@ -68,7 +69,7 @@ const char *trc_track_kind_name(trc_track_kind_t k)
 /* ---- fields ----------------------------------------------------------------------------------- */
 
 #define FIELD_DESC(STRUCT, member, key, type, always)                                          \
-    {key, TRC_FT_##type, always, (uint16_t)offsetof(STRUCT, member)},
+    {key, TRC_FT_##type, always, (uint16_t)offsetof(STRUCT, member), (uint16_t)(sizeof(key) - 1)},
 
 #define RUN_DESC(member, key, type, always) FIELD_DESC(trc_run_t, member, key, type, always)
 static const trc_field_t run_fields[] = {TRC_RUN_FIELDS(RUN_DESC)};
@@ -128,4 +129,45 @@ static const char *const record_names[] = {
 const char *trc_record_kind_name(trc_kind_t k)
 {
     return k < TRC_REC_COUNT ? record_names[k] : "?";
+}
+
+/* ---- DMA breakdown ---------------------------------------------------------------------------- */
+
+size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, size_t n)
+{
+    static const struct {
+        size_t offset;
+        const char *name;
+    } limits[] = {
+#define XX(member, name) {offsetof(trc_dma_args_t, member), name},
+        TRC_DMA_LIMIT_MAP(XX)
+#undef XX
+    };
+    double gbps = dur_ps ? (double)a->bytes / (double)dur_ps * 1000.0 : 0.0;
+    int at = snprintf(buf, n,
+                      "fixed %.3f ns, queue wait %.3f ns, %llu pieces x %.0f B at efficiency "
+                      "%.3f, data %.3f ns at %.3f GB/s (own cap %.3f GB/s: %.0f engines; got "
+                      "%.1f%% of the DMA engines, %.1f%% of HBM); rate set by:",
+                      (double)a->fixed / 1e3, (double)a->queue_wait / 1e3,
+                      (unsigned long long)a->pieces, a->piece_bytes, a->efficiency,
+                      (double)dur_ps / 1e3, gbps, a->cap_gbps, a->engines, a->dma_share,
+                      a->hbm_share);
+    size_t len = at > 0 ? (size_t)at : 0;
+    int any = 0;
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+        uint64_t ps;
+        memcpy(&ps, (const unsigned char *)a + limits[l].offset, sizeof ps);
+        if (!ps)
+            continue;
+        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s %s %.0f%%",
+                      any ? "," : "", limits[l].name,
+                      dur_ps ? 100.0 * (double)ps / (double)dur_ps : 0.0);
+        len += at > 0 ? (size_t)at : 0;
+        any = 1;
+    }
+    if (!any) {
+        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, " -");
+        len += at > 0 ? (size_t)at : 0;
+    }
+    return len;
 }

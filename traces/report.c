@@ -1445,7 +1445,8 @@ ncsim_status_t trc_report_from_trace(const char *path, trc_report_t *rep, char *
     model_t m;
     memset(&m, 0, sizeof m);
     m.rep = rep;
-    ncsim_status_t st = trc_read(path, on_record, &m, err, errlen);
+    /* the report describes transfers from their numbers: no breakdown text needed */
+    ncsim_status_t st = trc_read_flags(path, TRC_READ_NO_DMA_TEXT, on_record, &m, err, errlen);
     if (st == NCSIM_OK && m.oom) {
         st = NCSIM_NOMEM;
         snprintf(err, errlen, "out of memory");

@@ -151,7 +151,11 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
 
 /* A DMA transfer on its queue track: from the start to the end of its data phase.
  * queued = fixed + queue_wait (issue to start); limited_by: what set its rate for most of
- * the data phase; cost: the whole breakdown as text (sim_explain_dma). */
+ * the data phase. The breakdown is stored as numbers: cap_gbps and engines (its own cap and
+ * the DMA engines its pieces can use), the shares of the core's DMA engines and of the chip's
+ * HBM it got (percent, to 0.1), and how long each limit set its rate (limited_*). Readers
+ * rebuild `cost`, the breakdown as text (trc_dma_cost_text, the same text as
+ * sim_explain_dma); older traces carry the text itself. */
 #define TRC_DMA_FIELDS(XX)                                                                     \
     XX(index, "index", U64, 1)                                                                 \
     XX(issuer, "issuer", STR, 1)                                                               \
@@ -169,6 +173,14 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(fixed, "fixed_ns", PS, 0)                                                               \
     XX(queue_wait, "queue_wait_ns", PS, 0)                                                     \
     XX(limit, "limited_by", STR, 0)                                                            \
+    XX(cap_gbps, "cap_gbps", F64, 0)                                                           \
+    XX(engines, "engines", F64, 0)                                                             \
+    XX(dma_share, "dma_share_pct", F64, 0)                                                     \
+    XX(hbm_share, "hbm_share_pct", F64, 0)                                                     \
+    XX(limited_own, "limited_own_ns", PS, 0)                                                   \
+    XX(limited_engines, "limited_engines_ns", PS, 0)                                           \
+    XX(limited_hbm, "limited_hbm_ns", PS, 0)                                                   \
+    XX(limited_link, "limited_link_ns", PS, 0)                                                 \
     XX(cost, "cost", STR, 0)
 
 /* A collective's chunk crossing a NeuronLink, on the link's track ("chip C links" process),
@@ -249,6 +261,7 @@ typedef struct trc_field {
     uint8_t type;   /* trc_field_type_t */
     uint8_t always;
     uint16_t offset; /* in the args struct */
+    uint16_t keylen; /* strlen(key) */
 } trc_field_t;
 
 const trc_field_t *trc_run_fields(unsigned *n);
@@ -256,6 +269,19 @@ const trc_field_t *trc_slice_fields(trc_slice_kind_t k, unsigned *n);
 const char *trc_slice_category(trc_slice_kind_t k);
 /* Kind for a category name; TRC_SLICE_KIND_COUNT when unknown. */
 trc_slice_kind_t trc_slice_kind_lookup(const char *cat, size_t len);
+
+/* What can set a DMA transfer's rate, in the order of the limited_* fields (the simulator's
+ * sim_dma_limit_t order): XX(member, name) */
+#define TRC_DMA_LIMIT_MAP(XX)                                                                  \
+    XX(limited_own, "own cap")                                                                 \
+    XX(limited_engines, "DMA engines")                                                         \
+    XX(limited_hbm, "HBM")                                                                     \
+    XX(limited_link, "NeuronLink")
+
+/* The breakdown of a transfer as text from its numbers (dur_ps: its slice's duration, the
+ * data phase) into buf (always terminated); returns the length it needed, like snprintf.
+ * Readers fill trc_dma_args_t.cost with it when a trace carries the numbers only. */
+size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, size_t n);
 
 /* ---- records ------------------------------------------------------------------------------------ */
 
@@ -281,6 +307,13 @@ typedef struct trc_slice {
         TRC_SLICE_KIND_MAP(XX)
 #undef XX
     } a;
+    /* For writers, optional: when the kind's `operands` is this very pointer, it is a template
+     * whose '#'s stand, in order, for the space-separated numbers of operand_values (the
+     * simulator's operands with their clauses' numbers apart: the template repeats, the
+     * numbers do not). JSON writes the whole text, .pftrace the template and the numbers.
+     * NULL: `operands` is the text. Readers leave it NULL. */
+    const char *operands_tmpl;
+    const char *operand_values;
 } trc_slice_t;
 
 /* One value of the counter track (pid, name, unit) from ts on. The unit is part of the
@@ -354,6 +387,13 @@ uint64_t trc_writer_bytes(const trc_writer_t *w);
  * live until the callback returns. A nonzero return stops reading (trc_read returns
  * NCSIM_OK). */
 typedef int (*trc_record_fn)(void *ctx, const trc_record_t *r);
+
+/* trc_read_flags: TRC_READ_NO_DMA_TEXT leaves a DMA slice's `cost` empty when the file
+ * has the breakdown as numbers only (the caller does not need the text; building it costs
+ * about a microsecond per transfer). */
+#define TRC_READ_NO_DMA_TEXT 1u
+ncsim_status_t trc_read_flags(const char *path, unsigned flags, trc_record_fn fn, void *ctx,
+                              char *err, size_t errlen);
 
 /* Read a trace written by trc_writer (JSON, gzipped JSON or .pftrace, told apart by their
  * content). NCSIM_IO when it cannot be opened, NCSIM_FORMAT (message says where) when it is

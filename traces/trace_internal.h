@@ -287,6 +287,6 @@ static inline uint64_t trc_pf_track_uuid(uint32_t pid, uint32_t tid)
 {
     return tid ? tid : (uint64_t)pid * TRC_TIDS_PER_PID;
 }
-#define TRC_PF_COUNTER_UUID (1ull << 40)
+#define TRC_PF_COUNTER_UUID (1ull << 27) /* above every pid * 1000 + tid: 4-byte varints */
 
 #endif

@@ -23,6 +23,7 @@
 #include "sim.h"
 #include "testutil.h"
 #include "trace.h"
+#include "trace_sink.h"
 
 static mdl_arch_t trn1;
 
@@ -521,6 +522,110 @@ static void test_trace_cost_args(void **state)
     }
 }
 
+/* Trace files store a transfer's breakdown as numbers; the readers rebuild the text, which
+ * must be sim_explain_dma's. A sink of our own forwards to the trace writer and keeps
+ * sim_explain_dma's text of every transfer; transfers on 8 queues share the engines and HBM,
+ * so the limits and shares vary. */
+typedef struct fwd {
+    const sim_trace_sink_t *to;
+    char text[64][1024];
+    size_t n;
+} fwd_t;
+
+static void fwd_instr(void *ctx, const sim_trace_instr_t *r)
+{
+    fwd_t *f = ctx;
+    f->to->instr(f->to->ctx, r);
+}
+
+static void fwd_dma(void *ctx, const sim_trace_dma_t *r)
+{
+    fwd_t *f = ctx;
+    if (f->n < 64)
+        sim_explain_dma(r, f->text[f->n++], sizeof f->text[0]);
+    f->to->dma(f->to->ctx, r);
+}
+
+static void fwd_sem(void *ctx, const sim_trace_sem_t *r)
+{
+    fwd_t *f = ctx;
+    f->to->sem(f->to->ctx, r);
+}
+
+static void fwd_bandwidth(void *ctx, int kind, uint32_t index, uint64_t time_ps, double gbps)
+{
+    fwd_t *f = ctx;
+    f->to->bandwidth(f->to->ctx, kind, index, time_ps, gbps);
+}
+
+typedef struct dma_costs {
+    char text[64][1024];
+    size_t n;
+} dma_costs_t;
+
+static int on_dma_slice(void *ctx, const trc_record_t *r)
+{
+    dma_costs_t *c = ctx;
+    if (r->kind == TRC_REC_SLICE && r->u.slice.kind == TRC_SLICE_DMA && c->n < 64)
+        snprintf(c->text[c->n++], sizeof c->text[0], "%s",
+                 r->u.slice.a.dma.cost ? r->u.slice.a.dma.cost : "");
+    return 0;
+}
+
+static void test_trace_dma_cost_text(void **state)
+{
+    (void)state;
+    isa_program_t *p = assemble(".hbm x fp32 [128, 512] input\n.hbm z fp32 [128, 512] output\n"
+                                ".core 0\n.sbuf y fp32 [128, 8, 512]\n.engine sp\n"
+                                ".loop i = 0, 8\n    dma y[:, i, :], x, queue=i\n.endloop\n"
+                                "dma z, y[:, 0, :], queue=9\n"
+                                "dma y[:, 1, 0:1], x[:, 0:1], queue=10\n"
+                                ".loop i = 0, 4\n    dma y[:, i, :], x, queue=0\n.endloop\n");
+    const char *formats[] = {"json", "json.gz", "pftrace"};
+    for (int k = 0; k < 3; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/costs.%s", dir, formats[k]);
+        sim_trace_options_t to;
+        memset(&to, 0, sizeof to);
+        to.path = path;
+        to.timing_only = 1;
+        sim_trace_file_t *tf = NULL;
+        char err[1024];
+        assert_int_equal(sim_trace_open(&to, p, &trn1, &tf, err, sizeof err), NCSIM_OK);
+        fwd_t *f = calloc(1, sizeof *f);
+        assert_non_null(f);
+        f->to = sim_trace_sink(tf);
+        sim_trace_sink_t sink = {f, fwd_instr, fwd_dma, fwd_sem, NULL, fwd_bandwidth};
+        sim_options_t o;
+        memset(&o, 0, sizeof o);
+        o.arch = &trn1;
+        o.timing_only = 1;
+        o.trace = &sink;
+        sim_t *sim = NULL;
+        assert_int_equal(sim_create(p, &o, &sim, err, sizeof err), NCSIM_OK);
+        assert_int_equal(sim_run(sim, SIM_RUN_UNTIL_IDLE, 0), NCSIM_OK);
+        sim_destroy(sim);
+        assert_int_equal(sim_trace_close(tf, NULL, err, sizeof err), NCSIM_OK);
+        assert_int_equal(f->n, 14);
+        dma_costs_t *c = calloc(1, sizeof *c);
+        assert_non_null(c);
+        assert_int_equal(trc_read(path, on_dma_slice, c, err, sizeof err), NCSIM_OK);
+        assert_int_equal(c->n, f->n);
+        int shared = 0;
+        for (size_t i = 0; i < f->n; i++) {
+            if (k == 0 && getenv("NCSIM_TEST_VERBOSE"))
+                fprintf(stderr, "%s\n", f->text[i]);
+            assert_string_equal(c->text[i], f->text[i]);
+            shared += strstr(f->text[i], "DMA engines 1") != NULL ||
+                      strstr(f->text[i], "HBM 1") != NULL;
+        }
+        assert_true(shared > 0); /* the test sees transfers limited by shared resources */
+        free(c);
+        free(f);
+    }
+    isa_program_free(p);
+}
+
 /* ---- ncsim diff ------------------------------------------------------------------------------ */
 
 static double total_of(const char *stats)
@@ -815,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_by_line_totals),
         cmocka_unit_test(test_by_line_source_file),
         cmocka_unit_test(test_trace_cost_args),
+        cmocka_unit_test(test_trace_dma_cost_text),
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_live_counters),
         cmocka_unit_test(test_dump),

@@ -287,7 +287,8 @@ static void build_records(collected_t *c)
     trc_instr_args_t *a = &r.u.slice.a.instr;
     a->index = 7;
     a->line = 42;
-    a->operands = "acc[:, 0], a[\\x], \"b\"\n\ttab";
+    /* '#' in the text: sent whole (the .pftrace template uses '#' for numbers) */
+    a->operands = "acc[:, 0], a[\\x], \"b\"\n\ttab | wait 3 >= 12 | post #x";
     a->ii = 182857;
     a->latency = 274286;
     a->bytes = 393216;
@@ -324,7 +325,17 @@ static void build_records(collected_t *c)
     d->index = 3;
     d->issuer = "sp";
     d->line = 12;
-    d->operands = "dma xs, x, queue=3";
+    /* clauses: a template and its numbers in .pftrace (negative, names with digits) */
+    d->operands = "xs, x, queue=3 | wait s1 >= -2 | wait 7 == 12 | post done += 3 | post 7";
+    d->pieces = 128;
+    d->piece_bytes = 1024; /* whole: a varint in .pftrace */
+    d->efficiency = 0.886657;
+    d->cap_gbps = 265.288;
+    d->engines = 16;
+    d->dma_share = 32.8;
+    d->limited_engines = 600123;
+    d->limited_hbm = 100000;
+    d->cost = "fixed 1 ns"; /* text in the record wins over the numbers (older traces) */
     d->bytes = 131072;
     d->src = "hbm";
     d->dst = "sbuf";
@@ -713,6 +724,127 @@ static void test_formats_agree(void **state)
     free(c);
 }
 
+/* Every record as one line of text (counters at whole nanoseconds, as .pftrace keeps them). */
+typedef struct dump {
+    char *p;
+    size_t n, cap;
+} dump_t;
+
+static void dump_add(dump_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void dump_add(dump_t *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    assert_true(k >= 0);
+    if (d->n + (size_t)k + 1 > d->cap) {
+        d->cap = (d->n + (size_t)k + 1) * 2;
+        d->p = realloc(d->p, d->cap);
+        assert_non_null(d->p);
+    }
+    va_start(ap, fmt);
+    vsnprintf(d->p + d->n, d->cap - d->n, fmt, ap);
+    va_end(ap);
+    d->n += (size_t)k;
+}
+
+static int dump_record(void *ctx, const trc_record_t *r)
+{
+    dump_t *d = ctx;
+    if (r->kind == TRC_REC_COUNTER) {
+        dump_add(d, "counter %u %s %s %llu %.17g\n", r->u.counter.pid, r->u.counter.name,
+                 r->u.counter.unit, (unsigned long long)(r->u.counter.ts_ps / 1000),
+                 r->u.counter.value);
+    } else if (r->kind == TRC_REC_FLOW) {
+        dump_add(d, "flow %s %s %u %llu %u %llu\n", r->u.flow.cat, r->u.flow.name,
+                 r->u.flow.from_tid, (unsigned long long)r->u.flow.from_ts_ps, r->u.flow.to_tid,
+                 (unsigned long long)r->u.flow.to_ts_ps);
+    } else if (r->kind == TRC_REC_SLICE) {
+        const trc_slice_t *s = &r->u.slice;
+        dump_add(d, "slice %d %u %llu %llu %s", s->kind, s->tid, (unsigned long long)s->ts_ps,
+                 (unsigned long long)s->dur_ps, s->name);
+        unsigned nf;
+        const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)s->kind, &nf);
+        for (unsigned i = 0; i < nf; i++) {
+            const unsigned char *m = (const unsigned char *)&s->a + f[i].offset;
+            if (f[i].type == TRC_FT_STR) {
+                const char *x;
+                memcpy(&x, m, sizeof x);
+                dump_add(d, " %s=[%s]", f[i].key, x ? x : "");
+            } else if (f[i].type == TRC_FT_F64) {
+                double v;
+                memcpy(&v, m, sizeof v);
+                dump_add(d, " %s=%.17g", f[i].key, v);
+            } else {
+                uint64_t v;
+                memcpy(&v, m, sizeof v);
+                dump_add(d, " %s=%llu", f[i].key, (unsigned long long)v);
+            }
+        }
+        dump_add(d, "\n");
+    } else {
+        dump_add(d, "%s\n", trc_record_kind_name((trc_kind_t)r->kind));
+    }
+    return 0;
+}
+
+static char *dump_trace(const char *name)
+{
+    dump_t d = {NULL, 0, 0};
+    char err[512];
+    assert_int_equal(trc_read(in_dir(name), dump_record, &d, err, sizeof err), NCSIM_OK);
+    assert_non_null(d.p);
+    return d.p;
+}
+
+/* The three formats of one run hold the same records, field for field: operands (sent as a
+ * template and its clause numbers in .pftrace, negative ones included), times in picoseconds,
+ * transfers' breakdowns rebuilt from their numbers. */
+static void test_formats_same_records(void **state)
+{
+    (void)state;
+    static const char prog[] =
+        ".hbm x bf16 [1024, 128] input\n.hbm y fp32 [1024, 128] output\n.core 0\n"
+        ".sbuf w bf16 [128, 128]\n.sbuf xs bf16 [128, 4, 128]\n.sbuf ys fp32 [128, 4, 128]\n"
+        ".psum acc fp32 [128, 4, 128]\n.sem wl\n.sem loaded\n.sem mm\n.sem act_done\n"
+        ".sem stored\n.engine sp\ndma w, x[0:128], queue=15 | post wl\n"
+        ".loop i = 0, 10\n"
+        "    .if i < 8\n"
+        "        dma xs[:, i % 4, :], x[i * 128:i * 128 + 128], queue=i % 4 "
+        "| wait act_done >= i - 3 | post loaded\n"
+        "    .endif\n"
+        "    .if i >= 2\n"
+        "        dma y[(i - 2) * 128:(i - 1) * 128], ys[:, (i - 2) % 4, :], queue=8 "
+        "| wait act_done >= i - 1 | post stored += 2\n"
+        "    .endif\n"
+        ".endloop\n.engine pe\nldweights w | wait wl == 1\n"
+        ".loop i = 0, 8\n"
+        "    matmul acc[:, i % 4, :], xs[:, i % 4, :] | wait loaded >= i + 1 | post mm\n"
+        ".endloop\n.engine act\n"
+        ".loop i = 0, 8\n"
+        "    activate ys[:, i % 4, :], acc[:, i % 4, :], gelu | wait mm >= i + 1 "
+        "| wait stored >= 2 * i - 6 | post act_done\n"
+        ".endloop\n";
+    assert_int_equal(tu_write_file(in_dir("same.nca"), prog, strlen(prog)), 0);
+    const char *names[] = {"same.json", "same.json.gz", "same.pftrace"};
+    char *dumps[3];
+    for (int k = 0; k < 3; k++) {
+        char args[256];
+        snprintf(args, sizeof args, "run same.nca --timing-only -q --trace %s", names[k]);
+        assert_int_equal(ncsim(args, NULL), 0);
+        dumps[k] = dump_trace(names[k]);
+    }
+    /* the run has what the encodings special-case */
+    assert_non_null(strstr(dumps[0], ">= -3 | post loaded]"));
+    assert_non_null(strstr(dumps[0], "| post stored += 2]"));
+    assert_non_null(strstr(dumps[0], "cost=[fixed "));
+    assert_string_equal(dumps[0], dumps[1]);
+    assert_string_equal(dumps[0], dumps[2]);
+    for (int k = 0; k < 3; k++)
+        free(dumps[k]);
+}
+
 typedef struct window_check {
     uint64_t start, end;
     int slices, outside, act;
@@ -1011,6 +1143,7 @@ int main(void)
         cmocka_unit_test(test_checker_catches),
         cmocka_unit_test(test_run_json),
         cmocka_unit_test(test_formats_agree),
+        cmocka_unit_test(test_formats_same_records),
         cmocka_unit_test(test_filters),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_errors),

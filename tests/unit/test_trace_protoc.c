@@ -68,15 +68,24 @@ static void test_demo_decodes(void **state)
     assert_non_null(strstr(t, "thread_name: \"dma q9\""));
     assert_non_null(strstr(t, "name: \"matmul\""));
     assert_non_null(strstr(t, "name: \"operands\""));
-    /* operands inline (they differ by instruction), cost breakdowns interned once each */
+    /* operands as an interned template with the clauses' numbers inline (they differ by
+     * instruction), cost breakdowns interned once each; times as integer picoseconds */
+    assert_non_null(strstr(t, "name: \"operand_values\""));
     assert_non_null(strstr(t, "string_value: \""));
+    assert_true(count(t, " >= #") > 0);
+    assert_non_null(strstr(t, "name: \"ii_ps\""));
+    assert_null(strstr(t, "name: \"ii_ns\""));
     assert_non_null(strstr(t, "name: \"cost\""));
+    /* DMA breakdowns as numbers, not text */
+    assert_non_null(strstr(t, "name: \"cap_gbps\""));
+    assert_int_equal(count(t, "string_value: \"fixed "), 0);
     assert_int_equal(count(t, "string_value: \"II = max("), 0);
     assert_true(count(t, "str: \"II = max(") > 0);
     assert_true(count(t, "string_value_iid:") > count(t, "debug_annotation_string_values {"));
     assert_non_null(strstr(t, "name: \"HBM bandwidth (GB/s)\""));
     assert_non_null(strstr(t, "unit_name: \"GB/s\""));
     assert_non_null(strstr(t, "double_counter_value:"));
+    assert_non_null(strstr(t, " counter_value:")); /* whole values (bytes) as integers */
     assert_non_null(strstr(t, "flow_ids:"));
     assert_non_null(strstr(t, "terminating_flow_ids:"));
     /* every slice begins and ends: 2 x (114 instructions + 44 transfers) */

@@ -114,6 +114,31 @@ static void test_golden_demo_gemm(void **state)
     free(text);
 }
 
+/* Traces written by the first formats (tests/trace_v0: DMA breakdowns as text, times as
+ * nanosecond doubles, operands inline) still read, into the report they gave when they were
+ * written (frozen with them: the golden report of today's model may move on). */
+static void test_old_traces_read(void **state)
+{
+    (void)state;
+    char *want = tu_read_file(tu_source_path("tests/trace_v0/demo_gemm_report.txt"), NULL);
+    assert_non_null(want);
+    const char *files[] = {"demo_gemm.pftrace.gz", "demo_gemm.json.gz"};
+    for (int k = 0; k < 2; k++) {
+        char path[1024], cmd[2048];
+        snprintf(path, sizeof path, "tests/trace_v0/%s", files[k]);
+        snprintf(cmd, sizeof cmd, "%s report %s", tu_ncsim(), tu_source_path(path));
+        char *out = NULL;
+        assert_int_equal(tu_run(cmd, &out), 0);
+        assert_non_null(out);
+        /* the same but for the first line (the file's name) */
+        const char *a = strchr(out, '\n');
+        assert_non_null(a);
+        assert_string_equal(a + 1, want);
+        free(out);
+    }
+    free(want);
+}
+
 /* ---- critical paths of hand-built examples ------------------------------------------------------ */
 
 typedef struct run_want {
@@ -445,6 +470,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_demo_gemm),
+        cmocka_unit_test(test_old_traces_read),
         cmocka_unit_test(test_critical_path_chain),
         cmocka_unit_test(test_critical_path_engine_order),
         cmocka_unit_test(test_report_from_stats),
