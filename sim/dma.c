@@ -18,6 +18,7 @@
  * the HBM channels its address span covers (hbm.channels, hbm.interleave_bytes).
  */
 #include "sim_internal.h"
+#include "trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -162,32 +163,24 @@ static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t
 
 size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
 {
-    uint64_t data = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0;
-    double gbps = data ? (double)r->bytes / (double)data * 1000.0 : 0.0;
-    int at = snprintf(buf, n,
-                      "fixed %.3f ns, queue wait %.3f ns, %llu pieces x %.0f B at efficiency "
-                      "%.3f, data %.3f ns at %.3f GB/s (own cap %.3f GB/s: %.0f engines; got "
-                      "%.1f%% of the DMA engines, %.1f%% of HBM); rate set by:",
-                      (double)r->fixed_ps / 1e3, (double)r->queue_wait_ps / 1e3,
-                      (unsigned long long)r->pieces, r->bytes_per_piece, r->efficiency,
-                      (double)data / 1e3, gbps, r->cap_gbps, r->engines, 100.0 * r->dma_share,
-                      100.0 * r->hbm_share);
-    size_t len = at > 0 ? (size_t)at : 0;
-    int any = 0;
-    for (int l = 0; l < SIM_DMA_LIMIT_COUNT; l++) {
-        if (!r->limited_ps[l])
-            continue;
-        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s %s %.0f%%",
-                      any ? "," : "", sim_dma_limit_name((sim_dma_limit_t)l),
-                      data ? 100.0 * (double)r->limited_ps[l] / (double)data : 0.0);
-        len += at > 0 ? (size_t)at : 0;
-        any = 1;
-    }
-    if (!any) {
-        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, " -");
-        len += at > 0 ? (size_t)at : 0;
-    }
-    return len;
+    /* one formatter for the text, here and in trace readers (traces/records.c) */
+    trc_dma_args_t a;
+    memset(&a, 0, sizeof a);
+    a.bytes = r->bytes;
+    a.pieces = r->pieces;
+    a.piece_bytes = r->bytes_per_piece;
+    a.efficiency = r->efficiency;
+    a.fixed = r->fixed_ps;
+    a.queue_wait = r->queue_wait_ps;
+    a.cap_gbps = r->cap_gbps;
+    a.engines = r->engines;
+    a.dma_share = 100.0 * r->dma_share;
+    a.hbm_share = 100.0 * r->hbm_share;
+    a.limited_own = r->limited_ps[SIM_DMA_LIMIT_OWN];
+    a.limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
+    a.limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
+    a.limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
+    return trc_dma_cost_text(&a, r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0, buf, n);
 }
 
 static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
