@@ -40,7 +40,7 @@ static int setup(void **state)
 
 static isa_program_t *assemble(const char *text)
 {
-    isa_program_t *p = tu_assemble(text);
+    isa_program_t *p = tu_assemble(text, NULL);
     assert_non_null(p);
     return p;
 }

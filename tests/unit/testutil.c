@@ -160,11 +160,11 @@ int tu_sh(const char *fmt, ...)
     return rc;
 }
 
-struct isa_program *tu_assemble(const char *text)
+struct isa_program *tu_assemble(const char *text, const char *name)
 {
     isa_asm_options_t opt;
     isa_asm_options_default(&opt);
-    opt.filename = "t.nca";
+    opt.filename = name ? name : "t.nca";
     isa_diag_t d;
     isa_diag_init(&d, 0);
     isa_program_t *p = NULL;

@@ -29,8 +29,8 @@ const char *tu_join(const char *dir, const char *name);
 /* Run a printf-formatted shell command; when it fails, print it with its output. Returns the
  * exit status (as tu_run). */
 int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Assemble NCA text (file name "t.nca") with the default options; NULL on failure, after
- * printing the diagnostics. */
-struct isa_program *tu_assemble(const char *text);
+/* Assemble NCA text with the default options, as file `name` (NULL: "t.nca"); NULL on failure,
+ * after printing the diagnostics. */
+struct isa_program *tu_assemble(const char *text, const char *name);
 
 #endif
