@@ -21,6 +21,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,6 +340,7 @@ typedef struct vmemo {
     uint32_t view;  /* index in prog->views + 1; 0: empty slot */
     uint32_t vals;  /* first value in fast.vals */
 } vmemo_t;
+_Static_assert(offsetof(vmemo_t, hash) == 0, "table_reserve reads the hash first");
 
 /*
  * Compiled loop bodies: instructions. An instruction line in a loop body produces, at each
@@ -394,6 +396,7 @@ typedef struct imemo {
     uint32_t vals;  /* first KEY value in fast.vals */
     uint32_t args, largs; /* operand blocks of the instruction and of the ldweights */
 } imemo_t;
+_Static_assert(offsetof(imemo_t, hash) == 0, "table_reserve reads the hash first");
 
 typedef struct fast {
     uint32_t *expr_at; /* per kept token: 0 not seen, 1 not compiled, else code index + 2 */
@@ -849,6 +852,43 @@ static uint32_t kept_index(asm_state_t *A)
         }
     }
     return A->info[A->cur_line].cache + A->pos;
+}
+
+/*
+ * Room for one more entry in an open-addressed table (linear probing, at most half full) of
+ * `size`-byte entries that start with their uint64_t hash and are empty when the uint32_t at
+ * `used_off` is 0: doubles it and re-inserts when needed. -1 when out of memory.
+ */
+static int table_reserve(void **tab, uint32_t *cap, uint32_t n, size_t size, size_t used_off)
+{
+    if ((uint64_t)(n + 1) * 2 <= *cap)
+        return 0;
+    uint32_t nc = *cap ? *cap * 2 : 1024;
+    unsigned char *m = nc < (1u << 30) ? calloc(nc, size) : NULL;
+    if (!m)
+        return -1;
+    const unsigned char *old = *tab;
+    for (uint32_t i = 0; i < *cap; i++) {
+        const unsigned char *e = old + (size_t)i * size;
+        uint32_t used;
+        uint64_t hash;
+        memcpy(&used, e + used_off, sizeof used);
+        if (!used)
+            continue;
+        memcpy(&hash, e, sizeof hash);
+        uint32_t j = (uint32_t)hash & (nc - 1);
+        for (;;) {
+            memcpy(&used, m + (size_t)j * size + used_off, sizeof used);
+            if (!used)
+                break;
+            j = (j + 1) & (nc - 1);
+        }
+        memcpy(m + (size_t)j * size, e, size);
+    }
+    free(*tab);
+    *tab = m;
+    *cap = nc;
+    return 0;
 }
 
 static int fast_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
@@ -2316,24 +2356,10 @@ static void memo_add(asm_state_t *A, uint32_t tok, const int64_t *vals, uint32_t
                      uint32_t view)
 {
     fast_t *F = &A->fast;
-    if ((uint64_t)(F->nmemo + 1) * 2 > F->cap_memo) {
-        uint32_t nc = F->cap_memo ? F->cap_memo * 2 : 1024;
-        vmemo_t *m = nc < (1u << 30) ? calloc(nc, sizeof *m) : NULL;
-        if (!m) {
-            F->failed = 1;
-            return;
-        }
-        for (uint32_t i = 0; i < F->cap_memo; i++) {
-            if (!F->memo[i].view)
-                continue;
-            uint32_t j = (uint32_t)F->memo[i].hash & (nc - 1);
-            while (m[j].view)
-                j = (j + 1) & (nc - 1);
-            m[j] = F->memo[i];
-        }
-        free(F->memo);
-        F->memo = m;
-        F->cap_memo = nc;
+    if (table_reserve((void **)&F->memo, &F->cap_memo, F->nmemo, sizeof *F->memo,
+                      offsetof(vmemo_t, view))) {
+        F->failed = 1;
+        return;
     }
     if (fast_grow((void **)&F->vals, &F->cap_vals, F->nvals + n + 1, sizeof *F->vals)) {
         F->failed = 1;
@@ -3063,24 +3089,10 @@ static imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *
 static void imemo_add(fast_t *F, uint32_t tmpl, const int64_t *key, uint32_t n, uint32_t args,
                       uint32_t largs)
 {
-    if ((uint64_t)(F->nimemo + 1) * 2 > F->cap_imemo) {
-        uint32_t nc = F->cap_imemo ? F->cap_imemo * 2 : 1024;
-        imemo_t *m = nc < (1u << 30) ? calloc(nc, sizeof *m) : NULL;
-        if (!m) {
-            F->failed = 1;
-            return;
-        }
-        for (uint32_t i = 0; i < F->cap_imemo; i++) {
-            if (!F->imemo[i].tmpl)
-                continue;
-            uint32_t j = (uint32_t)F->imemo[i].hash & (nc - 1);
-            while (m[j].tmpl)
-                j = (j + 1) & (nc - 1);
-            m[j] = F->imemo[i];
-        }
-        free(F->imemo);
-        F->imemo = m;
-        F->cap_imemo = nc;
+    if (table_reserve((void **)&F->imemo, &F->cap_imemo, F->nimemo, sizeof *F->imemo,
+                      offsetof(imemo_t, tmpl))) {
+        F->failed = 1;
+        return;
     }
     if (fast_grow((void **)&F->vals, &F->cap_vals, F->nvals + n + 1, sizeof *F->vals)) {
         F->failed = 1;

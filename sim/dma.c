@@ -18,6 +18,7 @@
  * the HBM channels its address span covers (hbm.channels, hbm.interleave_bytes).
  */
 #include "sim_internal.h"
+#include "trace.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,8 +47,7 @@ static xfer_t *xfer_alloc(struct sim *s)
     }
     xfer_t *x = s->free_xfers;
     s->free_xfers = x->next;
-    memset(x, 0, sizeof *x);
-    return x;
+    return x; /* dma_issue sets every field */
 }
 
 static void xfer_release(struct sim *s, xfer_t *x)
@@ -81,25 +81,12 @@ static double channel_cap(const mdl_arch_t *a, int64_t lo, int64_t hi)
 static void begin_data(struct sim *s, xfer_t *x)
 {
     core_t *c = x->core;
-    const mdl_arch_t *a = s->arch;
     x->phase = XFER_DATA;
     x->start = s->q.now;
-    double cap = x->cap;
-    int hbm_uses = 0;
-    const isa_view_t *sides[2] = {x->src, x->dst};
-    for (int i = 0; i < 2; i++)
-        if (sides[i]->space == ISA_SPACE_HBM) {
-            int64_t lo, hi;
-            isa_view_byte_range(sides[i], &lo, &hi);
-            double ch = channel_cap(a, lo, hi);
-            if (ch < cap)
-                cap = ch;
-            hbm_uses += (i == 1 && x->accumulate) ? 2 : 1; /* accumulate reads, then writes */
-        }
-    flow_init(&x->flow, (double)x->bytes, cap, NULL, x);
+    flow_init(&x->flow, (double)x->bytes, x->data_cap, NULL, x);
     flow_use(&x->flow, res_dma(s, c->id), 1.0, x->eff);
-    if (hbm_uses)
-        flow_use(&x->flow, res_hbm(s, c->chip), hbm_uses, 1.0);
+    if (x->hbm_uses)
+        flow_use(&x->flow, res_hbm(s, c->chip), x->hbm_uses, 1.0);
     if (c->dma_active++ == 0)
         c->dma_busy_since = s->q.now;
     if (flow_start(s, &s->net, &x->flow))
@@ -176,32 +163,24 @@ static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t
 
 size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
 {
-    uint64_t data = r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0;
-    double gbps = data ? (double)r->bytes / (double)data * 1000.0 : 0.0;
-    int at = snprintf(buf, n,
-                      "fixed %.3f ns, queue wait %.3f ns, %llu pieces x %.0f B at efficiency "
-                      "%.3f, data %.3f ns at %.3f GB/s (own cap %.3f GB/s: %.0f engines; got "
-                      "%.1f%% of the DMA engines, %.1f%% of HBM); rate set by:",
-                      (double)r->fixed_ps / 1e3, (double)r->queue_wait_ps / 1e3,
-                      (unsigned long long)r->pieces, r->bytes_per_piece, r->efficiency,
-                      (double)data / 1e3, gbps, r->cap_gbps, r->engines, 100.0 * r->dma_share,
-                      100.0 * r->hbm_share);
-    size_t len = at > 0 ? (size_t)at : 0;
-    int any = 0;
-    for (int l = 0; l < SIM_DMA_LIMIT_COUNT; l++) {
-        if (!r->limited_ps[l])
-            continue;
-        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, "%s %s %.0f%%",
-                      any ? "," : "", sim_dma_limit_name((sim_dma_limit_t)l),
-                      data ? 100.0 * (double)r->limited_ps[l] / (double)data : 0.0);
-        len += at > 0 ? (size_t)at : 0;
-        any = 1;
-    }
-    if (!any) {
-        at = snprintf(len < n ? buf + len : NULL, len < n ? n - len : 0, " -");
-        len += at > 0 ? (size_t)at : 0;
-    }
-    return len;
+    /* one formatter for the text, here and in trace readers (traces/records.c) */
+    trc_dma_args_t a;
+    memset(&a, 0, sizeof a);
+    a.bytes = r->bytes;
+    a.pieces = r->pieces;
+    a.piece_bytes = r->bytes_per_piece;
+    a.efficiency = r->efficiency;
+    a.fixed = r->fixed_ps;
+    a.queue_wait = r->queue_wait_ps;
+    a.cap_gbps = r->cap_gbps;
+    a.engines = r->engines;
+    a.dma_share = 100.0 * r->dma_share;
+    a.hbm_share = 100.0 * r->hbm_share;
+    a.limited_own = r->limited_ps[SIM_DMA_LIMIT_OWN];
+    a.limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
+    a.limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
+    a.limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
+    return trc_dma_cost_text(&a, r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0, buf, n);
 }
 
 static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
@@ -268,43 +247,82 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     queue_advance(s, dq);
 }
 
-int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index)
+/* What a transfer's instruction alone decides (sim_memo keeps it): its views, shape,
+ * efficiency, caps and fixed cost. */
+void dma_memo_fill(const struct sim *s, const isa_instr_t *in, dma_memo_t *m)
 {
     const isa_arg_t *args = isa_instr_args(s->prog, in);
+    const mdl_arch_t *a = s->arch;
+    memset(m, 0, sizeof *m);
+    m->queue = (uint8_t)(args[2].present ? args[2].v.i : 0);
+    m->dst = &s->prog->views[args[0].index];
+    m->src = &s->prog->views[args[1].index];
+    m->accumulate = args[3].present;
+    mdl_dma_shape_t shape;
+    mdl_dma_shape(m->dst, m->src, &shape);
+    m->bytes = shape.bytes;
+    m->eff = mdl_dma_efficiency(a, shape.bytes_per_piece);
+    double engines = (double)a->dma.engines;
+    if ((double)shape.pieces < engines)
+        engines = shape.pieces ? (double)shape.pieces : 1.0;
+    /* each engine moves its pieces at the efficiency their size allows */
+    m->cap = engines * gbps_to_bytes_per_ps(a->dma.engine_bandwidth_gbps) * m->eff;
+    m->pieces = shape.pieces;
+    m->bytes_per_piece = shape.bytes_per_piece;
+    m->engines = engines;
+    m->touches_hbm = m->src->space == ISA_SPACE_HBM || m->dst->space == ISA_SPACE_HBM;
+    double fixed = a->dma.fixed_cost_ns + (m->touches_hbm ? a->hbm.latency_ns : 0);
+    m->fixed_ps = (uint64_t)llround(fixed * 1000.0);
+    /* the data phase: at most the HBM channels each HBM side spans; HBM used once per side,
+     * twice for an accumulate into HBM (it reads, then writes) */
+    double cap = m->cap;
+    const isa_view_t *sides[2] = {m->src, m->dst};
+    for (int i = 0; i < 2; i++)
+        if (sides[i]->space == ISA_SPACE_HBM) {
+            int64_t lo, hi;
+            isa_view_byte_range(sides[i], &lo, &hi);
+            double ch = channel_cap(a, lo, hi);
+            if (ch < cap)
+                cap = ch;
+            m->hbm_uses = (uint8_t)(m->hbm_uses + ((i == 1 && m->accumulate) ? 2 : 1));
+        }
+    m->data_cap = cap;
+}
+
+int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index,
+              const dma_memo_t *m)
+{
     xfer_t *x = xfer_alloc(s);
     if (!x) {
         sim_fail(s, "out of memory");
         return -1;
     }
     x->core = c;
+    x->next = NULL;
+    x->start = 0;
     x->instr = in;
     x->index = index;
     x->engine = e->id;
-    x->queue = (uint8_t)(args[2].present ? args[2].v.i : 0);
-    x->dst = &s->prog->views[args[0].index];
-    x->src = &s->prog->views[args[1].index];
-    x->accumulate = args[3].present;
-    mdl_dma_shape_t shape;
-    mdl_dma_shape(x->dst, x->src, &shape);
-    x->bytes = shape.bytes;
-    x->eff = mdl_dma_efficiency(s->arch, shape.bytes_per_piece);
-    double engines = (double)s->arch->dma.engines;
-    if ((double)shape.pieces < engines)
-        engines = shape.pieces ? (double)shape.pieces : 1.0;
-    /* each engine moves its pieces at the efficiency their size allows */
-    x->cap = engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps) * x->eff;
-    x->pieces = shape.pieces;
-    x->bytes_per_piece = shape.bytes_per_piece;
-    x->engines = engines;
-    x->touches_hbm = x->src->space == ISA_SPACE_HBM || x->dst->space == ISA_SPACE_HBM;
+    x->queue = m->queue;
+    x->dst = m->dst;
+    x->src = m->src;
+    x->accumulate = m->accumulate;
+    x->bytes = m->bytes;
+    x->eff = m->eff;
+    x->cap = m->cap;
+    x->data_cap = m->data_cap;
+    x->hbm_uses = m->hbm_uses;
+    x->pieces = m->pieces;
+    x->bytes_per_piece = m->bytes_per_piece;
+    x->engines = m->engines;
+    x->touches_hbm = m->touches_hbm;
     x->issue = s->q.now;
     /* The queue's descriptor stage handles one transfer's fixed cost at a time, in order,
      * while earlier transfers move data: a stream of transfers on one queue costs
      * max(fixed cost, data time) each (measurements.md section 1). */
     dma_queue_t *dq = &c->queues[x->queue];
-    double fixed = s->arch->dma.fixed_cost_ns + (x->touches_hbm ? s->arch->hbm.latency_ns : 0);
     uint64_t from = dq->desc_free > s->q.now ? dq->desc_free : s->q.now;
-    x->ready_at = from + (uint64_t)llround(fixed * 1000.0);
+    x->ready_at = from + m->fixed_ps;
     dq->desc_free = x->ready_at;
     x->phase = XFER_QUEUED;
     sim_event_init(&x->ready_ev, xfer_ready, x, PRIO_DMA);

@@ -17,12 +17,15 @@ int sim_queue_init(sim_queue_t *q)
     memset(q, 0, sizeof *q);
     q->cap = 256;
     q->heap = malloc(q->cap * sizeof *q->heap);
-    return q->heap ? 0 : -1;
+    q->cur_cap = 16;
+    q->cur = malloc(q->cur_cap * sizeof *q->cur);
+    return q->heap && q->cur ? 0 : -1;
 }
 
 void sim_queue_free(sim_queue_t *q)
 {
     free(q->heap);
+    free(q->cur);
     memset(q, 0, sizeof *q);
 }
 
@@ -41,7 +44,7 @@ static void place(sim_queue_t *q, uint32_t i, sim_event_t *ev)
     ev->heap_index = i;
 }
 
-static void sift_up(sim_queue_t *q, uint32_t i)
+static inline __attribute__((always_inline)) void sift_up(sim_queue_t *q, uint32_t i)
 {
     sim_event_t *ev = q->heap[i];
     while (i > 0) {
@@ -54,7 +57,7 @@ static void sift_up(sim_queue_t *q, uint32_t i)
     place(q, i, ev);
 }
 
-static void sift_down(sim_queue_t *q, uint32_t i)
+static inline __attribute__((always_inline)) void sift_down(sim_queue_t *q, uint32_t i)
 {
     sim_event_t *ev = q->heap[i];
     for (;;) {
@@ -74,11 +77,58 @@ static void sift_down(sim_queue_t *q, uint32_t i)
     place(q, i, ev);
 }
 
+/* ---- the current instant's events -------------------------------------------------------------
+ * Events scheduled at the current time (wake-ups, mostly) wait in q->cur, sorted from the
+ * last to run to the next, instead of climbing to the heap's root and sinking back: they
+ * all run before anything later, in (priority, sequence) order among themselves and with
+ * the heap's events of the same time. */
+
+static __attribute__((noinline)) void cur_remove(sim_queue_t *q, sim_event_t *ev)
+{
+    uint32_t j = 0;
+    while (q->cur[j] != ev)
+        j++;
+    memmove(&q->cur[j], &q->cur[j + 1], (q->ncur - j - 1) * sizeof *q->cur);
+    q->ncur--;
+    ev->heap_index = SIM_NOT_QUEUED;
+}
+
+/* ev (time now, the newest sequence number) runs after the events of its priority or lower
+ * and before those of a higher one. */
+static int cur_insert(sim_queue_t *q, sim_event_t *ev)
+{
+    if (q->ncur == q->cur_cap) {
+        uint32_t nc = q->cur_cap * 2;
+        sim_event_t **c = realloc(q->cur, nc * sizeof *c);
+        if (!c)
+            return -1;
+        q->cur = c;
+        q->cur_cap = nc;
+    }
+    uint32_t j = 0;
+    while (j < q->ncur && q->cur[j]->priority > ev->priority)
+        j++;
+    memmove(&q->cur[j + 1], &q->cur[j], (q->ncur - j) * sizeof *q->cur);
+    q->cur[j] = ev;
+    q->ncur++;
+    ev->heap_index = SIM_CUR_QUEUED;
+    return 0;
+}
+
 void sim_cancel(sim_queue_t *q, sim_event_t *ev)
 {
     uint32_t i = ev->heap_index;
     if (i == SIM_NOT_QUEUED)
         return;
+    if (i == SIM_LAST_QUEUED) {
+        ev->heap_index = SIM_NOT_QUEUED;
+        q->last = NULL;
+        return;
+    }
+    if (i == SIM_CUR_QUEUED) {
+        cur_remove(q, ev);
+        return;
+    }
     ev->heap_index = SIM_NOT_QUEUED;
     q->n--;
     if (i == q->n)
@@ -89,29 +139,52 @@ void sim_cancel(sim_queue_t *q, sim_event_t *ev)
     sift_down(q, moved->heap_index);
 }
 
+void sim_schedule_last(sim_queue_t *q, sim_event_t *ev)
+{
+    if (ev->heap_index != SIM_NOT_QUEUED)
+        return;
+    ev->time = q->now;
+    ev->heap_index = SIM_LAST_QUEUED;
+    q->last = ev;
+}
+
+static __attribute__((noinline)) int grow_heap(sim_queue_t *q)
+{
+    uint32_t nc = q->cap * 2;
+    sim_event_t **h = realloc(q->heap, nc * sizeof *h);
+    if (!h)
+        return -1;
+    q->heap = h;
+    q->cap = nc;
+    return 0;
+}
+
 int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 {
+    uint64_t t = time < q->now ? q->now : time;
     if (ev->heap_index != SIM_NOT_QUEUED) {
-        /* move it in place: cheaper than removing and inserting again */
-        uint64_t t = time < q->now ? q->now : time;
-        int earlier = t < ev->time;
+        if (ev->heap_index < SIM_CUR_QUEUED && t > q->now) {
+            /* from the heap to a later time in the heap: move it in place, cheaper than
+             * removing and inserting again */
+            int earlier = t < ev->time;
+            ev->time = t;
+            ev->seq = q->next_seq++;
+            if (earlier)
+                sift_up(q, ev->heap_index);
+            else
+                sift_down(q, ev->heap_index);
+            return 0;
+        }
+        sim_cancel(q, ev);
+    }
+    if (t == q->now) {
         ev->time = t;
         ev->seq = q->next_seq++;
-        if (earlier)
-            sift_up(q, ev->heap_index);
-        else
-            sift_down(q, ev->heap_index);
-        return 0;
+        return cur_insert(q, ev);
     }
-    if (q->n == q->cap) {
-        uint32_t nc = q->cap * 2;
-        sim_event_t **h = realloc(q->heap, nc * sizeof *h);
-        if (!h)
-            return -1;
-        q->heap = h;
-        q->cap = nc;
-    }
-    ev->time = time < q->now ? q->now : time;
+    if (q->n == q->cap && grow_heap(q))
+        return -1;
+    ev->time = t;
     ev->seq = q->next_seq++;
     q->heap[q->n] = ev;
     ev->heap_index = q->n;
@@ -122,6 +195,23 @@ int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 
 int sim_queue_step(sim_queue_t *q)
 {
+    if (q->ncur && !(q->n && q->heap[0]->time == q->now && before(q->heap[0], q->cur[q->ncur - 1]))) {
+        sim_event_t *ev = q->cur[--q->ncur];
+        ev->heap_index = SIM_NOT_QUEUED;
+        q->processed++;
+        ev->fn(q, ev);
+        return 1;
+    }
+    if (q->last && (!q->n || q->heap[0]->time > q->last->time)) {
+        /* nothing else is left at its instant */
+        sim_event_t *ev = q->last;
+        q->last = NULL;
+        ev->heap_index = SIM_NOT_QUEUED;
+        q->now = ev->time;
+        q->processed++;
+        ev->fn(q, ev);
+        return 1;
+    }
     if (!q->n)
         return 0;
     sim_event_t *ev = q->heap[0];

@@ -11,8 +11,6 @@
 
 static void reshare_event(sim_queue_t *q, sim_event_t *ev);
 
-/* Runs after every other event of the same instant. */
-#define PRIO_RESHARE 1000
 
 int flow_net_init(flow_net_t *net, struct sim *s, uint32_t nres)
 {
@@ -22,7 +20,7 @@ int flow_net_init(flow_net_t *net, struct sim *s, uint32_t nres)
     net->res = calloc(nres ? nres : 1, sizeof *net->res);
     net->dirty = calloc(nres ? nres : 1, sizeof *net->dirty);
     net->is_dirty = calloc(nres ? nres : 1, 1);
-    sim_event_init(&net->reshare_ev, reshare_event, net, PRIO_RESHARE);
+    sim_event_init(&net->reshare_ev, reshare_event, net, 0); /* sim_schedule_last */
     return net->res && net->dirty && net->is_dirty ? 0 : -1;
 }
 
@@ -41,9 +39,15 @@ void flow_net_free(flow_net_t *net)
 
 void flow_init(flow_t *f, double bytes, double cap, flow_done_fn done, void *owner)
 {
-    sim_event_t ev = f->ev;
-    memset(f, 0, sizeof *f);
-    f->ev = ev;
+    /* every field but the event and the per-resource arrays, which flow_use and flow_start
+     * fill up to nres */
+    f->rate = 0;
+    f->last_update = 0;
+    f->nres = f->active = 0;
+    f->generation = 0;
+    f->binding = 0;
+    f->accounted = 0;
+    memset(f->bound_ps, 0, sizeof f->bound_ps);
     f->remaining = bytes;
     f->cap = cap;
     f->done = done;
@@ -65,16 +69,16 @@ void flow_use(flow_t *f, uint32_t res, double weight, double eff)
     f->nres++;
 }
 
-/* Add `bytes` spread evenly over [t0, t1) to a resource's series. */
-static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
+/* Add `bytes` spread evenly over [t0, t1) to a resource's series: the long way. */
+static __attribute__((noinline)) void series_add_slow(flow_res_t *r, uint64_t t0, uint64_t t1,
+                                                      double bytes)
 {
-    if (!r->track || t1 <= t0 || bytes <= 0)
-        return;
     if (!r->series) {
         r->series = calloc(FLOW_SERIES_MAX, sizeof *r->series);
         if (!r->series)
             return;
         r->bucket_ps = 1000000; /* 1 us to start with */
+        r->cur_lo = UINT64_MAX / 2;
     }
     while (t1 > r->bucket_ps * FLOW_SERIES_MAX) {
         /* double the bucket width: merge pairs */
@@ -82,6 +86,7 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
             r->series[i] = r->series[2 * i] + r->series[2 * i + 1];
         memset(r->series + FLOW_SERIES_MAX / 2, 0, FLOW_SERIES_MAX / 2 * sizeof *r->series);
         r->bucket_ps *= 2;
+        r->cur_lo = UINT64_MAX / 2; /* no last bucket: the next call takes the long way */
         /* the buckets in use were merged by pairs too: without this the series would end
          * in empty buckets past the end of the run */
         r->nbuckets = (r->nbuckets + 1) / 2;
@@ -95,21 +100,39 @@ static void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
         r->series[b] += per_ps * (double)(end - t);
         if (b + 1 > r->nbuckets)
             r->nbuckets = (uint32_t)(b + 1);
+        r->cur_b = (uint32_t)b;
+        r->cur_lo = b * r->bucket_ps;
         t = end;
     }
 }
 
+/* Add `bytes` spread evenly over [t0, t1) to a resource's series. */
+static inline void series_add(flow_res_t *r, uint64_t t0, uint64_t t1, double bytes)
+{
+    if (!r->track || t1 <= t0 || bytes <= 0)
+        return;
+    if (t0 >= r->cur_lo && t1 <= r->cur_lo + r->bucket_ps) {
+        /* within the bucket of the last call (most calls; inside the series, so no bucket
+         * doubling either): the long way's arithmetic, without its integer divisions */
+        r->series[r->cur_b] += bytes / (double)(t1 - t0) * (double)(t1 - t0);
+        return;
+    }
+    series_add_slow(r, t0, t1, bytes);
+}
+
 /* Bring a flow's remaining bytes up to now at its current rate. */
-static void advance(flow_net_t *net, flow_t *f, uint64_t now)
+static inline void advance(flow_net_t *net, flow_t *f, uint64_t now)
 {
     if (now <= f->last_update)
         return;
     double moved = f->rate * (double)(now - f->last_update);
     if (moved > f->remaining)
         moved = f->remaining;
-    for (unsigned i = 0; i < f->nres; i++) {
+    for (unsigned m = f->accounted; m; m &= m - 1) {
+        unsigned i = (unsigned)__builtin_ctz(m);
         flow_res_t *r = &net->res[f->res[i]];
-        r->bytes += moved * f->weight[i];
+        if (r->count)
+            r->bytes += moved * f->weight[i];
         series_add(r, f->last_update, now, moved * f->weight[i]);
     }
     f->remaining -= moved;
@@ -117,13 +140,13 @@ static void advance(flow_net_t *net, flow_t *f, uint64_t now)
     f->last_update = now;
 }
 
-static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
+static inline void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
 {
     double rate = f->cap > 0 ? f->cap : INFINITY;
     uint8_t binding = FLOW_MAX_RES;
     for (unsigned i = 0; i < f->nres; i++) {
         const flow_res_t *r = &net->res[f->res[i]];
-        double bound = r->cap * f->eff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
+        double bound = f->capeff[i] / (r->weight_sum > 0 ? r->weight_sum : 1.0);
         if (bound < rate) {
             rate = bound;
             binding = (uint8_t)i;
@@ -135,7 +158,14 @@ static void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
     if (rate == f->rate && sim_event_queued(&f->ev))
         return; /* same rate: its completion time stands */
     f->rate = rate;
-    double ps = ceil(f->remaining / rate);
+    double x = f->remaining / rate, ps;
+    if (x > 0 && x < 4e15) { /* ceil(x) without the library call: exact below 2^52 */
+        ps = (double)(int64_t)x;
+        if (ps < x)
+            ps += 1.0;
+    } else {
+        ps = ceil(x);
+    }
     uint64_t done = s->q.now + (ps > 0 ? (uint64_t)ps : 0);
     if (!sim_event_queued(&f->ev) || f->ev.time != done)
         if (sim_schedule(&s->q, &f->ev, done))
@@ -153,9 +183,7 @@ static void mark_dirty(struct sim *s, flow_net_t *net, flow_t *f)
         net->is_dirty[id] = 1;
         net->dirty[net->ndirty++] = id;
     }
-    if (!sim_event_queued(&net->reshare_ev))
-        if (sim_schedule(&s->q, &net->reshare_ev, s->q.now))
-            sim_fail(s, "out of memory");
+    sim_schedule_last(&s->q, &net->reshare_ev);
 }
 
 static void reshare_event(sim_queue_t *q, sim_event_t *ev)
@@ -226,6 +254,9 @@ int flow_start(struct sim *s, flow_net_t *net, flow_t *f)
         if (r->n == 0)
             r->busy_since = now;
         f->slot[i] = r->n;
+        f->capeff[i] = r->cap * f->eff[i];
+        if (r->count || r->track)
+            f->accounted |= (uint16_t)(1u << i);
         r->flows[r->n++] = f;
         r->weight_sum += f->weight[i];
     }

@@ -28,6 +28,7 @@ typedef struct flow_res {
     uint32_t n, capn;
     double weight_sum;
     uint64_t busy_since, busy_ps;  /* time with at least one flow */
+    int count;                  /* keeps `bytes` (what nobody reads is not summed) */
     double bytes;               /* resource bytes carried (weights included) */
     double last_rate;           /* total bytes per ps last reported to the trace */
     /* bytes over time: `nbuckets` buckets of `bucket_ps` each; the width doubles when the
@@ -36,6 +37,8 @@ typedef struct flow_res {
     double *series;
     uint32_t nbuckets;
     uint64_t bucket_ps;
+    uint32_t cur_b;             /* the bucket the last addition ended in, from cur_lo */
+    uint64_t cur_lo;
 } flow_res_t;
 
 typedef void (*flow_done_fn)(struct sim *s, struct flow *f);
@@ -52,6 +55,8 @@ typedef struct flow {
     float weight[FLOW_MAX_RES]; /* resource bytes per byte moved */
     float eff[FLOW_MAX_RES];    /* efficiency on that resource (DMA piece overhead), 0..1 */
     uint32_t slot[FLOW_MAX_RES];
+    uint16_t accounted;         /* bit i: res[i] counts bytes or tracks a series */
+    double capeff[FLOW_MAX_RES]; /* the resource's cap x eff, the numerator of its share */
     uint64_t generation;
     /* what set its rate, for breakdowns: binding = the resource slot whose share was the
      * smallest bound, FLOW_MAX_RES for the flow's own cap; bound_ps = time at each */

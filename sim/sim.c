@@ -97,13 +97,15 @@ static int waits_hold(const core_t *c, const isa_instr_t *in, uint8_t *failing)
     return 1;
 }
 
+_Static_assert(ISA_ENGINE_COUNT <= 8, "core_t.waiters has one bit per engine");
+
 /* Wake the engines of core c blocked on semaphore `sem` (each blocks on the first of its
  * waits that does not hold; a post to another semaphore cannot release it). */
 static void wake_core(struct sim *s, core_t *c, uint8_t sem)
 {
-    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
-        engine_t *E = &c->engines[e];
-        if (E->blocked && E->blocked_sem == sem && !sim_event_queued(&E->ev))
+    for (unsigned m = c->waiters[sem]; m; m &= m - 1) {
+        engine_t *E = &c->engines[__builtin_ctz(m)]; /* in engine order */
+        if (!sim_event_queued(&E->ev))
             if (sim_schedule(&s->q, &E->ev, s->q.now))
                 sim_fail(s, "out of memory");
     }
@@ -271,30 +273,80 @@ static int reads_slot(int op, unsigned slot)
     }
 }
 
-/* Earliest time `in` may start because of in-flight writes it reads (0 when none). */
-static uint64_t interlock_until(const struct sim *s, engine_t *E, const isa_instr_t *in,
-                                uint64_t now)
+/* Earliest time an instruction reading boxes r[0..nr) may start because of in-flight writes
+ * (0 when none). */
+static uint64_t interlock_until(engine_t *E, const box_t *r, unsigned nr, uint64_t now)
 {
-    if (!E->fl_n)
-        return 0;
-    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
-    const isa_arg_t *args = isa_instr_args(s->prog, in);
     uint64_t until = 0;
-    for (unsigned k = 0; k < info->nslots; k++) {
-        if (!args[k].present || !args[k].is_view || !reads_slot(in->op, k))
-            continue;
-        box_t r;
-        view_box(&s->prog->views[args[k].index], &r);
+    for (unsigned k = 0; k < nr; k++) {
         for (uint32_t i = 0; i < E->fl_n; i++) {
             const inflight_t *f = fl_at(E, i);
             if (f->complete <= now || f->complete <= until)
                 continue;
             for (unsigned w = 0; w < f->nw; w++)
-                if (boxes_overlap(&r, &f->w[w]))
+                if (boxes_overlap(&r[k], &f->w[w]))
                     until = f->complete;
         }
     }
     return until;
+}
+
+/* ---- the memo ---------------------------------------------------------------------------------- */
+
+static uint64_t ns_to_ps(double ns);
+
+static void memo_fill(struct sim *s, const isa_instr_t *in, uint32_t stationary_cols,
+                      instr_memo_t *m)
+{
+    memset(m, 0, sizeof *m);
+    m->args = in->args;
+    m->op = in->op;
+    m->engine = in->engine;
+    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
+    const isa_arg_t *args = isa_instr_args(s->prog, in);
+    for (unsigned k = 0; k < info->nslots; k++) {
+        if (!args[k].present || !args[k].is_view)
+            continue;
+        if (reads_slot(in->op, k))
+            view_box(&s->prog->views[args[k].index], &m->r[m->nr++]);
+        if (writes_slot(in->op, k) && m->nw < 2)
+            view_box(&s->prog->views[args[k].index], &m->w[m->nw++]);
+    }
+    if (in->op == ISA_OP_LDWEIGHTS)
+        m->loads_cols = (uint32_t)isa_view_free_elems(&s->prog->views[args[0].index]);
+    if (in->op == ISA_OP_DMA)
+        dma_memo_fill(s, in, &m->dma);
+    m->cost_cols = stationary_cols;
+    mdl_cost_instr(s->arch, s->prog, in, stationary_cols, &m->cost);
+    m->ii_ps = ns_to_ps(m->cost.ii_ns);
+    m->lat_ps = ns_to_ps(m->cost.latency_ns);
+}
+
+const instr_memo_t *sim_memo(struct sim *s, const isa_instr_t *in, uint32_t stationary_cols)
+{
+    if (!s->memo) {
+        /* one entry per operand block when blocks are shared, at most 16k entries */
+        uint32_t n = 16;
+        while (n < s->prog->nargs && n < (1u << 14))
+            n *= 2;
+        s->memo = calloc(n, sizeof *s->memo);
+        if (!s->memo)
+            return NULL;
+        for (uint32_t i = 0; i < n; i++)
+            s->memo[i].op = UINT16_MAX;
+        s->memo_mask = n - 1;
+    }
+    instr_memo_t *m = &s->memo[(in->args * 2654435761u >> 7) & s->memo_mask];
+    if (m->args != in->args || m->op != in->op || m->engine != in->engine) {
+        memo_fill(s, in, stationary_cols, m);
+    } else if (in->op == ISA_OP_MATMUL && m->cost_cols != stationary_cols) {
+        /* matmul's cost depends on the weights loaded: only its cost changes */
+        m->cost_cols = stationary_cols;
+        mdl_cost_instr(s->arch, s->prog, in, stationary_cols, &m->cost);
+        m->ii_ps = ns_to_ps(m->cost.ii_ns);
+        m->lat_ps = ns_to_ps(m->cost.latency_ns);
+    }
+    return m;
 }
 
 /* ---- issuing ---------------------------------------------------------------------------------------- */
@@ -369,13 +421,14 @@ static void fail_at(struct sim *s, core_t *c, engine_t *E, const isa_instr_t *in
 /* Start instruction E->pc now. Returns its II in ps, PARKED when the engine now waits in a
  * collective, or UINT64_MAX on failure. */
 static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
-                            const mdl_cost_t *cost, uint64_t now)
+                            const instr_memo_t *m, uint64_t now)
 {
     core_t *c = E->core;
-    uint64_t ii = ns_to_ps(cost->ii_ns);
+    const mdl_cost_t *cost = &m->cost;
+    uint64_t ii = m->ii_ps;
     uint64_t model_ii = ii;
     uint32_t stationary_cols = E->stationary_cols; /* what the cost was computed with */
-    uint64_t lat = ns_to_ps(cost->latency_ns);
+    uint64_t lat = m->lat_ps;
     if (lat < ii)
         lat = ii;
     /* Background LoadStationary (ARCH, PERF): weights load into the array while the
@@ -387,10 +440,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         ii = 1; /* every instruction takes some time: keeps time moving forward */
     E->last_op = in->op;
     E->last_ii = ii;
-    if (in->op == ISA_OP_LDWEIGHTS) {
-        const isa_view_t *w = &s->prog->views[isa_instr_args(s->prog, in)[0].index];
-        E->stationary_cols = (uint32_t)isa_view_free_elems(w);
-    }
+    if (in->op == ISA_OP_LDWEIGHTS)
+        E->stationary_cols = m->loads_cols;
     if (s->opt.observer && s->opt.observer->instr_start)
         s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
     sim_line_stats_t *ls = sim_line(s, in);
@@ -410,7 +461,7 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         return PARKED;
     }
     if (in->op == ISA_OP_DMA) {
-        if (dma_issue(s, c, E, in, E->pc))
+        if (dma_issue(s, c, E, in, E->pc, &m->dma))
             return UINT64_MAX;
     } else if (!s->opt.timing_only && in->op != ISA_OP_NOP) {
         char err[1024];
@@ -433,11 +484,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     f.complete = complete;
     f.index = E->pc;
     f.posts = in->op != ISA_OP_DMA && in->npost > 0;
-    const isa_op_info_t *info = isa_op_info((isa_op_t)in->op);
-    const isa_arg_t *args = isa_instr_args(s->prog, in);
-    for (unsigned k = 0; k < info->nslots && f.nw < 2; k++)
-        if (args[k].present && args[k].is_view && writes_slot(in->op, k))
-            view_box(&s->prog->views[args[k].index], &f.w[f.nw++]);
+    f.nw = m->nw;
+    memcpy(f.w, m->w, sizeof f.w);
     if (f.nw || f.posts) {
         if (fl_push(E, &f)) {
             sim_fail(s, "out of memory");
@@ -506,33 +554,42 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         uint8_t sem = 0;
         if (!waits_hold(c, in, &sem)) {
             stall_segment(E, now, SIM_STALL_SEMAPHORE, sem);
+            if (E->blocked)
+                c->waiters[E->blocked_sem] &= (uint8_t)~(1u << E->id);
             E->blocked = 1;
             E->blocked_sem = sem;
+            c->waiters[sem] |= (uint8_t)(1u << E->id);
             E->sem_waited = 1;
             return;
         }
-        E->blocked = 0;
+        if (E->blocked) {
+            c->waiters[E->blocked_sem] &= (uint8_t)~(1u << E->id);
+            E->blocked = 0;
+        }
         if (E->sem_waited) {
             /* the semaphore update reaches the waiting sequencer and the instruction is
              * dispatched: costs.semaphore_latency_ns after the post (measurements.md 6) */
             E->sem_waited = 0;
-            uint64_t wake = ns_to_ps(s->arch->costs.semaphore_latency_ns);
+            uint64_t wake = s->sem_wake_ps;
             if (wake) {
                 if (sim_schedule(q, ev, now + wake))
                     sim_fail(s, "out of memory");
                 return;
             }
         }
-        uint64_t until = interlock_until(s, E, in, now);
+        const instr_memo_t *m = sim_memo(s, in, E->stationary_cols);
+        if (!m) {
+            sim_fail(s, "out of memory");
+            return;
+        }
+        uint64_t until = interlock_until(E, m->r, m->nr, now);
         if (until > now) {
             stall_segment(E, now, SIM_STALL_INTERLOCK, 0);
             if (sim_schedule(q, ev, until))
                 sim_fail(s, "out of memory");
             return;
         }
-        mdl_cost_t cost;
-        mdl_cost_instr(s->arch, s->prog, in, E->stationary_cols, &cost);
-        until = port_until(c, E->id, &cost, now);
+        until = port_until(c, E->id, &m->cost, now);
         if (until > now) {
             stall_segment(E, now, SIM_STALL_PORT, 0);
             if (sim_schedule(q, ev, until))
@@ -541,7 +598,7 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         }
         stall_segment(E, now, SIM_STALL_NONE, 0);
         E->seg_start = UINT64_MAX;
-        uint64_t ii = start_instr(s, E, in, &cost, now);
+        uint64_t ii = start_instr(s, E, in, m, now);
         if (ii == UINT64_MAX)
             return;
         E->pc++;
@@ -659,6 +716,7 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_NOMEM;
     }
     s->run_limit_ps = UINT64_MAX;
+    s->sem_wake_ps = ns_to_ps(a->costs.semaphore_latency_ns);
     s->prog = prog;
     s->opt = *opt;
     s->arch = a;
@@ -698,8 +756,10 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         s->net.res[res_hbm(s, i)].cap = a->hbm.bandwidth_gbps * 1e-3;
         s->net.res[res_hbm(s, i)].track = 1;
     }
-    for (uint32_t i = 0; i < s->topo.nlinks; i++)
+    for (uint32_t i = 0; i < s->topo.nlinks; i++) {
         s->net.res[res_link(s, i)].cap = s->topo.links[i].gbps * 1e-3;
+        s->net.res[res_link(s, i)].count = 1; /* the statistics' link bytes */
+    }
     if (cc_init(s))
         goto oom;
     for (uint32_t ch = 0; ch < s->nchips && !opt->timing_only; ch++) {
@@ -793,6 +853,7 @@ void sim_destroy(sim_t *s)
     free(s->stats.links);
     free(s->stats.hbm_series);
     free(s->error);
+    free(s->memo);
     sim_queue_free(&s->q);
     free(s);
 }
@@ -1239,7 +1300,7 @@ ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
         if (mode == SIM_RUN_ONE_EVENT)
             break;
     }
-    if (!s->finished && !s->failed && !s->q.n) {
+    if (!s->finished && !s->failed && sim_queue_empty(&s->q)) {
         if (!all_done(s))
             report_deadlock(s);
         else

@@ -28,6 +28,31 @@ typedef struct box {
     int64_t lo, hi;  /* bytes [lo, hi) */
 } box_t;
 
+/* What an instruction costs and touches that cannot change during a run: a function of its
+ * opcode, engine and operand slots (and, for matmul's cost, the columns of the loaded
+ * weights), computed once per distinct operand block (programs share equal blocks: isa.h
+ * isa_instr_t.args) and kept in a small direct-mapped table (sim.c sim_memo). */
+typedef struct dma_memo {
+    const isa_view_t *dst, *src;
+    uint8_t queue, accumulate, touches_hbm, hbm_uses;
+    uint64_t bytes, pieces, fixed_ps;
+    double eff, cap, data_cap, bytes_per_piece, engines;
+} dma_memo_t;
+
+typedef struct instr_memo {
+    uint32_t args;            /* key: in->args */
+    uint16_t op;              /* key: UINT16_MAX when the entry is empty */
+    uint8_t engine;           /* key */
+    uint8_t nr, nw;           /* boxes it reads (interlock) and writes */
+    uint32_t cost_cols;       /* the stationary columns `cost` was computed with (matmul) */
+    uint32_t loads_cols;      /* ldweights: the columns it loads */
+    mdl_cost_t cost;
+    uint64_t ii_ps, lat_ps;   /* cost's II and latency in ps */
+    box_t r[ISA_MAX_SLOTS];
+    box_t w[2];
+    dma_memo_t dma;
+} instr_memo_t;
+
 typedef struct inflight {
     uint64_t complete;
     uint32_t index;   /* in the engine stream */
@@ -52,7 +77,7 @@ typedef struct engine {
     uint8_t last_stall;  /* the last cause the current instruction waited for (traces) */
     uint8_t wait_sem;    /* the last semaphore the current instruction waited for (traces) */
     uint64_t wait_by[SIM_STALL_COUNT]; /* its held time so far, by cause (traces) */
-    uint8_t blocked;     /* waiting for semaphores */
+    uint8_t blocked;     /* waiting for semaphores (and its bit set in core.waiters) */
     uint8_t parked;      /* in a collective, until it completes */
     uint8_t blocked_sem; /* the semaphore whose wait did not hold */
     uint8_t sem_waited;  /* the current instruction waited for a semaphore: it pays the
@@ -74,12 +99,13 @@ typedef struct xfer {
     struct xfer *next;   /* queue FIFO / free list */
     const isa_instr_t *instr;
     uint32_t index;
-    uint8_t engine, queue, phase, touches_hbm;
+    uint8_t engine, queue, phase, touches_hbm, hbm_uses;
     const isa_view_t *dst, *src;
     int accumulate;
     uint64_t bytes;
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
+    double data_cap;     /* cap, and at most what the HBM channels it spans deliver */
     uint64_t issue, ready_at, start;
     uint64_t pieces;     /* shape, for breakdowns */
     double bytes_per_piece, engines;
@@ -97,6 +123,7 @@ typedef struct core {
     uint32_t id, chip;
     engine_t engines[ISA_ENGINE_COUNT];
     int32_t sems[ISA_MAX_SEMS];
+    uint8_t waiters[ISA_MAX_SEMS]; /* per semaphore: bit e set while engine e is blocked on it */
     mdl_onchip_t sbuf, psum;
     mdl_core_state_t fs; /* functional state */
     int fs_ready;
@@ -141,6 +168,9 @@ struct sim {
     int finished;
     char *error;
     size_t error_len, error_cap;
+    instr_memo_t *memo;       /* sim_memo's table */
+    uint32_t memo_mask;
+    uint64_t sem_wake_ps;     /* costs.semaphore_latency_ns in ps */
 };
 
 /* sim.c */
@@ -176,8 +206,14 @@ static inline uint32_t res_efa(const struct sim *s, uint32_t instance, uint32_t 
     return s->ncores + s->nchips + s->topo.nlinks + 2 * instance + dir;
 }
 
+/* sim.c: the memo of instruction `in` (its cost for the given loaded stationary columns),
+ * filled on first use; NULL when out of memory. */
+const instr_memo_t *sim_memo(struct sim *s, const isa_instr_t *in, uint32_t stationary_cols);
+
 /* dma.c */
-int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index);
+void dma_memo_fill(const struct sim *s, const isa_instr_t *in, dma_memo_t *m);
+int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint32_t index,
+              const dma_memo_t *m);
 void dma_core_flush_busy(struct sim *s, core_t *c);
 
 /* cc.c: collectives. cc_arrive parks the calling engine until the collective completes.

@@ -124,6 +124,8 @@ static isa_program_t *load(const char *path)
     return p;
 }
 
+static uint64_t last_events; /* events of the last simulate() */
+
 /* sim_create + sim_run (+ the trace when `trace` is set); returns the instructions run. */
 static uint64_t simulate(const isa_program_t *p, int timing_only, const char *trace)
 {
@@ -149,6 +151,7 @@ static uint64_t simulate(const isa_program_t *p, int timing_only, const char *tr
     if (sim_run(s, SIM_RUN_UNTIL_IDLE, 0) != NCSIM_OK || !sim_finished(s))
         die("sim_run", sim_error(s));
     uint64_t n = sim_stats(s)->instructions;
+    last_events = sim_stats(s)->events;
     sim_destroy(s);
     if (tf && sim_trace_close(tf, NULL, err, sizeof err) != NCSIM_OK)
         die(trace, err);
@@ -216,9 +219,10 @@ static void end_to_end(long iters, int repeat)
            (unsigned long long)n, e2e.cpu, e2e.wall, (double)n / e2e.cpu / 1e6, e2e_ncx.cpu,
            e2e_ncx.wall, (double)n / e2e_ncx.cpu / 1e6);
     printf("  %9s  assembly %.0f ns/instr, .ncx load %.0f ns/instr (%.1fx faster than "
-           "assembly), simulation %.2f M instr/s\n",
+           "assembly), simulation %.2f M instr/s (%.0f ns/instr, %.2f events/instr)\n",
            "", asm_t.cpu / (double)n * 1e9, ncx_t.cpu / (double)n * 1e9, asm_t.cpu / ncx_t.cpu,
-           (double)n / simt.cpu / 1e6);
+           (double)n / simt.cpu / 1e6, simt.cpu / (double)n * 1e9,
+           (double)last_events / (double)n);
     printf("  %9s  bytes per instruction: %.1f on disk (.ncx), %.1f in memory assembled, %.1f "
            "loaded\n",
            "", disk, mem_asm, mem_ncx);

@@ -52,15 +52,9 @@ static int openblas_mapped(void)
 
 static ncsim_status_t run_once(int timing_only)
 {
-    isa_asm_options_t opt;
-    isa_asm_options_default(&opt);
-    opt.filename = "blas.nca";
-    isa_diag_t d;
-    isa_diag_init(&d, 0);
-    isa_program_t *p = NULL;
-    ncsim_status_t st = isa_assemble(matmul_program, strlen(matmul_program), &opt, &p, &d);
-    isa_diag_free(&d);
-    assert_int_equal(st, NCSIM_OK);
+    isa_program_t *p = tu_assemble(matmul_program, "blas.nca");
+    assert_non_null(p);
+    ncsim_status_t st;
     mdl_arch_t arch;
     char err[1024];
     assert_int_equal(mdl_arch_load("trn1", &arch, err, sizeof err), NCSIM_OK);

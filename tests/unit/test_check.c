@@ -51,27 +51,13 @@ typedef struct checked {
     ncsim_status_t run;
 } checked_t;
 
-static isa_program_t *assemble(const char *text, const char *name)
-{
-    isa_asm_options_t opt;
-    isa_asm_options_default(&opt);
-    opt.filename = name;
-    isa_diag_t d;
-    isa_diag_init(&d, 0);
-    isa_program_t *p = NULL;
-    if (isa_assemble(text, strlen(text), &opt, &p, &d) != NCSIM_OK)
-        fprintf(stderr, "%s", d.text ? d.text : "");
-    isa_diag_free(&d);
-    return p;
-}
-
 /* Assemble, check statically, run with the checker; inputs get values in [-1, 1). */
 static checked_t check_text(const char *text, const char *name, unsigned checks,
                             int timing_only)
 {
     checked_t r;
     memset(&r, 0, sizeof r);
-    r.prog = assemble(text, name);
+    r.prog = tu_assemble(text, name);
     assert_non_null(r.prog);
     assert_int_equal(chk_create(r.prog, &trn1, checks, &r.chk), NCSIM_OK);
     chk_static(r.chk);
@@ -505,7 +491,7 @@ static void test_no_perturbation(void **state)
     checked_t r = check_text(text, "softmax.nca", CHK_RACES | CHK_UNINIT, 1);
     uint64_t with = sim_stats(r.sim)->total_ps;
     checked_free(&r);
-    isa_program_t *p = assemble(text, "softmax.nca");
+    isa_program_t *p = tu_assemble(text, "softmax.nca");
     assert_non_null(p);
     sim_options_t o;
     memset(&o, 0, sizeof o);

@@ -40,15 +40,7 @@ static int setup(void **state)
 
 static isa_program_t *assemble(const char *text)
 {
-    isa_asm_options_t opt;
-    isa_asm_options_default(&opt);
-    opt.filename = "t.nca";
-    isa_diag_t d;
-    isa_diag_init(&d, 0);
-    isa_program_t *p = NULL;
-    if (isa_assemble(text, strlen(text), &opt, &p, &d) != NCSIM_OK)
-        fprintf(stderr, "%s", d.text ? d.text : "");
-    isa_diag_free(&d);
+    isa_program_t *p = tu_assemble(text, NULL);
     assert_non_null(p);
     return p;
 }
@@ -267,18 +259,9 @@ static void test_dma_small_pieces(void **state)
 
 static char dir[256];
 
-static const char *in_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 static void put_file(const char *name, const char *text)
 {
-    assert_int_equal(tu_write_file(in_dir(name), text, strlen(text)), 0);
+    assert_int_equal(tu_write_file(tu_join(dir, name), text, strlen(text)), 0);
 }
 
 /* `ncsim ARGS` in the temporary directory: its exit status; its output in *out (may be NULL). */
@@ -398,7 +381,7 @@ static void test_by_line_totals(void **state)
     const char *kernel = tu_source_path("kernels/demo_gemm.nca");
     assert_int_equal(ncsim(NULL, "run %s --timing-only -q --stats s.json --trace s.json.gz", kernel),
                      0);
-    char *text = tu_read_file(in_dir("s.json"), NULL);
+    char *text = tu_read_file(tu_join(dir, "s.json"), NULL);
     assert_non_null(text);
     yajl_val st = parse(text);
     free(text);
@@ -489,7 +472,7 @@ static void test_by_line_source_file(void **state)
     assert_null(strstr(out, ".core 0"));
     free(out);
     /* a program in another directory: a relative .source is found next to it */
-    assert_int_equal(mkdir(in_dir("sub"), 0777), 0);
+    assert_int_equal(mkdir(tu_join(dir, "sub"), 0777), 0);
     put_file("sub/k2.py", "\nout = nl.matmul(w, x)  # in sub/\n");
     snprintf(text, sizeof text, ".source k2.py\n%s", body);
     put_file("sub/s2.nca", text);
@@ -630,7 +613,7 @@ static void test_trace_dma_cost_text(void **state)
 
 static double total_of(const char *stats)
 {
-    char *text = tu_read_file(in_dir(stats), NULL);
+    char *text = tu_read_file(tu_join(dir, stats), NULL);
     assert_non_null(text);
     yajl_val v = parse(text);
     double t = num(v, "total_ns");
@@ -737,7 +720,7 @@ static void read_counter(const char *trace, ctr_t *c, const char *name)
     memset(c, 0, sizeof *c);
     c->name = name;
     char err[256];
-    assert_int_equal(trc_read(in_dir(trace), on_counter, c, err, sizeof err), NCSIM_OK);
+    assert_int_equal(trc_read(tu_join(dir, trace), on_counter, c, err, sizeof err), NCSIM_OK);
     assert_true(c->n > 0);
 }
 

@@ -33,15 +33,7 @@ static int setup(void **state)
 
 static isa_program_t *assemble(const char *text)
 {
-    isa_asm_options_t opt;
-    isa_asm_options_default(&opt);
-    opt.filename = "t.nca";
-    isa_diag_t d;
-    isa_diag_init(&d, 0);
-    isa_program_t *p = NULL;
-    if (isa_assemble(text, strlen(text), &opt, &p, &d) != NCSIM_OK)
-        fprintf(stderr, "%s", d.text ? d.text : "");
-    isa_diag_free(&d);
+    isa_program_t *p = tu_assemble(text, NULL);
     assert_non_null(p);
     return p;
 }

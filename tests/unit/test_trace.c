@@ -27,15 +27,6 @@ static int setup(void **state)
     return 0;
 }
 
-static const char *in_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 static void assert_checker_ok(const char *path, tc_stats_t *st)
 {
     char msg[1024];
@@ -405,7 +396,7 @@ static void roundtrip(trc_format_t fmt, const char *name)
 {
     collected_t *in = calloc(1, sizeof *in), *out = calloc(1, sizeof *out);
     build_records(in);
-    const char *path = in_dir(name);
+    const char *path = tu_join(dir, name);
     trc_writer_t *w;
     char err[512];
     assert_int_equal(trc_writer_open(path, fmt, &w, err, sizeof err), NCSIM_OK);
@@ -484,7 +475,7 @@ static void test_roundtrip_json_gz(void **state)
     roundtrip(TRC_FORMAT_JSON_GZ, "rt.json.gz");
     /* it is gzip */
     size_t n;
-    char *b = tu_read_file(in_dir("rt.json.gz"), &n);
+    char *b = tu_read_file(tu_join(dir, "rt.json.gz"), &n);
     assert_non_null(b);
     assert_true(n > 2 && (unsigned char)b[0] == 0x1f && (unsigned char)b[1] == 0x8b);
     free(b);
@@ -514,10 +505,10 @@ static void test_reader_errors(void **state)
     (void)state;
     char err[512];
     int n = 0;
-    assert_int_equal(trc_read(in_dir("missing.json"), collect, NULL, err, sizeof err),
+    assert_int_equal(trc_read(tu_join(dir, "missing.json"), collect, NULL, err, sizeof err),
                      NCSIM_IO);
     assert_non_null(strstr(err, "missing.json"));
-    const char *bad = in_dir("bad.json");
+    const char *bad = tu_join(dir, "bad.json");
     tu_write_file(bad, "{\"traceEvents\":[{\"ph\":\"X\",", 26);
     assert_int_equal(trc_read(bad, stop_after_two, &n, err, sizeof err), NCSIM_FORMAT);
     assert_non_null(strstr(err, "not valid JSON"));
@@ -530,16 +521,16 @@ static void test_reader_errors(void **state)
     /* a truncated .pftrace */
     roundtrip(TRC_FORMAT_PFTRACE, "cut.pftrace");
     size_t len;
-    char *b = tu_read_file(in_dir("cut.pftrace"), &len);
+    char *b = tu_read_file(tu_join(dir, "cut.pftrace"), &len);
     assert_non_null(b);
-    tu_write_file(in_dir("cut.pftrace"), b, len - 3);
+    tu_write_file(tu_join(dir, "cut.pftrace"), b, len - 3);
     free(b);
-    assert_int_equal(trc_read(in_dir("cut.pftrace"), count_records, &n, err, sizeof err),
+    assert_int_equal(trc_read(tu_join(dir, "cut.pftrace"), count_records, &n, err, sizeof err),
                      NCSIM_FORMAT);
     assert_non_null(strstr(err, "truncated"));
     /* a callback may stop early */
     n = 0;
-    assert_int_equal(trc_read(in_dir("rt.json"), stop_after_two, &n, err, sizeof err),
+    assert_int_equal(trc_read(tu_join(dir, "rt.json"), stop_after_two, &n, err, sizeof err),
                      NCSIM_OK);
     assert_int_equal(n, 2);
 }
@@ -548,7 +539,7 @@ static void test_reader_errors(void **state)
 
 static void expect_checker_fails(const char *json, const char *what)
 {
-    const char *p = in_dir("broken.json");
+    const char *p = tu_join(dir, "broken.json");
     tu_write_file(p, json, strlen(json));
     char msg[1024];
     assert_int_equal(tc_check_json(p, NULL, msg, sizeof msg), -1);
@@ -571,7 +562,7 @@ static void test_checker_catches(void **state)
                        "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"c\",\"id\":1,\"pid\":1,\"tid\":2,"
                        "\"ts\":1.5},"
                        "{\"ph\":\"C\",\"name\":\"n\",\"pid\":1,\"ts\":1,\"args\":{\"v\":3}}]}";
-    const char *p = in_dir("good.json");
+    const char *p = tu_join(dir, "good.json");
     tu_write_file(p, good, strlen(good));
     tc_stats_t st;
     assert_checker_ok(p, &st);
@@ -658,8 +649,8 @@ static void test_run_json(void **state)
     assert_int_equal(ncsim(args, &out), 0);
     free(out);
     tc_stats_t st;
-    assert_checker_ok(in_dir("demo.json"), &st);
-    char *t = read_all(in_dir("demo.json"));
+    assert_checker_ok(tu_join(dir, "demo.json"), &st);
+    char *t = read_all(tu_join(dir, "demo.json"));
     /* one process per core, named by chip and core; engine and queue tracks */
     assert_non_null(strstr(t, "\"name\":\"chip 0 core 0\""));
     assert_non_null(strstr(t, "\"name\":\"chip 0 core 1\""));
@@ -708,7 +699,7 @@ static void test_formats_agree(void **state)
              "--trace d1.json.gz && %s run %s --timing-only -q --trace d1.json",
              demo(), tu_ncsim(), demo(), tu_ncsim(), demo());
     assert_int_equal(ncsim(args, NULL), 0);
-    assert_checker_ok(in_dir("d1.json.gz"), NULL);
+    assert_checker_ok(tu_join(dir, "d1.json.gz"), NULL);
     assert_int_equal(ncsim("report d1.json --json", &a), 0);
     assert_int_equal(ncsim("report d1.json.gz --json", &b), 0);
     assert_int_equal(ncsim("report d1.pftrace --json", &c), 0);
@@ -793,7 +784,7 @@ static char *dump_trace(const char *name)
 {
     dump_t d = {NULL, 0, 0};
     char err[512];
-    assert_int_equal(trc_read(in_dir(name), dump_record, &d, err, sizeof err), NCSIM_OK);
+    assert_int_equal(trc_read(tu_join(dir, name), dump_record, &d, err, sizeof err), NCSIM_OK);
     assert_non_null(d.p);
     return d.p;
 }
@@ -826,7 +817,7 @@ static void test_formats_same_records(void **state)
         "    activate ys[:, i % 4, :], acc[:, i % 4, :], gelu | wait mm >= i + 1 "
         "| wait stored >= 2 * i - 6 | post act_done\n"
         ".endloop\n";
-    assert_int_equal(tu_write_file(in_dir("same.nca"), prog, strlen(prog)), 0);
+    assert_int_equal(tu_write_file(tu_join(dir, "same.nca"), prog, strlen(prog)), 0);
     const char *names[] = {"same.json", "same.json.gz", "same.pftrace"};
     char *dumps[3];
     for (int k = 0; k < 3; k++) {
@@ -875,8 +866,8 @@ static void test_filters(void **state)
              demo());
     assert_int_equal(ncsim(args, &out), 0);
     free(out);
-    assert_checker_ok(in_dir("win.json"), NULL);
-    char *t = read_all(in_dir("win.json"));
+    assert_checker_ok(tu_join(dir, "win.json"), NULL);
+    char *t = read_all(tu_join(dir, "win.json"));
     assert_null(strstr(t, "\"name\":\"act\""));
     assert_null(strstr(t, "\"name\":\"activate\""));
     assert_non_null(strstr(t, "\"name\":\"matmul\""));
@@ -885,13 +876,14 @@ static void test_filters(void **state)
     free(t);
     char err[512];
     window_check_t w = {5000000, 9000000, 0, 0, 0};
-    assert_int_equal(trc_read(in_dir("win.json"), check_window, &w, err, sizeof err), NCSIM_OK);
+    assert_int_equal(trc_read(tu_join(dir, "win.json"), check_window, &w, err, sizeof err),
+                     NCSIM_OK);
     assert_true(w.slices > 10);
     assert_int_equal(w.outside, 0);
     assert_int_equal(w.act, 0);
     /* the full trace has many more */
     window_check_t all = {0, UINT64_MAX, 0, 0, 0};
-    assert_int_equal(trc_read(in_dir("demo.json"), check_window, &all, err, sizeof err),
+    assert_int_equal(trc_read(tu_join(dir, "demo.json"), check_window, &all, err, sizeof err),
                      NCSIM_OK);
     assert_true(all.slices > w.slices);
     assert_true(all.act > 0);
@@ -906,7 +898,7 @@ static void test_filters(void **state)
              demo());
     assert_int_equal(ncsim(args, NULL), 0);
     window_check_t wp = {5000000, 9000000, 0, 0, 0};
-    assert_int_equal(trc_read(in_dir("win.pftrace"), check_window, &wp, err, sizeof err),
+    assert_int_equal(trc_read(tu_join(dir, "win.pftrace"), check_window, &wp, err, sizeof err),
                      NCSIM_OK);
     assert_int_equal(wp.slices, w.slices);
     assert_int_equal(wp.outside, 0);
@@ -938,7 +930,7 @@ static void test_deterministic(void **state)
         char a[64], b[64];
         snprintf(a, sizeof a, "det1.%s", ext[i]);
         snprintf(b, sizeof b, "det2.%s", ext[i]);
-        same_bytes(in_dir(a), in_dir(b));
+        same_bytes(tu_join(dir, a), tu_join(dir, b));
     }
 }
 
@@ -1027,7 +1019,7 @@ static int count_cc(void *ctx, const trc_record_t *r)
 static void test_collective_trace(void **state)
 {
     (void)state;
-    tu_write_file(in_dir("cc.nca"), cc_prog, strlen(cc_prog));
+    tu_write_file(tu_join(dir, "cc.nca"), cc_prog, strlen(cc_prog));
     static const char *const ext[] = {"json", "json.gz", "pftrace"};
     cc_count_t counts[3];
     for (int i = 0; i < 3; i++) {
@@ -1040,12 +1032,13 @@ static void test_collective_trace(void **state)
         char a[64], b[64];
         snprintf(a, sizeof a, "cc1.%s", ext[i]);
         snprintf(b, sizeof b, "cc2.%s", ext[i]);
-        same_bytes(in_dir(a), in_dir(b)); /* deterministic */
+        same_bytes(tu_join(dir, a), tu_join(dir, b)); /* deterministic */
         if (i < 2)
-            assert_checker_ok(in_dir(a), NULL);
+            assert_checker_ok(tu_join(dir, a), NULL);
         char err[512];
         memset(&counts[i], 0, sizeof counts[i]);
-        assert_int_equal(trc_read(in_dir(a), count_cc, &counts[i], err, sizeof err), NCSIM_OK);
+        assert_int_equal(trc_read(tu_join(dir, a), count_cc, &counts[i], err, sizeof err),
+                         NCSIM_OK);
         /* ring all_reduce of 4 members: 6 steps; per step one chunk crosses each direction of
          * the 0<->1 link, each member has a step slice */
         assert_int_equal(counts[i].links, 12);
@@ -1055,7 +1048,7 @@ static void test_collective_trace(void **state)
         assert_int_equal(counts[i].bad_step, 0);
         assert_true(counts[i].link_bytes == 12 * 65536);
     }
-    char *t = read_all(in_dir("cc1.json"));
+    char *t = read_all(tu_join(dir, "cc1.json"));
     assert_non_null(strstr(t, "\"name\":\"chip 0 links\""));
     assert_non_null(strstr(t, "\"name\":\"chip 1 links\""));
     assert_non_null(strstr(t, "\"args\":{\"name\":\"link 0->1\"}"));
@@ -1080,8 +1073,8 @@ static void test_collective_trace(void **state)
              "run cc.nca --arch trn1-32xl --timing-only -q --trace ccpe.json --trace-engines dve");
     assert_int_equal(ncsim(args, &out), 0);
     free(out);
-    assert_checker_ok(in_dir("ccpe.json"), NULL);
-    t = read_all(in_dir("ccpe.json"));
+    assert_checker_ok(tu_join(dir, "ccpe.json"), NULL);
+    t = read_all(tu_join(dir, "ccpe.json"));
     assert_int_equal(count(t, "\"cat\":\"link\""), 0);
     assert_int_equal(count(t, "\"cat\":\"collective\""), 0);
     free(t);
@@ -1103,13 +1096,13 @@ static void test_collective_lanes(void **state)
         at += (size_t)snprintf(prog + at, sizeof prog - at,
                                ".core %d\n.engine cc\nall_to_all y%d, x%d, group=g\n", k, k / 2,
                                k / 2);
-    tu_write_file(in_dir("a2a.nca"), prog, at);
+    tu_write_file(tu_join(dir, "a2a.nca"), prog, at);
     assert_int_equal(ncsim("run a2a.nca --arch trn1-32xl --timing-only -q --trace a2a.json",
                            NULL),
                      0);
     tc_stats_t st;
-    assert_checker_ok(in_dir("a2a.json"), &st);
-    char *t = read_all(in_dir("a2a.json"));
+    assert_checker_ok(tu_join(dir, "a2a.json"), &st);
+    char *t = read_all(tu_join(dir, "a2a.json"));
     assert_non_null(strstr(t, "\"args\":{\"name\":\"link 0->1 #2\"}"));
     assert_non_null(strstr(t, "\"phase\":\"exchange\""));
     assert_non_null(strstr(t, "\"algorithm\":\"pairwise\""));
@@ -1122,13 +1115,13 @@ static void test_deadlock_trace(void **state)
     (void)state;
     const char *prog = ".core 0\n.sbuf a fp32 [128, 64]\n.sem s\n.engine dve\n"
                        "    memset a, 1.0 | post s\n    memset a, 2.0 | wait s >= 2\n";
-    tu_write_file(in_dir("dead.nca"), prog, strlen(prog));
+    tu_write_file(tu_join(dir, "dead.nca"), prog, strlen(prog));
     char *out = NULL;
     assert_int_equal(ncsim("run dead.nca --timing-only -q --trace dead.json", &out), 1);
     assert_non_null(strstr(out, "deadlock"));
     free(out);
     tc_stats_t st;
-    assert_checker_ok(in_dir("dead.json"), &st);
+    assert_checker_ok(tu_join(dir, "dead.json"), &st);
     assert_true(st.slices == 1);
 }
 

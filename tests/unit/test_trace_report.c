@@ -30,31 +30,6 @@ static int setup(void **state)
     return 0;
 }
 
-static const char *in_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    int rc = tu_run(cmd, &out);
-    if (rc != 0 && out)
-        fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out);
-    free(out);
-    return rc;
-}
-
 /* `ncsim report ARGS` run in the temporary directory; its stdout. */
 static char *report(const char *args, int expect_rc)
 {
@@ -91,11 +66,11 @@ static void test_golden_demo_gemm(void **state)
 {
     (void)state;
     /* from the source tree, so the program path in the report is the same everywhere */
-    assert_int_equal(sh("cd %s && %s run kernels/demo_gemm.nca --timing-only -q --trace "
-                        "%s/golden.json",
-                        tu_source_path(""), tu_ncsim(), dir),
+    assert_int_equal(tu_sh("cd %s && %s run kernels/demo_gemm.nca --timing-only -q --trace "
+                           "%s/golden.json",
+                           tu_source_path(""), tu_ncsim(), dir),
                      0);
-    assert_int_equal(tc_check_json(in_dir("golden.json"), NULL, (char[256]){0}, 256), 0);
+    assert_int_equal(tc_check_json(tu_join(dir, "golden.json"), NULL, (char[256]){0}, 256), 0);
     char *text = report("golden.json", 0);
     const char *golden = tu_source_path("tests/golden/trace_report/demo_gemm.txt");
     if (getenv("NCSIM_UPDATE_GOLDEN")) {
@@ -105,9 +80,9 @@ static void test_golden_demo_gemm(void **state)
     char *want = tu_read_file(golden, NULL);
     assert_non_null(want);
     if (strcmp(want, text) != 0) {
-        tu_write_file(in_dir("got.txt"), text, strlen(text));
+        tu_write_file(tu_join(dir, "got.txt"), text, strlen(text));
         fprintf(stderr, "the report differs from %s: see `diff %s %s`\n", golden, golden,
-                in_dir("got.txt"));
+                tu_join(dir, "got.txt"));
     }
     assert_string_equal(want, text);
     free(want);
@@ -150,12 +125,11 @@ static yajl_val path_runs(const char *prog_text, const char *name, yajl_val *roo
     char nca[64], trace[64], args[160];
     snprintf(nca, sizeof nca, "%s.nca", name);
     snprintf(trace, sizeof trace, "%s.json", name);
-    assert_int_equal(tu_write_file(in_dir(nca), prog_text, strlen(prog_text)), 0);
-    assert_int_equal(sh("cd %s && %s run %s --timing-only -q --trace %s", dir, tu_ncsim(), nca,
-                        trace),
-                     0);
+    assert_int_equal(tu_write_file(tu_join(dir, nca), prog_text, strlen(prog_text)), 0);
+    assert_int_equal(
+        tu_sh("cd %s && %s run %s --timing-only -q --trace %s", dir, tu_ncsim(), nca, trace), 0);
     char msg[512];
-    int rc = tc_check_json(in_dir(trace), NULL, msg, sizeof msg);
+    int rc = tc_check_json(tu_join(dir, trace), NULL, msg, sizeof msg);
     if (rc)
         fprintf(stderr, "%s\n", msg);
     assert_int_equal(rc, 0);
@@ -281,9 +255,10 @@ static void test_critical_path_engine_order(void **state)
 static void test_report_from_stats(void **state)
 {
     (void)state;
-    assert_int_equal(sh("cd %s && %s run %s --timing-only -q --stats s.json --trace s-trace.json",
-                        dir, tu_ncsim(), tu_source_path("kernels/demo_gemm.nca")),
-                     0);
+    assert_int_equal(
+        tu_sh("cd %s && %s run %s --timing-only -q --stats s.json --trace s-trace.json", dir,
+              tu_ncsim(), tu_source_path("kernels/demo_gemm.nca")),
+        0);
     char *from_stats = report("s.json", 0);
     char *from_trace = report("s-trace.json", 0);
     assert_non_null(strstr(from_stats, "(statistics file)"));
@@ -317,7 +292,7 @@ static void test_report_from_stats(void **state)
     /* --json from the trace: ten stalls at most, engines with percentages that add up */
     j = report("s-trace.json --json -o s-report.json", 0);
     free(j);
-    j = tu_read_file(in_dir("s-report.json"), NULL);
+    j = tu_read_file(tu_join(dir, "s-report.json"), NULL);
     assert_non_null(j);
     root = parse(j);
     yajl_val stalls = get(root, "top_stalls");
@@ -331,7 +306,7 @@ static void test_report_from_stats(void **state)
     }
     /* MFU from the trace is the simulator's own figure (statistics "mfu") */
     yajl_val compute = get(root, "compute");
-    char *stats_text = tu_read_file(in_dir("s.json"), NULL);
+    char *stats_text = tu_read_file(tu_join(dir, "s.json"), NULL);
     assert_non_null(stats_text);
     yajl_val stats = parse(stats_text);
     double mfu = 100.0 * YAJL_GET_DOUBLE(get(stats, "mfu"));
@@ -360,10 +335,10 @@ static void test_report_collectives(void **state)
                                ".core 3\n.sbuf a fp32 [128, 512]\n.sem s\n"
                                ".engine dve\nmemset a, 1.0 | post s\n"
                                ".engine cc\nall_reduce x1, x1, op=add, group=g | wait s >= 1\n";
-    assert_int_equal(tu_write_file(in_dir("ar.nca"), prog, strlen(prog)), 0);
-    assert_int_equal(sh("cd %s && %s run ar.nca --arch trn1-32xl --timing-only -q --stats "
-                        "ar-stats.json --trace ar.pftrace",
-                        dir, tu_ncsim()),
+    assert_int_equal(tu_write_file(tu_join(dir, "ar.nca"), prog, strlen(prog)), 0);
+    assert_int_equal(tu_sh("cd %s && %s run ar.nca --arch trn1-32xl --timing-only -q --stats "
+                           "ar-stats.json --trace ar.pftrace",
+                           dir, tu_ncsim()),
                      0);
     char *text = report("ar.pftrace", 0);
     assert_non_null(strstr(text, "\nNeuronLinks ("));
@@ -413,7 +388,7 @@ static void test_report_collectives(void **state)
     }
     assert_int_equal(cc_seen, 4);
     /* HBM traffic of the chunks, as the simulator counts it */
-    char *stats_text = tu_read_file(in_dir("ar-stats.json"), NULL);
+    char *stats_text = tu_read_file(tu_join(dir, "ar-stats.json"), NULL);
     assert_non_null(stats_text);
     yajl_val stats = parse(stats_text);
     yajl_val hbm = get(root, "hbm"), shbm = get(stats, "hbm");
@@ -445,17 +420,17 @@ static void test_report_errors(void **state)
     char *out = report("nothere.json", 3);
     assert_non_null(strstr(out, "cannot open nothere.json"));
     free(out);
-    tu_write_file(in_dir("empty.json"), "{}", 2);
+    tu_write_file(tu_join(dir, "empty.json"), "{}", 2);
     out = report("empty.json", 3);
     assert_non_null(strstr(out, "neither a trace nor a statistics file"));
     free(out);
-    tu_write_file(in_dir("junk.json"), "{\"a\":", 5);
+    tu_write_file(tu_join(dir, "junk.json"), "{\"a\":", 5);
     out = report("junk.json", 3);
     assert_non_null(strstr(out, "not valid JSON"));
     free(out);
     /* a Chrome trace from elsewhere (no run information) */
     const char *alien = "{\"traceEvents\":[]}";
-    tu_write_file(in_dir("alien.json"), alien, strlen(alien));
+    tu_write_file(tu_join(dir, "alien.json"), alien, strlen(alien));
     out = report("alien.json", 3);
     assert_non_null(strstr(out, "not an ncsim trace"));
     free(out);

@@ -33,15 +33,6 @@ int main(void)
 
 static char dir[256];
 
-static const char *in_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 /* ---- writing small traces -------------------------------------------------------------------- */
 
 static void w_put(trc_writer_t *w, const trc_record_t *r)
@@ -221,7 +212,7 @@ static int setup_reference(void **state)
 {
     fixture_t *f = calloc(1, sizeof *f);
     assert_non_null(f);
-    const char *path = in_dir("reference.json");
+    const char *path = tu_join(dir, "reference.json");
     write_reference(path);
     f->t = load(path);
     f->v = viz_view_create(f->t, W, H);
@@ -625,7 +616,7 @@ static void test_help_and_quit(void **state)
 static void test_aggregation(void **state)
 {
     (void)state;
-    const char *path = in_dir("dense.pftrace");
+    const char *path = tu_join(dir, "dense.pftrace");
     trc_writer_t *w = NULL;
     char err[256];
     assert_int_equal(trc_writer_open(path, TRC_FORMAT_PFTRACE, &w, err, sizeof err), NCSIM_OK);
@@ -690,8 +681,8 @@ static void test_formats(void **state)
     size_t slices = 0, flows = 0;
     uint64_t end = 0;
     for (int i = 0; i < 3; i++) {
-        write_reference(in_dir(names[i]));
-        viz_trace_t *t = load(in_dir(names[i]));
+        write_reference(tu_join(dir, names[i]));
+        viz_trace_t *t = load(tu_join(dir, names[i]));
         if (i == 0) {
             slices = viz_trace_slice_count(t);
             flows = viz_trace_flow_count(t);
@@ -725,28 +716,28 @@ static void test_cli_png(void **state)
     char cmd[2048];
     char *out = NULL;
     snprintf(cmd, sizeof cmd, "%s run %s --random-inputs 1 -q --trace %s", tu_ncsim(),
-             tu_source_path("kernels/demo_gemm.nca"), in_dir("gemm.pftrace"));
+             tu_source_path("kernels/demo_gemm.nca"), tu_join(dir, "gemm.pftrace"));
     int rc = tu_run(cmd, &out);
     if (rc)
         fprintf(stderr, "%s\n", out ? out : "");
     free(out);
     assert_int_equal(rc, 0);
     snprintf(cmd, sizeof cmd, "%s viz %s --png %s --width 900 --height 500 --start 1000 --end 9000",
-             tu_ncsim(), in_dir("gemm.pftrace"), in_dir("gemm.png"));
+             tu_ncsim(), tu_join(dir, "gemm.pftrace"), tu_join(dir, "gemm.png"));
     rc = tu_run(cmd, &out);
     if (rc)
         fprintf(stderr, "%s\n", out ? out : "");
     free(out);
     assert_int_equal(rc, 0);
     unsigned w = 0, h = 0;
-    assert_int_equal(png_size(in_dir("gemm.png"), &w, &h), 0);
+    assert_int_equal(png_size(tu_join(dir, "gemm.png"), &w, &h), 0);
     assert_int_equal(w, 900);
     assert_int_equal(h, 500);
     /* same input, same pixels */
     snprintf(cmd, sizeof cmd,
              "%s viz %s --png %s --width 900 --height 500 --start 1000 --end 9000 && cmp %s %s",
-             tu_ncsim(), in_dir("gemm.pftrace"), in_dir("gemm2.png"), in_dir("gemm.png"),
-             in_dir("gemm2.png"));
+             tu_ncsim(), tu_join(dir, "gemm.pftrace"), tu_join(dir, "gemm2.png"),
+             tu_join(dir, "gemm.png"), tu_join(dir, "gemm2.png"));
     rc = tu_run(cmd, &out);
     free(out);
     assert_int_equal(rc, 0);
@@ -755,7 +746,7 @@ static void test_cli_png(void **state)
                                       "--bogus"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s viz %s %s --png %s", tu_ncsim(),
-                 i ? in_dir("gemm.pftrace") : "", bad[i], in_dir("bad.png"));
+                 i ? tu_join(dir, "gemm.pftrace") : "", bad[i], tu_join(dir, "bad.png"));
         rc = tu_run(cmd, &out);
         assert_non_null(out);
         if (rc != 2)

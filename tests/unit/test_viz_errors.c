@@ -29,15 +29,6 @@ int main(void)
 
 static char dir[256];
 
-static const char *in_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
 /* A small but complete trace: two cores, engines, a DMA queue, counters, flows. */
 static void write_trace(const char *path)
 {
@@ -171,19 +162,19 @@ static void write_bytes(const char *path, const void *data, size_t n)
 static void test_not_traces(void **state)
 {
     viz_canvas_t *c = *state;
-    assert_int_equal(try_load(in_dir("does-not-exist.json"), c), NCSIM_IO);
+    assert_int_equal(try_load(tu_join(dir, "does-not-exist.json"), c), NCSIM_IO);
     assert_int_equal(try_load(dir, c) != NCSIM_OK, 1); /* a directory */
-    write_bytes(in_dir("empty.json"), "", 0);
-    assert_int_equal(try_load(in_dir("empty.json"), c), NCSIM_FORMAT);
+    write_bytes(tu_join(dir, "empty.json"), "", 0);
+    assert_int_equal(try_load(tu_join(dir, "empty.json"), c), NCSIM_FORMAT);
     const char *text = "hello, this is not a trace\n";
-    write_bytes(in_dir("text.json"), text, strlen(text));
-    assert_int_equal(try_load(in_dir("text.json"), c), NCSIM_FORMAT);
+    write_bytes(tu_join(dir, "text.json"), text, strlen(text));
+    assert_int_equal(try_load(tu_join(dir, "text.json"), c), NCSIM_FORMAT);
     const char *other = "{\"a\": [1, 2, 3], \"b\": {\"c\": null}}";
-    write_bytes(in_dir("other.json"), other, strlen(other));
-    assert_int_equal(try_load(in_dir("other.json"), c), NCSIM_FORMAT);
+    write_bytes(tu_join(dir, "other.json"), other, strlen(other));
+    assert_int_equal(try_load(tu_join(dir, "other.json"), c), NCSIM_FORMAT);
     const char *events = "{\"traceEvents\": []}";
-    write_bytes(in_dir("noevents.json"), events, strlen(events));
-    assert_int_equal(try_load(in_dir("noevents.json"), c), NCSIM_FORMAT);
+    write_bytes(tu_join(dir, "noevents.json"), events, strlen(events));
+    assert_int_equal(try_load(tu_join(dir, "noevents.json"), c), NCSIM_FORMAT);
     unsigned char noise[4096];
     uint32_t x = 12345;
     for (size_t i = 0; i < sizeof noise; i++) {
@@ -191,8 +182,8 @@ static void test_not_traces(void **state)
         noise[i] = (unsigned char)(x >> 16);
     }
     noise[0] = 0x0a; /* looks like a protobuf packet tag */
-    write_bytes(in_dir("noise.pftrace"), noise, sizeof noise);
-    assert_int_not_equal(try_load(in_dir("noise.pftrace"), c), NCSIM_OK);
+    write_bytes(tu_join(dir, "noise.pftrace"), noise, sizeof noise);
+    assert_int_not_equal(try_load(tu_join(dir, "noise.pftrace"), c), NCSIM_OK);
 }
 
 /* Cut each format at many points: JSON and gzip must say so (a gzip stream missing even
@@ -203,7 +194,7 @@ static void test_truncated(void **state)
     viz_canvas_t *c = *state;
     static const char *const names[] = {"full.json", "full.json.gz", "full.pftrace"};
     for (int f = 0; f < 3; f++) {
-        const char *path = in_dir(names[f]);
+        const char *path = tu_join(dir, names[f]);
         write_trace(path);
         assert_int_equal(try_load(path, c), NCSIM_OK);
         size_t len = 0;
@@ -220,7 +211,7 @@ static void test_truncated(void **state)
         for (int k = 0; k < n; k++) {
             char name[64];
             snprintf(name, sizeof name, "cut%d_%s", k, names[f]);
-            const char *cut = in_dir(name);
+            const char *cut = tu_join(dir, name);
             write_bytes(cut, data, cuts[k]);
             ncsim_status_t st = try_load(cut, c);
             int must_fail = f == 0 || f == 1;
@@ -242,7 +233,7 @@ static void test_corrupt(void **state)
     viz_canvas_t *c = *state;
     static const char *const names[] = {"good.json", "good.json.gz", "good.pftrace"};
     for (int f = 0; f < 3; f++) {
-        const char *path = in_dir(names[f]);
+        const char *path = tu_join(dir, names[f]);
         write_trace(path);
         size_t len = 0;
         char *data = tu_read_file(path, &len);
@@ -259,8 +250,8 @@ static void test_corrupt(void **state)
             }
             char name[64];
             snprintf(name, sizeof name, "bad%d_%s", k, names[f]);
-            write_bytes(in_dir(name), bad, len);
-            try_load(in_dir(name), c);
+            write_bytes(tu_join(dir, name), bad, len);
+            try_load(tu_join(dir, name), c);
             free(bad);
         }
         free(data);
@@ -271,19 +262,19 @@ static void test_corrupt(void **state)
 static void test_cli(void **state)
 {
     (void)state;
-    write_trace(in_dir("cli.json"));
+    write_trace(tu_join(dir, "cli.json"));
     size_t len;
-    char *data = tu_read_file(in_dir("cli.json"), &len);
+    char *data = tu_read_file(tu_join(dir, "cli.json"), &len);
     assert_non_null(data);
-    write_bytes(in_dir("cli_cut.json"), data, len / 2);
+    write_bytes(tu_join(dir, "cli_cut.json"), data, len / 2);
     free(data);
     static const char *const inputs[] = {"cli_cut.json", "missing.pftrace", "empty.json"};
-    write_bytes(in_dir("empty.json"), "", 0);
+    write_bytes(tu_join(dir, "empty.json"), "", 0);
     for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
         char cmd[2048];
-        unlink(in_dir("out.png"));
-        snprintf(cmd, sizeof cmd, "%s viz %s --png %s", tu_ncsim(), in_dir(inputs[i]),
-                 in_dir("out.png"));
+        unlink(tu_join(dir, "out.png"));
+        snprintf(cmd, sizeof cmd, "%s viz %s --png %s", tu_ncsim(), tu_join(dir, inputs[i]),
+                 tu_join(dir, "out.png"));
         char *out = NULL;
         int rc = tu_run(cmd, &out);
         assert_non_null(out);
@@ -292,7 +283,7 @@ static void test_cli(void **state)
         assert_int_equal(rc, 3);
         assert_non_null(strstr(out, "ncsim viz: "));
         assert_non_null(strstr(out, inputs[i]));
-        assert_int_equal(access(in_dir("out.png"), F_OK), -1);
+        assert_int_equal(access(tu_join(dir, "out.png"), F_OK), -1);
         free(out);
     }
 }

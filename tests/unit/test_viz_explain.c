@@ -29,31 +29,6 @@ int main(void)
 
 static char dir[256];
 
-static const char *in_dir(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
-    return buf[k];
-}
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    char *out = NULL;
-    int rc = tu_run(cmd, &out);
-    if (rc != 0 && out)
-        fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out);
-    free(out);
-    return rc;
-}
-
 /* `n` back-to-back bf16 matmuls of 183 ns on core 0. */
 static void write_matmuls(const char *trace, int n)
 {
@@ -64,10 +39,9 @@ static void write_matmuls(const char *trace, int n)
              ".psum acc fp32 [128, 512]\n.engine pe\n.loop i = 0, %d\n    matmul acc, w, x\n"
              ".endloop\n",
              n);
-    assert_int_equal(tu_write_file(in_dir(prog), text, strlen(text)), 0);
-    assert_int_equal(sh("cd %s && %s run %s --timing-only -q --trace %s", dir, tu_ncsim(), prog,
-                        trace),
-                     0);
+    assert_int_equal(tu_write_file(tu_join(dir, prog), text, strlen(text)), 0);
+    assert_int_equal(
+        tu_sh("cd %s && %s run %s --timing-only -q --trace %s", dir, tu_ncsim(), prog, trace), 0);
 }
 
 static int top_y(const viz_view_t *v, int lane)
@@ -86,10 +60,10 @@ static void test_two_traces(void **state)
     write_matmuls("b.pftrace", 30);
     viz_trace_t *a = NULL, *t = NULL;
     char err[512];
-    assert_int_equal(viz_trace_load(in_dir("a.json"), &a, err, sizeof err), NCSIM_OK);
-    assert_int_equal(viz_trace_load_pair(in_dir("a.json"), in_dir("b.pftrace"), &t, err,
-                                         sizeof err),
-                     NCSIM_OK);
+    assert_int_equal(viz_trace_load(tu_join(dir, "a.json"), &a, err, sizeof err), NCSIM_OK);
+    assert_int_equal(
+        viz_trace_load_pair(tu_join(dir, "a.json"), tu_join(dir, "b.pftrace"), &t, err, sizeof err),
+        NCSIM_OK);
     assert_int_equal(viz_trace_runs(t), 2);
     assert_int_equal(viz_trace_runs(a), 1);
     /* each matmul D, STAT, MOV is an ldweights and a matmul: 20 slices in A, 60 in B */
@@ -122,13 +96,12 @@ static void test_two_traces(void **state)
     viz_trace_free(t);
     viz_trace_free(a);
     /* the command line takes two traces; a missing second one is an I/O error */
-    assert_int_equal(sh("cd %s && %s viz a.json b.pftrace --png pair.png", dir, tu_ncsim()), 0);
-    assert_int_equal(sh("cd %s && %s viz a.json nothere.json --png x.png 2>/dev/null", dir,
-                        tu_ncsim()),
-                     3);
-    assert_int_equal(sh("cd %s && %s viz a.json b.pftrace a.json --png x.png 2>/dev/null", dir,
-                        tu_ncsim()),
-                     2);
+    assert_int_equal(tu_sh("cd %s && %s viz a.json b.pftrace --png pair.png", dir, tu_ncsim()), 0);
+    assert_int_equal(
+        tu_sh("cd %s && %s viz a.json nothere.json --png x.png 2>/dev/null", dir, tu_ncsim()), 3);
+    assert_int_equal(
+        tu_sh("cd %s && %s viz a.json b.pftrace a.json --png x.png 2>/dev/null", dir, tu_ncsim()),
+        2);
 }
 
 /* ---- wait strips for slices too short to draw ---------------------------------------------- */
@@ -197,7 +170,7 @@ static int reddish(uint32_t rgb)
 static void test_short_slice_waits(void **state)
 {
     (void)state;
-    const char *path = in_dir("waits.json");
+    const char *path = tu_join(dir, "waits.json");
     write_short_waits(path);
     viz_trace_t *t = NULL;
     char err[512];

@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include <stdarg.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "asm.h"
 
 const char *tu_source_path(const char *rel)
 {
@@ -130,4 +134,42 @@ int tu_close(double a, double b, double rtol, double atol)
     if (isinf(a) || isinf(b))
         return a == b;
     return fabs(a - b) <= atol + rtol * fabs(b);
+}
+
+const char *tu_join(const char *dir, const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+int tu_sh(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char *out = NULL;
+    int rc = tu_run(cmd, &out);
+    if (rc != 0 && out)
+        fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out);
+    free(out);
+    return rc;
+}
+
+struct isa_program *tu_assemble(const char *text, const char *name)
+{
+    isa_asm_options_t opt;
+    isa_asm_options_default(&opt);
+    opt.filename = name ? name : "t.nca";
+    isa_diag_t d;
+    isa_diag_init(&d, 0);
+    isa_program_t *p = NULL;
+    if (isa_assemble(text, strlen(text), &opt, &p, &d) != NCSIM_OK)
+        fprintf(stderr, "%s", d.text ? d.text : "");
+    isa_diag_free(&d);
+    return p;
 }

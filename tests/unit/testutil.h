@@ -24,5 +24,13 @@ int tu_run(const char *cmd, char **out);
 const char *tu_ncsim(void);
 /* Relative closeness: |a-b| <= atol + rtol*|b| (NaN equal to NaN). */
 int tu_close(double a, double b, double rtol, double atol);
+/* "dir/name" in one of four rotating static buffers (a call may use up to four at once). */
+const char *tu_join(const char *dir, const char *name);
+/* Run a printf-formatted shell command; when it fails, print it with its output. Returns the
+ * exit status (as tu_run). */
+int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Assemble NCA text with the default options, as file `name` (NULL: "t.nca"); NULL on failure,
+ * after printing the diagnostics. */
+struct isa_program *tu_assemble(const char *text, const char *name);
 
 #endif
