@@ -93,18 +93,25 @@ static __attribute__((noinline)) void cur_remove(sim_queue_t *q, sim_event_t *ev
     ev->heap_index = SIM_NOT_QUEUED;
 }
 
+/* Double an array of event pointers (the heap, the current instant's list): the rare growth,
+ * kept out of line. */
+static __attribute__((noinline)) int grow_events(sim_event_t ***a, uint32_t *cap)
+{
+    uint32_t nc = *cap * 2;
+    sim_event_t **h = realloc(*a, nc * sizeof *h);
+    if (!h)
+        return -1;
+    *a = h;
+    *cap = nc;
+    return 0;
+}
+
 /* ev (time now, the newest sequence number) runs after the events of its priority or lower
  * and before those of a higher one. */
 static int cur_insert(sim_queue_t *q, sim_event_t *ev)
 {
-    if (q->ncur == q->cur_cap) {
-        uint32_t nc = q->cur_cap * 2;
-        sim_event_t **c = realloc(q->cur, nc * sizeof *c);
-        if (!c)
-            return -1;
-        q->cur = c;
-        q->cur_cap = nc;
-    }
+    if (q->ncur == q->cur_cap && grow_events(&q->cur, &q->cur_cap))
+        return -1;
     uint32_t j = 0;
     while (j < q->ncur && q->cur[j]->priority > ev->priority)
         j++;
@@ -148,16 +155,6 @@ void sim_schedule_last(sim_queue_t *q, sim_event_t *ev)
     q->last = ev;
 }
 
-static __attribute__((noinline)) int grow_heap(sim_queue_t *q)
-{
-    uint32_t nc = q->cap * 2;
-    sim_event_t **h = realloc(q->heap, nc * sizeof *h);
-    if (!h)
-        return -1;
-    q->heap = h;
-    q->cap = nc;
-    return 0;
-}
 
 int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
 {
@@ -182,7 +179,7 @@ int sim_schedule(sim_queue_t *q, sim_event_t *ev, uint64_t time)
         ev->seq = q->next_seq++;
         return cur_insert(q, ev);
     }
-    if (q->n == q->cap && grow_heap(q))
+    if (q->n == q->cap && grow_events(&q->heap, &q->cap))
         return -1;
     ev->time = t;
     ev->seq = q->next_seq++;
