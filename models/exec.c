@@ -531,13 +531,19 @@ static const float *widened_moving(exec_ctx_t *x, const isa_view_t *mov, size_t 
     mdl_core_state_t *s = x->s;
     struct mdl_widened *w = s->widened;
     unsigned victim = 0;
+    uint64_t oldest = UINT64_MAX;
     for (unsigned i = 0; i < MDL_ONCHIP_WATCHES; i++) {
-        if (mdl_view_watch_live(&s->mem, mov->space, i) && isa_view_equal(&w[i].view, mov)) {
+        const int live = mdl_view_watch_live(&s->mem, mov->space, i);
+        if (live && isa_view_equal(&w[i].view, mov)) {
             w[i].used = ++s->widen_clock;
             return w[i].data;
         }
-        if (w[i].used < w[victim].used)
+        /* replace a tile whose bytes changed first, else the least recently used */
+        const uint64_t age = live ? w[i].used : 0;
+        if (age < oldest) {
+            oldest = age;
             victim = i;
+        }
     }
     struct mdl_widened *e = &w[victim];
     if (e->cap < n) {
