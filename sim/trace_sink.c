@@ -243,6 +243,10 @@ struct sim_trace_file {
     coll_trace_t **colls; /* in progress */
     size_t ncolls, cap_colls;
     char text[2048];
+    /* texts of the caches above replaced while the trace is open: records are `stable`
+     * (trc_slice_t), so they live until it closes */
+    char **retired;
+    size_t nretired, cap_retired;
 };
 
 /* trace.h's limited_* fields follow sim_dma_limit_t */
@@ -281,6 +285,24 @@ static void fail(sim_trace_file_t *t, ncsim_status_t st, const char *msg)
     }
 }
 
+/* A cache text replaced: kept until the trace closes (the writer may know it by address). */
+static void retire(sim_trace_file_t *t, char *text)
+{
+    if (!text)
+        return;
+    if (t->nretired == t->cap_retired) {
+        size_t cap = t->cap_retired ? t->cap_retired * 2 : 64;
+        char **p = realloc(t->retired, cap * sizeof *p);
+        if (!p) {
+            fail(t, NCSIM_NOMEM, "out of memory");
+            return; /* leaked rather than freed under the writer */
+        }
+        t->retired = p;
+        t->cap_retired = cap;
+    }
+    t->retired[t->nretired++] = text;
+}
+
 static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
 {
     if (s->written && s->last == v)
@@ -291,7 +313,7 @@ static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v
      * and there are several counter values per instruction */
     trc_record_t r;
     r.kind = TRC_REC_COUNTER;
-    r.u.counter = (trc_counter_t){s->pid, s->name, s->unit, ts, v};
+    r.u.counter = (trc_counter_t){s->pid, s->name, s->unit, ts, v, 1};
     put(t, &r);
 }
 
@@ -343,7 +365,9 @@ static void write_flow(sim_trace_file_t *t, const char *cat, const char *name, u
 {
     trc_record_t r; /* only the flow member is set, as in counter_emit */
     r.kind = TRC_REC_FLOW;
-    r.u.flow = (trc_flow_t){++t->next_flow, cat, name, pid, from_tid, from_ts, pid, to_tid, to_ts};
+    /* cat: a literal, name: a literal or a semaphore's name, kept until close */
+    r.u.flow =
+        (trc_flow_t){++t->next_flow, cat, name, pid, from_tid, from_ts, pid, to_tid, to_ts, 1};
     put(t, &r);
 }
 
@@ -653,7 +677,7 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
     if (t->nops * 4 >= OP_CACHE_SIZE * 3) {
         /* full: start again (programs with this many distinct operand sets are rare) */
         for (uint32_t k = 0; k < OP_CACHE_SIZE; k++) {
-            free(t->ops[k].text);
+            retire(t, t->ops[k].text);
             t->ops[k].text = NULL;
         }
         memset(t->fast, 0, OP_FAST_SIZE * sizeof *t->fast);
@@ -780,8 +804,9 @@ static void clause_values(sim_trace_file_t *t, const isa_instr_t *in)
     }
 }
 
-/* The operands of `in` as a template with its numbers in t->vals (trc_slice_t.operands_tmpl);
- * NULL when it has no clause numbers or its text holds a '#' (then instr_text is used). */
+/* The operands of `in` as a template with its numbers in t->vals (trc_slice_t.operands_tmpl;
+ * clauses without numbers: the text itself, values ""); NULL when it has no clauses or its
+ * text holds a '#' (then instr_text is used). */
 static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
 {
     if (!in->nwait && !in->npost)
@@ -825,8 +850,9 @@ static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_
             numbers++;
         for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++)
             numbers += !(in->post[k].op == ISA_POST_ADD && in->post[k].value == 1);
-        int none = hashes != numbers || at + 1 >= sizeof buf || numbers == 0;
-        free(e->text);
+        /* no numbers: the template is the text (values ""), which stays in this cache */
+        int none = hashes != numbers || at + 1 >= sizeof buf;
+        retire(t, e->text);
         *e = (tmpl_entry_t){ops, shape, core, (uint8_t)none, NULL};
         if (!none) {
             e->text = strdup(buf);
@@ -877,7 +903,7 @@ static const char *instr_cost_text(sim_trace_file_t *t, const sim_trace_instr_t 
         fail(t, NCSIM_NOMEM, "out of memory");
         return "";
     }
-    free(e->text);
+    retire(t, e->text);
     *e = (cost_entry_t){copy, in->args, r->stationary_cols, in->op, in->engine, shortened};
     return copy;
 }
@@ -959,6 +985,8 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->semaphore = sem;
     a->stall = stall;
     a->cost = instr_cost_text(t, r);
+    /* every string but an operand text built in t->text lives in a cache until close */
+    s->stable = text != t->text;
     put(t, &rec);
 }
 
@@ -1064,6 +1092,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
     a->limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
     a->limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
+    s->stable = text != t->text; /* the rest: literals */
     put(t, &rec);
 }
 
@@ -1602,6 +1631,9 @@ static void free_file(sim_trace_file_t *t)
         free_coll(t->colls[i]);
     free(t->colls);
     free(t->deltas);
+    for (size_t i = 0; i < t->nretired; i++)
+        free(t->retired[i]);
+    free(t->retired);
     free(t);
 }
 

@@ -124,6 +124,10 @@ static void put_tmpl(ev_t *e, const char *tmpl, const char *vals)
     char buf[STR_LIMIT];
     size_t k = 0;
     const char *v = vals ? vals : "";
+    if (!*v) { /* no numbers: the template is the text */
+        put_str(e, tmpl);
+        return;
+    }
     for (const char *c = tmpl; *c && k + 1 < sizeof buf; c++) {
         if (*c != '#' || !*v) {
             buf[k++] = *c;

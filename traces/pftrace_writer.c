@@ -111,9 +111,72 @@ static void intern_free(intern_t *t)
     free(t->e);
 }
 
+/* Strings the caller promises to keep unchanged until the writer closes (trc_slice_t.stable)
+ * are known by their address: (a, b, c) -> v, never removed. Strings: (text, NULL, table) ->
+ * iid; counter tracks: (name, unit, pid) -> track uuid. */
+typedef struct ptr_entry {
+    const void *a, *b;
+    uint64_t c, v;
+} ptr_entry_t;
+
+typedef struct ptr_map {
+    ptr_entry_t *e;
+    size_t cap, n;
+} ptr_map_t;
+
+static size_t ptr_slot(const void *a, const void *b, uint64_t c, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)(uintptr_t)b * 0xc2b2ae3d27d4eb4full + c * 0x165667b19e3779f9ull;
+    return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+/* The value of (a, b, c), 0 when absent. */
+static inline uint64_t ptr_get(const ptr_map_t *m, const void *a, const void *b, uint64_t c)
+{
+    if (!m->cap)
+        return 0;
+    for (size_t j = ptr_slot(a, b, c, m->cap);; j = (j + 1) & (m->cap - 1)) {
+        const ptr_entry_t *e = &m->e[j];
+        if (!e->a)
+            return 0;
+        if (e->a == a && e->b == b && e->c == c)
+            return e->v;
+    }
+}
+
+/* Add (a, b, c) -> v (not present yet); -1 when out of memory. */
+static int ptr_put(ptr_map_t *m, const void *a, const void *b, uint64_t c, uint64_t v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        ptr_entry_t *e = calloc(cap, sizeof *e);
+        if (!e)
+            return -1;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->e[i].a) {
+                size_t j = ptr_slot(m->e[i].a, m->e[i].b, m->e[i].c, cap);
+                while (e[j].a)
+                    j = (j + 1) & (cap - 1);
+                e[j] = m->e[i];
+            }
+        free(m->e);
+        m->e = e;
+        m->cap = cap;
+    }
+    size_t j = ptr_slot(a, b, c, m->cap);
+    while (m->e[j].a)
+        j = (j + 1) & (m->cap - 1);
+    m->e[j] = (ptr_entry_t){a, b, c, v};
+    m->n++;
+    return 0;
+}
+
 /* ---- state ------------------------------------------------------------------------------------------ */
 
 enum { TBL_CATEGORY, TBL_NAME, TBL_ANNOTATION, TBL_STRING_VALUE, TBL_COUNT };
+/* the key of a stable operand text sent whole in the string map (see put_operands) */
+#define OPERANDS_WHOLE TBL_COUNT
 
 typedef struct pending_intern {
     uint8_t table;
@@ -123,8 +186,7 @@ typedef struct pending_intern {
 
 typedef struct pending_flow {
     uint64_t track, ts_ps, id;
-    char cat[32];
-    char name[64];
+    uint64_t cat_iid, name_iid; /* the source's, for an instant that ends it alone */
 } pending_flow_t;
 
 /* Counter tracks by (pid, name, unit) as the caller passes them: a direct-mapped memo in
@@ -154,6 +216,8 @@ typedef struct pf_state {
     str_memo_t smemo[STR_MEMO];
     intern_t tables[TBL_COUNT];
     intern_t counters; /* "pid\x1fname\x1funit" -> counter track number */
+    ptr_map_t stable_str;      /* stable strings -> iid */
+    ptr_map_t stable_counters; /* stable counter names -> track uuid */
     pending_intern_t pend[64];
     unsigned npend;
     pending_flow_t *flows;
@@ -206,6 +270,27 @@ static uint64_t iid_of(pf_state_t *st, int table, const char *s)
         p->s = copy; /* the table's copy: the caller's string may be gone by packet_begin */
     }
     return iid;
+}
+
+/* iid of a string that stays unchanged until the writer closes: by its address, the text is
+ * read only the first time */
+static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
+{
+    if (!s)
+        s = "";
+    uint64_t iid = ptr_get(&st->stable_str, s, NULL, (uint64_t)table);
+    if (iid)
+        return iid;
+    iid = iid_of(st, table, s);
+    if (iid && ptr_put(&st->stable_str, s, NULL, (uint64_t)table, iid))
+        st->oom = 1;
+    return iid;
+}
+
+/* A string of the slice being written (st->slice): by address when the slice is stable. */
+static inline uint64_t slice_iid(pf_state_t *st, int table, const char *s)
+{
+    return st->slice && st->slice->stable ? iid_stable(st, table, s) : iid_of(st, table, s);
 }
 
 /* ---- packets --------------------------------------------------------------------------------------- */
@@ -410,10 +495,20 @@ static inline unsigned char *w_ann_istr(unsigned char *p, uint64_t iid, uint64_t
  * inline, space-separated ("operand_values": "17"); the reader puts them back. */
 static unsigned char *put_operands(pf_state_t *st, unsigned char *p, uint64_t iid, const char *s)
 {
+    int stable = st->slice && st->slice->stable;
+    if (stable) { /* a stable text seen before and sent whole */
+        uint64_t siid = ptr_get(&st->stable_str, s, NULL, OPERANDS_WHOLE);
+        if (siid)
+            return w_ann_istr(p, iid, siid);
+    }
     const char *bar = strstr(s, " | ");
     size_t n = strlen(s);
-    if (!bar || n >= OPERANDS_MAX || memchr(s, '#', n))
-        return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+    if (!bar || n >= OPERANDS_MAX || memchr(s, '#', n)) {
+        uint64_t siid = iid_of(st, TBL_STRING_VALUE, s);
+        if (stable && siid && ptr_put(&st->stable_str, s, NULL, OPERANDS_WHOLE, siid))
+            st->oom = 1;
+        return w_ann_istr(p, iid, siid);
+    }
     char *t = st->tmpl, *v = st->vals;
     size_t at = (size_t)(bar - s), nv = 0;
     memcpy(t, s, at);
@@ -451,7 +546,7 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
     const char *s = v ? v : "";
     if (operands && st->slice && st->slice->operands_tmpl && v == st->slice->operands_tmpl) {
         /* the simulator's template and numbers: as put_operands would split them */
-        p = w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+        p = w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, s));
         const char *vals = st->slice->operand_values ? st->slice->operand_values : "";
         if (*vals)
             p = w_ann_str(p, st->values_iid, vals, strlen(vals));
@@ -459,7 +554,7 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
     }
     if (operands)
         return put_operands(st, p, iid, s);
-    return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+    return w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, s));
 }
 
 /* The annotations of each slice kind, expanded from its field table at compile time (the
@@ -474,12 +569,13 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 #define PPUT_F64(p, iid, v, key) w_ann_f64(p, iid, v)
 #define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, strcmp(key, "operands") == 0)
 #define PFIELD(member, key, type, always)                                                      \
-    if ((always) || !PSKIP_##type(a->member))                                                  \
+    if (!(implied >> fi & 1) && ((always) || !PSKIP_##type(a->member)))                        \
         p = PPUT_##type(p, iids[fi], a->member, key);                                          \
     fi++;
 #define XX(ID, member_, cat, FIELDS)                                                           \
     static unsigned char *ann_##member_(pf_state_t *st, unsigned char *p,                      \
-                                        const trc_##member_##_args_t *a, const uint64_t *iids) \
+                                        const trc_##member_##_args_t *a, const uint64_t *iids, \
+                                        uint64_t implied)                                      \
     {                                                                                          \
         unsigned fi = 0;                                                                       \
         const int kind_ = TRC_SLICE_##ID;                                                      \
@@ -490,39 +586,22 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 TRC_SLICE_KIND_MAP(XX)
 #undef XX
 
-/* Bytes the annotations of a slice take at most. */
-#define PROOM_U64(v) 0
-#define PROOM_PS(v) 0
-#define PROOM_F64(v) 0
-#define PROOM_STR(v) ((v) ? strlen(v) + 16 : 0) /* operands: template iid + values */
-#define PROOMFIELD(member, key, type, always) n += 32 + PROOM_##type(a->member);
-#define XX(ID, member_, cat, FIELDS)                                                           \
-    static size_t room_##member_(const trc_##member_##_args_t *a)                              \
-    {                                                                                          \
-        size_t n = 0;                                                                          \
-        FIELDS(PROOMFIELD)                                                                     \
-        return n;                                                                              \
-    }
-TRC_SLICE_KIND_MAP(XX)
+/* Bytes the annotations of a slice take at most: 32 a field (strings are interned: a
+ * varint; an operand text split by put_operands is counted apart, see write_slice). */
+#define PROOMFIELD(member, key, type, always) +32
+static const size_t kind_room[TRC_SLICE_KIND_COUNT] = {
+#define XX(ID, member_, cat, FIELDS) [TRC_SLICE_##ID] = 0 FIELDS(PROOMFIELD),
+    TRC_SLICE_KIND_MAP(XX)
 #undef XX
+};
 
-static size_t slice_room(const trc_slice_t *s)
-{
-    switch ((trc_slice_kind_t)s->kind) {
-#define XX(ID, member_, cat, FIELDS)                                                           \
-    case TRC_SLICE_##ID: return room_##member_(&s->a.member_);
-        TRC_SLICE_KIND_MAP(XX)
-#undef XX
-    default: return 0;
-    }
-}
-
+/* implied: the fields left out (trc_pf_implied) */
 static unsigned char *slice_annotations(pf_state_t *st, unsigned char *p, const trc_slice_t *s,
-                                        const uint64_t *iids)
+                                        const uint64_t *iids, uint64_t implied)
 {
     switch ((trc_slice_kind_t)s->kind) {
 #define XX(ID, member_, cat, FIELDS)                                                           \
-    case TRC_SLICE_##ID: return ann_##member_(st, p, &s->a.member_, iids);
+    case TRC_SLICE_##ID: return ann_##member_(st, p, &s->a.member_, iids, implied);
         TRC_SLICE_KIND_MAP(XX)
 #undef XX
     default: return p;
@@ -604,12 +683,12 @@ static ncsim_status_t write_descriptor(trc_writer_t *w, pf_state_t *st, uint64_t
 /* ---- events ------------------------------------------------------------------------------------------ */
 
 static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t track,
-                                    uint64_t ts_ps, const char *cat, const char *name,
+                                    uint64_t ts_ps, uint64_t cat_iid, uint64_t name_iid,
                                     uint64_t flow, int terminating)
 {
-    uint64_t cat_iid = iid_of(st, TBL_CATEGORY, cat);
-    uint64_t name_iid = iid_of(st, TBL_NAME, name);
-    uint64_t ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
+    if (!st->ts_iid)
+        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
+    uint64_t ts_iid = st->ts_iid;
     st->ev.n = 0;
     if (pb_reserve(&st->ev, 96))
         return NCSIM_NOMEM;
@@ -639,7 +718,8 @@ static ncsim_status_t flush_flows(trc_writer_t *w, pf_state_t *st, uint64_t trac
     for (size_t i = 0; i < st->nflows; i++) {
         pending_flow_t *f = &st->flows[i];
         if (all || (f->track == track && f->ts_ps < before_ps)) {
-            ncsim_status_t r = write_instant(w, st, f->track, f->ts_ps, f->cat, f->name, f->id, 1);
+            ncsim_status_t r =
+                write_instant(w, st, f->track, f->ts_ps, f->cat_iid, f->name_iid, f->id, 1);
             if (r != NCSIM_OK)
                 rc = r;
         } else {
@@ -665,14 +745,17 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
         collect_slice_names(st, f, nf, st->kind_fields[s->kind]);
         st->kind_cat[s->kind] =
             iid_of(st, TBL_CATEGORY, trc_slice_category((trc_slice_kind_t)s->kind));
-        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
+        if (!st->ts_iid)
+            st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
         st->dur_iid = iid_of(st, TBL_ANNOTATION, "dur_ps");
         st->values_iid = iid_of(st, TBL_ANNOTATION, "operand_values");
     }
     const uint64_t *iids = st->kind_fields[s->kind];
-    uint64_t name_iid = iid_of(st, TBL_NAME, s->name);
+    st->slice = s;
+    uint64_t name_iid = slice_iid(st, TBL_NAME, s->name);
     /* room: fixed fields, every annotation at its largest, the strings, flow ids */
-    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10 +
+    /* (an operand text split by put_operands: its numbers, shorter than the text, inline) */
+    size_t room = 64 + 2 * 32 + kind_room[s->kind] + OPERANDS_MAX + 32 + st->nflows * 10 +
                   (s->operand_values ? strlen(s->operand_values) + 16 : 0);
     st->ev.n = 0;
     if (pb_reserve(&st->ev, room))
@@ -686,8 +769,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     p = w_varint(p, st->kind_cat[s->kind]);
     p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
     p = w_varint(p, name_iid);
-    st->slice = s;
-    p = slice_annotations(st, p, s, iids);
+    p = slice_annotations(st, p, s, iids, trc_pf_implied(s));
     st->slice = NULL;
     if (s->ts_ps % 1000)
         p = w_ann_u64(p, st->ts_iid, s->ts_ps % 1000);
@@ -716,9 +798,17 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     return emit_event(w, st, (s->ts_ps + s->dur_ps) / 1000, 0);
 }
 
+static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+                                          const trc_counter_t *c, uint64_t uuid);
+
 static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
 {
     const char *cname = c->name ? c->name : "", *cunit = c->unit ? c->unit : "";
+    if (c->stable) {
+        uint64_t uuid = ptr_get(&st->stable_counters, cname, cunit, c->pid);
+        if (uuid)
+            return write_counter_value(w, st, c, uuid);
+    }
     uintptr_t hp = (uintptr_t)cname ^ ((uintptr_t)cname >> 9) ^ (uintptr_t)c->pid * 40503u;
     counter_memo_t *mo = &st->memo[hp & (COUNTER_MEMO - 1)];
     uint64_t uuid = 0;
@@ -732,7 +822,7 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         uint64_t n = intern_get(&st->counters, key, &is_new);
         if (!n)
             return NCSIM_NOMEM;
-        uuid = TRC_PF_COUNTER_UUID + n;
+        uuid = trc_pf_counter_uuid(n);
         if (strlen(cname) < sizeof mo->name && strlen(cunit) < sizeof mo->unit) {
             mo->pid = c->pid;
             mo->name_ptr = cname;
@@ -750,6 +840,14 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         if (rc != NCSIM_OK)
             return rc;
     }
+    if (c->stable && ptr_put(&st->stable_counters, cname, cunit, c->pid, uuid))
+        return NCSIM_NOMEM;
+    return write_counter_value(w, st, c, uuid);
+}
+
+static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+                                          const trc_counter_t *c, uint64_t uuid)
+{
     st->ev.n = 0;
     if (pb_reserve(&st->ev, 40))
         return NCSIM_NOMEM;
@@ -793,16 +891,6 @@ static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t
     return packet_end(w, st);
 }
 
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap)
-        n = cap - 1;
-    if (n)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
 {
     pf_state_t *st = w->state;
@@ -824,8 +912,12 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
     case TRC_REC_COUNTER: return write_counter(w, st, &r->u.counter);
     case TRC_REC_FLOW: {
         const trc_flow_t *fl = &r->u.flow;
+        uint64_t cat_iid = fl->stable ? iid_stable(st, TBL_CATEGORY, fl->cat)
+                                      : iid_of(st, TBL_CATEGORY, fl->cat);
+        uint64_t name_iid = fl->stable ? iid_stable(st, TBL_NAME, fl->name)
+                                       : iid_of(st, TBL_NAME, fl->name);
         ncsim_status_t rc = write_instant(w, st, trc_pf_track_uuid(fl->from_pid, fl->from_tid),
-                                          fl->from_ts_ps, fl->cat, fl->name, fl->id, 0);
+                                          fl->from_ts_ps, cat_iid, name_iid, fl->id, 0);
         if (rc != NCSIM_OK)
             return rc;
         if (st->nflows == st->cap_flows) {
@@ -840,8 +932,8 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
         p->track = trc_pf_track_uuid(fl->to_pid, fl->to_tid);
         p->ts_ps = fl->to_ts_ps;
         p->id = fl->id;
-        copy_str(p->cat, sizeof p->cat, fl->cat);
-        copy_str(p->name, sizeof p->name, fl->name);
+        p->cat_iid = cat_iid;
+        p->name_iid = name_iid;
         return NCSIM_OK;
     }
     default: return NCSIM_INTERNAL;
@@ -864,6 +956,8 @@ static void pf_destroy(trc_writer_t *w)
     for (int i = 0; i < TBL_COUNT; i++)
         intern_free(&st->tables[i]);
     intern_free(&st->counters);
+    free(st->stable_str.e);
+    free(st->stable_counters.e);
     free(st->flows);
     free(st->pkt.p);
     free(st->ev.p);
