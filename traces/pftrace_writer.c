@@ -207,6 +207,8 @@ typedef struct str_memo {
 } str_memo_t;
 
 #define STR_MEMO 1024u
+#define HOT_STR 128u
+#define HOT_COUNTER 64u
 #define OPERANDS_MAX 2048
 
 typedef struct pf_state {
@@ -218,6 +220,17 @@ typedef struct pf_state {
     intern_t counters; /* "pid\x1fname\x1funit" -> counter track number */
     ptr_map_t stable_str;      /* stable strings -> iid */
     ptr_map_t stable_counters; /* stable counter names -> track uuid */
+    /* small direct-mapped memos in front of them, which stay in the first-level cache while
+     * megabytes of output stream past (the maps would not) */
+    struct {
+        const char *s;
+        uint32_t table, iid;
+    } hot_str[HOT_STR];
+    struct {
+        const char *name, *unit;
+        uint32_t pid;
+        uint64_t uuid;
+    } hot_counter[HOT_COUNTER];
     pending_intern_t pend[64];
     unsigned npend;
     pending_flow_t *flows;
@@ -278,12 +291,21 @@ static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
 {
     if (!s)
         s = "";
+    uintptr_t k = (uintptr_t)s;
+    unsigned slot = (unsigned)((k >> 3) ^ (k >> 11) ^ (uintptr_t)table * 37u) & (HOT_STR - 1);
+    if (st->hot_str[slot].s == s && st->hot_str[slot].table == (uint32_t)table)
+        return st->hot_str[slot].iid;
     uint64_t iid = ptr_get(&st->stable_str, s, NULL, (uint64_t)table);
-    if (iid)
-        return iid;
-    iid = iid_of(st, table, s);
-    if (iid && ptr_put(&st->stable_str, s, NULL, (uint64_t)table, iid))
-        st->oom = 1;
+    if (!iid) {
+        iid = iid_of(st, table, s);
+        if (iid && ptr_put(&st->stable_str, s, NULL, (uint64_t)table, iid))
+            st->oom = 1;
+    }
+    if (iid && iid <= UINT32_MAX) {
+        st->hot_str[slot].s = s;
+        st->hot_str[slot].table = (uint32_t)table;
+        st->hot_str[slot].iid = (uint32_t)iid;
+    }
     return iid;
 }
 
@@ -804,10 +826,21 @@ static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
 static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
 {
     const char *cname = c->name ? c->name : "", *cunit = c->unit ? c->unit : "";
+    unsigned hot = (unsigned)(((uintptr_t)cname >> 3) ^ ((uintptr_t)cname >> 10) ^
+                              c->pid * 7u) &
+                   (HOT_COUNTER - 1);
     if (c->stable) {
+        if (st->hot_counter[hot].name == cname && st->hot_counter[hot].unit == cunit &&
+            st->hot_counter[hot].pid == c->pid)
+            return write_counter_value(w, st, c, st->hot_counter[hot].uuid);
         uint64_t uuid = ptr_get(&st->stable_counters, cname, cunit, c->pid);
-        if (uuid)
+        if (uuid) {
+            st->hot_counter[hot].name = cname;
+            st->hot_counter[hot].unit = cunit;
+            st->hot_counter[hot].pid = c->pid;
+            st->hot_counter[hot].uuid = uuid;
             return write_counter_value(w, st, c, uuid);
+        }
     }
     uintptr_t hp = (uintptr_t)cname ^ ((uintptr_t)cname >> 9) ^ (uintptr_t)c->pid * 40503u;
     counter_memo_t *mo = &st->memo[hp & (COUNTER_MEMO - 1)];
