@@ -17,6 +17,7 @@
  * Timestamps are floored to nanoseconds for both ends of a slice, which keeps slices that
  * did not overlap in picoseconds from overlapping after rounding.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,7 @@ typedef struct pf_state {
     int kind_ready[TRC_SLICE_KIND_COUNT];
     uint64_t kind_cat[TRC_SLICE_KIND_COUNT];
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
+    uint64_t kind_scaled[TRC_SLICE_KIND_COUNT][32][2]; /* 0: not interned yet */
     uint64_t ts_iid, dur_iid, values_iid;
     const trc_slice_t *slice; /* the slice being written */
     char tmpl[OPERANDS_MAX], vals[OPERANDS_MAX];
@@ -420,6 +422,9 @@ static void collect_slice_names(pf_state_t *st, const trc_field_t *f, unsigned n
 
 /* ---- the fast path: a TrackEvent composed with plain stores, then its packet -------------------- */
 
+static inline unsigned char *w_ann_u64(unsigned char *p, uint64_t iid, uint64_t v);
+static inline unsigned char *w_ann_double(unsigned char *p, uint64_t iid, double v);
+
 static inline unsigned char *w_varint(unsigned char *p, uint64_t v)
 {
     while (v >= 0x80) {
@@ -487,12 +492,39 @@ static inline unsigned char *w_ann_str(unsigned char *p, uint64_t iid, const cha
     return p + n;
 }
 
-/* A real that is a whole number below 2^53 (engines, bytes per piece) goes as an unsigned
- * varint: the reader takes either for a real field. */
-static inline unsigned char *w_ann_f64(unsigned char *p, uint64_t iid, double v)
+
+/* The name iid of real field `fi` of the slice being written sent times 1000 (scale 0) or
+ * 10^6 (scale 1): "gbps_x1000", interned when first needed. */
+static uint64_t scaled_iid(pf_state_t *st, unsigned fi, int scale)
+{
+    uint64_t *iid = &st->kind_scaled[st->slice->kind][fi][scale];
+    if (!*iid) {
+        unsigned nf;
+        const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)st->slice->kind, &nf);
+        char key[64];
+        snprintf(key, sizeof key, "%s%s", fi < nf ? f[fi].key : "", scale ? "_x1e6" : "_x1000");
+        *iid = iid_of(st, TBL_ANNOTATION, key);
+    }
+    return *iid;
+}
+
+/* A slice's real: a whole number below 2^53 (engines, bytes per piece), a varint; one that is
+ * exactly n / 1000 or n / 10^6 (rates rounded to 1 MB/s, shares to 0.1 %, efficiencies to
+ * 10^-6), the varint n under the field's name with "_x1000" or "_x1e6" (three bytes instead
+ * of eight); otherwise a double. The reader takes each for a real field. */
+static unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid, unsigned fi,
+                                 double v)
 {
     if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v)
         return w_ann_u64(p, iid, (uint64_t)v);
+    if (v > 0 && v < 1e9) {
+        double k3 = nearbyint(v * 1000.0);
+        if (k3 / 1000.0 == v)
+            return w_ann_u64(p, scaled_iid(st, fi, 0), (uint64_t)k3);
+        double k6 = nearbyint(v * 1e6);
+        if (k6 / 1e6 == v)
+            return w_ann_u64(p, scaled_iid(st, fi, 1), (uint64_t)k6);
+    }
     return w_ann_double(p, iid, v);
 }
 
@@ -588,7 +620,7 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 #define PSKIP_STR(v) (!(v) || !*(v))
 #define PPUT_U64(p, iid, v, key) w_ann_u64(p, iid, v)
 #define PPUT_PS(p, iid, v, key) w_ann_u64(p, iid, v)
-#define PPUT_F64(p, iid, v, key) w_ann_f64(p, iid, v)
+#define PPUT_F64(p, iid, v, key) w_ann_real(st, p, iid, fi, v)
 #define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, strcmp(key, "operands") == 0)
 #define PFIELD(member, key, type, always)                                                      \
     if (!(implied >> fi & 1) && ((always) || !PSKIP_##type(a->member)))                        \
