@@ -690,10 +690,28 @@ static void test_roundtrip_json_gz(void **state)
     free(b);
 }
 
+static int has_bytes(const char *b, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(b + i, s, k) == 0)
+            return 1;
+    return 0;
+}
+
 static void test_roundtrip_pftrace(void **state)
 {
     (void)state;
     roundtrip(TRC_FORMAT_PFTRACE, "rt.pftrace");
+    /* reals that are n / 1000 or n / 10^6 went as varints under their scaled names (and read
+     * back exactly above); one that is neither went as a double */
+    size_t n;
+    char *b = tu_read_file(tu_join(dir, "rt.pftrace"), &n);
+    assert_non_null(b);
+    assert_true(has_bytes(b, n, "cap_gbps_x1000"));
+    assert_true(has_bytes(b, n, "efficiency_x1e6"));
+    assert_false(has_bytes(b, n, "gbps_x1e6"));
+    free(b);
 }
 
 static int stop_after_two(void *ctx, const trc_record_t *r)
