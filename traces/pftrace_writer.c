@@ -208,7 +208,7 @@ typedef struct str_memo {
 } str_memo_t;
 
 #define STR_MEMO 1024u
-#define HOT_STR 128u
+#define HOT_STR 512u
 #define HOT_COUNTER 64u
 #define OPERANDS_MAX 2048
 
@@ -518,11 +518,12 @@ static unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid,
     if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v)
         return w_ann_u64(p, iid, (uint64_t)v);
     if (v > 0 && v < 1e9) {
-        double k3 = nearbyint(v * 1000.0);
-        if (k3 / 1000.0 == v)
+        /* the nearest integers (v * 10^6 < 2^53), a cheap test, then the reader's division */
+        double m3 = v * 1000.0, k3 = (double)(uint64_t)(m3 + 0.5);
+        if (fabs(m3 - k3) < 1e-3 && k3 / 1000.0 == v)
             return w_ann_u64(p, scaled_iid(st, fi, 0), (uint64_t)k3);
-        double k6 = nearbyint(v * 1e6);
-        if (k6 / 1e6 == v)
+        double m6 = v * 1e6, k6 = (double)(uint64_t)(m6 + 0.5);
+        if (fabs(m6 - k6) < 1e-3 && k6 / 1e6 == v)
             return w_ann_u64(p, scaled_iid(st, fi, 1), (uint64_t)k6);
     }
     return w_ann_double(p, iid, v);
