@@ -700,6 +700,48 @@ static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns
     return NCSIM_OK;
 }
 
+/* A small TrackEvent (counter values, slice ends, flow instants: at most SMALL_BODY bytes,
+ * composed on the stack) and its packet, straight into the output: one-byte tags and lengths,
+ * the body copied at a fixed size. Interned strings still to be sent and the first packet
+ * take emit_event's general path. */
+#define SMALL_BODY 96
+static ncsim_status_t emit_small(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns,
+                                 int needs_state, const unsigned char *body, size_t nbody)
+{
+    if (st->npend || st->first_packet || nbody > SMALL_BODY) {
+        st->ev.n = 0;
+        if (pb_reserve(&st->ev, nbody))
+            return NCSIM_NOMEM;
+        memcpy(st->ev.p, body, nbody);
+        st->ev.n = nbody;
+        return emit_event(w, st, ts_ns, needs_state);
+    }
+    if (st->oom)
+        return NCSIM_NOMEM;
+    /* tag, length, timestamp (at most 11), sequence (2), flags (2), event tag and length (2)
+     * and the body: below 128, so the lengths take a byte */
+    _Static_assert(2 + 11 + 2 + 2 + 2 + SMALL_BODY < 128, "one-byte packet length");
+    unsigned char *p = trc_out_reserve(&w->out, 2 + 11 + 6 + SMALL_BODY);
+    unsigned char *q = p + 2;
+    *q++ = PF_PKT_TIMESTAMP << 3 | PB_VARINT;
+    q = w_varint(q, ts_ns);
+    *q++ = PF_PKT_SEQ_ID << 3 | PB_VARINT;
+    *q++ = TRC_PF_SEQUENCE;
+    if (needs_state) {
+        *q++ = PF_PKT_SEQ_FLAGS << 3 | PB_VARINT;
+        *q++ = PF_SEQ_NEEDS_STATE;
+    }
+    *q++ = PF_PKT_TRACK_EVENT << 3 | PB_LEN;
+    *q++ = (unsigned char)nbody;
+    memcpy(q, body, SMALL_BODY); /* the whole buffer: a fixed-size copy; the tail is not kept */
+    q += nbody;
+    p[0] = PF_TRACE_PACKET << 3 | PB_LEN;
+    p[1] = (unsigned char)(q - p - 2);
+    trc_out_commit(&w->out, (size_t)(q - p));
+    w->events++;
+    return NCSIM_OK;
+}
+
 /* ---- descriptors ------------------------------------------------------------------------------------ */
 
 static ncsim_status_t write_descriptor(trc_writer_t *w, pf_state_t *st, uint64_t uuid,
@@ -744,10 +786,8 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
     if (!st->ts_iid)
         st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
     uint64_t ts_iid = st->ts_iid;
-    st->ev.n = 0;
-    if (pb_reserve(&st->ev, 96))
-        return NCSIM_NOMEM;
-    unsigned char *p = st->ev.p;
+    unsigned char body[SMALL_BODY];
+    unsigned char *p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_INSTANT);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -759,9 +799,8 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
     if (ts_ps % 1000)
         p = w_ann_u64(p, ts_iid, ts_ps % 1000);
     p = w_tag(p, terminating ? PF_TE_TERMINATING_FLOW_IDS : PF_TE_FLOW_IDS, PB_I64);
-    p = w_fixed64(p, flow);
-    st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, ts_ps / 1000, 1);
+    p = w_fixed64(p, flow); /* at most 2 + 11 * 3 + 2 + 12 + 10 bytes in all */
+    return emit_small(w, st, ts_ps / 1000, 1, body, (size_t)(p - body));
 }
 
 /* Flows whose destination never got a matching slice end on an instant of their own. */
@@ -844,13 +883,13 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     rc = emit_event(w, st, s->ts_ps / 1000, 1);
     if (rc != NCSIM_OK)
         return rc;
-    p = st->ev.p;
+    unsigned char body[SMALL_BODY];
+    p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_END);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, track);
-    st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, (s->ts_ps + s->dur_ps) / 1000, 0);
+    return emit_small(w, st, (s->ts_ps + s->dur_ps) / 1000, 0, body, (size_t)(p - body));
 }
 
 static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
@@ -914,10 +953,8 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
 static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
                                           const trc_counter_t *c, uint64_t uuid)
 {
-    st->ev.n = 0;
-    if (pb_reserve(&st->ev, 40))
-        return NCSIM_NOMEM;
-    unsigned char *p = st->ev.p;
+    unsigned char body[SMALL_BODY];
+    unsigned char *p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_COUNTER);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -930,8 +967,7 @@ static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
         p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
         p = w_double(p, c->value);
     }
-    st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, c->ts_ps / 1000, 0);
+    return emit_small(w, st, c->ts_ps / 1000, 0, body, (size_t)(p - body));
 }
 
 static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t *r)
