@@ -442,9 +442,14 @@ static inline unsigned char *w_tag(unsigned char *p, uint32_t field, unsigned wi
 
 static inline unsigned char *w_fixed64(unsigned char *p, uint64_t v)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8); /* protobuf's fixed64 is little-endian: one store */
+    return p + 8;
+#else
     for (int i = 0; i < 8; i++)
         *p++ = (unsigned char)(v >> (8 * i));
     return p;
+#endif
 }
 
 static inline unsigned char *w_double(unsigned char *p, double d)
