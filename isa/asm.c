@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "isa_internal.h"
@@ -262,26 +263,24 @@ typedef struct instr_vec {
 #define STREAM_CHUNK_MAX ((uint32_t)((8u << 20) / sizeof(isa_instr_t)))
 
 /*
- * Memory for many instructions (a large stream chunk, the program's array). It is written
- * once, front to back, so its cost is mostly page faults: a fifth of assembling a loop
- * program with 4 KiB pages. Where the system offers transparent huge pages on request
- * (Linux's MADV_HUGEPAGE) such blocks ask for them; elsewhere, or when refused, this is
- * malloc. The block is released with free().
+ * Memory for many instructions (a large stream chunk, the program's array): malloc, with
+ * its pages mapped in one call where the system can (Linux's MADV_POPULATE_WRITE). The
+ * block is written whole right after, front to back; taking its pages one fault at a time
+ * was the largest cost of assembling a loop program after the replay itself.
  */
-#define ASM_HUGE_PAGE ((size_t)2 << 20)
-
 static void *instrs_alloc(size_t bytes)
 {
-#ifdef MADV_HUGEPAGE
-    if (bytes >= ASM_HUGE_PAGE) {
-        size_t sz = (bytes + ASM_HUGE_PAGE - 1) & ~(ASM_HUGE_PAGE - 1);
-        void *p = aligned_alloc(ASM_HUGE_PAGE, sz);
-        if (p)
-            (void)madvise(p, sz, MADV_HUGEPAGE); /* advice: refusing it changes nothing */
-        return p;
+    void *p = malloc(bytes);
+#ifdef MADV_POPULATE_WRITE
+    if (p && bytes >= ((size_t)1 << 20)) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+                  hi = ((uintptr_t)p + bytes) & ~(page - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice only */
     }
 #endif
-    return malloc(bytes);
+    return p;
 }
 
 static uint32_t chunk_len(uint32_t k)
@@ -353,7 +352,11 @@ typedef enum ecode_op {
     EC_BINS = EC_BINC + EB_COUNT,    /* the top OP a symbol's value (EC_SYM + EC_BIN) */
     EC_SYMBINC = EC_BINS + EB_COUNT, /* push a symbol's value OP a constant (EC_SYM + EC_BINC) */
     EC_SYMBINS = EC_SYMBINC + EB_COUNT, /* push a symbol OP a symbol (EC_SYM + EC_BINS) */
-    EC_OPS = EC_SYMBINS + EB_COUNT
+    /* conditions: the top && (or ||) a symbol compared with a constant (EC_SYMBINC + EC_BIN),
+     * one per comparison EB_EQ .. EB_GE (folded code only) */
+    EC_ANDCMP = EC_SYMBINS + EB_COUNT,
+    EC_ORCMP = EC_ANDCMP + EB_GE - EB_EQ + 1,
+    EC_OPS = EC_ORCMP + EB_GE - EB_EQ + 1
 } ecode_op_t;
 _Static_assert(EC_OPS <= 256, "ecode_t.op is a byte");
 
@@ -426,6 +429,7 @@ typedef struct itmpl {
     int16_t engine;
     uint16_t op;
     uint8_t shorthand; /* matmul D, STAT, MOV: an ldweights, then the matmul */
+    uint8_t noslots;   /* the operation takes no operands (nop) */
     uint8_t nitems, nclauses, nkey;
     titem_t items[TM_MAX_ITEMS];
     tclause_t clauses[TM_MAX_CLAUSES];
@@ -1195,16 +1199,39 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
         break;                                                                                 \
     }
 
-static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
+#define EV_CMP_CASES(n)                                                                        \
+    case EC_ANDCMP + EB_##n - EB_EQ: {                                                         \
+        int64_t a, r;                                                                          \
+        EV_SYMVAL(c->arg, a);                                                                  \
+        EV_##n(a, c->v, r);                                                                    \
+        st[sp - 1] = st[sp - 1] && r;                                                          \
+        break;                                                                                 \
+    }                                                                                          \
+    case EC_ORCMP + EB_##n - EB_EQ: {                                                          \
+        int64_t a, r;                                                                          \
+        EV_SYMVAL(c->arg, a);                                                                  \
+        EV_##n(a, c->v, r);                                                                    \
+        st[sp - 1] = st[sp - 1] || r;                                                          \
+        break;                                                                                 \
+    }
+
+static __attribute__((noinline)) int eval_code(asm_state_t *A, const ecode_t *c,
+                                               int64_t *out)
 {
     int64_t st[FAST_EVAL_STACK];
     unsigned sp = 0;
     const sym_t *syms = A->syms.syms; /* evaluating adds no symbol */
-    for (c++;; c++) {
+    for (c++; c->op != EC_END; c++) {
         switch (c->op) {
 #define X(n) EV_CASES(n)
             ECODE_BINOPS(X)
 #undef X
+            EV_CMP_CASES(EQ)
+            EV_CMP_CASES(NE)
+            EV_CMP_CASES(LT)
+            EV_CMP_CASES(GT)
+            EV_CMP_CASES(LE)
+            EV_CMP_CASES(GE)
         case EC_CONST:
             st[sp++] = c->v;
             break;
@@ -1231,11 +1258,12 @@ static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
         case EC_NOT:
             st[sp - 1] = !st[sp - 1];
             break;
-        default: /* EC_END */
-            *out = st[0];
-            return 0;
+        default:
+            return -1; /* cannot happen */
         }
     }
+    *out = st[0];
+    return 0;
 }
 
 /* a OP b for an EB_ operator, as eval_code computes it; -1 where that fails */
@@ -1311,6 +1339,11 @@ static void fold_push(ecode_t *code, uint32_t base, uint32_t *w, ecode_t c)
             c = (ecode_t){(uint8_t)(c.op - EC_BINC + EC_SYMBINC), last->arg, c.v};
         } else if (c.op >= EC_BINS && c.op < EC_SYMBINC && last->op == EC_SYM) {
             c = (ecode_t){(uint8_t)(c.op - EC_BINS + EC_SYMBINS), last->arg, (int64_t)c.arg};
+        } else if ((c.op == EC_BIN + EB_AND || c.op == EC_BIN + EB_OR) &&
+                   last->op >= EC_SYMBINC + EB_EQ && last->op <= EC_SYMBINC + EB_GE) {
+            c = (ecode_t){(uint8_t)((c.op == EC_BIN + EB_AND ? EC_ANDCMP : EC_ORCMP) +
+                                    last->op - (EC_SYMBINC + EB_EQ)),
+                          last->arg, last->v};
         } else if (c.op == EC_NOT && last->op == EC_CONST) {
             c = (ecode_t){EC_CONST, 0, !last->v};
         } else if (c.op == EC_NEG && last->op == EC_CONST && last->v != INT64_MIN) {
@@ -1358,7 +1391,8 @@ static __attribute__((noinline)) void fold_code(asm_state_t *A, uint32_t e)
         sym_t *syms = A->syms.syms;
         for (uint32_t r = 0; r < n; r++) {
             ecode_t c = orig[r];
-            sym_t *y = c.op == EC_SYM || c.op >= EC_BINS ? &syms[c.arg] : NULL;
+            sym_t *y = c.op == EC_SYM || (c.op >= EC_BINS && c.op < EC_ANDCMP) ? &syms[c.arg]
+                                                                               : NULL;
             int fy = y && !y->varying && !y->hidden;
             if (c.op == EC_SYM && fy) {
                 fold_push(out, 0, &w, (ecode_t){EC_CONST, 0, y->value});
@@ -1369,7 +1403,7 @@ static __attribute__((noinline)) void fold_code(asm_state_t *A, uint32_t e)
                 fold_push(out, 0, &w, (ecode_t){EC_CONST, 0, y->value});
                 fold_push(out, 0, &w,
                           (ecode_t){(uint8_t)(c.op - EC_SYMBINC + EC_BINC), 0, c.v});
-            } else if (c.op >= EC_SYMBINS) {
+            } else if (c.op >= EC_SYMBINS && c.op < EC_ANDCMP) {
                 sym_t *z = &syms[(uint32_t)c.v];
                 int fz = !z->varying && !z->hidden;
                 fold_push(out, 0, &w, fy ? (ecode_t){EC_CONST, 0, y->value}
@@ -1399,7 +1433,8 @@ stamp:
 }
 
 /* Evaluate the compiled expression whose EC_HEAD is at e, folded for the current epoch. */
-static inline int eval_at(asm_state_t *A, uint32_t e, int64_t *out)
+static inline __attribute__((always_inline)) int eval_at(asm_state_t *A, uint32_t e,
+                                                        int64_t *out)
 {
     if ((uint32_t)((uint64_t)A->fast.code[e].v >> 32) != A->fold_epoch)
         fold_code(A, e);
@@ -1425,11 +1460,19 @@ static inline int eval_at(asm_state_t *A, uint32_t e, int64_t *out)
                 return -1;
             *out = y->value == c[1].v;
             return 0;
-        case EC_SYMBINC + EB_MOD:
-            if (y->hidden || c[1].v == 0 || c[1].v == -1)
-                break; /* rare: the general path */
-            *out = y->value % c[1].v;
+        case EC_SYMBINC + EB_MOD: {
+            int64_t a = y->value, d = c[1].v;
+            if (y->hidden || d <= 0)
+                break; /* the general path */
+            if (d & (d - 1)) {
+                *out = a % d;
+            } else {
+                /* a power of two (i % 4): C's remainder without a division */
+                int64_t r = a & (d - 1);
+                *out = a < 0 && r ? r - d : r;
+            }
             return 0;
+        }
         default:
             break;
         }
@@ -3539,7 +3582,8 @@ static int instr_replay(asm_state_t *A, uint32_t ti)
             return -1;
         *l = (isa_instr_t){.op = ISA_OP_LDWEIGHTS, .engine = (uint8_t)A->engine,
                            .nwait = nwait, .args = m->largs, .line = line};
-        memcpy(l->wait, wait, nwait * sizeof *wait);
+        for (uint8_t k = 0; k < nwait; k++)
+            l->wait[k] = wait[k];
         nwait = 0;
     }
     isa_instr_t *in = stream_slot(A, core, A->engine);
@@ -3548,10 +3592,11 @@ static int instr_replay(asm_state_t *A, uint32_t ti)
     /* a nop takes no slots: its block starts where the pool ends, as intern_args says */
     *in = (isa_instr_t){.op = tm->op, .engine = (uint8_t)A->engine, .nwait = nwait,
                         .npost = npost, .line = line,
-                        .args = isa_op_info((isa_op_t)tm->op)->nslots ? m->args
-                                                                      : A->b.prog->nargs};
-    memcpy(in->wait, wait, nwait * sizeof *wait);
-    memcpy(in->post, post, npost * sizeof *post);
+                        .args = tm->noslots ? A->b.prog->nargs : m->args};
+    for (uint8_t k = 0; k < nwait; k++)
+        in->wait[k] = wait[k];
+    for (uint8_t k = 0; k < npost; k++)
+        in->post[k] = post[k];
     return 0;
 }
 
@@ -3572,6 +3617,7 @@ static void tmpl_learn(asm_state_t *A, uint32_t li)
     c.engine = (int16_t)A->engine;
     c.op = A->info[li].op;
     c.shorthand = (uint8_t)F->out_shorthand;
+    c.noslots = isa_op_info((isa_op_t)c.op)->nslots == 0;
     c.nitems = (uint8_t)F->nitems;
     c.nclauses = (uint8_t)F->nclauses;
     memcpy(c.items, F->items, F->nitems * sizeof *c.items);
