@@ -15,7 +15,9 @@
  * loop would otherwise repeat it), up to the diagnostic limit. Identical views and operand
  * blocks are stored once. Expansion is bounded (ASM_MAX_*): a runaway loop is an error.
  * Loop bodies are compiled as they first run and replayed (see "compiled loop bodies"): an
- * instruction line whose inputs take values seen before is appended without parsing.
+ * instruction line whose inputs take values seen before is appended without parsing, a
+ * .let/.if/.elif/.else/.loop line runs from its compiled expressions, and expressions read
+ * the symbols that no loop sets as constants ("constant folding").
  */
 #include "asm.h"
 
@@ -362,10 +364,10 @@ _Static_assert(EC_OPS <= 256, "ecode_t.op is a byte");
 
 typedef struct ecode {
     uint8_t op;   /* ecode_op_t (binary forms: form + EB_ operator) */
-    uint32_t arg; /* EC_SYM, EC_SYMBINC, EC_BINS, EC_SYMBINS: symbol; EC_NAME: kept token;
-                   * EC_HEAD: tokens */
-    int64_t v;    /* EC_CONST, EC_BINC, EC_SYMBINC: the constant; EC_SYMBINS: the right
-                   * symbol */
+    uint32_t arg; /* EC_SYM, EC_SYMBINC, EC_BINS, EC_SYMBINS, EC_ANDCMP, EC_ORCMP: symbol;
+                   * EC_NAME: kept token; EC_HEAD: tokens */
+    int64_t v;    /* EC_CONST, EC_BINC, EC_SYMBINC, EC_ANDCMP, EC_ORCMP: the constant;
+                   * EC_SYMBINS: the right symbol; EC_HEAD: see fold_code */
 } ecode_t;
 
 #define FAST_MAX_VALS 12  /* expressions a memoised view may depend on */
