@@ -3459,7 +3459,7 @@ static uint64_t imemo_hash(uint32_t tmpl, const int64_t *key, uint32_t n)
 
 /* The memo slot of (template, KEY values): a filled one, or the empty one where it goes.
  * NULL when the table is empty. */
-static imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *key,
+static inline imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *key,
                            uint32_t n)
 {
     if (!F->cap_imemo)
@@ -3664,8 +3664,8 @@ static void tmpl_learn(asm_state_t *A, uint32_t li)
 }
 
 /* An instruction statement: replayed when its line ran before with the same inputs,
- * otherwise parsed (and recorded, in a loop body). */
-static int statement_instr(asm_state_t *A)
+ * otherwise parsed (and recorded, in a loop body). `replay` 0: the replay was tried. */
+static int statement_instr(asm_state_t *A, int replay)
 {
     fast_t *F = &A->fast;
     uint32_t li = A->cur_line;
@@ -3679,7 +3679,7 @@ static int statement_instr(asm_state_t *A)
     uint32_t ti = F->tmpl_at[li];
     if (ti == 1)
         return instr_parse(A);
-    if (ti >= 2) {
+    if (ti >= 2 && replay) {
         const itmpl_t *tm = &F->tmpls[ti - 2];
         if (tm->core == A->core && tm->engine == A->engine && tm->syms == A->syms.n) {
             int r = instr_replay(A, ti - 2);
@@ -3708,7 +3708,7 @@ static int statement(asm_state_t *A)
 {
     const isa_tok_t *t = TOK(A);
     if (t->kind == TK_IDENT)
-        return statement_instr(A);
+        return statement_instr(A, 1);
     if (t->kind != TK_DIRECTIVE) {
         char b[64];
         return err_here(A, "expected a directive or an instruction, found %s",
@@ -4351,9 +4351,24 @@ static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last)
                     break;
                 }
             }
+            int replay = 1;
+            uint32_t ti = li->op != UINT16_MAX && A->fast.tmpl_at ? A->fast.tmpl_at[i] : 0;
+            if (ti >= 2) {
+                /* an instruction line that ran before: replay it without its tokens */
+                const itmpl_t *tm = &A->fast.tmpls[ti - 2];
+                if (tm->core == A->core && tm->engine == A->engine && tm->syms == A->syms.n) {
+                    A->lineno = li->number;
+                    A->cur_line = i;
+                    if (instr_replay(A, ti - 2) <= 0) {
+                        i++;
+                        break;
+                    }
+                    replay = 0; /* values never seen: parse */
+                }
+            }
             begin_line(A, i);
             if (li->op != UINT16_MAX)
-                statement_instr(A);
+                statement_instr(A, replay);
             else
                 statement(A);
             i++;
