@@ -247,7 +247,6 @@ static int setup(void **state)
     return 0;
 }
 
-
 /* Outputs that exist and are not regular files (/dev/null, FIFOs) are written where they are:
  * never replaced by a renamed temporary (as root, `--stats /dev/null` turned the device into a
  * file) nor removed by a failed run. FIFOs stand in for /dev/null here. */
