@@ -747,6 +747,43 @@ static ncsim_status_t emit_small(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns
     return NCSIM_OK;
 }
 
+/* A small TrackEvent composed in place, in the output buffer after its packet's header: no
+ * copy of a body composed on the stack (whose byte stores a wide load could not take from the
+ * store buffer: a stall on every counter value). Returns where the body goes, or NULL when
+ * the packet must take the general path (interned strings to send, the first packet, out of
+ * memory): the caller composes the body in a buffer of SMALL_BODY bytes and calls
+ * emit_small. The body must stay within SMALL_BODY bytes; small_end closes the packet. */
+static inline unsigned char *small_begin(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns,
+                                         int needs_state, unsigned char **pkt)
+{
+    if (st->npend || st->first_packet || st->oom)
+        return NULL;
+    unsigned char *p = trc_out_reserve(&w->out, 2 + 11 + 6 + SMALL_BODY);
+    unsigned char *q = p + 2;
+    *q++ = PF_PKT_TIMESTAMP << 3 | PB_VARINT;
+    q = w_varint(q, ts_ns);
+    *q++ = PF_PKT_SEQ_ID << 3 | PB_VARINT;
+    *q++ = TRC_PF_SEQUENCE;
+    if (needs_state) {
+        *q++ = PF_PKT_SEQ_FLAGS << 3 | PB_VARINT;
+        *q++ = PF_SEQ_NEEDS_STATE;
+    }
+    *q++ = PF_PKT_TRACK_EVENT << 3 | PB_LEN;
+    *pkt = p;
+    return q + 1; /* after the body's length, a byte (set by small_end) */
+}
+
+static inline ncsim_status_t small_end(trc_writer_t *w, unsigned char *pkt,
+                                       unsigned char *body, unsigned char *end)
+{
+    body[-1] = (unsigned char)(end - body);
+    pkt[0] = PF_TRACE_PACKET << 3 | PB_LEN;
+    pkt[1] = (unsigned char)(end - pkt - 2);
+    trc_out_commit(&w->out, (size_t)(end - pkt));
+    w->events++;
+    return NCSIM_OK;
+}
+
 /* ---- descriptors ------------------------------------------------------------------------------------ */
 
 static ncsim_status_t write_descriptor(trc_writer_t *w, pf_state_t *st, uint64_t uuid,
@@ -791,8 +828,8 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
     if (!st->ts_iid)
         st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
     uint64_t ts_iid = st->ts_iid;
-    unsigned char body[SMALL_BODY];
-    unsigned char *p = body;
+    unsigned char body[SMALL_BODY], *pkt, *b = small_begin(w, st, ts_ps / 1000, 1, &pkt);
+    unsigned char *p = b ? b : body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_INSTANT);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -805,6 +842,8 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
         p = w_ann_u64(p, ts_iid, ts_ps % 1000);
     p = w_tag(p, terminating ? PF_TE_TERMINATING_FLOW_IDS : PF_TE_FLOW_IDS, PB_I64);
     p = w_fixed64(p, flow); /* at most 2 + 11 * 3 + 2 + 12 + 10 bytes in all */
+    if (b)
+        return small_end(w, pkt, b, p);
     return emit_small(w, st, ts_ps / 1000, 1, body, (size_t)(p - body));
 }
 
@@ -888,13 +927,17 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     rc = emit_event(w, st, s->ts_ps / 1000, 1);
     if (rc != NCSIM_OK)
         return rc;
-    unsigned char body[SMALL_BODY];
-    p = body;
+    unsigned char body[SMALL_BODY], *pkt;
+    uint64_t end_ns = (s->ts_ps + s->dur_ps) / 1000;
+    unsigned char *b = small_begin(w, st, end_ns, 0, &pkt);
+    p = b ? b : body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_END);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, track);
-    return emit_small(w, st, (s->ts_ps + s->dur_ps) / 1000, 0, body, (size_t)(p - body));
+    if (b)
+        return small_end(w, pkt, b, p);
+    return emit_small(w, st, end_ns, 0, body, (size_t)(p - body));
 }
 
 static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
@@ -958,8 +1001,8 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
 static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
                                           const trc_counter_t *c, uint64_t uuid)
 {
-    unsigned char body[SMALL_BODY];
-    unsigned char *p = body;
+    unsigned char body[SMALL_BODY], *pkt, *b = small_begin(w, st, c->ts_ps / 1000, 0, &pkt);
+    unsigned char *p = b ? b : body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_COUNTER);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -972,6 +1015,8 @@ static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
         p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
         p = w_double(p, c->value);
     }
+    if (b)
+        return small_end(w, pkt, b, p);
     return emit_small(w, st, c->ts_ps / 1000, 0, body, (size_t)(p - body));
 }
 
