@@ -358,6 +358,11 @@ typedef struct isa_program {
     isa_geometry_t checked;
 } isa_program_t;
 
+/* malloc for a large array filled once (an instruction array, a file read whole): from 4 MiB
+ * on, aligned to 2 MiB and marked for transparent huge pages, so the kernel takes one fault
+ * per 2 MiB instead of one per 4 KiB (a third of loading a large .ncx was page faults).
+ * Freed with free(); realloc accepts it. */
+void *isa_alloc_large(size_t bytes);
 /* Frees everything a program owns (the struct itself too). NULL is fine. */
 void isa_program_free(isa_program_t *prog);
 /* Name of a string offset ("" for ISA_NO_NAME). */

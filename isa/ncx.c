@@ -1777,12 +1777,17 @@ static int read_code_instr(reader_t *r, cursor_t *c, uint32_t core, isa_engine_t
     if (r->block_op[b] != op)
         return fail(r, "operand block %u belongs to a '%s', not to this instruction", b,
                     isa_op_info((isa_op_t)r->block_op[b])->mnemonic);
-    isa_instr_t in;
-    instr_init(&in, op, e, nwait, npost);
-    in.args = r->block_first[b];
-    if (read_clauses(r, c, core, &in, 1))
+    /* decoded in place: read_strm reserved every instruction (a copy through the stack was
+     * a tenth of a load) */
+    isa_program_t *p = r->b.prog;
+    isa_instr_t tmp, *in = p->ninstrs < r->b.cap_instrs ? &p->instrs[p->ninstrs] : &tmp;
+    instr_init(in, op, e, nwait, npost);
+    in->args = r->block_first[b];
+    if (read_clauses(r, c, core, in, 1))
         return -1;
-    if (isa_builder_instr(&r->b, &in) == UINT32_MAX)
+    if (in != &tmp)
+        p->ninstrs++;
+    else if (isa_builder_instr(&r->b, in) == UINT32_MAX)
         return fail_nomem(r);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ---- status -------------------------------------------------------------------------------- */
 
@@ -373,6 +374,18 @@ int isa_builder_init(isa_builder_t *b)
 }
 
 /* Grow *arr (element size es) so that it holds at least need elements. */
+void *isa_alloc_large(size_t bytes)
+{
+    /* Below a few huge pages the kernel's small pages cost nothing worth avoiding. */
+    if (bytes < ((size_t)4 << 20))
+        return malloc(bytes ? bytes : 1);
+    size_t huge = (size_t)2 << 20, rounded = (bytes + huge - 1) / huge * huge;
+    void *p = aligned_alloc(huge, rounded);
+    if (p)
+        (void)madvise(p, rounded, MADV_HUGEPAGE);
+    return p;
+}
+
 static int grow(isa_builder_t *b, void **arr, uint32_t *cap, uint32_t need, size_t es)
 {
     if (b->oom)
@@ -430,7 +443,11 @@ int isa_builder_reserve_instrs(isa_builder_t *b, uint32_t n)
     if (n <= b->cap_instrs)
         return 0;
     size_t bytes = (size_t)n * sizeof *b->prog->instrs;
-    void *p = realloc(b->prog->instrs, bytes);
+    void *p = isa_alloc_large(bytes);
+    if (p && b->prog->ninstrs)
+        memcpy(p, b->prog->instrs, (size_t)b->prog->ninstrs * sizeof *b->prog->instrs);
+    if (p)
+        free(b->prog->instrs);
     if (!p) {
         b->oom = 1;
         return -1;

@@ -1,10 +1,12 @@
 #include "load.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +25,7 @@ char *sim_read_file(const char *path, size_t *len)
     if (f != stdin && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
         (uint64_t)sb.st_size < SIZE_MAX / 2)
         cap = (size_t)sb.st_size + 1; /* +1: a file that grew meanwhile still reads to its end */
-    char *buf = malloc(cap + 1);
+    char *buf = isa_alloc_large(cap + 1);
     while (buf) {
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
@@ -89,6 +91,32 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
                                 void *arch_ctx, isa_program_t **out, isa_diag_t *diag)
 {
     *out = NULL;
+    /* A large .ncx is read where it lies, in the page cache: copying it into fresh memory
+     * (which the kernel first zeroes) cost as much as decoding it. Text is read into a
+     * buffer, which the assembler needs NUL-terminated. */
+    if (strcmp(path, "-") != 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat sb;
+        if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+            sb.st_size >= SIM_MAP_MIN_BYTES && (uint64_t)sb.st_size <= SIM_MAX_READ_BYTES) {
+            size_t n = (size_t)sb.st_size;
+            void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+            if (m != MAP_FAILED) {
+                (void)madvise(m, n, MADV_SEQUENTIAL);
+                int binary = isa_ncx_is_binary((const uint8_t *)m, n);
+                ncsim_status_t st = NCSIM_OK;
+                if (binary)
+                    st = isa_ncx_read((const uint8_t *)m, n, geometry, path, out, diag);
+                munmap(m, n);
+                if (binary) {
+                    close(fd);
+                    return st;
+                }
+            }
+        }
+        if (fd >= 0)
+            close(fd);
+    }
     size_t len = 0;
     char *data = sim_read_file(path, &len);
     if (!data) {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <SDL.h>
+#include "sdl_dyn.h"
 
 #include "viz_internal.h"
 
@@ -183,6 +183,11 @@ static int run_window(viz_view_t *v, const char *path, int width, int height,
         fprintf(stderr, "ncsim viz: no display (DISPLAY is not set); render headless with "
                         "--png OUT.png, or run under xvfb-run\n");
         return 3;
+    }
+    char why[600];
+    if (viz_sdl_load(why, sizeof why)) {
+        fprintf(stderr, "ncsim viz: %s\n", why);
+        return 4;
     }
     if (SDL_Init(SDL_INIT_VIDEO) != 0) {
         fprintf(stderr, "ncsim viz: cannot open a window: %s; render headless with --png "

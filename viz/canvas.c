@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <SDL.h>
+#include "sdl_dyn.h"
 
 #include "viz_internal.h"
 
@@ -48,6 +48,8 @@ ncsim_status_t viz_canvas_create(int width, int height, viz_canvas_t **out, char
                  height);
         return NCSIM_USAGE;
     }
+    if (viz_sdl_load(err, errlen))
+        return NCSIM_INTERNAL;
     viz_canvas_t *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, errlen, "out of memory");

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <SDL.h>
+#include "sdl_dyn.h"
 
 #include "viz_internal.h"
 

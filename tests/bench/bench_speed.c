@@ -2,7 +2,8 @@
  * bench_speed.c -- speed end to end, in one run (issue 17):
  *
  *   (a) text to statistics: instructions per host second of `ncsim run prog.nca --timing-only`
- *       (assembly + simulation) and of the same from the .ncx, at 1M and 8M instructions;
+ *       (assembly + simulation) and of the same from the .ncx, at 1M and 8M instructions, on
+ *       two programs: a DMA-heavy stream and the GEMM kernel kernels/gemm_c_blockfree;
  *       assembly in ns per instruction; .ncx load against assembly; bytes per instruction on
  *       disk and in memory (the program's arrays, after assembly and after loading);
  *   (b) tracing: the slowdown of a traced run against the untraced one, per format;
@@ -11,9 +12,11 @@
  *   bench_speed [small]     ("small": a few thousand instructions and a small GEMM, to check in
  *                            CI that the benchmark runs and prints; the figures mean nothing)
  *   bench_speed trace       (b) alone, at full size
+ *   bench_speed functional  (c) alone, at full size
  *
- * The program of (a) and (b) is bench_asm's software-pipelined load / matmul / gelu / store
- * stream on one core (4 instructions per iteration). Times are process CPU seconds (the
+ * The stream of (a) and (b) is bench_asm's software-pipelined load / matmul / gelu / store
+ * stream on one core (4 instructions per iteration, half of them DMAs: the hardest case for
+ * the bandwidth model). Times are process CPU seconds (the
  * steadier figure on a shared machine; a trace writer thread counts too), best of REPEAT runs;
  * wall-clock seconds are printed next to them. Kernels are read from $NCSIM_SOURCE_DIR.
  */
@@ -174,12 +177,10 @@ static double file_size(const char *path)
 }
 
 /* (a) at one size; returns the untraced simulation's CPU seconds (for (b)). */
-static void end_to_end(long iters, int repeat)
+static void end_to_end(const char *nca, int repeat)
 {
-    char nca[512], ncx[600];
-    snprintf(nca, sizeof nca, "%s/bench_speed_%ld_%ld.nca", tmpdir, (long)getpid(), iters);
+    char ncx[600];
     snprintf(ncx, sizeof ncx, "%s.ncx", nca);
-    write_loop_program(nca, iters);
     stamp_t asm_t = {0}, simt = {0}, ncx_t = {0}, e2e = {0}, e2e_ncx = {0};
     uint64_t n = 0;
     double mem_asm = 0, mem_ncx = 0;
@@ -228,6 +229,29 @@ static void end_to_end(long iters, int repeat)
            "", disk, mem_asm, mem_ncx);
     unlink(ncx);
     unlink(nca);
+}
+
+static void end_to_end_stream(long iters, int repeat)
+{
+    char nca[512];
+    snprintf(nca, sizeof nca, "%s/bench_speed_%ld_%ld.nca", tmpdir, (long)getpid(), iters);
+    write_loop_program(nca, iters);
+    end_to_end(nca, repeat);
+}
+
+static const char *kernel_with(const char *name, const char *const *sets);
+
+/* kernels/gemm_c_blockfree.nca at M x 8192 x N: a real kernel, the workload issue 17 was
+ * measured on (M=16384, N=32768: 828,416 instructions, 8% DMAs; nested loops, .if/.elif
+ * chains and .let lines in its loop bodies). */
+static void end_to_end_gemm(int m, int n, int repeat)
+{
+    char sm[32], sn[32];
+    snprintf(sm, sizeof sm, "M=%d", m);
+    snprintf(sn, sizeof sn, "N=%d", n);
+    const char *sets[] = {sm, sn, NULL};
+    printf("  gemm_c_blockfree M=%d K=8192 N=%d:\n", m, n);
+    end_to_end(kernel_with("gemm_c_blockfree", sets), repeat);
 }
 
 /* (b) traced against untraced, on the program of (a). */
@@ -336,9 +360,9 @@ static void functional_gemm(int m, int k, int n, int repeat)
         keep_best(&blas, since(t0), r == 0);
     }
     printf("  gemm_c_blockfree M=%d K=%d N=%d, %d OpenBLAS thread%s: simulated %.3f s, sgemm "
-           "%.3f s (wall; CPU %.3f and %.3f): ratio %.2f\n",
+           "%.3f s (wall; CPU %.3f and %.3f): ratio %.2f (CPU %.2f)\n",
            m, k, n, threads, threads == 1 ? "" : "s", sim.wall, blas.wall, sim.cpu, blas.cpu,
-           sim.wall / blas.wall);
+           sim.wall / blas.wall, sim.cpu / blas.cpu);
     free(a);
     free(b);
     free(c);
@@ -349,8 +373,9 @@ int main(int argc, char **argv)
 {
     int small = argc > 1 && strcmp(argv[1], "small") == 0;
     int trace_only = argc > 1 && strcmp(argv[1], "trace") == 0;
-    if (argc > 2 || (argc == 2 && !small && !trace_only)) {
-        fputs("usage: bench_speed [small | trace]\n", stderr);
+    int gemm_only = argc > 1 && strcmp(argv[1], "functional") == 0;
+    if (argc > 2 || (argc == 2 && !small && !trace_only && !gemm_only)) {
+        fputs("usage: bench_speed [small | trace | functional]\n", stderr);
         return 2;
     }
     const char *t = getenv("TMPDIR");
@@ -362,23 +387,35 @@ int main(int argc, char **argv)
     mdl_arch_geometry(&arch, &geo);
     printf("bench_speed%s: process CPU seconds, best of several runs\n",
            small ? " (small: checks that it runs; figures mean nothing)" : "");
+    if (gemm_only) {
+        printf("(c) functional GEMM against sgemm\n");
+        functional_gemm(1024, 2048, 2048, 5);
+        return 0;
+    }
     if (trace_only) {
         printf("(b) tracing, timing-only\n");
         trace_overhead(249999, 2);
         return 0;
     }
     printf("(a) text to statistics, timing-only\n");
+    printf("  load / matmul / gelu / store stream (half DMAs):\n");
     if (small) {
-        end_to_end(2499, 1);
+        end_to_end_stream(2499, 1);
     } else {
-        end_to_end(249999, 3);  /* 1,000,000 instructions */
-        end_to_end(1999999, 1); /* 8,000,000 */
+        end_to_end_stream(249999, 3);  /* 1,000,000 instructions */
+        end_to_end_stream(1999999, 2); /* 8,000,000 */
+    }
+    if (small) {
+        end_to_end_gemm(1024, 4096, 1);
+    } else {
+        end_to_end_gemm(16384, 32768, 3); /* 828,416 instructions */
+        end_to_end_gemm(65536, 81920, 2); /* 8,278,016 */
     }
     printf("(b) tracing, timing-only\n");
     trace_overhead(small ? 2499 : 249999, small ? 1 : 2);
     printf("(c) functional GEMM against sgemm\n");
     if (small)
-        functional_gemm(128, 256, 512, 1);
+        functional_gemm(512, 512, 1024, 1); /* the smallest shape the kernel takes */
     else
         functional_gemm(1024, 2048, 2048, 3);
     return 0;

@@ -15,13 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "asm.h"
+#include "check.h"
 #include "dis.h"
 #include "encoding.h"
 #include "isa_internal.h"
+#include "load.h"
 #include "ncx.h"
 #include "testutil.h"
 
@@ -1813,6 +1816,117 @@ static void test_v1_1_damage(void **state)
 #undef AGAIN
 }
 
+/* isa_check_program remembers which operand blocks passed on which core, engine and opcode;
+ * an instruction that shares a block must still fail where its own core, clauses or opcode
+ * make it wrong. */
+static void check_fails(isa_program_t *p, const char *expect)
+{
+    isa_geometry_t g;
+    isa_geometry_default(&g);
+    isa_diag_t d;
+    isa_diag_init(&d, 0);
+    ncsim_status_t st = isa_check_program(p, &g, "t.ncx", &d);
+    if (st == NCSIM_OK || !d.text || !strstr(d.text, expect))
+        fprintf(stderr, "expected '%s', got:\n%s", expect, d.text ? d.text : "(nothing)");
+    assert_int_equal(st, NCSIM_FORMAT);
+    assert_non_null(strstr(d.text, expect));
+    isa_diag_free(&d);
+}
+
+static void test_check_shared_blocks(void **state)
+{
+    (void)state;
+    const char *text = ".hbm x fp32 [8] scratch\n.hbm y fp32 [8] scratch\n"
+                       ".sbuf s fp32 [8, 8]\n.sem g\n"
+                       ".core 0\n.sem only0\n.engine cc\nsend x, to=1, tag=7 | post g\n"
+                       ".engine act\n.loop i = 0, 3\nactivate s, s, exp | post only0\n.endloop\n"
+                       ".core 1\n.engine cc\nrecv y, from=0, tag=7 | wait g >= 0\n"
+                       ".engine act\n.loop i = 0, 3\nactivate s, s, exp\n.endloop\n";
+    isa_program_t *p = tu_assemble(text, "shared.nca");
+    assert_non_null(p);
+    isa_geometry_t g;
+    isa_geometry_default(&g);
+    isa_diag_t d;
+    isa_diag_init(&d, 0);
+    assert_int_equal(isa_check_program(p, &g, "t.ncx", &d), NCSIM_OK);
+    isa_diag_free(&d);
+    const isa_stream_t *a0 = isa_stream(p, 0, ISA_ENGINE_ACT),
+                       *a1 = isa_stream(p, 1, ISA_ENGINE_ACT),
+                       *c0 = isa_stream(p, 0, ISA_ENGINE_CC), *c1 = isa_stream(p, 1, ISA_ENGINE_CC);
+    assert_int_equal(a0->count, 3);
+    assert_int_equal(a1->count, 3);
+    /* the six activates share one block, checked once */
+    assert_int_equal(p->instrs[a0->first].args, p->instrs[a1->first + 2].args);
+    /* core 1 posts a semaphore only core 0 declares, through a block that passed there */
+    isa_instr_t *last = &p->instrs[a1->first + 2];
+    isa_instr_t saved = *last;
+    last->npost = 1;
+    last->post[0] = p->instrs[a0->first].post[0];
+    check_fails(p, "is not declared on core 1");
+    /* a bad post operation on a block that passed */
+    *last = p->instrs[a0->first + 1];
+    last->post[0].op = ISA_WAIT_GE;
+    check_fails(p, "bad post operation");
+    *last = saved;
+    /* core 1 sends to itself through core 0's block (send x, to=1): legal only on core 0 */
+    isa_instr_t recv = p->instrs[c1->first];
+    p->instrs[c1->first] = p->instrs[c0->first];
+    p->instrs[c1->first].npost = 0;
+    check_fails(p, "core 1 cannot send to itself");
+    p->instrs[c1->first] = recv;
+    /* the same block under another opcode: what passed for activate says nothing of it */
+    p->instrs[a1->first + 1].op = ISA_OP_MATMUL;
+    check_fails(p, "'matmul' is not legal on engine act");
+    isa_program_free(p);
+}
+
+/* A .ncx of SIM_MAP_MIN_BYTES or more is mapped, not read: it loads to the same program, and
+ * a damaged one fails with the reader's message (and the text path still reads .nca). */
+static void test_large_file_mapped(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text,
+             ".hbm x fp32 [128, 64] scratch\n.core 0\n.sbuf s fp32 [128, 64]\n.sem a\n"
+             ".engine act\n.loop i = 0, 60000\nactivate s[:, i %% 64 : i %% 64 + 1], s[:, 0:1], "
+             "exp, scale=i | post a\n.endloop\n");
+    isa_program_t *p = tu_assemble(text, "big.nca");
+    assert_non_null(p);
+    uint8_t *bytes;
+    size_t len;
+    assert_int_equal(isa_ncx_write(p, &bytes, &len), NCSIM_OK);
+    assert_true(len >= SIM_MAP_MIN_BYTES);
+    char path[256];
+    snprintf(path, sizeof path, "%s/ncsim-test-big-%d.ncx", tu_tmpdir(), (int)getpid());
+    assert_int_equal(sim_write_file(path, bytes, len), 0);
+    isa_geometry_t g;
+    isa_geometry_default(&g);
+    isa_diag_t d;
+    isa_diag_init(&d, 5);
+    isa_program_t *q = NULL;
+    assert_int_equal(sim_load_program(path, &g, NULL, NULL, &q, &d), NCSIM_OK);
+    uint8_t *again;
+    size_t len2;
+    assert_int_equal(isa_ncx_write(q, &again, &len2), NCSIM_OK);
+    assert_int_equal(len2, len);
+    assert_memory_equal(again, bytes, len);
+    free(again);
+    isa_program_free(q);
+    isa_diag_free(&d);
+    /* cut in the middle of its streams */
+    assert_int_equal(sim_write_file(path, bytes, len - 1000), 0);
+    isa_diag_init(&d, 5);
+    q = NULL;
+    assert_int_equal(sim_load_program(path, &g, NULL, NULL, &q, &d), NCSIM_FORMAT);
+    assert_null(q);
+    assert_non_null(d.text);
+    assert_non_null(strstr(d.text, path));
+    isa_diag_free(&d);
+    unlink(path);
+    free(bytes);
+    isa_program_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1840,6 +1954,8 @@ int main(void)
         cmocka_unit_test(test_v1_0_fixture_loads),
         cmocka_unit_test(test_v1_1_sharing),
         cmocka_unit_test(test_v1_1_damage),
+        cmocka_unit_test(test_check_shared_blocks),
+        cmocka_unit_test(test_large_file_mapped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -288,6 +288,38 @@ static void test_cli(void **state)
     }
 }
 
+/* SDL2 is opened by the viewer when it starts (viz/sdl_dyn.c), not linked: the other commands
+ * do not load it, and a viewer without it says what to install (exit 4) and writes nothing. */
+static void test_sdl_on_demand(void **state)
+{
+    (void)state;
+    char cmd[2048];
+    char *out = NULL;
+    /* glibc's loader names every library it opens */
+    snprintf(cmd, sizeof cmd, "LD_DEBUG=files %s run %s --timing-only -q", tu_ncsim(),
+             tu_source_path("kernels/tutorial/01_dma.nca"));
+    assert_int_equal(tu_run(cmd, &out), 0);
+    assert_non_null(out);
+    assert_non_null(strstr(out, "libjansson")); /* LD_DEBUG did report the libraries */
+    assert_null(strstr(out, "libSDL2"));
+    free(out);
+    write_trace(tu_join(dir, "sdl.json"));
+    unlink(tu_join(dir, "out.png"));
+    snprintf(cmd, sizeof cmd, "NCSIM_SDL_LIBRARY=%s %s viz %s --png %s",
+             tu_join(dir, "no-such-libSDL2.so"), tu_ncsim(), tu_join(dir, "sdl.json"),
+             tu_join(dir, "out.png"));
+    out = NULL;
+    int rc = tu_run(cmd, &out);
+    assert_non_null(out);
+    if (rc != 4 || !strstr(out, "cannot load SDL2"))
+        fprintf(stderr, "rc %d: %s\n", rc, out);
+    assert_int_equal(rc, 4);
+    assert_non_null(strstr(out, "cannot load SDL2"));
+    assert_non_null(strstr(out, "NCSIM_SDL_LIBRARY"));
+    assert_int_equal(access(tu_join(dir, "out.png"), F_OK), -1);
+    free(out);
+}
+
 static int setup(void **state)
 {
     viz_canvas_t *c = NULL;
@@ -312,10 +344,9 @@ int main(void)
     setenv("SDL_RENDER_DRIVER", "software", 1);
     snprintf(dir, sizeof dir, "%s", tu_tmpdir());
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_not_traces),
-        cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_corrupt),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_not_traces),    cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_corrupt),       cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_sdl_on_demand),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
