@@ -159,13 +159,14 @@ static inline inflight_t *fl_at(engine_t *E, uint32_t i)
     return &E->fl[(E->fl_head + i) & (E->fl_cap - 1)];
 }
 
-static int fl_push(engine_t *E, const inflight_t *f)
+/* A new entry at the back, filled by the caller (NULL when out of memory). */
+static inflight_t *fl_push(engine_t *E)
 {
     if (E->fl_n == E->fl_cap) {
         uint32_t nc = E->fl_cap ? E->fl_cap * 2 : 16;
         inflight_t *p = malloc(nc * sizeof *p);
         if (!p)
-            return -1;
+            return NULL;
         for (uint32_t i = 0; i < E->fl_n; i++)
             p[i] = *fl_at(E, i);
         free(E->fl);
@@ -173,10 +174,7 @@ static int fl_push(engine_t *E, const inflight_t *f)
         E->fl_cap = nc;
         E->fl_head = 0;
     }
-    E->fl[(E->fl_head + E->fl_n) & (E->fl_cap - 1)] = *f;
-    E->fl_n++;
-    E->fl_posts += f->posts != 0;
-    return 0;
+    return &E->fl[(E->fl_head + E->fl_n++) & (E->fl_cap - 1)];
 }
 
 /* Drop completed entries without posts from the front. */
@@ -533,22 +531,23 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     if (complete < E->last_complete)
         complete = E->last_complete; /* an engine completes in issue order */
     E->last_complete = complete;
-    inflight_t f;
-    memset(&f, 0, sizeof f);
-    f.complete = complete;
-    f.index = E->pc;
-    f.posts = in->op != ISA_OP_DMA ? in->npost : 0;
-    memcpy(f.post, in->post, sizeof f.post);
-    f.nw = m->nw;
-    memcpy(f.w, m->w, sizeof f.w);
-    if (f.nw || f.posts) {
-        if (fl_push(E, &f)) {
+    uint8_t posts = in->op != ISA_OP_DMA ? in->npost : 0;
+    if (m->nw || posts) {
+        inflight_t *f = fl_push(E); /* written in place: every field */
+        if (!f) {
             sim_fail(s, "out of memory");
             return UINT64_MAX;
         }
+        f->complete = complete;
+        f->index = E->pc;
+        f->posts = posts;
+        memcpy(f->post, in->post, sizeof f->post);
+        f->nw = m->nw;
+        memcpy(f->w, m->w, m->nw * sizeof f->w[0]); /* boxes past nw are never read */
+        E->fl_posts += posts != 0;
         /* post_ev, when queued, is at the first entry with posts, which this one follows */
-        if (f.posts && !sim_event_queued(&E->post_ev) &&
-            sim_schedule(&s->q, &E->post_ev, f.complete))
+        if (posts && !sim_event_queued(&E->post_ev) &&
+            sim_schedule(&s->q, &E->post_ev, complete))
             sim_fail(s, "out of memory");
     }
     take_ports(c, E->id, m, now + ii);
