@@ -364,27 +364,28 @@ const instr_memo_t *sim_memo(struct sim *s, const isa_instr_t *in, uint32_t stat
         uint32_t n = 16;
         while (n < s->prog->nargs && n < (1u << 14) && n < s->memo_max_slots)
             n *= 2;
+        /* entries for every slot at once, never cleared (memo_fill writes each in full):
+         * only the pages of entries in use are touched, and no growth by realloc (which
+         * maps fresh pages again each time, in every run) */
         s->memo_slot = calloc(n, sizeof *s->memo_slot);
-        if (!s->memo_slot)
+        s->memo = malloc(n * sizeof *s->memo);
+        if (!s->memo_slot || !s->memo) {
+            free(s->memo_slot);
+            free(s->memo);
+            s->memo_slot = NULL;
+            s->memo = NULL;
             return NULL;
+        }
         s->memo_mask = n - 1;
     }
     /* A slot holds 1 + the index of its entry in s->memo, 0 while unused: entries are
-     * allocated in the order blocks are first used, so the table is as large as the blocks
-     * in use (not a few MB of mostly empty entries) and neighbours in the program are
-     * neighbours in memory. A block whose slot another holds takes over its entry. */
+     * taken in the order blocks are first used, so the memory touched is as large as the
+     * blocks in use (not a few MB of mostly empty entries) and neighbours in the program
+     * are neighbours in memory. A block whose slot another holds takes over its entry. */
     uint32_t *slot = memo_slot(s, in->args);
     instr_memo_t *m;
     if (!*slot) {
-        if (s->nmemo == s->memo_cap) {
-            uint32_t nc = s->memo_cap ? s->memo_cap * 2 : 64;
-            instr_memo_t *p = realloc(s->memo, nc * sizeof *p);
-            if (!p)
-                return NULL;
-            s->memo = p;
-            s->memo_cap = nc;
-        }
-        *slot = ++s->nmemo;
+        *slot = ++s->nmemo; /* at most one entry per slot */
         m = &s->memo[*slot - 1];
         memo_fill(s, in, stationary_cols, m);
         return m;

@@ -182,7 +182,7 @@ struct sim {
     char *error;
     size_t error_len, error_cap;
     instr_memo_t *memo;       /* sim_memo's entries, in the order they were first used */
-    uint32_t nmemo, memo_cap;
+    uint32_t nmemo;
     uint32_t *memo_slot;      /* per slot: 1 + its entry in memo, 0 when unused */
     uint32_t memo_mask;
     uint32_t memo_max_slots;  /* sim_limit_memo (tests) */
