@@ -15,7 +15,9 @@
  * loop would otherwise repeat it), up to the diagnostic limit. Identical views and operand
  * blocks are stored once. Expansion is bounded (ASM_MAX_*): a runaway loop is an error.
  * Loop bodies are compiled as they first run and replayed (see "compiled loop bodies"): an
- * instruction line whose inputs take values seen before is appended without parsing.
+ * instruction line whose inputs take values seen before is appended without parsing, a
+ * .let/.if/.elif/.else/.loop line runs from its compiled expressions, and expressions read
+ * the symbols that no loop sets as constants ("constant folding").
  */
 #include "asm.h"
 
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "isa_internal.h"
@@ -39,6 +43,8 @@ typedef struct sym {
     uint32_t len;
     uint8_t ns;
     uint8_t hidden;   /* a loop variable out of scope: looks undefined */
+    uint8_t varying;  /* set by a loop or by a .let in a loop body: never folded */
+    uint8_t folded;   /* compiled code at the current fold epoch reads it as a constant */
     int32_t core;     /* -1 global, else the owning core (tensors, sems) */
     int64_t value;    /* NS_INT value; otherwise an index into the program's arrays */
     uint32_t next;    /* chain in the hash bucket, UINT32_MAX ends */
@@ -258,6 +264,27 @@ typedef struct instr_vec {
 #define STREAM_CHUNK_FIRST 64u
 #define STREAM_CHUNK_MAX ((uint32_t)((8u << 20) / sizeof(isa_instr_t)))
 
+/*
+ * Memory for many instructions (a large stream chunk, the program's array): malloc, with
+ * its pages mapped in one call where the system can (Linux's MADV_POPULATE_WRITE). The
+ * block is written whole right after, front to back; taking its pages one fault at a time
+ * was the largest cost of assembling a loop program after the replay itself.
+ */
+static void *instrs_alloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+#ifdef MADV_POPULATE_WRITE
+    if (p && bytes >= ((size_t)1 << 20)) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+                  hi = ((uintptr_t)p + bytes) & ~(page - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice only */
+    }
+#endif
+    return p;
+}
+
 static uint32_t chunk_len(uint32_t k)
 {
     return k >= 20 || (STREAM_CHUNK_FIRST << k) > STREAM_CHUNK_MAX ? STREAM_CHUNK_MAX
@@ -302,6 +329,17 @@ typedef struct line_info {
  * a value never seen) falls back to the parser, which reports errors at their exact
  * column as before, so diagnostics do not change.
  */
+/* Binary operators of compiled code, in one index so that an operation and the way it finds
+ * its operands are one dispatch (ecode_t.op = form + operator). */
+#define ECODE_BINOPS(X)                                                                         \
+    X(OR) X(AND) X(EQ) X(NE) X(LT) X(GT) X(LE) X(GE) X(ADD) X(SUB) X(MUL) X(DIV) X(MOD)
+enum {
+#define X(n) EB_##n,
+    ECODE_BINOPS(X)
+#undef X
+    EB_COUNT
+};
+
 typedef enum ecode_op {
     EC_HEAD,
     EC_CONST,
@@ -309,18 +347,27 @@ typedef enum ecode_op {
     EC_NAME, /* another name ('core'): resolved at each evaluation */
     EC_NEG,
     EC_NOT,
-    EC_BIN,
-    EC_BINC,    /* the top OP a constant (EC_CONST + EC_BIN, fused) */
-    EC_SYMBINC, /* push a symbol's value OP a constant (EC_SYM + EC_BINC, fused) */
-    EC_BINS,    /* the top OP a symbol's value (EC_SYM + EC_BIN, fused) */
-    EC_END
+    EC_END,
+    /* binary operations, EB_COUNT of each form: */
+    EC_BIN = 8,                      /* the two top values */
+    EC_BINC = EC_BIN + EB_COUNT,     /* the top OP a constant (EC_CONST + EC_BIN, fused) */
+    EC_BINS = EC_BINC + EB_COUNT,    /* the top OP a symbol's value (EC_SYM + EC_BIN) */
+    EC_SYMBINC = EC_BINS + EB_COUNT, /* push a symbol's value OP a constant (EC_SYM + EC_BINC) */
+    EC_SYMBINS = EC_SYMBINC + EB_COUNT, /* push a symbol OP a symbol (EC_SYM + EC_BINS) */
+    /* conditions: the top && (or ||) a symbol compared with a constant (EC_SYMBINC + EC_BIN),
+     * one per comparison EB_EQ .. EB_GE (folded code only) */
+    EC_ANDCMP = EC_SYMBINS + EB_COUNT,
+    EC_ORCMP = EC_ANDCMP + EB_GE - EB_EQ + 1,
+    EC_OPS = EC_ORCMP + EB_GE - EB_EQ + 1
 } ecode_op_t;
+_Static_assert(EC_OPS <= 256, "ecode_t.op is a byte");
 
 typedef struct ecode {
-    uint8_t op;   /* ecode_op_t */
-    uint16_t bin; /* EC_BIN, EC_BINC, EC_SYMBINC, EC_BINS: the operator token's op */
-    uint32_t arg; /* EC_SYM, EC_SYMBINC, EC_BINS: symbol; EC_NAME: kept token; EC_HEAD: tokens */
-    int64_t v;    /* EC_CONST, EC_BINC, EC_SYMBINC: the constant */
+    uint8_t op;   /* ecode_op_t (binary forms: form + EB_ operator) */
+    uint32_t arg; /* EC_SYM, EC_SYMBINC, EC_BINS, EC_SYMBINS, EC_ANDCMP, EC_ORCMP: symbol;
+                   * EC_NAME: kept token; EC_HEAD: tokens */
+    int64_t v;    /* EC_CONST, EC_BINC, EC_SYMBINC, EC_ANDCMP, EC_ORCMP: the constant;
+                   * EC_SYMBINS: the right symbol; EC_HEAD: see fold_code */
 } ecode_t;
 
 #define FAST_MAX_VALS 12  /* expressions a memoised view may depend on */
@@ -366,8 +413,9 @@ enum { IT_EXPR, IT_NAME };             /* titem_t.kind: a compiled expression, a
 enum { ROLE_KEY, ROLE_SYNC, ROLE_COND }; /* titem_t.role */
 
 typedef struct titem {
-    uint32_t tok; /* kept token index of the expression or name */
+    uint32_t tok;  /* kept token index of the expression or name */
     uint8_t kind, role;
+    uint32_t code; /* IT_EXPR in a template: the EC_HEAD of its compiled code */
 } titem_t;
 
 typedef struct tclause {
@@ -383,6 +431,7 @@ typedef struct itmpl {
     int16_t engine;
     uint16_t op;
     uint8_t shorthand; /* matmul D, STAT, MOV: an ldweights, then the matmul */
+    uint8_t noslots;   /* the operation takes no operands (nop) */
     uint8_t nitems, nclauses, nkey;
     titem_t items[TM_MAX_ITEMS];
     tclause_t clauses[TM_MAX_CLAUSES];
@@ -398,7 +447,25 @@ typedef struct imemo {
 } imemo_t;
 _Static_assert(offsetof(imemo_t, hash) == 0, "table_reserve reads the hash first");
 
+/*
+ * Compiled loop bodies: directive lines. A `.let`, `.if`/`.elif`/`.else` or `.loop` line in a
+ * loop body runs at every iteration of the loops around it; after its first successful run
+ * it is remembered as what it does (lform_t): the compiled code of its expressions and the
+ * symbol it sets. Later runs evaluate that code without touching the line's tokens; a failed
+ * evaluation (an error, a name out of scope) or a zero loop step runs the line as written,
+ * which reports the error as before.
+ */
+enum { LF_UNSEEN, LF_LET, LF_COND, LF_ELSE, LF_LOOP };
+
+typedef struct lform {
+    uint8_t kind;     /* LF_ */
+    uint32_t sym;     /* LF_LET: the symbol set; LF_LOOP: the loop variable */
+    uint32_t code[3]; /* EC_HEAD of each expression in fast.code: LF_LET the value, LF_COND
+                       * the condition, LF_LOOP start, end and step (UINT32_MAX: no step) */
+} lform_t;
+
 typedef struct fast {
+    lform_t *lform;    /* per line (see "compiled loop bodies: directive lines") */
     uint32_t *expr_at; /* per kept token: 0 not seen, 1 not compiled, else code index + 2 */
     uint32_t *view_at; /* per kept token: 0 not seen, 1 not memoised, else vform index + 2 */
     ecode_t *code;
@@ -483,6 +550,7 @@ typedef struct asm_state {
     int oom;
     uint64_t emitted;     /* instructions emitted */
     uint64_t steps;       /* statements executed, loop replays included */
+    uint64_t max_steps;   /* ... at most (the option, or ASM_MAX_STEPS) */
     intern_t view_tab;    /* distinct views of prog->views */
     intern_t args_tab[ISA_MAX_SLOTS + 1]; /* distinct operand blocks, by length */
     int limit_hit;        /* an expansion limit was reported: stop */
@@ -490,6 +558,7 @@ typedef struct asm_state {
     unsigned in_expr;     /* inside parse_expr: its names are recorded with its value */
     unsigned loop_depth;  /* .loop bodies being executed */
     struct fast fast;     /* loop bodies compiled on first execution (see "compiled loop bodies") */
+    uint32_t fold_epoch;  /* folded code is valid while this is the epoch it was folded at */
     isa_check_memo_t checked; /* instructions that passed isa_check_instr */
 } asm_state_t;
 
@@ -674,7 +743,7 @@ static void lookup_recorded(asm_state_t *A, const isa_tok_t *t, int64_t v)
         F->lrec_bad = 1; /* a token made up by the parser (1xN), or too many inputs */
         return;
     }
-    F->items[F->nitems] = (titem_t){(uint32_t)((at - base) / sizeof *t), IT_NAME, ROLE_KEY};
+    F->items[F->nitems] = (titem_t){(uint32_t)((at - base) / sizeof *t), IT_NAME, ROLE_KEY, 0};
     F->item_val[F->nitems++] = v;
 }
 
@@ -854,6 +923,36 @@ static uint32_t kept_index(asm_state_t *A)
     return A->info[A->cur_line].cache + A->pos;
 }
 
+/* The EC_HEAD index of the compiled expression at kept token k, or UINT32_MAX. */
+static uint32_t code_at(const fast_t *F, uint32_t k)
+{
+    uint32_t e = k != UINT32_MAX && F->expr_at ? F->expr_at[k] : 0;
+    return e >= 2 ? e - 2 : UINT32_MAX;
+}
+
+/* Remember what kept line li does after a successful run (see lform_t); a no-op when the
+ * line is not kept or one of its expressions did not compile. */
+static void lform_record(asm_state_t *A, uint32_t li, uint8_t kind, uint32_t sym,
+                         const uint32_t code[3])
+{
+    fast_t *F = &A->fast;
+    if (F->failed || A->info[li].cache == UINT32_MAX)
+        return;
+    unsigned n = kind == LF_LET || kind == LF_COND ? 1 : kind == LF_LOOP ? 3 : 0;
+    for (unsigned k = 0; k < n; k++)
+        if (code[k] == UINT32_MAX && !(kind == LF_LOOP && k == 2))
+            return;
+    if (!F->lform && !(F->lform = calloc(A->nlines, sizeof *F->lform))) {
+        F->failed = 1;
+        return;
+    }
+    lform_t *f = &F->lform[li];
+    f->kind = kind;
+    f->sym = sym;
+    for (unsigned k = 0; k < 3; k++)
+        f->code[k] = k < n ? code[k] : UINT32_MAX;
+}
+
 /*
  * Room for one more entry in an open-addressed table (linear probing, at most half full) of
  * `size`-byte entries that start with their uint64_t hash and are empty when the uint32_t at
@@ -908,13 +1007,33 @@ static int fast_grow(void **p, uint32_t *cap, uint32_t need, size_t size)
     return 0;
 }
 
-static int emit_code(asm_state_t *A, uint8_t op, uint16_t bin, uint32_t arg, int64_t v)
+static int emit_code(asm_state_t *A, uint8_t op, uint32_t arg, int64_t v)
 {
     fast_t *F = &A->fast;
     if (fast_grow((void **)&F->code, &F->cap_code, F->ncode + 1, sizeof *F->code))
         return -1;
-    F->code[F->ncode++] = (ecode_t){op, bin, arg, v};
+    F->code[F->ncode++] = (ecode_t){op, arg, v};
     return 0;
+}
+
+/* The EB_ index of a binary operator token (binop_prec accepted it). */
+static int binop_index(int op)
+{
+    switch (op) {
+    case OP_OR: return EB_OR;
+    case OP_AND: return EB_AND;
+    case OP_EQ: return EB_EQ;
+    case OP_NE: return EB_NE;
+    case '<': return EB_LT;
+    case '>': return EB_GT;
+    case OP_LE: return EB_LE;
+    case OP_GE: return EB_GE;
+    case '+': return EB_ADD;
+    case '-': return EB_SUB;
+    case '*': return EB_MUL;
+    case '/': return EB_DIV;
+    default: return EB_MOD;
+    }
 }
 
 /* Compile the tokens from kept index *k (an expression that just parsed without error)
@@ -931,11 +1050,11 @@ static int compile_primary(asm_state_t *A, uint32_t *k, unsigned *depth, unsigne
             *maxdepth = *depth;
         (*k)++;
         if (t->kind == TK_INT)
-            return emit_code(A, EC_CONST, 0, 0, t->ival);
+            return emit_code(A, EC_CONST, 0, t->ival);
         sym_t *y = resolve(A, t, NS_INT);
         if (y && !y->hidden)
-            return emit_code(A, EC_SYM, 0, (uint32_t)(y - A->syms.syms), 0);
-        return emit_code(A, EC_NAME, 0, *k - 1, 0);
+            return emit_code(A, EC_SYM, (uint32_t)(y - A->syms.syms), 0);
+        return emit_code(A, EC_NAME, *k - 1, 0);
     }
     if (tok_is(t, '(')) {
         (*k)++;
@@ -948,7 +1067,7 @@ static int compile_primary(asm_state_t *A, uint32_t *k, unsigned *depth, unsigne
         (*k)++;
         if (compile_primary(A, k, depth, maxdepth))
             return -1;
-        return tok_is(t, '+') ? 0 : emit_code(A, tok_is(t, '-') ? EC_NEG : EC_NOT, 0, 0, 0);
+        return tok_is(t, '+') ? 0 : emit_code(A, tok_is(t, '-') ? EC_NEG : EC_NOT, 0, 0);
     }
     return -1;
 }
@@ -965,7 +1084,7 @@ static int compile_binary(asm_state_t *A, uint32_t *k, int min_prec, unsigned *d
             return 0;
         (*k)++;
         if (compile_binary(A, k, prec + 1, depth, maxdepth) ||
-            emit_code(A, EC_BIN, t->op, 0, 0))
+            emit_code(A, (uint8_t)(EC_BIN + binop_index(t->op)), 0, 0))
             return -1;
         (*depth)--;
     }
@@ -977,27 +1096,35 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
     fast_t *F = &A->fast;
     uint32_t first = F->ncode, at = k;
     unsigned depth = 0, maxdepth = 0;
-    if (emit_code(A, EC_HEAD, 0, ntok, 0) || compile_binary(A, &at, 1, &depth, &maxdepth) ||
-        at != k + ntok || maxdepth > FAST_EVAL_STACK || emit_code(A, EC_END, 0, 0, 0) ||
+    if (emit_code(A, EC_HEAD, ntok, 0) || compile_binary(A, &at, 1, &depth, &maxdepth) ||
+        at != k + ntok || maxdepth > FAST_EVAL_STACK || emit_code(A, EC_END, 0, 0) ||
         first >= UINT32_MAX - 2) {
         F->ncode = first;
         F->expr_at[k] = 1;
         return;
     }
-    /* fuse the common shapes (i % 4, (i % 8) * 128, j + 1) into fewer steps */
+    /* fuse the common shapes (i % 4, (i % 8) * 128, j + 1, j % RB, k == KT - 1) into fewer
+     * steps: an operand that is a constant or a symbol is read by the operation itself */
     uint32_t w = first + 1;
     for (uint32_t r = first + 1; r < F->ncode; r++) {
         ecode_t c = F->code[r];
-        if (c.op == EC_CONST && F->code[r + 1].op == EC_BIN) {
-            c = (ecode_t){EC_BINC, F->code[r + 1].bin, 0, c.v};
+        uint8_t nx = F->code[r + 1].op; /* r + 1 exists: the last one is EC_END */
+        if (c.op == EC_CONST && nx >= EC_BIN && nx < EC_BINC) {
+            c = (ecode_t){(uint8_t)(nx - EC_BIN + EC_BINC), 0, c.v};
             r++;
-        } else if (c.op == EC_SYM && F->code[r + 1].op == EC_BIN) {
-            c = (ecode_t){EC_BINS, F->code[r + 1].bin, c.arg, 0};
+        } else if (c.op == EC_SYM && nx >= EC_BIN && nx < EC_BINC) {
+            c = (ecode_t){(uint8_t)(nx - EC_BIN + EC_BINS), c.arg, 0};
             r++;
         }
-        if (c.op == EC_BINC && w > first + 1 && F->code[w - 1].op == EC_SYM) {
-            c = (ecode_t){EC_SYMBINC, c.bin, F->code[w - 1].arg, c.v};
-            w--;
+        if (w > first + 1 && F->code[w - 1].op == EC_SYM) {
+            uint32_t lhs = F->code[w - 1].arg;
+            if (c.op >= EC_BINC && c.op < EC_BINS) {
+                c = (ecode_t){(uint8_t)(c.op - EC_BINC + EC_SYMBINC), lhs, c.v};
+                w--;
+            } else if (c.op >= EC_BINS && c.op < EC_SYMBINC) {
+                c = (ecode_t){(uint8_t)(c.op - EC_BINS + EC_SYMBINS), lhs, (int64_t)c.arg};
+                w--;
+            }
         }
         F->code[w++] = c;
     }
@@ -1005,67 +1132,115 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
     F->expr_at[k] = first + 2;
 }
 
-/* Evaluate compiled code (from its EC_HEAD); -1 on any error (the caller then parses,
- * which reports it). */
-/* lhs OP rhs as parse_binary computes it; -1 where it reports an error. */
-static inline int eval_bin(uint16_t op, int64_t lhs, int64_t rhs, int64_t *out)
-{
-    switch (op) {
-    case OP_OR: *out = lhs || rhs; return 0;
-    case OP_AND: *out = lhs && rhs; return 0;
-    case OP_EQ: *out = lhs == rhs; return 0;
-    case OP_NE: *out = lhs != rhs; return 0;
-    case '<': *out = lhs < rhs; return 0;
-    case '>': *out = lhs > rhs; return 0;
-    case OP_LE: *out = lhs <= rhs; return 0;
-    case OP_GE: *out = lhs >= rhs; return 0;
-    case '+': return __builtin_add_overflow(lhs, rhs, out) ? -1 : 0;
-    case '-': return __builtin_sub_overflow(lhs, rhs, out) ? -1 : 0;
-    case '*': return __builtin_mul_overflow(lhs, rhs, out) ? -1 : 0;
-    case '/':
-    case '%':
-        if (rhs == 0 || (lhs == INT64_MIN && rhs == -1))
-            return -1;
-        *out = op == '/' ? lhs / rhs : lhs % rhs;
-        return 0;
-    default:
-        return -1;
+/*
+ * Evaluate compiled code (from its EC_HEAD); -1 on any error (the caller then parses,
+ * which reports it). One switch over (form, operator): each case reads its operands and
+ * computes as parse_binary does (C semantics on int64; overflow, division by zero and
+ * INT64_MIN / -1 are errors, and both sides of && and || are evaluated).
+ */
+#define EV_OR(a, b, r) r = (a) || (b)
+#define EV_AND(a, b, r) r = (a) && (b)
+#define EV_EQ(a, b, r) r = (a) == (b)
+#define EV_NE(a, b, r) r = (a) != (b)
+#define EV_LT(a, b, r) r = (a) < (b)
+#define EV_GT(a, b, r) r = (a) > (b)
+#define EV_LE(a, b, r) r = (a) <= (b)
+#define EV_GE(a, b, r) r = (a) >= (b)
+#define EV_ADD(a, b, r) if (__builtin_add_overflow(a, b, &r)) return -1
+#define EV_SUB(a, b, r) if (__builtin_sub_overflow(a, b, &r)) return -1
+#define EV_MUL(a, b, r) if (__builtin_mul_overflow(a, b, &r)) return -1
+#define EV_DIV(a, b, r)                                                                        \
+    if ((b) == 0 || ((a) == INT64_MIN && (b) == -1))                                           \
+        return -1;                                                                             \
+    r = (a) / (b)
+#define EV_MOD(a, b, r)                                                                        \
+    if ((b) == 0 || ((a) == INT64_MIN && (b) == -1))                                           \
+        return -1;                                                                             \
+    r = (a) % (b)
+/* the value of symbol index I, or fail when it is out of scope */
+#define EV_SYMVAL(I, out)                                                                      \
+    do {                                                                                       \
+        const sym_t *y_ = &syms[I];                                                            \
+        if (y_->hidden)                                                                        \
+            return -1;                                                                         \
+        out = y_->value;                                                                       \
+    } while (0)
+#define EV_CASES(n)                                                                            \
+    case EC_BIN + EB_##n: {                                                                    \
+        int64_t a = st[sp - 2], b = st[sp - 1], r;                                             \
+        EV_##n(a, b, r);                                                                       \
+        st[--sp - 1] = r;                                                                      \
+        break;                                                                                 \
+    }                                                                                          \
+    case EC_BINC + EB_##n: {                                                                   \
+        int64_t a = st[sp - 1], b = c->v, r;                                                   \
+        EV_##n(a, b, r);                                                                       \
+        st[sp - 1] = r;                                                                        \
+        break;                                                                                 \
+    }                                                                                          \
+    case EC_BINS + EB_##n: {                                                                   \
+        int64_t a = st[sp - 1], b, r;                                                          \
+        EV_SYMVAL(c->arg, b);                                                                  \
+        EV_##n(a, b, r);                                                                       \
+        st[sp - 1] = r;                                                                        \
+        break;                                                                                 \
+    }                                                                                          \
+    case EC_SYMBINC + EB_##n: {                                                                \
+        int64_t a, b = c->v, r;                                                                \
+        EV_SYMVAL(c->arg, a);                                                                  \
+        EV_##n(a, b, r);                                                                       \
+        st[sp++] = r;                                                                          \
+        break;                                                                                 \
+    }                                                                                          \
+    case EC_SYMBINS + EB_##n: {                                                                \
+        int64_t a, b, r;                                                                       \
+        EV_SYMVAL(c->arg, a);                                                                  \
+        EV_SYMVAL((uint32_t)c->v, b);                                                          \
+        EV_##n(a, b, r);                                                                       \
+        st[sp++] = r;                                                                          \
+        break;                                                                                 \
     }
-}
 
-static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
+#define EV_CMP_CASES(n)                                                                        \
+    case EC_ANDCMP + EB_##n - EB_EQ: {                                                         \
+        int64_t a, r;                                                                          \
+        EV_SYMVAL(c->arg, a);                                                                  \
+        EV_##n(a, c->v, r);                                                                    \
+        st[sp - 1] = st[sp - 1] && r;                                                          \
+        break;                                                                                 \
+    }                                                                                          \
+    case EC_ORCMP + EB_##n - EB_EQ: {                                                          \
+        int64_t a, r;                                                                          \
+        EV_SYMVAL(c->arg, a);                                                                  \
+        EV_##n(a, c->v, r);                                                                    \
+        st[sp - 1] = st[sp - 1] || r;                                                          \
+        break;                                                                                 \
+    }
+
+static __attribute__((noinline)) int eval_code(asm_state_t *A, const ecode_t *c,
+                                               int64_t *out)
 {
     int64_t st[FAST_EVAL_STACK];
     unsigned sp = 0;
-    for (c++;; c++) {
+    const sym_t *syms = A->syms.syms; /* evaluating adds no symbol */
+    for (c++; c->op != EC_END; c++) {
         switch (c->op) {
-        case EC_SYMBINC: {
-            const sym_t *y = &A->syms.syms[c->arg];
-            if (y->hidden || eval_bin(c->bin, y->value, c->v, &st[sp]))
-                return -1;
-            sp++;
-            break;
-        }
-        case EC_BINC:
-            if (eval_bin(c->bin, st[sp - 1], c->v, &st[sp - 1]))
-                return -1;
-            break;
-        case EC_BINS: {
-            const sym_t *y = &A->syms.syms[c->arg];
-            if (y->hidden || eval_bin(c->bin, st[sp - 1], y->value, &st[sp - 1]))
-                return -1;
-            break;
-        }
+#define X(n) EV_CASES(n)
+            ECODE_BINOPS(X)
+#undef X
+            EV_CMP_CASES(EQ)
+            EV_CMP_CASES(NE)
+            EV_CMP_CASES(LT)
+            EV_CMP_CASES(GT)
+            EV_CMP_CASES(LE)
+            EV_CMP_CASES(GE)
         case EC_CONST:
             st[sp++] = c->v;
             break;
-        case EC_SYM: {
-            const sym_t *y = &A->syms.syms[c->arg];
-            if (y->hidden)
-                return -1;
-            st[sp++] = y->value;
+        case EC_SYM:
+            EV_SYMVAL(c->arg, st[sp]);
+            sp++;
             break;
-        }
         case EC_NAME: {
             const isa_tok_t *t = &A->cache_toks[c->arg];
             sym_t *y = resolve(A, t, NS_INT);
@@ -1085,17 +1260,226 @@ static int eval_code(asm_state_t *A, const ecode_t *c, int64_t *out)
         case EC_NOT:
             st[sp - 1] = !st[sp - 1];
             break;
-        case EC_BIN: {
-            int64_t rhs = st[--sp];
-            if (eval_bin(c->bin, st[sp - 1], rhs, &st[sp - 1]))
-                return -1;
-            break;
-        }
-        default: /* EC_END */
-            *out = st[0];
-            return 0;
+        default:
+            return -1; /* cannot happen */
         }
     }
+    *out = st[0];
+    return 0;
+}
+
+/* a OP b for an EB_ operator, as eval_code computes it; -1 where that fails */
+static int eval_binop(int op, int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r = 0;
+    switch (op) {
+#define X(n)                                                                                   \
+    case EB_##n: {                                                                             \
+        EV_##n(a, b, r);                                                                       \
+        break;                                                                                 \
+    }
+        ECODE_BINOPS(X)
+#undef X
+    default:
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+/*
+ * Constant folding. Most names in a loop body do not change while it runs: sizes and other
+ * .let constants set outside any loop (K, TBN, KT - 1 in `k == KT - 1`). A compiled
+ * expression is evaluated through a folded copy in which every symbol that no loop and no
+ * .let inside a loop body sets (sym_t.varying) is replaced by its value, and constant
+ * operations are computed; an operation that would fail (division by zero, overflow) is
+ * kept, so evaluating the copy fails where the original does and the line is parsed for the
+ * message. The copy is valid for one fold epoch: writing or hiding a symbol that some copy
+ * read as a constant (sym_t.folded) starts a new epoch, and each copy is rebuilt, in place,
+ * the next time it runs.
+ */
+static void fold_bump(asm_state_t *A)
+{
+    if (A->fold_epoch < UINT32_MAX)
+        A->fold_epoch++; /* UINT32_MAX: folding is off (evaluate the original code) */
+}
+
+static inline void sym_write(asm_state_t *A, sym_t *y, int64_t v)
+{
+    if (y->folded) {
+        y->folded = 0;
+        fold_bump(A);
+    }
+    y->value = v;
+    y->hidden = 0;
+}
+
+static inline void sym_hide(asm_state_t *A, sym_t *y)
+{
+    if (y->folded) {
+        y->folded = 0;
+        fold_bump(A);
+    }
+    y->hidden = 1;
+}
+
+/* Append c to the folded code code[base .. *w), merged with the operations before it. */
+static void fold_push(ecode_t *code, uint32_t base, uint32_t *w, ecode_t c)
+{
+    while (*w > base) {
+        const ecode_t *last = &code[*w - 1];
+        if (c.op >= EC_BIN && c.op < EC_BINC && (last->op == EC_CONST || last->op == EC_SYM)) {
+            /* the right operand is a constant or a symbol: read it in the operation */
+            c = last->op == EC_CONST ? (ecode_t){(uint8_t)(c.op - EC_BIN + EC_BINC), 0, last->v}
+                                     : (ecode_t){(uint8_t)(c.op - EC_BIN + EC_BINS), last->arg, 0};
+        } else if (c.op >= EC_BINC && c.op < EC_BINS && last->op == EC_CONST) {
+            int64_t r;
+            if (eval_binop(c.op - EC_BINC, last->v, c.v, &r))
+                break; /* fails when evaluated, as the original */
+            c = (ecode_t){EC_CONST, 0, r};
+        } else if (c.op >= EC_BINC && c.op < EC_BINS && last->op == EC_SYM) {
+            c = (ecode_t){(uint8_t)(c.op - EC_BINC + EC_SYMBINC), last->arg, c.v};
+        } else if (c.op >= EC_BINS && c.op < EC_SYMBINC && last->op == EC_SYM) {
+            c = (ecode_t){(uint8_t)(c.op - EC_BINS + EC_SYMBINS), last->arg, (int64_t)c.arg};
+        } else if ((c.op == EC_BIN + EB_AND || c.op == EC_BIN + EB_OR) &&
+                   last->op >= EC_SYMBINC + EB_EQ && last->op <= EC_SYMBINC + EB_GE) {
+            c = (ecode_t){(uint8_t)((c.op == EC_BIN + EB_AND ? EC_ANDCMP : EC_ORCMP) +
+                                    last->op - (EC_SYMBINC + EB_EQ)),
+                          last->arg, last->v};
+        } else if (c.op == EC_NOT && last->op == EC_CONST) {
+            c = (ecode_t){EC_CONST, 0, !last->v};
+        } else if (c.op == EC_NEG && last->op == EC_CONST && last->v != INT64_MIN) {
+            c = (ecode_t){EC_CONST, 0, -last->v};
+        } else {
+            break;
+        }
+        (*w)--;
+    }
+    code[(*w)++] = c;
+}
+
+/*
+ * Fold the code whose EC_HEAD is at e for the current epoch, in place: the original
+ * operations are saved aside the first time (the head's v: epoch << 32 | saved index + 1),
+ * and are what is put back when the folded code would be longer or folding is off.
+ */
+static __attribute__((noinline)) void fold_code(asm_state_t *A, uint32_t e)
+{
+    fast_t *F = &A->fast;
+    uint32_t saved = (uint32_t)F->code[e].v;
+    const ecode_t *ops = saved ? &F->code[saved - 1] : &F->code[e + 1];
+    uint32_t n = 0; /* operations before EC_END in the original */
+    while (ops[n].op != EC_END)
+        n++;
+    /* room for the original (once) and for a scratch copy of the worst case: each operation
+     * splits in two */
+    uint64_t need = (uint64_t)F->ncode + (saved ? 0 : n + 1) + 2 * (uint64_t)n + 1;
+    if (need >= UINT32_MAX - 2 ||
+        fast_grow((void **)&F->code, &F->cap_code, (uint32_t)need, sizeof *F->code)) {
+        A->fold_epoch = UINT32_MAX; /* out of memory: stop folding */
+        if (!saved)
+            goto stamp; /* the original is in place */
+    }
+    ecode_t *code = F->code; /* no reallocation below */
+    if (!saved) {
+        memcpy(&code[F->ncode], &code[e + 1], (n + 1) * sizeof *code);
+        saved = F->ncode + 1;
+        F->ncode += n + 1;
+    }
+    const ecode_t *orig = &code[saved - 1];
+    uint32_t w = 0;
+    if (A->fold_epoch != UINT32_MAX) {
+        ecode_t *out = &code[F->ncode]; /* scratch, past the end */
+        sym_t *syms = A->syms.syms;
+        for (uint32_t r = 0; r < n; r++) {
+            ecode_t c = orig[r];
+            sym_t *y = c.op == EC_SYM || (c.op >= EC_BINS && c.op < EC_ANDCMP) ? &syms[c.arg]
+                                                                               : NULL;
+            int fy = y && !y->varying && !y->hidden;
+            if (c.op == EC_SYM && fy) {
+                fold_push(out, 0, &w, (ecode_t){EC_CONST, 0, y->value});
+            } else if (c.op >= EC_BINS && c.op < EC_SYMBINC && fy) {
+                fold_push(out, 0, &w,
+                          (ecode_t){(uint8_t)(c.op - EC_BINS + EC_BINC), 0, y->value});
+            } else if (c.op >= EC_SYMBINC && c.op < EC_SYMBINS && fy) {
+                fold_push(out, 0, &w, (ecode_t){EC_CONST, 0, y->value});
+                fold_push(out, 0, &w,
+                          (ecode_t){(uint8_t)(c.op - EC_SYMBINC + EC_BINC), 0, c.v});
+            } else if (c.op >= EC_SYMBINS && c.op < EC_ANDCMP) {
+                sym_t *z = &syms[(uint32_t)c.v];
+                int fz = !z->varying && !z->hidden;
+                fold_push(out, 0, &w, fy ? (ecode_t){EC_CONST, 0, y->value}
+                                         : (ecode_t){EC_SYM, c.arg, 0});
+                fold_push(out, 0, &w,
+                          fz ? (ecode_t){(uint8_t)(c.op - EC_SYMBINS + EC_BINC), 0, z->value}
+                             : (ecode_t){(uint8_t)(c.op - EC_SYMBINS + EC_BINS),
+                                         (uint32_t)c.v, 0});
+                if (fz)
+                    z->folded = 1;
+            } else {
+                fold_push(out, 0, &w, c);
+                fy = 0;
+            }
+            if (fy)
+                y->folded = 1;
+        }
+    }
+    if (A->fold_epoch != UINT32_MAX && w <= n) {
+        memcpy(&code[e + 1], &code[F->ncode], w * sizeof *code);
+        code[e + 1 + w] = (ecode_t){EC_END, 0, 0};
+    } else {
+        memcpy(&code[e + 1], orig, (n + 1) * sizeof *code);
+    }
+stamp:
+    F->code[e].v = (int64_t)((uint64_t)A->fold_epoch << 32 | saved);
+}
+
+/* Evaluate the compiled expression whose EC_HEAD is at e, folded for the current epoch. */
+static inline __attribute__((always_inline)) int eval_at(asm_state_t *A, uint32_t e,
+                                                        int64_t *out)
+{
+    if ((uint32_t)((uint64_t)A->fast.code[e].v >> 32) != A->fold_epoch)
+        fold_code(A, e);
+    const ecode_t *c = &A->fast.code[e];
+    if (c[2].op == EC_END) {
+        /* one operation (most expressions once folded): no evaluation loop */
+        const sym_t *y = c[1].op == EC_CONST ? NULL : &A->syms.syms[c[1].arg];
+        switch (c[1].op) {
+        case EC_CONST:
+            *out = c[1].v;
+            return 0;
+        case EC_SYM:
+            if (y->hidden)
+                return -1;
+            *out = y->value;
+            return 0;
+        case EC_SYMBINC + EB_ADD:
+            return y->hidden || __builtin_add_overflow(y->value, c[1].v, out) ? -1 : 0;
+        case EC_SYMBINC + EB_MUL:
+            return y->hidden || __builtin_mul_overflow(y->value, c[1].v, out) ? -1 : 0;
+        case EC_SYMBINC + EB_EQ:
+            if (y->hidden)
+                return -1;
+            *out = y->value == c[1].v;
+            return 0;
+        case EC_SYMBINC + EB_MOD: {
+            int64_t a = y->value, d = c[1].v;
+            if (y->hidden || d <= 0)
+                break; /* the general path */
+            if (d & (d - 1)) {
+                *out = a % d;
+            } else {
+                /* a power of two (i % 4): C's remainder without a division */
+                int64_t r = a & (d - 1);
+                *out = a < 0 && r ? r - d : r;
+            }
+            return 0;
+        }
+        default:
+            break;
+        }
+    }
+    return eval_code(A, c, out);
 }
 
 static int parse_expr(asm_state_t *A, int64_t *out)
@@ -1111,10 +1495,9 @@ static int parse_expr(asm_state_t *A, int64_t *out)
     uint32_t e = F->expr_at[k];
     int r = -1;
     if (e >= 2) {
-        const ecode_t *c = &F->code[e - 2];
-        r = eval_code(A, c, out);
+        r = eval_at(A, e - 2, out);
         if (r == 0)
-            A->pos += c->arg;
+            A->pos += F->code[e - 2].arg;
     }
     if (r) {
         uint32_t p0 = A->pos;
@@ -1130,7 +1513,7 @@ static int parse_expr(asm_state_t *A, int64_t *out)
         if (F->nitems == TM_MAX_ITEMS) {
             F->lrec_bad = 1;
         } else {
-            F->items[F->nitems] = (titem_t){k, IT_EXPR, F->role};
+            F->items[F->nitems] = (titem_t){k, IT_EXPR, F->role, 0};
             F->item_val[F->nitems++] = *out;
         }
     }
@@ -2384,7 +2767,7 @@ static int view_replay(asm_state_t *A, uint32_t k, isa_arg_t *arg)
     int64_t vals[FAST_MAX_VALS];
     for (uint32_t i = 0; i < f->nexpr; i++) {
         uint32_t e = F->expr_at[f->expr[i]];
-        if (e < 2 || eval_code(A, &F->code[e - 2], &vals[i]))
+        if (e < 2 || eval_at(A, e - 2, &vals[i]))
             return -1;
     }
     vmemo_t *m = memo_find(F, memo_hash(k, A->core, vals, f->nexpr), k, A->core, vals,
@@ -2401,7 +2784,7 @@ static int view_replay(asm_state_t *A, uint32_t k, isa_arg_t *arg)
                 F->lrec_bad = 1;
                 break;
             }
-            F->items[F->nitems] = (titem_t){f->expr[i], IT_EXPR, F->role};
+            F->items[F->nitems] = (titem_t){f->expr[i], IT_EXPR, F->role, 0};
             F->item_val[F->nitems++] = vals[i];
         }
     }
@@ -2731,7 +3114,9 @@ static int parse_clause_body(asm_state_t *A, isa_instr_t *in)
                     tok_desc(kw, b, sizeof b));
 }
 
-static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_instr_t *in)
+/* The next instruction of stream (core, engine), to be filled in; NULL after reporting the
+ * instruction limit or running out of memory. */
+static isa_instr_t *stream_slot(asm_state_t *A, uint32_t core, int engine)
 {
     instr_vec_t *s = &A->streams[core * ISA_ENGINE_COUNT + (uint32_t)engine];
     uint64_t max_instrs = A->opt->max_instructions ? A->opt->max_instructions : ASM_MAX_INSTRS;
@@ -2740,7 +3125,7 @@ static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_inst
             err_at(A, 1, "the program has more than %llu instructions (the assembler's limit)",
                    (unsigned long long)max_instrs);
         A->limit_hit = 1;
-        return -1;
+        return NULL;
     }
     if (!s->room) {
         if (s->nchunks == s->cap_chunks) {
@@ -2748,22 +3133,30 @@ static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_inst
             isa_instr_t **p = realloc(s->chunk, nc * sizeof *p);
             if (!p) {
                 A->oom = 1;
-                return -1;
+                return NULL;
             }
             s->chunk = p;
             s->cap_chunks = nc;
         }
         uint32_t len = chunk_len(s->nchunks);
-        if (!(s->chunk[s->nchunks] = malloc((size_t)len * sizeof *in))) {
+        if (!(s->chunk[s->nchunks] = instrs_alloc((size_t)len * sizeof(isa_instr_t)))) {
             A->oom = 1;
-            return -1;
+            return NULL;
         }
         s->nchunks++;
         s->room = len;
     }
-    s->chunk[s->nchunks - 1][chunk_len(s->nchunks - 1) - s->room--] = *in;
     s->n++;
     A->emitted++;
+    return &s->chunk[s->nchunks - 1][chunk_len(s->nchunks - 1) - s->room--];
+}
+
+static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_instr_t *in)
+{
+    isa_instr_t *slot = stream_slot(A, core, engine);
+    if (!slot)
+        return -1;
+    *slot = *in;
     return 0;
 }
 
@@ -3066,7 +3459,7 @@ static uint64_t imemo_hash(uint32_t tmpl, const int64_t *key, uint32_t n)
 
 /* The memo slot of (template, KEY values): a filled one, or the empty one where it goes.
  * NULL when the table is empty. */
-static imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *key,
+static inline imemo_t *imemo_find(fast_t *F, uint64_t h, uint32_t tmpl, const int64_t *key,
                            uint32_t n)
 {
     if (!F->cap_imemo)
@@ -3141,31 +3534,28 @@ static uint32_t tmpl_key(const titem_t *items, uint32_t n, const int64_t *val, i
 static int instr_replay(asm_state_t *A, uint32_t ti)
 {
     fast_t *F = &A->fast;
-    itmpl_t *tm = &F->tmpls[ti];
+    const itmpl_t *tm = &F->tmpls[ti];
     int64_t val[TM_MAX_ITEMS], key[TM_MAX_ITEMS];
+    /* the inputs, and the KEY values with their hash as imemo_hash computes it */
+    uint32_t nkey = 0;
+    uint64_t h = (uint64_t)ti * 0xff51afd7ed558ccdull;
     for (uint32_t i = 0; i < tm->nitems; i++) {
         const titem_t *it = &tm->items[i];
-        if (it->kind == IT_EXPR) {
-            uint32_t e = F->expr_at[it->tok];
-            if (e < 2 || eval_code(A, &F->code[e - 2], &val[i]))
-                return 1;
-        } else if (eval_name(A, it->tok, &val[i])) {
+        if (it->kind == IT_EXPR ? eval_at(A, it->code, &val[i]) : eval_name(A, it->tok, &val[i]))
             return 1;
+        if (it->role != ROLE_SYNC) {
+            int64_t kv = it->role == ROLE_KEY ? val[i] : val[i] != 0;
+            h += (uint64_t)kv * (0x9e3779b97f4a7c15ull + 2 * (uint64_t)nkey);
+            key[nkey++] = kv;
         }
     }
-    uint32_t nkey = tmpl_key(tm->items, tm->nitems, val, key);
-    imemo_t *m = imemo_find(F, imemo_hash(ti, key, nkey), ti, key, nkey);
+    imemo_t *m = imemo_find(F, fmix64(h), ti, key, nkey);
     if (!m || !m->tmpl) {
-        tm->misses++;
+        F->tmpls[ti].misses++;
         return 1;
     }
-    isa_instr_t in;
-    memset(&in, 0, sizeof in);
-    in.op = tm->op;
-    in.engine = (uint8_t)A->engine;
-    in.line = A->loc_active ? A->loc_line : A->lineno;
-    /* a nop takes no slots: its block starts where the pool ends, as intern_args says */
-    in.args = isa_op_info((isa_op_t)tm->op)->nslots ? m->args : A->b.prog->nargs;
+    isa_sync_t wait[ISA_MAX_WAITS], post[ISA_MAX_POSTS];
+    uint8_t nwait = 0, npost = 0;
     for (uint32_t i = 0; i < tm->nclauses; i++) {
         const tclause_t *c = &tm->clauses[i];
         if (c->cond != 0xff && !val[c->cond])
@@ -3175,33 +3565,41 @@ static int instr_replay(asm_state_t *A, uint32_t ti)
             return 1;
         isa_sync_t y = {c->sem, c->op, 0, (int32_t)v};
         if (c->wait) {
-            if (in.nwait == ISA_MAX_WAITS)
+            if (nwait == ISA_MAX_WAITS)
                 return 1;
-            in.wait[in.nwait++] = y;
+            wait[nwait++] = y;
         } else {
-            if (in.npost == ISA_MAX_POSTS)
+            if (npost == ISA_MAX_POSTS)
                 return 1;
-            in.post[in.npost++] = y;
+            post[npost++] = y;
         }
     }
-    tm->hits++;
+    F->tmpls[ti].hits++;
     uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
+    uint32_t line = A->loc_active ? A->loc_line : A->lineno;
     if (tm->shorthand) {
         /* as instr_parse: the ldweights gets the waits, the matmul the posts */
-        isa_instr_t l;
-        memset(&l, 0, sizeof l);
-        l.op = ISA_OP_LDWEIGHTS;
-        l.engine = in.engine;
-        l.line = in.line;
-        l.nwait = in.nwait;
-        memcpy(l.wait, in.wait, sizeof l.wait);
-        l.args = m->largs;
-        in.nwait = 0;
-        memset(in.wait, 0, sizeof in.wait);
-        if (stream_push(A, core, A->engine, &l))
+        isa_instr_t *l = stream_slot(A, core, A->engine);
+        if (!l)
             return -1;
+        *l = (isa_instr_t){.op = ISA_OP_LDWEIGHTS, .engine = (uint8_t)A->engine,
+                           .nwait = nwait, .args = m->largs, .line = line};
+        for (uint8_t k = 0; k < nwait; k++)
+            l->wait[k] = wait[k];
+        nwait = 0;
     }
-    return stream_push(A, core, A->engine, &in) ? -1 : 0;
+    isa_instr_t *in = stream_slot(A, core, A->engine);
+    if (!in)
+        return -1;
+    /* a nop takes no slots: its block starts where the pool ends, as intern_args says */
+    *in = (isa_instr_t){.op = tm->op, .engine = (uint8_t)A->engine, .nwait = nwait,
+                        .npost = npost, .line = line,
+                        .args = tm->noslots ? A->b.prog->nargs : m->args};
+    for (uint8_t k = 0; k < nwait; k++)
+        in->wait[k] = wait[k];
+    for (uint8_t k = 0; k < npost; k++)
+        in->post[k] = post[k];
+    return 0;
 }
 
 /* After a recorded parse of line li that emitted its instruction(s): the line's template
@@ -3221,9 +3619,13 @@ static void tmpl_learn(asm_state_t *A, uint32_t li)
     c.engine = (int16_t)A->engine;
     c.op = A->info[li].op;
     c.shorthand = (uint8_t)F->out_shorthand;
+    c.noslots = isa_op_info((isa_op_t)c.op)->nslots == 0;
     c.nitems = (uint8_t)F->nitems;
     c.nclauses = (uint8_t)F->nclauses;
     memcpy(c.items, F->items, F->nitems * sizeof *c.items);
+    for (uint32_t i = 0; i < c.nitems; i++)
+        if (c.items[i].kind == IT_EXPR)
+            c.items[i].code = F->expr_at[c.items[i].tok] - 2; /* compiled: checked above */
     memcpy(c.clauses, F->clauses, F->nclauses * sizeof *c.clauses);
     int64_t key[TM_MAX_ITEMS];
     c.nkey = (uint8_t)tmpl_key(F->items, F->nitems, F->item_val, key);
@@ -3262,8 +3664,8 @@ static void tmpl_learn(asm_state_t *A, uint32_t li)
 }
 
 /* An instruction statement: replayed when its line ran before with the same inputs,
- * otherwise parsed (and recorded, in a loop body). */
-static int statement_instr(asm_state_t *A)
+ * otherwise parsed (and recorded, in a loop body). `replay` 0: the replay was tried. */
+static int statement_instr(asm_state_t *A, int replay)
 {
     fast_t *F = &A->fast;
     uint32_t li = A->cur_line;
@@ -3277,7 +3679,7 @@ static int statement_instr(asm_state_t *A)
     uint32_t ti = F->tmpl_at[li];
     if (ti == 1)
         return instr_parse(A);
-    if (ti >= 2) {
+    if (ti >= 2 && replay) {
         const itmpl_t *tm = &F->tmpls[ti - 2];
         if (tm->core == A->core && tm->engine == A->engine && tm->syms == A->syms.n) {
             int r = instr_replay(A, ti - 2);
@@ -3306,7 +3708,7 @@ static int statement(asm_state_t *A)
 {
     const isa_tok_t *t = TOK(A);
     if (t->kind == TK_IDENT)
-        return statement_instr(A);
+        return statement_instr(A, 1);
     if (t->kind != TK_DIRECTIVE) {
         char b[64];
         return err_here(A, "expected a directive or an instruction, found %s",
@@ -3326,7 +3728,10 @@ static int statement(asm_state_t *A)
                                "another name");
         A->pos++;
         int64_t v;
-        if (expect(A, '=', "'='") || parse_expr(A, &v) || expect_end(A))
+        if (expect(A, '=', "'='"))
+            return -1;
+        uint32_t k = kept_index(A);
+        if (parse_expr(A, &v) || expect_end(A))
             return -1;
         sym_t *y = resolve(A, n, NS_INT); /* the global one (cached for kept lines) */
         if (!y) {
@@ -3336,8 +3741,11 @@ static int statement(asm_state_t *A)
                 return -1;
             }
         }
-        y->hidden = 0;
-        y->value = v;
+        if (A->info[A->cur_line].cache != UINT32_MAX)
+            y->varying = 1; /* set again at each iteration of the loop around it */
+        sym_write(A, y, v);
+        uint32_t code[3] = {code_at(&A->fast, k), UINT32_MAX, UINT32_MAX};
+        lform_record(A, A->cur_line, LF_LET, (uint32_t)(y - A->syms.syms), code);
         return 0;
     }
     if (IS("arch")) {
@@ -3730,11 +4138,9 @@ static int stop_now(asm_state_t *A)
 }
 
 /* Count one executed statement or loop iteration against ASM_MAX_STEPS. */
-static int count_step(asm_state_t *A, uint32_t line)
+static int count_step_over(asm_state_t *A, uint32_t line)
 {
-    uint64_t max_steps = A->opt->max_steps ? A->opt->max_steps : ASM_MAX_STEPS;
-    if (++A->steps <= max_steps)
-        return 0;
+    uint64_t max_steps = A->max_steps;
     if (!A->limit_hit)
         isa_diag_error(A->diag, A->opt->filename, line, 1,
                        "the program expands to more than %llu statements and loop iterations "
@@ -3744,14 +4150,70 @@ static int count_step(asm_state_t *A, uint32_t line)
     return -1;
 }
 
+static inline int count_step(asm_state_t *A, uint32_t line)
+{
+    return ++A->steps <= A->max_steps ? 0 : count_step_over(A, line);
+}
+
 static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last);
+
+/* The iterations of the .loop at line i, its header evaluated: variable symbol yi. */
+static void run_loop(asm_state_t *A, uint32_t i, uint32_t yi, int64_t start, int64_t stop,
+                     int64_t step)
+{
+    uint32_t end = A->info[i].next;
+    /* Iteration count in unsigned arithmetic: START + k*STEP never overflows below. */
+    uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+    uint64_t iters = 0;
+    if (step > 0 && start < stop)
+        iters = ((uint64_t)stop - (uint64_t)start - 1) / mag + 1;
+    else if (step < 0 && start > stop)
+        iters = ((uint64_t)start - (uint64_t)stop - 1) / mag + 1;
+    sym_t *y = &A->syms.syms[yi];
+    int existed = !y->hidden;
+    int64_t saved = y->value;
+    y->varying = 1;
+    sym_write(A, y, start);
+    uint32_t line = A->info[i].number;
+    int64_t v = start;
+    A->loop_depth++;
+    for (uint64_t k = 0; k < iters; k++) {
+        if (count_step(A, line))
+            break;
+        sym_write(A, &A->syms.syms[yi], v);
+        uint64_t failures = A->failures;
+        exec_lines(A, i + 1, end);
+        /* After a failed iteration the next ones would mostly repeat the errors (reported
+         * once per line) at the cost of the whole loop: stop here. */
+        if (stop_now(A) || A->failures != failures)
+            break;
+        if (k + 1 < iters)
+            v += step;
+    }
+    A->loop_depth--;
+    /* After the loop the name means what it meant before: the old value, or nothing. */
+    if (existed)
+        sym_write(A, &A->syms.syms[yi], saved);
+    else
+        sym_hide(A, &A->syms.syms[yi]);
+}
 
 static void exec_loop(asm_state_t *A, uint32_t i)
 {
+    const lform_t *lf = A->fast.lform ? &A->fast.lform[i] : NULL;
+    if (lf && lf->kind == LF_LOOP) {
+        /* compiled header: anything unusual runs the line as written below */
+        int64_t start, stop, step = 1;
+        if (!eval_at(A, lf->code[0], &start) && !eval_at(A, lf->code[1], &stop) &&
+            (lf->code[2] == UINT32_MAX || !eval_at(A, lf->code[2], &step)) &&
+            step != 0) {
+            run_loop(A, i, lf->sym, start, stop, step);
+            return;
+        }
+    }
     begin_line(A, i);
     A->pos = 1;
     const isa_tok_t *var = TOK(A);
-    uint32_t end = A->info[i].next;
     if (var->kind != TK_IDENT) {
         char b[64];
         err_here(A, "expected a loop variable name after .loop, found %s",
@@ -3765,11 +4227,18 @@ static void exec_loop(asm_state_t *A, uint32_t i)
     }
     A->pos++;
     int64_t start, stop, step = 1;
-    if (expect(A, '=', "'=' after the loop variable") || parse_expr(A, &start) ||
-        expect(A, ',', "',' and the end value") || parse_expr(A, &stop))
+    uint32_t k[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX}; /* kept index of each expression */
+    if (expect(A, '=', "'=' after the loop variable"))
+        return;
+    k[0] = kept_index(A);
+    if (parse_expr(A, &start) || expect(A, ',', "',' and the end value"))
+        return;
+    k[1] = kept_index(A);
+    if (parse_expr(A, &stop))
         return;
     if (accept(A, ',')) {
         uint32_t col = TOK(A)->col;
+        k[2] = kept_index(A);
         if (parse_expr(A, &step))
             return;
         if (step == 0) {
@@ -3779,44 +4248,20 @@ static void exec_loop(asm_state_t *A, uint32_t i)
     }
     if (expect_end(A))
         return;
-    /* Iteration count in unsigned arithmetic: START + k*STEP never overflows below. */
-    uint64_t mag = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
-    uint64_t iters = 0;
-    if (step > 0 && start < stop)
-        iters = ((uint64_t)stop - (uint64_t)start - 1) / mag + 1;
-    else if (step < 0 && start > stop)
-        iters = ((uint64_t)start - (uint64_t)stop - 1) / mag + 1;
     sym_t *y = sym_find(&A->syms, var->s, var->len, NS_INT, -1);
-    int existed = y != NULL && !y->hidden;
-    int64_t saved = y ? y->value : 0;
-    if (!y && !(y = sym_add(&A->syms, var->s, var->len, NS_INT, -1))) {
-        A->oom = 1;
-        return;
+    if (!y) {
+        if (!(y = sym_add(&A->syms, var->s, var->len, NS_INT, -1))) {
+            A->oom = 1;
+            return;
+        }
+        y->hidden = 1; /* did not exist before the loop: out of scope after it */
     }
-    y->hidden = 0;
     uint32_t yi = (uint32_t)(y - A->syms.syms);
-    uint32_t line = A->lineno;
-    int64_t v = start;
-    A->loop_depth++;
-    for (uint64_t k = 0; k < iters; k++) {
-        if (count_step(A, line))
-            break;
-        A->syms.syms[yi].value = v;
-        uint64_t failures = A->failures;
-        exec_lines(A, i + 1, end);
-        /* After a failed iteration the next ones would mostly repeat the errors (reported
-         * once per line) at the cost of the whole loop: stop here. */
-        if (stop_now(A) || A->failures != failures)
-            break;
-        if (k + 1 < iters)
-            v += step;
-    }
-    A->loop_depth--;
-    /* After the loop the name means what it meant before: the old value, or nothing. */
-    if (existed)
-        A->syms.syms[yi].value = saved;
-    else
-        A->syms.syms[yi].hidden = 1;
+    uint32_t code[3] = {code_at(&A->fast, k[0]), code_at(&A->fast, k[1]),
+                        code_at(&A->fast, k[2])};
+    if (k[2] == UINT32_MAX || code[2] != UINT32_MAX)
+        lform_record(A, i, LF_LOOP, yi, code);
+    run_loop(A, i, yi, start, stop, step);
 }
 
 static void exec_if(asm_state_t *A, uint32_t i)
@@ -3824,19 +4269,35 @@ static void exec_if(asm_state_t *A, uint32_t i)
     uint32_t endif = A->info[i].endif;
     uint32_t cur = i;
     while (cur != endif) {
-        begin_line(A, cur);
         uint32_t next = A->info[cur].next;
-        int take;
-        A->pos = 1;
-        if (A->info[cur].kind == LK_ELSE) {
-            if (expect_end(A))
-                return;
+        int take = -1;
+        const lform_t *lf = A->fast.lform ? &A->fast.lform[cur] : NULL;
+        if (lf && lf->kind == LF_ELSE) {
             take = 1;
-        } else {
+        } else if (lf && lf->kind == LF_COND) {
             int64_t v;
-            if (parse_expr(A, &v) || expect_end(A))
-                return;
-            take = v != 0;
+            if (!eval_at(A, lf->code[0], &v))
+                take = v != 0;
+        }
+        if (take < 0) {
+            /* as written (the first time, or to report an error) */
+            begin_line(A, cur);
+            A->pos = 1;
+            uint32_t code[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+            if (A->info[cur].kind == LK_ELSE) {
+                if (expect_end(A))
+                    return;
+                take = 1;
+                lform_record(A, cur, LF_ELSE, 0, code);
+            } else {
+                int64_t v;
+                uint32_t k = kept_index(A);
+                if (parse_expr(A, &v) || expect_end(A))
+                    return;
+                take = v != 0;
+                code[0] = code_at(&A->fast, k);
+                lform_record(A, cur, LF_COND, 0, code);
+            }
         }
         if (take) {
             exec_lines(A, cur + 1, next);
@@ -3849,9 +4310,10 @@ static void exec_if(asm_state_t *A, uint32_t i)
 static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last)
 {
     for (uint32_t i = first; i < last && !stop_now(A);) {
-        if (count_step(A, A->info[i].number))
+        const line_info_t *li = &A->info[i];
+        if (count_step(A, li->number))
             return;
-        switch (A->info[i].kind) {
+        switch (li->kind) {
         case LK_LOOP:
             exec_loop(A, i);
             i = A->info[i].next + 1;
@@ -3879,11 +4341,39 @@ static void exec_lines(asm_state_t *A, uint32_t first, uint32_t last)
             i = end;
             break;
         }
-        default:
+        default: {
+            const lform_t *lf = A->fast.lform ? &A->fast.lform[i] : NULL;
+            if (lf && lf->kind == LF_LET) {
+                int64_t v;
+                if (!eval_at(A, lf->code[0], &v)) {
+                    sym_write(A, &A->syms.syms[lf->sym], v);
+                    i++;
+                    break;
+                }
+            }
+            int replay = 1;
+            uint32_t ti = li->op != UINT16_MAX && A->fast.tmpl_at ? A->fast.tmpl_at[i] : 0;
+            if (ti >= 2) {
+                /* an instruction line that ran before: replay it without its tokens */
+                const itmpl_t *tm = &A->fast.tmpls[ti - 2];
+                if (tm->core == A->core && tm->engine == A->engine && tm->syms == A->syms.n) {
+                    A->lineno = li->number;
+                    A->cur_line = i;
+                    if (instr_replay(A, ti - 2) <= 0) {
+                        i++;
+                        break;
+                    }
+                    replay = 0; /* values never seen: parse */
+                }
+            }
             begin_line(A, i);
-            statement(A);
+            if (li->op != UINT16_MAX)
+                statement_instr(A, replay);
+            else
+                statement(A);
             i++;
             break;
+        }
         }
     }
 }
@@ -3903,7 +4393,7 @@ static int finish(asm_state_t *A)
             return -1; /* cannot happen: cores are range-checked */
     if (total >= UINT32_MAX)
         return -1;
-    p->instrs = malloc((total ? total : 1) * sizeof *p->instrs);
+    p->instrs = instrs_alloc((total ? total : 1) * sizeof *p->instrs);
     if (!p->streams || !p->instrs)
         return -1;
     uint32_t at = 0;
@@ -3953,6 +4443,8 @@ ncsim_status_t isa_assemble(const char *text, size_t len, const isa_asm_options_
     A->engine = -1;
     A->text = text;
     A->len = len;
+    A->max_steps = opt->max_steps ? opt->max_steps : ASM_MAX_STEPS;
+    A->fold_epoch = 1;
     ncsim_status_t st = NCSIM_NOMEM;
     if (len >= UINT32_MAX) {
         isa_diag_error(diag, opt->filename, 0, 0, "input of %zu bytes is too large (at most "
@@ -4021,6 +4513,7 @@ done:
     free(A->fast.tmpl_at);
     free(A->fast.tmpls);
     free(A->fast.imemo);
+    free(A->fast.lform);
     isa_lexed_free(&A->win);
     free(A->view_tab.slots);
     for (int k = 0; k <= ISA_MAX_SLOTS; k++)

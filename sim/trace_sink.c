@@ -34,6 +34,7 @@
 #include "trace_sink.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,26 @@ typedef struct tmpl_entry {
 
 #define TMPL_CACHE_SIZE 4096u
 
+/* What the sink made of an operand block (isa_instr_t.args: the assembler gives instructions
+ * with the same operands one block, so loop iterations share it), found by the block's index
+ * rather than by hashing: its operand text, its last template (with the clauses' shape it was
+ * made for) and its last cost breakdown (with what else the cost depends on). The texts live
+ * in the caches above until close. A block used by several (core, op, engine) has an entry
+ * for each, chained. */
+typedef struct block_memo {
+    uint32_t next; /* the next entry of the block, 1-based; 0: none */
+    uint32_t core;
+    uint16_t op;
+    uint8_t engine;
+    uint8_t tmpl_state; /* 0: not known, 1: tmpl, 2: no template */
+    const char *ops;    /* NULL: not known */
+    const char *tmpl;
+    uint64_t shape;
+    const char *cost;   /* NULL: not known */
+    uint32_t stationary_cols;
+    uint64_t cost_ii;
+} block_memo_t;
+
 /* A directed NeuronLink: its track lanes (chunks that overlap in time go on separate lanes,
  * so slices never overlap on a track) and its bandwidth series. */
 typedef struct link_trace {
@@ -243,6 +264,13 @@ struct sim_trace_file {
     coll_trace_t **colls; /* in progress */
     size_t ncolls, cap_colls;
     char text[2048];
+    /* texts of the caches above replaced while the trace is open: records are `stable`
+     * (trc_slice_t), so they live until it closes */
+    char **retired;
+    size_t nretired, cap_retired;
+    uint32_t *block_first; /* per prog->args slot: its first block_memo (1-based), 0: none */
+    block_memo_t *blocks;
+    uint32_t nblocks, cap_blocks;
 };
 
 /* trace.h's limited_* fields follow sim_dma_limit_t */
@@ -281,6 +309,24 @@ static void fail(sim_trace_file_t *t, ncsim_status_t st, const char *msg)
     }
 }
 
+/* A cache text replaced: kept until the trace closes (the writer may know it by address). */
+static void retire(sim_trace_file_t *t, char *text)
+{
+    if (!text)
+        return;
+    if (t->nretired == t->cap_retired) {
+        size_t cap = t->cap_retired ? t->cap_retired * 2 : 64;
+        char **p = realloc(t->retired, cap * sizeof *p);
+        if (!p) {
+            fail(t, NCSIM_NOMEM, "out of memory");
+            return; /* leaked rather than freed under the writer */
+        }
+        t->retired = p;
+        t->cap_retired = cap;
+    }
+    t->retired[t->nretired++] = text;
+}
+
 static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
 {
     if (s->written && s->last == v)
@@ -291,7 +337,7 @@ static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v
      * and there are several counter values per instruction */
     trc_record_t r;
     r.kind = TRC_REC_COUNTER;
-    r.u.counter = (trc_counter_t){s->pid, s->name, s->unit, ts, v};
+    r.u.counter = (trc_counter_t){s->pid, s->name, s->unit, ts, v, 1};
     put(t, &r);
 }
 
@@ -343,7 +389,9 @@ static void write_flow(sim_trace_file_t *t, const char *cat, const char *name, u
 {
     trc_record_t r; /* only the flow member is set, as in counter_emit */
     r.kind = TRC_REC_FLOW;
-    r.u.flow = (trc_flow_t){++t->next_flow, cat, name, pid, from_tid, from_ts, pid, to_tid, to_ts};
+    /* cat: a literal, name: a literal or a semaphore's name, kept until close */
+    r.u.flow =
+        (trc_flow_t){++t->next_flow, cat, name, pid, from_tid, from_ts, pid, to_tid, to_ts, 1};
     put(t, &r);
 }
 
@@ -623,9 +671,41 @@ static int operands_equal(const isa_program_t *p, const isa_instr_t *x, const is
     return 1;
 }
 
+/* The memo of `in`'s operand block on `core` (made empty when new); NULL when the program
+ * has no blocks or out of memory. The pointer is valid until the next new entry. */
+static block_memo_t *block_memo(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+{
+    if (!t->block_first || in->args >= t->prog->nargs)
+        return NULL;
+    for (uint32_t k = t->block_first[in->args]; k; k = t->blocks[k - 1].next) {
+        block_memo_t *b = &t->blocks[k - 1];
+        if (b->core == core && b->op == in->op && b->engine == in->engine)
+            return b;
+    }
+    if (t->nblocks == t->cap_blocks) {
+        if (t->cap_blocks >= UINT32_MAX / 2)
+            return NULL;
+        uint32_t cap = t->cap_blocks ? t->cap_blocks * 2 : 256;
+        block_memo_t *p = realloc(t->blocks, cap * sizeof *p);
+        if (!p)
+            return NULL; /* the hashed caches still work */
+        t->blocks = p;
+        t->cap_blocks = cap;
+    }
+    block_memo_t *b = &t->blocks[t->nblocks++];
+    memset(b, 0, sizeof *b);
+    b->core = core;
+    b->op = in->op;
+    b->engine = in->engine;
+    b->next = t->block_first[in->args];
+    t->block_first[in->args] = t->nblocks;
+    return b;
+}
+
 /* The operands of `in` as the disassembler prints them, without the mnemonic and without
- * the wait/post clauses. */
-static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+ * the wait/post clauses, from the caches by hash (operands_text looks at the block first). */
+static const char *operands_text_hashed(sim_trace_file_t *t, uint32_t core,
+                                        const isa_instr_t *in)
 {
     op_fast_t *fe = &t->fast[(in->args * 2654435761u ^ core * 40503u ^ in->op) &
                              (OP_FAST_SIZE - 1)];
@@ -653,7 +733,7 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
     if (t->nops * 4 >= OP_CACHE_SIZE * 3) {
         /* full: start again (programs with this many distinct operand sets are rare) */
         for (uint32_t k = 0; k < OP_CACHE_SIZE; k++) {
-            free(t->ops[k].text);
+            retire(t, t->ops[k].text);
             t->ops[k].text = NULL;
         }
         memset(t->fast, 0, OP_FAST_SIZE * sizeof *t->fast);
@@ -670,6 +750,19 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
     t->nops++;
     *fe = (op_fast_t){copy, core, in->args, in->op, in->engine};
     return copy;
+}
+
+/* The operands of `in` as the disassembler prints them, without the mnemonic and without
+ * the wait/post clauses. */
+static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
+{
+    block_memo_t *b = block_memo(t, core, in);
+    if (b && b->ops)
+        return b->ops;
+    const char *text = operands_text_hashed(t, core, in);
+    if (b && text != t->text)
+        b->ops = text; /* cached until close */
+    return text;
 }
 
 /* " OP VALUE" without printf (this runs for every traced instruction with clauses). */
@@ -761,35 +854,63 @@ static uint64_t clause_shape(const isa_instr_t *in)
     return k;
 }
 
-/* The numbers of `in`'s clauses as instr_text prints them, space-separated, into t->vals. */
+/* v in decimal at p; returns the characters written (at most 11). */
+static size_t put_int(char *p, int32_t v)
+{
+    char digits[12];
+    size_t n = 0, k = 0;
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        p[k++] = '-';
+    while (n)
+        p[k++] = digits[--n];
+    return k;
+}
+
+/* The numbers of `in`'s clauses as instr_text prints them, space-separated, into t->vals
+ * (room for all: at most ISA_MAX_WAITS + ISA_MAX_POSTS numbers of 12 characters). */
 static void clause_values(sim_trace_file_t *t, const isa_instr_t *in)
 {
-    char num[32];
+    _Static_assert(sizeof t->vals >= (ISA_MAX_WAITS + ISA_MAX_POSTS) * 12 + 1, "vals");
     size_t at = 0;
-    t->vals[0] = '\0';
     for (unsigned k = 0; k < in->nwait && k < ISA_MAX_WAITS; k++) {
-        op_value(num, "", in->wait[k].value); /* "  VALUE" */
-        at = append(t->vals, at, sizeof t->vals, num + (at ? 1 : 2));
+        if (at)
+            t->vals[at++] = ' ';
+        at += put_int(t->vals + at, in->wait[k].value);
     }
     for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++) {
         const isa_sync_t *sp = &in->post[k];
         if (sp->op == ISA_POST_ADD && sp->value == 1)
             continue;
-        op_value(num, "", sp->value);
-        at = append(t->vals, at, sizeof t->vals, num + (at ? 1 : 2));
+        if (at)
+            t->vals[at++] = ' ';
+        at += put_int(t->vals + at, sp->value);
     }
+    t->vals[at] = '\0';
 }
 
-/* The operands of `in` as a template with its numbers in t->vals (trc_slice_t.operands_tmpl);
- * NULL when it has no clause numbers or its text holds a '#' (then instr_text is used). */
+/* The operands of `in` as a template with its numbers in t->vals (trc_slice_t.operands_tmpl;
+ * clauses without numbers: the text itself, values ""); NULL when it has no clauses or its
+ * text holds a '#' (then instr_text is used). */
 static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_instr_t *in)
 {
     if (!in->nwait && !in->npost)
         return NULL;
-    const char *ops = operands_text(t, core, in);
+    uint64_t shape = clause_shape(in);
+    block_memo_t *b = block_memo(t, core, in);
+    if (b && b->tmpl_state && b->shape == shape) {
+        if (b->tmpl_state == 2)
+            return NULL;
+        clause_values(t, in);
+        return b->tmpl;
+    }
+    const char *ops = operands_text(t, core, in); /* finds b: no new entry */
     if (ops == t->text)
         return NULL; /* not cached (out of memory): the text path */
-    uint64_t shape = clause_shape(in);
     uintptr_t h = (uintptr_t)ops;
     tmpl_entry_t *e = &t->tmpls[(h ^ (h >> 12) ^ shape * 0x9e3779b97f4a7c15ull ^ core * 40503u) &
                                 (TMPL_CACHE_SIZE - 1)];
@@ -825,8 +946,9 @@ static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_
             numbers++;
         for (unsigned k = 0; k < in->npost && k < ISA_MAX_POSTS; k++)
             numbers += !(in->post[k].op == ISA_POST_ADD && in->post[k].value == 1);
-        int none = hashes != numbers || at + 1 >= sizeof buf || numbers == 0;
-        free(e->text);
+        /* no numbers: the template is the text (values ""), which stays in this cache */
+        int none = hashes != numbers || at + 1 >= sizeof buf;
+        retire(t, e->text);
         *e = (tmpl_entry_t){ops, shape, core, (uint8_t)none, NULL};
         if (!none) {
             e->text = strdup(buf);
@@ -835,6 +957,11 @@ static const char *instr_template(sim_trace_file_t *t, uint32_t core, const isa_
                 return NULL;
             }
         }
+    }
+    if (b) {
+        b->shape = shape;
+        b->tmpl_state = e->none ? 2 : 1;
+        b->tmpl = e->text; /* kept until close */
     }
     if (e->none)
         return NULL;
@@ -860,10 +987,10 @@ static char *clause_name(const isa_program_t *p, uint32_t core, uint8_t sem)
 
 /* ---- cost breakdowns ----------------------------------------------------------------------------- */
 
-static const char *instr_cost_text(sim_trace_file_t *t, const sim_trace_instr_t *r)
+static const char *cost_text_hashed(sim_trace_file_t *t, const sim_trace_instr_t *r,
+                                    uint64_t shortened)
 {
     const isa_instr_t *in = r->instr;
-    uint64_t shortened = r->ii_ps < r->model_ii_ps ? r->ii_ps : 0;
     cost_entry_t *e = &t->costs[(in->args * 2654435761u ^ r->stationary_cols * 40503u ^
                                  in->op * 977u ^ in->engine) &
                                 (COST_CACHE_SIZE - 1)];
@@ -877,9 +1004,24 @@ static const char *instr_cost_text(sim_trace_file_t *t, const sim_trace_instr_t 
         fail(t, NCSIM_NOMEM, "out of memory");
         return "";
     }
-    free(e->text);
+    retire(t, e->text);
     *e = (cost_entry_t){copy, in->args, r->stationary_cols, in->op, in->engine, shortened};
     return copy;
+}
+
+static const char *instr_cost_text(sim_trace_file_t *t, const sim_trace_instr_t *r)
+{
+    uint64_t shortened = r->ii_ps < r->model_ii_ps ? r->ii_ps : 0;
+    block_memo_t *b = block_memo(t, r->core, r->instr);
+    if (b && b->cost && b->stationary_cols == r->stationary_cols && b->cost_ii == shortened)
+        return b->cost;
+    const char *text = cost_text_hashed(t, r, shortened);
+    if (b && *text) {
+        b->cost = text; /* kept until close */
+        b->stationary_cols = r->stationary_cols;
+        b->cost_ii = shortened;
+    }
+    return text;
 }
 
 /* ---- hooks ---------------------------------------------------------------------------------------- */
@@ -928,10 +1070,14 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
                                                           : "";
     const char *tmpl = instr_template(t, r->core, in);
     const char *text = tmpl ? tmpl : instr_text(t, r->core, in);
+    /* the slice and its kind's member are set, not the whole record: there is one per
+     * instruction and the record's union is a few hundred bytes */
     trc_record_t rec;
-    memset(&rec, 0, sizeof rec);
     rec.kind = TRC_REC_SLICE;
     trc_slice_t *s = &rec.u.slice;
+    memset(s, 0, offsetof(trc_slice_t, a));
+    memset(&s->a.instr, 0, sizeof s->a.instr);
+    s->operands_tmpl = s->operand_values = NULL;
     s->kind = TRC_SLICE_INSTR;
     s->pid = ct->pid;
     s->tid = tid;
@@ -959,6 +1105,8 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->semaphore = sem;
     a->stall = stall;
     a->cost = instr_cost_text(t, r);
+    /* every string but an operand text built in t->text lives in a cache until close */
+    s->stable = text != t->text;
     put(t, &rec);
 }
 
@@ -1018,10 +1166,12 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
         write_flow(t, "dma", "dma issue", ct->pid, issuer_tid, r->issue_ps, tid, r->start_ps);
     const char *tmpl = instr_template(t, r->core, r->instr);
     const char *text = tmpl ? tmpl : instr_text(t, r->core, r->instr);
-    trc_record_t rec;
-    memset(&rec, 0, sizeof rec);
+    trc_record_t rec; /* as in on_instr: the slice and its kind's member */
     rec.kind = TRC_REC_SLICE;
     trc_slice_t *s = &rec.u.slice;
+    memset(s, 0, offsetof(trc_slice_t, a));
+    memset(&s->a.dma, 0, sizeof s->a.dma);
+    s->operands_tmpl = s->operand_values = NULL;
     s->kind = TRC_SLICE_DMA;
     s->pid = ct->pid;
     s->tid = tid;
@@ -1064,6 +1214,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
     a->limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
     a->limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
+    s->stable = text != t->text; /* the rest: literals */
     put(t, &rec);
 }
 
@@ -1602,6 +1753,11 @@ static void free_file(sim_trace_file_t *t)
         free_coll(t->colls[i]);
     free(t->colls);
     free(t->deltas);
+    for (size_t i = 0; i < t->nretired; i++)
+        free(t->retired[i]);
+    free(t->retired);
+    free(t->block_first);
+    free(t->blocks);
     free(t);
 }
 
@@ -1647,9 +1803,11 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
     t->fast = calloc(OP_FAST_SIZE, sizeof *t->fast);
     t->costs = calloc(COST_CACHE_SIZE, sizeof *t->costs);
     t->tmpls = calloc(TMPL_CACHE_SIZE, sizeof *t->tmpls);
+    t->block_first = calloc((size_t)prog->nargs + 1, sizeof *t->block_first);
     t->links_declared = calloc(t->nchips + 1, 1);
     t->links_next_tid = calloc(t->nchips + 1, sizeof *t->links_next_tid);
     if (!t->cores || !t->dseries || !t->held || !t->ops || !t->fast || !t->costs || !t->tmpls ||
+        !t->block_first ||
         !t->links_declared ||
         !t->links_next_tid)
         goto oom;

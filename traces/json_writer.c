@@ -18,9 +18,19 @@
 
 #include "trace_internal.h"
 
+/* Strings of `stable` records (trc_slice_t) that need no escaping, by address: their length,
+ * so that they are copied without being measured and scanned again (cost breakdowns are a few
+ * hundred bytes and every instruction carries one). Direct-mapped. */
+#define PLAIN_MEMO 512u
+typedef struct plain_memo {
+    const char *s;
+    size_t len;
+} plain_memo_t;
+
 typedef struct json_state {
     int started; /* header written */
     int any;     /* an event written (a comma precedes the next) */
+    plain_memo_t plain[PLAIN_MEMO];
 } json_state_t;
 
 /* An event is composed in a fixed buffer; strings that would not fit are cut (never
@@ -32,6 +42,8 @@ typedef struct json_state {
 typedef struct ev {
     char *p;
     size_t n;
+    json_state_t *js;
+    int stable; /* the strings of the record being written are stable */
 } ev_t;
 
 /* A literal: always fits (strings stop at STR_LIMIT, far from the end of the buffer), so a
@@ -118,12 +130,80 @@ static void put_str(ev_t *e, const char *s)
     e->p[e->n++] = '"';
 }
 
+/* A string of the record being written: when the record is stable and the string needs no
+ * escaping, its length is remembered by address and the text copied at once; otherwise
+ * put_str. The same bytes either way. */
+/* The length of a stable string that needs no escaping; SIZE_MAX when it needs some. */
+static size_t plain_len(ev_t *e, const char *s)
+{
+    uintptr_t k = (uintptr_t)s;
+    plain_memo_t *m = &e->js->plain[(k >> 3 ^ k >> 12) & (PLAIN_MEMO - 1)];
+    if (m->s != s) {
+        size_t len = strlen(s);
+        if (plain_prefix(s, len) != len)
+            return SIZE_MAX; /* to escape: not remembered */
+        m->s = s;
+        m->len = len;
+    }
+    return m->len;
+}
+
+static void put_str_rec(ev_t *e, const char *s)
+{
+    size_t len = e->stable && s ? plain_len(e, s) : SIZE_MAX;
+    if (len == SIZE_MAX || e->n + 1 + len > STR_LIMIT) { /* put_str's test, after its quote */
+        put_str(e, s); /* escaped or cut there by put_str */
+        return;
+    }
+    e->p[e->n++] = '"';
+    memcpy(e->p + e->n, s, len);
+    e->n += len;
+    e->p[e->n++] = '"';
+}
+
 /* Operands given as a template and its numbers (trc_slice_t.operands_tmpl): the whole text. */
 static void put_tmpl(ev_t *e, const char *tmpl, const char *vals)
 {
     char buf[STR_LIMIT];
     size_t k = 0;
     const char *v = vals ? vals : "";
+    if (!*v) { /* no numbers: the template is the text */
+        put_str_rec(e, tmpl);
+        return;
+    }
+    size_t tl = e->stable ? plain_len(e, tmpl) : SIZE_MAX;
+    if (tl != SIZE_MAX) {
+        /* a stable template needing no escaping and numbers needing none, short enough not
+         * to be cut: straight into the event, a run of the template at a time (the bytes
+         * the general path below gives) */
+        size_t vl = strlen(v);
+        if (plain_prefix(v, vl) == vl && e->n + 2 + tl + vl <= STR_LIMIT) {
+            char *o = e->p + e->n;
+            *o++ = '"';
+            const char *c = tmpl, *end = tmpl + tl;
+            while (c < end) {
+                const char *h = memchr(c, '#', (size_t)(end - c));
+                size_t run = h ? (size_t)(h - c) : (size_t)(end - c);
+                memcpy(o, c, run);
+                o += run;
+                c += run;
+                if (!h)
+                    break;
+                c++; /* the '#' */
+                if (!*v) {
+                    *o++ = '#';
+                    continue;
+                }
+                while (*v && *v != ' ')
+                    *o++ = *v++;
+                if (*v == ' ')
+                    v++;
+            }
+            *o++ = '"';
+            e->n = (size_t)(o - e->p);
+            return;
+        }
+    }
     for (const char *c = tmpl; *c && k + 1 < sizeof buf; c++) {
         if (*c != '#' || !*v) {
             buf[k++] = *c;
@@ -182,7 +262,7 @@ static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *ba
 #define JPUT_F64(e, v) put_f64(e, v)
 #define JPUT_STR(e, v)                                                                         \
     (s->operands_tmpl && (v) == s->operands_tmpl ? put_tmpl(e, v, s->operand_values)          \
-                                                 : put_str(e, (v) ? (v) : ""))
+                                                 : put_str_rec(e, (v) ? (v) : ""))
 #define JFIELD(member, key, type, always)                                                      \
     if ((always) || !JSKIP_##type(a->member)) {                                                \
         if (any++)                                                                             \
@@ -232,7 +312,7 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
 {
     json_state_t *js = w->state;
     /* events are composed in place, in the output buffer */
-    ev_t e = {(char *)trc_out_reserve(&w->out, EV_CAP), 0};
+    ev_t e = {(char *)trc_out_reserve(&w->out, EV_CAP), 0, js, 0};
     if (!js->started) {
         js->started = 1;
         PUTS(&e, "{\"displayTimeUnit\":\"ns\",");
@@ -290,10 +370,11 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
         if (s->kind >= TRC_SLICE_KIND_COUNT)
             return NCSIM_INTERNAL;
         begin_event(w, &e);
+        e.stable = s->stable;
         PUTS(&e, "{\"ph\":\"X\",\"cat\":");
         put_str(&e, trc_slice_category((trc_slice_kind_t)s->kind));
         PUTS(&e, ",\"name\":");
-        put_str(&e, s->name);
+        put_str_rec(&e, s->name);
         put_pid_tid(&e, s->pid, s->tid);
         PUTS(&e, ",\"ts\":");
         put_fixed(&e, s->ts_ps, 6);
@@ -307,14 +388,15 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
     case TRC_REC_COUNTER: {
         const trc_counter_t *c = &r->u.counter;
         begin_event(w, &e);
+        e.stable = c->stable;
         PUTS(&e, "{\"ph\":\"C\",\"name\":");
-        put_str(&e, c->name);
+        put_str_rec(&e, c->name);
         PUTS(&e, ",\"pid\":");
         put_u64(&e, c->pid);
         PUTS(&e, ",\"ts\":");
         put_fixed(&e, c->ts_ps, 6);
         PUTS(&e, ",\"args\":{");
-        put_str(&e, c->unit);
+        put_str_rec(&e, c->unit);
         e.p[e.n++] = ':';
         put_f64(&e, c->value);
         PUTS(&e, "}}");
@@ -329,10 +411,11 @@ static ncsim_status_t json_write(trc_writer_t *w, const trc_record_t *r)
                 PUTS(&e, "\"f\",\"bp\":\"e\"");
             else
                 PUTS(&e, "\"s\"");
+            e.stable = fl->stable;
             PUTS(&e, ",\"cat\":");
-            put_str(&e, fl->cat);
+            put_str_rec(&e, fl->cat);
             PUTS(&e, ",\"name\":");
-            put_str(&e, fl->name);
+            put_str_rec(&e, fl->name);
             PUTS(&e, ",\"id\":");
             put_u64(&e, fl->id);
             put_pid_tid(&e, end ? fl->to_pid : fl->from_pid, end ? fl->to_tid : fl->from_tid);

@@ -36,6 +36,7 @@ typedef struct pf_reader {
     char *ops;    /* operands rebuilt from a template and its values */
     size_t ops_cap;
     struct pf_event *ev; /* the event being read */
+    char side[2][TRC_PF_SIDE_MAX]; /* a transfer's src and dst taken from its name */
     int oom;
     char bad[160];
 } pf_reader_t;
@@ -459,10 +460,16 @@ static int ann_u64(const pf_event_t *ev, const char *key, uint64_t *out)
     return -1;
 }
 
-static void set_fields(const pf_event_t *ev, const trc_field_t *f, unsigned nf, void *base)
+/* Returns the fields set, a bit per field index. */
+static uint64_t set_fields(const pf_event_t *ev, const trc_field_t *f, unsigned nf, void *base)
 {
-    for (unsigned i = 0; i < ev->nann; i++)
-        trc_set_field(f, nf, base, ev->ann_name[i], strlen(ev->ann_name[i]), &ev->ann[i]);
+    uint64_t set = 0;
+    for (unsigned i = 0; i < ev->nann; i++) {
+        int k = trc_set_field(f, nf, base, ev->ann_name[i], strlen(ev->ann_name[i]), &ev->ann[i]);
+        if (k >= 0 && k < 64)
+            set |= 1ull << k;
+    }
+    return set;
 }
 
 /* Operands sent as a template and its numbers (pftrace_writer.c put_operands): each '#' of
@@ -651,7 +658,7 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
             }
             unsigned nf;
             const trc_field_t *fd = trc_slice_fields(kind, &nf);
-            set_fields(ev, fd, nf, &s->a);
+            trc_pf_restore(s, set_fields(ev, fd, nf, &s->a), r->side);
             if (rebuild_operands(r, ev, fd, nf, &s->a)) {
                 r->oom = 1;
                 rc = -1;

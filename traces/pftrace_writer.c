@@ -17,6 +17,7 @@
  * Timestamps are floored to nanoseconds for both ends of a slice, which keeps slices that
  * did not overlap in picoseconds from overlapping after rounding.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,9 +112,72 @@ static void intern_free(intern_t *t)
     free(t->e);
 }
 
+/* Strings the caller promises to keep unchanged until the writer closes (trc_slice_t.stable)
+ * are known by their address: (a, b, c) -> v, never removed. Strings: (text, NULL, table) ->
+ * iid; counter tracks: (name, unit, pid) -> track uuid. */
+typedef struct ptr_entry {
+    const void *a, *b;
+    uint64_t c, v;
+} ptr_entry_t;
+
+typedef struct ptr_map {
+    ptr_entry_t *e;
+    size_t cap, n;
+} ptr_map_t;
+
+static size_t ptr_slot(const void *a, const void *b, uint64_t c, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ull;
+    h ^= (uint64_t)(uintptr_t)b * 0xc2b2ae3d27d4eb4full + c * 0x165667b19e3779f9ull;
+    return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+/* The value of (a, b, c), 0 when absent. */
+static inline uint64_t ptr_get(const ptr_map_t *m, const void *a, const void *b, uint64_t c)
+{
+    if (!m->cap)
+        return 0;
+    for (size_t j = ptr_slot(a, b, c, m->cap);; j = (j + 1) & (m->cap - 1)) {
+        const ptr_entry_t *e = &m->e[j];
+        if (!e->a)
+            return 0;
+        if (e->a == a && e->b == b && e->c == c)
+            return e->v;
+    }
+}
+
+/* Add (a, b, c) -> v (not present yet); -1 when out of memory. */
+static int ptr_put(ptr_map_t *m, const void *a, const void *b, uint64_t c, uint64_t v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        ptr_entry_t *e = calloc(cap, sizeof *e);
+        if (!e)
+            return -1;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->e[i].a) {
+                size_t j = ptr_slot(m->e[i].a, m->e[i].b, m->e[i].c, cap);
+                while (e[j].a)
+                    j = (j + 1) & (cap - 1);
+                e[j] = m->e[i];
+            }
+        free(m->e);
+        m->e = e;
+        m->cap = cap;
+    }
+    size_t j = ptr_slot(a, b, c, m->cap);
+    while (m->e[j].a)
+        j = (j + 1) & (m->cap - 1);
+    m->e[j] = (ptr_entry_t){a, b, c, v};
+    m->n++;
+    return 0;
+}
+
 /* ---- state ------------------------------------------------------------------------------------------ */
 
 enum { TBL_CATEGORY, TBL_NAME, TBL_ANNOTATION, TBL_STRING_VALUE, TBL_COUNT };
+/* the key of a stable operand text sent whole in the string map (see put_operands) */
+#define OPERANDS_WHOLE TBL_COUNT
 
 typedef struct pending_intern {
     uint8_t table;
@@ -123,8 +187,7 @@ typedef struct pending_intern {
 
 typedef struct pending_flow {
     uint64_t track, ts_ps, id;
-    char cat[32];
-    char name[64];
+    uint64_t cat_iid, name_iid; /* the source's, for an instant that ends it alone */
 } pending_flow_t;
 
 /* Counter tracks by (pid, name, unit) as the caller passes them: a direct-mapped memo in
@@ -145,6 +208,8 @@ typedef struct str_memo {
 } str_memo_t;
 
 #define STR_MEMO 1024u
+#define HOT_STR 512u
+#define HOT_COUNTER 64u
 #define OPERANDS_MAX 2048
 
 typedef struct pf_state {
@@ -154,6 +219,19 @@ typedef struct pf_state {
     str_memo_t smemo[STR_MEMO];
     intern_t tables[TBL_COUNT];
     intern_t counters; /* "pid\x1fname\x1funit" -> counter track number */
+    ptr_map_t stable_str;      /* stable strings -> iid */
+    ptr_map_t stable_counters; /* stable counter names -> track uuid */
+    /* small direct-mapped memos in front of them, which stay in the first-level cache while
+     * megabytes of output stream past (the maps would not) */
+    struct {
+        const char *s;
+        uint32_t table, iid;
+    } hot_str[HOT_STR];
+    struct {
+        const char *name, *unit;
+        uint32_t pid;
+        uint64_t uuid;
+    } hot_counter[HOT_COUNTER];
     pending_intern_t pend[64];
     unsigned npend;
     pending_flow_t *flows;
@@ -164,6 +242,7 @@ typedef struct pf_state {
     int kind_ready[TRC_SLICE_KIND_COUNT];
     uint64_t kind_cat[TRC_SLICE_KIND_COUNT];
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
+    uint64_t kind_scaled[TRC_SLICE_KIND_COUNT][32][2]; /* 0: not interned yet */
     uint64_t ts_iid, dur_iid, values_iid;
     const trc_slice_t *slice; /* the slice being written */
     char tmpl[OPERANDS_MAX], vals[OPERANDS_MAX];
@@ -206,6 +285,36 @@ static uint64_t iid_of(pf_state_t *st, int table, const char *s)
         p->s = copy; /* the table's copy: the caller's string may be gone by packet_begin */
     }
     return iid;
+}
+
+/* iid of a string that stays unchanged until the writer closes: by its address, the text is
+ * read only the first time */
+static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
+{
+    if (!s)
+        s = "";
+    uintptr_t k = (uintptr_t)s;
+    unsigned slot = (unsigned)((k >> 3) ^ (k >> 11) ^ (uintptr_t)table * 37u) & (HOT_STR - 1);
+    if (st->hot_str[slot].s == s && st->hot_str[slot].table == (uint32_t)table)
+        return st->hot_str[slot].iid;
+    uint64_t iid = ptr_get(&st->stable_str, s, NULL, (uint64_t)table);
+    if (!iid) {
+        iid = iid_of(st, table, s);
+        if (iid && ptr_put(&st->stable_str, s, NULL, (uint64_t)table, iid))
+            st->oom = 1;
+    }
+    if (iid && iid <= UINT32_MAX) {
+        st->hot_str[slot].s = s;
+        st->hot_str[slot].table = (uint32_t)table;
+        st->hot_str[slot].iid = (uint32_t)iid;
+    }
+    return iid;
+}
+
+/* A string of the slice being written (st->slice): by address when the slice is stable. */
+static inline uint64_t slice_iid(pf_state_t *st, int table, const char *s)
+{
+    return st->slice && st->slice->stable ? iid_stable(st, table, s) : iid_of(st, table, s);
 }
 
 /* ---- packets --------------------------------------------------------------------------------------- */
@@ -313,6 +422,9 @@ static void collect_slice_names(pf_state_t *st, const trc_field_t *f, unsigned n
 
 /* ---- the fast path: a TrackEvent composed with plain stores, then its packet -------------------- */
 
+static inline unsigned char *w_ann_u64(unsigned char *p, uint64_t iid, uint64_t v);
+static inline unsigned char *w_ann_double(unsigned char *p, uint64_t iid, double v);
+
 static inline unsigned char *w_varint(unsigned char *p, uint64_t v)
 {
     while (v >= 0x80) {
@@ -330,9 +442,14 @@ static inline unsigned char *w_tag(unsigned char *p, uint32_t field, unsigned wi
 
 static inline unsigned char *w_fixed64(unsigned char *p, uint64_t v)
 {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8); /* protobuf's fixed64 is little-endian: one store */
+    return p + 8;
+#else
     for (int i = 0; i < 8; i++)
         *p++ = (unsigned char)(v >> (8 * i));
     return p;
+#endif
 }
 
 static inline unsigned char *w_double(unsigned char *p, double d)
@@ -380,12 +497,40 @@ static inline unsigned char *w_ann_str(unsigned char *p, uint64_t iid, const cha
     return p + n;
 }
 
-/* A real that is a whole number below 2^53 (engines, bytes per piece) goes as an unsigned
- * varint: the reader takes either for a real field. */
-static inline unsigned char *w_ann_f64(unsigned char *p, uint64_t iid, double v)
+
+/* The name iid of real field `fi` of the slice being written sent times 1000 (scale 0) or
+ * 10^6 (scale 1): "gbps_x1000", interned when first needed. */
+static uint64_t scaled_iid(pf_state_t *st, unsigned fi, int scale)
+{
+    uint64_t *iid = &st->kind_scaled[st->slice->kind][fi][scale];
+    if (!*iid) {
+        unsigned nf;
+        const trc_field_t *f = trc_slice_fields((trc_slice_kind_t)st->slice->kind, &nf);
+        char key[64];
+        snprintf(key, sizeof key, "%s%s", fi < nf ? f[fi].key : "", scale ? "_x1e6" : "_x1000");
+        *iid = iid_of(st, TBL_ANNOTATION, key);
+    }
+    return *iid;
+}
+
+/* A slice's real: a whole number below 2^53 (engines, bytes per piece), a varint; one that is
+ * exactly n / 1000 or n / 10^6 (rates rounded to 1 MB/s, shares to 0.1 %, efficiencies to
+ * 10^-6), the varint n under the field's name with "_x1000" or "_x1e6" (three bytes instead
+ * of eight); otherwise a double. The reader takes each for a real field. */
+static unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid, unsigned fi,
+                                 double v)
 {
     if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v)
         return w_ann_u64(p, iid, (uint64_t)v);
+    if (v > 0 && v < 1e9) {
+        /* the nearest integers (v * 10^6 < 2^53), a cheap test, then the reader's division */
+        double m3 = v * 1000.0, k3 = (double)(uint64_t)(m3 + 0.5);
+        if (fabs(m3 - k3) < 1e-3 && k3 / 1000.0 == v)
+            return w_ann_u64(p, scaled_iid(st, fi, 0), (uint64_t)k3);
+        double m6 = v * 1e6, k6 = (double)(uint64_t)(m6 + 0.5);
+        if (fabs(m6 - k6) < 1e-3 && k6 / 1e6 == v)
+            return w_ann_u64(p, scaled_iid(st, fi, 1), (uint64_t)k6);
+    }
     return w_ann_double(p, iid, v);
 }
 
@@ -410,10 +555,20 @@ static inline unsigned char *w_ann_istr(unsigned char *p, uint64_t iid, uint64_t
  * inline, space-separated ("operand_values": "17"); the reader puts them back. */
 static unsigned char *put_operands(pf_state_t *st, unsigned char *p, uint64_t iid, const char *s)
 {
+    int stable = st->slice && st->slice->stable;
+    if (stable) { /* a stable text seen before and sent whole */
+        uint64_t siid = ptr_get(&st->stable_str, s, NULL, OPERANDS_WHOLE);
+        if (siid)
+            return w_ann_istr(p, iid, siid);
+    }
     const char *bar = strstr(s, " | ");
     size_t n = strlen(s);
-    if (!bar || n >= OPERANDS_MAX || memchr(s, '#', n))
-        return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+    if (!bar || n >= OPERANDS_MAX || memchr(s, '#', n)) {
+        uint64_t siid = iid_of(st, TBL_STRING_VALUE, s);
+        if (stable && siid && ptr_put(&st->stable_str, s, NULL, OPERANDS_WHOLE, siid))
+            st->oom = 1;
+        return w_ann_istr(p, iid, siid);
+    }
     char *t = st->tmpl, *v = st->vals;
     size_t at = (size_t)(bar - s), nv = 0;
     memcpy(t, s, at);
@@ -451,7 +606,7 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
     const char *s = v ? v : "";
     if (operands && st->slice && st->slice->operands_tmpl && v == st->slice->operands_tmpl) {
         /* the simulator's template and numbers: as put_operands would split them */
-        p = w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+        p = w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, s));
         const char *vals = st->slice->operand_values ? st->slice->operand_values : "";
         if (*vals)
             p = w_ann_str(p, st->values_iid, vals, strlen(vals));
@@ -459,7 +614,7 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
     }
     if (operands)
         return put_operands(st, p, iid, s);
-    return w_ann_istr(p, iid, iid_of(st, TBL_STRING_VALUE, s));
+    return w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, s));
 }
 
 /* The annotations of each slice kind, expanded from its field table at compile time (the
@@ -471,15 +626,16 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 #define PSKIP_STR(v) (!(v) || !*(v))
 #define PPUT_U64(p, iid, v, key) w_ann_u64(p, iid, v)
 #define PPUT_PS(p, iid, v, key) w_ann_u64(p, iid, v)
-#define PPUT_F64(p, iid, v, key) w_ann_f64(p, iid, v)
+#define PPUT_F64(p, iid, v, key) w_ann_real(st, p, iid, fi, v)
 #define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, strcmp(key, "operands") == 0)
 #define PFIELD(member, key, type, always)                                                      \
-    if ((always) || !PSKIP_##type(a->member))                                                  \
+    if (!(implied >> fi & 1) && ((always) || !PSKIP_##type(a->member)))                        \
         p = PPUT_##type(p, iids[fi], a->member, key);                                          \
     fi++;
 #define XX(ID, member_, cat, FIELDS)                                                           \
     static unsigned char *ann_##member_(pf_state_t *st, unsigned char *p,                      \
-                                        const trc_##member_##_args_t *a, const uint64_t *iids) \
+                                        const trc_##member_##_args_t *a, const uint64_t *iids, \
+                                        uint64_t implied)                                      \
     {                                                                                          \
         unsigned fi = 0;                                                                       \
         const int kind_ = TRC_SLICE_##ID;                                                      \
@@ -490,39 +646,22 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 TRC_SLICE_KIND_MAP(XX)
 #undef XX
 
-/* Bytes the annotations of a slice take at most. */
-#define PROOM_U64(v) 0
-#define PROOM_PS(v) 0
-#define PROOM_F64(v) 0
-#define PROOM_STR(v) ((v) ? strlen(v) + 16 : 0) /* operands: template iid + values */
-#define PROOMFIELD(member, key, type, always) n += 32 + PROOM_##type(a->member);
-#define XX(ID, member_, cat, FIELDS)                                                           \
-    static size_t room_##member_(const trc_##member_##_args_t *a)                              \
-    {                                                                                          \
-        size_t n = 0;                                                                          \
-        FIELDS(PROOMFIELD)                                                                     \
-        return n;                                                                              \
-    }
-TRC_SLICE_KIND_MAP(XX)
+/* Bytes the annotations of a slice take at most: 32 a field (strings are interned: a
+ * varint; an operand text split by put_operands is counted apart, see write_slice). */
+#define PROOMFIELD(member, key, type, always) +32
+static const size_t kind_room[TRC_SLICE_KIND_COUNT] = {
+#define XX(ID, member_, cat, FIELDS) [TRC_SLICE_##ID] = 0 FIELDS(PROOMFIELD),
+    TRC_SLICE_KIND_MAP(XX)
 #undef XX
+};
 
-static size_t slice_room(const trc_slice_t *s)
-{
-    switch ((trc_slice_kind_t)s->kind) {
-#define XX(ID, member_, cat, FIELDS)                                                           \
-    case TRC_SLICE_##ID: return room_##member_(&s->a.member_);
-        TRC_SLICE_KIND_MAP(XX)
-#undef XX
-    default: return 0;
-    }
-}
-
+/* implied: the fields left out (trc_pf_implied) */
 static unsigned char *slice_annotations(pf_state_t *st, unsigned char *p, const trc_slice_t *s,
-                                        const uint64_t *iids)
+                                        const uint64_t *iids, uint64_t implied)
 {
     switch ((trc_slice_kind_t)s->kind) {
 #define XX(ID, member_, cat, FIELDS)                                                           \
-    case TRC_SLICE_##ID: return ann_##member_(st, p, &s->a.member_, iids);
+    case TRC_SLICE_##ID: return ann_##member_(st, p, &s->a.member_, iids, implied);
         TRC_SLICE_KIND_MAP(XX)
 #undef XX
     default: return p;
@@ -566,6 +705,48 @@ static ncsim_status_t emit_event(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns
     return NCSIM_OK;
 }
 
+/* A small TrackEvent (counter values, slice ends, flow instants: at most SMALL_BODY bytes,
+ * composed on the stack) and its packet, straight into the output: one-byte tags and lengths,
+ * the body copied at a fixed size. Interned strings still to be sent and the first packet
+ * take emit_event's general path. */
+#define SMALL_BODY 96
+static ncsim_status_t emit_small(trc_writer_t *w, pf_state_t *st, uint64_t ts_ns,
+                                 int needs_state, const unsigned char *body, size_t nbody)
+{
+    if (st->npend || st->first_packet || nbody > SMALL_BODY) {
+        st->ev.n = 0;
+        if (pb_reserve(&st->ev, nbody))
+            return NCSIM_NOMEM;
+        memcpy(st->ev.p, body, nbody);
+        st->ev.n = nbody;
+        return emit_event(w, st, ts_ns, needs_state);
+    }
+    if (st->oom)
+        return NCSIM_NOMEM;
+    /* tag, length, timestamp (at most 11), sequence (2), flags (2), event tag and length (2)
+     * and the body: below 128, so the lengths take a byte */
+    _Static_assert(2 + 11 + 2 + 2 + 2 + SMALL_BODY < 128, "one-byte packet length");
+    unsigned char *p = trc_out_reserve(&w->out, 2 + 11 + 6 + SMALL_BODY);
+    unsigned char *q = p + 2;
+    *q++ = PF_PKT_TIMESTAMP << 3 | PB_VARINT;
+    q = w_varint(q, ts_ns);
+    *q++ = PF_PKT_SEQ_ID << 3 | PB_VARINT;
+    *q++ = TRC_PF_SEQUENCE;
+    if (needs_state) {
+        *q++ = PF_PKT_SEQ_FLAGS << 3 | PB_VARINT;
+        *q++ = PF_SEQ_NEEDS_STATE;
+    }
+    *q++ = PF_PKT_TRACK_EVENT << 3 | PB_LEN;
+    *q++ = (unsigned char)nbody;
+    memcpy(q, body, SMALL_BODY); /* the whole buffer: a fixed-size copy; the tail is not kept */
+    q += nbody;
+    p[0] = PF_TRACE_PACKET << 3 | PB_LEN;
+    p[1] = (unsigned char)(q - p - 2);
+    trc_out_commit(&w->out, (size_t)(q - p));
+    w->events++;
+    return NCSIM_OK;
+}
+
 /* ---- descriptors ------------------------------------------------------------------------------------ */
 
 static ncsim_status_t write_descriptor(trc_writer_t *w, pf_state_t *st, uint64_t uuid,
@@ -604,16 +785,14 @@ static ncsim_status_t write_descriptor(trc_writer_t *w, pf_state_t *st, uint64_t
 /* ---- events ------------------------------------------------------------------------------------------ */
 
 static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t track,
-                                    uint64_t ts_ps, const char *cat, const char *name,
+                                    uint64_t ts_ps, uint64_t cat_iid, uint64_t name_iid,
                                     uint64_t flow, int terminating)
 {
-    uint64_t cat_iid = iid_of(st, TBL_CATEGORY, cat);
-    uint64_t name_iid = iid_of(st, TBL_NAME, name);
-    uint64_t ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
-    st->ev.n = 0;
-    if (pb_reserve(&st->ev, 96))
-        return NCSIM_NOMEM;
-    unsigned char *p = st->ev.p;
+    if (!st->ts_iid)
+        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
+    uint64_t ts_iid = st->ts_iid;
+    unsigned char body[SMALL_BODY];
+    unsigned char *p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_INSTANT);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -625,9 +804,8 @@ static ncsim_status_t write_instant(trc_writer_t *w, pf_state_t *st, uint64_t tr
     if (ts_ps % 1000)
         p = w_ann_u64(p, ts_iid, ts_ps % 1000);
     p = w_tag(p, terminating ? PF_TE_TERMINATING_FLOW_IDS : PF_TE_FLOW_IDS, PB_I64);
-    p = w_fixed64(p, flow);
-    st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, ts_ps / 1000, 1);
+    p = w_fixed64(p, flow); /* at most 2 + 11 * 3 + 2 + 12 + 10 bytes in all */
+    return emit_small(w, st, ts_ps / 1000, 1, body, (size_t)(p - body));
 }
 
 /* Flows whose destination never got a matching slice end on an instant of their own. */
@@ -639,7 +817,8 @@ static ncsim_status_t flush_flows(trc_writer_t *w, pf_state_t *st, uint64_t trac
     for (size_t i = 0; i < st->nflows; i++) {
         pending_flow_t *f = &st->flows[i];
         if (all || (f->track == track && f->ts_ps < before_ps)) {
-            ncsim_status_t r = write_instant(w, st, f->track, f->ts_ps, f->cat, f->name, f->id, 1);
+            ncsim_status_t r =
+                write_instant(w, st, f->track, f->ts_ps, f->cat_iid, f->name_iid, f->id, 1);
             if (r != NCSIM_OK)
                 rc = r;
         } else {
@@ -665,14 +844,17 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
         collect_slice_names(st, f, nf, st->kind_fields[s->kind]);
         st->kind_cat[s->kind] =
             iid_of(st, TBL_CATEGORY, trc_slice_category((trc_slice_kind_t)s->kind));
-        st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
+        if (!st->ts_iid)
+            st->ts_iid = iid_of(st, TBL_ANNOTATION, "ts_extra_ps");
         st->dur_iid = iid_of(st, TBL_ANNOTATION, "dur_ps");
         st->values_iid = iid_of(st, TBL_ANNOTATION, "operand_values");
     }
     const uint64_t *iids = st->kind_fields[s->kind];
-    uint64_t name_iid = iid_of(st, TBL_NAME, s->name);
+    st->slice = s;
+    uint64_t name_iid = slice_iid(st, TBL_NAME, s->name);
     /* room: fixed fields, every annotation at its largest, the strings, flow ids */
-    size_t room = 64 + 2 * 32 + slice_room(s) + st->nflows * 10 +
+    /* (an operand text split by put_operands: its numbers, shorter than the text, inline) */
+    size_t room = 64 + 2 * 32 + kind_room[s->kind] + OPERANDS_MAX + 32 + st->nflows * 10 +
                   (s->operand_values ? strlen(s->operand_values) + 16 : 0);
     st->ev.n = 0;
     if (pb_reserve(&st->ev, room))
@@ -686,8 +868,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     p = w_varint(p, st->kind_cat[s->kind]);
     p = w_tag(p, PF_TE_NAME_IID, PB_VARINT);
     p = w_varint(p, name_iid);
-    st->slice = s;
-    p = slice_annotations(st, p, s, iids);
+    p = slice_annotations(st, p, s, iids, trc_pf_implied(s));
     st->slice = NULL;
     if (s->ts_ps % 1000)
         p = w_ann_u64(p, st->ts_iid, s->ts_ps % 1000);
@@ -707,18 +888,37 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     rc = emit_event(w, st, s->ts_ps / 1000, 1);
     if (rc != NCSIM_OK)
         return rc;
-    p = st->ev.p;
+    unsigned char body[SMALL_BODY];
+    p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_END);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, track);
-    st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, (s->ts_ps + s->dur_ps) / 1000, 0);
+    return emit_small(w, st, (s->ts_ps + s->dur_ps) / 1000, 0, body, (size_t)(p - body));
 }
+
+static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+                                          const trc_counter_t *c, uint64_t uuid);
 
 static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
 {
     const char *cname = c->name ? c->name : "", *cunit = c->unit ? c->unit : "";
+    unsigned hot = (unsigned)(((uintptr_t)cname >> 3) ^ ((uintptr_t)cname >> 10) ^
+                              c->pid * 7u) &
+                   (HOT_COUNTER - 1);
+    if (c->stable) {
+        if (st->hot_counter[hot].name == cname && st->hot_counter[hot].unit == cunit &&
+            st->hot_counter[hot].pid == c->pid)
+            return write_counter_value(w, st, c, st->hot_counter[hot].uuid);
+        uint64_t uuid = ptr_get(&st->stable_counters, cname, cunit, c->pid);
+        if (uuid) {
+            st->hot_counter[hot].name = cname;
+            st->hot_counter[hot].unit = cunit;
+            st->hot_counter[hot].pid = c->pid;
+            st->hot_counter[hot].uuid = uuid;
+            return write_counter_value(w, st, c, uuid);
+        }
+    }
     uintptr_t hp = (uintptr_t)cname ^ ((uintptr_t)cname >> 9) ^ (uintptr_t)c->pid * 40503u;
     counter_memo_t *mo = &st->memo[hp & (COUNTER_MEMO - 1)];
     uint64_t uuid = 0;
@@ -732,7 +932,7 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         uint64_t n = intern_get(&st->counters, key, &is_new);
         if (!n)
             return NCSIM_NOMEM;
-        uuid = TRC_PF_COUNTER_UUID + n;
+        uuid = trc_pf_counter_uuid(n);
         if (strlen(cname) < sizeof mo->name && strlen(cunit) < sizeof mo->unit) {
             mo->pid = c->pid;
             mo->name_ptr = cname;
@@ -750,10 +950,16 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         if (rc != NCSIM_OK)
             return rc;
     }
-    st->ev.n = 0;
-    if (pb_reserve(&st->ev, 40))
+    if (c->stable && ptr_put(&st->stable_counters, cname, cunit, c->pid, uuid))
         return NCSIM_NOMEM;
-    unsigned char *p = st->ev.p;
+    return write_counter_value(w, st, c, uuid);
+}
+
+static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+                                          const trc_counter_t *c, uint64_t uuid)
+{
+    unsigned char body[SMALL_BODY];
+    unsigned char *p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_COUNTER);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -766,8 +972,7 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
         p = w_double(p, c->value);
     }
-    st->ev.n = (size_t)(p - st->ev.p);
-    return emit_event(w, st, c->ts_ps / 1000, 0);
+    return emit_small(w, st, c->ts_ps / 1000, 0, body, (size_t)(p - body));
 }
 
 static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t *r)
@@ -793,16 +998,6 @@ static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t
     return packet_end(w, st);
 }
 
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-    size_t n = src ? strlen(src) : 0;
-    if (n >= cap)
-        n = cap - 1;
-    if (n)
-        memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
 {
     pf_state_t *st = w->state;
@@ -824,8 +1019,12 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
     case TRC_REC_COUNTER: return write_counter(w, st, &r->u.counter);
     case TRC_REC_FLOW: {
         const trc_flow_t *fl = &r->u.flow;
+        uint64_t cat_iid = fl->stable ? iid_stable(st, TBL_CATEGORY, fl->cat)
+                                      : iid_of(st, TBL_CATEGORY, fl->cat);
+        uint64_t name_iid = fl->stable ? iid_stable(st, TBL_NAME, fl->name)
+                                       : iid_of(st, TBL_NAME, fl->name);
         ncsim_status_t rc = write_instant(w, st, trc_pf_track_uuid(fl->from_pid, fl->from_tid),
-                                          fl->from_ts_ps, fl->cat, fl->name, fl->id, 0);
+                                          fl->from_ts_ps, cat_iid, name_iid, fl->id, 0);
         if (rc != NCSIM_OK)
             return rc;
         if (st->nflows == st->cap_flows) {
@@ -840,8 +1039,8 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
         p->track = trc_pf_track_uuid(fl->to_pid, fl->to_tid);
         p->ts_ps = fl->to_ts_ps;
         p->id = fl->id;
-        copy_str(p->cat, sizeof p->cat, fl->cat);
-        copy_str(p->name, sizeof p->name, fl->name);
+        p->cat_iid = cat_iid;
+        p->name_iid = name_iid;
         return NCSIM_OK;
     }
     default: return NCSIM_INTERNAL;
@@ -864,6 +1063,8 @@ static void pf_destroy(trc_writer_t *w)
     for (int i = 0; i < TBL_COUNT; i++)
         intern_free(&st->tables[i]);
     intern_free(&st->counters);
+    free(st->stable_str.e);
+    free(st->stable_counters.e);
     free(st->flows);
     free(st->pkt.p);
     free(st->ev.p);

@@ -112,8 +112,19 @@ int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key
                   const arg_value_t *v)
 {
     for (unsigned i = 0; i < nf; i++) {
-        if (f[i].keylen != keylen)
+        if (f[i].keylen != keylen) {
+            /* a real as an integer times 1000 or 10^6: "gbps_x1000" for "gbps" (.pftrace) */
+            size_t k = f[i].keylen;
+            int e3 = keylen == k + 6 && memcmp(key + k, "_x1000", 6) == 0;
+            int e6 = keylen == k + 5 && memcmp(key + k, "_x1e6", 5) == 0;
+            if (f[i].type == TRC_FT_F64 && (e3 || e6) && !v->is_text && !v->is_double &&
+                memcmp(f[i].key, key, k) == 0) {
+                double d = (double)v->u / (e3 ? 1000.0 : 1e6);
+                memcpy((unsigned char *)base + f[i].offset, &d, sizeof d);
+                return (int)i;
+            }
             continue;
+        }
         if (memcmp(f[i].key, key, keylen) != 0) {
             /* a time as integer picoseconds: "ii_ps" for the field "ii_ns" (.pftrace) */
             if (f[i].type == TRC_FT_PS && !v->is_text && !v->is_double && keylen > 3 &&

@@ -171,3 +171,64 @@ size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, si
     }
     return len;
 }
+
+/* ---- arguments a .pftrace leaves out (trace_internal.h) --------------------------------------- */
+
+#define BIT(x) (1ull << (x))
+
+/* "SRC->DST" with SRC holding no "->" and both short: src and dst follow from the name. */
+static int name_is_sides(const char *name, const char *src, const char *dst)
+{
+    if (!name || !src || !dst || strstr(src, "->"))
+        return 0;
+    size_t a = strlen(src), b = strlen(dst);
+    return a < TRC_PF_SIDE_MAX && b < TRC_PF_SIDE_MAX && strncmp(name, src, a) == 0 &&
+           name[a] == '-' && name[a + 1] == '>' && strcmp(name + a + 2, dst) == 0;
+}
+
+uint64_t trc_pf_implied(const trc_slice_t *s)
+{
+    uint64_t m = 0;
+    if (s->kind == TRC_SLICE_INSTR) {
+        const trc_instr_args_t *a = &s->a.instr;
+        if (a->ii == s->dur_ps)
+            m |= BIT(TRC_FI_INSTR_ii);
+        if (a->hw_flops == a->flops)
+            m |= BIT(TRC_FI_INSTR_hw_flops);
+        if (a->wait == a->wait_semaphore + a->wait_port + a->wait_interlock + a->wait_collective)
+            m |= BIT(TRC_FI_INSTR_wait);
+    } else if (s->kind == TRC_SLICE_DMA) {
+        const trc_dma_args_t *a = &s->a.dma;
+        if (name_is_sides(s->name, a->src, a->dst))
+            m |= BIT(TRC_FI_DMA_src) | BIT(TRC_FI_DMA_dst);
+        if (a->queued == a->fixed + a->queue_wait)
+            m |= BIT(TRC_FI_DMA_queued);
+    }
+    return m;
+}
+
+void trc_pf_restore(trc_slice_t *s, uint64_t present, char side[2][TRC_PF_SIDE_MAX])
+{
+    if (s->kind == TRC_SLICE_INSTR) {
+        trc_instr_args_t *a = &s->a.instr;
+        if (!(present & BIT(TRC_FI_INSTR_ii)))
+            a->ii = s->dur_ps;
+        if (!(present & BIT(TRC_FI_INSTR_hw_flops)))
+            a->hw_flops = a->flops;
+        if (!(present & BIT(TRC_FI_INSTR_wait)))
+            a->wait = a->wait_semaphore + a->wait_port + a->wait_interlock + a->wait_collective;
+    } else if (s->kind == TRC_SLICE_DMA) {
+        trc_dma_args_t *a = &s->a.dma;
+        const char *arrow = s->name ? strstr(s->name, "->") : NULL;
+        if (!(present & (BIT(TRC_FI_DMA_src) | BIT(TRC_FI_DMA_dst))) && arrow &&
+            (size_t)(arrow - s->name) < TRC_PF_SIDE_MAX && strlen(arrow + 2) < TRC_PF_SIDE_MAX) {
+            memcpy(side[0], s->name, (size_t)(arrow - s->name));
+            side[0][arrow - s->name] = '\0';
+            strcpy(side[1], arrow + 2);
+            a->src = side[0];
+            a->dst = side[1];
+        }
+        if (!(present & BIT(TRC_FI_DMA_queued)))
+            a->queued = a->fixed + a->queue_wait;
+    }
+}

@@ -314,6 +314,11 @@ typedef struct trc_slice {
      * NULL: `operands` is the text. Readers leave it NULL. */
     const char *operands_tmpl;
     const char *operand_values;
+    /* For writers, optional: 1 when every string of the record but operand_values (its name
+     * and text arguments) stays valid and unchanged until the writer is closed, so that a
+     * writer may know a string by its address (.pftrace interns it without reading it).
+     * 0: strings are read anew. Readers leave it 0. */
+    uint8_t stable;
 } trc_slice_t;
 
 /* One value of the counter track (pid, name, unit) from ts on. The unit is part of the
@@ -324,6 +329,7 @@ typedef struct trc_counter {
     const char *unit;
     uint64_t ts_ps;
     double value;
+    uint8_t stable; /* name and unit live until the writer is closed (trc_slice_t.stable) */
 } trc_counter_t;
 
 /* An arrow from the slice starting at from_ts_ps on track (from_pid, from_tid) to the one
@@ -336,6 +342,7 @@ typedef struct trc_flow {
     uint64_t from_ts_ps;
     uint32_t to_pid, to_tid;
     uint64_t to_ts_ps;
+    uint8_t stable; /* cat and name live until the writer is closed (trc_slice_t.stable) */
 } trc_flow_t;
 
 /* XX(ID, member, description) -- every kind of record a trace holds */

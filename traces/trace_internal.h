@@ -213,6 +213,26 @@ typedef struct arg_value {
 int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key, size_t keylen,
                   const arg_value_t *v);
 
+/* Slice arguments a .pftrace leaves out because they follow from others, which its reader
+ * puts back (one rule for both sides):
+ *   instr: ii (= the slice's duration), hw_flops (= flops), wait (= the sum of wait_*);
+ *   dma:   src and dst (the name is "SRC->DST"), queued (= fixed + queue_wait).
+ * A field is left out only when it equals what the reader rebuilds; these fields were
+ * always written before, or zero whenever what they follow from is zero, so older files
+ * read as they did. */
+#define TRC_FI_INSTR(member, key, type, always) TRC_FI_INSTR_##member,
+enum { TRC_INSTR_FIELDS(TRC_FI_INSTR) TRC_FI_INSTR_COUNT };
+#undef TRC_FI_INSTR
+#define TRC_FI_DMA(member, key, type, always) TRC_FI_DMA_##member,
+enum { TRC_DMA_FIELDS(TRC_FI_DMA) TRC_FI_DMA_COUNT };
+#undef TRC_FI_DMA
+#define TRC_PF_SIDE_MAX 32 /* src and dst are left out only when shorter */
+/* The fields of s (bits by trc_slice_fields index) the writer leaves out. */
+uint64_t trc_pf_implied(const trc_slice_t *s);
+/* Put them back into s: `present` has the bits of the fields the file held; side[2] holds
+ * src and dst when they come from the name. */
+void trc_pf_restore(trc_slice_t *s, uint64_t present, char side[2][TRC_PF_SIDE_MAX]);
+
 /* Perfetto field numbers used by both the writer and the reader (protos/perfetto/trace). */
 enum {
     PF_TRACE_PACKET = 1,
@@ -282,11 +302,18 @@ enum {
 #define TRC_PF_RUN_UUID 1u
 
 /* Track uuid of a thread track (its tid, unique in the trace) or of a process (tid 0):
- * pid * 1000, which no tid uses. Counter tracks number from TRC_PF_COUNTER_UUID. */
+ * pid * 1000, which no tid uses. */
 static inline uint64_t trc_pf_track_uuid(uint32_t pid, uint32_t tid)
 {
     return tid ? tid : (uint64_t)pid * TRC_TIDS_PER_PID;
 }
-#define TRC_PF_COUNTER_UUID (1ull << 27) /* above every pid * 1000 + tid: 4-byte varints */
+/* Counter track n (from 1): 2 to 999 first, which no process or thread uses (pids start at
+ * 1, so their uuids at 1000) and which take one or two bytes, then from 2^27 (above every
+ * pid * 1000 + tid). Readers know tracks by their descriptors, whatever the number. */
+#define TRC_PF_COUNTER_UUID (1ull << 27)
+static inline uint64_t trc_pf_counter_uuid(uint64_t n)
+{
+    return n < TRC_TIDS_PER_PID - 1 ? TRC_PF_RUN_UUID + n : TRC_PF_COUNTER_UUID + n;
+}
 
 #endif

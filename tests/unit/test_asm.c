@@ -849,6 +849,128 @@ static uint32_t iota_bases(const isa_program_t *p, uint32_t core, int64_t *out, 
     return n;
 }
 
+/* Pool iota bases of core 0 of a program that must assemble. */
+static uint32_t bases_of(const char *text, int64_t *out, uint32_t max)
+{
+    isa_program_t *p = assemble_ok(text);
+    uint32_t n = iota_bases(p, 0, out, max);
+    isa_program_free(p);
+    return n;
+}
+
+/* Directive lines in a loop body (.let, .if/.elif/.else, .loop headers) run from their
+ * compiled code after their first run, and expressions read the symbols no loop sets as
+ * constants (language.md 4.2): the values must be the interpreter's, also when a folded
+ * symbol changes (another core, a .let in the body, a loop variable of the same name), and
+ * every error must be the one the interpreter reports, at its line and column. */
+static void test_compiled_directives(void **state)
+{
+    (void)state;
+    int64_t b[256];
+    /* .if/.elif/.else with && || ! and comparisons, .let, and a nested loop whose header
+     * depends on the outer variable, against the same lines unrolled (outside any loop
+     * they are interpreted) */
+    static const char head[] = ".sbuf x i32 [128, 4]\n.engine pool\n.let K = 3\n.let Z = 0\n";
+    static const char body[] =
+        ".let h = (i * 7 + K) % 5 - 2\n"
+        ".if i == K - 1 && h >= 0 || !(i % 4) && i > 0\n"
+        "  iota x, base=1000 + i\n"
+        ".elif h < 0 && (i / 2) % 2 == 1\n"
+        "  iota x, base=2000 + h\n"
+        ".elif i >= 2 * K || h == Z\n"
+        "  .let h = -h + K * K\n"
+        "  iota x, base=3000 + h\n"
+        ".else\n"
+        "  iota x, base=4000 - i\n"
+        ".endif\n"
+        ".loop j = i % 3, i / 2 + 2, (i % 2) + 1\n"
+        "  iota x, base=j * 100 + h\n"
+        ".endloop\n"
+        ".loop j = 3, -1, -2\n"
+        "  .if j != 1\n    iota x, base=-j\n  .endif\n"
+        ".endloop\n";
+    enum { N = 17 };
+    char loop[2048];
+    snprintf(loop, sizeof loop, "%s.loop i = 0, %d\n%s.endloop\n", head, N, body);
+    char *flat = unrolled(head, body, N, "");
+    isa_program_t *a = assemble_ok(loop), *f = assemble_ok(flat);
+    assert_same_instructions(a, f);
+    assert_true(a->ninstrs > 3 * N);
+    isa_program_free(a);
+    isa_program_free(f);
+    free(flat);
+
+    /* a folded symbol that the loop body then sets: K is a constant until `.let K` in the
+     * body makes it vary */
+    static const int64_t w1[] = {20, 31, 42, 53};
+    assert_int_equal(bases_of(".sbuf x i32 [128, 4]\n.engine pool\n.let K = 2\n"
+                              ".loop i = 0, 4\n"
+                              "  iota x, base=K * 10 + i\n"
+                              "  .let K = K + 1\n"
+                              ".endloop\n", b, 256), 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(b[i], w1[i]);
+    /* a folded symbol that becomes a loop variable, and has its value back after the loop */
+    static const int64_t w2[] = {50, 0, 100, 50, 51, 1, 101, 51};
+    assert_int_equal(bases_of(".sbuf x i32 [128, 4]\n.engine pool\n.let j = 50\n"
+                              ".loop a = 0, 2\n"
+                              "  iota x, base=j + a\n"
+                              "  .loop j = 0, 2\n    iota x, base=j * 100 + a\n  .endloop\n"
+                              "  iota x, base=j + a\n"
+                              ".endloop\n", b, 256), 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(b[i], w2[i]);
+    /* a folded symbol with another value on each core, and 'core' itself */
+    isa_program_t *p = assemble_ok(".core 0, 1\n.sbuf x i32 [128, 4]\n.let K = core + 2\n"
+                                   ".engine pool\n"
+                                   ".loop i = 0, 3\n"
+                                   "  .if i * K > 2 && K != 3\n    iota x, base=i * K\n"
+                                   "  .elif i == 2\n    iota x, base=-K\n"
+                                   "  .else\n    iota x, base=100 * core + 10 * K + i\n"
+                                   "  .endif\n"
+                                   ".endloop\n");
+    static const int64_t w3[][3] = {{20, 21, 4}, {130, 131, -3}};
+    for (uint32_t c = 0; c < 2; c++) {
+        assert_int_equal(iota_bases(p, c, b, 256), 3);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(b[i], w3[c][i]);
+    }
+    isa_program_free(p);
+
+    /* errors at a late iteration of a compiled line: the interpreter's message and column */
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.loop i = 0, 10\n"
+                   "  .if 4 / (6 - i) > 0\n    iota x, base=i\n  .endif\n.endloop\n",
+                   "t.nca:4:9: error: division by zero");
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.loop i = 0, 10\n"
+                   "  .if i < 5\n    iota x, base=i\n  .elif zz > 0\n  .endif\n.endloop\n",
+                   "t.nca:6:9: error: undefined name 'zz'");
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.loop i = 0, 10\n"
+                   "  .let v = (i + 1) * 4611686018427387904\n  iota x, base=i\n.endloop\n",
+                   "t.nca:4:20: error: integer overflow: 2 * 4611686018427387904 does not fit "
+                   "in 64 bits");
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.loop i = 0, 4\n"
+                   "  .if i == 3\n    .let bad = 9223372036854775807 + i - 2\n  .endif\n"
+                   "  iota x, base=i\n.endloop\n",
+                   "t.nca:5:36: error: integer overflow: 9223372036854775807 + 3 does not fit "
+                   "in 64 bits");
+    /* a loop step that becomes zero; a step of a folded constant minus the loop variable */
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.loop i = 2, -1, -1\n"
+                   "  .loop j = 0, 4, i\n    iota x, base=j\n  .endloop\n.endloop\n",
+                   "t.nca:4:19: error: loop step cannot be zero");
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.let K = 2\n.loop i = 0, 3\n"
+                   "  .loop j = 0, 2, K - i\n    iota x, base=j\n  .endloop\n.endloop\n",
+                   "t.nca:5:19: error: loop step cannot be zero");
+    /* a folded division that fails on the second core only */
+    assemble_fails(".core 0, 1\n.sbuf x i32 [128, 4]\n.let Z = 1 - core\n.engine pool\n"
+                   ".loop i = 0, 3\n  .let q = 8 / Z\n  iota x, base=q + i\n.endloop\n",
+                   "t.nca:6:14: error: division by zero");
+    /* a loop variable out of scope */
+    assemble_fails(".sbuf x i32 [128, 4]\n.engine pool\n.loop i = 0, 3\n"
+                   "  .loop j = 0, 2\n    iota x, base=j\n  .endloop\n"
+                   "  .loop k = 0, j\n  .endloop\n.endloop\n",
+                   "t.nca:7:16: error: undefined name 'j'");
+}
+
 static void test_let_rebinding_and_nested_loops(void **state)
 {
     (void)state;
@@ -1240,6 +1362,7 @@ int main(void)
         cmocka_unit_test(test_long_text),
         cmocka_unit_test(test_loop_replay_matches_unrolled),
         cmocka_unit_test(test_instr_replay_matches_unrolled),
+        cmocka_unit_test(test_compiled_directives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
