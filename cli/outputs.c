@@ -7,7 +7,8 @@
  * the same name are found before a long simulation, not after it. Writers write the
  * temporary name; cli_outputs_commit renames each into place; cli_outputs_abort removes the
  * temporaries and the targets, so that a failed run leaves nothing an earlier run wrote under
- * those names for a harness to mistake for its result.
+ * those names for a harness to mistake for its result. A target that exists and is not a
+ * regular file (/dev/null, a FIFO) is written directly and never removed.
  */
 #define _GNU_SOURCE
 #include "outputs.h"
@@ -78,6 +79,12 @@ int cli_outputs_validate(cli_outputs_t *o)
         cli_output_t *e = &o->v[i];
         if (e->is_stdout)
             continue;
+        struct stat st;
+        if (stat(e->path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+            /* renaming a temporary over /dev/null would replace the device with a file */
+            e->direct = 1;
+            continue;
+        }
         for (int j = 0; j < i; j++)
             if (!o->v[j].is_stdout && same_target(e, &o->v[j])) {
                 fprintf(stderr, "ncsim %s: %s and %s name the same file '%s'\n", o->cmd,
@@ -87,7 +94,6 @@ int cli_outputs_validate(cli_outputs_t *o)
         char dir[4096];
         const char *base;
         split_path(e->path, dir, sizeof dir, &base);
-        struct stat st;
         if (!*base || (stat(e->path, &st) == 0 && S_ISDIR(st.st_mode))) {
             fprintf(stderr, "ncsim %s: %s '%s' is a directory, not a file name\n", o->cmd,
                     e->what, e->path);
@@ -180,7 +186,7 @@ void cli_outputs_abort(cli_outputs_t *o)
 {
     for (int i = 0; i < o->n; i++) {
         cli_output_t *e = &o->v[i];
-        if (e->is_stdout)
+        if (e->is_stdout || e->direct)
             continue;
         if (e->tmp)
             unlink(e->tmp);

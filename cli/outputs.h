@@ -18,6 +18,8 @@ typedef struct cli_output {
     int is_stdout;
     int written;
     int keep; /* also an input of the command: never removed */
+    int direct; /* an existing device, FIFO or socket (/dev/null): written where it is, never
+                 * replaced by a rename nor removed */
 } cli_output_t;
 
 typedef struct cli_outputs {

@@ -820,6 +820,23 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
         return NCSIM_NOMEM;
     }
     int fd = -1;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        /* /dev/null, a FIFO: written where it is (a rename would replace the device) */
+        free(tmp);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        int bad = fd < 0 || write_all(fd, header, header_len) || write_all(fd, data, nbytes);
+        int saved = errno;
+        if (fd >= 0 && close(fd) != 0 && !bad) {
+            bad = 1;
+            saved = errno;
+        }
+        if (bad) {
+            mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(saved));
+            return NCSIM_IO;
+        }
+        return NCSIM_OK;
+    }
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         snprintf(tmp, tmp_cap, "%s.tmp.%ld.%u", path, (long)getpid(),
                  atomic_fetch_add(&npy_temp_counter, 1u));

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int rst_image_init(rst_image_t *im, int w, int h, rst_rgb_t fill)
@@ -139,12 +140,18 @@ static int png_encode(FILE *f, const rst_image_t *im)
 ncsim_status_t rst_write_png(const rst_image_t *im, const char *path, char *err, size_t errlen)
 {
     size_t pl = strlen(path);
+    struct stat st;
+    int direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
     char *tmp = malloc(pl + 32);
     if (!tmp) {
         snprintf(err, errlen, "out of memory writing %s", path);
         return NCSIM_NOMEM;
     }
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
+    /* /dev/null, a FIFO: written where it is (a rename would replace the device) */
+    if (direct)
+        snprintf(tmp, pl + 32, "%s", path);
+    else
+        snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
@@ -153,10 +160,11 @@ ncsim_status_t rst_write_png(const rst_image_t *im, const char *path, char *err,
     }
     int bad = png_encode(f, im);
     bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
+    if (bad || (!direct && rename(tmp, path) != 0)) {
         snprintf(err, errlen, "cannot write %s%s%s", path, bad ? "" : ": ",
                  bad ? "" : strerror(errno));
-        unlink(tmp);
+        if (!direct)
+            unlink(tmp);
         free(tmp);
         return NCSIM_IO;
     }

@@ -247,6 +247,43 @@ static int setup(void **state)
     return 0;
 }
 
+/* Outputs that exist and are not regular files (/dev/null, FIFOs) are written where they are:
+ * never replaced by a renamed temporary (as root, `--stats /dev/null` turned the device into a
+ * file) nor removed by a failed run. FIFOs stand in for /dev/null here. */
+static void test_special_files_written_in_place(void **state)
+{
+    (void)state;
+    put("ok.nca", prog_ok);
+    put("dl.nca", prog_deadlock);
+    char *out = NULL;
+    int rc = sh(&out, "rm -f f_* && mkfifo f_stats f_trace.pftrace f_y.npy f_prog.ncx && "
+                      "(timeout 60 cat f_stats > got_stats & timeout 60 cat f_trace.pftrace > "
+                      "got_trace & timeout 60 cat f_y.npy > got_y & "
+                      "$NCSIM run ok.nca --random-inputs 1 -q --stats f_stats "
+                      "--trace f_trace.pftrace --out y=f_y.npy; echo rc=$?; wait) && "
+                      "(timeout 60 cat f_prog.ncx > got.ncx & $NCSIM asm ok.nca -o f_prog.ncx; "
+                      "echo rc=$?; wait) && $NCSIM asm ok.nca -o ok.ncx && cmp got.ncx ok.ncx && "
+                      "test -p f_stats && test -p f_trace.pftrace && test -p f_y.npy && "
+                      "test -p f_prog.ncx && grep -c '\"status\": \"ok\"' got_stats && "
+                      "head -c 6 got_y | grep -c NUMPY && test -s got_trace && echo fine");
+    if (rc != 0 || !strstr(out, "fine"))
+        fprintf(stderr, "rc %d: %s\n", rc, out);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "rc=0\nrc=0\n"));
+    assert_non_null(strstr(out, "fine"));
+    free(out);
+    /* a failed run removes its regular targets, not a device */
+    rc = sh(&out, "(timeout 60 cat f_stats > got_stats & $NCSIM run dl.nca --random-inputs 1 "
+                  "-q --stats f_stats; echo rc=$?; wait) && test -p f_stats && "
+                  "grep -c '\"status\": \"error\"' got_stats && echo fine");
+    if (rc != 0 || !strstr(out, "fine"))
+        fprintf(stderr, "rc %d: %s\n", rc, out);
+    assert_non_null(strstr(out, "rc=1\n"));
+    assert_non_null(strstr(out, "fine"));
+    free(out);
+    assert_no_temporaries();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +294,7 @@ int main(void)
         cmocka_unit_test(test_messages_are_printable),
         cmocka_unit_test(test_arch_file_errors),
         cmocka_unit_test(test_sweep_failures_are_said),
+        cmocka_unit_test(test_special_files_written_in_place),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
