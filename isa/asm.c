@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -263,27 +262,6 @@ typedef struct instr_vec {
 
 #define STREAM_CHUNK_FIRST 64u
 #define STREAM_CHUNK_MAX ((uint32_t)((8u << 20) / sizeof(isa_instr_t)))
-
-/*
- * Memory for many instructions (a large stream chunk, the program's array): malloc, with
- * its pages mapped in one call where the system can (Linux's MADV_POPULATE_WRITE). The
- * block is written whole right after, front to back; taking its pages one fault at a time
- * was the largest cost of assembling a loop program after the replay itself.
- */
-static void *instrs_alloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-#ifdef MADV_POPULATE_WRITE
-    if (p && bytes >= ((size_t)1 << 20)) {
-        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-        uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1),
-                  hi = ((uintptr_t)p + bytes) & ~(page - 1);
-        if (hi > lo)
-            (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice only */
-    }
-#endif
-    return p;
-}
 
 static uint32_t chunk_len(uint32_t k)
 {
@@ -3139,7 +3117,7 @@ static isa_instr_t *stream_slot(asm_state_t *A, uint32_t core, int engine)
             s->cap_chunks = nc;
         }
         uint32_t len = chunk_len(s->nchunks);
-        if (!(s->chunk[s->nchunks] = instrs_alloc((size_t)len * sizeof(isa_instr_t)))) {
+        if (!(s->chunk[s->nchunks] = isa_alloc_large((size_t)len * sizeof(isa_instr_t)))) {
             A->oom = 1;
             return NULL;
         }
@@ -4393,7 +4371,8 @@ static int finish(asm_state_t *A)
             return -1; /* cannot happen: cores are range-checked */
     if (total >= UINT32_MAX)
         return -1;
-    p->instrs = instrs_alloc((total ? total : 1) * sizeof *p->instrs);
+    /* written whole right after: its pages are mapped at once (isa_alloc_large) */
+    p->instrs = isa_alloc_large((total ? total : 1) * sizeof *p->instrs);
     if (!p->streams || !p->instrs)
         return -1;
     uint32_t at = 0;

@@ -358,10 +358,11 @@ typedef struct isa_program {
     isa_geometry_t checked;
 } isa_program_t;
 
-/* malloc for a large array filled once (an instruction array, a file read whole): from 4 MiB
- * on, aligned to 2 MiB and marked for transparent huge pages, so the kernel takes one fault
- * per 2 MiB instead of one per 4 KiB (a third of loading a large .ncx was page faults).
- * Freed with free(); realloc accepts it. */
+/* malloc for a large array written whole right after (an instruction array, a file read
+ * whole): from 1 MiB on, its pages are mapped in one call (Linux's MADV_POPULATE_WRITE, advice
+ * only) instead of one page fault per 4 KiB, which was a third of loading a large .ncx.
+ * (Transparent huge pages were faster on average but stalled some runs for a second in the
+ * kernel's compaction.) Freed with free(); realloc accepts it. */
 void *isa_alloc_large(size_t bytes);
 /* Frees everything a program owns (the struct itself too). NULL is fine. */
 void isa_program_free(isa_program_t *prog);

@@ -5,9 +5,11 @@
 #include "isa_internal.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /* ---- status -------------------------------------------------------------------------------- */
 
@@ -376,13 +378,16 @@ int isa_builder_init(isa_builder_t *b)
 /* Grow *arr (element size es) so that it holds at least need elements. */
 void *isa_alloc_large(size_t bytes)
 {
-    /* Below a few huge pages the kernel's small pages cost nothing worth avoiding. */
-    if (bytes < ((size_t)4 << 20))
-        return malloc(bytes ? bytes : 1);
-    size_t huge = (size_t)2 << 20, rounded = (bytes + huge - 1) / huge * huge;
-    void *p = aligned_alloc(huge, rounded);
-    if (p)
-        (void)madvise(p, rounded, MADV_HUGEPAGE);
+    void *p = malloc(bytes ? bytes : 1);
+#ifdef MADV_POPULATE_WRITE
+    if (p && bytes >= ((size_t)1 << 20)) {
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1),
+                  hi = ((uintptr_t)p + bytes) & ~(page - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice only */
+    }
+#endif
     return p;
 }
 

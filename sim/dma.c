@@ -205,7 +205,7 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     }
     c->st->dma_transfers++;
     c->st->dma_bytes += x->bytes;
-    sim_line_stats_t *ls = sim_line(s, x->instr);
+    sim_line_stats_t *ls = sim_line_at(s, x->line);
     ls->transfers++;
     ls->dma_bytes += x->bytes;
     ls->dma_ps += q->now - x->start;
@@ -237,7 +237,7 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     if (s->opt.observer && s->opt.observer->dma_landed)
         s->opt.observer->dma_landed(s->opt.observer->ctx, s, c->id, x->queue, x->engine,
                                     x->index, x->instr);
-    sim_apply_posts(s, c, x->instr, ISA_ENGINE_COUNT, x->index);
+    sim_apply_post_list(s, c, x->instr, x->post, x->npost, ISA_ENGINE_COUNT, x->index);
     dma_queue_t *dq = &c->queues[x->queue];
     dq->head = x->next;
     if (!dq->head)
@@ -302,6 +302,9 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     x->start = 0;
     x->instr = in;
     x->index = index;
+    x->line = in->line;
+    x->npost = in->npost;
+    memcpy(x->post, in->post, sizeof x->post);
     x->engine = e->id;
     x->queue = m->queue;
     x->dst = m->dst;

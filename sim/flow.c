@@ -161,8 +161,7 @@ static inline void rate_and_schedule(struct sim *s, flow_net_t *net, flow_t *f)
     double x = f->remaining / rate, ps;
     if (x > 0 && x < 4e15) { /* ceil(x) without the library call: exact below 2^52 */
         ps = (double)(int64_t)x;
-        if (ps < x)
-            ps += 1.0;
+        ps += (double)(ps < x); /* without a branch: it goes either way at random */
     } else {
         ps = ceil(x);
     }

@@ -111,13 +111,14 @@ static void wake_core(struct sim *s, core_t *c, uint8_t sem)
     }
 }
 
-void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
-                     uint32_t by_index)
+void sim_apply_post_list(struct sim *s, core_t *c, const isa_instr_t *in,
+                         const isa_sync_t *post, unsigned npost, int by_engine,
+                         uint32_t by_index)
 {
-    if (s->opt.observer && s->opt.observer->posts && in->npost)
+    if (s->opt.observer && s->opt.observer->posts && npost)
         s->opt.observer->posts(s->opt.observer->ctx, s, c->id, by_engine, by_index, in);
-    for (unsigned i = 0; i < in->npost; i++) {
-        const isa_sync_t *p = &in->post[i];
+    for (unsigned i = 0; i < npost; i++) {
+        const isa_sync_t *p = &post[i];
         int64_t v = c->sems[p->sem];
         switch (p->op) {
         case ISA_POST_ADD: v += p->value; break;
@@ -144,20 +145,28 @@ void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_eng
     }
 }
 
-/* ---- in-flight FIFO ------------------------------------------------------------------------------ */
-
-static inflight_t *fl_at(engine_t *E, uint32_t i)
+void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
+                     uint32_t by_index)
 {
-    return &E->fl[(E->fl_head + i) % E->fl_cap];
+    sim_apply_post_list(s, c, in, in->post, in->npost, by_engine, by_index);
 }
 
-static int fl_push(engine_t *E, const inflight_t *f)
+/* ---- in-flight FIFO ------------------------------------------------------------------------------ */
+
+/* The ring's capacity is a power of two (16, doubled when full): a mask, not a division. */
+static inline inflight_t *fl_at(engine_t *E, uint32_t i)
+{
+    return &E->fl[(E->fl_head + i) & (E->fl_cap - 1)];
+}
+
+/* A new entry at the back, filled by the caller (NULL when out of memory). */
+static inflight_t *fl_push(engine_t *E)
 {
     if (E->fl_n == E->fl_cap) {
         uint32_t nc = E->fl_cap ? E->fl_cap * 2 : 16;
         inflight_t *p = malloc(nc * sizeof *p);
         if (!p)
-            return -1;
+            return NULL;
         for (uint32_t i = 0; i < E->fl_n; i++)
             p[i] = *fl_at(E, i);
         free(E->fl);
@@ -165,9 +174,7 @@ static int fl_push(engine_t *E, const inflight_t *f)
         E->fl_cap = nc;
         E->fl_head = 0;
     }
-    E->fl[(E->fl_head + E->fl_n) % E->fl_cap] = *f;
-    E->fl_n++;
-    return 0;
+    return &E->fl[(E->fl_head + E->fl_n++) & (E->fl_cap - 1)];
 }
 
 /* Drop completed entries without posts from the front. */
@@ -177,13 +184,15 @@ static void fl_trim(engine_t *E, uint64_t now)
         inflight_t *f = fl_at(E, 0);
         if (f->complete > now || f->posts)
             break;
-        E->fl_head = (E->fl_head + 1) % E->fl_cap;
+        E->fl_head = (E->fl_head + 1) & (E->fl_cap - 1);
         E->fl_n--;
     }
 }
 
 static void schedule_post_event(struct sim *s, engine_t *E)
 {
+    if (!E->fl_posts)
+        return; /* nothing in flight posts: no need to look */
     for (uint32_t i = 0; i < E->fl_n; i++) {
         inflight_t *f = fl_at(E, i);
         if (f->posts) {
@@ -203,9 +212,12 @@ static void engine_posts(sim_queue_t *q, sim_event_t *ev)
         inflight_t *f = fl_at(E, 0);
         if (f->complete > q->now)
             break;
-        if (f->posts)
-            sim_apply_posts(s, E->core, &E->instrs[f->index], E->id, f->index);
-        E->fl_head = (E->fl_head + 1) % E->fl_cap;
+        if (f->posts) { /* from the entry: the instruction's record left the cache long ago */
+            E->fl_posts--;
+            sim_apply_post_list(s, E->core, &E->instrs[f->index], f->post, f->posts, E->id,
+                                f->index);
+        }
+        E->fl_head = (E->fl_head + 1) & (E->fl_cap - 1);
         E->fl_n--;
     }
     schedule_post_event(s, E);
@@ -277,15 +289,21 @@ static int reads_slot(int op, unsigned slot)
  * (0 when none). */
 static uint64_t interlock_until(engine_t *E, const box_t *r, unsigned nr, uint64_t now)
 {
+    /* entries complete in issue order (start_instr), so from the newest back the first
+     * overlap is the latest, and nothing older can be later than what is found */
     uint64_t until = 0;
     for (unsigned k = 0; k < nr; k++) {
-        for (uint32_t i = 0; i < E->fl_n; i++) {
+        for (uint32_t i = E->fl_n; i-- > 0;) {
             const inflight_t *f = fl_at(E, i);
             if (f->complete <= now || f->complete <= until)
-                continue;
+                break;
             for (unsigned w = 0; w < f->nw; w++)
-                if (boxes_overlap(&r[k], &f->w[w]))
+                if (boxes_overlap(&r[k], &f->w[w])) {
                     until = f->complete;
+                    break;
+                }
+            if (until == f->complete)
+                break;
         }
     }
     return until;
@@ -294,6 +312,20 @@ static uint64_t interlock_until(engine_t *E, const box_t *r, unsigned nr, uint64
 /* ---- the memo ---------------------------------------------------------------------------------- */
 
 static uint64_t ns_to_ps(double ns);
+
+/* The cost part of a memo entry (matmul's changes with the loaded weights). */
+static void memo_cost(struct sim *s, const isa_instr_t *in, uint32_t stationary_cols,
+                      instr_memo_t *m)
+{
+    m->cost_cols = stationary_cols;
+    mdl_cost_instr(s->arch, s->prog, in, stationary_cols, &m->cost);
+    m->ii_ps = ns_to_ps(m->cost.ii_ns);
+    m->lat_ps = ns_to_ps(m->cost.latency_ns);
+    m->flops = m->cost.flops;
+    m->hw_flops = m->cost.hw_flops;
+    m->sbuf_port = m->cost.reads_sbuf || m->cost.writes_sbuf;
+    m->psum_port = m->cost.reads_psum || m->cost.writes_psum;
+}
 
 static void memo_fill(struct sim *s, const isa_instr_t *in, uint32_t stationary_cols,
                       instr_memo_t *m)
@@ -316,35 +348,54 @@ static void memo_fill(struct sim *s, const isa_instr_t *in, uint32_t stationary_
         m->loads_cols = (uint32_t)isa_view_free_elems(&s->prog->views[args[0].index]);
     if (in->op == ISA_OP_DMA)
         dma_memo_fill(s, in, &m->dma);
-    m->cost_cols = stationary_cols;
-    mdl_cost_instr(s->arch, s->prog, in, stationary_cols, &m->cost);
-    m->ii_ps = ns_to_ps(m->cost.ii_ns);
-    m->lat_ps = ns_to_ps(m->cost.latency_ns);
+    memo_cost(s, in, stationary_cols, m);
+}
+
+/* The slot of a block: indexed by the block's offset itself, so no two blocks collide while
+ * the slots hold all (at most 16k slots, 4 bytes each). */
+static inline uint32_t *memo_slot(struct sim *s, uint32_t args)
+{
+    return &s->memo_slot[args & s->memo_mask];
 }
 
 const instr_memo_t *sim_memo(struct sim *s, const isa_instr_t *in, uint32_t stationary_cols)
 {
-    if (!s->memo) {
-        /* one entry per operand block when blocks are shared, at most 16k entries */
+    if (!s->memo_slot) {
         uint32_t n = 16;
-        while (n < s->prog->nargs && n < (1u << 14))
+        while (n < s->prog->nargs && n < (1u << 14) && n < s->memo_max_slots)
             n *= 2;
-        s->memo = calloc(n, sizeof *s->memo);
-        if (!s->memo)
+        /* entries for every slot at once, never cleared (memo_fill writes each in full):
+         * only the pages of entries in use are touched, and no growth by realloc (which
+         * maps fresh pages again each time, in every run) */
+        s->memo_slot = calloc(n, sizeof *s->memo_slot);
+        s->memo = malloc(n * sizeof *s->memo);
+        if (!s->memo_slot || !s->memo) {
+            free(s->memo_slot);
+            free(s->memo);
+            s->memo_slot = NULL;
+            s->memo = NULL;
             return NULL;
-        for (uint32_t i = 0; i < n; i++)
-            s->memo[i].op = UINT16_MAX;
+        }
         s->memo_mask = n - 1;
     }
-    instr_memo_t *m = &s->memo[(in->args * 2654435761u >> 7) & s->memo_mask];
+    /* A slot holds 1 + the index of its entry in s->memo, 0 while unused: entries are
+     * taken in the order blocks are first used, so the memory touched is as large as the
+     * blocks in use (not a few MB of mostly empty entries) and neighbours in the program
+     * are neighbours in memory. A block whose slot another holds takes over its entry. */
+    uint32_t *slot = memo_slot(s, in->args);
+    instr_memo_t *m;
+    if (!*slot) {
+        *slot = ++s->nmemo; /* at most one entry per slot */
+        m = &s->memo[*slot - 1];
+        memo_fill(s, in, stationary_cols, m);
+        return m;
+    }
+    m = &s->memo[*slot - 1];
     if (m->args != in->args || m->op != in->op || m->engine != in->engine) {
         memo_fill(s, in, stationary_cols, m);
     } else if (in->op == ISA_OP_MATMUL && m->cost_cols != stationary_cols) {
         /* matmul's cost depends on the weights loaded: only its cost changes */
-        m->cost_cols = stationary_cols;
-        mdl_cost_instr(s->arch, s->prog, in, stationary_cols, &m->cost);
-        m->ii_ps = ns_to_ps(m->cost.ii_ns);
-        m->lat_ps = ns_to_ps(m->cost.latency_ns);
+        memo_cost(s, in, stationary_cols, m);
     }
     return m;
 }
@@ -366,6 +417,7 @@ static void stall_segment(engine_t *E, uint64_t now, uint8_t cause, uint8_t sem)
     if (E->seg_start != UINT64_MAX && now > E->seg_start) {
         E->st->stall_ps += now - E->seg_start;
         E->wait_by[E->stall] += now - E->seg_start;
+        E->waited = 1;
     }
     E->seg_start = now;
     E->stall = cause;
@@ -377,11 +429,11 @@ static void stall_segment(engine_t *E, uint64_t now, uint8_t cause, uint8_t sem)
 }
 
 /* Port the instruction needs that another engine holds: time it frees, or 0. */
-static uint64_t port_until(const core_t *c, int eng, const mdl_cost_t *cost, uint64_t now)
+static uint64_t port_until(const core_t *c, int eng, const instr_memo_t *m, uint64_t now)
 {
     uint64_t until = 0;
-    int sbuf = cost->reads_sbuf || cost->writes_sbuf;
-    int psum = cost->reads_psum || cost->writes_psum;
+    int sbuf = m->sbuf_port;
+    int psum = m->psum_port;
     if (sbuf && (eng == ISA_ENGINE_DVE || eng == ISA_ENGINE_POOL) &&
         c->sbuf_port_owner != eng && c->sbuf_port_until > now)
         until = c->sbuf_port_until;
@@ -391,10 +443,10 @@ static uint64_t port_until(const core_t *c, int eng, const mdl_cost_t *cost, uin
     return until;
 }
 
-static void take_ports(core_t *c, int eng, const mdl_cost_t *cost, uint64_t until)
+static void take_ports(core_t *c, int eng, const instr_memo_t *m, uint64_t until)
 {
-    int sbuf = cost->reads_sbuf || cost->writes_sbuf;
-    int psum = cost->reads_psum || cost->writes_psum;
+    int sbuf = m->sbuf_port;
+    int psum = m->psum_port;
     if (sbuf && (eng == ISA_ENGINE_DVE || eng == ISA_ENGINE_POOL) &&
         (c->sbuf_port_owner == eng || c->sbuf_port_until <= until)) {
         if (c->sbuf_port_owner != eng || c->sbuf_port_until < until)
@@ -446,8 +498,9 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         s->opt.observer->instr_start(s->opt.observer->ctx, s, c->id, E->id, E->pc, in);
     sim_line_stats_t *ls = sim_line(s, in);
     ls->instructions++;
-    for (int k = 0; k < SIM_STALL_COUNT; k++)
-        ls->stall_by[k] += E->wait_by[k];
+    if (E->waited) /* else every wait_by is 0 */
+        for (int k = 0; k < SIM_STALL_COUNT; k++)
+            ls->stall_by[k] += E->wait_by[k];
     if (in->engine != ISA_ENGINE_CC || in->op == ISA_OP_NOP)
         ls->busy_ps += ii;
     if (in->engine == ISA_ENGINE_CC && in->op != ISA_OP_NOP) {
@@ -479,22 +532,26 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     if (complete < E->last_complete)
         complete = E->last_complete; /* an engine completes in issue order */
     E->last_complete = complete;
-    inflight_t f;
-    memset(&f, 0, sizeof f);
-    f.complete = complete;
-    f.index = E->pc;
-    f.posts = in->op != ISA_OP_DMA && in->npost > 0;
-    f.nw = m->nw;
-    memcpy(f.w, m->w, sizeof f.w);
-    if (f.nw || f.posts) {
-        if (fl_push(E, &f)) {
+    uint8_t posts = in->op != ISA_OP_DMA ? in->npost : 0;
+    if (m->nw || posts) {
+        inflight_t *f = fl_push(E); /* written in place: every field */
+        if (!f) {
             sim_fail(s, "out of memory");
             return UINT64_MAX;
         }
-        if (f.posts)
-            schedule_post_event(s, E);
+        f->complete = complete;
+        f->index = E->pc;
+        f->posts = posts;
+        memcpy(f->post, in->post, sizeof f->post);
+        f->nw = m->nw;
+        memcpy(f->w, m->w, m->nw * sizeof f->w[0]); /* boxes past nw are never read */
+        E->fl_posts += posts != 0;
+        /* post_ev, when queued, is at the first entry with posts, which this one follows */
+        if (posts && !sim_event_queued(&E->post_ev) &&
+            sim_schedule(&s->q, &E->post_ev, complete))
+            sim_fail(s, "out of memory");
     }
-    take_ports(c, E->id, cost, now + ii);
+    take_ports(c, E->id, m, now + ii);
     sim_engine_stats_t *st = E->st;
     st->instructions++;
     st->busy_ps += ii;
@@ -502,11 +559,11 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         st->active_ps += complete - (E->active_end > now ? E->active_end : now);
         E->active_end = complete;
     }
-    st->flops += cost->flops;
+    st->flops += m->flops;
     if (complete > st->end_ps)
         st->end_ps = complete;
-    s->stats.tensor_flops += cost->flops;
-    s->stats.tensor_hw_flops += cost->hw_flops;
+    s->stats.tensor_flops += m->flops;
+    s->stats.tensor_hw_flops += m->hw_flops;
     s->stats.instructions++;
     c->st->used = 1;
     if (s->opt.trace && s->opt.trace->instr) {
@@ -548,7 +605,9 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             E->stall = SIM_STALL_NONE;
             E->last_stall = SIM_STALL_NONE;
             E->wait_sem = 0;
-            memset(E->wait_by, 0, sizeof E->wait_by);
+            if (E->waited)
+                memset(E->wait_by, 0, sizeof E->wait_by);
+            E->waited = 0;
         }
         fl_trim(E, now);
         uint8_t sem = 0;
@@ -572,7 +631,15 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             E->sem_waited = 0;
             uint64_t wake = s->sem_wake_ps;
             if (wake) {
-                if (sim_schedule(q, ev, now + wake))
+                uint64_t at = now + wake;
+                if (s->fold && at < sim_queue_next_time(q) && at <= s->run_limit_ps) {
+                    /* nothing else is queued before `at`: the event would be the next to
+                     * run, so run it now (counted as the event it stands for) */
+                    q->now = at;
+                    q->processed++;
+                    continue;
+                }
+                if (sim_schedule(q, ev, at))
                     sim_fail(s, "out of memory");
                 return;
             }
@@ -589,7 +656,7 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
                 sim_fail(s, "out of memory");
             return;
         }
-        until = port_until(c, E->id, &m->cost, now);
+        until = port_until(c, E->id, m, now);
         if (until > now) {
             stall_segment(E, now, SIM_STALL_PORT, 0);
             if (sim_schedule(q, ev, until))
@@ -602,6 +669,15 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
         if (ii == UINT64_MAX)
             return;
         E->pc++;
+        if (E->pc < E->n) {
+            /* the next instruction's memo entry, and the stream a few records ahead (each
+             * engine walks its own part of a program of tens of MB): fetched while the
+             * queue runs other engines */
+            uint32_t next_slot = *memo_slot(s, E->instrs[E->pc].args);
+            if (next_slot)
+                __builtin_prefetch(&s->memo[next_slot - 1]);
+            __builtin_prefetch(&E->instrs[E->pc + 4]);
+        }
         if (ii == PARKED) {
             E->parked = 1;
             return;
@@ -716,6 +792,7 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_NOMEM;
     }
     s->run_limit_ps = UINT64_MAX;
+    s->memo_max_slots = UINT32_MAX;
     s->sem_wake_ps = ns_to_ps(a->costs.semaphore_latency_ns);
     s->prog = prog;
     s->opt = *opt;
@@ -854,6 +931,7 @@ void sim_destroy(sim_t *s)
     free(s->stats.hbm_series);
     free(s->error);
     free(s->memo);
+    free(s->memo_slot);
     sim_queue_free(&s->q);
     free(s);
 }
@@ -1282,6 +1360,7 @@ ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
     if (s->finished)
         return NCSIM_OK;
     s->run_limit_ps = mode == SIM_RUN_UNTIL_TIME ? limit_ps : UINT64_MAX;
+    s->fold = mode != SIM_RUN_ONE_EVENT;
     for (;;) {
         if (mode == SIM_RUN_UNTIL_TIME && sim_queue_next_time(&s->q) > limit_ps)
             break;
@@ -1308,6 +1387,12 @@ ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps)
         finish_stats(s);
     }
     return s->failed ? (s->fail_status ? s->fail_status : NCSIM_PROGRAM) : NCSIM_OK;
+}
+
+void sim_limit_memo(sim_t *s, uint32_t slots)
+{
+    if (!s->memo_slot && slots)
+        s->memo_max_slots = slots;
 }
 
 int sim_finished(const sim_t *s)

@@ -350,6 +350,10 @@ typedef enum sim_run_mode {
 ncsim_status_t sim_run(sim_t *s, sim_run_mode_t mode, uint64_t limit_ps);
 int sim_finished(const sim_t *s);
 uint64_t sim_now_ps(const sim_t *s);
+/* For tests: keep the per-operand-block memo of instruction costs in about `slots` slots
+ * (rounded up to a power of two, at least 16) so that blocks evict each other; before the
+ * first sim_run only. Results are the same whatever the size. */
+void sim_limit_memo(sim_t *s, uint32_t slots);
 /* The run-time error or deadlock report ("" when none); may span several lines. */
 const char *sim_error(const sim_t *s);
 /* Run in slices of simulated time up to target_ps (UINT64_MAX: to the end), calling

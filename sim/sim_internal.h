@@ -31,7 +31,8 @@ typedef struct box {
 /* What an instruction costs and touches that cannot change during a run: a function of its
  * opcode, engine and operand slots (and, for matmul's cost, the columns of the loaded
  * weights), computed once per distinct operand block (programs share equal blocks: isa.h
- * isa_instr_t.args) and kept in a small direct-mapped table (sim.c sim_memo). */
+ * isa_instr_t.args) and kept in a direct-mapped table of slots pointing into entries
+ * allocated in first-use order (sim.c sim_memo). */
 typedef struct dma_memo {
     const isa_view_t *dst, *src;
     uint8_t queue, accumulate, touches_hbm, hbm_uses;
@@ -40,24 +41,29 @@ typedef struct dma_memo {
 } dma_memo_t;
 
 typedef struct instr_memo {
+    /* what every instruction reads first, in one cache line: the key, its II and latency,
+     * its ports and FLOPs; then the boxes, then what only DMAs or traces read */
     uint32_t args;            /* key: in->args */
-    uint16_t op;              /* key: UINT16_MAX when the entry is empty */
+    uint16_t op;              /* key */
     uint8_t engine;           /* key */
     uint8_t nr, nw;           /* boxes it reads (interlock) and writes */
+    uint8_t sbuf_port, psum_port; /* cost's SBUF / PSUM port use (read or write) */
     uint32_t cost_cols;       /* the stationary columns `cost` was computed with (matmul) */
     uint32_t loads_cols;      /* ldweights: the columns it loads */
-    mdl_cost_t cost;
     uint64_t ii_ps, lat_ps;   /* cost's II and latency in ps */
-    box_t r[ISA_MAX_SLOTS];
+    uint64_t flops, hw_flops; /* cost's */
     box_t w[2];
+    box_t r[ISA_MAX_SLOTS];
     dma_memo_t dma;
+    mdl_cost_t cost;
 } instr_memo_t;
 
 typedef struct inflight {
     uint64_t complete;
     uint32_t index;   /* in the engine stream */
-    uint8_t posts;    /* has posts to apply at completion */
+    uint8_t posts;    /* posts to apply at completion: post[0, posts) */
     uint8_t nw;
+    isa_sync_t post[ISA_MAX_POSTS];
     box_t w[2];
 } inflight_t;
 
@@ -77,6 +83,7 @@ typedef struct engine {
     uint8_t last_stall;  /* the last cause the current instruction waited for (traces) */
     uint8_t wait_sem;    /* the last semaphore the current instruction waited for (traces) */
     uint64_t wait_by[SIM_STALL_COUNT]; /* its held time so far, by cause (traces) */
+    uint8_t waited;      /* some wait_by is not 0 */
     uint8_t blocked;     /* waiting for semaphores (and its bit set in core.waiters) */
     uint8_t parked;      /* in a collective, until it completes */
     uint8_t blocked_sem; /* the semaphore whose wait did not hold */
@@ -86,6 +93,7 @@ typedef struct engine {
     uint64_t ready_ps;   /* when the current instruction became ready */
     inflight_t *fl;      /* FIFO ring of issued, not yet completed instructions */
     uint32_t fl_head, fl_n, fl_cap;
+    uint32_t fl_posts;   /* entries of fl with posts */
     uint32_t stationary_cols; /* pe: M of the loaded weights */
     uint16_t last_op;    /* opcode and II of the previous instruction (background ldweights) */
     uint64_t last_ii;
@@ -99,6 +107,9 @@ typedef struct xfer {
     struct xfer *next;   /* queue FIFO / free list */
     const isa_instr_t *instr;
     uint32_t index;
+    uint32_t line;       /* instr's, and its posts: read when it lands, without instr */
+    uint8_t npost;
+    isa_sync_t post[ISA_MAX_POSTS];
     uint8_t engine, queue, phase, touches_hbm, hbm_uses;
     const isa_view_t *dst, *src;
     int accumulate;
@@ -165,11 +176,16 @@ struct sim {
     ncsim_status_t fail_status; /* what sim_run returns once failed: 0 means NCSIM_PROGRAM */
     sim_fault_t fault;
     uint64_t run_limit_ps;    /* sim_run(SIM_RUN_UNTIL_TIME)'s limit, else UINT64_MAX */
+    int fold;                 /* an engine may run its next event itself when nothing is
+                               * queued before it (not when sim_run steps one event) */
     int finished;
     char *error;
     size_t error_len, error_cap;
-    instr_memo_t *memo;       /* sim_memo's table */
+    instr_memo_t *memo;       /* sim_memo's entries, in the order they were first used */
+    uint32_t nmemo;
+    uint32_t *memo_slot;      /* per slot: 1 + its entry in memo, 0 when unused */
     uint32_t memo_mask;
+    uint32_t memo_max_slots;  /* sim_limit_memo (tests) */
     uint64_t sem_wake_ps;     /* costs.semaphore_latency_ns in ps */
 };
 
@@ -181,10 +197,18 @@ void sim_instr_where(struct sim *s, const core_t *c, int engine, uint32_t index,
                      const isa_instr_t *in, char *buf, size_t n);
 void sim_apply_posts(struct sim *s, core_t *c, const isa_instr_t *in, int by_engine,
                      uint32_t by_index);
+/* The same with in's posts given (a copy kept where it is cheaper to read than `in`). */
+void sim_apply_post_list(struct sim *s, core_t *c, const isa_instr_t *in,
+                         const isa_sync_t *post, unsigned npost, int by_engine,
+                         uint32_t by_index);
 /* The by-line statistics of instruction `in` (never NULL: out-of-range lines go to 0). */
+static inline sim_line_stats_t *sim_line_at(struct sim *s, uint32_t line)
+{
+    return &s->stats.lines[line < s->stats.nlines ? line : 0];
+}
 static inline sim_line_stats_t *sim_line(struct sim *s, const isa_instr_t *in)
 {
-    return &s->stats.lines[in->line < s->stats.nlines ? in->line : 0];
+    return sim_line_at(s, in->line);
 }
 
 static inline uint32_t res_dma(const struct sim *s, uint32_t core)

@@ -246,6 +246,158 @@ static void test_determinism(void **state)
     run_free(&c);
 }
 
+/* ---- shortcuts of the run loop change nothing ----------------------------------------------------
+ * An engine runs its next event itself when nothing is queued before it (counted as the
+ * event), except when sim_run steps one event at a time; the cost memo evicts blocks when its
+ * slots are few. Both must give the same times, statistics, trace records and event count. */
+
+typedef struct rec_log {
+    sim_trace_sink_t sink; /* the run's, kept while it lives */
+    uint64_t v[4096];
+    size_t n;
+} rec_log_t;
+
+static void log_val(rec_log_t *l, uint64_t x)
+{
+    if (l->n < sizeof l->v / sizeof l->v[0])
+        l->v[l->n] = x;
+    l->n++;
+}
+
+static void log_instr(void *ctx, const sim_trace_instr_t *r)
+{
+    rec_log_t *l = ctx;
+    log_val(l, (uint64_t)r->core << 40 | (uint64_t)r->engine << 32 | r->index);
+    log_val(l, r->ready_ps);
+    log_val(l, r->start_ps);
+    log_val(l, r->end_ps);
+    log_val(l, r->ii_ps);
+    for (int k = 0; k < SIM_STALL_COUNT; k++)
+        log_val(l, r->stall_by[k]);
+}
+
+static void log_dma(void *ctx, const sim_trace_dma_t *r)
+{
+    rec_log_t *l = ctx;
+    log_val(l, r->index);
+    log_val(l, r->issue_ps);
+    log_val(l, r->start_ps);
+    log_val(l, r->end_ps);
+}
+
+static void log_sem(void *ctx, const sim_trace_sem_t *r)
+{
+    rec_log_t *l = ctx;
+    log_val(l, (uint64_t)r->sem << 32 | (uint32_t)r->value);
+    log_val(l, r->time_ps);
+}
+
+/* Run `p` to the end: in one sim_run, or one event per call; with `slots` memo slots (0:
+ * the default). */
+static sim_t *run_logged(const isa_program_t *p, int step, uint32_t slots, rec_log_t *log)
+{
+    sim_trace_sink_t sink = {log, log_instr, log_dma, log_sem, NULL, NULL};
+    log->sink = sink;
+    sim_options_t o;
+    memset(&o, 0, sizeof o);
+    o.arch = &trn1;
+    o.timing_only = 1;
+    o.trace = &log->sink;
+    char err[1024];
+    sim_t *s;
+    assert_int_equal(sim_create(p, &o, &s, err, sizeof err), NCSIM_OK);
+    if (slots)
+        sim_limit_memo(s, slots);
+    if (step) {
+        uint64_t calls = 0;
+        while (!sim_finished(s)) {
+            assert_int_equal(sim_run(s, SIM_RUN_ONE_EVENT, 0), NCSIM_OK);
+            calls++;
+        }
+        /* one event per call (the last call finds the queue empty) */
+        assert_true(calls >= sim_stats(s)->events);
+    } else {
+        assert_int_equal(sim_run(s, SIM_RUN_UNTIL_IDLE, 0), NCSIM_OK);
+    }
+    return s;
+}
+
+static void assert_same_run(sim_t *a, const rec_log_t *la, sim_t *b, const rec_log_t *lb)
+{
+    const sim_stats_t *x = sim_stats(a), *y = sim_stats(b);
+    assert_int_equal(x->total_ps, y->total_ps);
+    assert_int_equal(x->events, y->events);
+    assert_int_equal(x->instructions, y->instructions);
+    for (uint32_t c = 0; c < x->ncores; c++) {
+        assert_int_equal(x->cores[c].dma_busy_ps, y->cores[c].dma_busy_ps);
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+            assert_memory_equal(&x->cores[c].engines[e], &y->cores[c].engines[e],
+                                sizeof x->cores[c].engines[e]);
+    }
+    assert_int_equal(x->nlines, y->nlines);
+    assert_memory_equal(x->lines, y->lines, x->nlines * sizeof *x->lines);
+    assert_int_equal(la->n, lb->n);
+    assert_true(la->n > 0 && la->n <= sizeof la->v / sizeof la->v[0]);
+    assert_memory_equal(la->v, lb->v, la->n * sizeof la->v[0]);
+}
+
+static void test_shortcuts_change_nothing(void **state)
+{
+    (void)state;
+    /* software-pipelined load / matmul / gelu / store (bench_speed's program, 40 steps):
+     * engines woken by semaphores with nothing else queued, DMAs sharing bandwidth */
+    const char *loop =
+        ".hbm x bf16 [8192, 512] input\n.hbm w bf16 [128, 128] input\n"
+        ".hbm y fp32 [8192, 512] output\n.core 0\n.sbuf ws bf16 [128, 128]\n"
+        ".sbuf xs bf16 [128, 4, 512]\n.sbuf ys fp32 [128, 4, 512]\n"
+        ".psum acc fp32 [128, 4, 512]\n"
+        ".sem wl\n.sem loaded\n.sem mm\n.sem act_done\n.sem stored\n.sem done\n"
+        ".let T = 40\n.engine sp\ndma ws, w, queue=15 | post wl\n"
+        ".loop i = 0, T + 2\n"
+        "    .if i < T\n"
+        "        .let r = (i % 64) * 128\n"
+        "        dma xs[:, i % 4, :], x[r:r + 128, :], queue=i % 8 | wait act_done >= i - 3 "
+        "| post loaded\n"
+        "    .endif\n"
+        "    .if i >= 2\n"
+        "        .let j = i - 2\n"
+        "        dma y[(j % 64) * 128:(j % 64 + 1) * 128, :], ys[:, j % 4, :], "
+        "queue=8 + j % 8 | wait act_done >= j + 1 | post stored\n"
+        "    .endif\n"
+        ".endloop\n"
+        "nop | wait stored >= T | post done\n.engine pe\nldweights ws | wait wl >= 1\n"
+        ".loop i = 0, T\n"
+        "    matmul acc[:, i % 4, :], xs[:, i % 4, :] | wait loaded >= i + 1 "
+        "| wait act_done >= i - 3 | post mm\n"
+        ".endloop\n"
+        "nop | wait done >= 1\n.engine act\n"
+        ".loop i = 0, T\n"
+        "    activate ys[:, i % 4, :], acc[:, i % 4, :], gelu, scale=0.125 "
+        "| wait mm >= i + 1 | wait stored >= i - 3 | post act_done\n"
+        ".endloop\n";
+    char *gemm = tu_read_file(tu_source_path("kernels/demo_gemm.nca"), NULL);
+    assert_non_null(gemm);
+    const char *texts[2] = {loop, gemm};
+    for (int t = 0; t < 2; t++) {
+        isa_program_t *p = assemble(texts[t]);
+        static rec_log_t la, lb, lc;
+        memset(&la, 0, sizeof la);
+        memset(&lb, 0, sizeof lb);
+        memset(&lc, 0, sizeof lc);
+        sim_t *a = run_logged(p, 0, 0, &la);  /* shortcuts taken, memo holds every block */
+        sim_t *b = run_logged(p, 1, 0, &lb);  /* one event per call: no shortcut */
+        sim_t *c = run_logged(p, 0, 16, &lc); /* 16 memo slots: blocks evict each other */
+        assert_true(p->nargs > 16);
+        assert_same_run(a, &la, b, &lb);
+        assert_same_run(a, &la, c, &lc);
+        sim_destroy(a);
+        sim_destroy(b);
+        sim_destroy(c);
+        isa_program_free(p);
+    }
+    free(gemm);
+}
+
 /* The command line: .npy in and out (inout tensor through SBUF), exit codes, stats JSON. */
 static void test_cli_run(void **state)
 {
@@ -550,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_semaphore_latency),
         cmocka_unit_test(test_collective_costs),
         cmocka_unit_test(test_active_time),
+        cmocka_unit_test(test_shortcuts_change_nothing),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
