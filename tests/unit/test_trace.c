@@ -672,6 +672,108 @@ static void test_pftrace_stable_and_counters(void **state)
     assert_string_equal(c.sem[1], "beta");
 }
 
+/* Small events (counter values, slice ends, flow instants) are written in place after their
+ * packet's header, or composed apart when interned strings go first (a flow or slice with a
+ * new name): both paths alternate here and every value reads back exactly, timestamps of one
+ * to seven varint bytes, negative (ten-byte) and real counter values included. */
+enum { SMALL_N = 300 };
+typedef struct small_check {
+    int counters, slices, flows, bad;
+} small_check_t;
+
+static double small_value(int k)
+{
+    return k % 5 == 0 ? -(double)k : k % 2 ? k * 1000.0 + 0.5 : (double)k * 1e6;
+}
+
+static uint64_t small_ts(int k)
+{
+    return (uint64_t)k * (k % 7 == 0 ? 1000000000000ull : 1000) + (uint64_t)(k % 4) * 250;
+}
+
+static int check_small(void *ctx, const trc_record_t *r)
+{
+    small_check_t *c = ctx;
+    if (r->kind == TRC_REC_COUNTER) {
+        int k = c->counters++;
+        if (r->u.counter.value != small_value(k) || r->u.counter.ts_ps != small_ts(k) * 1000)
+            c->bad++;
+    } else if (r->kind == TRC_REC_SLICE) {
+        int k = c->slices++;
+        if (r->u.slice.ts_ps != small_ts(k) * 1000 + 5 || r->u.slice.dur_ps != 3 + (uint64_t)k)
+            c->bad++;
+        char want[16];
+        snprintf(want, sizeof want, "op%d", k % 3 == 0 ? k : -1);
+        if (strcmp(r->u.slice.name, want) != 0)
+            c->bad++;
+    } else if (r->kind == TRC_REC_FLOW) {
+        c->flows++;
+        if (r->u.flow.to_ts_ps != r->u.flow.from_ts_ps + 7 || r->u.flow.id == 0)
+            c->bad++;
+    }
+    return 0;
+}
+
+static void test_pftrace_small_events(void **state)
+{
+    (void)state;
+    const char *path = tu_join(dir, "small.pftrace");
+    trc_writer_t *w;
+    char err[512];
+    assert_int_equal(trc_writer_open(path, TRC_FORMAT_PFTRACE, &w, err, sizeof err), NCSIM_OK);
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_PROCESS;
+    r.u.process.pid = 1;
+    r.u.process.name = "chip 0 core 0";
+    assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    uint32_t tid = trc_tid(1, TRC_TRACK_ENGINE, 0), tid2 = trc_tid(1, TRC_TRACK_ENGINE, 1);
+    for (int t = 0; t < 2; t++) {
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_TRACK;
+        r.u.track.pid = 1;
+        r.u.track.tid = t ? tid2 : tid;
+        r.u.track.name = t ? "act" : "pe";
+        assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    }
+    static char names[SMALL_N][16], fnames[SMALL_N][16];
+    for (int k = 0; k < SMALL_N; k++) {
+        uint64_t ts = small_ts(k) * 1000; /* counters: whole nanoseconds */
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_COUNTER;
+        r.u.counter = (trc_counter_t){1, "HBM bandwidth", "GB/s", ts, small_value(k), 1};
+        assert_int_equal(trc_write(w, &r), NCSIM_OK);
+        /* a new name every third slice: its begin sends it, its end goes in place */
+        snprintf(names[k], sizeof names[k], "op%d", k % 3 == 0 ? k : -1);
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_SLICE;
+        r.u.slice.kind = TRC_SLICE_INSTR;
+        r.u.slice.pid = 1;
+        r.u.slice.tid = tid;
+        r.u.slice.ts_ps = ts + 5;
+        r.u.slice.dur_ps = 3 + (uint64_t)k;
+        r.u.slice.a.instr.ii = r.u.slice.dur_ps;
+        r.u.slice.name = names[k];
+        assert_int_equal(trc_write(w, &r), NCSIM_OK);
+        /* a flow to the other track, ending on an instant of its own; a new name every
+         * other one (its instant takes the path that sends interned strings first) */
+        snprintf(fnames[k], sizeof fnames[k], "f%d", k % 2 ? k : -1);
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_FLOW;
+        r.u.flow = (trc_flow_t){(uint64_t)k + 1, "semaphore", fnames[k], 1, tid, ts + 5,
+                                1, tid2, ts + 12, 1};
+        assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    }
+    assert_int_equal(trc_writer_close(w, err, sizeof err), NCSIM_OK);
+    small_check_t c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(trc_read(path, check_small, &c, err, sizeof err), NCSIM_OK);
+    assert_int_equal(c.counters, SMALL_N);
+    assert_int_equal(c.slices, SMALL_N);
+    assert_int_equal(c.flows, SMALL_N);
+    assert_int_equal(c.bad, 0);
+}
+
 static int has_bytes(const char *b, size_t n, const char *s)
 {
     size_t k = strlen(s);
@@ -1434,6 +1536,7 @@ int main(void)
         cmocka_unit_test(test_pftrace_implied),
         cmocka_unit_test(test_stable_same_bytes),
         cmocka_unit_test(test_pftrace_stable_and_counters),
+        cmocka_unit_test(test_pftrace_small_events),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_checker_catches),
         cmocka_unit_test(test_run_json),
