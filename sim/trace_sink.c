@@ -765,24 +765,32 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
     return text;
 }
 
-/* " OP VALUE" without printf (this runs for every traced instruction with clauses). */
-static void op_value(char *buf, const char *op, int32_t value)
+/* v in decimal at p; returns the characters written (at most 11). */
+static size_t put_int(char *p, int32_t v)
 {
-    char digits[16];
+    char digits[12];
     size_t n = 0, k = 0;
-    uint32_t u = value < 0 ? 0u - (uint32_t)value : (uint32_t)value;
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
     do {
         digits[n++] = (char)('0' + u % 10);
         u /= 10;
     } while (u);
+    if (v < 0)
+        p[k++] = '-';
+    while (n)
+        p[k++] = digits[--n];
+    return k;
+}
+
+/* " OP VALUE" without printf (this runs for every traced instruction with clauses). */
+static void op_value(char *buf, const char *op, int32_t value)
+{
+    size_t k = 0;
     buf[k++] = ' ';
     while (*op)
         buf[k++] = *op++;
     buf[k++] = ' ';
-    if (value < 0)
-        buf[k++] = '-';
-    while (n)
-        buf[k++] = digits[--n];
+    k += put_int(buf + k, value);
     buf[k] = '\0';
 }
 
@@ -851,23 +859,6 @@ static uint64_t clause_shape(const isa_instr_t *in)
         uint64_t bare = p->op == ISA_POST_ADD && p->value == 1;
         k |= (uint64_t)(p->sem | (uint64_t)p->op << 8 | bare << 12) << b;
     }
-    return k;
-}
-
-/* v in decimal at p; returns the characters written (at most 11). */
-static size_t put_int(char *p, int32_t v)
-{
-    char digits[12];
-    size_t n = 0, k = 0;
-    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        p[k++] = '-';
-    while (n)
-        p[k++] = digits[--n];
     return k;
 }
 
