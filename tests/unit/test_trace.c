@@ -620,10 +620,9 @@ static int check_counters(void *ctx, const trc_record_t *r)
     return 0;
 }
 
-static void test_pftrace_stable_and_counters(void **state)
+/* A .pftrace writer at path with process 1 ("chip 0 core 0") declared. */
+static trc_writer_t *open_pftrace_core0(const char *path)
 {
-    (void)state;
-    const char *path = tu_join(dir, "counters.pftrace");
     trc_writer_t *w;
     char err[512];
     assert_int_equal(trc_writer_open(path, TRC_FORMAT_PFTRACE, &w, err, sizeof err), NCSIM_OK);
@@ -633,6 +632,16 @@ static void test_pftrace_stable_and_counters(void **state)
     r.u.process.pid = 1;
     r.u.process.name = "chip 0 core 0";
     assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    return w;
+}
+
+static void test_pftrace_stable_and_counters(void **state)
+{
+    (void)state;
+    const char *path = tu_join(dir, "counters.pftrace");
+    trc_writer_t *w = open_pftrace_core0(path);
+    char err[512];
+    trc_record_t r;
     memset(&r, 0, sizeof r);
     r.kind = TRC_REC_TRACK;
     r.u.track.pid = 1;
@@ -718,15 +727,9 @@ static void test_pftrace_small_events(void **state)
 {
     (void)state;
     const char *path = tu_join(dir, "small.pftrace");
-    trc_writer_t *w;
+    trc_writer_t *w = open_pftrace_core0(path);
     char err[512];
-    assert_int_equal(trc_writer_open(path, TRC_FORMAT_PFTRACE, &w, err, sizeof err), NCSIM_OK);
     trc_record_t r;
-    memset(&r, 0, sizeof r);
-    r.kind = TRC_REC_PROCESS;
-    r.u.process.pid = 1;
-    r.u.process.name = "chip 0 core 0";
-    assert_int_equal(trc_write(w, &r), NCSIM_OK);
     uint32_t tid = trc_tid(1, TRC_TRACK_ENGINE, 0), tid2 = trc_tid(1, TRC_TRACK_ENGINE, 1);
     for (int t = 0; t < 2; t++) {
         memset(&r, 0, sizeof r);
