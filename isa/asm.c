@@ -527,6 +527,7 @@ typedef struct asm_state {
     instr_vec_t *streams; /* ISA_MAX_CORES * ISA_ENGINE_COUNT */
     int oom;
     uint64_t emitted;     /* instructions emitted */
+    uint32_t line_end;    /* the largest line of an emitted instruction, plus one */
     uint64_t steps;       /* statements executed, loop replays included */
     uint64_t max_steps;   /* ... at most (the option, or ASM_MAX_STEPS) */
     intern_t view_tab;    /* distinct views of prog->views */
@@ -3135,6 +3136,8 @@ static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_inst
     if (!slot)
         return -1;
     *slot = *in;
+    if (in->line >= A->line_end)
+        A->line_end = in->line + 1;
     return 0;
 }
 
@@ -3555,6 +3558,8 @@ static int instr_replay(asm_state_t *A, uint32_t ti)
     F->tmpls[ti].hits++;
     uint32_t core = A->core < 0 ? 0 : (uint32_t)A->core;
     uint32_t line = A->loc_active ? A->loc_line : A->lineno;
+    if (line >= A->line_end)
+        A->line_end = line + 1;
     if (tm->shorthand) {
         /* as instr_parse: the ldweights gets the waits, the matmul the posts */
         isa_instr_t *l = stream_slot(A, core, A->engine);
@@ -4389,6 +4394,7 @@ static int finish(asm_state_t *A)
     }
     p->ninstrs = at;
     p->checked = A->geo; /* every instruction passed isa_check_instr against it */
+    p->line_end = at ? A->line_end : 0; /* the largest line any emitted instruction carries */
     if (A->source)
         p->source = isa_builder_string(&A->b, A->source, A->source_len);
     else if (A->opt->filename)

@@ -356,6 +356,10 @@ typedef struct isa_program {
     /* the geometry every static check passed against (all zero: not checked); a run on the
      * same sizes need not check again. Not part of the .ncx format. */
     isa_geometry_t checked;
+    /* the largest instrs[].line plus one, when the assembler or loader that made the program
+     * knew it (0: not known; sim_create then scans the instructions, which on a program of a
+     * million instructions was a twentieth of a timing-only run). Not part of the .ncx. */
+    uint32_t line_end;
 } isa_program_t;
 
 /* malloc for a large array written whole right after (an instruction array, a file read

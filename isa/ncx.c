@@ -1881,8 +1881,14 @@ static int read_line(reader_t *r, const span_t *s)
         return fail(r, "length %zu, expected %zu for %u lines", s->len,
                     NCX_LINE_HEADER_SIZE + (size_t)n * 4, n);
     /* Instructions were appended stream by stream, in directory order: the same order. */
-    for (uint32_t i = 0; i < n; i++)
-        p->instrs[i].line = get32(s->p + NCX_LINE_HEADER_SIZE + (size_t)i * 4);
+    uint32_t line_max = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t line = get32(s->p + NCX_LINE_HEADER_SIZE + (size_t)i * 4);
+        p->instrs[i].line = line;
+        if (line > line_max)
+            line_max = line;
+    }
+    p->line_end = line_max < UINT32_MAX ? line_max + 1 : 0;
     return 0;
 }
 

@@ -803,9 +803,12 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
     s->chips = calloc(s->nchips, sizeof *s->chips);
     s->stats.cores = calloc(s->ncores, sizeof *s->stats.cores);
     uint32_t max_line = 0;
-    for (uint32_t i = 0; i < prog->ninstrs; i++)
-        if (prog->instrs[i].line > max_line)
-            max_line = prog->instrs[i].line;
+    if (prog->line_end)
+        max_line = prog->line_end - 1;
+    else
+        for (uint32_t i = 0; i < prog->ninstrs; i++)
+            if (prog->instrs[i].line > max_line)
+                max_line = prog->instrs[i].line;
     s->stats.nlines = max_line + 1;
     s->stats.lines = calloc(s->stats.nlines, sizeof *s->stats.lines);
     if (!s->stats.lines)

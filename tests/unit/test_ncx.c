@@ -1927,6 +1927,41 @@ static void test_large_file_mapped(void **state)
     isa_program_free(p);
 }
 
+
+/* The assembler and the loader record the largest line + 1 (sim_create uses it instead of a
+ * pass over every instruction); it must be exactly what such a pass finds. */
+static void test_line_end(void **state)
+{
+    (void)state;
+    /* the last line is replayed (a loop body): both ways of emitting record it */
+    isa_program_t *p = tu_assemble(".hbm x fp32 [128, 64] scratch\n.core 0\n"
+                                   ".sbuf s fp32 [128, 64]\n.engine sp\ndma x, s\n"
+                                   ".engine act\n.loop i = 0, 4\nactivate s, s, exp\n.endloop\n"
+                                   "; a comment line after the last instruction\n\n",
+                                   "lines.nca");
+    assert_non_null(p);
+    uint32_t max = 0;
+    for (uint32_t i = 0; i < p->ninstrs; i++)
+        max = p->instrs[i].line > max ? p->instrs[i].line : max;
+    assert_int_equal(max, 8);
+    assert_int_equal(p->line_end, max + 1);
+    uint8_t *bytes;
+    size_t len;
+    assert_int_equal(isa_ncx_write(p, &bytes, &len), NCSIM_OK);
+    isa_program_t *q = NULL;
+    assert_int_equal(isa_ncx_read(bytes, len, NULL, "lines.ncx", &q, NULL), NCSIM_OK);
+    assert_int_equal(q->line_end, max + 1);
+    free(bytes);
+    isa_program_free(q);
+    isa_program_free(p);
+    /* nothing emitted: not known */
+    p = tu_assemble(".hbm x fp32 [4] scratch\n", "empty.nca");
+    assert_non_null(p);
+    assert_int_equal(p->ninstrs, 0);
+    assert_int_equal(p->line_end, 0);
+    isa_program_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1956,6 +1991,7 @@ int main(void)
         cmocka_unit_test(test_v1_1_damage),
         cmocka_unit_test(test_check_shared_blocks),
         cmocka_unit_test(test_large_file_mapped),
+        cmocka_unit_test(test_line_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
