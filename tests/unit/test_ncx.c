@@ -1927,7 +1927,6 @@ static void test_large_file_mapped(void **state)
     isa_program_free(p);
 }
 
-
 /* The assembler and the loader record the largest line + 1 (sim_create uses it instead of a
  * pass over every instruction); it must be exactly what such a pass finds. */
 static void test_line_end(void **state)
