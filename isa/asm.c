@@ -1087,7 +1087,8 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
     uint32_t w = first + 1;
     for (uint32_t r = first + 1; r < F->ncode; r++) {
         ecode_t c = F->code[r];
-        uint8_t nx = F->code[r + 1].op; /* r + 1 exists: the last one is EC_END */
+        /* the step after r (none after the final EC_END, which is copied as it is) */
+        uint8_t nx = r + 1 < F->ncode ? F->code[r + 1].op : (uint8_t)EC_END;
         if (c.op == EC_CONST && nx >= EC_BIN && nx < EC_BINC) {
             c = (ecode_t){(uint8_t)(nx - EC_BIN + EC_BINC), 0, c.v};
             r++;
