@@ -706,10 +706,10 @@ static int stream_fill(pf_stream_t *s, size_t need)
             s->len -= s->pos;
             s->pos = 0;
         }
-        if (s->cap - s->len < (1u << 16) || s->cap < need) {
-            size_t cap = s->cap * 2;
-            while (cap < need + (1u << 16))
-                cap *= 2;
+        /* grow as the bytes arrive, not to `need` at once: a damaged length field may claim
+         * a gigabyte in a file of a few kilobytes (found by fuzz_pftrace) */
+        if (s->cap - s->len < (1u << 16)) {
+            size_t cap = s->cap ? s->cap * 2 : (size_t)1 << 17;
             unsigned char *b = realloc(s->buf, cap);
             if (!b)
                 return -2;
