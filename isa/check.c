@@ -575,6 +575,30 @@ static int check_semantics(const ctx_t *c, uint32_t core, const isa_geometry_t *
     return 0;
 }
 
+/* The semaphores declared on a core (for every core, or for that one), as bits by index. */
+static uint64_t declared_sems(const isa_program_t *p, uint32_t core)
+{
+    uint64_t m = 0;
+    for (uint32_t k = 0; k < p->nsems; k++)
+        if (p->sems[k].index < ISA_MAX_SEMS &&
+            (p->sems[k].core == -1 || (uint32_t)p->sems[k].core == core))
+            m |= 1ull << p->sems[k].index;
+    return m;
+}
+
+enum { CLAUSE_OK, CLAUSE_RANGE, CLAUSE_OP, CLAUSE_UNDECLARED };
+
+/* What is wrong with clause s (a wait when is_wait) on a core whose declared semaphores are
+ * `declared`: CLAUSE_OK, or the first fault in the order isa_check_instr reports them. */
+static int clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared)
+{
+    if (s->sem >= ISA_MAX_SEMS)
+        return CLAUSE_RANGE;
+    if (is_wait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
+        return CLAUSE_OP;
+    return declared >> s->sem & 1 ? CLAUSE_OK : CLAUSE_UNDECLARED;
+}
+
 int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in,
                     const isa_geometry_t *g, char *msg, size_t msglen)
 {
@@ -589,22 +613,23 @@ int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in
     if (in->nwait > ISA_MAX_WAITS || in->npost > ISA_MAX_POSTS)
         return fail(msg, msglen, NO_SLOT, "too many clauses (at most %d waits and %d posts)",
                     ISA_MAX_WAITS, ISA_MAX_POSTS);
+    uint64_t declared = in->nwait + in->npost ? declared_sems(p, core) : 0;
     for (unsigned i = 0; i < (unsigned)in->nwait + in->npost; i++) {
         const isa_sync_t *s = i < in->nwait ? &in->wait[i] : &in->post[i - in->nwait];
         int is_wait = i < in->nwait;
-        if (s->sem >= ISA_MAX_SEMS)
+        switch (clause_fault(s, is_wait, declared)) {
+        case CLAUSE_RANGE:
             return fail(msg, msglen, NO_SLOT, "semaphore %u out of range 0..%d", s->sem,
                         ISA_MAX_SEMS - 1);
-        if (is_wait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
+        case CLAUSE_OP:
             return fail(msg, msglen, NO_SLOT, "bad %s operation %u", is_wait ? "wait" : "post",
                         s->op);
-        int declared = 0;
-        for (uint32_t k = 0; k < p->nsems && !declared; k++)
-            declared = p->sems[k].index == s->sem &&
-                       (p->sems[k].core == -1 || (uint32_t)p->sems[k].core == core);
-        if (!declared)
+        case CLAUSE_UNDECLARED:
             return fail(msg, msglen, NO_SLOT, "semaphore %u is not declared on core %u", s->sem,
                         core);
+        default:
+            break;
+        }
     }
     if ((uint64_t)in->args + info->nslots > p->nargs)
         return fail(msg, msglen, NO_SLOT, "operand slots out of range");
@@ -761,19 +786,16 @@ void isa_check_memo_free(isa_check_memo_t *m)
 
 /* ---- whole programs ------------------------------------------------------------------------------ */
 
-/* The clause checks of isa_check_instr, as one test: every semaphore declared on the core (in
- * `declared`) and every operation valid. */
+/* The clause checks of isa_check_instr, as one test. */
 static int clauses_pass(const isa_instr_t *in, uint64_t declared)
 {
     if (in->nwait > ISA_MAX_WAITS || in->npost > ISA_MAX_POSTS)
         return 0;
     for (unsigned i = 0; i < in->nwait; i++)
-        if (in->wait[i].sem >= ISA_MAX_SEMS || !(declared >> in->wait[i].sem & 1) ||
-            in->wait[i].op > ISA_WAIT_EQ)
+        if (clause_fault(&in->wait[i], 1, declared) != CLAUSE_OK)
             return 0;
     for (unsigned i = 0; i < in->npost; i++)
-        if (in->post[i].sem >= ISA_MAX_SEMS || !(declared >> in->post[i].sem & 1) ||
-            in->post[i].op < ISA_POST_ADD || in->post[i].op > ISA_POST_SET)
+        if (clause_fault(&in->post[i], 0, declared) != CLAUSE_OK)
             return 0;
     return 1;
 }
@@ -877,14 +899,9 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
     uint32_t *passed = NULL;
     uint64_t declared[ISA_MAX_CORES] = {0};
     if (p->ncores <= ISA_MAX_CORES && (uint64_t)stride * p->ncores <= (1u << 24)) {
-        passed = isa_alloc_large((size_t)stride * p->ncores * sizeof *passed);
-        if (passed)
-            memset(passed, 0, (size_t)stride * p->ncores * sizeof *passed);
-        for (uint32_t k = 0; k < p->nsems; k++)
-            for (uint32_t c = 0; c < p->ncores; c++)
-                if (p->sems[k].index < ISA_MAX_SEMS &&
-                    (p->sems[k].core == -1 || (uint32_t)p->sems[k].core == c))
-                    declared[c] |= 1ull << p->sems[k].index;
+        passed = calloc((size_t)stride * p->ncores, sizeof *passed);
+        for (uint32_t c = 0; c < p->ncores; c++)
+            declared[c] = declared_sems(p, c);
     }
     uint64_t at = 0;
     for (uint32_t core = 0; core < p->ncores; core++)
