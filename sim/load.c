@@ -109,22 +109,21 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
     if (strcmp(path, "-") != 0) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
+        uint8_t head[64];
         if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-            sb.st_size >= SIM_MAP_MIN_BYTES && (uint64_t)sb.st_size <= SIM_MAX_READ_BYTES) {
+            sb.st_size >= SIM_MAP_MIN_BYTES && (uint64_t)sb.st_size <= SIM_MAX_READ_BYTES &&
+            isa_ncx_is_binary(head, (size_t)pread(fd, head, sizeof head, 0) == sizeof head
+                                        ? sizeof head
+                                        : 0)) {
             size_t n = (size_t)sb.st_size;
             void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+            close(fd);
             if (m != MAP_FAILED) {
-                (void)madvise(m, n, MADV_SEQUENTIAL);
-                int binary = isa_ncx_is_binary((const uint8_t *)m, n);
-                ncsim_status_t st = NCSIM_OK;
-                if (binary)
-                    st = isa_ncx_read((const uint8_t *)m, n, geometry, path, out, diag);
+                ncsim_status_t st = isa_ncx_read((const uint8_t *)m, n, geometry, path, out, diag);
                 munmap(m, n);
-                if (binary) {
-                    close(fd);
-                    return st;
-                }
+                return st;
             }
+            fd = -1; /* the mapping failed: read it as any file */
         }
         if (fd >= 0)
             close(fd);
