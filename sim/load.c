@@ -112,9 +112,8 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
         uint8_t head[64];
         if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
             sb.st_size >= SIM_MAP_MIN_BYTES && (uint64_t)sb.st_size <= SIM_MAX_READ_BYTES &&
-            isa_ncx_is_binary(head, (size_t)pread(fd, head, sizeof head, 0) == sizeof head
-                                        ? sizeof head
-                                        : 0)) {
+            isa_ncx_is_binary(
+                head, (size_t)pread(fd, head, sizeof head, 0) == sizeof head ? sizeof head : 0)) {
             size_t n = (size_t)sb.st_size;
             void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
             close(fd);
