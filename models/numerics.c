@@ -432,6 +432,78 @@ void mdl_store_i64(isa_dtype_t t, void *p, int64_t v)
 /* ---- Bulk access --------------------------------------------------------------------------- */
 
 /* One loop per type, the switch outside it. */
+/* ---- Bulk bf16, four lanes at a time -------------------------------------------------------
+ *
+ * The two conversions a functional GEMM runs on every tile (a moving or stationary tile
+ * widened for the sgemm, the fp32 result rounded back to bf16 by act) take whole runs of
+ * elements. On x86-64 (SSE2 is part of the base instruction set, so no run-time dispatch)
+ * they compute bf16_widen / bf16_rne above lane by lane with the same integer operations
+ * (shift, carry add, NaN test on the magnitude, quiet bit), so every result is the scalar
+ * one bit for bit; the tail of a run, and other hosts, use the scalar functions. Both are
+ * compared with the single-element path on every bf16 code and on rounding ties, NaN, Inf
+ * and subnormals (tests/unit/test_numerics.c). */
+
+#if defined(__SSE2__) && !NUM_BIG_ENDIAN
+#define NUM_SSE2 1
+#include <emmintrin.h>
+#else
+#define NUM_SSE2 0
+#endif
+
+static void bf16_widen_n(const unsigned char *s, float *dst, size_t n)
+{
+    size_t i = 0;
+#if NUM_SSE2
+    const __m128i zero = _mm_setzero_si128(), abs_mask = _mm_set1_epi32(0x7fffffff),
+                  inf = _mm_set1_epi32((int)F32_INF), quiet = _mm_set1_epi32((int)F32_QUIET);
+    for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * i));
+        __m128i lo = _mm_unpacklo_epi16(zero, h), hi = _mm_unpackhi_epi16(zero, h); /* h << 16 */
+        /* magnitudes are below 2^31, so the signed compare is the unsigned one */
+        const __m128i nlo = _mm_cmpgt_epi32(_mm_and_si128(lo, abs_mask), inf),
+                      nhi = _mm_cmpgt_epi32(_mm_and_si128(hi, abs_mask), inf);
+        lo = _mm_or_si128(lo, _mm_and_si128(nlo, quiet));
+        hi = _mm_or_si128(hi, _mm_and_si128(nhi, quiet));
+        _mm_storeu_si128((__m128i *)(void *)(dst + i), lo);
+        _mm_storeu_si128((__m128i *)(void *)(dst + i + 4), hi);
+    }
+#endif
+    for (; i < n; i++)
+        dst[i] = bits_f32(bf16_widen(get16(s + 2 * i)));
+}
+
+#if NUM_SSE2
+/* bf16_rne of four fp32 lanes, each result in the low 16 bits of its lane. */
+static inline __m128i bf16_rne_4(__m128i b)
+{
+    const __m128i abs_mask = _mm_set1_epi32(0x7fffffff), inf = _mm_set1_epi32((int)F32_INF),
+                  one = _mm_set1_epi32(1), half = _mm_set1_epi32(0x7fff),
+                  quiet = _mm_set1_epi32(0x40);
+    const __m128i nan = _mm_cmpgt_epi32(_mm_and_si128(b, abs_mask), inf);
+    const __m128i top = _mm_srli_epi32(b, 16);
+    const __m128i r =
+        _mm_srli_epi32(_mm_add_epi32(_mm_add_epi32(b, half), _mm_and_si128(top, one)), 16);
+    return _mm_or_si128(_mm_and_si128(nan, _mm_or_si128(top, quiet)), _mm_andnot_si128(nan, r));
+}
+#endif
+
+static void bf16_rne_n(unsigned char *d, const float *src, size_t n)
+{
+    size_t i = 0;
+#if NUM_SSE2
+    for (; i + 8 <= n; i += 8) {
+        __m128i lo = bf16_rne_4(_mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+        __m128i hi = bf16_rne_4(_mm_loadu_si128((const __m128i *)(const void *)(src + i + 4)));
+        /* sign-extend the 16-bit codes so that the signed saturating pack keeps them whole */
+        lo = _mm_srai_epi32(_mm_slli_epi32(lo, 16), 16);
+        hi = _mm_srai_epi32(_mm_slli_epi32(hi, 16), 16);
+        _mm_storeu_si128((__m128i *)(void *)(d + 2 * i), _mm_packs_epi32(lo, hi));
+    }
+#endif
+    for (; i < n; i++)
+        put16(d + 2 * i, bf16_rne(f32_bits(src[i])));
+}
+
 #define LOOP(body)                                                                                 \
     do {                                                                                           \
         for (size_t i = 0; i < n; i++) {                                                           \
@@ -455,7 +527,7 @@ void mdl_load_f32_n(isa_dtype_t t, const void *src, float *dst, size_t n)
         LOOP(dst[i] = bits_f32(DECODE_FP16(get16(s + 2 * i))));
         return;
     case ISA_DT_BF16:
-        LOOP(dst[i] = bits_f32(bf16_widen(get16(s + 2 * i))));
+        bf16_widen_n(s, dst, n);
         return;
     case ISA_DT_TF32:
         LOOP(dst[i] = bits_f32(tf32_widen(get32(s + 4 * i))));
@@ -520,7 +592,7 @@ void mdl_store_f32_n(isa_dtype_t t, void *dst, const float *src, size_t n, mdl_r
             LOOP(put16(d + 2 * i,
                        (uint16_t)encode_float(f32_bits(src[i]), FMT_BF16, 1, mdl_rng_next(rng))));
         else
-            LOOP(put16(d + 2 * i, bf16_rne(f32_bits(src[i]))));
+            bf16_rne_n(d, src, n);
         return;
     case ISA_DT_TF32:
         if (sr)

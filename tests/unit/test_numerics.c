@@ -1108,6 +1108,99 @@ static void test_bulk_matches_scalar(void **state)
     }
 }
 
+/*
+ * The bulk bf16 conversions (vectorised on x86-64: models/numerics.c) against the
+ * single-element ones, which test_convert_matches_reference checks against the Python
+ * reference: every bf16 code widened, and fp32 inputs around every bf16 code (exact, one ulp
+ * either side of the tie, the tie itself with an even and an odd kept bit, the top of the
+ * dropped half) rounded, at every start alignment and every tail length of a vector.
+ * NaNs (quiet and signalling, either sign, any payload), Inf, zeros and subnormals are all
+ * among them.
+ */
+static void test_bulk_bf16_every_code(void **state)
+{
+    (void)state;
+    enum { CODES = 65536, LOWS = 8, N = CODES * LOWS };
+    static const uint32_t lows[LOWS] = {0x0000, 0x0001, 0x7fff, 0x8000,
+                                        0x8001, 0xfffe, 0xffff, 0x4321};
+    unsigned char *codes = malloc(2 * CODES + 2);
+    float *wide = malloc((CODES + 1) * sizeof *wide);
+    float *in = malloc(N * sizeof *in);
+    unsigned char *out = malloc(2 * N + 2);
+    assert_non_null(codes);
+    assert_non_null(wide);
+    assert_non_null(in);
+    assert_non_null(out);
+
+    /* widening: every code, through an odd byte address too */
+    for (int shift = 0; shift < 2; shift++) {
+        for (uint32_t c = 0; c < CODES; c++) {
+            codes[shift + 2 * c] = (unsigned char)(c & 0xff);
+            codes[shift + 2 * c + 1] = (unsigned char)(c >> 8);
+        }
+        mdl_load_f32_n(ISA_DT_BF16, codes + shift, wide, CODES);
+        for (uint32_t c = 0; c < CODES; c++) {
+            const float want = mdl_bf16_bits_to_f32((uint16_t)c);
+            if (bits(wide[c]) != bits(want))
+                fail_msg("bulk widen of bf16 0x%04x: 0x%08x, want 0x%08x", c, bits(wide[c]),
+                         bits(want));
+        }
+    }
+    /* spot values, independent of the scalar code */
+    assert_int_equal(bits(wide[0x3f80]), 0x3f800000u); /* 1.0 */
+    assert_int_equal(bits(wide[0x0001]), 0x00010000u); /* a subnormal stays */
+    assert_int_equal(bits(wide[0xff80]), 0xff800000u); /* -Inf */
+    assert_int_equal(bits(wide[0x7f81]), 0x7fc10000u); /* signalling NaN quieted */
+    assert_int_equal(bits(wide[0xffc1]), 0xffc10000u); /* quiet NaN kept */
+
+    /* rounding: all inputs at once, then every alignment and tail length */
+    for (uint32_t c = 0; c < CODES; c++)
+        for (int l = 0; l < LOWS; l++)
+            in[c * LOWS + l] = from_bits((c << 16) | lows[l]);
+    for (int shift = 0; shift < 2; shift++) {
+        mdl_store_f32_n(ISA_DT_BF16, out + shift, in, N, MDL_ROUND_NEAREST_EVEN, NULL);
+        for (size_t i = 0; i < N; i++) {
+            const unsigned char *o = out + shift + 2 * i;
+            const uint32_t got = (uint32_t)o[0] | (uint32_t)o[1] << 8;
+            const uint32_t want = mdl_f32_to_bf16_bits(in[i]);
+            if (got != want)
+                fail_msg("bulk rounding of 0x%08x to bf16: 0x%04x, want 0x%04x", bits(in[i]), got,
+                         want);
+        }
+    }
+    /* ties go to even, the rest to nearest; overflow to Inf; NaN stays NaN */
+    static const struct {
+        uint32_t in;
+        uint16_t want;
+    } fixed[] = {
+        {0x3f808000u, 0x3f80}, {0x3f818000u, 0x3f82}, {0x3f808001u, 0x3f81},
+        {0x3f807fffu, 0x3f80}, {0x7f7f8000u, 0x7f80}, {0xff7fffffu, 0xff80},
+        {0x00008000u, 0x0000}, {0x00018000u, 0x0002}, {0x7f800001u, 0x7fc0},
+        {0xffc00000u, 0xffc0}, {0x80000000u, 0x8000}, {0x7f800000u, 0x7f80},
+    };
+    enum { NF = sizeof fixed / sizeof fixed[0] };
+    for (size_t len = 0; len <= 2 * NF; len++) {
+        for (size_t start = 0; start + len <= 2 * NF; start++) {
+            float v[2 * NF];
+            unsigned char o[4 * NF + 2];
+            for (size_t i = 0; i < 2 * NF; i++)
+                v[i] = from_bits(fixed[i % NF].in);
+            memset(o, 0xaa, sizeof o);
+            mdl_store_f32_n(ISA_DT_BF16, o + 1, v + start, len, MDL_ROUND_NEAREST_EVEN, NULL);
+            for (size_t i = 0; i < len; i++) {
+                const uint32_t got = (uint32_t)o[1 + 2 * i] | (uint32_t)o[2 + 2 * i] << 8;
+                assert_int_equal(got, fixed[(start + i) % NF].want);
+            }
+            assert_int_equal(o[0], 0xaa);
+            assert_int_equal(o[1 + 2 * len], 0xaa); /* nothing written past the end */
+        }
+    }
+    free(codes);
+    free(wide);
+    free(in);
+    free(out);
+}
+
 /* ---- Stochastic rounding ----------------------------------------------------------------- */
 
 static void test_stochastic_reproducible(void **state)
@@ -1342,6 +1435,7 @@ int main(void)
         cmocka_unit_test(test_i64_access),
         cmocka_unit_test(test_storage_layout),
         cmocka_unit_test(test_bulk_matches_scalar),
+        cmocka_unit_test(test_bulk_bf16_every_code),
         cmocka_unit_test(test_stochastic_reproducible),
         cmocka_unit_test(test_stochastic_neighbours),
         cmocka_unit_test(test_stochastic_unbiased),
