@@ -299,6 +299,16 @@ static int psum_mark_run(void *c, uint64_t addr, int64_t bs, uint64_t n, uint32_
 {
     psum_mark_t *pm = c;
     if (bs == 4 && es == 4 && addr % 4 == 0) {
+        if (pm->value == EXEC_PSUM_PE && pm->bank_pe && n) {
+            /* a bank known to be all-pe has every flag set already (pe rewriting its own
+             * accumulation group, once per matmul) */
+            const uint64_t bb = pm->bank_bytes, last = (addr + 4 * n - 1) / bb;
+            uint64_t b = addr / bb;
+            while (b <= last && pm->bank_pe[b])
+                b++;
+            if (b > last)
+                return 0;
+        }
         memset(pm->flags + addr / 4, pm->value, (size_t)n);
         psum_mark_banks(pm, addr, addr + 4 * n);
         return 0;
@@ -723,6 +733,12 @@ ncsim_status_t mdl_exec_dma(mdl_core_state_t *s, const isa_view_t *dst, const is
     if (!accumulate && dst->dtype == src->dtype) {
         /* Same type: the fp32 round trip is the identity, so move the bytes (exact for
          * integers beyond 2^24 and NaN payloads too). */
+        if (dst->space != src->space) {
+            /* HBM <-> SBUF: straight from one to the other, no staging copy */
+            if (mdl_view_copy_bytes(&s->mem, dst, src))
+                return exec_nomem(&x);
+            return NCSIM_OK;
+        }
         const uint32_t es = isa_dtype_size((isa_dtype_t)src->dtype);
         float *buf = exec_scratch(&x, 0, (size_t)((chunk * es + 3) / 4));
         if (!buf)

@@ -94,6 +94,10 @@ void mdl_view_read_bytes_range(const mdl_mem_t *m, const isa_view_t *v, uint64_t
                                uint64_t n, void *out);
 int mdl_view_write_bytes_range(mdl_mem_t *m, const isa_view_t *v, uint64_t first, uint64_t n,
                                const void *in);
+/* Copy the elements of src into dst (same type, same element count, no conversion) without
+ * a staging copy: each run of dst is read straight from src. For views in different spaces
+ * only (an HBM <-> SBUF DMA), which cannot overlap. Nonzero when out of memory. */
+int mdl_view_copy_bytes(mdl_mem_t *m, const isa_view_t *dst, const isa_view_t *src);
 
 /*
  * Visit the elements of a checked view in row-major order as runs: n elements of elem_bytes

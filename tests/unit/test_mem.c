@@ -510,6 +510,113 @@ static void test_ranges_and_bytes(void **state)
     free(raw2);
 }
 
+/*
+ * mdl_view_copy_bytes (a DMA between HBM and SBUF without a staging copy) against the plain
+ * path it replaces, a packed read of the source and a packed write of the destination: two
+ * identical memories, one copied each way, must end byte for byte the same. Views: strided
+ * and reversed, elements straddling HBM pages, contiguous runs crossing them, unwritten HBM
+ * pages (zeros), every element size.
+ */
+static void fill_pattern(mem_fx_t *f, uint32_t seed)
+{
+    uint32_t x = seed;
+    for (size_t i = 0; i < (size_t)128 * SBUF_BYTES; i += 4096) /* a word per page is enough */
+        for (size_t j = 0; j < 64; j++) {
+            x = x * 1664525u + 1013904223u;
+            f->sbuf.data[i + j * 61] = (uint8_t)(x >> 24);
+        }
+    uint8_t buf[4096];
+    for (uint64_t page = 1; page <= 3; page++) /* page 0 and 4.. stay unwritten */
+        for (uint64_t o = 0; o < MDL_HBM_PAGE_SIZE; o += sizeof buf) {
+            for (size_t j = 0; j < sizeof buf; j++) {
+                x = x * 1664525u + 1013904223u;
+                buf[j] = (uint8_t)(x >> 24);
+            }
+            assert_int_equal(mdl_hbm_write(&f->hbm, page * MDL_HBM_PAGE_SIZE + o, buf, sizeof buf),
+                             0);
+        }
+}
+
+static void assert_same_memory(mem_fx_t *a, mem_fx_t *b)
+{
+    assert_memory_equal(a->sbuf.data, b->sbuf.data, (size_t)128 * SBUF_BYTES);
+    uint8_t *x = malloc(MDL_HBM_PAGE_SIZE), *y = malloc(MDL_HBM_PAGE_SIZE);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (uint64_t page = 0; page < 6; page++) {
+        mdl_hbm_read(&a->hbm, page * MDL_HBM_PAGE_SIZE, x, MDL_HBM_PAGE_SIZE);
+        mdl_hbm_read(&b->hbm, page * MDL_HBM_PAGE_SIZE, y, MDL_HBM_PAGE_SIZE);
+        assert_memory_equal(x, y, MDL_HBM_PAGE_SIZE);
+    }
+    free(x);
+    free(y);
+}
+
+static void test_copy_bytes_matches_staged(void **state)
+{
+    mem_fx_t *a = *state, *b = NULL;
+    assert_int_equal(setup((void **)&b), 0);
+    fill_pattern(a, 7);
+    fill_pattern(b, 7);
+    const uint64_t P = MDL_HBM_PAGE_SIZE;
+    struct {
+        isa_view_t d, s;
+    } cases[8];
+    unsigned nc = 0;
+    {
+        /* HBM rows crossing page 1 -> 2 into [128, 2, 300] SBUF, bf16 */
+        const int64_t hs[] = {600, 1}, ss[] = {700, 1};
+        const uint32_t hc[] = {256, 300}, sc[] = {2, 300};
+        cases[nc].s = view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, 2 * P - 1000, 2, hs, hc);
+        cases[nc++].d = view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 128, 6, 2, ss, sc);
+    }
+    {
+        /* SBUF every other fp32, reversed rows -> HBM with an element straddling page 2 -> 3 */
+        const int64_t ss[] = {-40, 2}, hs[] = {1};
+        const uint32_t sc[] = {5, 20}, hc[] = {100 * 64};
+        cases[nc].s = view(ISA_SPACE_SBUF, ISA_DT_FP32, 32, 64, 4000, 2, ss, sc);
+        cases[nc++].d = view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 3 * P - 4 * 3000 - 2, 1, hs, hc);
+    }
+    {
+        /* unwritten HBM page 0 (zeros) and page 1 into SBUF, fp8, strided destination */
+        const int64_t hs[] = {4000, 1}, ss[] = {3};
+        const uint32_t hc[] = {128, 4000}, sc[] = {4000};
+        cases[nc].s = view(ISA_SPACE_HBM, ISA_DT_FP8E4, 0, 1, P - 128 * 2000, 2, hs, hc);
+        cases[nc++].d = view(ISA_SPACE_SBUF, ISA_DT_FP8E4, 0, 128, 20000, 1, ss, sc);
+    }
+    {
+        /* SBUF -> HBM strided destination crossing page 4 -> 5 (fresh pages), fp16 */
+        const int64_t ss[] = {1}, hs[] = {3, -1};
+        const uint32_t sc[] = {1000}, hc[] = {16000, 8};
+        cases[nc].s = view(ISA_SPACE_SBUF, ISA_DT_FP16, 0, 128, 100, 1, ss, sc);
+        cases[nc++].d = view(ISA_SPACE_HBM, ISA_DT_FP16, 0, 1, 5 * P - 60000, 2, hs, hc);
+    }
+    {
+        /* a contiguous HBM run spanning whole pages, written and not, into SBUF, i32 */
+        const int64_t hs[] = {40000, 1}, ss[] = {1};
+        const uint32_t hc[] = {128, 40000}, sc[] = {40000};
+        cases[nc].s = view(ISA_SPACE_HBM, ISA_DT_I32, 0, 1, P + 8, 2, hs, hc);
+        cases[nc++].d = view(ISA_SPACE_SBUF, ISA_DT_I32, 0, 128, 0, 1, ss, sc);
+    }
+    for (unsigned i = 0; i < nc; i++) {
+        const isa_view_t *d = &cases[i].d, *s = &cases[i].s;
+        char msg[256];
+        if (mdl_view_check(&a->mem, d, msg, sizeof msg) ||
+            mdl_view_check(&a->mem, s, msg, sizeof msg))
+            fail_msg("case %u: %s", i, msg);
+        const uint64_t n = isa_view_elems(s);
+        assert_int_equal(isa_view_elems(d), n);
+        uint8_t *buf = malloc(n * isa_dtype_size((isa_dtype_t)s->dtype));
+        assert_non_null(buf);
+        mdl_view_read_bytes_range(&a->mem, s, 0, n, buf);
+        assert_int_equal(mdl_view_write_bytes_range(&a->mem, d, 0, n, buf), 0);
+        free(buf);
+        assert_int_equal(mdl_view_copy_bytes(&b->mem, d, s), 0);
+        assert_same_memory(a, b);
+    }
+    teardown((void **)&b);
+}
+
 typedef struct runs_seen {
     unsigned runs;
     uint64_t elems;
@@ -564,6 +671,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_i64_access, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ranges_and_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runs_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_bytes_matches_staged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
