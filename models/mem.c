@@ -18,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define PAGE_MASK (MDL_HBM_PAGE_SIZE - 1)
 #define STAGE_BYTES 16384 /* staging buffer for strided runs, on the stack */
@@ -129,13 +132,115 @@ int mdl_hbm_write(mdl_hbm_t *h, uint64_t addr, const void *src, size_t n)
 /* ---- SBUF / PSUM ------------------------------------------------------------------------------
  */
 
+/*
+ * Freed SBUF and PSUM mappings kept for the next simulator of the process. A fresh mapping
+ * costs a page fault per 4 KiB page the program touches (1.6 us each on the development
+ * machine, a virtual one: about a tenth of a functional GEMM), and unmapping it costs again;
+ * runs in one process (the library, Python, a sweep's worker, a benchmark) can reuse the
+ * pages instead. A kept mapping is zeroed before reuse, page by page where /proc/self/pagemap
+ * shows a page present or swapped out (any other page of a private anonymous mapping has
+ * never been written and reads as zero), which touches only what the last program used.
+ * Without pagemap nothing is kept; a forked child reads its own. At most POOL_SLOTS mappings
+ * (the SBUF and PSUM of the last two cores freed) stay mapped between runs, so a process
+ * keeps at most the pages those cores' programs touched.
+ */
+#define POOL_SLOTS 4
+
+static struct {
+    uint8_t *p;
+    size_t n;
+} pool[POOL_SLOTS];
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pagemap_fd = -1;
+static pid_t pagemap_pid; /* the process pagemap_fd describes (a forked child reopens it) */
+
+/* /proc/self/pagemap of this process, -1 if unavailable. Called with pool_lock held. */
+static int pagemap_for_me(void)
+{
+    const pid_t me = getpid();
+    if (pagemap_pid != me) {
+        if (pagemap_fd >= 0)
+            close(pagemap_fd);
+        pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        pagemap_pid = me;
+    }
+    return pagemap_fd;
+}
+
+/* Zero the pages of [p, p + n) that may hold data; -1 when pagemap cannot tell. */
+static int zero_used_pages(int fd, uint8_t *p, size_t n)
+{
+    const long ps = sysconf(_SC_PAGESIZE);
+    if (ps <= 0 || (uintptr_t)p % (size_t)ps || fd < 0)
+        return -1;
+    const size_t page = (size_t)ps, npages = (n + page - 1) / page;
+    uint64_t ent[512];
+    size_t run = 0; /* pages to zero ending before page i + j */
+    for (size_t i = 0; i < npages; i += 512) {
+        const size_t k = npages - i < 512 ? npages - i : 512;
+        const off_t at = (off_t)(((uintptr_t)p / page + i) * sizeof ent[0]);
+        if (pread(fd, ent, k * sizeof ent[0], at) != (ssize_t)(k * sizeof ent[0]))
+            return -1;
+        for (size_t j = 0; j < k; j++) {
+            if (ent[j] >> 62) { /* bit 63 present, bit 62 swapped */
+                run++;
+                continue;
+            }
+            if (run)
+                memset(p + (i + j - run) * page, 0, run * page);
+            run = 0;
+        }
+    }
+    if (run)
+        memset(p + (npages - run) * page, 0, n - (npages - run) * page);
+    return 0;
+}
+
+static uint8_t *onchip_map(size_t n)
+{
+    pthread_mutex_lock(&pool_lock);
+    uint8_t *p = NULL;
+    for (unsigned i = 0; i < POOL_SLOTS && !p; i++)
+        if (pool[i].p && pool[i].n == n) {
+            p = pool[i].p;
+            memmove(&pool[i], &pool[i + 1], (POOL_SLOTS - 1 - i) * sizeof pool[0]);
+            pool[POOL_SLOTS - 1].p = NULL;
+        }
+    const int fd = p ? pagemap_for_me() : -1;
+    pthread_mutex_unlock(&pool_lock);
+    if (p && zero_used_pages(fd, p, n)) {
+        zeroed_unmap(p, n);
+        p = NULL;
+    }
+    return p ? p : zeroed_map(n);
+}
+
+/* Keep p (the most recently freed first); the oldest mapping kept makes room if needed. */
+static void onchip_unmap(uint8_t *p, size_t n)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&pool_lock);
+    if (pagemap_for_me() >= 0) {
+        uint8_t *old = pool[POOL_SLOTS - 1].p;
+        const size_t oldn = pool[POOL_SLOTS - 1].n;
+        memmove(&pool[1], &pool[0], (POOL_SLOTS - 1) * sizeof pool[0]);
+        pool[0].p = p;
+        pool[0].n = n;
+        p = old;
+        n = oldn;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    zeroed_unmap(p, n);
+}
+
 int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
 {
     memset(m, 0, sizeof *m);
     if (bytes && partitions > SIZE_MAX / bytes)
         return -1;
     size_t total = (size_t)partitions * (size_t)bytes;
-    m->data = zeroed_map(total);
+    m->data = onchip_map(total);
     if (!m->data)
         return -1;
     m->partitions = partitions;
@@ -145,7 +250,7 @@ int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
 
 void mdl_onchip_free(mdl_onchip_t *m)
 {
-    zeroed_unmap(m->data, (size_t)m->partitions * (size_t)m->bytes);
+    onchip_unmap(m->data, (size_t)m->partitions * (size_t)m->bytes);
     memset(m, 0, sizeof *m);
 }
 
@@ -348,6 +453,13 @@ static void plan_reading(plan_t *pl)
 /* One run: n elements from flat byte address addr, bs bytes apart. Returns nonzero to stop. */
 typedef int (*run_fn)(void *ctx, const plan_t *pl, uint64_t addr, int64_t bs, size_t n);
 
+/* Ask for the first 4 KiB of [p, p + len) to be brought into the cache. */
+static inline void prefetch_bytes(const uint8_t *p, uint64_t len)
+{
+    for (uint64_t o = 0; o < len && o < 4096; o += 64)
+        __builtin_prefetch(p + o);
+}
+
 /* Visit elements [first, first + n) of the plan, in row-major order, as runs. */
 static int plan_walk(const plan_t *pl, uint64_t first, uint64_t n, run_fn fn, void *ctx)
 {
@@ -360,6 +472,7 @@ static int plan_walk(const plan_t *pl, uint64_t first, uint64_t n, run_fn fn, vo
     int64_t addr = (int64_t)pl->start;
     for (unsigned d = 0; d < pl->nd; d++)
         addr += (int64_t)idx[d] * pl->bstride[d];
+    int first_run = 1;
     while (n) {
         uint64_t run = pl->count[in] - idx[in];
         if (run > n)
@@ -374,13 +487,19 @@ static int plan_walk(const plan_t *pl, uint64_t first, uint64_t n, run_fn fn, vo
         for (unsigned d = 0; d < pl->nd; d++)
             next += (int64_t)idx[d] * pl->bstride[d];
         if (pl->prefetch && n) {
-            /* the next run (its first 4 KiB) is fetched while this one is converted */
-            uint64_t left = pl->count[in] - idx[in];
-            const uint64_t len = (left < n ? left : n) * pl->es;
-            const uint8_t *p = pl->base + next;
-            for (uint64_t o = 0; o < len && o < 4096; o += 64)
-                __builtin_prefetch(p + o);
+            /* whole rows (a tile's partitions): the row after the next one is fetched while
+             * this one is converted (the next one was, during the last), else the next run */
+            const uint64_t left = pl->count[in] - idx[in];
+            const uint64_t row = pl->count[in] * pl->es;
+            if (idx[in] == 0 && idx[in - 1] + 1 < pl->count[in - 1] && n > pl->count[in]) {
+                if (first_run)
+                    prefetch_bytes(pl->base + next, row);
+                prefetch_bytes(pl->base + next + pl->bstride[in - 1], row);
+            } else {
+                prefetch_bytes(pl->base + next, (left < n ? left : n) * pl->es);
+            }
         }
+        first_run = 0;
         if (fn(ctx, pl, (uint64_t)addr, pl->bstride[in], (size_t)run))
             return -1;
         addr = next;

@@ -12,7 +12,7 @@
  *   bench_speed [small]     ("small": a few thousand instructions and a small GEMM, to check in
  *                            CI that the benchmark runs and prints; the figures mean nothing)
  *   bench_speed trace       (b) alone, at full size
- *   bench_speed functional  (c) alone, at full size
+ *   bench_speed functional [M K N]  (c) alone, at full size (1024 2048 2048) or M x K x N
  *
  * The stream of (a) and (b) is bench_asm's software-pipelined load / matmul / gelu / store
  * stream on one core (4 instructions per iteration, half of them DMAs: the hardest case for
@@ -374,8 +374,17 @@ int main(int argc, char **argv)
     int small = argc > 1 && strcmp(argv[1], "small") == 0;
     int trace_only = argc > 1 && strcmp(argv[1], "trace") == 0;
     int gemm_only = argc > 1 && strcmp(argv[1], "functional") == 0;
-    if (argc > 2 || (argc == 2 && !small && !trace_only && !gemm_only)) {
-        fputs("usage: bench_speed [small | trace | functional]\n", stderr);
+    int gm = 1024, gk = 2048, gn = 2048;
+    if (gemm_only && argc == 5) {
+        gm = atoi(argv[2]);
+        gk = atoi(argv[3]);
+        gn = atoi(argv[4]);
+        if (gm < 512 || gk < 512 || gn < 1024 || gm % 512 || gk % 512 || gn % 1024) {
+            fputs("bench_speed functional M K N: M and K multiples of 512, N of 1024\n", stderr);
+            return 2;
+        }
+    } else if (argc > 2 || (argc == 2 && !small && !trace_only && !gemm_only)) {
+        fputs("usage: bench_speed [small | trace | functional [M K N]]\n", stderr);
         return 2;
     }
     const char *t = getenv("TMPDIR");
@@ -389,7 +398,7 @@ int main(int argc, char **argv)
            small ? " (small: checks that it runs; figures mean nothing)" : "");
     if (gemm_only) {
         printf("(c) functional GEMM against sgemm\n");
-        functional_gemm(1024, 2048, 2048, 5);
+        functional_gemm(gm, gk, gn, 5);
         return 0;
     }
     if (trace_only) {

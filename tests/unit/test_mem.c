@@ -617,6 +617,47 @@ static void test_copy_bytes_matches_staged(void **state)
     teardown((void **)&b);
 }
 
+/* SBUF/PSUM memory freed by one simulator and taken by the next reads as zero everywhere:
+ * pages written, pages only read (the shared zero page), pages never touched, a last page
+ * cut short. */
+static void test_onchip_reuse_is_zero(void **state)
+{
+    (void)state;
+    const uint64_t bytes = 3 * 4096 + 100; /* not a whole number of pages per partition */
+    const size_t n = (size_t)16 * bytes, pages = (n + 4095) / 4096;
+    for (int round = 0; round < 4; round++) {
+        mdl_onchip_t m;
+        assert_int_equal(mdl_onchip_init(&m, 16, bytes), 0);
+        if (round == 3) {
+            for (size_t i = 0; i < n; i++)
+                if (m.data[i])
+                    fail_msg("byte %zu of a reused on-chip memory is %u", i, m.data[i]);
+            mdl_onchip_free(&m);
+            break;
+        }
+        /* (reading every byte would map every page: the last round does) */
+        if (m.data[n - 1])
+            fail_msg("round %d: the last byte of a reused on-chip memory is %u", round,
+                     m.data[n - 1]);
+        /* dirty every third page (a different third each round) but the two before the
+         * last, read others, dirty the last byte alone in its page */
+        volatile uint8_t sink = 0;
+        for (size_t q = 0; q + 3 < pages; q++) {
+            uint8_t *b = &m.data[q * 4096 + (q * 131) % 4096];
+            if (*b)
+                fail_msg("round %d: byte %zu of a reused on-chip memory is %u", round,
+                         (size_t)(b - m.data), *b);
+            if (q % 3 == (size_t)round)
+                *b = (uint8_t)(q | 1);
+            else if (q % 3 == (size_t)(round + 1) % 3)
+                sink = (uint8_t)(sink + m.data[q * 4096 + 7]);
+        }
+        m.data[n - 1] = 0xff;
+        (void)sink;
+        mdl_onchip_free(&m);
+    }
+}
+
 typedef struct runs_seen {
     unsigned runs;
     uint64_t elems;
@@ -672,6 +713,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ranges_and_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_runs_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_bytes_matches_staged, setup, teardown),
+        cmocka_unit_test(test_onchip_reuse_is_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
