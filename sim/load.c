@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "asm.h"
+#include "file.h"
 #include "ncx.h"
 
 char *sim_read_file(const char *path, size_t *len)
@@ -63,36 +64,7 @@ int sim_write_file(const char *path, const void *data, size_t len)
 {
     if (strcmp(path, "-") == 0)
         return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        /* /dev/null, a FIFO: written where it is (a rename would replace the device) */
-        FILE *d = fopen(path, "wb");
-        if (!d)
-            return -1;
-        int ok = fwrite(data, 1, len, d) == len;
-        return fclose(d) == 0 && ok ? 0 : -1;
-    }
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 32);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(tmp);
-        return -1;
-    }
-    int ok = fwrite(data, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        errno = e;
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return isa_file_write(path, data, len);
 }
 
 ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry,
