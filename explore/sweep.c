@@ -1019,7 +1019,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     double host = now_seconds() - t0;
     if (pst == NCSIM_OK) {
         const sim_stats_t *ss = sim_stats(s);
-        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host, NULL};
+        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host, NULL, 0.0};
         char *stats = sim_stats_json(ss, &a, sp->prog, &info);
         json_error_t jerr;
         root = stats ? json_loads(stats, 0, &jerr) : NULL;
