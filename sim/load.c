@@ -1,5 +1,4 @@
-/* F_SETLEASE, F_SETSIG (Linux) */
-#define _GNU_SOURCE
+#define _GNU_SOURCE /* F_SETLEASE, F_SETSIG (Linux) */
 #include "load.h"
 
 #include <errno.h>

@@ -7,6 +7,7 @@
  * disassembler's exact text; and assemble -> write -> read -> disassemble -> assemble gives
  * the identical binary.
  */
+#define _GNU_SOURCE /* F_SETLEASE (Linux) */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -1887,6 +1888,18 @@ static char mapped_path[256];
 static int mapped_calls, mapped_open_errno;
 static long long mapped_size;
 
+/* Whether this file system grants read leases (the mapped load needs one). */
+static int leases_work(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    int ok = fd >= 0 && fcntl(fd, F_SETLEASE, F_RDLCK) == 0;
+    if (ok)
+        (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 /* sim_load_mapped_hook: what `cp` over the file would do while it is being decoded */
 static void try_to_truncate(const char *path)
 {
@@ -1942,9 +1955,15 @@ static void test_large_file_mapped(void **state)
     q = NULL;
     assert_int_equal(sim_load_program(path, &g, NULL, NULL, &q, &d), NCSIM_OK);
     sim_load_mapped_hook = NULL;
-    assert_int_equal(mapped_calls, 1);
-    assert_int_equal(mapped_open_errno, EWOULDBLOCK);
-    assert_int_equal(mapped_size, (long long)len);
+    if (leases_work(path)) {
+        assert_int_equal(mapped_calls, 1);
+        assert_int_equal(mapped_open_errno, EWOULDBLOCK);
+        assert_int_equal(mapped_size, (long long)len);
+    } else {
+        /* a file system without leases (some container overlays): read, never mapped */
+        fprintf(stderr, "note: no file leases on %s: the mapped path is not exercised\n", path);
+        assert_int_equal(mapped_calls, 0);
+    }
     assert_non_null(q);
     isa_program_free(q);
     isa_diag_free(&d);
