@@ -26,7 +26,8 @@ int isa_file_begin(isa_file_out_t *o, const char *path)
 {
     memset(o, 0, sizeof *o);
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    int exists = stat(path, &st) == 0; /* one stat: a sweep writes thousands of files */
+    if (exists && S_ISDIR(st.st_mode)) {
         errno = EISDIR;
         return -1;
     }
@@ -34,7 +35,7 @@ int isa_file_begin(isa_file_out_t *o, const char *path)
     if (!(o->path = malloc(pl + 1)))
         return -1;
     memcpy(o->path, path, pl + 1);
-    if (isa_file_is_special(path)) {
+    if (exists && !S_ISREG(st.st_mode)) { /* isa_file_is_special */
         /* no O_TRUNC on a FIFO or device: it means nothing there, and fopen "wb" asks it */
         int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd >= 0 && !(o->f = fdopen(fd, "wb")))
