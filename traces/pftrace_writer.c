@@ -211,6 +211,7 @@ typedef struct str_memo {
 #define HOT_STR 512u
 #define HOT_COUNTER 64u
 #define OPERANDS_MAX 2048
+#define CBATCH 4 /* counter values in one event at most (its body stays within SMALL_BODY) */
 
 typedef struct pf_state {
     pb_buf_t pkt;
@@ -244,6 +245,15 @@ typedef struct pf_state {
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
     uint64_t kind_scaled[TRC_SLICE_KIND_COUNT][32][2]; /* 0: not interned yet */
     uint64_t ts_iid, dur_iid, values_iid;
+    /* counter values of one instant waiting to go out as one event (counter_flush) */
+    unsigned cb_n;
+    int cb_double;   /* an extra (not the first) is a double: no integer extra may follow */
+    uint64_t cb_ts;  /* its timestamp, ns */
+    struct {
+        uint64_t uuid;
+        int is_int;
+        double v;
+    } cb[CBATCH];
     const trc_slice_t *slice; /* the slice being written */
     char tmpl[OPERANDS_MAX], vals[OPERANDS_MAX];
 } pf_state_t;
@@ -287,16 +297,17 @@ static uint64_t iid_of(pf_state_t *st, int table, const char *s)
     return iid;
 }
 
-/* iid of a string that stays unchanged until the writer closes: by its address, the text is
- * read only the first time */
-static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
+/* The slot of stable string s of `table` in the hot memo. */
+static inline unsigned hot_slot(const char *s, int table)
 {
-    if (!s)
-        s = "";
     uintptr_t k = (uintptr_t)s;
-    unsigned slot = (unsigned)((k >> 3) ^ (k >> 11) ^ (uintptr_t)table * 37u) & (HOT_STR - 1);
-    if (st->hot_str[slot].s == s && st->hot_str[slot].table == (uint32_t)table)
-        return st->hot_str[slot].iid;
+    return (unsigned)((k >> 3) ^ (k >> 11) ^ (uintptr_t)table * 37u) & (HOT_STR - 1);
+}
+
+/* iid_stable past its memo: the map of addresses, then the text (the first time). */
+static __attribute__((noinline)) uint64_t iid_stable_slow(pf_state_t *st, int table, const char *s)
+{
+    unsigned slot = hot_slot(s, table);
     uint64_t iid = ptr_get(&st->stable_str, s, NULL, (uint64_t)table);
     if (!iid) {
         iid = iid_of(st, table, s);
@@ -309,6 +320,19 @@ static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
         st->hot_str[slot].iid = (uint32_t)iid;
     }
     return iid;
+}
+
+/* iid of a string that stays unchanged until the writer closes: by its address, the text is
+ * read only the first time. The memo's hit is inlined (two per slice: a call that saved and
+ * restored the registers of the slow path cost more than the look-up). */
+static inline uint64_t iid_stable(pf_state_t *st, int table, const char *s)
+{
+    if (!s)
+        s = "";
+    unsigned slot = hot_slot(s, table);
+    if (st->hot_str[slot].s == s && st->hot_str[slot].table == (uint32_t)table)
+        return st->hot_str[slot].iid;
+    return iid_stable_slow(st, table, s);
 }
 
 /* A string of the slice being written (st->slice): by address when the slice is stable. */
@@ -942,6 +966,7 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
 
 static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
                                           const trc_counter_t *c, uint64_t uuid);
+static ncsim_status_t counter_flush(trc_writer_t *w, pf_state_t *st);
 
 static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
 {
@@ -986,6 +1011,9 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         }
     }
     if (is_new) {
+        ncsim_status_t frc = counter_flush(w, st); /* the values before, then the descriptor */
+        if (frc != NCSIM_OK)
+            return frc;
         char name[300];
         snprintf(name, sizeof name, "%s (%s)", c->name, c->unit);
         ncsim_status_t rc = write_descriptor(w, st, uuid, trc_pf_track_uuid(c->pid, 0), name, 3,
@@ -998,26 +1026,93 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
     return write_counter_value(w, st, c, uuid);
 }
 
-static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
-                                          const trc_counter_t *c, uint64_t uuid)
+/* A counter value as protobuf has it: whole values (bytes, semaphore values) as an int64
+ * varint, the others as a double. */
+static inline int counter_is_int(double v)
 {
-    unsigned char body[SMALL_BODY], *pkt, *b = small_begin(w, st, c->ts_ps / 1000, 0, &pkt);
+    return v > -9e15 && v < 9e15 && v == (double)(int64_t)v;
+}
+
+/* The counter values waiting in st->cb as one TYPE_COUNTER event: the first on its track
+ * (counter_value or double_counter_value), the others as the event's extra counters
+ * (extra_counter_track_uuids / extra_counter_values for whole values, then
+ * extra_double_counter_track_uuids / extra_double_counter_values), which Perfetto records on
+ * their own tracks at the event's time. At most 2 + 11 + 2 + 10 bytes for the first and
+ * 2 + 10 + 1 + 10 (or 2 + 10 + 2 + 8) for each other: CBATCH = 4 fits SMALL_BODY. */
+static ncsim_status_t counter_flush(trc_writer_t *w, pf_state_t *st)
+{
+    _Static_assert(25 + (CBATCH - 1) * 23 <= SMALL_BODY, "counter batch in a small body");
+    unsigned n = st->cb_n;
+    if (!n)
+        return NCSIM_OK;
+    st->cb_n = 0;
+    st->cb_double = 0;
+    w->events += n - 1; /* events count counter values, as before they shared packets */
+    unsigned char body[SMALL_BODY], *pkt, *b = small_begin(w, st, st->cb_ts, 0, &pkt);
     unsigned char *p = b ? b : body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_COUNTER);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
-    p = w_varint(p, uuid);
-    if (c->value > -9e15 && c->value < 9e15 && c->value == (double)(int64_t)c->value) {
-        /* bytes and semaphore values: an integer varint instead of a double */
+    p = w_varint(p, st->cb[0].uuid);
+    if (st->cb[0].is_int) {
         p = w_tag(p, PF_TE_COUNTER_VALUE, PB_VARINT);
-        p = w_varint(p, (uint64_t)(int64_t)c->value);
+        p = w_varint(p, (uint64_t)(int64_t)st->cb[0].v);
     } else {
         p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
-        p = w_double(p, c->value);
+        p = w_double(p, st->cb[0].v);
     }
+    /* the extras: whole values first (counter_add keeps them before the doubles) */
+    for (unsigned i = 1; i < n; i++)
+        if (st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_COUNTER_UUIDS, PB_VARINT);
+            p = w_varint(p, st->cb[i].uuid);
+        }
+    for (unsigned i = 1; i < n; i++)
+        if (st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_COUNTER_VALUES, PB_VARINT);
+            p = w_varint(p, (uint64_t)(int64_t)st->cb[i].v);
+        }
+    for (unsigned i = 1; i < n; i++)
+        if (!st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_DOUBLE_COUNTER_UUIDS, PB_VARINT);
+            p = w_varint(p, st->cb[i].uuid);
+        }
+    for (unsigned i = 1; i < n; i++)
+        if (!st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_DOUBLE_COUNTER_VALUES, PB_I64);
+            p = w_double(p, st->cb[i].v);
+        }
     if (b)
         return small_end(w, pkt, b, p);
-    return emit_small(w, st, c->ts_ps / 1000, 0, body, (size_t)(p - body));
+    return emit_small(w, st, st->cb_ts, 0, body, (size_t)(p - body));
+}
+
+/* A counter value: joins the values waiting when they are of the same nanosecond (the
+ * packet's time), on other tracks, and the readers' order is kept (whole values cannot follow
+ * a double among the extras); otherwise those go out first. */
+static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+                                          const trc_counter_t *c, uint64_t uuid)
+{
+    uint64_t ts = c->ts_ps / 1000;
+    int is_int = counter_is_int(c->value);
+    if (st->cb_n) {
+        int join = st->cb_ts == ts && st->cb_n < CBATCH && !(is_int && st->cb_double);
+        for (unsigned i = 0; join && i < st->cb_n; i++)
+            join = st->cb[i].uuid != uuid;
+        if (!join) {
+            ncsim_status_t rc = counter_flush(w, st);
+            if (rc != NCSIM_OK)
+                return rc;
+        }
+    }
+    if (st->cb_n && !is_int)
+        st->cb_double = 1;
+    st->cb_ts = ts;
+    st->cb[st->cb_n].uuid = uuid;
+    st->cb[st->cb_n].is_int = is_int;
+    st->cb[st->cb_n].v = c->value;
+    st->cb_n++;
+    return NCSIM_OK;
 }
 
 static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t *r)
@@ -1051,6 +1146,11 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
         if (!st)
             return NCSIM_NOMEM;
         st->first_packet = 1;
+    }
+    if (st->cb_n && r->kind != TRC_REC_COUNTER) {
+        ncsim_status_t rc = counter_flush(w, st); /* the file keeps the records' order */
+        if (rc != NCSIM_OK)
+            return rc;
     }
     switch ((trc_kind_t)r->kind) {
     case TRC_REC_RUN: return write_run(w, st, &r->u.run);
@@ -1097,6 +1197,9 @@ static ncsim_status_t pf_finish(trc_writer_t *w)
     pf_state_t *st = w->state;
     if (!st)
         return NCSIM_OK; /* an empty trace is an empty file: zero packets */
+    ncsim_status_t rc = counter_flush(w, st);
+    if (rc != NCSIM_OK)
+        return rc;
     return flush_flows(w, st, 0, 0, 1);
 }
 
