@@ -541,8 +541,8 @@ static uint64_t scaled_iid(pf_state_t *st, unsigned fi, int scale)
  * exactly n / 1000 or n / 10^6 (rates rounded to 1 MB/s, shares to 0.1 %, efficiencies to
  * 10^-6), the varint n under the field's name with "_x1000" or "_x1e6" (three bytes instead
  * of eight); otherwise a double. The reader takes each for a real field. */
-static unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid, unsigned fi,
-                                 double v)
+static inline unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid,
+                                        unsigned fi, double v)
 {
     if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v)
         return w_ann_u64(p, iid, (uint64_t)v);
@@ -641,6 +641,14 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
     return w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, s));
 }
 
+/* A string value other than operands (stall cause, cost, semaphore, limit, issuer): interned,
+ * inlined into each slice kind's writer (several per slice). */
+static inline unsigned char *put_istr(pf_state_t *st, unsigned char *p, uint64_t iid,
+                                      const char *v)
+{
+    return w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, v ? v : ""));
+}
+
 /* The annotations of each slice kind, expanded from its field table at compile time (the
  * same as annotations() writes, without its loop); iids: the field names' iids in table
  * order. */
@@ -651,7 +659,8 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 #define PPUT_U64(p, iid, v, key) w_ann_u64(p, iid, v)
 #define PPUT_PS(p, iid, v, key) w_ann_u64(p, iid, v)
 #define PPUT_F64(p, iid, v, key) w_ann_real(st, p, iid, fi, v)
-#define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, strcmp(key, "operands") == 0)
+#define PPUT_STR(p, iid, v, key)                                                               \
+    (strcmp(key, "operands") == 0 ? put_str_value(st, p, iid, v, 1) : put_istr(st, p, iid, v))
 #define PFIELD(member, key, type, always)                                                      \
     if (!(implied >> fi & 1) && ((always) || !PSKIP_##type(a->member)))                        \
         p = PPUT_##type(p, iids[fi], a->member, key);                                          \
@@ -892,7 +901,8 @@ static ncsim_status_t flush_flows(trc_writer_t *w, pf_state_t *st, uint64_t trac
     return rc;
 }
 
-static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_slice_t *s)
+static __attribute__((noinline)) ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st,
+                                                             const trc_slice_t *s)
 {
     if (s->kind >= TRC_SLICE_KIND_COUNT)
         return NCSIM_INTERNAL;
@@ -964,20 +974,25 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     return emit_small(w, st, end_ns, 0, body, (size_t)(p - body));
 }
 
-static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+static inline ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
                                           const trc_counter_t *c, uint64_t uuid);
 static ncsim_status_t counter_flush(trc_writer_t *w, pf_state_t *st);
 
-static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
+static inline unsigned hot_counter_slot(const char *cname, uint32_t pid)
+{
+    return (unsigned)(((uintptr_t)cname >> 3) ^ ((uintptr_t)cname >> 10) ^ pid * 7u) &
+           (HOT_COUNTER - 1);
+}
+
+/* write_counter past its memo of stable tracks (a track's first value, records that are not
+ * stable). */
+static __attribute__((noinline)) ncsim_status_t write_counter_slow(trc_writer_t *w,
+                                                                    pf_state_t *st,
+                                                                    const trc_counter_t *c)
 {
     const char *cname = c->name ? c->name : "", *cunit = c->unit ? c->unit : "";
-    unsigned hot = (unsigned)(((uintptr_t)cname >> 3) ^ ((uintptr_t)cname >> 10) ^
-                              c->pid * 7u) &
-                   (HOT_COUNTER - 1);
+    unsigned hot = hot_counter_slot(cname, c->pid);
     if (c->stable) {
-        if (st->hot_counter[hot].name == cname && st->hot_counter[hot].unit == cunit &&
-            st->hot_counter[hot].pid == c->pid)
-            return write_counter_value(w, st, c, st->hot_counter[hot].uuid);
         uint64_t uuid = ptr_get(&st->stable_counters, cname, cunit, c->pid);
         if (uuid) {
             st->hot_counter[hot].name = cname;
@@ -1024,6 +1039,20 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
     if (c->stable && ptr_put(&st->stable_counters, cname, cunit, c->pid, uuid))
         return NCSIM_NOMEM;
     return write_counter_value(w, st, c, uuid);
+}
+
+/* A counter value: a stable track seen before is found by its name's address (several values
+ * per simulated instruction: the hit is inlined, the rest is write_counter_slow). */
+static inline ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st,
+                                           const trc_counter_t *c)
+{
+    if (c->stable && c->name && c->unit) {
+        unsigned hot = hot_counter_slot(c->name, c->pid);
+        if (st->hot_counter[hot].name == c->name && st->hot_counter[hot].unit == c->unit &&
+            st->hot_counter[hot].pid == c->pid)
+            return write_counter_value(w, st, c, st->hot_counter[hot].uuid);
+    }
+    return write_counter_slow(w, st, c);
 }
 
 /* A counter value as protobuf has it: whole values (bytes, semaphore values) as an int64
@@ -1090,7 +1119,7 @@ static ncsim_status_t counter_flush(trc_writer_t *w, pf_state_t *st)
 /* A counter value: joins the values waiting when they are of the same nanosecond (the
  * packet's time), on other tracks, and the readers' order is kept (whole values cannot follow
  * a double among the extras); otherwise those go out first. */
-static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+static inline ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
                                           const trc_counter_t *c, uint64_t uuid)
 {
     uint64_t ts = c->ts_ps / 1000;
