@@ -245,6 +245,9 @@ typedef struct pf_state {
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
     uint64_t kind_scaled[TRC_SLICE_KIND_COUNT][32][2]; /* 0: not interned yet */
     uint64_t ts_iid, dur_iid, values_iid;
+    /* by track (its uuid's low bits): the bytes the lengths of its last slice's begin packet
+     * took (2 to 4) */
+    uint8_t len_guess[64];
     /* counter values of one instant waiting to go out as one event (counter_flush) */
     unsigned cb_n;
     int cb_double;   /* an extra (not the first) is a double: no integer extra may follow */
@@ -929,10 +932,28 @@ static __attribute__((noinline)) ncsim_status_t write_slice(trc_writer_t *w, pf_
     /* (an operand text split by put_operands: its numbers, shorter than the text, inline) */
     size_t room = 64 + 2 * 32 + kind_room[s->kind] + OPERANDS_MAX + 32 + st->nflows * 10 +
                   (s->operand_values ? strlen(s->operand_values) + 16 : 0);
-    st->ev.n = 0;
-    if (pb_reserve(&st->ev, room))
-        return NCSIM_NOMEM;
-    unsigned char *p = st->ev.p;
+    /* The event is composed in place, in the output buffer after the room its packet's
+     * header takes: that room depends on the lengths of the body and of the packet (one
+     * varint byte below 128, two above), so it is guessed as the last slice of the track had
+     * it (an engine runs the same few instructions), and the body moved by a byte or two when
+     * the guess was wrong. When the event turned
+     * out to need interned strings sent first (or the first packet, or a body of 16 kB), it
+     * is copied into st->ev and takes emit_event's general path. */
+    uint64_t ts_ns = s->ts_ps / 1000;
+    int direct = !st->first_packet && !st->oom && room + 32 <= TRC_OUT_BUFSZ;
+    /* the header but its two lengths: timestamp, sequence, flags, the event's tag */
+    size_t fixed = 1 + pb_varint_size(ts_ns) + 2 + 2 + 1;
+    unsigned char *pkt = NULL, *body;
+    if (direct) {
+        pkt = trc_out_reserve(&w->out, room + 32);
+        body = pkt + 1 + st->len_guess[track & 63] + fixed;
+    } else {
+        st->ev.n = 0;
+        if (pb_reserve(&st->ev, room))
+            return NCSIM_NOMEM;
+        body = st->ev.p;
+    }
+    unsigned char *p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_BEGIN);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -957,21 +978,51 @@ static __attribute__((noinline)) ncsim_status_t write_slice(trc_writer_t *w, pf_
         }
     }
     st->nflows = k;
-    st->ev.n = (size_t)(p - st->ev.p);
-    rc = emit_event(w, st, s->ts_ps / 1000, 1);
-    if (rc != NCSIM_OK)
-        return rc;
-    unsigned char body[SMALL_BODY], *pkt;
+    size_t nbody = (size_t)(p - body);
+    if (direct && !st->npend && !st->oom && nbody + 32 < (1u << 14)) {
+        size_t nlen = nbody < 128 ? 1 : 2, npkt = fixed + nlen + nbody;
+        unsigned lens = (unsigned)(nlen + (npkt < 128 ? 1 : 2));
+        if (lens != st->len_guess[track & 63]) {
+            memmove(pkt + 1 + lens + fixed, body, nbody);
+            st->len_guess[track & 63] = (uint8_t)lens;
+        }
+        _Static_assert(TRC_PF_SEQUENCE < 128, "one-byte sequence id");
+        unsigned char *q = pkt;
+        *q++ = PF_TRACE_PACKET << 3 | PB_LEN;
+        q = w_varint(q, npkt);
+        *q++ = PF_PKT_TIMESTAMP << 3 | PB_VARINT;
+        q = w_varint(q, ts_ns);
+        *q++ = PF_PKT_SEQ_ID << 3 | PB_VARINT;
+        *q++ = TRC_PF_SEQUENCE;
+        *q++ = PF_PKT_SEQ_FLAGS << 3 | PB_VARINT;
+        *q++ = PF_SEQ_NEEDS_STATE;
+        *q++ = PF_PKT_TRACK_EVENT << 3 | PB_LEN;
+        q = w_varint(q, nbody);
+        trc_out_commit(&w->out, (size_t)(q - pkt) + nbody);
+        w->events++;
+    } else {
+        if (direct) { /* out of the output buffer, which the general path writes to */
+            st->ev.n = 0;
+            if (pb_reserve(&st->ev, nbody))
+                return NCSIM_NOMEM;
+            memcpy(st->ev.p, body, nbody);
+        }
+        st->ev.n = nbody;
+        rc = emit_event(w, st, ts_ns, 1);
+        if (rc != NCSIM_OK)
+            return rc;
+    }
+    unsigned char ebody[SMALL_BODY], *epkt;
     uint64_t end_ns = (s->ts_ps + s->dur_ps) / 1000;
-    unsigned char *b = small_begin(w, st, end_ns, 0, &pkt);
-    p = b ? b : body;
+    unsigned char *b = small_begin(w, st, end_ns, 0, &epkt);
+    p = b ? b : ebody;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_END);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, track);
     if (b)
-        return small_end(w, pkt, b, p);
-    return emit_small(w, st, end_ns, 0, body, (size_t)(p - body));
+        return small_end(w, epkt, b, p);
+    return emit_small(w, st, end_ns, 0, ebody, (size_t)(p - ebody));
 }
 
 static inline ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
@@ -1175,6 +1226,7 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
         if (!st)
             return NCSIM_NOMEM;
         st->first_packet = 1;
+        memset(st->len_guess, 3, sizeof st->len_guess);
     }
     if (st->cb_n && r->kind != TRC_REC_COUNTER) {
         ncsim_status_t rc = counter_flush(w, st); /* the file keeps the records' order */
