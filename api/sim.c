@@ -583,8 +583,12 @@ static sim_run_info_t run_info(const ncsim_sim_t *h)
 {
     const char *failed = h->s && (!sim_finished(h->s) && *sim_error(h->s)) ? sim_error(h->s)
                                                                           : NULL;
-    sim_run_info_t info = {h->program_name ? h->program_name : "", h->opt.timing_only,
-                           h->opt.seed, h->drive.host_seconds, failed};
+    sim_run_info_t info = {h->program_name ? h->program_name : "",
+                           h->opt.timing_only,
+                           h->opt.seed,
+                           h->drive.host_seconds,
+                           failed,
+                           0.0};
     return info;
 }
 

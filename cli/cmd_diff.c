@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file.h"
 #include "load.h"
 #include "report.h"
 
@@ -414,10 +415,13 @@ int cli_diff(int argc, char **argv)
     trc_report_line_texts(&B);
     int rc = 0;
     FILE *out = stdout;
-    if (out_path && !(out = fopen(out_path, "w"))) {
+    isa_file_out_t file = {0};
+    if (out_path && isa_file_begin(&file, out_path)) {
         fprintf(stderr, "ncsim diff: cannot write %s: %s\n", out_path, strerror(errno));
         rc = cli_exit(NCSIM_IO);
     } else {
+        if (out_path)
+            out = file.f;
         if (as_json) {
             char *text = diff_json(&A, &B, fail_pct);
             if (!text) {
@@ -430,7 +434,8 @@ int cli_diff(int argc, char **argv)
         } else {
             print_text(out, &A, &B, top);
         }
-        if (out != stdout && fclose(out) != 0) {
+        /* through a temporary renamed into place: a failure leaves no partial file */
+        if (out_path && isa_file_commit(&file, rc == 0) != 0 && rc == 0) {
             fprintf(stderr, "ncsim diff: cannot write %s: %s\n", out_path, strerror(errno));
             rc = cli_exit(NCSIM_IO);
         }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "file.h"
 #include "load.h"
 #include "report.h"
 #include "trace.h"
@@ -306,17 +307,21 @@ int cli_report(int argc, char **argv)
         free(text);
     } else {
         FILE *out = stdout;
-        if (out_path && !(out = fopen(out_path, "w"))) {
+        isa_file_out_t file = {0};
+        if (out_path && isa_file_begin(&file, out_path)) {
             fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path, strerror(errno));
             rc = cli_exit(NCSIM_IO);
         } else {
+            if (out_path)
+                out = file.f;
             if (by_line && as_csv)
                 trc_report_print_lines_csv(out, &rep);
             else if (by_line)
                 trc_report_print_lines(out, &rep, top);
             else
                 trc_report_print(out, &rep);
-            if (out != stdout && fclose(out) != 0) {
+            /* through a temporary renamed into place: a failure leaves no partial file */
+            if (out_path && isa_file_commit(&file, 1) != 0) {
                 fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path,
                         strerror(errno));
                 rc = cli_exit(NCSIM_IO);

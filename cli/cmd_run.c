@@ -424,7 +424,9 @@ int cli_run(int argc, char **argv)
     cli_outputs_protect(&outputs, path);
     if (arch_name)
         cli_outputs_protect(&outputs, arch_name);
+    double load_t0 = now_seconds();
     rc = cli_load_program("run", path, arch_name, &prog);
+    double load_seconds = now_seconds() - load_t0;
     if (rc)
         goto out;
     ncsim_status_t st;
@@ -660,8 +662,9 @@ int cli_run(int argc, char **argv)
                 *nl = 0;
         }
     }
-    sim_run_info_t info = {path, timing_only, seed, host, rc || st != NCSIM_OK
-                                                           ? (why ? why : "failed") : NULL};
+    sim_run_info_t info = {
+        path,        timing_only, seed, host, rc || st != NCSIM_OK ? (why ? why : "failed") : NULL,
+        load_seconds};
     for (int i = 0; !rc && i < nouts; i++) {
         st = write_output(s, prog, (uint32_t)out_tensor[i],
                           cli_outputs_path(&outputs, outs[i].path), outs[i].path, err,

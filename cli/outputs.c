@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #include "outputs.h"
 
+#include "file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -79,12 +81,12 @@ int cli_outputs_validate(cli_outputs_t *o)
         cli_output_t *e = &o->v[i];
         if (e->is_stdout)
             continue;
-        struct stat st;
-        if (stat(e->path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        if (isa_file_is_special(e->path)) {
             /* renaming a temporary over /dev/null would replace the device with a file */
             e->direct = 1;
             continue;
         }
+        struct stat st;
         for (int j = 0; j < i; j++)
             if (!o->v[j].is_stdout && same_target(e, &o->v[j])) {
                 fprintf(stderr, "ncsim %s: %s and %s name the same file '%s'\n", o->cmd,

@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "diag.h"
-#include "fdio.h"
 #include "load.h"
 #include "npy.h"
+#include "pool.h"
 #include "rng.h"
 #include "sim.h"
 #include "stats.h"
@@ -1019,7 +1019,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     double host = now_seconds() - t0;
     if (pst == NCSIM_OK) {
         const sim_stats_t *ss = sim_stats(s);
-        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host, NULL};
+        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host, NULL, 0.0};
         char *stats = sim_stats_json(ss, &a, sp->prog, &info);
         json_error_t jerr;
         root = stats ? json_loads(stats, 0, &jerr) : NULL;
@@ -1103,42 +1103,6 @@ static void progress_show(progress_t *p, const sim_sweep_summary_t *s, int final
     fputs(p->tty && !final ? "" : "\n", stderr);
 }
 
-typedef struct worker_msg {
-    uint64_t index;
-    int32_t worker;
-    int32_t status;   /* ncsim_status_t of recording the point */
-    int32_t outcome;  /* sim_sweep_point_status_t */
-    int32_t pad;
-} worker_msg_t;
-
-/*
- * A worker: run the points the parent sends until it closes the pipe. It runs in a forked
- * copy of the parent, so the assembled programs and loaded inputs are shared; it ends with
- * _exit() so that the parent's stdio buffers and atexit handlers are not run twice.
- */
-static void worker_main(sim_sweep_t *sw, int id, int task_fd, int result_fd, const char *out_dir,
-                        int force)
-{
-    for (;;) {
-        uint64_t index;
-        int r = sim_fd_read_all(task_fd, &index, sizeof index);
-        if (r <= 0)
-            break;
-        char err[8192];
-        sim_sweep_point_status_t outcome;
-        ncsim_status_t st = sim_sweep_run_point(sw, index, out_dir, force, &outcome, err,
-                                                sizeof err);
-        if (st != NCSIM_OK || outcome == SIM_SWEEP_POINT_FAILED)
-            fprintf(stderr, "ncsim sweep: %s%s", err,
-                    err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
-        worker_msg_t m = {index, id, (int32_t)st, (int32_t)outcome, 0};
-        if (sim_fd_write_all(result_fd, &m, sizeof m))
-            break;
-    }
-    fflush(stderr);
-    _exit(0);
-}
-
 static void count(sim_sweep_summary_t *s, ncsim_status_t st, sim_sweep_point_status_t o)
 {
     if (st != NCSIM_OK)
@@ -1173,157 +1137,90 @@ static ncsim_status_t run_serial(sim_sweep_t *sw, uint64_t first, uint64_t last,
     return NCSIM_OK;
 }
 
+/* The sweep's points as tasks of the worker pool: a worker runs a point (writing its result
+ * file, or printing why it failed) and sends back how recording it went. */
+typedef struct point_result {
+    int32_t status;  /* ncsim_status_t of recording the point */
+    int32_t outcome; /* sim_sweep_point_status_t */
+} point_result_t;
+
+typedef struct sweep_pool {
+    sim_sweep_t *sw;
+    uint64_t first;
+    const sim_sweep_run_options_t *opt;
+    sim_sweep_summary_t *sum;
+    progress_t *pr;
+    ncsim_status_t st;
+    char *err;
+    size_t errlen;
+} sweep_pool_t;
+
+static void pool_point(void *ctx, uint64_t task, void *result)
+{
+    const sweep_pool_t *c = ctx;
+    char err[8192];
+    sim_sweep_point_status_t outcome;
+    ncsim_status_t st = sim_sweep_run_point(c->sw, c->first + task, c->opt->out_dir, c->opt->force,
+                                            &outcome, err, sizeof err);
+    if (st != NCSIM_OK || outcome == SIM_SWEEP_POINT_FAILED)
+        fprintf(stderr, "ncsim sweep: %s%s", err,
+                err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
+    point_result_t r = {(int32_t)st, (int32_t)outcome};
+    memcpy(result, &r, sizeof r);
+}
+
+static int pool_point_done(void *ctx, uint64_t task, const void *result)
+{
+    sweep_pool_t *c = ctx;
+    point_result_t r;
+    memcpy(&r, result, sizeof r);
+    if (r.status != NCSIM_OK && c->st == NCSIM_OK) {
+        c->st = (ncsim_status_t)r.status;
+        mdl_errf(c->err, c->errlen, "point %" PRIu64 " could not be recorded (see above)",
+                 c->first + task);
+    }
+    count(c->sum, (ncsim_status_t)r.status, (sim_sweep_point_status_t)r.outcome);
+    progress_show(c->pr, c->sum, 0);
+    return c->st != NCSIM_OK; /* a point that cannot be recorded: stop handing out more */
+}
+
+static void pool_point_lost(void *ctx, uint64_t task, int wstatus)
+{
+    sweep_pool_t *c = ctx;
+    c->sum->lost++;
+    if (c->st != NCSIM_OK)
+        return;
+    c->st = NCSIM_INTERNAL;
+    if (WIFSIGNALED(wstatus))
+        mdl_errf(c->err, c->errlen,
+                 "the worker running point %" PRIu64 " died (signal %d); rerun the sweep to "
+                 "redo it",
+                 c->first + task, WTERMSIG(wstatus));
+    else
+        mdl_errf(c->err, c->errlen,
+                 "the worker running point %" PRIu64 " exited (status %d); rerun the sweep to "
+                 "redo it",
+                 c->first + task, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+}
+
+/* Points in `jobs` forked workers (explore/pool.h): each is a copy of this process, so the
+ * assembled programs and loaded inputs are shared. */
 static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last, unsigned jobs,
                                   const sim_sweep_run_options_t *opt, sim_sweep_summary_t *sum,
                                   progress_t *pr, char *err, size_t errlen)
 {
-    int result_pipe[2];
-    int (*task)[2] = calloc(jobs, sizeof *task);
-    pid_t *pids = calloc(jobs, sizeof *pids);
-    uint64_t *inflight = calloc(jobs, sizeof *inflight);
-    uint8_t *busy = calloc(jobs, 1);
-    if (!task || !pids || !inflight || !busy) {
-        free(task);
-        free(pids);
-        free(inflight);
-        free(busy);
-        mdl_errf(err, errlen, "out of memory");
-        return NCSIM_NOMEM;
-    }
-    ncsim_status_t st = NCSIM_OK;
-    unsigned nt = 0, started = 0;
-    if (pipe(result_pipe)) {
-        mdl_errf(err, errlen, "pipe: %s", strerror(errno));
-        st = NCSIM_IO;
-        goto done_alloc;
-    }
-    for (; nt < jobs; nt++)
-        if (pipe(task[nt])) {
-            mdl_errf(err, errlen, "pipe: %s", strerror(errno));
-            st = NCSIM_IO;
-            goto done_pipes;
-        }
-    /* a worker that dies closes its pipe: writing to it must fail, not kill the parent */
-    struct sigaction ign, old_pipe;
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
-    sigemptyset(&ign.sa_mask);
-    sigaction(SIGPIPE, &ign, &old_pipe);
-    fflush(stdout);
-    fflush(stderr);
-    for (; started < jobs; started++) {
-        pid_t pid = fork();
-        if (pid < 0) {
-            mdl_errf(err, errlen, "fork: %s", strerror(errno));
-            st = NCSIM_IO;
-            break;
-        }
-        if (pid == 0) {
-            /* keep only this worker's task reader and the shared result writer */
-            close(result_pipe[0]);
-            for (unsigned w = 0; w < jobs; w++) {
-                close(task[w][1]);
-                if (w != started)
-                    close(task[w][0]);
-            }
-            sigaction(SIGPIPE, &old_pipe, NULL);
-            worker_main(sw, (int)started, task[started][0], result_pipe[1], opt->out_dir,
-                        opt->force);
-        }
-        pids[started] = pid;
-    }
-    close(result_pipe[1]);
-    for (unsigned w = 0; w < jobs; w++)
-        close(task[w][0]);
-    /* hand out points one at a time; a worker gets the next when it reports */
-    uint64_t next = first;
-    unsigned open_tasks = started;
-    for (unsigned w = 0; w < jobs; w++) {
-        if (w >= started || next > last || st != NCSIM_OK) {
-            close(task[w][1]);
-            task[w][1] = -1;
-            if (w < started)
-                open_tasks--;
-            continue;
-        }
-        if (sim_fd_write_all(task[w][1], &next, sizeof next) == 0) {
-            inflight[w] = next++;
-            busy[w] = 1;
-        }
-    }
-    for (;;) {
-        worker_msg_t m;
-        int r = sim_fd_read_all(result_pipe[0], &m, sizeof m);
-        if (r <= 0)
-            break; /* every worker has exited */
-        if (m.worker < 0 || (unsigned)m.worker >= started)
-            continue;
-        unsigned w = (unsigned)m.worker;
-        busy[w] = 0;
-        if (m.status != NCSIM_OK && st == NCSIM_OK) {
-            st = (ncsim_status_t)m.status;
-            mdl_errf(err, errlen, "point %" PRIu64 " could not be recorded (see above)", m.index);
-        }
-        count(sum, (ncsim_status_t)m.status, (sim_sweep_point_status_t)m.outcome);
-        progress_show(pr, sum, 0);
-        if (task[w][1] < 0)
-            continue;
-        if (next <= last && st == NCSIM_OK &&
-            sim_fd_write_all(task[w][1], &next, sizeof next) == 0) {
-            inflight[w] = next++;
-            busy[w] = 1;
-        } else {
-            close(task[w][1]);
-            task[w][1] = -1;
-            open_tasks--;
-        }
-    }
-    (void)open_tasks;
-    for (unsigned w = 0; w < jobs; w++)
-        if (task[w][1] >= 0) {
-            close(task[w][1]);
-            task[w][1] = -1;
-        }
-    for (unsigned w = 0; w < started; w++) {
-        int wstatus = 0;
-        while (waitpid(pids[w], &wstatus, 0) < 0 && errno == EINTR)
-            ;
-        if (busy[w]) {
-            sum->lost++;
-            if (st == NCSIM_OK) {
-                st = NCSIM_INTERNAL;
-                if (WIFSIGNALED(wstatus))
-                    mdl_errf(err, errlen,
-                             "the worker running point %" PRIu64
-                             " died (signal %d); rerun the sweep to redo it",
-                             inflight[w], WTERMSIG(wstatus));
-                else
-                    mdl_errf(err, errlen,
-                             "the worker running point %" PRIu64
-                             " exited (status %d); rerun the sweep to redo it",
-                             inflight[w], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
-            }
-        }
-    }
-    if (st == NCSIM_OK && next <= last) {
-        st = NCSIM_INTERNAL;
-        mdl_errf(err, errlen, "the workers stopped before point %" PRIu64, next);
-    }
-    sigaction(SIGPIPE, &old_pipe, NULL);
-    close(result_pipe[0]);
-    goto done_alloc;
-done_pipes:
-    for (unsigned w = 0; w < nt; w++) {
-        close(task[w][0]);
-        close(task[w][1]);
-    }
-    close(result_pipe[0]);
-    close(result_pipe[1]);
-done_alloc:
-    free(task);
-    free(pids);
-    free(inflight);
-    free(busy);
+    sweep_pool_t c = {sw, first, opt, sum, pr, NCSIM_OK, err, errlen};
+    sim_pool_t pool = {jobs,       last - first + 1, sizeof(point_result_t), &c,
+                       pool_point, pool_point_done,  pool_point_lost};
+    char perr[512];
+    uint64_t next = 0;
+    ncsim_status_t st = sim_pool_run(&pool, &next, perr, sizeof perr);
+    if (c.st != NCSIM_OK)
+        return c.st; /* the first failure said, as it happened */
+    if (st != NCSIM_OK && next && next <= last - first)
+        mdl_errf(err, errlen, "the workers stopped before point %" PRIu64, first + next);
+    else if (st != NCSIM_OK)
+        mdl_errf(err, errlen, "%s", perr);
     return st;
 }
 

@@ -23,8 +23,8 @@
 
 #include "arch.h"
 #include "asm.h"
-#include "fdio.h"
 #include "load.h"
+#include "pool.h"
 #include "sim.h"
 #include "sweep_plot.h"
 #include "text.h"
@@ -1014,86 +1014,76 @@ static void store(sim_validate_result_t *r, ncsim_status_t st, double raw, const
     snprintf(r->message, sizeof r->message, "%s", st == NCSIM_OK ? "" : msg);
 }
 
-/* Run the wanted entries in `jobs` forked workers; worker k takes entries k, k + jobs, ... */
+/* The wanted entries as tasks of the worker pool (explore/pool.h): each worker is a copy of
+ * this process (the manifest and its programs are shared) and takes the next entry when it
+ * is done with one, so a slow entry does not hold up the others. */
+typedef struct validate_pool {
+    sim_validate_manifest_t *m;
+    const sim_validate_options_t *o;
+    const uint32_t *entry; /* task -> manifest entry */
+    sim_validate_result_t *res;
+    ncsim_status_t st;
+    char *err;
+    size_t errlen;
+} validate_pool_t;
+
+static void pool_entry(void *ctx, uint64_t task, void *result)
+{
+    const validate_pool_t *c = ctx;
+    wire_result_t w;
+    memset(&w, 0, sizeof w);
+    w.index = c->entry[task];
+    double raw = 0;
+    w.status = (int32_t)run_entry(c->m, w.index, c->o, &raw, w.message, sizeof w.message);
+    w.raw = raw;
+    memcpy(result, &w, sizeof w);
+}
+
+static int pool_entry_done(void *ctx, uint64_t task, const void *result)
+{
+    validate_pool_t *c = ctx;
+    wire_result_t w;
+    memcpy(&w, result, sizeof w);
+    w.message[sizeof w.message - 1] = 0;
+    if (w.index == c->entry[task])
+        store(&c->res[w.index], (ncsim_status_t)w.status, w.raw, w.message);
+    return 0;
+}
+
+static void pool_entry_lost(void *ctx, uint64_t task, int wstatus)
+{
+    validate_pool_t *c = ctx;
+    if (c->st != NCSIM_OK)
+        return;
+    c->st = NCSIM_INTERNAL;
+    mdl_errf(c->err, c->errlen, "the validate worker running entry %u died (%s %d)", c->entry[task],
+             WIFEXITED(wstatus) ? "exit status" : "signal",
+             WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
+}
+
 static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_options_t *o,
                                  const unsigned char *want, unsigned jobs,
                                  sim_validate_result_t *res, char *err, size_t errlen)
 {
-    pid_t *pids = calloc(jobs, sizeof *pids);
-    int *fds = calloc(jobs, sizeof *fds);
-    if (!pids || !fds) {
-        free(pids);
-        free(fds);
+    uint32_t *entry = malloc((m->nentries ? m->nentries : 1) * sizeof *entry);
+    if (!entry) {
         mdl_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
-    fflush(stdout);
-    fflush(stderr);
-    unsigned started = 0;
-    for (; started < jobs; started++) {
-        int p[2];
-        if (pipe(p) != 0)
-            break;
-        pid_t pid = fork();
-        if (pid < 0) {
-            close(p[0]);
-            close(p[1]);
-            break;
-        }
-        if (pid == 0) {
-            close(p[0]);
-            for (unsigned k = 0; k < started; k++)
-                close(fds[k]);
-            for (size_t i = started; i < m->nentries; i += jobs) {
-                if (!want[i])
-                    continue;
-                wire_result_t w;
-                memset(&w, 0, sizeof w);
-                w.index = (uint32_t)i;
-                double raw = 0;
-                w.status = (int32_t)run_entry(m, i, o, &raw, w.message, sizeof w.message);
-                w.raw = raw;
-                if (sim_fd_write_all(p[1], &w, sizeof w))
-                    _exit(3);
-            }
-            _exit(0);
-        }
-        close(p[1]);
-        pids[started] = pid;
-        fds[started] = p[0];
-    }
-    ncsim_status_t st = NCSIM_OK;
-    /* entries of workers that could not start run here */
-    for (size_t i = 0; i < m->nentries; i++) {
-        if (!want[i] || i % jobs < started)
-            continue;
-        double raw = 0;
-        char msg[512];
-        ncsim_status_t s = run_entry(m, i, o, &raw, msg, sizeof msg);
-        store(&res[i], s, raw, msg);
-    }
-    for (unsigned k = 0; k < started; k++) {
-        wire_result_t w;
-        int r;
-        while ((r = sim_fd_read_all(fds[k], &w, sizeof w)) == 1) {
-            if (w.index < m->nentries) {
-                w.message[sizeof w.message - 1] = 0;
-                store(&res[w.index], (ncsim_status_t)w.status, w.raw, w.message);
-            }
-        }
-        close(fds[k]);
-        int status = 0;
-        while (waitpid(pids[k], &status, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || r < 0) {
-            st = NCSIM_INTERNAL;
-            mdl_errf(err, errlen, "a validate worker process died (%s %d)",
-                     WIFEXITED(status) ? "exit status" : "signal",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-        }
-    }
-    free(pids);
-    free(fds);
+    uint64_t n = 0;
+    for (size_t i = 0; i < m->nentries; i++)
+        if (want[i])
+            entry[n++] = (uint32_t)i;
+    validate_pool_t c = {m, o, entry, res, NCSIM_OK, err, errlen};
+    sim_pool_t pool = {jobs,           n, sizeof(wire_result_t), &c, pool_entry, pool_entry_done,
+                       pool_entry_lost};
+    char perr[512];
+    ncsim_status_t st = sim_pool_run(&pool, NULL, perr, sizeof perr);
+    free(entry);
+    if (c.st != NCSIM_OK)
+        return c.st;
+    if (st != NCSIM_OK)
+        mdl_errf(err, errlen, "%s", perr);
     return st;
 }
 

@@ -586,17 +586,13 @@ static uint64_t declared_sems(const isa_program_t *p, uint32_t core)
     return m;
 }
 
-enum { CLAUSE_OK, CLAUSE_RANGE, CLAUSE_OP, CLAUSE_UNDECLARED };
-
-/* What is wrong with clause s (a wait when is_wait) on a core whose declared semaphores are
- * `declared`: CLAUSE_OK, or the first fault in the order isa_check_instr reports them. */
-static int clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared)
+int isa_clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared)
 {
     if (s->sem >= ISA_MAX_SEMS)
-        return CLAUSE_RANGE;
+        return ISA_CLAUSE_RANGE;
     if (is_wait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
-        return CLAUSE_OP;
-    return declared >> s->sem & 1 ? CLAUSE_OK : CLAUSE_UNDECLARED;
+        return ISA_CLAUSE_OP;
+    return declared >> s->sem & 1 ? ISA_CLAUSE_OK : ISA_CLAUSE_UNDECLARED;
 }
 
 int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in,
@@ -617,14 +613,14 @@ int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in
     for (unsigned i = 0; i < (unsigned)in->nwait + in->npost; i++) {
         const isa_sync_t *s = i < in->nwait ? &in->wait[i] : &in->post[i - in->nwait];
         int is_wait = i < in->nwait;
-        switch (clause_fault(s, is_wait, declared)) {
-        case CLAUSE_RANGE:
+        switch (isa_clause_fault(s, is_wait, declared)) {
+        case ISA_CLAUSE_RANGE:
             return fail(msg, msglen, NO_SLOT, "semaphore %u out of range 0..%d", s->sem,
                         ISA_MAX_SEMS - 1);
-        case CLAUSE_OP:
+        case ISA_CLAUSE_OP:
             return fail(msg, msglen, NO_SLOT, "bad %s operation %u", is_wait ? "wait" : "post",
                         s->op);
-        case CLAUSE_UNDECLARED:
+        case ISA_CLAUSE_UNDECLARED:
             return fail(msg, msglen, NO_SLOT, "semaphore %u is not declared on core %u", s->sem,
                         core);
         default:
@@ -792,10 +788,10 @@ static int clauses_pass(const isa_instr_t *in, uint64_t declared)
     if (in->nwait > ISA_MAX_WAITS || in->npost > ISA_MAX_POSTS)
         return 0;
     for (unsigned i = 0; i < in->nwait; i++)
-        if (clause_fault(&in->wait[i], 1, declared) != CLAUSE_OK)
+        if (isa_clause_fault(&in->wait[i], 1, declared) != ISA_CLAUSE_OK)
             return 0;
     for (unsigned i = 0; i < in->npost; i++)
-        if (clause_fault(&in->post[i], 0, declared) != CLAUSE_OK)
+        if (isa_clause_fault(&in->post[i], 0, declared) != ISA_CLAUSE_OK)
             return 0;
     return 1;
 }

@@ -40,6 +40,12 @@ int isa_check_instr_memo(isa_check_memo_t *m, const isa_program_t *p, uint32_t c
                          size_t msglen);
 void isa_check_memo_free(isa_check_memo_t *m);
 
+/* What is wrong with wait/post clause s (a wait when is_wait) on a core whose declared
+ * semaphores are the bits of `declared`: the one definition of a valid clause, for the
+ * checks here and the .ncx reader. ISA_CLAUSE_OK, or the first fault in this order. */
+enum { ISA_CLAUSE_OK, ISA_CLAUSE_RANGE, ISA_CLAUSE_OP, ISA_CLAUSE_UNDECLARED };
+int isa_clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared);
+
 /* Check a single view against the geometry and the partition rules (ISA.md 5.1, 5.2). */
 int isa_check_view(const isa_view_t *v, const isa_geometry_t *g, char *msg, size_t msglen);
 

@@ -1565,14 +1565,18 @@ static int read_clauses(reader_t *r, cursor_t *c, uint32_t core, isa_instr_t *in
         s->value = (int32_t)get32(cl + (code ? NCX_CODE_CLAUSE_VALUE : NCX_CLAUSE_VALUE));
         if (!code && get16(cl + NCX_CLAUSE_RESERVED))
             return fail(r, "%s clause %u: reserved field is not zero%s", kind, k, newer(r));
-        if (s->sem >= ISA_MAX_SEMS)
+        switch (isa_clause_fault(s, k < in->nwait, declared)) {
+        case ISA_CLAUSE_RANGE:
             return fail(r, "%s clause: semaphore index %u is out of range (0..%d)", kind, s->sem,
                         ISA_MAX_SEMS - 1);
-        if (!(declared >> s->sem & 1))
+        case ISA_CLAUSE_OP:
+            return fail(r, "%s clause: operation %u is not a %s%s", kind, s->op, kind, newer(r));
+        case ISA_CLAUSE_UNDECLARED:
             return fail(r, "%s clause: semaphore %u is not declared on core %u", kind, s->sem,
                         core);
-        if (k < in->nwait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
-            return fail(r, "%s clause: operation %u is not a %s%s", kind, s->op, kind, newer(r));
+        default:
+            break;
+        }
     }
     return 0;
 }

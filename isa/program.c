@@ -375,7 +375,6 @@ int isa_builder_init(isa_builder_t *b)
     return 0;
 }
 
-/* Grow *arr (element size es) so that it holds at least need elements. */
 void *isa_alloc_large(size_t bytes)
 {
     void *p = malloc(bytes ? bytes : 1);
@@ -391,6 +390,7 @@ void *isa_alloc_large(size_t bytes)
     return p;
 }
 
+/* Grow *arr (element size es) so that it holds at least need elements. */
 static int grow(isa_builder_t *b, void **arr, uint32_t *cap, uint32_t need, size_t es)
 {
     if (b->oom)

@@ -181,6 +181,23 @@ ncsim_status_t exec_view_pair(exec_ctx_t *x, unsigned sd, unsigned ss, unsigned 
     return exec_same_shape(x, sd, *d, ss, *src);
 }
 
+ncsim_status_t exec_views(exec_ctx_t *x, unsigned sd, unsigned ss, const isa_view_t **d,
+                          const isa_view_t **src)
+{
+    const unsigned sp = exec_engine_spaces(x);
+    ncsim_status_t st = exec_view(x, sd, sp, d);
+    return st != NCSIM_OK ? st : exec_view(x, ss, sp, src);
+}
+
+ncsim_status_t exec_need_rows(exec_ctx_t *x, unsigned slot, const isa_view_t *v, uint32_t pc,
+                              uint64_t width)
+{
+    if (v->pcount == pc && isa_view_free_elems(v) == width)
+        return NCSIM_OK;
+    return exec_fail(x, "%s has %u partitions x %" PRIu64 " elements; it must be [%u, %" PRIu64 "]",
+                     exec_slot_name(x, slot), v->pcount, isa_view_free_elems(v), pc, width);
+}
+
 ncsim_status_t exec_same_shape(exec_ctx_t *x, unsigned sa, const isa_view_t *a, unsigned sb,
                                const isa_view_t *b)
 {

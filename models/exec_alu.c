@@ -354,28 +354,46 @@ ncsim_status_t exec_tensor_scalar(exec_ctx_t *x)
     return exec_write_f32(x, d, v);
 }
 
+/* The operands of the forms with two ALU stages over D, A and B (scalar_tensor_tensor,
+ * tensor_scan), slots in that order then OP0, OP1: views of one shape, not both inputs from
+ * PSUM, both operators, and whether either is bitwise (then A and B must be integers; `why`
+ * is the operator that asks). */
+static ncsim_status_t two_stage_operands(exec_ctx_t *x, const unsigned slot[5],
+                                         const isa_view_t **d, const isa_view_t **a,
+                                         const isa_view_t **b, isa_alu_t *op0, isa_alu_t *op1,
+                                         isa_alu_t *why, int *integer)
+{
+    const unsigned sp = exec_engine_spaces(x);
+    ncsim_status_t st;
+    *op0 = *op1 = ISA_ALU_ADD; /* set by get_alu */
+    if ((st = exec_view(x, slot[0], sp, d)) != NCSIM_OK ||
+        (st = exec_view(x, slot[1], sp, a)) != NCSIM_OK ||
+        (st = exec_view(x, slot[2], sp, b)) != NCSIM_OK ||
+        (st = get_alu(x, slot[3], 0, op0)) != NCSIM_OK ||
+        (st = get_alu(x, slot[4], 0, op1)) != NCSIM_OK ||
+        (st = exec_same_shape(x, slot[0], *d, slot[1], *a)) != NCSIM_OK ||
+        (st = exec_same_shape(x, slot[0], *d, slot[2], *b)) != NCSIM_OK ||
+        (st = exec_not_both_psum(x, slot[1], *a, slot[2], *b)) != NCSIM_OK)
+        return st;
+    *integer = exec_alu_is_bitwise(*op0) || exec_alu_is_bitwise(*op1);
+    *why = exec_alu_is_bitwise(*op0) ? *op0 : *op1;
+    if (*integer && ((st = exec_need_int(x, slot[1], *a, *why)) != NCSIM_OK ||
+                     (st = exec_need_int(x, slot[2], *b, *why)) != NCSIM_OK))
+        return st;
+    return NCSIM_OK;
+}
+
 /* ---- scalar_tensor_tensor ----------------------------------------------------------------------
  */
 
 ncsim_status_t exec_scalar_tensor_tensor(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *a, *b;
-    isa_alu_t op0 = ISA_ALU_ADD, op1 = ISA_ALU_ADD; /* set by get_alu */
+    isa_alu_t op0, op1, why;
+    int integer;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_STT_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_STT_A, sp, &a)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_STT_B, sp, &b)) != NCSIM_OK ||
-        (st = get_alu(x, SLOT_STT_OP0, 0, &op0)) != NCSIM_OK ||
-        (st = get_alu(x, SLOT_STT_OP1, 0, &op1)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_STT_D, d, SLOT_STT_A, a)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_STT_D, d, SLOT_STT_B, b)) != NCSIM_OK ||
-        (st = exec_not_both_psum(x, SLOT_STT_A, a, SLOT_STT_B, b)) != NCSIM_OK)
-        return st;
-    const int integer = exec_alu_is_bitwise(op0) || exec_alu_is_bitwise(op1);
-    const isa_alu_t why = exec_alu_is_bitwise(op0) ? op0 : op1;
-    if (integer && ((st = exec_need_int(x, SLOT_STT_A, a, why)) != NCSIM_OK ||
-                    (st = exec_need_int(x, SLOT_STT_B, b, why)) != NCSIM_OK))
+    const unsigned slots[5] = {SLOT_STT_D, SLOT_STT_A, SLOT_STT_B, SLOT_STT_OP0, SLOT_STT_OP1};
+    if ((st = two_stage_operands(x, slots, &d, &a, &b, &op0, &op1, &why, &integer)) != NCSIM_OK)
         return st;
     const uint32_t pc = a->pcount;
     exec_scalar_t s0;
@@ -413,23 +431,12 @@ static size_t innermost(const isa_view_t *v)
 
 ncsim_status_t exec_tensor_scan(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *a, *b;
-    isa_alu_t op0 = ISA_ALU_ADD, op1 = ISA_ALU_ADD; /* set by get_alu */
+    isa_alu_t op0, op1, why;
+    int integer;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_SCAN_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_SCAN_A, sp, &a)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_SCAN_B, sp, &b)) != NCSIM_OK ||
-        (st = get_alu(x, SLOT_SCAN_OP0, 0, &op0)) != NCSIM_OK ||
-        (st = get_alu(x, SLOT_SCAN_OP1, 0, &op1)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_SCAN_D, d, SLOT_SCAN_A, a)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_SCAN_D, d, SLOT_SCAN_B, b)) != NCSIM_OK ||
-        (st = exec_not_both_psum(x, SLOT_SCAN_A, a, SLOT_SCAN_B, b)) != NCSIM_OK)
-        return st;
-    const int integer = exec_alu_is_bitwise(op0) || exec_alu_is_bitwise(op1);
-    const isa_alu_t why = exec_alu_is_bitwise(op0) ? op0 : op1;
-    if (integer && ((st = exec_need_int(x, SLOT_SCAN_A, a, why)) != NCSIM_OK ||
-                    (st = exec_need_int(x, SLOT_SCAN_B, b, why)) != NCSIM_OK))
+    const unsigned slots[5] = {SLOT_SCAN_D, SLOT_SCAN_A, SLOT_SCAN_B, SLOT_SCAN_OP0, SLOT_SCAN_OP1};
+    if ((st = two_stage_operands(x, slots, &d, &a, &b, &op0, &op1, &why, &integer)) != NCSIM_OK)
         return st;
     if (!x->args[SLOT_SCAN_INIT].present)
         return exec_fail(x, "missing init=");
@@ -502,12 +509,10 @@ static int64_t reduce_i64(isa_alu_t op, const int64_t *a, size_t n)
 
 ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_RED_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_RED_SRC, sp, &src)) != NCSIM_OK ||
+    if ((st = exec_views(x, SLOT_RED_D, SLOT_RED_SRC, &d, &src)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_RED_OP, 1, &op)) != NCSIM_OK)
         return st;
     const unsigned ndims = src->ndims ? src->ndims : 1;
@@ -556,12 +561,10 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 
 ncsim_status_t exec_partition_reduce(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_PR_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_PR_SRC, sp, &src)) != NCSIM_OK ||
+    if ((st = exec_views(x, SLOT_PR_D, SLOT_PR_SRC, &d, &src)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_PR_OP, 1, &op)) != NCSIM_OK)
         return st;
     if (op != ISA_ALU_ADD && op != ISA_ALU_MAX && op != ISA_ALU_BITWISE_AND &&

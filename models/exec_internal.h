@@ -134,6 +134,14 @@ ncsim_status_t exec_same_shape(exec_ctx_t *x, unsigned sa, const isa_view_t *a, 
  * the same shape (element-wise instructions). */
 ncsim_status_t exec_view_pair(exec_ctx_t *x, unsigned sd, unsigned ss, unsigned sp,
                               const isa_view_t **d, const isa_view_t **src);
+/* The views of slots sd and ss in the engine's memory spaces, with no shape check (for
+ * instructions whose D is shaped from SRC in their own way). */
+ncsim_status_t exec_views(exec_ctx_t *x, unsigned sd, unsigned ss, const isa_view_t **d,
+                          const isa_view_t **src);
+/* The slot's view must be [pc, width]: "D has P partitions x N elements; it must be
+ * [pc, width]" otherwise. */
+ncsim_status_t exec_need_rows(exec_ctx_t *x, unsigned slot, const isa_view_t *v, uint32_t pc,
+                              uint64_t width);
 /* "a two-input op may not take both inputs from PSUM" (ISA.md 1). */
 ncsim_status_t exec_not_both_psum(exec_ctx_t *x, unsigned sa, const isa_view_t *a, unsigned sb,
                                   const isa_view_t *b);

@@ -314,11 +314,9 @@ ncsim_status_t exec_select(exec_ctx_t *x)
 
 ncsim_status_t exec_bn_stats(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_UN_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_UN_SRC, sp, &src)) != NCSIM_OK ||
+    if ((st = exec_views(x, SLOT_UN_D, SLOT_UN_SRC, &d, &src)) != NCSIM_OK ||
         (st = exec_need_dtype(x, SLOT_UN_D, d, ISA_DT_FP32)) != NCSIM_OK)
         return st;
     const uint32_t pc = src->pcount;
@@ -326,9 +324,8 @@ ncsim_status_t exec_bn_stats(exec_ctx_t *x)
     if (f > BN_STATS_MAX_FREE)
         return exec_fail(x, "SRC has %zu free elements; bn_stats takes at most %u", f,
                          BN_STATS_MAX_FREE);
-    if (d->pcount != pc || isa_view_free_elems(d) != 3)
-        return exec_fail(x, "D has %u partitions x %" PRIu64 " elements; it must be [%u, 3]",
-                         d->pcount, isa_view_free_elems(d), pc);
+    if ((st = exec_need_rows(x, SLOT_UN_D, d, pc, 3)) != NCSIM_OK)
+        return st;
     float *v = exec_scratch(x, 0, f * pc), *out = exec_scratch(x, 1, 3 * (size_t)pc);
     if (!v || !out)
         return exec_nomem(x);
@@ -352,11 +349,9 @@ ncsim_status_t exec_bn_stats(exec_ctx_t *x)
 
 ncsim_status_t exec_bn_aggr(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_UN_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_UN_SRC, sp, &src)) != NCSIM_OK ||
+    if ((st = exec_views(x, SLOT_UN_D, SLOT_UN_SRC, &d, &src)) != NCSIM_OK ||
         (st = exec_need_dtype(x, SLOT_UN_D, d, ISA_DT_FP32)) != NCSIM_OK)
         return st;
     const uint32_t pc = src->pcount;
@@ -364,9 +359,8 @@ ncsim_status_t exec_bn_aggr(exec_ctx_t *x)
     if (f % 3 != 0)
         return exec_fail(x, "SRC has %zu free elements; bn_aggr takes (count, mean, m2) triples",
                          f);
-    if (d->pcount != pc || isa_view_free_elems(d) != 2)
-        return exec_fail(x, "D has %u partitions x %" PRIu64 " elements; it must be [%u, 2]",
-                         d->pcount, isa_view_free_elems(d), pc);
+    if ((st = exec_need_rows(x, SLOT_UN_D, d, pc, 2)) != NCSIM_OK)
+        return st;
     float *v = exec_scratch(x, 0, f * pc), *out = exec_scratch(x, 1, 2 * (size_t)pc);
     if (!v || !out)
         return exec_nomem(x);
@@ -403,11 +397,9 @@ ncsim_status_t exec_bn_aggr(exec_ctx_t *x)
 
 ncsim_status_t exec_transpose_dve(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_TR_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_TR_SRC, sp, &src)) != NCSIM_OK)
+    if ((st = exec_views(x, SLOT_TR_D, SLOT_TR_SRC, &d, &src)) != NCSIM_OK)
         return st;
     const uint32_t p = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src);
@@ -509,20 +501,17 @@ static inline int above(float a, float b)
 
 ncsim_status_t exec_max8(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_UN_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_UN_SRC, sp, &src)) != NCSIM_OK)
+    if ((st = exec_views(x, SLOT_UN_D, SLOT_UN_SRC, &d, &src)) != NCSIM_OK)
         return st;
     const uint32_t pc = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src);
     if (f < MAX8_MIN_FREE || f > MAX8_MAX_FREE)
         return exec_fail(x, "SRC has %zu free elements; max8 takes %u..%u", f, MAX8_MIN_FREE,
                          MAX8_MAX_FREE);
-    if (d->pcount != pc || isa_view_free_elems(d) != 8)
-        return exec_fail(x, "D has %u partitions x %" PRIu64 " elements; it must be [%u, 8]",
-                         d->pcount, isa_view_free_elems(d), pc);
+    if ((st = exec_need_rows(x, SLOT_UN_D, d, pc, 8)) != NCSIM_OK)
+        return st;
     float *v = exec_scratch(x, 0, f * pc), *out = exec_scratch(x, 1, 8 * (size_t)pc);
     if (!v || !out)
         return exec_nomem(x);
@@ -553,9 +542,8 @@ static ncsim_status_t get_vals(exec_ctx_t *x, unsigned slot, uint32_t pc, float 
     ncsim_status_t st = exec_view(x, slot, exec_engine_spaces(x), &vals);
     if (st != NCSIM_OK)
         return st;
-    if (vals->pcount != pc || isa_view_free_elems(vals) != 8)
-        return exec_fail(x, "%s has %u partitions x %" PRIu64 " elements; it must be [%u, 8]",
-                         exec_slot_name(x, slot), vals->pcount, isa_view_free_elems(vals), pc);
+    if ((st = exec_need_rows(x, slot, vals, pc, 8)) != NCSIM_OK)
+        return st;
     *out = exec_scratch(x, 1, 8 * (size_t)pc);
     if (!*out)
         return exec_nomem(x);
@@ -567,11 +555,9 @@ static ncsim_status_t get_vals(exec_ctx_t *x, unsigned slot, uint32_t pc, float 
 
 ncsim_status_t exec_find_index8(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
     const isa_view_t *d, *src;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_FI8_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_FI8_SRC, sp, &src)) != NCSIM_OK)
+    if ((st = exec_views(x, SLOT_FI8_D, SLOT_FI8_SRC, &d, &src)) != NCSIM_OK)
         return st;
     if (d->dtype != ISA_DT_U32 && d->dtype != ISA_DT_I32)
         return exec_fail(x, "D has type %s; find_index8 writes u32 (or i32) indices",
@@ -581,9 +567,8 @@ ncsim_status_t exec_find_index8(exec_ctx_t *x)
     if (f > MAX8_MAX_FREE)
         return exec_fail(x, "SRC has %zu free elements; find_index8 takes at most %u", f,
                          MAX8_MAX_FREE);
-    if (d->pcount != pc || isa_view_free_elems(d) != 8)
-        return exec_fail(x, "D has %u partitions x %" PRIu64 " elements; it must be [%u, 8]",
-                         d->pcount, isa_view_free_elems(d), pc);
+    if ((st = exec_need_rows(x, SLOT_FI8_D, d, pc, 8)) != NCSIM_OK)
+        return st;
     float *vals;
     if ((st = get_vals(x, SLOT_FI8_VALS, pc, &vals)) != NCSIM_OK)
         return st;

@@ -8,12 +8,12 @@
  */
 #include "npy.h"
 
+#include "file.h"
+
 #include "numerics.h"
 #include "text.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -697,23 +697,6 @@ ncsim_status_t mdl_npy_read(const char *path, mdl_npy_t *out, char *err, size_t 
 
 /* ---- Writing ----------------------------------------------------------------------------- */
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        size_t chunk = n > (1u << 30) ? (1u << 30) : n;
-        ssize_t w = write(fd, p, chunk);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Build the preamble and padded header for a descr and shape. Returns the length, or 0. */
 static size_t build_header(const char *descr, const uint64_t *shape, uint32_t ndim, char *buf,
                            size_t cap)
@@ -752,8 +735,6 @@ static size_t build_header(const char *descr, const uint64_t *shape, uint32_t nd
     return total;
 }
 
-static atomic_uint npy_temp_counter;
-
 ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t *shape,
                              uint32_t ndim, const void *data, char *err, size_t errlen)
 {
@@ -791,81 +772,18 @@ ncsim_status_t mdl_npy_write(const char *path, const char *descr, const uint64_t
         return NCSIM_INTERNAL;
     }
 
-    /* An existing device or FIFO (e.g. /dev/null) is written in place: renaming over it
-     * would replace the device node. */
-    struct stat st_buf;
-    if (stat(path, &st_buf) == 0 && !S_ISREG(st_buf.st_mode)) {
-        if (S_ISDIR(st_buf.st_mode)) {
-            mdl_errf(err, errlen, "cannot write '%s': it is a directory", path);
-            return NCSIM_IO;
-        }
-        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-        if (fd < 0 || write_all(fd, header, header_len) || write_all(fd, data, nbytes)) {
-            mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-            if (fd >= 0)
-                close(fd);
-            return NCSIM_IO;
-        }
-        if (close(fd) != 0) {
-            mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-            return NCSIM_IO;
-        }
-        return NCSIM_OK;
-    }
-
-    size_t tmp_cap = strlen(path) + 64;
-    char *tmp = malloc(tmp_cap);
-    if (!tmp) {
-        mdl_errf(err, errlen, "%s: out of memory", path);
-        return NCSIM_NOMEM;
-    }
-    int fd = -1;
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        /* /dev/null, a FIFO: written where it is (a rename would replace the device) */
-        free(tmp);
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        int bad = fd < 0 || write_all(fd, header, header_len) || write_all(fd, data, nbytes);
-        int saved = errno;
-        if (fd >= 0 && close(fd) != 0 && !bad) {
-            bad = 1;
-            saved = errno;
-        }
-        if (bad) {
-            mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(saved));
-            return NCSIM_IO;
-        }
-        return NCSIM_OK;
-    }
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, tmp_cap, "%s.tmp.%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&npy_temp_counter, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
+    /* through a temporary renamed into place, or in place for /dev/null or a FIFO */
+    isa_file_out_t o;
+    if (isa_file_begin(&o, path)) {
         mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
-        free(tmp);
+        return errno == ENOMEM ? NCSIM_NOMEM : NCSIM_IO;
+    }
+    int ok = fwrite(header, 1, header_len, o.f) == header_len &&
+             (nbytes == 0 || fwrite(data, 1, nbytes, o.f) == nbytes);
+    if (isa_file_commit(&o, ok)) {
+        mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(errno));
         return NCSIM_IO;
     }
-    int failed = write_all(fd, header, header_len) || write_all(fd, data, nbytes);
-    int saved = errno;
-    if (close(fd) != 0 && !failed) {
-        failed = 1;
-        saved = errno;
-    }
-    if (!failed && rename(tmp, path) != 0) {
-        failed = 1;
-        saved = errno;
-    }
-    if (failed) {
-        unlink(tmp);
-        mdl_errf(err, errlen, "cannot write '%s': %s", path, strerror(saved));
-        free(tmp);
-        return NCSIM_IO;
-    }
-    free(tmp);
     return NCSIM_OK;
 }
 

@@ -4,13 +4,13 @@
  */
 #include "raster.h"
 
+#include "file.h"
+
 #include <errno.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 int rst_image_init(rst_image_t *im, int w, int h, rst_rgb_t fill)
 {
@@ -139,35 +139,16 @@ static int png_encode(FILE *f, const rst_image_t *im)
 
 ncsim_status_t rst_write_png(const rst_image_t *im, const char *path, char *err, size_t errlen)
 {
-    size_t pl = strlen(path);
-    struct stat st;
-    int direct = stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-    char *tmp = malloc(pl + 32);
-    if (!tmp) {
-        snprintf(err, errlen, "out of memory writing %s", path);
-        return NCSIM_NOMEM;
-    }
-    /* /dev/null, a FIFO: written where it is (a rename would replace the device) */
-    if (direct)
-        snprintf(tmp, pl + 32, "%s", path);
-    else
-        snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
+    isa_file_out_t o;
+    if (isa_file_begin(&o, path)) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return NCSIM_IO;
+        return errno == ENOMEM ? NCSIM_NOMEM : NCSIM_IO;
     }
-    int bad = png_encode(f, im);
-    bad |= fclose(f) != 0;
-    if (bad || (!direct && rename(tmp, path) != 0)) {
+    int bad = png_encode(o.f, im);
+    if (isa_file_commit(&o, !bad)) {
         snprintf(err, errlen, "cannot write %s%s%s", path, bad ? "" : ": ",
                  bad ? "" : strerror(errno));
-        if (!direct)
-            unlink(tmp);
-        free(tmp);
         return NCSIM_IO;
     }
-    free(tmp);
     return NCSIM_OK;
 }

@@ -1,7 +1,9 @@
+#define _GNU_SOURCE /* F_SETLEASE, F_SETSIG (Linux) */
 #include "load.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "asm.h"
+#include "file.h"
 #include "ncx.h"
 
 char *sim_read_file(const char *path, size_t *len)
@@ -63,37 +66,10 @@ int sim_write_file(const char *path, const void *data, size_t len)
 {
     if (strcmp(path, "-") == 0)
         return fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        /* /dev/null, a FIFO: written where it is (a rename would replace the device) */
-        FILE *d = fopen(path, "wb");
-        if (!d)
-            return -1;
-        int ok = fwrite(data, 1, len, d) == len;
-        return fclose(d) == 0 && ok ? 0 : -1;
-    }
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 32);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, pl + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        free(tmp);
-        return -1;
-    }
-    int ok = fwrite(data, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        errno = e;
-        return -1;
-    }
-    free(tmp);
-    return 0;
+    return isa_file_write(path, data, len);
 }
+
+void (*sim_load_mapped_hook)(const char *path);
 
 ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry,
                                 int (*arch_lookup)(void *, const char *, isa_geometry_t *),
@@ -102,10 +78,14 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
     *out = NULL;
     /* A large .ncx is read where it lies, in the page cache: copying it into fresh memory
      * (which the kernel first zeroes) cost as much as decoding it (47-73 against 62-94 ns
-     * per instruction, one load per process). MAP_POPULATE reads it all at once; a file cut
-     * shorter by another process during the load would still fault, which is why only a
-     * file replaced by rename (as ncsim and sweeps write theirs) is safe to rewrite while
-     * a run reads it. Text is read into a buffer, which the assembler needs NUL-terminated. */
+     * per instruction, one load per process). MAP_POPULATE reads it all at once. A mapping
+     * faults (SIGBUS) where another process cuts the file shorter under it (`cp` over it,
+     * a truncate), so the file is mapped only under a read lease: such a writer then waits
+     * until the load is done and has released it (the kernel tells this process with
+     * SIGURG, which is ignored unless a program asks for it). Without a lease (a file of
+     * another user, a file system without leases, a writer that has it open already) the
+     * file is read into memory instead. Text is read into a buffer, which the assembler
+     * needs NUL-terminated. */
     if (strcmp(path, "-") != 0) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
@@ -115,14 +95,23 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
             isa_ncx_is_binary(
                 head, (size_t)pread(fd, head, sizeof head, 0) == sizeof head ? sizeof head : 0)) {
             size_t n = (size_t)sb.st_size;
-            void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-            close(fd);
+            void *m = MAP_FAILED;
+            if (fcntl(fd, F_SETSIG, SIGURG) == 0 && fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+                /* (the size again: the lease stops writers from now on, not before) */
+                if (fstat(fd, &sb) == 0 && (size_t)sb.st_size == n)
+                    m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+                if (m == MAP_FAILED)
+                    (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+            }
             if (m != MAP_FAILED) {
+                if (sim_load_mapped_hook)
+                    sim_load_mapped_hook(path);
                 ncsim_status_t st = isa_ncx_read((const uint8_t *)m, n, geometry, path, out, diag);
                 munmap(m, n);
+                (void)fcntl(fd, F_SETLEASE, F_UNLCK);
+                close(fd);
                 return st;
             }
-            fd = -1; /* the mapping failed: read it as any file */
         }
         if (fd >= 0)
             close(fd);

@@ -21,6 +21,9 @@ ncsim_status_t sim_load_program(const char *path, const isa_geometry_t *geometry
 #define SIM_MAX_READ_BYTES (1 << 30)
 /* A .ncx from this size on is mapped rather than read (sim_load_program). */
 #define SIM_MAP_MIN_BYTES (1 << 20)
+/* Tests only: called by sim_load_program with `path` mapped and its read lease held,
+ * before decoding it (NULL: nothing). */
+extern void (*sim_load_mapped_hook)(const char *path);
 char *sim_read_file(const char *path, size_t *len);
 /* Write a whole file atomically (temporary file, then rename). 0 on success. */
 int sim_write_file(const char *path, const void *data, size_t len);

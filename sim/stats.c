@@ -263,7 +263,14 @@ void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
     fprintf(out, "tensor engine: %llu FLOPs; MFU %.1f%% of %u core%s x %.2f TFLOP/s bf16 peak\n",
             (unsigned long long)st->tensor_flops, 100.0 * st->mfu, used, used == 1 ? "" : "s",
             st->peak_flops_per_core / 1e12);
-    if (info->host_seconds > 0)
-        fprintf(out, "host: %.3f s, %llu instructions, %llu events\n", info->host_seconds,
+    if (info->host_seconds > 0) {
+        /* where the host's time went: a .nca is assembled at every run (`ncsim asm` once,
+         * then run the .ncx, when it is run many times) */
+        fputs("host: ", out);
+        if (info->load_seconds > 0)
+            fprintf(out, "loading %.3f s, ", info->load_seconds);
+        fprintf(out, "simulating %.3f s (%.1f M instructions/s), %llu instructions, %llu events\n",
+                info->host_seconds, (double)st->instructions / info->host_seconds / 1e6,
                 (unsigned long long)st->instructions, (unsigned long long)st->events);
+    }
 }

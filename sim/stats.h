@@ -16,6 +16,7 @@ typedef struct sim_run_info {
     uint64_t seed;
     double host_seconds;  /* wall time of the simulation itself */
     const char *error;    /* NULL: the run succeeded; else why it failed ("status": "error") */
+    double load_seconds;  /* wall time of reading (and assembling) the program; 0: unknown */
 } sim_run_info_t;
 
 /* The statistics as JSON text (malloc'd), with the resolved architecture config under

@@ -61,7 +61,7 @@ static void run_once(const isa_program_t *p, int timing_only)
     st = sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
     if (st != NCSIM_OK)
         fz_check(sim_error(s)[0] != 0, "fuzz_run", "a failed run without a message");
-    sim_run_info_t info = {"fuzz.nca", timing_only, 1, 0.0, st != NCSIM_OK ? "failed" : NULL};
+    sim_run_info_t info = {"fuzz.nca", timing_only, 1, 0.0, st != NCSIM_OK ? "failed" : NULL, 0.0};
     char *json = sim_stats_json(sim_stats(s), &arch, p, &info);
     free(json);
     FILE *null = fopen("/dev/null", "w");

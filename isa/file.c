@@ -1,0 +1,114 @@
+/*
+ * file.c -- whole files put in place by rename (file.h).
+ */
+#include "file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Temporaries are named PATH.tmp.PID.N: unique between processes by the pid and between
+ * threads of one process (a sweep writes from several) by N. */
+static atomic_uint file_counter;
+
+int isa_file_is_special(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+int isa_file_begin(isa_file_out_t *o, const char *path)
+{
+    memset(o, 0, sizeof *o);
+    struct stat st;
+    int exists = stat(path, &st) == 0; /* one stat: a sweep writes thousands of files */
+    if (exists && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        return -1;
+    }
+    size_t pl = strlen(path);
+    if (!(o->path = malloc(pl + 1)))
+        return -1;
+    memcpy(o->path, path, pl + 1);
+    if (exists && !S_ISREG(st.st_mode)) { /* isa_file_is_special */
+        /* no O_TRUNC on a FIFO or device: it means nothing there, and fopen "wb" asks it */
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0 && !(o->f = fdopen(fd, "wb")))
+            close(fd);
+    } else if ((o->tmp = malloc(pl + 48))) {
+        int fd = -1;
+        for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+            snprintf(o->tmp, pl + 48, "%s.tmp.%ld.%u", path, (long)getpid(),
+                     atomic_fetch_add(&file_counter, 1u));
+            /* mode 0666: the file gets the permissions any new file gets (umask) */
+            fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd < 0 && errno != EEXIST)
+                break;
+        }
+        if (fd >= 0 && !(o->f = fdopen(fd, "wb"))) {
+            int e = errno;
+            close(fd);
+            unlink(o->tmp);
+            errno = e;
+        }
+    }
+    if (o->f)
+        return 0;
+    int e = errno;
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
+    errno = e;
+    return -1;
+}
+
+int isa_file_commit(isa_file_out_t *o, int ok)
+{
+    if (!o->f) {
+        errno = EBADF;
+        return -1;
+    }
+    int e = ok ? 0 : errno ? errno : EIO; /* the caller's failed write said why */
+    if (ok && ferror(o->f)) {
+        ok = 0;
+        e = EIO;
+    }
+    if (fclose(o->f) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
+    o->f = NULL;
+    if (ok && o->tmp && rename(o->tmp, o->path) != 0) {
+        ok = 0;
+        e = errno;
+    }
+    if (!ok && o->tmp)
+        unlink(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
+    errno = e;
+    return ok ? 0 : -1;
+}
+
+void isa_file_abort(isa_file_out_t *o)
+{
+    if (o->f) {
+        int e = errno;
+        (void)isa_file_commit(o, 0);
+        errno = e;
+    }
+}
+
+int isa_file_write(const char *path, const void *data, size_t len)
+{
+    isa_file_out_t o;
+    if (isa_file_begin(&o, path))
+        return -1;
+    return isa_file_commit(&o, fwrite(data, 1, len, o.f) == len);
+}

@@ -1,0 +1,42 @@
+/*
+ * file.h -- writing a whole file so that nobody sees half of it.
+ *
+ * Every file ncsim writes outside the command line's own outputs (a .ncx, statistics,
+ * .npy arrays, PNG plots) goes through here: the bytes go to a temporary beside the target,
+ * which is renamed over it once everything was written and closed, so a reader sees the old
+ * file or the new one and a failed write leaves the old one alone. A target that exists and
+ * is neither a regular file nor a directory (/dev/null, a FIFO, a terminal) is written in
+ * place instead: renaming over it would replace the device node with a regular file, and
+ * removing it after a failure would delete the device.
+ */
+#ifndef NCSIM_ISA_FILE_H
+#define NCSIM_ISA_FILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct isa_file_out {
+    FILE *f;    /* write here */
+    char *tmp;  /* the temporary renamed over `path` at commit; NULL when written in place */
+    char *path; /* the target (a copy) */
+} isa_file_out_t;
+
+/* 1 when PATH exists and is neither a regular file nor a directory: such a target is
+ * written where it is, never renamed over or removed. */
+int isa_file_is_special(const char *path);
+
+/* Open PATH for writing (a temporary beside it, or PATH itself when isa_file_is_special).
+ * 0, or -1 with errno set and nothing created. A directory is refused with EISDIR. */
+int isa_file_begin(isa_file_out_t *o, const char *path);
+
+/* Close and put in place. `ok` 0 (the caller's writes failed) aborts instead. 0, or -1 with
+ * errno set; on failure the temporary is removed and the target is left as it was. */
+int isa_file_commit(isa_file_out_t *o, int ok);
+
+/* Give up: close and remove the temporary (the target is left as it was). */
+void isa_file_abort(isa_file_out_t *o);
+
+/* The whole of DATA to PATH through the above. 0, or -1 with errno set. */
+int isa_file_write(const char *path, const void *data, size_t len);
+
+#endif
