@@ -500,7 +500,10 @@ static int ann_u64(const pf_event_t *ev, const char *key, uint64_t *out)
 {
     for (unsigned i = 0; i < ev->nann; i++)
         if (strcmp(ev->ann_name[i], key) == 0 && !ev->ann[i].is_text) {
-            *out = ev->ann[i].is_double ? (uint64_t)ev->ann[i].d : ev->ann[i].u;
+            double d = ev->ann[i].d;
+            if (ev->ann[i].is_double && !(d >= 0 && d < 18446744073709551616.0))
+                return -1; /* not a time (negative, too large, NaN): a damaged file */
+            *out = ev->ann[i].is_double ? (uint64_t)d : ev->ann[i].u;
             return 0;
         }
     return -1;
