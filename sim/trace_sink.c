@@ -338,7 +338,7 @@ static void retire(sim_trace_file_t *t, char *text)
     t->retired[t->nretired++] = text;
 }
 
-static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
+static inline void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
 {
     if (s->written && s->last == v)
         return; /* a counter holds its value until the next one */
@@ -352,7 +352,7 @@ static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v
     put(t, &r);
 }
 
-static void series_set(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
+static inline void series_set(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
 {
     if (ts < t->opt.start_ps) {
         s->pending = 1;
