@@ -281,10 +281,21 @@ _Static_assert(SIM_DMA_LIMIT_COUNT == 0 TRC_DMA_LIMIT_MAP(XX), "TRC_DMA_LIMIT_MA
 static const char *const stall_names[SIM_STALL_COUNT] = {"none", "semaphore", "port",
                                                          "interlock", "collective"};
 
+/* round(x), half away from zero, without the library call (several per transfer): below
+ * 2^52 in magnitude x - trunc(x) is exact, so the result is round's to the bit. */
+static inline double round_exact(double x)
+{
+    if (!(x > -4e15 && x < 4e15))
+        return round(x); /* large, infinite or NaN */
+    double t = (double)(int64_t)x, d = x - t;
+    /* copysign: round(-0.3) is -0.0, as the text of the value shows */
+    return d >= 0.5 ? t + 1.0 : d <= -0.5 ? t - 1.0 : copysign(t, x);
+}
+
 /* Bandwidth in GB/s rounded to 1 MB/s: counters and arguments read as plain decimals. */
 static double round_gbps(double v)
 {
-    return round(v * 1000.0) / 1000.0;
+    return round_exact(v * 1000.0) / 1000.0;
 }
 
 /* ---- writing ------------------------------------------------------------------------------------- */
@@ -327,7 +338,7 @@ static void retire(sim_trace_file_t *t, char *text)
     t->retired[t->nretired++] = text;
 }
 
-static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
+static inline void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
 {
     if (s->written && s->last == v)
         return; /* a counter holds its value until the next one */
@@ -341,7 +352,7 @@ static void counter_emit(sim_trace_file_t *t, series_t *s, uint64_t ts, double v
     put(t, &r);
 }
 
-static void series_set(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
+static inline void series_set(sim_trace_file_t *t, series_t *s, uint64_t ts, double v)
 {
     if (ts < t->opt.start_ps) {
         s->pending = 1;
@@ -765,21 +776,34 @@ static const char *operands_text(sim_trace_file_t *t, uint32_t core, const isa_i
     return text;
 }
 
-/* v in decimal at p; returns the characters written (at most 11). */
+/* v in decimal at p; returns the characters written (at most 11). Two digits at a time,
+ * straight into place (clause numbers: one or two per traced instruction). */
 static size_t put_int(char *p, int32_t v)
 {
-    char digits[12];
-    size_t n = 0, k = 0;
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                                "34353637383940414243444546474849505152535455565758596061626364656667"
+                                "6869707172737475767778798081828384858687888990919293949596979899";
     uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        digits[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    size_t k = 0;
     if (v < 0)
         p[k++] = '-';
-    while (n)
-        p[k++] = digits[--n];
-    return k;
+    size_t n = 1;
+    for (uint32_t x = u; x >= 10; x /= 10)
+        n++;
+    char *e = p + k + n;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--e = pairs[r + 1];
+        *--e = pairs[r];
+    }
+    if (u >= 10) {
+        *--e = pairs[u * 2 + 1];
+        *--e = pairs[u * 2];
+    } else {
+        *--e = (char)('0' + u);
+    }
+    return k + n;
 }
 
 /* " OP VALUE" without printf (this runs for every traced instruction with clauses). */
@@ -1185,8 +1209,8 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->queued = r->start_ps - r->issue_ps;
     a->gbps = gbps;
     a->pieces = r->pieces;
-    a->piece_bytes = round(r->bytes_per_piece * 1000.0) / 1000.0;
-    a->efficiency = round(r->efficiency * 1e6) / 1e6;
+    a->piece_bytes = round_exact(r->bytes_per_piece * 1000.0) / 1000.0;
+    a->efficiency = round_exact(r->efficiency * 1e6) / 1e6;
     a->fixed = r->fixed_ps;
     a->queue_wait = r->queue_wait_ps;
     int lim = -1;
@@ -1199,8 +1223,8 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
      * trace's time */
     a->cap_gbps = round_gbps(r->cap_gbps);
     a->engines = r->engines;
-    a->dma_share = round(r->dma_share * 1000.0) / 10.0;
-    a->hbm_share = round(r->hbm_share * 1000.0) / 10.0;
+    a->dma_share = round_exact(r->dma_share * 1000.0) / 10.0;
+    a->hbm_share = round_exact(r->hbm_share * 1000.0) / 10.0;
     a->limited_own = r->limited_ps[SIM_DMA_LIMIT_OWN];
     a->limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
     a->limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];

@@ -324,6 +324,7 @@ static int read_descriptor(pf_reader_t *r, const unsigned char *p, size_t n)
 
 #define MAX_ANN 64
 #define MAX_FLOWS 16
+#define MAX_EXTRA 16 /* extra counter values of one event kept (ours: at most 3) */
 
 struct pf_event {
     uint64_t type, track;
@@ -335,6 +336,9 @@ struct pf_event {
     arg_value_t ann[MAX_ANN];
     unsigned nflow, nterm;
     uint64_t flow[MAX_FLOWS], term[MAX_FLOWS];
+    /* extra counters: [0] whole values (int64), [1] doubles; tracks and values in order */
+    unsigned nxt[2], nxv[2];
+    uint64_t xtrack[2][MAX_EXTRA], xval[2][MAX_EXTRA];
 };
 typedef struct pf_event pf_event_t;
 
@@ -351,6 +355,40 @@ static void add_ids(uint64_t *ids, unsigned *n, const pb_field_t *f)
         }
     } else if (*n < MAX_FLOWS) {
         ids[(*n)++] = f->v;
+    }
+}
+
+/* A repeated scalar, unpacked (one field each, as Perfetto's proto declares them) or packed:
+ * varints, or fixed64 when `fixed`. */
+static void add_scalars(uint64_t *vals, unsigned *n, const pb_field_t *f, int fixed)
+{
+    if (f->wire == PB_LEN) {
+        const unsigned char *p = f->data, *end = f->data + f->len;
+        while (p < end && *n < MAX_EXTRA) {
+            uint64_t v = 0;
+            if (fixed) {
+                if (end - p < 8)
+                    return;
+                for (int i = 0; i < 8; i++)
+                    v |= (uint64_t)p[i] << (8 * i);
+                p += 8;
+            } else {
+                int shift = 0, ok = 0;
+                while (p < end && shift < 64) {
+                    v |= (uint64_t)(*p & 0x7f) << shift;
+                    shift += 7;
+                    if (!(*p++ & 0x80)) {
+                        ok = 1;
+                        break;
+                    }
+                }
+                if (!ok)
+                    return;
+            }
+            vals[(*n)++] = v;
+        }
+    } else if (*n < MAX_EXTRA && f->wire == (fixed ? PB_I64 : PB_VARINT)) {
+        vals[(*n)++] = f->v;
     }
 }
 
@@ -440,6 +478,14 @@ static int read_event(pf_reader_t *r, pf_event_t *ev, const unsigned char *p, si
             ev->has_value = 1;
             memcpy(&ev->value, &f.v, sizeof ev->value);
             break;
+        case PF_TE_EXTRA_COUNTER_UUIDS: add_scalars(ev->xtrack[0], &ev->nxt[0], &f, 0); break;
+        case PF_TE_EXTRA_COUNTER_VALUES: add_scalars(ev->xval[0], &ev->nxv[0], &f, 0); break;
+        case PF_TE_EXTRA_DOUBLE_COUNTER_UUIDS:
+            add_scalars(ev->xtrack[1], &ev->nxt[1], &f, 0);
+            break;
+        case PF_TE_EXTRA_DOUBLE_COUNTER_VALUES:
+            add_scalars(ev->xval[1], &ev->nxv[1], &f, 1);
+            break;
         case PF_TE_FLOW_IDS:
         case 36: add_ids(ev->flow, &ev->nflow, &f); break;
         case PF_TE_TERMINATING_FLOW_IDS:
@@ -454,7 +500,10 @@ static int ann_u64(const pf_event_t *ev, const char *key, uint64_t *out)
 {
     for (unsigned i = 0; i < ev->nann; i++)
         if (strcmp(ev->ann_name[i], key) == 0 && !ev->ann[i].is_text) {
-            *out = ev->ann[i].is_double ? (uint64_t)ev->ann[i].d : ev->ann[i].u;
+            double d = ev->ann[i].d;
+            if (ev->ann[i].is_double && !(d >= 0 && d < 18446744073709551616.0))
+                return -1; /* not a time (negative, too large, NaN): a damaged file */
+            *out = ev->ann[i].is_double ? (uint64_t)d : ev->ann[i].u;
             return 0;
         }
     return -1;
@@ -610,6 +659,7 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
     ev->has_value = 0;
     ev->value = 0;
     ev->nann = ev->nflow = ev->nterm = 0;
+    ev->nxt[0] = ev->nxt[1] = ev->nxv[0] = ev->nxv[1] = 0;
     int rc = 0;
     if (read_event(r, ev, te, tel)) {
         snprintf(r->bad, sizeof r->bad, "malformed track event");
@@ -681,6 +731,28 @@ static int read_packet(pf_reader_t *r, const unsigned char *p, size_t n)
         rec.u.counter.value = ev->value;
         if (!emit(r, &rec))
             rc = 1;
+    }
+    /* extra counters of the event (any type): whole values, then doubles, each on its own
+     * counter track at the event's time; pairs without a counter track are left out */
+    for (int d = 0; d < 2 && !rc; d++) {
+        unsigned nx = ev->nxt[d] < ev->nxv[d] ? ev->nxt[d] : ev->nxv[d];
+        for (unsigned i = 0; i < nx && !rc; i++) {
+            const pf_track_t *xt = find_track(r, ev->xtrack[d][i]);
+            if (!xt || xt->kind != TK_COUNTER)
+                continue;
+            memset(&rec, 0, sizeof rec);
+            rec.kind = TRC_REC_COUNTER;
+            rec.u.counter.pid = xt->pid;
+            rec.u.counter.name = xt->name;
+            rec.u.counter.unit = xt->unit;
+            rec.u.counter.ts_ps = ts_ps;
+            if (d)
+                memcpy(&rec.u.counter.value, &ev->xval[d][i], sizeof rec.u.counter.value);
+            else
+                rec.u.counter.value = (double)(int64_t)ev->xval[d][i];
+            if (!emit(r, &rec))
+                rc = 1;
+        }
     }
 out:
     return rc;

@@ -211,6 +211,7 @@ typedef struct str_memo {
 #define HOT_STR 512u
 #define HOT_COUNTER 64u
 #define OPERANDS_MAX 2048
+#define CBATCH 4 /* counter values in one event at most (its body stays within SMALL_BODY) */
 
 typedef struct pf_state {
     pb_buf_t pkt;
@@ -244,6 +245,18 @@ typedef struct pf_state {
     uint64_t kind_fields[TRC_SLICE_KIND_COUNT][32];
     uint64_t kind_scaled[TRC_SLICE_KIND_COUNT][32][2]; /* 0: not interned yet */
     uint64_t ts_iid, dur_iid, values_iid;
+    /* by track (its uuid's low bits): the bytes the lengths of its last slice's begin packet
+     * took (2 to 4) */
+    uint8_t len_guess[64];
+    /* counter values of one instant waiting to go out as one event (counter_flush) */
+    unsigned cb_n;
+    int cb_double;   /* an extra (not the first) is a double: no integer extra may follow */
+    uint64_t cb_ts;  /* its timestamp, ns */
+    struct {
+        uint64_t uuid;
+        int is_int;
+        double v;
+    } cb[CBATCH];
     const trc_slice_t *slice; /* the slice being written */
     char tmpl[OPERANDS_MAX], vals[OPERANDS_MAX];
 } pf_state_t;
@@ -287,16 +300,17 @@ static uint64_t iid_of(pf_state_t *st, int table, const char *s)
     return iid;
 }
 
-/* iid of a string that stays unchanged until the writer closes: by its address, the text is
- * read only the first time */
-static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
+/* The slot of stable string s of `table` in the hot memo. */
+static inline unsigned hot_slot(const char *s, int table)
 {
-    if (!s)
-        s = "";
     uintptr_t k = (uintptr_t)s;
-    unsigned slot = (unsigned)((k >> 3) ^ (k >> 11) ^ (uintptr_t)table * 37u) & (HOT_STR - 1);
-    if (st->hot_str[slot].s == s && st->hot_str[slot].table == (uint32_t)table)
-        return st->hot_str[slot].iid;
+    return (unsigned)((k >> 3) ^ (k >> 11) ^ (uintptr_t)table * 37u) & (HOT_STR - 1);
+}
+
+/* iid_stable past its memo: the map of addresses, then the text (the first time). */
+static __attribute__((noinline)) uint64_t iid_stable_slow(pf_state_t *st, int table, const char *s)
+{
+    unsigned slot = hot_slot(s, table);
     uint64_t iid = ptr_get(&st->stable_str, s, NULL, (uint64_t)table);
     if (!iid) {
         iid = iid_of(st, table, s);
@@ -309,6 +323,19 @@ static uint64_t iid_stable(pf_state_t *st, int table, const char *s)
         st->hot_str[slot].iid = (uint32_t)iid;
     }
     return iid;
+}
+
+/* iid of a string that stays unchanged until the writer closes: by its address, the text is
+ * read only the first time. The memo's hit is inlined (two per slice: a call that saved and
+ * restored the registers of the slow path cost more than the look-up). */
+static inline uint64_t iid_stable(pf_state_t *st, int table, const char *s)
+{
+    if (!s)
+        s = "";
+    unsigned slot = hot_slot(s, table);
+    if (st->hot_str[slot].s == s && st->hot_str[slot].table == (uint32_t)table)
+        return st->hot_str[slot].iid;
+    return iid_stable_slow(st, table, s);
 }
 
 /* A string of the slice being written (st->slice): by address when the slice is stable. */
@@ -517,8 +544,8 @@ static uint64_t scaled_iid(pf_state_t *st, unsigned fi, int scale)
  * exactly n / 1000 or n / 10^6 (rates rounded to 1 MB/s, shares to 0.1 %, efficiencies to
  * 10^-6), the varint n under the field's name with "_x1000" or "_x1e6" (three bytes instead
  * of eight); otherwise a double. The reader takes each for a real field. */
-static unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid, unsigned fi,
-                                 double v)
+static inline unsigned char *w_ann_real(pf_state_t *st, unsigned char *p, uint64_t iid,
+                                        unsigned fi, double v)
 {
     if (v >= 0 && v < 9007199254740992.0 && v == (double)(uint64_t)v)
         return w_ann_u64(p, iid, (uint64_t)v);
@@ -617,6 +644,14 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
     return w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, s));
 }
 
+/* A string value other than operands (stall cause, cost, semaphore, limit, issuer): interned,
+ * inlined into each slice kind's writer (several per slice). */
+static inline unsigned char *put_istr(pf_state_t *st, unsigned char *p, uint64_t iid,
+                                      const char *v)
+{
+    return w_ann_istr(p, iid, slice_iid(st, TBL_STRING_VALUE, v ? v : ""));
+}
+
 /* The annotations of each slice kind, expanded from its field table at compile time (the
  * same as annotations() writes, without its loop); iids: the field names' iids in table
  * order. */
@@ -627,7 +662,8 @@ static unsigned char *put_str_value(pf_state_t *st, unsigned char *p, uint64_t i
 #define PPUT_U64(p, iid, v, key) w_ann_u64(p, iid, v)
 #define PPUT_PS(p, iid, v, key) w_ann_u64(p, iid, v)
 #define PPUT_F64(p, iid, v, key) w_ann_real(st, p, iid, fi, v)
-#define PPUT_STR(p, iid, v, key) put_str_value(st, p, iid, v, strcmp(key, "operands") == 0)
+#define PPUT_STR(p, iid, v, key)                                                               \
+    (strcmp(key, "operands") == 0 ? put_str_value(st, p, iid, v, 1) : put_istr(st, p, iid, v))
 #define PFIELD(member, key, type, always)                                                      \
     if (!(implied >> fi & 1) && ((always) || !PSKIP_##type(a->member)))                        \
         p = PPUT_##type(p, iids[fi], a->member, key);                                          \
@@ -868,7 +904,8 @@ static ncsim_status_t flush_flows(trc_writer_t *w, pf_state_t *st, uint64_t trac
     return rc;
 }
 
-static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_slice_t *s)
+static __attribute__((noinline)) ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st,
+                                                             const trc_slice_t *s)
 {
     if (s->kind >= TRC_SLICE_KIND_COUNT)
         return NCSIM_INTERNAL;
@@ -895,10 +932,28 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
     /* (an operand text split by put_operands: its numbers, shorter than the text, inline) */
     size_t room = 64 + 2 * 32 + kind_room[s->kind] + OPERANDS_MAX + 32 + st->nflows * 10 +
                   (s->operand_values ? strlen(s->operand_values) + 16 : 0);
-    st->ev.n = 0;
-    if (pb_reserve(&st->ev, room))
-        return NCSIM_NOMEM;
-    unsigned char *p = st->ev.p;
+    /* The event is composed in place, in the output buffer after the room its packet's
+     * header takes: that room depends on the lengths of the body and of the packet (one
+     * varint byte below 128, two above), so it is guessed as the last slice of the track had
+     * it (an engine runs the same few instructions), and the body moved by a byte or two when
+     * the guess was wrong. When the event turned
+     * out to need interned strings sent first (or the first packet, or a body of 16 kB), it
+     * is copied into st->ev and takes emit_event's general path. */
+    uint64_t ts_ns = s->ts_ps / 1000;
+    int direct = !st->first_packet && !st->oom && room + 32 <= TRC_OUT_BUFSZ;
+    /* the header but its two lengths: timestamp, sequence, flags, the event's tag */
+    size_t fixed = 1 + pb_varint_size(ts_ns) + 2 + 2 + 1;
+    unsigned char *pkt = NULL, *body;
+    if (direct) {
+        pkt = trc_out_reserve(&w->out, room + 32);
+        body = pkt + 1 + st->len_guess[track & 63] + fixed;
+    } else {
+        st->ev.n = 0;
+        if (pb_reserve(&st->ev, room))
+            return NCSIM_NOMEM;
+        body = st->ev.p;
+    }
+    unsigned char *p = body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_BEGIN);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
@@ -923,36 +978,72 @@ static ncsim_status_t write_slice(trc_writer_t *w, pf_state_t *st, const trc_sli
         }
     }
     st->nflows = k;
-    st->ev.n = (size_t)(p - st->ev.p);
-    rc = emit_event(w, st, s->ts_ps / 1000, 1);
-    if (rc != NCSIM_OK)
-        return rc;
-    unsigned char body[SMALL_BODY], *pkt;
+    size_t nbody = (size_t)(p - body);
+    if (direct && !st->npend && !st->oom && nbody + 32 < (1u << 14)) {
+        size_t nlen = nbody < 128 ? 1 : 2, npkt = fixed + nlen + nbody;
+        unsigned lens = (unsigned)(nlen + (npkt < 128 ? 1 : 2));
+        if (lens != st->len_guess[track & 63]) {
+            memmove(pkt + 1 + lens + fixed, body, nbody);
+            st->len_guess[track & 63] = (uint8_t)lens;
+        }
+        _Static_assert(TRC_PF_SEQUENCE < 128, "one-byte sequence id");
+        unsigned char *q = pkt;
+        *q++ = PF_TRACE_PACKET << 3 | PB_LEN;
+        q = w_varint(q, npkt);
+        *q++ = PF_PKT_TIMESTAMP << 3 | PB_VARINT;
+        q = w_varint(q, ts_ns);
+        *q++ = PF_PKT_SEQ_ID << 3 | PB_VARINT;
+        *q++ = TRC_PF_SEQUENCE;
+        *q++ = PF_PKT_SEQ_FLAGS << 3 | PB_VARINT;
+        *q++ = PF_SEQ_NEEDS_STATE;
+        *q++ = PF_PKT_TRACK_EVENT << 3 | PB_LEN;
+        q = w_varint(q, nbody);
+        trc_out_commit(&w->out, (size_t)(q - pkt) + nbody);
+        w->events++;
+    } else {
+        if (direct) { /* out of the output buffer, which the general path writes to */
+            st->ev.n = 0;
+            if (pb_reserve(&st->ev, nbody))
+                return NCSIM_NOMEM;
+            memcpy(st->ev.p, body, nbody);
+        }
+        st->ev.n = nbody;
+        rc = emit_event(w, st, ts_ns, 1);
+        if (rc != NCSIM_OK)
+            return rc;
+    }
+    unsigned char ebody[SMALL_BODY], *epkt;
     uint64_t end_ns = (s->ts_ps + s->dur_ps) / 1000;
-    unsigned char *b = small_begin(w, st, end_ns, 0, &pkt);
-    p = b ? b : body;
+    unsigned char *b = small_begin(w, st, end_ns, 0, &epkt);
+    p = b ? b : ebody;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_SLICE_END);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
     p = w_varint(p, track);
     if (b)
-        return small_end(w, pkt, b, p);
-    return emit_small(w, st, end_ns, 0, body, (size_t)(p - body));
+        return small_end(w, epkt, b, p);
+    return emit_small(w, st, end_ns, 0, ebody, (size_t)(p - ebody));
 }
 
-static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+static inline ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
                                           const trc_counter_t *c, uint64_t uuid);
+static ncsim_status_t counter_flush(trc_writer_t *w, pf_state_t *st);
 
-static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_counter_t *c)
+static inline unsigned hot_counter_slot(const char *cname, uint32_t pid)
+{
+    return (unsigned)(((uintptr_t)cname >> 3) ^ ((uintptr_t)cname >> 10) ^ pid * 7u) &
+           (HOT_COUNTER - 1);
+}
+
+/* write_counter past its memo of stable tracks (a track's first value, records that are not
+ * stable). */
+static __attribute__((noinline)) ncsim_status_t write_counter_slow(trc_writer_t *w,
+                                                                    pf_state_t *st,
+                                                                    const trc_counter_t *c)
 {
     const char *cname = c->name ? c->name : "", *cunit = c->unit ? c->unit : "";
-    unsigned hot = (unsigned)(((uintptr_t)cname >> 3) ^ ((uintptr_t)cname >> 10) ^
-                              c->pid * 7u) &
-                   (HOT_COUNTER - 1);
+    unsigned hot = hot_counter_slot(cname, c->pid);
     if (c->stable) {
-        if (st->hot_counter[hot].name == cname && st->hot_counter[hot].unit == cunit &&
-            st->hot_counter[hot].pid == c->pid)
-            return write_counter_value(w, st, c, st->hot_counter[hot].uuid);
         uint64_t uuid = ptr_get(&st->stable_counters, cname, cunit, c->pid);
         if (uuid) {
             st->hot_counter[hot].name = cname;
@@ -986,6 +1077,9 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
         }
     }
     if (is_new) {
+        ncsim_status_t frc = counter_flush(w, st); /* the values before, then the descriptor */
+        if (frc != NCSIM_OK)
+            return frc;
         char name[300];
         snprintf(name, sizeof name, "%s (%s)", c->name, c->unit);
         ncsim_status_t rc = write_descriptor(w, st, uuid, trc_pf_track_uuid(c->pid, 0), name, 3,
@@ -998,26 +1092,107 @@ static ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st, const trc_c
     return write_counter_value(w, st, c, uuid);
 }
 
-static ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
-                                          const trc_counter_t *c, uint64_t uuid)
+/* A counter value: a stable track seen before is found by its name's address (several values
+ * per simulated instruction: the hit is inlined, the rest is write_counter_slow). */
+static inline ncsim_status_t write_counter(trc_writer_t *w, pf_state_t *st,
+                                           const trc_counter_t *c)
 {
-    unsigned char body[SMALL_BODY], *pkt, *b = small_begin(w, st, c->ts_ps / 1000, 0, &pkt);
+    if (c->stable && c->name && c->unit) {
+        unsigned hot = hot_counter_slot(c->name, c->pid);
+        if (st->hot_counter[hot].name == c->name && st->hot_counter[hot].unit == c->unit &&
+            st->hot_counter[hot].pid == c->pid)
+            return write_counter_value(w, st, c, st->hot_counter[hot].uuid);
+    }
+    return write_counter_slow(w, st, c);
+}
+
+/* A counter value as protobuf has it: whole values (bytes, semaphore values) as an int64
+ * varint, the others as a double. */
+static inline int counter_is_int(double v)
+{
+    return v > -9e15 && v < 9e15 && v == (double)(int64_t)v;
+}
+
+/* The counter values waiting in st->cb as one TYPE_COUNTER event: the first on its track
+ * (counter_value or double_counter_value), the others as the event's extra counters
+ * (extra_counter_track_uuids / extra_counter_values for whole values, then
+ * extra_double_counter_track_uuids / extra_double_counter_values), which Perfetto records on
+ * their own tracks at the event's time. At most 2 + 11 + 2 + 10 bytes for the first and
+ * 2 + 10 + 1 + 10 (or 2 + 10 + 2 + 8) for each other: CBATCH = 4 fits SMALL_BODY. */
+static ncsim_status_t counter_flush(trc_writer_t *w, pf_state_t *st)
+{
+    _Static_assert(25 + (CBATCH - 1) * 23 <= SMALL_BODY, "counter batch in a small body");
+    unsigned n = st->cb_n;
+    if (!n)
+        return NCSIM_OK;
+    st->cb_n = 0;
+    st->cb_double = 0;
+    w->events += n - 1; /* events count counter values, as before they shared packets */
+    unsigned char body[SMALL_BODY], *pkt, *b = small_begin(w, st, st->cb_ts, 0, &pkt);
     unsigned char *p = b ? b : body;
     p = w_tag(p, PF_TE_TYPE, PB_VARINT);
     p = w_varint(p, PF_TYPE_COUNTER);
     p = w_tag(p, PF_TE_TRACK_UUID, PB_VARINT);
-    p = w_varint(p, uuid);
-    if (c->value > -9e15 && c->value < 9e15 && c->value == (double)(int64_t)c->value) {
-        /* bytes and semaphore values: an integer varint instead of a double */
+    p = w_varint(p, st->cb[0].uuid);
+    if (st->cb[0].is_int) {
         p = w_tag(p, PF_TE_COUNTER_VALUE, PB_VARINT);
-        p = w_varint(p, (uint64_t)(int64_t)c->value);
+        p = w_varint(p, (uint64_t)(int64_t)st->cb[0].v);
     } else {
         p = w_tag(p, PF_TE_DOUBLE_COUNTER_VALUE, PB_I64);
-        p = w_double(p, c->value);
+        p = w_double(p, st->cb[0].v);
     }
+    /* the extras: whole values first (counter_add keeps them before the doubles) */
+    for (unsigned i = 1; i < n; i++)
+        if (st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_COUNTER_UUIDS, PB_VARINT);
+            p = w_varint(p, st->cb[i].uuid);
+        }
+    for (unsigned i = 1; i < n; i++)
+        if (st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_COUNTER_VALUES, PB_VARINT);
+            p = w_varint(p, (uint64_t)(int64_t)st->cb[i].v);
+        }
+    for (unsigned i = 1; i < n; i++)
+        if (!st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_DOUBLE_COUNTER_UUIDS, PB_VARINT);
+            p = w_varint(p, st->cb[i].uuid);
+        }
+    for (unsigned i = 1; i < n; i++)
+        if (!st->cb[i].is_int) {
+            p = w_tag(p, PF_TE_EXTRA_DOUBLE_COUNTER_VALUES, PB_I64);
+            p = w_double(p, st->cb[i].v);
+        }
     if (b)
         return small_end(w, pkt, b, p);
-    return emit_small(w, st, c->ts_ps / 1000, 0, body, (size_t)(p - body));
+    return emit_small(w, st, st->cb_ts, 0, body, (size_t)(p - body));
+}
+
+/* A counter value: joins the values waiting when they are of the same nanosecond (the
+ * packet's time), on other tracks, and the readers' order is kept (whole values cannot follow
+ * a double among the extras); otherwise those go out first. */
+static inline ncsim_status_t write_counter_value(trc_writer_t *w, pf_state_t *st,
+                                          const trc_counter_t *c, uint64_t uuid)
+{
+    uint64_t ts = c->ts_ps / 1000;
+    int is_int = counter_is_int(c->value);
+    if (st->cb_n) {
+        int join = st->cb_ts == ts && st->cb_n < CBATCH && !(is_int && st->cb_double);
+        for (unsigned i = 0; join && i < st->cb_n; i++)
+            join = st->cb[i].uuid != uuid;
+        if (!join) {
+            ncsim_status_t rc = counter_flush(w, st);
+            if (rc != NCSIM_OK)
+                return rc;
+        }
+    }
+    if (st->cb_n && !is_int)
+        st->cb_double = 1;
+    st->cb_ts = ts;
+    st->cb[st->cb_n].uuid = uuid;
+    st->cb[st->cb_n].is_int = is_int;
+    st->cb[st->cb_n].v = c->value;
+    st->cb_n++;
+    return NCSIM_OK;
 }
 
 static ncsim_status_t write_run(trc_writer_t *w, pf_state_t *st, const trc_run_t *r)
@@ -1051,6 +1226,12 @@ static ncsim_status_t pf_write(trc_writer_t *w, const trc_record_t *r)
         if (!st)
             return NCSIM_NOMEM;
         st->first_packet = 1;
+        memset(st->len_guess, 3, sizeof st->len_guess);
+    }
+    if (st->cb_n && r->kind != TRC_REC_COUNTER) {
+        ncsim_status_t rc = counter_flush(w, st); /* the file keeps the records' order */
+        if (rc != NCSIM_OK)
+            return rc;
     }
     switch ((trc_kind_t)r->kind) {
     case TRC_REC_RUN: return write_run(w, st, &r->u.run);
@@ -1097,6 +1278,9 @@ static ncsim_status_t pf_finish(trc_writer_t *w)
     pf_state_t *st = w->state;
     if (!st)
         return NCSIM_OK; /* an empty trace is an empty file: zero packets */
+    ncsim_status_t rc = counter_flush(w, st);
+    if (rc != NCSIM_OK)
+        return rc;
     return flush_flows(w, st, 0, 0, 1);
 }
 

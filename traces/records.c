@@ -177,13 +177,24 @@ size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, si
 #define BIT(x) (1ull << (x))
 
 /* "SRC->DST" with SRC holding no "->" and both short: src and dst follow from the name. */
+/* Is name exactly "SRC->DST", src holding no "->" and both shorter than TRC_PF_SIDE_MAX?
+ * One pass over the three strings (every transfer asks). */
 static int name_is_sides(const char *name, const char *src, const char *dst)
 {
-    if (!name || !src || !dst || strstr(src, "->"))
+    if (!name || !src || !dst)
         return 0;
-    size_t a = strlen(src), b = strlen(dst);
-    return a < TRC_PF_SIDE_MAX && b < TRC_PF_SIDE_MAX && strncmp(name, src, a) == 0 &&
-           name[a] == '-' && name[a + 1] == '>' && strcmp(name + a + 2, dst) == 0;
+    size_t a = 0;
+    for (; src[a]; a++)
+        if (a + 1 >= TRC_PF_SIDE_MAX || name[a] != src[a] || (src[a] == '-' && src[a + 1] == '>'))
+            return 0;
+    if (name[a] != '-' || name[a + 1] != '>')
+        return 0;
+    const char *n = name + a + 2;
+    size_t b = 0;
+    for (; dst[b]; b++)
+        if (b + 1 >= TRC_PF_SIDE_MAX || n[b] != dst[b])
+            return 0;
+    return n[b] == '\0';
 }
 
 uint64_t trc_pf_implied(const trc_slice_t *s)

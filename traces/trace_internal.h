@@ -269,6 +269,12 @@ enum {
     PF_TE_NAME = 23,
     PF_TE_COUNTER_VALUE = 30,
     PF_TE_DOUBLE_COUNTER_VALUE = 44,
+    /* more counters of the same instant on one event: the tracks and their values, in the
+     * same order (int64 values, then doubles) */
+    PF_TE_EXTRA_COUNTER_UUIDS = 31,
+    PF_TE_EXTRA_COUNTER_VALUES = 12,
+    PF_TE_EXTRA_DOUBLE_COUNTER_UUIDS = 45,
+    PF_TE_EXTRA_DOUBLE_COUNTER_VALUES = 46,
     PF_TE_FLOW_IDS = 47,
     PF_TE_TERMINATING_FLOW_IDS = 48,
     /* TrackEvent.Type */

@@ -681,6 +681,159 @@ static void test_pftrace_stable_and_counters(void **state)
     assert_string_equal(c.sem[1], "beta");
 }
 
+/* Counter values of one nanosecond on different tracks share one event (the first as its
+ * counter value, the others as extra counters): every value reads back in the order it was
+ * written, on its track and at its time, whatever the mix: whole and real values (a whole
+ * value after a real one starts a new event, so the readers' order holds), the same track
+ * twice in one instant, more values than one event takes, a new track in the middle, a slice
+ * between two values of one instant, negative values; and fewer packets than values. */
+typedef struct cb_value {
+    const char *name;
+    uint64_t ts_ps;
+    double v;
+} cb_value_t;
+
+typedef struct cb_check {
+    const cb_value_t *want;
+    int n, got, bad, slices;
+} cb_check_t;
+
+static int check_cb(void *ctx, const trc_record_t *r)
+{
+    cb_check_t *c = ctx;
+    if (r->kind == TRC_REC_SLICE)
+        c->slices++;
+    if (r->kind != TRC_REC_COUNTER)
+        return 0;
+    int k = c->got++;
+    if (k >= c->n || strcmp(r->u.counter.name, c->want[k].name) != 0 ||
+        r->u.counter.ts_ps != c->want[k].ts_ps || r->u.counter.value != c->want[k].v ||
+        strcmp(r->u.counter.unit, "u") != 0 || r->u.counter.pid != 1)
+        c->bad++;
+    return 0;
+}
+
+static size_t count_packets(const unsigned char *b, size_t n)
+{
+    size_t packets = 0, i = 0;
+    while (i < n) {
+        i++; /* the tag */
+        uint64_t len = 0;
+        for (int shift = 0; i < n; shift += 7) {
+            unsigned char c = b[i++];
+            len |= (uint64_t)(c & 0x7f) << shift;
+            if (!(c & 0x80))
+                break;
+        }
+        i += (size_t)len;
+        packets++;
+    }
+    return packets;
+}
+
+static void test_pftrace_counter_batch(void **state)
+{
+    (void)state;
+    static const cb_value_t vals[] = {
+        {"a", 1000, 1},        {"b", 1000, 2},          {"c", 1000, 3},       /* whole */
+        {"a", 2000, 0.5},      {"b", 2000, 1.25},       {"c", 2000, 2.125},   /* reals */
+        {"a", 3000, 7},        {"b", 3000, 0.75},       {"c", 3000, 9},       /* whole after real */
+        {"a", 4000, 1},        {"a", 4000, 2},          {"b", 4000, 3},       /* a twice */
+        {"a", 5000, 1},        {"b", 5000, 2},          {"c", 5000, 3},
+        {"d", 5000, 4},        {"e", 5000, 5},          {"f", 5000, 6},       /* > 4, new tracks */
+        {"a", 6000, -3},       {"b", 6000, -1e12},      {"c", 6000, 1e15},    /* negative, big */
+        {"a", 7000, 4},        {"b", 7500, 5},          {"c", 7999, 6},       /* one ns: 7 */
+        {"a", 9000, 1},        {"b", 9000, 2},                                /* a slice between */
+        {"c", 9000, 3},        {"a", 10000, 0.1},       {"d", 10000, 0.2},
+    };
+    enum { NV = sizeof vals / sizeof vals[0] };
+    /* counters take whole nanoseconds; 7500 and 7999 ps read back as 7000 */
+    cb_value_t want[NV];
+    for (int i = 0; i < NV; i++) {
+        want[i] = vals[i];
+        want[i].ts_ps = vals[i].ts_ps / 1000 * 1000;
+    }
+    const char *path = tu_join(dir, "counter_batch.pftrace");
+    trc_writer_t *w = open_pftrace_core0(path);
+    char err[512];
+    trc_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = TRC_REC_TRACK;
+    r.u.track.pid = 1;
+    r.u.track.tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
+    r.u.track.name = "pe";
+    assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    for (int i = 0; i < NV; i++) {
+        if (i == 26) {
+            memset(&r, 0, sizeof r);
+            r.kind = TRC_REC_SLICE;
+            r.u.slice.kind = TRC_SLICE_INSTR;
+            r.u.slice.pid = 1;
+            r.u.slice.tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
+            r.u.slice.ts_ps = 9000;
+            r.u.slice.dur_ps = 10;
+            r.u.slice.name = "nop";
+            assert_int_equal(trc_write(w, &r), NCSIM_OK);
+        }
+        memset(&r, 0, sizeof r);
+        r.kind = TRC_REC_COUNTER;
+        r.u.counter = (trc_counter_t){1, vals[i].name, "u", vals[i].ts_ps, vals[i].v, 1};
+        assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    }
+    assert_int_equal(trc_writer_close(w, err, sizeof err), NCSIM_OK);
+    cb_check_t c = {want, NV, 0, 0, 0};
+    assert_int_equal(trc_read(path, check_cb, &c, err, sizeof err), NCSIM_OK);
+    assert_int_equal(c.got, NV);
+    assert_int_equal(c.bad, 0);
+    assert_int_equal(c.slices, 1);
+    /* values of one instant shared events: 17 packets for 29 values (each of the 6 new
+     * tracks' descriptors ends the event before it), plus the process, the track, the 6
+     * counter tracks, the slice's begin and end */
+    size_t len;
+    char *bytes = tu_read_file(path, &len);
+    assert_non_null(bytes);
+    assert_int_equal(count_packets((const unsigned char *)bytes, len), 1 + 1 + 6 + 2 + 17);
+    free(bytes);
+}
+
+/* Extra counters as other writers may send them: packed (one length-delimited field per list),
+ * on a track that is not a counter (left out), a track without its value (left out),
+ * truncated lists (nothing read from them). Made by hand (see the fuzz corpus file
+ * extra_counters_packed.pftrace, the same bytes). */
+static void test_pftrace_extra_counters_packed(void **state)
+{
+    (void)state;
+    static const unsigned char bytes[] = {
+        0x0a, 0x19, 0xe2, 0x03, 0x16, 0x08, 0xe8, 0x07, 0x1a, 0x11, 0x08, 0x01, 0x32, 0x0d, 0x63, 0x68, 
+        0x69, 0x70, 0x20, 0x30, 0x20, 0x63, 0x6f, 0x72, 0x65, 0x20, 0x30, 0x0a, 0x14, 0xe2, 0x03, 0x11, 
+        0x08, 0x02, 0x28, 0xe8, 0x07, 0x12, 0x05, 0x61, 0x20, 0x28, 0x75, 0x29, 0x42, 0x03, 0x32, 0x01, 
+        0x75, 0x0a, 0x14, 0xe2, 0x03, 0x11, 0x08, 0x03, 0x28, 0xe8, 0x07, 0x12, 0x05, 0x62, 0x20, 0x28, 
+        0x75, 0x29, 0x42, 0x03, 0x32, 0x01, 0x75, 0x0a, 0x14, 0xe2, 0x03, 0x11, 0x08, 0x04, 0x28, 0xe8, 
+        0x07, 0x12, 0x05, 0x63, 0x20, 0x28, 0x75, 0x29, 0x42, 0x03, 0x32, 0x01, 0x75, 0x0a, 0x14, 0xe2, 
+        0x03, 0x11, 0x08, 0x05, 0x28, 0xe8, 0x07, 0x12, 0x05, 0x64, 0x20, 0x28, 0x75, 0x29, 0x42, 0x03, 
+        0x32, 0x01, 0x75, 0x0a, 0x2e, 0x40, 0x05, 0x50, 0x01, 0x5a, 0x28, 0x48, 0x04, 0x58, 0x02, 0xf0, 
+        0x01, 0x01, 0xfa, 0x01, 0x02, 0x03, 0x04, 0x62, 0x0b, 0x07, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 
+        0xff, 0xff, 0xff, 0x01, 0xea, 0x02, 0x01, 0x05, 0xf2, 0x02, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 
+        0x00, 0xd0, 0x3f, 0x0a, 0x18, 0x40, 0x06, 0x50, 0x01, 0x5a, 0x12, 0x48, 0x04, 0x58, 0x02, 0xf0, 
+        0x01, 0x02, 0xf8, 0x01, 0xe8, 0x07, 0xf8, 0x01, 0x03, 0x60, 0x09, 0x60, 0x0a, 0x0a, 0x1d, 0x40, 
+        0x07, 0x50, 0x01, 0x5a, 0x17, 0x48, 0x04, 0x58, 0x02, 0xf0, 0x01, 0x03, 0xea, 0x02, 0x01, 0x05, 
+        0xf2, 0x02, 0x02, 0x00, 0x01, 0xfa, 0x01, 0x01, 0x03, 0x62, 0x01, 0x80};
+    static const cb_value_t want[] = {
+        {"a", 5000, 1}, {"b", 5000, 7}, {"c", 5000, -2}, {"d", 5000, 0.25},
+        {"a", 6000, 2}, {"b", 6000, 10}, {"a", 7000, 3},
+    };
+    const char *path = tu_join(dir, "extra_packed.pftrace");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, sizeof bytes, f), sizeof bytes);
+    assert_int_equal(fclose(f), 0);
+    cb_check_t c = {want, (int)(sizeof want / sizeof want[0]), 0, 0, 0};
+    char err[512];
+    assert_int_equal(trc_read(path, check_cb, &c, err, sizeof err), NCSIM_OK);
+    assert_int_equal(c.got, c.n);
+    assert_int_equal(c.bad, 0);
+}
+
 /* Small events (counter values, slice ends, flow instants) are written in place after their
  * packet's header, or composed apart when interned strings go first (a flow or slice with a
  * new name): both paths alternate here and every value reads back exactly, timestamps of one
@@ -1540,6 +1693,8 @@ int main(void)
         cmocka_unit_test(test_stable_same_bytes),
         cmocka_unit_test(test_pftrace_stable_and_counters),
         cmocka_unit_test(test_pftrace_small_events),
+        cmocka_unit_test(test_pftrace_counter_batch),
+        cmocka_unit_test(test_pftrace_extra_counters_packed),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_checker_catches),
         cmocka_unit_test(test_run_json),
