@@ -731,7 +731,7 @@ static size_t count_packets(const unsigned char *b, size_t n)
     return packets;
 }
 
-static void test_pftrace_counter_batch(void **state)
+static void test_pftrace_counter_values(void **state)
 {
     (void)state;
     static const cb_value_t vals[] = {
@@ -753,7 +753,7 @@ static void test_pftrace_counter_batch(void **state)
         want[i] = vals[i];
         want[i].ts_ps = vals[i].ts_ps / 1000 * 1000;
     }
-    const char *path = tu_join(dir, "counter_batch.pftrace");
+    const char *path = tu_join(dir, "counter_values.pftrace");
     trc_writer_t *w = open_pftrace_core0(path);
     char err[512];
     trc_record_t r;
@@ -786,13 +786,12 @@ static void test_pftrace_counter_batch(void **state)
     assert_int_equal(c.got, NV);
     assert_int_equal(c.bad, 0);
     assert_int_equal(c.slices, 1);
-    /* values of one instant shared events: 17 packets for 29 values (each of the 6 new
-     * tracks' descriptors ends the event before it), plus the process, the track, the 6
-     * counter tracks, the slice's begin and end */
+    /* one event per value (the writer sends no extra counters: traces.md, "Format details"),
+     * plus the process, the track, the 6 counter tracks, the slice's begin and end */
     size_t len;
     char *bytes = tu_read_file(path, &len);
     assert_non_null(bytes);
-    assert_int_equal(count_packets((const unsigned char *)bytes, len), 1 + 1 + 6 + 2 + 17);
+    assert_int_equal(count_packets((const unsigned char *)bytes, len), 1 + 1 + 6 + 2 + NV);
     free(bytes);
 }
 
@@ -1693,7 +1692,7 @@ int main(void)
         cmocka_unit_test(test_stable_same_bytes),
         cmocka_unit_test(test_pftrace_stable_and_counters),
         cmocka_unit_test(test_pftrace_small_events),
-        cmocka_unit_test(test_pftrace_counter_batch),
+        cmocka_unit_test(test_pftrace_counter_values),
         cmocka_unit_test(test_pftrace_extra_counters_packed),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_checker_catches),
