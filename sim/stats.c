@@ -269,8 +269,15 @@ void sim_stats_print(FILE *out, const sim_stats_t *st, const mdl_arch_t *arch,
         fputs("host: ", out);
         if (info->load_seconds > 0)
             fprintf(out, "loading %.3f s, ", info->load_seconds);
-        fprintf(out, "simulating %.3f s (%.1f M instructions/s), %llu instructions, %llu events\n",
-                info->host_seconds, (double)st->instructions / info->host_seconds / 1e6,
+        double rate = (double)st->instructions / info->host_seconds;
+        fprintf(out, "simulating %.3f s (%.*f %sinstructions/s), %llu instructions, %llu events\n",
+                info->host_seconds, rate >= 1e3 ? 1 : 0,
+                rate >= 1e6   ? rate / 1e6
+                : rate >= 1e3 ? rate / 1e3
+                              : rate,
+                rate >= 1e6   ? "M "
+                : rate >= 1e3 ? "k "
+                              : "",
                 (unsigned long long)st->instructions, (unsigned long long)st->events);
     }
 }
