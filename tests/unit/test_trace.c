@@ -635,12 +635,9 @@ static trc_writer_t *open_pftrace_core0(const char *path)
     return w;
 }
 
-static void test_pftrace_stable_and_counters(void **state)
+/* Core 0's pe track in a writer from open_pftrace_core0. */
+static void write_pe_track(trc_writer_t *w)
 {
-    (void)state;
-    const char *path = tu_join(dir, "counters.pftrace");
-    trc_writer_t *w = open_pftrace_core0(path);
-    char err[512];
     trc_record_t r;
     memset(&r, 0, sizeof r);
     r.kind = TRC_REC_TRACK;
@@ -648,6 +645,16 @@ static void test_pftrace_stable_and_counters(void **state)
     r.u.track.tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
     r.u.track.name = "pe";
     assert_int_equal(trc_write(w, &r), NCSIM_OK);
+}
+
+static void test_pftrace_stable_and_counters(void **state)
+{
+    (void)state;
+    const char *path = tu_join(dir, "counters.pftrace");
+    trc_writer_t *w = open_pftrace_core0(path);
+    char err[512];
+    trc_record_t r;
+    write_pe_track(w);
     char buf[16] = "alpha";
     for (int k = 0; k < 2; k++) {
         memset(&r, 0, sizeof r);
@@ -757,12 +764,7 @@ static void test_pftrace_counter_values(void **state)
     trc_writer_t *w = open_pftrace_core0(path);
     char err[512];
     trc_record_t r;
-    memset(&r, 0, sizeof r);
-    r.kind = TRC_REC_TRACK;
-    r.u.track.pid = 1;
-    r.u.track.tid = trc_tid(1, TRC_TRACK_ENGINE, 0);
-    r.u.track.name = "pe";
-    assert_int_equal(trc_write(w, &r), NCSIM_OK);
+    write_pe_track(w);
     for (int i = 0; i < NV; i++) {
         if (i == 26) {
             memset(&r, 0, sizeof r);
