@@ -19,6 +19,7 @@
  * .let/.if/.elif/.else/.loop line runs from its compiled expressions, and expressions read
  * the symbols that no loop sets as constants ("constant folding").
  */
+#define _GNU_SOURCE /* mremap (Linux) */
 #include "asm.h"
 
 #include <math.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -250,24 +252,25 @@ static int intern_reserve(intern_t *t, uint64_t (*hash_of)(void *ctx, uint32_t i
     return 0;
 }
 
-/* The instructions of one (core, engine) stream, in chunks that are never moved: growing
- * one array by doubling copied it and faulted its pages in again. Chunk k holds
- * chunk_len(k) instructions (small ones first: a program has up to 384 streams). */
+/*
+ * The instructions of one (core, engine) stream, in a private mapping of their own that grows
+ * by mremap (its pages move, nothing is copied). The program keeps all streams in one array,
+ * in stream order, whose layout is known only at the end; finish() moves each stream's whole
+ * pages into that array with mremap instead of copying them, which works where the stream's
+ * first instruction sits at the same offset within a page in both places. So a stream starts
+ * `head` bytes into its mapping: its offset in the final array modulo a page, as far as it is
+ * known when its first instruction is emitted (exact when every stream before it in stream
+ * order is complete by then, as with one `.engine` block per engine in engine order; any
+ * other stream is copied, as all were before).
+ */
 typedef struct instr_vec {
-    isa_instr_t **chunk;
-    uint32_t nchunks, cap_chunks;
-    uint32_t n;   /* instructions */
-    uint32_t room; /* free entries in the last chunk */
+    uint8_t *map; /* page-aligned; NULL before the stream's first instruction */
+    size_t map_bytes;
+    uint32_t head;   /* byte offset of instruction 0 in map */
+    uint32_t n, cap; /* instructions, and room for them */
 } instr_vec_t;
 
-#define STREAM_CHUNK_FIRST 64u
-#define STREAM_CHUNK_MAX ((uint32_t)((8u << 20) / sizeof(isa_instr_t)))
-
-static uint32_t chunk_len(uint32_t k)
-{
-    return k >= 20 || (STREAM_CHUNK_FIRST << k) > STREAM_CHUNK_MAX ? STREAM_CHUNK_MAX
-                                                                    : STREAM_CHUNK_FIRST << k;
-}
+#define STREAM_FIRST_BYTES ((size_t)64 << 10)
 
 /* Structure of line i: for .loop the matching .endloop; for .if/.elif/.else the next
  * branch line; for .endif itself nothing; for .core the end of its block. */
@@ -3094,11 +3097,47 @@ static int parse_clause_body(asm_state_t *A, isa_instr_t *in)
                     tok_desc(kw, b, sizeof b));
 }
 
-/* The next instruction of stream (core, engine), to be filled in; NULL after reporting the
- * instruction limit or running out of memory. */
+static size_t page_bytes(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+/* Room for more instructions in stream `idx`: its first mapping, or one twice as large. */
+static int stream_grow(asm_state_t *A, instr_vec_t *s, uint32_t idx)
+{
+    void *m;
+    size_t bytes;
+    if (!s->map) {
+        uint64_t before = 0; /* instructions of the streams before it, so far */
+        for (uint32_t j = 0; j < idx; j++)
+            before += A->streams[j].n;
+        s->head = (uint32_t)(before * sizeof(isa_instr_t) % page_bytes());
+        bytes = STREAM_FIRST_BYTES;
+        m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    } else {
+        bytes = s->map_bytes * 2;
+        m = mremap(s->map, s->map_bytes, bytes, MREMAP_MAYMOVE);
+    }
+    if (m == MAP_FAILED)
+        return -1;
+#ifdef MADV_POPULATE_WRITE
+    /* written right after: its pages mapped in one call, not one fault per page */
+    if (s->map && bytes - s->map_bytes >= ((size_t)1 << 20))
+        (void)madvise((uint8_t *)m + s->map_bytes, bytes - s->map_bytes, MADV_POPULATE_WRITE);
+#endif
+    s->map = m;
+    s->map_bytes = bytes;
+    s->cap = (uint32_t)((bytes - s->head) / sizeof(isa_instr_t));
+    return 0;
+}
+
+/* The next instruction of stream (core, engine), to be filled in (before the next call: the
+ * stream may move); NULL after reporting the instruction limit or running out of memory. */
 static isa_instr_t *stream_slot(asm_state_t *A, uint32_t core, int engine)
 {
-    instr_vec_t *s = &A->streams[core * ISA_ENGINE_COUNT + (uint32_t)engine];
+    uint32_t idx = core * ISA_ENGINE_COUNT + (uint32_t)engine;
+    instr_vec_t *s = &A->streams[idx];
     uint64_t max_instrs = A->opt->max_instructions ? A->opt->max_instructions : ASM_MAX_INSTRS;
     if (A->emitted >= max_instrs) {
         if (!A->limit_hit)
@@ -3107,28 +3146,12 @@ static isa_instr_t *stream_slot(asm_state_t *A, uint32_t core, int engine)
         A->limit_hit = 1;
         return NULL;
     }
-    if (!s->room) {
-        if (s->nchunks == s->cap_chunks) {
-            uint32_t nc = s->cap_chunks ? s->cap_chunks * 2 : 16;
-            isa_instr_t **p = realloc(s->chunk, nc * sizeof *p);
-            if (!p) {
-                A->oom = 1;
-                return NULL;
-            }
-            s->chunk = p;
-            s->cap_chunks = nc;
-        }
-        uint32_t len = chunk_len(s->nchunks);
-        if (!(s->chunk[s->nchunks] = isa_alloc_large((size_t)len * sizeof(isa_instr_t)))) {
-            A->oom = 1;
-            return NULL;
-        }
-        s->nchunks++;
-        s->room = len;
+    if (s->n == s->cap && stream_grow(A, s, idx)) {
+        A->oom = 1;
+        return NULL;
     }
-    s->n++;
     A->emitted++;
-    return &s->chunk[s->nchunks - 1][chunk_len(s->nchunks - 1) - s->room--];
+    return (isa_instr_t *)(s->map + s->head) + s->n++;
 }
 
 static int stream_push(asm_state_t *A, uint32_t core, int engine, const isa_instr_t *in)
@@ -4377,21 +4400,41 @@ static int finish(asm_state_t *A)
             return -1; /* cannot happen: cores are range-checked */
     if (total >= UINT32_MAX)
         return -1;
-    /* written whole right after: its pages are mapped at once (isa_alloc_large) */
-    p->instrs = isa_alloc_large((total ? total : 1) * sizeof *p->instrs);
-    if (!p->streams || !p->instrs)
+    /* one private mapping, filled stream by stream: whole pages moved where the stream's
+     * offset within a page matches (instr_vec_t), the rest copied */
+    const size_t page = page_bytes();
+    size_t bytes = ((size_t)total * sizeof *p->instrs + page - 1) / page * page;
+    if (!bytes)
+        bytes = page;
+    void *dst = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!p->streams || dst == MAP_FAILED)
         return -1;
+    p->instrs = dst;
+    p->instrs_mapped = bytes;
     uint32_t at = 0;
     for (uint32_t s = 0; s < nstreams; s++) {
         const instr_vec_t *v = &A->streams[s];
         p->streams[s].first = at;
         p->streams[s].count = v->n;
-        for (uint32_t k = 0, left = v->n; k < v->nchunks; k++) {
-            uint32_t len = left < chunk_len(k) ? left : chunk_len(k);
-            memcpy(&p->instrs[at], v->chunk[k], len * sizeof *p->instrs);
-            at += len;
-            left -= len;
+        if (!v->n)
+            continue;
+        uint8_t *to = (uint8_t *)dst + (size_t)at * sizeof *p->instrs;
+        const uint8_t *from = v->map + v->head;
+        size_t len = (size_t)v->n * sizeof *p->instrs, done = 0;
+        if ((uintptr_t)to % page == v->head) {
+            size_t lead = (page - v->head) % page; /* from and to reach a page boundary */
+            size_t mid = len > lead ? (len - lead) / page * page : 0;
+            if (mid && mremap((void *)(from + lead), mid, mid, MREMAP_MAYMOVE | MREMAP_FIXED,
+                              to + lead) != MAP_FAILED) {
+                memcpy(to, from, lead);
+                done = lead + mid;
+            }
         }
+        if (done)
+            memcpy(to + done, from + done, len - done);
+        else
+            memcpy(to, from, len);
+        at += v->n;
     }
     p->ninstrs = at;
     p->checked = A->geo; /* every instruction passed isa_check_instr against it */
@@ -4479,11 +4522,9 @@ done:
         isa_diag_error(diag, opt->filename, 0, 0, "out of memory");
     isa_program_free(A->b.prog);
     if (A->streams)
-        for (uint32_t s = 0; s < ISA_MAX_CORES * ISA_ENGINE_COUNT; s++) {
-            for (uint32_t k = 0; k < A->streams[s].nchunks; k++)
-                free(A->streams[s].chunk[k]);
-            free(A->streams[s].chunk);
-        }
+        for (uint32_t s = 0; s < ISA_MAX_CORES * ISA_ENGINE_COUNT; s++)
+            if (A->streams[s].map) /* (pages moved into the program leave holes: fine) */
+                munmap(A->streams[s].map, A->streams[s].map_bytes);
     free(A->streams);
     free(A->line_reported);
     free(A->info);

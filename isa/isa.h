@@ -344,6 +344,8 @@ typedef struct isa_program {
     isa_stream_t *streams;
     isa_instr_t *instrs;
     uint32_t ninstrs;
+    size_t instrs_mapped; /* nonzero: instrs is a private mapping of this many bytes (the
+                           * assembler's), unmapped by isa_program_free; 0: malloc'd */
 
     isa_arg_t *args;
     uint32_t nargs;

@@ -346,7 +346,10 @@ void isa_program_free(isa_program_t *prog)
     free(prog->sems);
     free(prog->groups);
     free(prog->streams);
-    free(prog->instrs);
+    if (prog->instrs_mapped)
+        munmap(prog->instrs, prog->instrs_mapped);
+    else
+        free(prog->instrs);
     free(prog->args);
     free(prog->views);
     free(prog->ints);

@@ -1338,14 +1338,72 @@ static void test_loc_and_source(void **state)
     assemble_fails(".source\n", "t.nca:1:8: error: expected a source file name");
 }
 
+/* Streams are emitted in any order (sp before pe, a stream resumed after others, engines
+ * switched inside a loop, two cores) and grow past several mappings; the program's array
+ * holds each one whole, in stream order, whether its pages were moved there or copied
+ * (instr_vec_t in asm.c). Every instruction carries its own number in its wait value. */
+static void test_stream_layout(void **state)
+{
+    (void)state;
+    enum { NSP = 1000, NPE = 30001, NACT = 777, NMIX = 50 };
+    char text[4096];
+    snprintf(text, sizeof text,
+             ".core 0..1\n.sem s\n"
+             ".engine sp\n.loop i = 0, %d\nnop | wait s >= core * 1000000 + i\n.endloop\n"
+             ".engine pe\n.loop i = 0, %d\nnop | wait s >= core * 1000000 + 100000 + i\n"
+             ".endloop\n"
+             ".engine act\n.loop i = 0, %d\nnop | wait s >= core * 1000000 + 200000 + i\n"
+             ".endloop\n"
+             ".engine sp\n.loop i = 0, 5\nnop | wait s >= core * 1000000 + %d + i\n.endloop\n"
+             ".loop i = 0, %d\n.engine pool\nnop | wait s >= core * 1000000 + 300000 + i\n"
+             ".engine act\nnop | wait s >= core * 1000000 + 200000 + %d + i\n.endloop\n",
+             NSP, NPE, NACT, NSP, NMIX, NACT);
+    isa_program_t *p = tu_assemble(text, "layout.nca");
+    assert_non_null(p);
+    static const struct {
+        isa_engine_t e;
+        uint32_t count;
+        int32_t base;
+    } want[] = {{ISA_ENGINE_SP, NSP + 5, 0},
+                {ISA_ENGINE_PE, NPE, 100000},
+                {ISA_ENGINE_ACT, NACT + NMIX, 200000},
+                {ISA_ENGINE_POOL, NMIX, 300000}};
+    uint32_t total = 0;
+    for (uint32_t c = 0; c < 2; c++)
+        for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+            const isa_stream_t *st = isa_stream(p, c, want[w].e);
+            assert_int_equal(st->count, want[w].count);
+            total += st->count;
+            for (uint32_t k = 0; k < st->count; k++) {
+                const isa_instr_t *in = &p->instrs[st->first + k];
+                assert_int_equal(in->engine, want[w].e);
+                assert_int_equal(in->nwait, 1);
+                assert_int_equal(in->wait[0].value,
+                                 (int32_t)c * 1000000 + want[w].base + (int32_t)k);
+            }
+        }
+    assert_int_equal(p->ninstrs, total);
+    /* streams in stream order, back to back */
+    uint32_t at = 0;
+    for (uint32_t s = 0; s < p->ncores * ISA_ENGINE_COUNT; s++) {
+        assert_int_equal(p->streams[s].first, at);
+        at += p->streams[s].count;
+    }
+    isa_program_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loc_and_source),
-        cmocka_unit_test(test_isa_example),    cmocka_unit_test(test_slicing),
-        cmocka_unit_test(test_raw_views),      cmocka_unit_test(test_loops_lets_ifs),
-        cmocka_unit_test(test_cores_and_sems), cmocka_unit_test(test_psum_placement),
-        cmocka_unit_test(test_options_flags),  cmocka_unit_test(test_flag_vs_tensor_name),
+        cmocka_unit_test(test_isa_example),
+        cmocka_unit_test(test_slicing),
+        cmocka_unit_test(test_raw_views),
+        cmocka_unit_test(test_loops_lets_ifs),
+        cmocka_unit_test(test_cores_and_sems),
+        cmocka_unit_test(test_psum_placement),
+        cmocka_unit_test(test_options_flags),
+        cmocka_unit_test(test_flag_vs_tensor_name),
         cmocka_unit_test(test_many_errors_reported),
         cmocka_unit_test(test_isa_view_examples),
         cmocka_unit_test(test_isa_raw_examples),
@@ -1363,6 +1421,7 @@ int main(void)
         cmocka_unit_test(test_loop_replay_matches_unrolled),
         cmocka_unit_test(test_instr_replay_matches_unrolled),
         cmocka_unit_test(test_compiled_directives),
+        cmocka_unit_test(test_stream_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
