@@ -176,7 +176,6 @@ size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, si
 
 #define BIT(x) (1ull << (x))
 
-/* "SRC->DST" with SRC holding no "->" and both short: src and dst follow from the name. */
 /* Is name exactly "SRC->DST", src holding no "->" and both shorter than TRC_PF_SIDE_MAX?
  * One pass over the three strings (every transfer asks). */
 static int name_is_sides(const char *name, const char *src, const char *dst)
