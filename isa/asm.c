@@ -3121,11 +3121,8 @@ static int stream_grow(asm_state_t *A, instr_vec_t *s, uint32_t idx)
     }
     if (m == MAP_FAILED)
         return -1;
-#ifdef MADV_POPULATE_WRITE
-    /* written right after: its pages mapped in one call, not one fault per page */
-    if (s->map && bytes - s->map_bytes >= ((size_t)1 << 20))
-        (void)madvise((uint8_t *)m + s->map_bytes, bytes - s->map_bytes, MADV_POPULATE_WRITE);
-#endif
+    if (s->map) /* the new part, written right after */
+        isa_populate((uint8_t *)m + s->map_bytes, bytes - s->map_bytes);
     s->map = m;
     s->map_bytes = bytes;
     s->cap = (uint32_t)((bytes - s->head) / sizeof(isa_instr_t));
@@ -4407,10 +4404,12 @@ static int finish(asm_state_t *A)
     if (!bytes)
         bytes = page;
     void *dst = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (dst != MAP_FAILED) { /* the program owns it from here, failing or not */
+        p->instrs = dst;
+        p->instrs_mapped = bytes;
+    }
     if (!p->streams || dst == MAP_FAILED)
         return -1;
-    p->instrs = dst;
-    p->instrs_mapped = bytes;
     uint32_t at = 0;
     for (uint32_t s = 0; s < nstreams; s++) {
         const instr_vec_t *v = &A->streams[s];
@@ -4430,10 +4429,7 @@ static int finish(asm_state_t *A)
                 done = lead + mid;
             }
         }
-        if (done)
-            memcpy(to + done, from + done, len - done);
-        else
-            memcpy(to, from, len);
+        memcpy(to + done, from + done, len - done); /* all of it when nothing moved */
         at += v->n;
     }
     p->ninstrs = at;

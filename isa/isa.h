@@ -370,6 +370,9 @@ typedef struct isa_program {
  * (Transparent huge pages were faster on average but stalled some runs for a second in the
  * kernel's compaction.) Freed with free(); realloc accepts it. */
 void *isa_alloc_large(size_t bytes);
+/* The same policy for memory already allocated and about to be written whole: [p, p + bytes)
+ * from 1 MiB on has its pages mapped in one call (advice only). */
+void isa_populate(void *p, size_t bytes);
 /* Frees everything a program owns (the struct itself too). NULL is fine. */
 void isa_program_free(isa_program_t *prog);
 /* Name of a string offset ("" for ISA_NO_NAME). */

@@ -378,9 +378,8 @@ int isa_builder_init(isa_builder_t *b)
     return 0;
 }
 
-void *isa_alloc_large(size_t bytes)
+void isa_populate(void *p, size_t bytes)
 {
-    void *p = malloc(bytes ? bytes : 1);
 #ifdef MADV_POPULATE_WRITE
     if (p && bytes >= ((size_t)1 << 20)) {
         uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -389,7 +388,16 @@ void *isa_alloc_large(size_t bytes)
         if (hi > lo)
             (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE); /* advice only */
     }
+#else
+    (void)p;
+    (void)bytes;
 #endif
+}
+
+void *isa_alloc_large(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    isa_populate(p, bytes);
     return p;
 }
 
