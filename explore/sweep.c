@@ -9,7 +9,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -999,8 +999,8 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
 
 /* ---- running all -------------------------------------------------------------------------- */
 
+/* What a worker sends back for an entry (the pool says which entry: validate_pool_t.entry). */
 typedef struct wire_result {
-    uint32_t index;
     int32_t status;
     double raw;
     char message[512];
@@ -1032,9 +1032,8 @@ static void pool_entry(void *ctx, uint64_t task, void *result)
     const validate_pool_t *c = ctx;
     wire_result_t w;
     memset(&w, 0, sizeof w);
-    w.index = c->entry[task];
     double raw = 0;
-    w.status = (int32_t)run_entry(c->m, w.index, c->o, &raw, w.message, sizeof w.message);
+    w.status = (int32_t)run_entry(c->m, c->entry[task], c->o, &raw, w.message, sizeof w.message);
     w.raw = raw;
     memcpy(result, &w, sizeof w);
 }
@@ -1045,8 +1044,7 @@ static int pool_entry_done(void *ctx, uint64_t task, const void *result)
     wire_result_t w;
     memcpy(&w, result, sizeof w);
     w.message[sizeof w.message - 1] = 0;
-    if (w.index == c->entry[task])
-        store(&c->res[w.index], (ncsim_status_t)w.status, w.raw, w.message);
+    store(&c->res[c->entry[task]], (ncsim_status_t)w.status, w.raw, w.message);
     return 0;
 }
 
