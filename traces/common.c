@@ -460,7 +460,7 @@ void pb_end(pb_buf_t *b, size_t at)
     }
 }
 
-static int get_varint(pb_in_t *in, uint64_t *v)
+int pb_get_varint(pb_in_t *in, uint64_t *v)
 {
     uint64_t r = 0;
     for (int shift = 0; shift < 64; shift += 7) {
@@ -476,12 +476,24 @@ static int get_varint(pb_in_t *in, uint64_t *v)
     return -1;
 }
 
+int pb_get_fixed(pb_in_t *in, size_t bytes, uint64_t *v)
+{
+    if ((size_t)(in->end - in->p) < bytes)
+        return -1;
+    uint64_t r = 0;
+    for (size_t i = 0; i < bytes; i++)
+        r |= (uint64_t)in->p[i] << (8 * i);
+    in->p += bytes;
+    *v = r;
+    return 0;
+}
+
 int pb_next(pb_in_t *in, pb_field_t *f)
 {
     if (in->p >= in->end)
         return 0;
     uint64_t tag;
-    if (get_varint(in, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
+    if (pb_get_varint(in, &tag) || (tag >> 3) == 0 || (tag >> 3) > UINT32_MAX)
         return -1;
     f->field = (uint32_t)(tag >> 3);
     f->wire = (unsigned)(tag & 7);
@@ -489,20 +501,15 @@ int pb_next(pb_in_t *in, pb_field_t *f)
     f->len = 0;
     f->v = 0;
     switch (f->wire) {
-    case PB_VARINT: return get_varint(in, &f->v) ? -1 : 1;
+    case PB_VARINT:
+        return pb_get_varint(in, &f->v) ? -1 : 1;
     case PB_I64:
-    case PB_I32: {
-        size_t k = f->wire == PB_I64 ? 8 : 4;
-        if ((size_t)(in->end - in->p) < k)
-            return -1;
-        for (size_t i = 0; i < k; i++)
-            f->v |= (uint64_t)in->p[i] << (8 * i);
-        in->p += k;
-        return 1;
-    }
+        return pb_get_fixed(in, 8, &f->v) ? -1 : 1;
+    case PB_I32:
+        return pb_get_fixed(in, 4, &f->v) ? -1 : 1;
     case PB_LEN: {
         uint64_t n;
-        if (get_varint(in, &n) || n > (uint64_t)(in->end - in->p))
+        if (pb_get_varint(in, &n) || n > (uint64_t)(in->end - in->p))
             return -1;
         f->data = in->p;
         f->len = (size_t)n;

@@ -363,30 +363,10 @@ static void add_ids(uint64_t *ids, unsigned *n, const pb_field_t *f)
 static void add_scalars(uint64_t *vals, unsigned *n, const pb_field_t *f, int fixed)
 {
     if (f->wire == PB_LEN) {
-        const unsigned char *p = f->data, *end = f->data + f->len;
-        while (p < end && *n < MAX_EXTRA) {
-            uint64_t v = 0;
-            if (fixed) {
-                if (end - p < 8)
-                    return;
-                for (int i = 0; i < 8; i++)
-                    v |= (uint64_t)p[i] << (8 * i);
-                p += 8;
-            } else {
-                int shift = 0, ok = 0;
-                while (p < end && shift < 64) {
-                    v |= (uint64_t)(*p & 0x7f) << shift;
-                    shift += 7;
-                    if (!(*p++ & 0x80)) {
-                        ok = 1;
-                        break;
-                    }
-                }
-                if (!ok)
-                    return;
-            }
-            vals[(*n)++] = v;
-        }
+        pb_in_t in = {f->data, f->data + f->len};
+        while (in.p < in.end && *n < MAX_EXTRA &&
+               !(fixed ? pb_get_fixed(&in, 8, &vals[*n]) : pb_get_varint(&in, &vals[*n])))
+            (*n)++;
     } else if (*n < MAX_EXTRA && f->wire == (fixed ? PB_I64 : PB_VARINT)) {
         vals[(*n)++] = f->v;
     }

@@ -143,6 +143,10 @@ typedef struct pb_field {
 
 /* Next field; 1 when one was read, 0 at the end, -1 on malformed input. */
 int pb_next(pb_in_t *in, pb_field_t *f);
+/* One varint, or one little-endian fixed value of `bytes` (4 or 8) bytes: 0, or -1 when the
+ * input ends first. (Also the elements of a packed repeated field.) */
+int pb_get_varint(pb_in_t *in, uint64_t *v);
+int pb_get_fixed(pb_in_t *in, size_t bytes, uint64_t *v);
 
 /* ---- JSON writer and pftrace writer back ends (writer.c dispatches) ------------------------------ */
 
