@@ -312,20 +312,27 @@ static void psum_mark_banks(const psum_mark_t *pm, uint64_t lo, uint64_t hi)
     }
 }
 
+/* Whether every PSUM bank the fp32 words [addr, addr + 4 n) touch is known to be all-pe
+ * (bank_pe may be NULL: nothing known). */
+static int banks_all_pe(const uint8_t *bank_pe, uint64_t bank_bytes, uint64_t addr, uint64_t n)
+{
+    if (!bank_pe || !n)
+        return 0;
+    const uint64_t last = (addr + 4 * n - 1) / bank_bytes;
+    for (uint64_t b = addr / bank_bytes; b <= last; b++)
+        if (!bank_pe[b])
+            return 0;
+    return 1;
+}
+
 static int psum_mark_run(void *c, uint64_t addr, int64_t bs, uint64_t n, uint32_t es)
 {
     psum_mark_t *pm = c;
     if (bs == 4 && es == 4 && addr % 4 == 0) {
-        if (pm->value == EXEC_PSUM_PE && pm->bank_pe && n) {
-            /* a bank known to be all-pe has every flag set already (pe rewriting its own
-             * accumulation group, once per matmul) */
-            const uint64_t bb = pm->bank_bytes, last = (addr + 4 * n - 1) / bb;
-            uint64_t b = addr / bb;
-            while (b <= last && pm->bank_pe[b])
-                b++;
-            if (b > last)
-                return 0;
-        }
+        /* a bank known to be all-pe has every flag set already (pe rewriting its own
+         * accumulation group, once per matmul) */
+        if (pm->value == EXEC_PSUM_PE && banks_all_pe(pm->bank_pe, pm->bank_bytes, addr, n))
+            return 0;
         memset(pm->flags + addr / 4, pm->value, (size_t)n);
         psum_mark_banks(pm, addr, addr + 4 * n);
         return 0;
@@ -362,15 +369,9 @@ static int psum_scan_run(void *c, uint64_t addr, int64_t bs, uint64_t n, uint32_
 {
     psum_scan_t *ps = c;
     uint64_t i = 0;
-    if (ps->bank_pe && bs == 4 && es == 4 && addr % 4 == 0 && n) {
-        /* banks known to be all-pe need no word scan (the usual accumulation group) */
-        const uint64_t bb = ps->bank_bytes, last = (addr + 4 * n - 1) / bb;
-        uint64_t b = addr / bb;
-        while (b <= last && ps->bank_pe[b])
-            b++;
-        if (b > last)
-            return 0;
-    }
+    /* banks known to be all-pe need no word scan (the usual accumulation group) */
+    if (bs == 4 && es == 4 && addr % 4 == 0 && banks_all_pe(ps->bank_pe, ps->bank_bytes, addr, n))
+        return 0;
     if (bs == 4 && es == 4 && addr % 4 == 0) {
         /* the common case, a contiguous fp32 run: skip words last written by pe eight at a
          * time (this check runs on every accumulating matmul) */
