@@ -4451,7 +4451,9 @@ static int finish(asm_state_t *A)
                 done = lead + mid;
             }
         }
-        memcpy(to + done, from + done, len - done); /* all of it when nothing moved */
+        /* all of it when nothing moved: its pages mapped in at once, not faulted one by one */
+        isa_populate(to + done, len - done);
+        memcpy(to + done, from + done, len - done);
         at += v->n;
     }
     p->ninstrs = at;
