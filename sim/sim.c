@@ -293,6 +293,11 @@ static uint64_t interlock_until(engine_t *E, const box_t *r, unsigned nr, uint64
      * overlap is the latest, and nothing older can be later than what is found */
     uint64_t until = 0;
     for (unsigned k = 0; k < nr; k++) {
+        /* nothing in flight writes this space past max(now, until): nothing the scan would
+         * find (matmul reads SBUF while the entries in flight write PSUM, and so on) */
+        uint64_t w_until = E->write_until[r[k].space];
+        if (w_until <= now || w_until <= until)
+            continue;
         for (uint32_t i = E->fl_n; i-- > 0;) {
             const inflight_t *f = fl_at(E, i);
             if (f->complete <= now || f->complete <= until)
@@ -547,6 +552,8 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         /* both boxes, a fixed size: a copy of nw boxes was a `rep movs`, whose start-up cost
          * was most of start_instr's time (memo_fill zeroes the boxes past nw; never read) */
         memcpy(f->w, m->w, sizeof f->w);
+        for (unsigned w = 0; w < m->nw; w++) /* completions are in issue order: the latest */
+            E->write_until[m->w[w].space] = complete;
         E->fl_posts += posts != 0;
         /* post_ev, when queued, is at the first entry with posts, which this one follows */
         if (posts && !sim_event_queued(&E->post_ev) &&
