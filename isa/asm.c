@@ -1148,62 +1148,70 @@ static void compile_expr(asm_state_t *A, uint32_t k, uint32_t ntok)
             return -1;                                                                         \
         out = y_->value;                                                                       \
     } while (0)
-#define EV_CASES(n)                                                                            \
-    case EC_BIN + EB_##n: {                                                                    \
-        int64_t a = st[sp - 2], b = st[sp - 1], r;                                             \
-        EV_##n(a, b, r);                                                                       \
-        st[--sp - 1] = r;                                                                      \
-        break;                                                                                 \
-    }                                                                                          \
-    case EC_BINC + EB_##n: {                                                                   \
-        int64_t a = st[sp - 1], b = c->v, r;                                                   \
-        EV_##n(a, b, r);                                                                       \
-        st[sp - 1] = r;                                                                        \
-        break;                                                                                 \
-    }                                                                                          \
-    case EC_BINS + EB_##n: {                                                                   \
-        int64_t a = st[sp - 1], b, r;                                                          \
-        EV_SYMVAL(c->arg, b);                                                                  \
-        EV_##n(a, b, r);                                                                       \
-        st[sp - 1] = r;                                                                        \
-        break;                                                                                 \
-    }                                                                                          \
-    case EC_SYMBINC + EB_##n: {                                                                \
-        int64_t a, b = c->v, r;                                                                \
-        EV_SYMVAL(c->arg, a);                                                                  \
-        EV_##n(a, b, r);                                                                       \
-        st[sp++] = r;                                                                          \
-        break;                                                                                 \
-    }                                                                                          \
-    case EC_SYMBINS + EB_##n: {                                                                \
-        int64_t a, b, r;                                                                       \
-        EV_SYMVAL(c->arg, a);                                                                  \
-        EV_SYMVAL((uint32_t)c->v, b);                                                          \
-        EV_##n(a, b, r);                                                                       \
-        st[sp++] = r;                                                                          \
-        break;                                                                                 \
+/* The value on top of the stack is kept in `acc` (a register) and st[0 .. sp) holds the
+ * values below it: an operation on the top reads and writes acc, a push spills it. */
+#define EV_PUSH(x)                                                                                 \
+    do {                                                                                           \
+        st[sp++] = acc;                                                                            \
+        acc = (x);                                                                                 \
+    } while (0)
+#define EV_CASES(n)                                                                                \
+    case EC_BIN + EB_##n: {                                                                        \
+        int64_t a = st[--sp], b = acc, r;                                                          \
+        EV_##n(a, b, r);                                                                           \
+        acc = r;                                                                                   \
+        break;                                                                                     \
+    }                                                                                              \
+    case EC_BINC + EB_##n: {                                                                       \
+        int64_t a = acc, b = c->v, r;                                                              \
+        EV_##n(a, b, r);                                                                           \
+        acc = r;                                                                                   \
+        break;                                                                                     \
+    }                                                                                              \
+    case EC_BINS + EB_##n: {                                                                       \
+        int64_t a = acc, b, r;                                                                     \
+        EV_SYMVAL(c->arg, b);                                                                      \
+        EV_##n(a, b, r);                                                                           \
+        acc = r;                                                                                   \
+        break;                                                                                     \
+    }                                                                                              \
+    case EC_SYMBINC + EB_##n: {                                                                    \
+        int64_t a, b = c->v, r;                                                                    \
+        EV_SYMVAL(c->arg, a);                                                                      \
+        EV_##n(a, b, r);                                                                           \
+        EV_PUSH(r);                                                                                \
+        break;                                                                                     \
+    }                                                                                              \
+    case EC_SYMBINS + EB_##n: {                                                                    \
+        int64_t a, b, r;                                                                           \
+        EV_SYMVAL(c->arg, a);                                                                      \
+        EV_SYMVAL((uint32_t)c->v, b);                                                              \
+        EV_##n(a, b, r);                                                                           \
+        EV_PUSH(r);                                                                                \
+        break;                                                                                     \
     }
 
-#define EV_CMP_CASES(n)                                                                        \
-    case EC_ANDCMP + EB_##n - EB_EQ: {                                                         \
-        int64_t a, r;                                                                          \
-        EV_SYMVAL(c->arg, a);                                                                  \
-        EV_##n(a, c->v, r);                                                                    \
-        st[sp - 1] = st[sp - 1] && r;                                                          \
-        break;                                                                                 \
-    }                                                                                          \
-    case EC_ORCMP + EB_##n - EB_EQ: {                                                          \
-        int64_t a, r;                                                                          \
-        EV_SYMVAL(c->arg, a);                                                                  \
-        EV_##n(a, c->v, r);                                                                    \
-        st[sp - 1] = st[sp - 1] || r;                                                          \
-        break;                                                                                 \
+#define EV_CMP_CASES(n)                                                                            \
+    case EC_ANDCMP + EB_##n - EB_EQ: {                                                             \
+        int64_t a, r;                                                                              \
+        EV_SYMVAL(c->arg, a);                                                                      \
+        EV_##n(a, c->v, r);                                                                        \
+        acc = acc && r;                                                                            \
+        break;                                                                                     \
+    }                                                                                              \
+    case EC_ORCMP + EB_##n - EB_EQ: {                                                              \
+        int64_t a, r;                                                                              \
+        EV_SYMVAL(c->arg, a);                                                                      \
+        EV_##n(a, c->v, r);                                                                        \
+        acc = acc || r;                                                                            \
+        break;                                                                                     \
     }
 
 static __attribute__((noinline)) int eval_code(asm_state_t *A, const ecode_t *c,
                                                int64_t *out)
 {
     int64_t st[FAST_EVAL_STACK];
+    int64_t acc = 0;
     unsigned sp = 0;
     const sym_t *syms = A->syms.syms; /* evaluating adds no symbol */
     for (c++; c->op != EC_END; c++) {
@@ -1218,36 +1226,38 @@ static __attribute__((noinline)) int eval_code(asm_state_t *A, const ecode_t *c,
             EV_CMP_CASES(LE)
             EV_CMP_CASES(GE)
         case EC_CONST:
-            st[sp++] = c->v;
+            EV_PUSH(c->v);
             break;
-        case EC_SYM:
-            EV_SYMVAL(c->arg, st[sp]);
-            sp++;
+        case EC_SYM: {
+            int64_t v;
+            EV_SYMVAL(c->arg, v);
+            EV_PUSH(v);
             break;
+        }
         case EC_NAME: {
             const isa_tok_t *t = &A->cache_toks[c->arg];
             sym_t *y = resolve(A, t, NS_INT);
             if (y && !y->hidden)
-                st[sp++] = y->value;
+                EV_PUSH(y->value);
             else if (tok_ident(t, "core") && A->core >= 0 && A->in_core_block)
-                st[sp++] = A->core;
+                EV_PUSH(A->core);
             else
                 return -1;
             break;
         }
         case EC_NEG:
-            if (st[sp - 1] == INT64_MIN)
+            if (acc == INT64_MIN)
                 return -1;
-            st[sp - 1] = -st[sp - 1];
+            acc = -acc;
             break;
         case EC_NOT:
-            st[sp - 1] = !st[sp - 1];
+            acc = !acc;
             break;
         default:
             return -1; /* cannot happen */
         }
     }
-    *out = st[0];
+    *out = acc;
     return 0;
 }
 

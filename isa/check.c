@@ -586,15 +586,6 @@ static uint64_t declared_sems(const isa_program_t *p, uint32_t core)
     return m;
 }
 
-int isa_clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared)
-{
-    if (s->sem >= ISA_MAX_SEMS)
-        return ISA_CLAUSE_RANGE;
-    if (is_wait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
-        return ISA_CLAUSE_OP;
-    return declared >> s->sem & 1 ? ISA_CLAUSE_OK : ISA_CLAUSE_UNDECLARED;
-}
-
 int isa_check_instr(const isa_program_t *p, uint32_t core, const isa_instr_t *in,
                     const isa_geometry_t *g, char *msg, size_t msglen)
 {
@@ -799,6 +790,12 @@ static int clauses_pass(const isa_instr_t *in, uint64_t declared)
 ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g,
                                  const char *file, isa_diag_t *diag)
 {
+    return isa_check_program_flags(p, g, file, diag, 0);
+}
+
+ncsim_status_t isa_check_program_flags(const isa_program_t *p, const isa_geometry_t *g,
+                                       const char *file, isa_diag_t *diag, unsigned flags)
+{
     unsigned before = diag->errors;
     if (p->chips < 1 || p->chips > ISA_MAX_CHIPS || p->ncores != p->chips * ISA_CORES_PER_CHIP)
         isa_diag_error(diag, file, 0, 0, "bad chip count %u (cores %u)", p->chips, p->ncores);
@@ -910,7 +907,9 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
                 return NCSIM_FORMAT;
             }
             at += s->count;
-            for (uint32_t i = 0; i < s->count && !isa_diag_full(diag); i++) {
+            for (uint32_t i = 0; i < s->count; i++) {
+                if (diag->errors != before && isa_diag_full(diag))
+                    break;
                 const isa_instr_t *in = &p->instrs[s->first + i];
                 char msg[512];
                 if (in->engine != e) {
@@ -922,7 +921,7 @@ ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g
                 uint32_t *seen =
                     passed && in->args < stride ? &passed[core * stride + in->args] : NULL;
                 if (seen && *seen >> 16 == in->op + 1u && (*seen >> e & 1) &&
-                    clauses_pass(in, declared[core]))
+                    ((flags & ISA_CHECK_CLAUSES_DONE) || clauses_pass(in, declared[core])))
                     continue;
                 int bad = seen ? isa_check_instr(p, core, in, g, msg, sizeof msg)
                                : isa_check_instr_memo(&memo, p, core, in, g, msg, sizeof msg);

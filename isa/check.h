@@ -44,7 +44,15 @@ void isa_check_memo_free(isa_check_memo_t *m);
  * semaphores are the bits of `declared`: the one definition of a valid clause, for the
  * checks here and the .ncx reader. ISA_CLAUSE_OK, or the first fault in this order. */
 enum { ISA_CLAUSE_OK, ISA_CLAUSE_RANGE, ISA_CLAUSE_OP, ISA_CLAUSE_UNDECLARED };
-int isa_clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared);
+/* inline: the loaders test every clause of every instruction */
+static inline int isa_clause_fault(const isa_sync_t *s, int is_wait, uint64_t declared)
+{
+    if (s->sem >= ISA_MAX_SEMS)
+        return ISA_CLAUSE_RANGE;
+    if (is_wait ? s->op > ISA_WAIT_EQ : (s->op < ISA_POST_ADD || s->op > ISA_POST_SET))
+        return ISA_CLAUSE_OP;
+    return declared >> s->sem & 1 ? ISA_CLAUSE_OK : ISA_CLAUSE_UNDECLARED;
+}
 
 /* Check a single view against the geometry and the partition rules (ISA.md 5.1, 5.2). */
 int isa_check_view(const isa_view_t *v, const isa_geometry_t *g, char *msg, size_t msglen);
@@ -56,5 +64,11 @@ int isa_check_view(const isa_view_t *v, const isa_geometry_t *g, char *msg, size
  */
 ncsim_status_t isa_check_program(const isa_program_t *p, const isa_geometry_t *g,
                                  const char *file, isa_diag_t *diag);
+
+/* The same, for a loader that has already checked every instruction's wait and post clauses
+ * as isa_check_instr does (the .ncx reader): those are not tested a second time. */
+#define ISA_CHECK_CLAUSES_DONE 1u
+ncsim_status_t isa_check_program_flags(const isa_program_t *p, const isa_geometry_t *g,
+                                       const char *file, isa_diag_t *diag, unsigned flags);
 
 #endif

@@ -5,6 +5,7 @@
 #include "isa_internal.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,8 +263,14 @@ static void op_infos_init(void)
 
 const isa_op_info_t *isa_op_info(isa_op_t op)
 {
+    /* Called per instruction by loaders and checks: after the first call, one acquire load
+     * instead of a pthread_once call (which pairs with the release store below). */
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, op_infos_init);
+    static atomic_int ready;
+    if (!atomic_load_explicit(&ready, memory_order_acquire)) {
+        pthread_once(&once, op_infos_init);
+        atomic_store_explicit(&ready, 1, memory_order_release);
+    }
     return (unsigned)op < ISA_OP_COUNT ? &op_infos[op] : NULL;
 }
 

@@ -3,7 +3,8 @@
 # sudo available). Safe to run again: apt-get skips what is already installed.
 set -euo pipefail
 # build (C11, strict warnings; clang for libFuzzer and its runtimes), unit tests (cmocka),
-# configs and statistics (jansson), streaming trace reading (yajl), gzip traces (zlib),
+# configs and statistics (jansson), streaming trace reading (yajl), reading gzip traces (zlib),
+# writing them and the .ncx checksum (ISA-L),
 # functional matmul (OpenBLAS), the viewer (SDL2, libpng; Xvfb, xauth and xdotool for its
 # real-window test, tests/viz/xvfb_smoke.sh), the .pftrace test oracle (protoc),
 # numeric references in tests (/usr/bin/python3 with NumPy), the Python package and its tests
@@ -17,6 +18,7 @@ packages=(
   libjansson-dev
   libyajl-dev
   zlib1g-dev
+  libisal-dev
   libopenblas-dev
   libsdl2-dev libpng-dev
   libnlopt-dev

@@ -25,7 +25,7 @@
  */
 typedef struct trc_out {
     FILE *f;
-    gzFile gz;
+    struct trc_gzip *gz; /* .json.gz: the compressor in front of f (common.c), else NULL */
     unsigned char *buf; /* being filled */
     size_t n;
     uint64_t total;     /* bytes produced (before compression) */

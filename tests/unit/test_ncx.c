@@ -1820,6 +1820,41 @@ static void test_v1_1_damage(void **state)
 #undef AGAIN
 }
 
+/* A 1.1 instruction's clauses are checked in one pass; a bad one is still named with its kind
+ * and number, here the post after a good wait. The loader does not check clauses twice, so
+ * these messages are the only ones. */
+static void test_v1_1_bad_clause(void **state)
+{
+    (void)state;
+    isa_program_t *p = assemble_text(".sbuf x fp32 [128, 4, 64]\n.sem s\n.sem t\n.engine dve\n"
+                                     "tensor_copy x[:, 0, :], x[:, 1, :] | wait s >= 0 | post t\n",
+                                     "clauses.nca");
+    uint8_t *b;
+    size_t n;
+    write_ok(p, &b, &n);
+    ncx_file_t *f = split(b, n);
+    ncx_file_t *g = calloc(1, sizeof *g);
+    assert_non_null(g);
+    size_t post = strm_body(find(f, NCX_TAG_CODE), ISA_ENGINE_DVE) + NCX_CODE_HEADER_SIZE +
+                  NCX_CODE_CLAUSE_SIZE;
+    *g = *f;
+    find(g, NCX_TAG_CODE)->data[post + NCX_CLAUSE_SEM] = 9;
+    join_fails(g, "post clause: semaphore 9 is not declared on core 0");
+    *g = *f;
+    find(g, NCX_TAG_CODE)->data[post + NCX_CLAUSE_SEM] = 64;
+    join_fails(g, "post clause: semaphore index 64 is out of range (0..63)");
+    *g = *f;
+    find(g, NCX_TAG_CODE)->data[post + NCX_CLAUSE_OP] = ISA_WAIT_GE;
+    join_fails(g, "post clause: operation 0 is not a post");
+    *g = *f;
+    find(g, NCX_TAG_CODE)->data[post - NCX_CODE_CLAUSE_SIZE + NCX_CLAUSE_OP] = ISA_POST_ADD;
+    join_fails(g, "wait clause: operation 2 is not a wait");
+    free(g);
+    free(f);
+    free(b);
+    isa_program_free(p);
+}
+
 /* isa_check_program remembers which operand blocks passed on which core, engine and opcode;
  * an instruction that shares a block must still fail where its own core, clauses or opcode
  * make it wrong. */
@@ -2056,6 +2091,7 @@ int main(void)
         cmocka_unit_test(test_v1_0_fixture_loads),
         cmocka_unit_test(test_v1_1_sharing),
         cmocka_unit_test(test_v1_1_damage),
+        cmocka_unit_test(test_v1_1_bad_clause),
         cmocka_unit_test(test_check_shared_blocks),
         cmocka_unit_test(test_large_file_mapped),
         cmocka_unit_test(test_line_end),

@@ -1492,6 +1492,42 @@ static void test_deterministic(void **state)
     }
 }
 
+/* A .json.gz is one standard gzip member holding exactly the .json's bytes, checked by
+ * Python's zlib (not our reader), on a trace of many writer buffers (a 2,000-iteration loop:
+ * a few MB of JSON, so the compressor is fed many times before it finishes). */
+static void test_json_gz_is_plain_gzip(void **state)
+{
+    (void)state;
+    const char *nca = ".sbuf a fp32 [128, 2, 64]\n.sem s\n.engine dve\n"
+                      ".loop i = 0, 2000\n"
+                      "    tensor_copy a[:, i % 2, :], a[:, 1 - i % 2, :] | post s\n"
+                      ".endloop\n";
+    assert_int_equal(tu_write_file(tu_join(dir, "gzloop.nca"), nca, strlen(nca)), 0);
+    char args[2048];
+    snprintf(args, sizeof args,
+             "run gzloop.nca --timing-only -q --trace gz1.json.gz && %s run gzloop.nca "
+             "--timing-only -q --trace gz1.json",
+             tu_ncsim());
+    assert_int_equal(ncsim(args, NULL), 0);
+    static const char check_py[] =
+        "import sys, zlib\n"
+        "gz = open(sys.argv[1], 'rb').read(); plain = open(sys.argv[2], 'rb').read()\n"
+        "d = zlib.decompressobj(31)\n"
+        "out = d.decompress(gz) + d.flush()\n"
+        "assert d.eof and not d.unused_data, 'not exactly one gzip member'\n"
+        "assert len(plain) > 1 << 20, len(plain)\n"
+        "assert out == plain, (len(out), len(plain))\n"
+        "print('ok', len(plain), len(gz))\n";
+    char pyargs[2048], *out = NULL;
+    snprintf(pyargs, sizeof pyargs, "%s %s", tu_join(dir, "gz1.json.gz"), tu_join(dir, "gz1.json"));
+    int rc = tu_python(check_py, pyargs, &out);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", out ? out : "(no output)");
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "ok "));
+    free(out);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -1689,6 +1725,7 @@ int main(void)
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_roundtrip_json),
         cmocka_unit_test(test_roundtrip_json_gz),
+        cmocka_unit_test(test_json_gz_is_plain_gzip),
         cmocka_unit_test(test_roundtrip_pftrace),
         cmocka_unit_test(test_pftrace_implied),
         cmocka_unit_test(test_stable_same_bytes),
