@@ -1570,7 +1570,20 @@ static __attribute__((noinline, cold)) int clause_error(reader_t *r, const uint8
     return fail(r, "wait/post clauses rejected"); /* not reached: read_clauses saw a fault */
 }
 
-static int read_clauses(reader_t *r, cursor_t *c, uint32_t core, isa_instr_t *in, int code)
+/* One clause of `size` bytes at cl into s; whether it is valid. */
+static inline __attribute__((always_inline)) int
+read_clause(const uint8_t *cl, int code, isa_sync_t *s, int is_wait, uint64_t declared)
+{
+    s->sem = cl[NCX_CLAUSE_SEM];
+    s->op = cl[NCX_CLAUSE_OP];
+    s->value = (int32_t)get32(cl + (code ? NCX_CODE_CLAUSE_VALUE : NCX_CLAUSE_VALUE));
+    return (code || !get16(cl + NCX_CLAUSE_RESERVED)) &&
+           isa_clause_fault(s, is_wait, declared) == ISA_CLAUSE_OK;
+}
+
+/* Inlined into each caller, where `code` is a constant (per instruction: 1.1 files). */
+static inline __attribute__((always_inline)) int
+read_clauses(reader_t *r, cursor_t *c, uint32_t core, isa_instr_t *in, int code)
 {
     size_t size = code ? NCX_CODE_CLAUSE_SIZE : NCX_CLAUSE_SIZE;
     unsigned n = (unsigned)in->nwait + in->npost;
@@ -1579,15 +1592,10 @@ static int read_clauses(reader_t *r, cursor_t *c, uint32_t core, isa_instr_t *in
     uint64_t declared = r->sem_mask_global | r->sem_mask[core];
     const uint8_t *first = take(c, n * size), *cl = first;
     int ok = 1;
-    for (unsigned k = 0; k < n; k++, cl += size) {
-        int is_wait = k < in->nwait;
-        isa_sync_t *s = is_wait ? &in->wait[k] : &in->post[k - in->nwait];
-        s->sem = cl[NCX_CLAUSE_SEM];
-        s->op = cl[NCX_CLAUSE_OP];
-        s->value = (int32_t)get32(cl + (code ? NCX_CODE_CLAUSE_VALUE : NCX_CLAUSE_VALUE));
-        ok &= (code || !get16(cl + NCX_CLAUSE_RESERVED)) &&
-              isa_clause_fault(s, is_wait, declared) == ISA_CLAUSE_OK;
-    }
+    for (unsigned k = 0; k < in->nwait; k++, cl += size)
+        ok &= read_clause(cl, code, &in->wait[k], 1, declared);
+    for (unsigned k = 0; k < in->npost; k++, cl += size)
+        ok &= read_clause(cl, code, &in->post[k], 0, declared);
     return ok ? 0 : clause_error(r, first, size, core, in, code, declared);
 }
 

@@ -42,9 +42,12 @@ int mdl_core_state_init(mdl_core_state_t *s, const isa_program_t *prog, uint32_t
         mdl_rng_seed(&s->rng[e], seed, (uint64_t)core * 8 + e);
     if (mem.psum) {
         size_t words = (size_t)mem.psum->partitions * (size_t)(mem.psum->bytes / 4);
-        s->psum_pe_written = calloc(words ? words : 1, 1);
+        /* mapped, not calloc'd: half a megabyte per core that calloc came to memset on every
+         * simulator of a process, while a program writes few of its PSUM words */
+        s->psum_pe_written = mdl_zeroed_alloc(words);
         if (!s->psum_pe_written)
             return -1;
+        s->psum_pe_bytes = words;
         s->psum_bank_bytes = mem.psum->bytes / PSUM_BANKS;
         if (mem.psum->bytes % PSUM_BANKS == 0 && s->psum_bank_bytes % 4 == 0 &&
             s->psum_bank_bytes) {
@@ -59,7 +62,7 @@ int mdl_core_state_init(mdl_core_state_t *s, const isa_program_t *prog, uint32_t
 void mdl_core_state_free(mdl_core_state_t *s)
 {
     free(s->pe.weights);
-    free(s->psum_pe_written);
+    mdl_zeroed_free(s->psum_pe_written, s->psum_pe_bytes);
     free(s->psum_bank_pe);
     for (unsigned i = 0; i < 4; i++)
         free(s->scratch[i]);

@@ -32,7 +32,8 @@ typedef struct mdl_core_state {
     uint32_t core;
     mdl_mem_t mem;
     mdl_pe_state_t pe;
-    uint8_t *psum_pe_written;    /* psum partitions * bytes/4 */
+    uint8_t *psum_pe_written;    /* psum partitions * bytes/4 (mdl_zeroed_alloc) */
+    size_t psum_pe_bytes;        /* ... that many */
     uint8_t *psum_bank_pe;       /* per bank of each partition: 1 when every word of it is known
                                   * to be last written by pe (lets the acc check skip it);
                                   * NULL when banks do not divide the partition evenly */

@@ -48,6 +48,16 @@ static void zeroed_unmap(void *p, size_t n)
         munmap(p, n ? n : 1);
 }
 
+void *mdl_zeroed_alloc(size_t n)
+{
+    return zeroed_map(n);
+}
+
+void mdl_zeroed_free(void *p, size_t n)
+{
+    zeroed_unmap(p, n);
+}
+
 int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
 {
     memset(h, 0, sizeof *h);
@@ -56,7 +66,7 @@ int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
     if (h->npages) {
         if (h->npages > SIZE_MAX / sizeof *h->pages)
             return -1;
-        h->pages = calloc((size_t)h->npages, sizeof *h->pages);
+        h->pages = zeroed_map((size_t)h->npages * sizeof *h->pages); /* sparse: see above */
         if (!h->pages) {
             h->npages = 0;
             return -1;
@@ -73,7 +83,7 @@ void mdl_hbm_free(mdl_hbm_t *h)
                 zeroed_unmap(h->pages[i], MDL_HBM_PAGE_SIZE);
                 left--;
             }
-    free(h->pages);
+    zeroed_unmap(h->pages, (size_t)h->npages * sizeof *h->pages);
     memset(h, 0, sizeof *h);
 }
 
@@ -463,6 +473,25 @@ static inline void prefetch_bytes(const uint8_t *p, uint64_t len)
 /* Visit elements [first, first + n) of the plan, in row-major order, as runs. */
 static int plan_walk(const plan_t *pl, uint64_t first, uint64_t n, run_fn fn, void *ctx)
 {
+    if (pl->nd == 2 && first % pl->count[1] == 0 && n % pl->count[1] == 0) {
+        /* whole rows of a two-dimensional plan (a tile: partitions by its free bytes), the
+         * most common case: one step per row, no index arithmetic; the row after the next
+         * is fetched while this one is converted, as below */
+        const uint64_t len = pl->count[1], rows = n / len;
+        const int64_t step = pl->bstride[0];
+        int64_t addr = (int64_t)pl->start + (int64_t)(first / len) * step;
+        for (uint64_t k = 0; k < rows; k++, addr += step) {
+            if (pl->prefetch && k + 1 < rows) {
+                if (k == 0)
+                    prefetch_bytes(pl->base + addr + step, len * pl->es);
+                if (k + 2 < rows)
+                    prefetch_bytes(pl->base + addr + 2 * step, len * pl->es);
+            }
+            if (fn(ctx, pl, (uint64_t)addr, pl->bstride[1], (size_t)len))
+                return -1;
+        }
+        return 0;
+    }
     uint64_t idx[PLAN_DIMS];
     for (unsigned d = pl->nd; d-- > 0;) {
         idx[d] = first % pl->count[d];

@@ -54,6 +54,12 @@ void mdl_hbm_read(const mdl_hbm_t *h, uint64_t addr, void *dst, size_t n);
 int mdl_hbm_write(mdl_hbm_t *h, uint64_t addr, const void *src, size_t n); /* -1 on OOM */
 
 int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes);
+
+/* n zeroed bytes straight from mmap, their pages given out as first touched, whatever glibc's
+ * adaptive mmap threshold has become (calloc then memsets large blocks): for large tables a
+ * simulation may use little of. Freed with mdl_zeroed_free and the same n; NULL on failure. */
+void *mdl_zeroed_alloc(size_t n);
+void mdl_zeroed_free(void *p, size_t n);
 void mdl_onchip_free(mdl_onchip_t *m);
 
 /* The memories one view may refer to: the issuing core's SBUF and PSUM, its chip's HBM. */

@@ -349,6 +349,51 @@ static void test_builtin_matches_source_tree(void **state)
     unsetenv("NCSIM_PRESET_DIR");
 }
 
+/* A built-in preset is parsed once per process and handed out as a copy: loading it again
+ * gives the same config, whatever a caller did to an earlier copy; with NCSIM_PRESET_DIR
+ * set, that directory's file is used, not the kept copy, and unset again the built-in one. */
+static void test_builtin_kept_as_copy(void **state)
+{
+    (void)state;
+    unsetenv("NCSIM_PRESET_DIR");
+    mdl_arch_t a = load_ok("trn1");
+    char *ja = mdl_arch_to_json(&a);
+    a.pe.clock_ghz = 99.0;
+    snprintf(a.description, sizeof a.description, "changed by a caller");
+    mdl_arch_t b = load_ok("trn1");
+    assert_true(b.pe.clock_ghz == 2.8);
+    char *jb = mdl_arch_to_json(&b);
+    assert_string_equal(ja, jb);
+    free(jb);
+
+    char dir[300], path[400], cmd[700];
+    snprintf(dir, sizeof dir, "%s/kept", tmpdir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    assert_int_equal(tu_run(cmd, NULL), 0);
+    size_t n;
+    char *text = tu_read_file(tu_source_path("models/presets/trn1.json"), &n);
+    assert_non_null(text);
+    char *desc = strstr(text, "\"description\": \"");
+    assert_non_null(desc);
+    desc += strlen("\"description\": \"");
+    snprintf(path, sizeof path, "%s/trn1.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "%.*sFROM THE DIRECTORY %s", (int)(desc - text), text, desc);
+    assert_int_equal(fclose(f), 0);
+    free(text);
+    setenv("NCSIM_PRESET_DIR", dir, 1);
+    mdl_arch_t c = load_ok("trn1");
+    assert_non_null(strstr(c.description, "FROM THE DIRECTORY"));
+    unsetenv("NCSIM_PRESET_DIR");
+    mdl_arch_t d = load_ok("trn1");
+    assert_null(strstr(d.description, "FROM THE DIRECTORY"));
+    char *jd = mdl_arch_to_json(&d);
+    assert_string_equal(ja, jd);
+    free(jd);
+    free(ja);
+}
+
 /* ---- Strict parsing ------------------------------------------------------------------------- */
 
 static void test_unknown_key_and_section(void **state)
@@ -725,6 +770,7 @@ int main(void)
         cmocka_unit_test(test_preset_names),
         cmocka_unit_test(test_presets_load_and_validate),
         cmocka_unit_test(test_trn1_values),
+        cmocka_unit_test(test_builtin_kept_as_copy),
         cmocka_unit_test(test_multichip_presets),
         cmocka_unit_test(test_every_key_has_a_source),
         cmocka_unit_test(test_preset_without_source_rejected),

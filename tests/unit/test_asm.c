@@ -1339,13 +1339,14 @@ static void test_loc_and_source(void **state)
 }
 
 /* Streams are emitted in any order (sp before pe, a stream resumed after others, engines
- * switched inside a loop, two cores) and grow past several mappings; the program's array
+ * switched inside a loop, two cores) and grow past several mappings (pe's to 8 MB, its
+ * pages mapped in 2 MB at a time past 4 MB); the program's array
  * holds each one whole, in stream order, whether its pages were moved there or copied
  * (instr_vec_t in asm.c). Every instruction carries its own number in its wait value. */
 static void test_stream_layout(void **state)
 {
     (void)state;
-    enum { NSP = 1000, NPE = 30001, NACT = 777, NMIX = 50 };
+    enum { NSP = 1000, NPE = 150001, NACT = 777, NMIX = 50 };
     char text[4096];
     snprintf(text, sizeof text,
              ".core 0..1\n.sem s\n"

@@ -503,6 +503,30 @@ static void test_ranges_and_bytes(void **state)
     }
     mdl_view_read_f32(&f->mem, &h, part);
     assert_memory_equal(in, part, n * sizeof *in);
+    /* A tile (16 partitions x 24 contiguous fp32: a two-dimensional plan, walked row by
+     * row) read and written in whole rows from a row other than the first, and in pieces
+     * that cut rows: every way gives the values written. */
+    const int64_t ts[] = {1};
+    const uint32_t tc[] = {24};
+    isa_view_t t = view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 16, 512, 1, ts, tc);
+    check_view_msg(f, &t, NULL);
+    const size_t tn = isa_view_elems(&t);
+    assert_int_equal(tn, 16 * 24);
+    for (size_t first = 0; first < tn; first += 48) /* two rows at a time */
+        assert_int_equal(mdl_view_write_f32_range(&f->mem, &t, first, 48, in + first,
+                                                  MDL_ROUND_NEAREST_EVEN, NULL),
+                         0);
+    memset(full, 0, tn * sizeof *full);
+    mdl_view_read_f32(&f->mem, &t, full);
+    assert_memory_equal(in, full, tn * sizeof *in);
+    for (size_t step = 24; step <= 72; step += 17) { /* 24, 41, 58: whole rows, then not */
+        memset(part, 0, tn * sizeof *part);
+        for (size_t first = 0; first < tn; first += step) {
+            size_t k = tn - first < step ? tn - first : step;
+            mdl_view_read_f32_range(&f->mem, &t, first, k, part + first);
+        }
+        assert_memory_equal(in, part, tn * sizeof *in);
+    }
     free(in);
     free(full);
     free(part);
