@@ -112,10 +112,13 @@ static int cur_insert(sim_queue_t *q, sim_event_t *ev)
 {
     if (q->ncur == q->cur_cap && grow_events(&q->cur, &q->cur_cap))
         return -1;
-    uint32_t j = 0;
-    while (j < q->ncur && q->cur[j]->priority > ev->priority)
-        j++;
-    memmove(&q->cur[j + 1], &q->cur[j], (q->ncur - j) * sizeof *q->cur);
+    /* from the end (the next to run) down past the events that run before ev: a few at most,
+     * moved one by one (a memmove call cost more than the moves) */
+    uint32_t j = q->ncur;
+    while (j > 0 && q->cur[j - 1]->priority <= ev->priority) {
+        q->cur[j] = q->cur[j - 1];
+        j--;
+    }
     q->cur[j] = ev;
     q->ncur++;
     ev->heap_index = SIM_CUR_QUEUED;

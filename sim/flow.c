@@ -47,7 +47,9 @@ void flow_init(flow_t *f, double bytes, double cap, flow_done_fn done, void *own
     f->generation = 0;
     f->binding = 0;
     f->accounted = 0;
-    memset(f->bound_ps, 0, sizeof f->bound_ps);
+    /* the time at each bound: only the slots a binding can name are zeroed, its own cap's
+     * here and each resource's in flow_use (a memset of all was a `rep stos` per transfer) */
+    f->bound_ps[FLOW_MAX_RES] = 0;
     f->remaining = bytes;
     f->cap = cap;
     f->done = done;
@@ -66,6 +68,7 @@ void flow_use(flow_t *f, uint32_t res, double weight, double eff)
     f->res[f->nres] = res;
     f->weight[f->nres] = (float)weight;
     f->eff[f->nres] = (float)(eff > 0 ? eff : 1.0);
+    f->bound_ps[f->nres] = 0;
     f->nres++;
 }
 

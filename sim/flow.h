@@ -59,7 +59,8 @@ typedef struct flow {
     double capeff[FLOW_MAX_RES]; /* the resource's cap x eff, the numerator of its share */
     uint64_t generation;
     /* what set its rate, for breakdowns: binding = the resource slot whose share was the
-     * smallest bound, FLOW_MAX_RES for the flow's own cap; bound_ps = time at each */
+     * smallest bound, FLOW_MAX_RES for the flow's own cap; bound_ps = time at each (set
+     * for [0, nres) and FLOW_MAX_RES only, the slots a binding can name) */
     uint8_t binding;
     uint64_t bound_ps[FLOW_MAX_RES + 1];
     flow_done_fn done;

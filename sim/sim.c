@@ -293,6 +293,11 @@ static uint64_t interlock_until(engine_t *E, const box_t *r, unsigned nr, uint64
      * overlap is the latest, and nothing older can be later than what is found */
     uint64_t until = 0;
     for (unsigned k = 0; k < nr; k++) {
+        /* nothing in flight writes this space past max(now, until): nothing the scan would
+         * find (matmul reads SBUF while the entries in flight write PSUM, and so on) */
+        uint64_t w_until = E->write_until[r[k].space];
+        if (w_until <= now || w_until <= until)
+            continue;
         for (uint32_t i = E->fl_n; i-- > 0;) {
             const inflight_t *f = fl_at(E, i);
             if (f->complete <= now || f->complete <= until)
@@ -544,7 +549,11 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         f->posts = posts;
         memcpy(f->post, in->post, sizeof f->post);
         f->nw = m->nw;
-        memcpy(f->w, m->w, m->nw * sizeof f->w[0]); /* boxes past nw are never read */
+        /* both boxes, a fixed size: a copy of nw boxes was a `rep movs`, whose start-up cost
+         * was most of start_instr's time (memo_fill zeroes the boxes past nw; never read) */
+        memcpy(f->w, m->w, sizeof f->w);
+        for (unsigned w = 0; w < m->nw; w++) /* completions are in issue order: the latest */
+            E->write_until[m->w[w].space] = complete;
         E->fl_posts += posts != 0;
         /* post_ev, when queued, is at the first entry with posts, which this one follows */
         if (posts && !sim_event_queued(&E->post_ev) &&
@@ -674,8 +683,9 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
              * engine walks its own part of a program of tens of MB): fetched while the
              * queue runs other engines */
             uint32_t next_slot = *memo_slot(s, E->instrs[E->pc].args);
-            if (next_slot)
-                __builtin_prefetch(&s->memo[next_slot - 1]);
+            /* (no branch on the slot: it waits for two loads, and a prefetch of entry 0 for
+             * an unused slot costs nothing) */
+            __builtin_prefetch(&s->memo[next_slot - (next_slot != 0)]);
             __builtin_prefetch(&E->instrs[E->pc + 4]);
         }
         if (ii == PARKED) {

@@ -77,6 +77,8 @@ typedef struct engine {
     const isa_instr_t *instrs;
     uint32_t n, pc;
     uint64_t last_complete;
+    uint64_t write_until[ISA_SPACE_COUNT]; /* completion of its latest in-flight write to each
+                                            * space: no interlock scan when it has passed */
     uint64_t seg_start;  /* start of the current stall segment, UINT64_MAX when not stalled */
     uint8_t stall;       /* cause of the current segment */
     uint8_t stall_sem;

@@ -189,8 +189,19 @@ static void both_schedule(sim_queue_t *q, int i, uint64_t t)
     assert_int_equal(sim_schedule(q, &pool[i].ev, t), 0);
 }
 
+/* What the queue says comes next agrees with the reference (the running event is no longer
+ * queued, though the heap may still hold it at its root while its handler runs). */
+static void check_next(const sim_queue_t *q)
+{
+    int want = ref_next();
+    uint64_t t = want < 0 ? UINT64_MAX : refs[want].time;
+    if (sim_queue_next_time(q) != t || sim_queue_empty(q) != (want < 0))
+        bad = 1;
+}
+
 /* Each event checks it is the one the reference expects, then schedules, moves or cancels a
- * few others at random (times now..now+3, so that many share an instant). */
+ * few others at random (times now..now+3, so that many share an instant), and often itself:
+ * later (it moves from the heap's root), now, or now and then later. */
 static void random_step(sim_queue_t *q, sim_event_t *ev)
 {
     logged_t *l = ev->owner;
@@ -201,7 +212,12 @@ static void random_step(sim_queue_t *q, sim_event_t *ev)
     got_order++;
     if (got_order > 20000)
         return;
-    int k = 1 + (int)(next_rand() % 3);
+    check_next(q);
+    if (next_rand() % 4 == 0) {
+        sim_cancel(q, ev); /* not queued: nothing to do */
+        check_next(q);
+    }
+    int k = (int)(next_rand() % 4);
     for (int j = 0; j < k; j++) {
         int i = (int)(next_rand() % NEV);
         if (next_rand() % 8 == 0) {
@@ -210,7 +226,24 @@ static void random_step(sim_queue_t *q, sim_event_t *ev)
         } else {
             both_schedule(q, i, q->now + next_rand() % 4);
         }
+        check_next(q);
     }
+    switch (next_rand() % 5) {
+    case 0:
+    case 1:
+        both_schedule(q, l->id, q->now + 1 + next_rand() % 3);
+        break;
+    case 2:
+        both_schedule(q, l->id, q->now);
+        break;
+    case 3:
+        both_schedule(q, l->id, q->now);
+        both_schedule(q, l->id, q->now + 1 + next_rand() % 3);
+        break;
+    default:
+        break;
+    }
+    check_next(q);
 }
 
 static void test_random_against_reference(void **state)
