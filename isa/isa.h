@@ -373,6 +373,10 @@ void *isa_alloc_large(size_t bytes);
 /* The same policy for memory already allocated and about to be written whole: [p, p + bytes)
  * from 1 MiB on has its pages mapped in one call (advice only). */
 void isa_populate(void *p, size_t bytes);
+
+/* Clear the upper halves of the AVX registers after a library call that may have used them
+ * (ISA-L picks AVX-512 code where the processor has it and leaves them set); see program.c. */
+void isa_avx_clean(void);
 /* Frees everything a program owns (the struct itself too). NULL is fine. */
 void isa_program_free(isa_program_t *prog);
 /* Name of a string offset ("" for ISA_NO_NAME). */

@@ -80,7 +80,9 @@ static int bits_are_nan(uint64_t u)
  */
 static uint32_t crc32_of(const uint8_t *p, size_t n)
 {
-    return crc32_gzip_refl(0, p, n);
+    uint32_t crc = crc32_gzip_refl(0, p, n);
+    isa_avx_clean();
+    return crc;
 }
 
 static int is_identifier(const char *s)

@@ -9,6 +9,8 @@
 
 #include <isa-l/igzip_lib.h>
 
+#include "isa.h"
+
 #include "trace_internal.h"
 
 /* ---- buffered output ----------------------------------------------------------------------------- */
@@ -63,7 +65,9 @@ static int gzip_put(struct trc_gzip *g, FILE *f, const unsigned char *p, size_t 
     do {
         g->z.next_out = g->out;
         g->z.avail_out = GZ_OUT_BYTES;
-        if (isal_deflate(&g->z) != COMP_OK)
+        int rc = isal_deflate(&g->z);
+        isa_avx_clean(); /* igzip's AVX-512 code leaves the upper halves set (isa.h) */
+        if (rc != COMP_OK)
             return -1;
         size_t k = GZ_OUT_BYTES - g->z.avail_out;
         if (k && fwrite(g->out, 1, k, f) != k)

@@ -1855,6 +1855,46 @@ static void test_v1_1_bad_clause(void **state)
     isa_program_free(p);
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+/* The state components in use (XGETBV with ECX = 1), or 0 where the processor cannot tell. */
+static uint64_t xinuse(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(0xd, 1, &a, &b, &c, &d) || !(a & 4))
+        return 0;
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+    return (uint64_t)hi << 32 | lo;
+}
+#endif
+
+/* Reading a .ncx (whose checksum ISA-L computes, with AVX-512 code where the processor has
+ * it) leaves the upper halves of the AVX registers clear (isa_avx_clean): set, they slowed
+ * every SSE instruction after it, the whole simulation. Bit 2 is the upper halves of ymm0-15,
+ * bit 6 those of zmm0-15. (On a processor without XINUSE there is nothing to see.) */
+static void test_read_leaves_avx_clean(void **state)
+{
+    (void)state;
+#if defined(__x86_64__)
+    char text[64 + 48 * 4000];
+    int at = snprintf(text, sizeof text, ".sbuf x fp32 [128, 4, 64]\n.engine dve\n");
+    for (int i = 0; i < 4000; i++) /* a file of some size: the wide code paths */
+        at += snprintf(text + at, sizeof text - (size_t)at,
+                       "tensor_copy x[:, %d, :], x[:, %d, :]\n", i % 2, 2 + i % 2);
+    isa_program_t *p = assemble_text(text, "avx.nca");
+    uint8_t *b;
+    size_t n;
+    write_ok(p, &b, &n);
+    isa_program_t *q = read_ok(b, n);
+    uint64_t used = xinuse();
+    assert_int_equal(used & ((1u << 2) | (1u << 6)), 0);
+    free(b);
+    isa_program_free(p);
+    isa_program_free(q);
+#endif
+}
+
 /* isa_check_program remembers which operand blocks passed on which core, engine and opcode;
  * an instruction that shares a block must still fail where its own core, clauses or opcode
  * make it wrong. */
@@ -2092,6 +2132,7 @@ int main(void)
         cmocka_unit_test(test_v1_1_sharing),
         cmocka_unit_test(test_v1_1_damage),
         cmocka_unit_test(test_v1_1_bad_clause),
+        cmocka_unit_test(test_read_leaves_avx_clean),
         cmocka_unit_test(test_check_shared_blocks),
         cmocka_unit_test(test_large_file_mapped),
         cmocka_unit_test(test_line_end),
