@@ -36,26 +36,16 @@
  * sizes, after the first free of one; from then on every new simulator would memset tens of
  * megabytes.)
  */
-static void *zeroed_map(size_t n)
+void *mdl_zeroed_alloc(size_t n)
 {
     void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
-static void zeroed_unmap(void *p, size_t n)
+void mdl_zeroed_free(void *p, size_t n)
 {
     if (p)
         munmap(p, n ? n : 1);
-}
-
-void *mdl_zeroed_alloc(size_t n)
-{
-    return zeroed_map(n);
-}
-
-void mdl_zeroed_free(void *p, size_t n)
-{
-    zeroed_unmap(p, n);
 }
 
 int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
@@ -66,7 +56,7 @@ int mdl_hbm_init(mdl_hbm_t *h, uint64_t size)
     if (h->npages) {
         if (h->npages > SIZE_MAX / sizeof *h->pages)
             return -1;
-        h->pages = zeroed_map((size_t)h->npages * sizeof *h->pages); /* sparse: see above */
+        h->pages = mdl_zeroed_alloc((size_t)h->npages * sizeof *h->pages); /* sparse: see above */
         if (!h->pages) {
             h->npages = 0;
             return -1;
@@ -80,10 +70,10 @@ void mdl_hbm_free(mdl_hbm_t *h)
     if (h->pages)
         for (uint64_t i = 0, left = h->pages_allocated; i < h->npages && left; i++)
             if (h->pages[i]) {
-                zeroed_unmap(h->pages[i], MDL_HBM_PAGE_SIZE);
+                mdl_zeroed_free(h->pages[i], MDL_HBM_PAGE_SIZE);
                 left--;
             }
-    zeroed_unmap(h->pages, (size_t)h->npages * sizeof *h->pages);
+    mdl_zeroed_free(h->pages, (size_t)h->npages * sizeof *h->pages);
     memset(h, 0, sizeof *h);
 }
 
@@ -94,7 +84,7 @@ static uint8_t *hbm_page_for_write(mdl_hbm_t *h, uint64_t addr)
     if (page >= h->npages)
         return NULL;
     if (!h->pages[page]) {
-        h->pages[page] = zeroed_map(MDL_HBM_PAGE_SIZE);
+        h->pages[page] = mdl_zeroed_alloc(MDL_HBM_PAGE_SIZE);
         if (!h->pages[page])
             return NULL;
         h->pages_allocated++;
@@ -219,10 +209,10 @@ static uint8_t *onchip_map(size_t n)
     const int fd = p ? pagemap_for_me() : -1;
     pthread_mutex_unlock(&pool_lock);
     if (p && zero_used_pages(fd, p, n)) {
-        zeroed_unmap(p, n);
+        mdl_zeroed_free(p, n);
         p = NULL;
     }
-    return p ? p : zeroed_map(n);
+    return p ? p : mdl_zeroed_alloc(n);
 }
 
 /* Keep p (the most recently freed first); the oldest mapping kept makes room if needed. */
@@ -241,7 +231,7 @@ static void onchip_unmap(uint8_t *p, size_t n)
         n = oldn;
     }
     pthread_mutex_unlock(&pool_lock);
-    zeroed_unmap(p, n);
+    mdl_zeroed_free(p, n);
 }
 
 int mdl_onchip_init(mdl_onchip_t *m, uint32_t partitions, uint64_t bytes)
