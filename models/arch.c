@@ -759,10 +759,9 @@ static bool valid_preset_name(const char *name)
 static pthread_mutex_t builtin_mu = PTHREAD_MUTEX_INITIALIZER;
 static mdl_arch_t *builtin_parsed[64]; /* by index in mdl_preset_texts */
 
+/* The kept config of built-in preset i (load_config decides when one may be used) */
 static bool builtin_cached(size_t i, mdl_arch_t *out)
 {
-    if (i >= sizeof builtin_parsed / sizeof builtin_parsed[0] || mdl_arch_preset_dir())
-        return false;
     pthread_mutex_lock(&builtin_mu);
     bool hit = builtin_parsed[i] != NULL;
     if (hit)
@@ -773,8 +772,6 @@ static bool builtin_cached(size_t i, mdl_arch_t *out)
 
 static void builtin_keep(size_t i, const mdl_arch_t *a)
 {
-    if (i >= sizeof builtin_parsed / sizeof builtin_parsed[0] || mdl_arch_preset_dir())
-        return;
     mdl_arch_t *copy = malloc(sizeof *copy); /* kept for the life of the process */
     if (!copy)
         return; /* parsed again next time */
@@ -838,14 +835,18 @@ static ncsim_status_t load_config(const char *name, const arch_source_t *from, i
     }
     for (const mdl_preset_text_t *p = mdl_preset_texts; p->name; p++) {
         if (strcmp(p->name, name) == 0) {
-            if (depth == 0 && builtin_cached((size_t)(p - mdl_preset_texts), out))
+            const size_t i = (size_t)(p - mdl_preset_texts);
+            /* at the top level, and no directory that could redirect it or a base it names */
+            const bool kept =
+                depth == 0 && !dir && i < sizeof builtin_parsed / sizeof builtin_parsed[0];
+            if (kept && builtin_cached(i, out))
                 return NCSIM_OK;
             snprintf(src.display, sizeof src.display, "models/presets/%s.json (built-in)", name);
             snprintf(src.stem, sizeof src.stem, "%s", name);
             src.is_preset = true;
             st = parse_and_apply((const char *)p->text, p->len, &src, depth, out, err, errlen);
-            if (st == NCSIM_OK && depth == 0)
-                builtin_keep((size_t)(p - mdl_preset_texts), out);
+            if (st == NCSIM_OK && kept)
+                builtin_keep(i, out);
             return st;
         }
     }
