@@ -273,7 +273,8 @@ int cli_sweep(int argc, char **argv)
     }
     if (slurm) {
         /* absolute paths: the tasks run wherever the cluster puts them */
-        if (mkdir(dir, 0777) && errno != EEXIST) {
+        int created = mkdir(dir, 0777) == 0;
+        if (!created && errno != EEXIST) {
             fprintf(stderr, "ncsim sweep: cannot create %s: %s\n", dir, strerror(errno));
             rc = 3;
             goto out;
@@ -300,10 +301,13 @@ int cli_sweep(int argc, char **argv)
             }
         }
         sim_sweep_slurm_options_t so = {exe, abs_dir, per_task, sbatch, nsbatch, csv_abs};
-        char *script = sim_sweep_slurm_script(sw, &so);
+        char serr[1024];
+        char *script = sim_sweep_slurm_script(sw, &so, serr, sizeof serr);
         if (!script) {
-            fputs("ncsim sweep: out of memory\n", stderr);
-            rc = 4;
+            fprintf(stderr, "ncsim sweep: --slurm: %s\n", serr);
+            if (created) /* refused: leave no folder with that name behind */
+                rmdir(dir);
+            rc = strcmp(serr, "out of memory") == 0 ? 4 : 2;
             goto out;
         }
         fputs(script, stdout);

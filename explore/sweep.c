@@ -1420,30 +1420,101 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
 
 /* ---- Slurm -------------------------------------------------------------------------------- */
 
-/* s as one shell word in single quotes. */
-static void sb_shell(strbuf_t *b, const char *s)
+/* Where a value lands in the generated script. */
+typedef enum {
+    SLURM_SHELL,    /* one bash (and POSIX sh) word */
+    SLURM_DIRECTIVE /* one argument of an "#SBATCH" line, as sbatch itself splits those */
+} slurm_quote_t;
+
+/*
+ * The one quoting function of the Slurm script: every value that is not a constant of this
+ * file goes through it. In the shell, a single-quoted word ('...' with each ' written '\''),
+ * which bash and the /bin/sh that runs --wrap read the same way. On an #SBATCH line sbatch
+ * has its own small parser (whitespace splits, a double or single quote toggles quoting, '#'
+ * starts a comment, and a backslash takes the next byte as it is), so there every byte
+ * outside a plain set is written behind a backslash. Neither form can carry a line break, so
+ * the values are checked first (slurm_value_check) and a refused one never reaches here.
+ */
+static void sb_quote(strbuf_t *b, const char *s, slurm_quote_t where)
 {
-    sb_add(b, "'");
-    for (const char *p = s; *p; p++)
-        sb_add(b, *p == '\'' ? "'\\''" : "%c", *p);
-    sb_add(b, "'");
+    if (where == SLURM_SHELL) {
+        sb_add(b, "'");
+        for (const char *p = s; *p; p++)
+            sb_add(b, *p == '\'' ? "'\\''" : "%c", *p);
+        sb_add(b, "'");
+        return;
+    }
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        int plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    strchr("/._-=:,+@%", c) != NULL;
+        sb_add(b, plain ? "%c" : "\\%c", c);
+    }
 }
 
-char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_options_t *opt)
+/*
+ * 0 when VALUE can be written into the script, else -1 and a message naming it. A control
+ * character (a line break above all) would end the quoted word and the line with it: a
+ * newline in a folder name or an --sbatch option would add a command of its own.
+ * `%` in the output folder: Slurm expands %j, %A... in --output file names and offers no
+ * way to keep one literal while expanding the others.
+ */
+static int slurm_value_check(const char *value, const char *what, int in_output_pattern,
+                             char *err, size_t errlen)
 {
-    uint64_t per = opt->points_per_task;
-    if (!per)
-        per = (sw->npoints + 999) / 1000;
-    uint64_t tasks = (sw->npoints + per - 1) / per;
-    strbuf_t b = {0};
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            mdl_errf(err, errlen,
+                     "%s contains a control character (byte 0x%02x at offset %zu), which "
+                     "cannot be quoted safely in a shell script: rename it",
+                     what, *p, (size_t)((const char *)p - value));
+            return -1;
+        }
+    if (in_output_pattern && strchr(value, '%')) {
+        mdl_errf(err, errlen,
+                 "%s '%s' contains '%%', which Slurm would expand in the --output file "
+                 "names (%%j, %%A...): choose a folder without it",
+                 what, value);
+        return -1;
+    }
+    return 0;
+}
+
+char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_options_t *opt,
+                             char *err, size_t errlen)
+{
     char csv[PATH_MAX + 32];
     if (opt->csv_path)
         snprintf(csv, sizeof csv, "%s", opt->csv_path);
     else
         snprintf(csv, sizeof csv, "%s/results.csv", opt->out_dir);
+    if (slurm_value_check(sw->spec_path, "the spec path", 0, err, errlen) ||
+        slurm_value_check(opt->ncsim_path, "the ncsim path", 0, err, errlen) ||
+        slurm_value_check(opt->out_dir, "the --out folder", 1, err, errlen) ||
+        slurm_value_check(csv, "the --csv path", 0, err, errlen))
+        return NULL;
+    for (size_t i = 0; i < opt->nsbatch; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "--sbatch option %zu", i + 1);
+        if (slurm_value_check(opt->sbatch[i], what, 0, err, errlen))
+            return NULL;
+        if (opt->sbatch[i][0] != '-') {
+            mdl_errf(err, errlen,
+                     "--sbatch '%s' is not an sbatch option: each --sbatch gives one option, "
+                     "starting with '-' (e.g. --sbatch=--partition=cpu)",
+                     opt->sbatch[i]);
+            return NULL;
+        }
+    }
+    uint64_t per = opt->points_per_task;
+    if (!per)
+        per = (sw->npoints + 999) / 1000;
+    uint64_t tasks = (sw->npoints + per - 1) / per;
+    strbuf_t b = {0};
     sb_add(&b, "#!/bin/bash\n");
-    sb_add(&b, "# Slurm script for the ncsim sweep %s\n", sw->spec_path);
-    sb_add(&b, "# (%" PRIu64 " points, %" PRIu64 " per array task; fingerprint %s).\n",
+    sb_add(&b, "# Slurm script for the ncsim sweep ");
+    sb_quote(&b, sw->spec_path, SLURM_SHELL);
+    sb_add(&b, "\n# (%" PRIu64 " points, %" PRIu64 " per array task; fingerprint %s).\n",
            sw->npoints, per, sw->fingerprint);
     sb_add(&b, "#\n"
                "#   bash THIS_SCRIPT     submit the array job, then a merge job that runs once\n"
@@ -1453,34 +1524,68 @@ char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_option
                "#\n"
                "# Each task writes OUT/point-I.json atomically and skips points already done,\n"
                "# so a failed or cancelled array can simply be submitted again.\n");
-    sb_add(&b, "#SBATCH --job-name=ncsim-sweep-%s\n", sw->name);
-    sb_add(&b, "#SBATCH --array=0-%" PRIu64 "\n", tasks - 1);
+    /* the job names carry the spec's name (its file name): quoted like any other value */
+    char *job = mdl_strdup(sw->name);
+    if (!job || slurm_value_check(job, "the spec's file name", 0, err, errlen)) {
+        if (!job)
+            mdl_errf(err, errlen, "out of memory");
+        free(job);
+        return NULL;
+    }
+    sb_add(&b, "#SBATCH --job-name=ncsim-sweep-");
+    sb_quote(&b, job, SLURM_DIRECTIVE);
+    sb_add(&b, "\n#SBATCH --array=0-%" PRIu64 "\n", tasks - 1);
     sb_add(&b, "#SBATCH --ntasks=1\n#SBATCH --cpus-per-task=1\n");
-    sb_add(&b, "#SBATCH --output=%s/slurm-%%A_%%a.out\n", opt->out_dir);
-    for (size_t i = 0; i < opt->nsbatch; i++)
-        sb_add(&b, "#SBATCH %s\n", opt->sbatch[i]);
+    sb_add(&b, "#SBATCH --output=");
+    sb_quote(&b, opt->out_dir, SLURM_DIRECTIVE);
+    sb_add(&b, "/slurm-%%A_%%a.out\n");
+    for (size_t i = 0; i < opt->nsbatch; i++) {
+        sb_add(&b, "#SBATCH ");
+        sb_quote(&b, opt->sbatch[i], SLURM_DIRECTIVE);
+        sb_add(&b, "\n");
+    }
     sb_add(&b, "set -euo pipefail\n");
     sb_add(&b, "ncsim=");
-    sb_shell(&b, opt->ncsim_path);
+    sb_quote(&b, opt->ncsim_path, SLURM_SHELL);
     sb_add(&b, "\nspec=");
-    sb_shell(&b, sw->spec_path);
+    sb_quote(&b, sw->spec_path, SLURM_SHELL);
     sb_add(&b, "\nout=");
-    sb_shell(&b, opt->out_dir);
+    sb_quote(&b, opt->out_dir, SLURM_SHELL);
     sb_add(&b, "\ncsv=");
-    sb_shell(&b, csv);
+    sb_quote(&b, csv, SLURM_SHELL);
     sb_add(&b, "\npoints=%" PRIu64 "\nper_task=%" PRIu64 "\n", sw->npoints, per);
-    sb_add(&b, "merge_cmd=\"exec ${ncsim@Q} sweep ${spec@Q} --merge --out ${out@Q} "
-               "--csv ${csv@Q}\"\n");
-    sb_add(&b, "if [ -z \"${SLURM_ARRAY_TASK_ID:-}\" ]; then\n");
-    sb_add(&b, "  mkdir -p \"$out\"\n");
-    sb_add(&b, "  array_job=$(sbatch --parsable \"$0\")\n");
+    /* the merge command is run by sbatch --wrap under /bin/sh: built here, each word quoted,
+     * then quoted once more as the value of merge_cmd */
+    strbuf_t m = {0};
+    sb_add(&m, "exec ");
+    sb_quote(&m, opt->ncsim_path, SLURM_SHELL);
+    sb_add(&m, " sweep ");
+    sb_quote(&m, sw->spec_path, SLURM_SHELL);
+    sb_add(&m, " --merge --out ");
+    sb_quote(&m, opt->out_dir, SLURM_SHELL);
+    sb_add(&m, " --csv ");
+    sb_quote(&m, csv, SLURM_SHELL);
+    sb_add(&b, "merge_cmd=");
+    if (m.p)
+        sb_quote(&b, m.p, SLURM_SHELL);
+    b.failed |= m.failed;
+    free(m.p);
+    sb_add(&b, "\nif [ -z \"${SLURM_ARRAY_TASK_ID:-}\" ]; then\n");
+    sb_add(&b, "  mkdir -p -- \"$out\"\n");
+    sb_add(&b, "  array_job=$(sbatch --parsable -- \"$0\")\n");
     sb_add(&b, "  array_job=${array_job%%%%;*}\n");
     sb_add(&b, "  merge_job=$(sbatch --parsable --dependency=afterok:\"$array_job\" "
-               "--job-name=ncsim-merge-%s --ntasks=1 --output=\"$out/slurm-merge-%%j.out\"",
-           sw->name);
+               "--job-name=");
+    strbuf_t jn = {0};
+    sb_add(&jn, "ncsim-merge-%s", job);
+    if (jn.p)
+        sb_quote(&b, jn.p, SLURM_SHELL);
+    b.failed |= jn.failed;
+    free(jn.p);
+    sb_add(&b, " --ntasks=1 --output=\"$out/slurm-merge-%%j.out\"");
     for (size_t i = 0; i < opt->nsbatch; i++) {
         sb_add(&b, " ");
-        sb_shell(&b, opt->sbatch[i]);
+        sb_quote(&b, opt->sbatch[i], SLURM_SHELL);
     }
     sb_add(&b, " --wrap=\"$merge_cmd\")\n");
     sb_add(&b, "  merge_job=${merge_job%%%%;*}\n");
@@ -1494,8 +1599,10 @@ char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_option
     sb_add(&b, "if [ \"$last\" -ge \"$points\" ]; then last=$((points - 1)); fi\n");
     sb_add(&b, "exec \"$ncsim\" sweep \"$spec\" --out \"$out\" --index \"$first-$last\" "
                "--progress never\n");
+    free(job);
     if (b.failed) {
         free(b.p);
+        mdl_errf(err, errlen, "out of memory");
         return NULL;
     }
     return b.p;

@@ -147,9 +147,13 @@ typedef struct sim_sweep_slurm_options {
 /*
  * A bash script for Slurm (malloc'd). `sbatch SCRIPT` submits the array (task t runs points
  * t*K .. t*K+K-1 with --index); `bash SCRIPT` submits the array and then a merge job with
- * --dependency=afterok on it, and prints both job ids.
+ * --dependency=afterok on it, and prints both job ids. Every path, name and option is quoted
+ * by one function; a value that cannot be quoted safely (a control character such as a line
+ * break, a '%' in the output folder, an --sbatch value that is not an option) is refused:
+ * NULL and a message naming it in ERR (also NULL and "out of memory").
  */
-char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_options_t *opt);
+char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_options_t *opt,
+                             char *err, size_t errlen);
 
 /* `ncsim sweep` (cli/cmd_sweep.c) */
 int cli_sweep(int argc, char **argv);

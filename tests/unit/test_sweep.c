@@ -374,7 +374,7 @@ static void test_slurm_script(void **state)
                      NCSIM_OK);
     const char *extra[] = {"--partition=cpu", "--time=00:10:00"};
     sim_sweep_slurm_options_t o = {"/opt/ncsim it's", "/data/out", 0, extra, 2, NULL};
-    char *s = sim_sweep_slurm_script(sw, &o);
+    char *s = sim_sweep_slurm_script(sw, &o, err, sizeof err);
     assert_non_null(s);
     assert_non_null(strstr(s, "#!/bin/bash\n"));
     assert_non_null(strstr(s, "\n#SBATCH --array=0-6\n"));
@@ -386,7 +386,7 @@ static void test_slurm_script(void **state)
     assert_non_null(strstr(s, "per_task=1\n"));
     free(s);
     o.points_per_task = 3;
-    s = sim_sweep_slurm_script(sw, &o);
+    s = sim_sweep_slurm_script(sw, &o, err, sizeof err);
     assert_non_null(strstr(s, "\n#SBATCH --array=0-2\n"));
     assert_non_null(strstr(s, "per_task=3\n"));
     free(s);
@@ -396,11 +396,37 @@ static void test_slurm_script(void **state)
     snprintf(path, sizeof path, "%s/s.sh", dir);
     o.points_per_task = 0;
     assert_int_equal(load_spec(dir, "", &sw, err, sizeof err), NCSIM_OK);
-    s = sim_sweep_slurm_script(sw, &o);
+    s = sim_sweep_slurm_script(sw, &o, err, sizeof err);
     assert_int_equal(tu_write_file(path, s, strlen(s)), 0);
     free(s);
     snprintf(cmd, sizeof cmd, "bash -n %s", path);
     assert_int_equal(tu_run(cmd, NULL), 0);
+    /* an #SBATCH value is escaped byte by byte for sbatch's own splitting */
+    const char *odd[] = {"--comment=a b#c\"d'e"};
+    o.sbatch = odd;
+    o.nsbatch = 1;
+    s = sim_sweep_slurm_script(sw, &o, err, sizeof err);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "\n#SBATCH --comment=a\\ b\\#c\\\"d\\'e\n"));
+    assert_non_null(strstr(s, " '--comment=a b#c\"d'\\''e' --wrap="));
+    free(s);
+    /* values that cannot be quoted safely are refused, with a message naming them */
+    const char *nl[] = {"--partition=cpu\nrm -rf x"}, *notopt[] = {"partition=cpu"};
+    struct {
+        const char *out, *const *sbatch, *needle;
+    } bad[] = {{"/data/out\ntouch x", NULL, "--out folder"},
+               {"/data/o%jut", NULL, "'%'"},
+               {"/data/out", nl, "--sbatch option 1"},
+               {"/data/out", notopt, "not an sbatch option"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        o.out_dir = bad[i].out;
+        o.sbatch = bad[i].sbatch;
+        o.nsbatch = bad[i].sbatch ? 1 : 0;
+        err[0] = 0;
+        assert_null(sim_sweep_slurm_script(sw, &o, err, sizeof err));
+        if (!strstr(err, bad[i].needle))
+            fail_msg("case %zu: '%s' does not name '%s'", i, err, bad[i].needle);
+    }
     sim_sweep_free(sw);
 }
 
