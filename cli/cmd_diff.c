@@ -411,8 +411,10 @@ int cli_diff(int argc, char **argv)
         trc_report_free(&A);
         return cli_exit(st);
     }
-    trc_report_line_texts(&A);
-    trc_report_line_texts(&B);
+    /* source text only beside each file, under the program's recorded name (docs/security.md) */
+    char why[1024];
+    (void)trc_report_line_texts(&A, NULL, why, sizeof why);
+    (void)trc_report_line_texts(&B, NULL, why, sizeof why);
     int rc = 0;
     FILE *out = stdout;
     isa_file_out_t file = {0};

@@ -22,7 +22,8 @@
 
 static const char usage_report[] =
     "usage: ncsim report STATS.json|TRACE [--json] [-o FILE]\n"
-    "       ncsim report STATS.json|TRACE --by-line [--csv|--json] [--top N] [-o FILE]\n"
+    "       ncsim report STATS.json|TRACE --by-line [--source FILE] [--csv|--json] [--top N]\n"
+    "                    [-o FILE]\n"
     "\n"
     "Summarise a run: total time; a one-line verdict of what bounds it (an engine, DMA,\n"
     "HBM, a link, a chain of semaphore waits) with its share of the critical path and what\n"
@@ -37,6 +38,9 @@ static const char usage_report[] =
     "                      busy, stall by cause, DMA time, sorted by cost\n"
     "  --csv               with --by-line: CSV\n"
     "  --top N             with --by-line: the N costliest lines (default 30; 0: all)\n"
+    "  --source FILE       with --by-line: the text the line numbers refer to (without it,\n"
+    "                      only a regular file beside STATS/TRACE under the program's\n"
+    "                      recorded file name is read; see docs/security.md)\n"
     "  -o, --output FILE   write the report to FILE instead of stdout\n"
     "exit codes: 0 success, 1 the statistics record a failed run (run-time error,\n"
     "deadlock; the report is still printed), 2 usage error, 3 unreadable or invalid file.\n";
@@ -248,12 +252,13 @@ int cli_report(int argc, char **argv)
                                          {"csv", no_argument, 0, 'C'},
                                          {"top", required_argument, 0, 'T'},
                                          {"output", required_argument, 0, 'o'},
+                                         {"source", required_argument, 0, 'S'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int as_json = 0, by_line = 0, as_csv = 0;
     size_t top = 30;
     char *endp;
-    const char *out_path = NULL;
+    const char *out_path = NULL, *source = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -269,6 +274,7 @@ int cli_report(int argc, char **argv)
             }
             break;
         case 'o': out_path = optarg; break;
+        case 'S': source = optarg; break;
         case 'h': fputs(usage_report, stdout); return 0;
         default: fputs(usage_report, stderr); return 2;
         }
@@ -282,6 +288,10 @@ int cli_report(int argc, char **argv)
         fputs("ncsim report: --csv goes with --by-line, without --json\n", stderr);
         return 2;
     }
+    if (source && !by_line) {
+        fputs("ncsim report: --source goes with --by-line\n", stderr);
+        return 2;
+    }
     const char *path = argv[optind];
     char err[1024];
     trc_report_t rep;
@@ -291,8 +301,17 @@ int cli_report(int argc, char **argv)
         return cli_exit(st);
     }
     int rc = 0;
-    if (by_line)
-        trc_report_line_texts(&rep);
+    if (by_line) {
+        char why[1024];
+        int lt = trc_report_line_texts(&rep, source, why, sizeof why);
+        if (lt < 0) {
+            fprintf(stderr, "ncsim report: %s\n", why);
+            trc_report_free(&rep);
+            return cli_exit(NCSIM_IO);
+        }
+        if (lt > 0)
+            fprintf(stderr, "ncsim report: note: no source text: %s\n", why);
+    }
     if (as_json) {
         char *text = by_line ? trc_report_lines_json(&rep) : trc_report_json(&rep);
         if (!text) {

@@ -112,3 +112,53 @@ int isa_file_write(const char *path, const void *data, size_t len)
         return -1;
     return isa_file_commit(&o, fwrite(data, 1, len, o.f) == len);
 }
+
+/* What a file that is not regular is, for messages. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
+}
+
+FILE *isa_file_open_data(const char *path, unsigned long long max_bytes, unsigned flags,
+                         char *why, size_t whylen)
+{
+    int oflags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    if (flags & ISA_FILE_NO_SYMLINK)
+        oflags |= O_NOFOLLOW;
+    int fd = open(path, oflags);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP && (flags & ISA_FILE_NO_SYMLINK))
+            snprintf(why, whylen, "a symbolic link, which is not followed here");
+        else
+            snprintf(why, whylen, "%s", strerror(e));
+        errno = e;
+        return NULL;
+    }
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) != 0) {
+        e = errno;
+        snprintf(why, whylen, "%s", strerror(e));
+    } else if (!S_ISREG(st.st_mode)) {
+        e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        snprintf(why, whylen, "not a regular file (%s)", file_kind(st.st_mode));
+    } else if ((unsigned long long)st.st_size > max_bytes) {
+        e = EFBIG;
+        snprintf(why, whylen, "larger than %llu bytes (%llu)", max_bytes,
+                 (unsigned long long)st.st_size);
+    } else {
+        int fl = fcntl(fd, F_GETFL);
+        FILE *f = NULL;
+        if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+            f = fdopen(fd, "rb");
+        if (f)
+            return f;
+        e = errno;
+        snprintf(why, whylen, "%s", strerror(e));
+    }
+    close(fd);
+    errno = e;
+    return NULL;
+}

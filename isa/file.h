@@ -39,4 +39,18 @@ void isa_file_abort(isa_file_out_t *o);
 /* The whole of DATA to PATH through the above. 0, or -1 with errno set. */
 int isa_file_write(const char *path, const void *data, size_t len);
 
+/*
+ * Reading a path that came from data (a trace, a statistics file, a sweep spec) rather than
+ * from the user: every such open goes through isa_file_open_data. Only a regular file is
+ * opened, at most MAX_BYTES long; never a device, FIFO, socket or directory, and opening never
+ * blocks (O_NONBLOCK, cleared once the file is known to be regular). With
+ * ISA_FILE_NO_SYMLINK a symbolic link as the last component is refused too (a link beside a
+ * trace could point anywhere). The checks are made on the open descriptor (fstat), so the
+ * file cannot be swapped between check and read. NULL with errno set and a one-line reason
+ * in WHY ("not a regular file (a FIFO)", "larger than 64 MiB", the strerror text).
+ */
+#define ISA_FILE_NO_SYMLINK 1u
+FILE *isa_file_open_data(const char *path, unsigned long long max_bytes, unsigned flags,
+                         char *why, size_t whylen);
+
 #endif

@@ -17,6 +17,8 @@
  */
 #include "report.h"
 
+#include "file.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -2117,34 +2119,50 @@ char *trc_report_json(const trc_report_t *r)
 
 /* ---- by line ------------------------------------------------------------------------------------ */
 
-/* The text of every profiled line from f (line 1 is f's first line). */
+/* Line numbers in ascending order: read_line_texts walks them with the file, once. */
+static int cmp_line_ptr(const void *a, const void *b)
+{
+    uint32_t x = (*(trc_report_line_t *const *)a)->line, y = (*(trc_report_line_t *const *)b)->line;
+    return x < y ? -1 : x > y;
+}
+
+/* The text of every profiled line from f (line 1 is f's first line), in one pass over the
+ * file and the lines sorted by number (a crafted file with a million lines costs a sort, not
+ * a million passes). Control characters (terminal escapes above all) become '?'. */
 static void read_line_texts(trc_report_t *rep, FILE *f)
 {
-    uint32_t max = 0;
+    trc_report_line_t **order = malloc(rep->nlines * sizeof *order);
+    if (!order)
+        return;
     for (size_t i = 0; i < rep->nlines; i++)
-        if (rep->lines[i].line > max)
-            max = rep->lines[i].line;
+        order[i] = &rep->lines[i];
+    qsort(order, rep->nlines, sizeof *order, cmp_line_ptr);
+    size_t next = 0;
+    while (next < rep->nlines && order[next]->line == 0)
+        next++;
     char buf[4096];
     uint32_t no = 0;
-    while (no < max && fgets(buf, sizeof buf, f)) {
+    while (next < rep->nlines && fgets(buf, sizeof buf, f)) {
         size_t n = strlen(buf);
         int whole = n && buf[n - 1] == '\n';
         no++;
-        for (size_t i = 0; i < rep->nlines; i++) {
-            if (rep->lines[i].line != no)
-                continue;
+        for (; next < rep->nlines && order[next]->line == no; next++) {
+            char *text = order[next]->text;
             const char *p = buf;
             while (*p == ' ' || *p == '\t')
                 p++;
             /* keep what fits of the line (a longer line is cut, on purpose) */
-            size_t len = strlen(p), cap = sizeof rep->lines[i].text - 1;
+            size_t len = strlen(p), cap = sizeof order[next]->text - 1;
             if (len > cap)
                 len = cap;
-            memcpy(rep->lines[i].text, p, len);
-            rep->lines[i].text[len] = '\0';
-            char *e = rep->lines[i].text + strlen(rep->lines[i].text);
-            while (e > rep->lines[i].text && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
+            memcpy(text, p, len);
+            text[len] = '\0';
+            char *e = text + strlen(text);
+            while (e > text && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' '))
                 *--e = '\0';
+            for (char *c = text; *c; c++)
+                if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                    *c = '?';
         }
         /* a line longer than the buffer: skip its rest */
         while (!whole && fgets(buf, sizeof buf, f)) {
@@ -2152,6 +2170,7 @@ static void read_line_texts(trc_report_t *rep, FILE *f)
             whole = n && buf[n - 1] == '\n';
         }
     }
+    free(order);
 }
 
 /* The name given by the program's first `.source NAME` directive (the rest of the line,
@@ -2187,35 +2206,77 @@ static void find_source_name(FILE *f, char *name, size_t cap)
     }
 }
 
-void trc_report_line_texts(trc_report_t *rep)
+/* The last component of a recorded name ("" for none, or for "." and ".."). */
+static const char *recorded_base(const char *name)
 {
-    /* The trace names the program's file: the .nca text, or the file its `.source` named
-     * when it was assembled with one (e.g. an NKI kernel's Python file, through the Python
-     * API); never a binary .ncx. */
-    size_t L = strlen(rep->program);
-    if (!rep->nlines || !L || (L >= 4 && strcmp(rep->program + L - 4, ".ncx") == 0))
-        return;
-    FILE *f = fopen(rep->program, "r");
-    if (!f)
-        return;
-    /* In a .nca the line map refers to the `.source` file when the program names one (a
-     * compiler's output); a relative name is tried as written, then next to the program.
-     * When it cannot be read, the program's own lines are shown. */
-    char name[1024] = "";
-    if (L >= 4 && strcmp(rep->program + L - 4, ".nca") == 0)
-        find_source_name(f, name, sizeof name);
-    FILE *src = NULL;
-    if (name[0]) {
-        src = fopen(name, "r");
-        const char *slash = strrchr(rep->program, '/');
-        if (!src && name[0] != '/' && slash) {
-            char path[2048];
-            int n = snprintf(path, sizeof path, "%.*s/%s", (int)(slash - rep->program),
-                             rep->program, name);
-            if (n > 0 && (size_t)n < sizeof path)
-                src = fopen(path, "r");
-        }
+    const char *slash = strrchr(name, '/');
+    const char *base = slash ? slash + 1 : name;
+    if (!strcmp(base, ".") || !strcmp(base, ".."))
+        return "";
+    return base;
+}
+
+/* DIR(rep->source)/BASE through the checked open (regular, bounded, no symbolic link);
+ * NULL, with why set, when there is no such file. */
+static FILE *open_beside(const trc_report_t *rep, const char *base, char *path, size_t cap,
+                         char *why, size_t whylen)
+{
+    const char *slash = strrchr(rep->source, '/');
+    int n = slash ? snprintf(path, cap, "%.*s/%s", (int)(slash - rep->source), rep->source, base)
+                  : snprintf(path, cap, "%s", base);
+    if (!*base || n < 0 || (size_t)n >= cap) {
+        snprintf(why, whylen, "no usable file name");
+        return NULL;
     }
+    return isa_file_open_data(path, TRC_REPORT_MAX_SOURCE_BYTES, ISA_FILE_NO_SYMLINK, why,
+                              whylen);
+}
+
+int trc_report_line_texts(trc_report_t *rep, const char *source, char *why, size_t whylen)
+{
+    char reason[256], path[2048];
+    why[0] = '\0';
+    if (!rep->nlines)
+        return 0;
+    if (source) {
+        /* the user named the text: read it (a regular file of bounded size all the same) */
+        FILE *f = isa_file_open_data(source, TRC_REPORT_MAX_SOURCE_BYTES, 0, reason,
+                                     sizeof reason);
+        if (!f) {
+            snprintf(why, whylen, "--source %s: %s", source, reason);
+            return -1;
+        }
+        read_line_texts(rep, f);
+        fclose(f);
+        return 0;
+    }
+    /* The recorded name (the .nca text, or the file its `.source` named, e.g. an NKI
+     * kernel's Python file) is data: only its last component is used, and only beside the
+     * file the user named; never a binary .ncx. */
+    const char *base = recorded_base(rep->program);
+    size_t L = strlen(base);
+    if (!L || (L >= 4 && strcmp(base + L - 4, ".ncx") == 0)) {
+        snprintf(why, whylen, "the program is %s; name its source text with --source FILE",
+                 L ? "a binary .ncx" : "not recorded");
+        return 1;
+    }
+    FILE *f = open_beside(rep, base, path, sizeof path, reason, sizeof reason);
+    if (!f) {
+        snprintf(why, whylen,
+                 "'%s' (the program's recorded name) is not beside %s as a readable regular "
+                 "file (%s); name the source text with --source FILE",
+                 base, rep->source, reason);
+        return 1;
+    }
+    /* In a .nca the line map refers to the `.source` file when the program names one (a
+     * compiler's output): that file is looked for beside it the same way. When it is not
+     * there, the program's own lines are shown. */
+    char name[1024] = "";
+    if (L >= 4 && strcmp(base + L - 4, ".nca") == 0)
+        find_source_name(f, name, sizeof name);
+    FILE *src = name[0] ? open_beside(rep, recorded_base(name), path, sizeof path, reason,
+                                      sizeof reason)
+                        : NULL;
     if (src) {
         fclose(f);
         f = src;
@@ -2224,6 +2285,7 @@ void trc_report_line_texts(trc_report_t *rep)
     }
     read_line_texts(rep, f);
     fclose(f);
+    return 0;
 }
 
 void trc_report_print_lines(FILE *out, const trc_report_t *r, size_t limit)

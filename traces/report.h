@@ -194,9 +194,16 @@ int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, const
 /* The one-line verdict: "bound by engine pe: 81.2 % of the critical path; to move it: ...".
  * Into buf (always terminated); "" when the report has nothing to say. */
 void trc_report_verdict(const trc_report_t *rep, char *buf, size_t n);
-/* Read the source lines of the report's program (rep->program) into lines[].text, when it is
- * a readable NCA file; silently nothing otherwise. */
-void trc_report_line_texts(trc_report_t *rep);
+/* The largest source text --by-line reads (64 MiB: far beyond any kernel's source). */
+#define TRC_REPORT_MAX_SOURCE_BYTES (64ull << 20)
+/* The source text of each profiled line into lines[].text. SOURCE non-NULL: that file, which
+ * the user named (--source). Otherwise the recorded program name is data, never opened as
+ * written: only its last component, beside the file the report was read from (rep->source),
+ * as a regular file of bounded size and not a symbolic link; for a .nca whose `.source`
+ * names another file, that name's last component beside it too. Every open goes through
+ * isa_file_open_data. 0: texts read; 1: none found (WHY says why, for a note); -1: SOURCE
+ * cannot be read (WHY says why). */
+int trc_report_line_texts(trc_report_t *rep, const char *source, char *why, size_t whylen);
 /* The per-line profile: as a table (top `limit` lines, 0 for all), CSV, or JSON (malloc'd). */
 void trc_report_print_lines(FILE *out, const trc_report_t *rep, size_t limit);
 void trc_report_print_lines_csv(FILE *out, const trc_report_t *rep);

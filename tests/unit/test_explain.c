@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <yajl/yajl_tree.h>
@@ -408,8 +409,8 @@ static void test_by_line_totals(void **state)
     assert_true(linstrs == instrs);
     /* the report of each source agrees */
     char *a = NULL, *b = NULL;
-    assert_int_equal(ncsim(&a, "report s.json --by-line --json"), 0);
-    assert_int_equal(ncsim(&b, "report s.json.gz --by-line --json"), 0);
+    assert_int_equal(ncsim(&a, "report s.json --by-line --json --source %s", kernel), 0);
+    assert_int_equal(ncsim(&b, "report s.json.gz --by-line --json --source %s", kernel), 0);
     yajl_val ra = parse(a), rb = parse(b);
     yajl_val la = get(ra, "lines"), lb = get(rb, "lines");
     assert_int_equal(la->u.array.len, lb->u.array.len);
@@ -440,7 +441,7 @@ static void test_by_line_totals(void **state)
     free(b);
     /* CSV: a header and a row per line */
     char *csv = NULL;
-    assert_int_equal(ncsim(&csv, "report s.json --by-line --csv"), 0);
+    assert_int_equal(ncsim(&csv, "report s.json --by-line --csv --source %s", kernel), 0);
     assert_int_equal(strncmp(csv, "line,instructions,busy_ns,", 26), 0);
     size_t rows = 0;
     for (const char *p = csv; *p; p++)
@@ -471,13 +472,23 @@ static void test_by_line_source_file(void **state)
     assert_non_null(strstr(out, "res = nl.matmul(w, x)  # the kernel line"));
     assert_null(strstr(out, ".core 0"));
     free(out);
-    /* a program in another directory: a relative .source is found next to it */
+    /* a trace beside its program in another directory: the .source is found beside it */
     assert_int_equal(mkdir(tu_join(dir, "sub"), 0777), 0);
     put_file("sub/k2.py", "\nout = nl.matmul(w, x)  # in sub/\n");
     snprintf(text, sizeof text, ".source k2.py\n%s", body);
     put_file("sub/s2.nca", text);
-    assert_int_equal(ncsim(NULL, "run sub/s2.nca --timing-only -q --trace s2.json"), 0);
-    assert_int_equal(ncsim(&out, "report s2.json --by-line --json"), 0);
+    assert_int_equal(ncsim(NULL, "run sub/s2.nca --timing-only -q --trace sub/s2.json"), 0);
+    assert_int_equal(ncsim(&out, "report sub/s2.json --by-line --json"), 0);
+    assert_non_null(strstr(out, "out = nl.matmul(w, x)  # in sub/"));
+    free(out);
+    /* the same program's trace elsewhere: no text, a note saying why and what to do */
+    assert_int_equal(ncsim(NULL, "run sub/s2.nca --timing-only -q --trace s3.json"), 0);
+    assert_int_equal(ncsim(&out, "report s3.json --by-line"), 0);
+    assert_null(strstr(out, "out = nl.matmul"));
+    assert_non_null(strstr(out, "note: no source text: 's2.nca'"));
+    assert_non_null(strstr(out, "--source FILE"));
+    free(out);
+    assert_int_equal(ncsim(&out, "report s3.json --by-line --source sub/k2.py"), 0);
     assert_non_null(strstr(out, "out = nl.matmul(w, x)  # in sub/"));
     free(out);
     /* an unreadable .source: the program's own line 2 */
@@ -485,6 +496,81 @@ static void test_by_line_source_file(void **state)
     assert_int_equal(ncsim(&out, "report gone.json --by-line"), 0);
     assert_non_null(strstr(out, ".core 0"));
     free(out);
+}
+
+/* A statistics file is data: the program it names is never opened as written (issue 28). A
+ * crafted "program" pointing at another file, a device, a FIFO, a directory, a symbolic link
+ * or a huge file beside it shows no text and returns at once; --source names the text, and
+ * is refused when it is not a regular file of bounded size. */
+static void test_by_line_untrusted_names(void **state)
+{
+    (void)state;
+    const char *kernel = tu_source_path("kernels/demo_gemm.nca");
+    assert_int_equal(ncsim(NULL, "run %s --timing-only -q --stats h.json", kernel), 0);
+    char *stats = tu_read_file(tu_join(dir, "h.json"), NULL);
+    assert_non_null(stats);
+    const char *at = strstr(stats, "\"program\": \"");
+    assert_non_null(at);
+    const char *end = strchr(at + 12, '"');
+    assert_int_equal(mkdir(tu_join(dir, "elsewhere"), 0777), 0);
+    char lines[2000] = "";
+    for (int i = 1; i <= 100; i++) /* more lines than the demo GEMM has */
+        snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "SECRET %d\n", i);
+    put_file("elsewhere/secret.nca", lines);
+    char secret[600], link_target[600];
+    snprintf(secret, sizeof secret, "%s", tu_join(dir, "elsewhere/secret.nca"));
+    snprintf(link_target, sizeof link_target, "%s", secret);
+    assert_int_equal(symlink(link_target, tu_join(dir, "link.nca")), 0);
+    assert_int_equal(mkfifo(tu_join(dir, "fifo.nca"), 0600), 0);
+    assert_int_equal(mkdir(tu_join(dir, "adir.nca"), 0777), 0);
+    FILE *big = fopen(tu_join(dir, "big.nca"), "w");
+    assert_non_null(big);
+    fclose(big);
+    assert_int_equal(truncate(tu_join(dir, "big.nca"), (off_t)(65ll << 20)), 0);
+    struct {
+        const char *program, *why;
+    } cases[] = {{secret, "not beside"},   {"/dev/zero", "No such file"},
+                 {"link.nca", "symbolic link"}, {"fifo.nca", "a FIFO"},
+                 {"adir.nca", "a directory"},   {"big.nca", "larger than"},
+                 {"../elsewhere/../elsewhere/secret.nca", "No such file"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t cap = strlen(stats) + 700;
+        char *crafted = malloc(cap);
+        assert_non_null(crafted);
+        snprintf(crafted, cap, "%.*s\"program\": \"%s%s", (int)(at - stats), stats,
+                 cases[i].program, end);
+        put_file("crafted.json", crafted);
+        free(crafted);
+        char *out = NULL;
+        /* `timeout`: a FIFO that blocked the open would hang the test, not pass it */
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "cd %s && timeout 20 %s report crafted.json --by-line", dir,
+                 tu_ncsim());
+        int rc = tu_run(cmd, &out);
+        if (rc != 0 || strstr(out, "SECRET") || !strstr(out, "note: no source text") ||
+            !strstr(out, cases[i].why))
+            fail_msg("program '%s': exit %d, output:\n%s", cases[i].program, rc, out);
+        free(out);
+    }
+    free(stats);
+    /* --source: the user's file is read; a device, FIFO or directory is refused (exit 3) */
+    char *out = NULL;
+    assert_int_equal(ncsim(&out, "report h.json --by-line --source %s", secret), 0);
+    assert_non_null(strstr(out, "SECRET"));
+    free(out);
+    const char *refused[][2] = {{"/dev/zero", "character device"}, {"fifo.nca", "a FIFO"},
+                                {"adir.nca", "a directory"},      {"big.nca", "larger than"},
+                                {"nothere.py", "No such file"}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd, "cd %s && timeout 20 %s report h.json --by-line --source %s",
+                 dir, tu_ncsim(), refused[i][0]);
+        int rc = tu_run(cmd, &out);
+        if (rc != 3 || !strstr(out, refused[i][1]) || !strstr(out, "--source"))
+            fail_msg("--source %s: exit %d, output:\n%s", refused[i][0], rc, out);
+        free(out);
+    }
+    assert_int_equal(ncsim(NULL, "report h.json --source %s", secret), 2);
 }
 
 /* The trace files carry the breakdowns, in both formats. */
@@ -902,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_by_line_totals),
         cmocka_unit_test(test_by_line_source_file),
+        cmocka_unit_test(test_by_line_untrusted_names),
         cmocka_unit_test(test_trace_cost_args),
         cmocka_unit_test(test_trace_dma_cost_text),
         cmocka_unit_test(test_diff),
