@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "diag.h"
 #include "load.h"
 #include "npy.h"
@@ -122,15 +123,24 @@ static char *resolve_path(const char *dir, const char *path)
     return joined;
 }
 
-/* Hash a whole file into h; -1 when it cannot be read (errno set). */
-static int hash_file(uint64_t *h, const char *path)
+/* Hash a whole file into h; -1 when it cannot be read (why says why). The path came from
+ * the spec, which is data: it is opened through the checked helper, so a spec naming
+ * /dev/zero or a FIFO is refused at once instead of spinning or blocking. */
+static int hash_file(uint64_t *h, const char *path, char *why, size_t whylen)
 {
-    size_t len = 0;
-    char *data = sim_read_file(path, &len);
-    if (!data)
+    FILE *f = isa_file_open_data(path, SIM_MAX_READ_BYTES, 0, why, whylen);
+    if (!f)
         return -1;
-    *h = fnv1a(*h, data, len);
-    free(data);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        *h = fnv1a(*h, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        snprintf(why, whylen, "read error");
+        return -1;
+    }
     return 0;
 }
 
@@ -466,8 +476,9 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         goto fail;
     }
     uint64_t fp = fnv1a(UINT64_C(0xcbf29ce484222325), text, len);
-    if (hash_file(&fp, sw->program)) {
-        mdl_errf(err, errlen, "%s: program %s: %s", spec_path, sw->program, strerror(errno));
+    char why[256];
+    if (hash_file(&fp, sw->program, why, sizeof why)) {
+        mdl_errf(err, errlen, "%s: program %s: %s", spec_path, sw->program, why);
         st = NCSIM_IO;
         goto fail;
     }
@@ -535,6 +546,14 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
                 st = NCSIM_NOMEM;
                 goto fail;
             }
+            /* an input may be written later, but never a device, FIFO or directory */
+            struct stat in_st;
+            if (stat(in->path, &in_st) == 0 && !S_ISREG(in_st.st_mode)) {
+                mdl_errf(err, errlen, "%s: inputs: '%s': %s is not a regular file", spec_path,
+                         key, in->path);
+                st = NCSIM_IO;
+                goto fail;
+            }
             fp = fnv1a(fp, in->path, strlen(in->path) + 1);
         }
     }
@@ -558,8 +577,8 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
             st = NCSIM_NOMEM;
             goto fail;
         }
-        if (is_file && hash_file(&fp, ap)) {
-            mdl_errf(err, errlen, "%s: arch %s: %s", spec_path, ap, strerror(errno));
+        if (is_file && hash_file(&fp, ap, why, sizeof why)) {
+            mdl_errf(err, errlen, "%s: arch %s: %s", spec_path, ap, why);
             free(ap);
             st = NCSIM_IO;
             goto fail;

@@ -52,6 +52,41 @@ static void expect_spec_error(const char *members, const char *needle)
     assert_null(sw);
 }
 
+/* A spec is data: the files it names are opened only when they are regular files. */
+static void test_spec_names_special_files(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    char fifo[600];
+    snprintf(fifo, sizeof fifo, "%s/f.nca", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *cases[][2] = {{"{\"program\": \"/dev/zero\"}", "character device"},
+                              {"{\"program\": \"f.nca\"}", "a FIFO"},
+                              {"{\"program\": \".\"}", "a directory"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[700];
+        snprintf(path, sizeof path, "%s/s%zu.json", dir, i);
+        assert_int_equal(tu_write_file(path, cases[i][0], strlen(cases[i][0])), 0);
+        sim_sweep_t *sw = NULL;
+        char err[2048] = "";
+        assert_int_not_equal(sim_sweep_load(path, &sw, err, sizeof err), NCSIM_OK);
+        if (!strstr(err, cases[i][1]))
+            fail_msg("%s: '%s' does not say '%s'", cases[i][0], err, cases[i][1]);
+        assert_null(sw);
+    }
+    char path[700];
+    snprintf(path, sizeof path, "%s/inputs.json", dir);
+    const char *fmt = "{\"program\": \"%s\", \"timing_only\": false, "
+                      "\"inputs\": {\"lhsT\": \"f.nca\"}}";
+    char text[1200];
+    snprintf(text, sizeof text, fmt, tu_source_path("kernels/demo_gemm.nca"));
+    assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
+    sim_sweep_t *sw = NULL;
+    char err[2048] = "";
+    assert_int_not_equal(sim_sweep_load(path, &sw, err, sizeof err), NCSIM_OK);
+    assert_non_null(strstr(err, "not a regular file"));
+}
+
 static void test_spec_errors(void **state)
 {
     (void)state;
@@ -587,7 +622,8 @@ int main(void)
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_point_order),
         cmocka_unit_test(test_jobs_same_bytes), cmocka_unit_test(test_points_and_merge),
         cmocka_unit_test(test_failed_point),    cmocka_unit_test(test_functional),
-        cmocka_unit_test(test_slurm_script),    cmocka_unit_test(test_plot),
+        cmocka_unit_test(test_slurm_script),
+        cmocka_unit_test(test_spec_names_special_files),    cmocka_unit_test(test_plot),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
