@@ -162,12 +162,22 @@ static int hbm_tensor_touched(const isa_program_t *p, uint32_t t)
 
 typedef enum { PROGRESS_AUTO, PROGRESS_ALWAYS, PROGRESS_NEVER } progress_t;
 
-/* SIGINT/SIGTERM while tracing: stop between slices of the run and close the trace. */
+/* SIGINT/SIGTERM/SIGHUP while tracing: stop between slices of the run and close the trace
+ * (outside the run, isa/file.c's handler removes the outputs and ends the process). */
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig)
 {
     stop_signal = sig;
+}
+
+/* on_stop_signal for SIG, unless SIG is ignored (nohup): the previous action into *old. */
+static void catch_stop_signal(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+    if (sigaction(sig, NULL, old) == 0 && !(old->sa_flags & SA_SIGINFO) &&
+        old->sa_handler == SIG_IGN)
+        return;
+    sigaction(sig, sa, old);
 }
 
 /* Progress on stderr: redrawn a few times a second on a terminal, one line every ~10 s
@@ -604,13 +614,14 @@ int cli_run(int argc, char **argv)
     int show = !quiet && (progress == PROGRESS_ALWAYS ||
                           (progress == PROGRESS_AUTO && isatty(STDERR_FILENO)));
     double t0 = now_seconds();
-    struct sigaction sa_new, sa_int, sa_term;
+    struct sigaction sa_new, sa_int, sa_term, sa_hup;
     if (trace) {
         memset(&sa_new, 0, sizeof sa_new);
         sa_new.sa_handler = on_stop_signal;
         sigemptyset(&sa_new.sa_mask);
-        sigaction(SIGINT, &sa_new, &sa_int);
-        sigaction(SIGTERM, &sa_new, &sa_term);
+        catch_stop_signal(SIGINT, &sa_new, &sa_int);
+        catch_stop_signal(SIGTERM, &sa_new, &sa_term);
+        catch_stop_signal(SIGHUP, &sa_new, &sa_hup);
     }
     st = run_with_progress(s, prog->ninstrs, show, trace != NULL);
     run_done = 1;
@@ -621,8 +632,11 @@ int cli_run(int argc, char **argv)
         trace = NULL;
         sigaction(SIGINT, &sa_int, NULL);
         sigaction(SIGTERM, &sa_term, NULL);
+        sigaction(SIGHUP, &sa_hup, NULL);
         if (tst != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: %s\n", err);
+            char named[2048];
+            fprintf(stderr, "ncsim run: %s\n",
+                    cli_outputs_message(&outputs, err, named, sizeof named));
             if (st == NCSIM_OK)
                 rc = cli_exit(tst);
         } else {

@@ -41,6 +41,7 @@ int cli_outputs_add(cli_outputs_t *o, const char *path, const char *what)
     e->path = strdup(path);
     e->what = what;
     e->is_stdout = strcmp(path, "-") == 0;
+    e->pending_tmp = e->pending_target = -1;
     if (!e->path) {
         o->n--;
         fprintf(stderr, "ncsim %s: out of host memory\n", o->cmd);
@@ -131,6 +132,10 @@ int cli_outputs_validate(cli_outputs_t *o)
         umask(um);
         (void)fchmod(fd, 0666 & ~um);
         close(fd);
+        /* a signal from here on removes the temporary, and the target an earlier run left */
+        e->pending_tmp = isa_file_pending_add(e->tmp);
+        if (!e->keep)
+            e->pending_target = isa_file_pending_add(e->path);
     }
     o->validated = 1;
     return 0;
@@ -142,6 +147,27 @@ const char *cli_outputs_path(const cli_outputs_t *o, const char *path)
         if (strcmp(o->v[i].path, path) == 0)
             return o->v[i].tmp ? o->v[i].tmp : o->v[i].path;
     return path;
+}
+
+const char *cli_outputs_message(const cli_outputs_t *o, const char *msg, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (*msg && n + 1 < cap) {
+        const cli_output_t *hit = NULL;
+        for (int i = 0; i < o->n && !hit; i++)
+            if (o->v[i].tmp && strncmp(msg, o->v[i].tmp, strlen(o->v[i].tmp)) == 0)
+                hit = &o->v[i];
+        if (hit) {
+            n += (size_t)snprintf(buf + n, cap - n, "%s", hit->path);
+            if (n >= cap)
+                n = cap - 1;
+            msg += strlen(hit->tmp);
+        } else {
+            buf[n++] = *msg++;
+        }
+    }
+    buf[n] = '\0';
+    return buf;
 }
 
 void cli_outputs_protect(cli_outputs_t *o, const char *path)
@@ -161,6 +187,14 @@ void cli_outputs_mark_written(cli_outputs_t *o, const char *path)
             o->v[i].written = 1;
 }
 
+/* Out of the list a signal removes. */
+static void forget_pending(cli_output_t *e)
+{
+    isa_file_pending_remove(e->pending_tmp);
+    isa_file_pending_remove(e->pending_target);
+    e->pending_tmp = e->pending_target = -1;
+}
+
 int cli_outputs_commit(cli_outputs_t *o)
 {
     int rc = 0;
@@ -178,6 +212,7 @@ int cli_outputs_commit(cli_outputs_t *o)
             unlink(e->tmp);
             rc = -1;
         }
+        forget_pending(e);
         free(e->tmp);
         e->tmp = NULL;
     }
@@ -194,6 +229,7 @@ void cli_outputs_abort(cli_outputs_t *o)
             unlink(e->tmp);
         if (!e->keep)
             unlink(e->path);
+        forget_pending(e);
         free(e->tmp);
         e->tmp = NULL;
     }
@@ -204,6 +240,7 @@ void cli_outputs_free(cli_outputs_t *o)
     for (int i = 0; i < o->n; i++) {
         if (o->v[i].tmp)
             unlink(o->v[i].tmp);
+        forget_pending(&o->v[i]);
         free(o->v[i].tmp);
         free(o->v[i].path);
     }

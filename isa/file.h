@@ -19,7 +19,27 @@ typedef struct isa_file_out {
     FILE *f;    /* write here */
     char *tmp;  /* the temporary renamed over `path` at commit; NULL when written in place */
     char *path; /* the target (a copy) */
+    int pending; /* the temporary's entry in the list removed on a signal (-1: none) */
 } isa_file_out_t;
+
+/*
+ * Files removed when a signal ends the process. Every temporary of isa_file_begin is in this
+ * list until it is committed or abandoned, and the command line adds the outputs it must not
+ * leave behind (cli/outputs.c). The first entry installs a handler for the signals that end a
+ * process by default (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGALRM, SIGUSR1, SIGUSR2,
+ * SIGXCPU, SIGXFSZ), only where the disposition is still the default one, so a host program's
+ * own handler (Python's SIGINT) or an ignored signal (nohup) is left alone: the handler removes
+ * every listed file, then ends the process by the same signal, as the default would have.
+ * Async-signal-safe and thread-safe (a sweep writes from several threads).
+ */
+/* Add PATH (copied); the entry's number, or -1 when the list is full or memory is short (the
+ * file is then simply not removed on a signal). */
+int isa_file_pending_add(const char *path);
+/* Remove entry N from the list (N < 0: nothing). The file itself is left alone. */
+void isa_file_pending_remove(int n);
+/* Remove every listed file now: async-signal-safe, for a signal handler of the caller's own
+ * (ncsim run's, which stops the run and closes the trace, calls it on a second signal). */
+void isa_file_pending_unlink_all(void);
 
 /* 1 when PATH exists and is neither a regular file nor a directory: such a target is
  * written where it is, never renamed over or removed. */

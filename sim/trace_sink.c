@@ -307,8 +307,9 @@ static void put(sim_trace_file_t *t, const trc_record_t *r)
     ncsim_status_t st = trc_write(t->w, r);
     if (st != NCSIM_OK) {
         t->status = st;
+        const char *why = trc_writer_error(t->w);
         snprintf(t->err, sizeof t->err, "cannot write the trace %s: %s", t->opt.path,
-                 st == NCSIM_IO ? "write error" : ncsim_status_text(st));
+                 st == NCSIM_IO ? (why[0] ? why : "write error") : ncsim_status_text(st));
     }
 }
 

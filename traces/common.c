@@ -122,14 +122,17 @@ static void *writer_thread(void *arg)
 int trc_out_open(trc_out_t *o, const char *path, int gzip)
 {
     memset(o, 0, sizeof *o);
-    o->f = fopen(path, "wb");
-    if (!o->f) {
+    /* through a temporary beside the target, renamed into place by trc_out_close only when
+     * everything was written: a full disk, a failed run or a signal leaves no partial trace
+     * under the requested name (isa/file.h) */
+    if (isa_file_begin(&o->file, path)) {
         snprintf(o->err, sizeof o->err, "cannot create %s: %s", path, strerror(errno));
         return -1;
     }
+    o->f = o->file.f;
     if (gzip && !(o->gz = gzip_new())) {
         snprintf(o->err, sizeof o->err, "out of memory");
-        trc_out_close(o);
+        trc_out_close(o, 0);
         o->failed = 1;
         return -1;
     }
@@ -142,7 +145,7 @@ int trc_out_open(trc_out_t *o, const char *path, int gzip)
     }
     if (!o->buf) {
         snprintf(o->err, sizeof o->err, "out of memory");
-        trc_out_close(o);
+        trc_out_close(o, 0);
         o->failed = 1;
         return -1;
     }
@@ -206,7 +209,7 @@ void trc_out_write(trc_out_t *o, const void *data, size_t n)
     }
 }
 
-int trc_out_close(trc_out_t *o)
+int trc_out_close(trc_out_t *o, int keep)
 {
     if (o->buf)
         trc_out_flush(o);
@@ -231,7 +234,7 @@ int trc_out_close(trc_out_t *o)
         snprintf(o->err, sizeof o->err, "cannot finish the gzip stream: %s",
                  errno ? strerror(errno) : "gzip failed");
     }
-    if (o->f && fclose(o->f) != 0 && !o->failed) {
+    if (o->f && isa_file_commit(&o->file, keep && !o->failed) != 0 && keep && !o->failed) {
         o->failed = 1;
         snprintf(o->err, sizeof o->err, "write error: %s", strerror(errno));
     }

@@ -383,6 +383,8 @@ ncsim_status_t trc_writer_open(const char *path, trc_format_t fmt, trc_writer_t 
 ncsim_status_t trc_write(trc_writer_t *w, const trc_record_t *r);
 /* Finish the file and free the writer (also on error). */
 ncsim_status_t trc_writer_close(trc_writer_t *w, char *err, size_t errlen);
+/* Why writing failed ("write error: No space left on device"), or "". */
+const char *trc_writer_error(const trc_writer_t *w);
 /* Trace events written so far (a JSON event, or a Perfetto TrackEvent / descriptor) and
  * bytes produced before compression. */
 uint64_t trc_writer_events(const trc_writer_t *w);

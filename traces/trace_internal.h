@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <zlib.h>
 
+#include "file.h"
 #include "trace.h"
 
 /* ---- buffered output ------------------------------------------------------------------------ */
@@ -24,6 +25,7 @@
  * byte-identical. Without a thread (it could not be started) buffers are written inline.
  */
 typedef struct trc_out {
+    isa_file_out_t file; /* the temporary beside the target (isa/file.h) */
     FILE *f;
     struct trc_gzip *gz; /* .json.gz: the compressor in front of f (common.c), else NULL */
     unsigned char *buf; /* being filled */
@@ -48,7 +50,9 @@ typedef struct trc_out {
 
 int trc_out_open(trc_out_t *o, const char *path, int gzip);
 void trc_out_flush(trc_out_t *o);
-int trc_out_close(trc_out_t *o); /* 0 on success */
+/* 0 on success. KEEP 1: the file is renamed into place when everything was written; 0 (or a
+ * failure): the temporary is removed and nothing appears under the target's name. */
+int trc_out_close(trc_out_t *o, int keep);
 
 /* Room for `n` more bytes (n <= TRC_OUT_BUFSZ); returns where to write them. */
 static inline unsigned char *trc_out_reserve(trc_out_t *o, size_t n)

@@ -49,13 +49,18 @@ ncsim_status_t trc_writer_close(trc_writer_t *w, char *err, size_t errlen)
     ncsim_status_t st = w->status;
     if (st == NCSIM_OK)
         st = w->be->finish(w);
-    if (trc_out_close(&w->out) && st == NCSIM_OK)
+    if (trc_out_close(&w->out, st == NCSIM_OK) && st == NCSIM_OK)
         st = NCSIM_IO;
     if (st != NCSIM_OK && err && errlen)
         snprintf(err, errlen, "%s", w->out.err[0] ? w->out.err : ncsim_status_text(st));
     w->be->destroy(w);
     free(w);
     return st;
+}
+
+const char *trc_writer_error(const trc_writer_t *w)
+{
+    return w->out.err;
 }
 
 uint64_t trc_writer_events(const trc_writer_t *w)

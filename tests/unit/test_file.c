@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -183,6 +185,60 @@ static void test_special_written_in_place(void **state)
     assert_int_equal(temporaries(), 0);
 }
 
+/* A signal that ends the process removes the temporaries of files being written and the paths
+ * added to the list, in that process only: a forked child's signal leaves its parent's be. */
+static void test_signal_removes_pending(void **state)
+{
+    (void)state;
+    char target[4200], stale[4200], parents[4200];
+    path_of(target, sizeof target, "sig.out");
+    path_of(stale, sizeof stale, "stale.out");
+    path_of(parents, sizeof parents, "parent.out");
+    assert_int_equal(isa_file_write(stale, "old\n", 4), 0);
+    isa_file_out_t mine;
+    assert_int_equal(isa_file_begin(&mine, parents), 0);
+    assert_int_equal(temporaries(), 1);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        assert_int_equal(isa_file_write(stale, "old\n", 4), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            isa_file_out_t o;
+            if (isa_file_begin(&o, target) || fputs("partial", o.f) < 0 || fflush(o.f))
+                _exit(100);
+            if (isa_file_pending_add(stale) < 0)
+                _exit(101);
+            raise(sigs[i]);
+            _exit(102); /* not reached: the signal ends the child */
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!WIFSIGNALED(status) || WTERMSIG(status) != sigs[i])
+            fail_msg("signal %d: child status 0x%x", sigs[i], status);
+        struct stat st;
+        assert_int_not_equal(stat(stale, &st), 0); /* the stale output went */
+        assert_int_not_equal(stat(target, &st), 0);
+        assert_int_equal(temporaries(), 1);        /* the parent's own temporary stays */
+    }
+    assert_int_equal(fputs("whole\n", mine.f) >= 0, 1);
+    assert_int_equal(isa_file_commit(&mine, 1), 0);
+    assert_int_equal(temporaries(), 0);
+    char *text = slurp(parents);
+    assert_string_equal(text, "whole\n");
+    free(text);
+    /* a committed file leaves the list: a later signal does not remove it */
+    pid_t pid = fork();
+    if (pid == 0) {
+        raise(SIGTERM);
+        _exit(102);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    struct stat st;
+    assert_int_equal(stat(parents, &st), 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -196,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_new_and_replaced),
         cmocka_unit_test(test_failures_leave_the_target),
         cmocka_unit_test(test_special_written_in_place),
+        cmocka_unit_test(test_signal_removes_pending),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
