@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "file.h"
 #include "sweep.h"
 #include "sweep_plot.h"
 
@@ -142,6 +143,8 @@ int cli_sweep(int argc, char **argv)
     const char *sbatch[64];
     size_t nsbatch = 0;
     sim_sweep_progress_t progress = SIM_SWEEP_PROGRESS_AUTO;
+    /* the merged CSV and plot of an earlier run, listed for removal until rewritten */
+    int pend_csv = -1, pend_png = -1, csv_written = 0, png_written = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "j:qh", opts, NULL)) != -1) {
@@ -314,6 +317,15 @@ int cli_sweep(int argc, char **argv)
         free(script);
         goto out;
     }
+    /* From here a merge follows (unless --index): the CSV and the plot an earlier run left
+     * under the requested names are not this run's results. A signal removes them
+     * (isa/file.h), and so does a run or merge that fails before rewriting them. */
+    if (!have_index) {
+        if (strcmp(csv, "-") != 0 && !isa_file_is_special(csv))
+            pend_csv = isa_file_pending_add(csv);
+        if (png && !isa_file_is_special(png))
+            pend_png = isa_file_pending_add(png);
+    }
     if (!merge_only) {
         if (!have_index) {
             first = 0;
@@ -352,6 +364,7 @@ int cli_sweep(int argc, char **argv)
         rc = ncsim_status_exit_code(st);
         goto out;
     }
+    csv_written = 1;
     /* failures are said even with -q: an exit status of 1 alone explains nothing */
     if (!quiet || ms.failed)
         fprintf(stderr, "ncsim sweep: %" PRIu64 " points merged into %s (%" PRIu64 " ok, %" PRIu64
@@ -373,10 +386,17 @@ int cli_sweep(int argc, char **argv)
             rc = ncsim_status_exit_code(st);
             goto out;
         }
+        png_written = 1;
         if (!quiet)
             fprintf(stderr, "ncsim sweep: plot of %s against %s in %s\n", plot.y, plot.x, png);
     }
 out:
+    if (pend_csv >= 0 && !csv_written)
+        unlink(csv);
+    if (pend_png >= 0 && !png_written)
+        unlink(png);
+    isa_file_pending_remove(pend_csv);
+    isa_file_pending_remove(pend_png);
     sim_sweep_free(sw);
     return rc;
 }

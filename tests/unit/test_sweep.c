@@ -593,6 +593,16 @@ static void test_cli(void **state)
     snprintf(cmd, sizeof cmd, "%s sweep %s/nonexistent.json", tu_ncsim(), dir);
     assert_int_equal(tu_run(cmd, &out), 3);
     free(out);
+    /* a merge that fails (no points in that folder) leaves no CSV of an earlier run behind */
+    assert_int_equal(tu_write_file(tu_join(dir, "stale.csv"), "old\n", 4), 0);
+    assert_int_equal(mkdir(tu_join(dir, "nothing"), 0777), 0);
+    snprintf(cmd, sizeof cmd, "cd %s && %s sweep %s --merge --out nothing --csv stale.csv", dir,
+             tu_ncsim(), spec);
+    assert_int_equal(tu_run(cmd, &out), 3);
+    assert_non_null(strstr(out, "have no result"));
+    free(out);
+    struct stat stale_st;
+    assert_int_not_equal(stat(tu_join(dir, "stale.csv"), &stale_st), 0);
     /* a failed point: exit 1, the CSV is still written */
     const char *spec2 = write_spec(dir, "fail.json", /* (reuses write_spec's buffer) */
                                    "\"grid\": {\"sbuf.bytes_per_partition\": [8192, 196608]}");
