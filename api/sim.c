@@ -494,7 +494,9 @@ static ncsim_status_t drive(ncsim_sim_t *h, uint64_t target_ps)
     if (st != NCSIM_OK)
         return run_failed(h, st);
     if (stopped) {
-        h->cancel = 0;
+        /* the request is consumed, atomically: ncsim_sim_cancel may be storing from another
+         * thread at this moment, and a plain store racing it is undefined behaviour */
+        __atomic_store_n(&h->cancel, 0, __ATOMIC_RELAXED);
         return api_fail(NCSIM_CANCELLED, "cancelled", "the run was cancelled at %.3f ns",
                         (double)sim_now_ps(h->s) / 1000.0);
     }
