@@ -206,6 +206,15 @@ static int looks_like_trace(const char *path, const char *head, size_t n)
     return strstr(head, "\"traceEvents\"") != NULL;
 }
 
+/* Control characters of a string read from data as '?': a crafted file must not send escape
+ * sequences to the terminal the report is printed on (docs/security.md). */
+static void scrub_text(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
 ncsim_status_t cli_report_load(const char *path, trc_report_t *rep, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -242,6 +251,11 @@ ncsim_status_t cli_report_load(const char *path, trc_report_t *rep, char *err, s
         }
     }
     free(head);
+    if (st == NCSIM_OK) {
+        scrub_text(rep->program);
+        scrub_text(rep->arch);
+        scrub_text(rep->failed);
+    }
     return st;
 }
 
