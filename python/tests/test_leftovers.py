@@ -203,3 +203,30 @@ def test_library_signal_leaves_no_temporary(work, sig):
     left = sorted(os.listdir(work))
     assert left == ["o.npy", "quick.nca", "s.config.json", "s.json", "slow.nca", "t.pftrace"], \
         left
+
+
+def test_asm_and_dis_leave_no_stale_output(work):
+    """`ncsim asm` and `ncsim dis` handle their one output as `run` does: a failure leaves no
+    file of an earlier run under the name, and never removes the input."""
+    (work / "bad.nca").write_text(".core 0\n.engine pe\nnot_an_instruction\n")
+    (work / "old.ncx").write_text("from an earlier run\n")
+    r = subprocess.run([NCSIM, "asm", "bad.nca", "-o", "old.ncx"], cwd=work,
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert not (work / "old.ncx").exists()
+    assert hidden(work) == []
+    r = subprocess.run([NCSIM, "asm", "quick.nca", "-o", "q.ncx"], cwd=work,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (work / "q.nca").write_text("from an earlier run\n")
+    (work / "q.ncx.bad").write_bytes((work / "q.ncx").read_bytes()[:40])
+    r = subprocess.run([NCSIM, "dis", "q.ncx.bad", "-o", "q.nca"], cwd=work,
+                       capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert not (work / "q.nca").exists()
+    # the input named as the output is never removed by a failure
+    r = subprocess.run([NCSIM, "dis", "q.ncx.bad", "-o", "q.ncx.bad"], cwd=work,
+                       capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert (work / "q.ncx.bad").exists()
+    assert hidden(work) == []
