@@ -222,12 +222,16 @@ int isa_file_write(const char *path, const void *data, size_t len)
 /* What a file that is not regular is, for messages. */
 static const char *file_kind(mode_t m)
 {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a plain file";
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a plain file";
 }
 
-FILE *isa_file_open_data(const char *path, unsigned long long max_bytes, unsigned flags,
-                         char *why, size_t whylen)
+FILE *isa_file_open_data(const char *path, unsigned long long max_bytes, unsigned flags, char *why,
+                         size_t whylen)
 {
     int oflags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
     if (flags & ISA_FILE_NO_SYMLINK)
