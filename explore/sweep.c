@@ -826,11 +826,26 @@ static char *point_path(const char *out_dir, uint64_t index)
     return dup_printf("%s/point-%" PRIu64 ".json", out_dir, index);
 }
 
+/* A point file, which sweep writes itself, atomically: in a shared folder it is still data,
+ * so it is read only as a regular file of bounded size and never through a symbolic link (a
+ * FIFO would block the merge, a link could make it read and quote another file). NULL when it
+ * is missing or not such a file. */
+static json_t *load_point_file(const char *path)
+{
+    char why[256];
+    FILE *f = isa_file_open_data(path, 64ull << 20, ISA_FILE_NO_SYMLINK, why, sizeof why);
+    if (!f)
+        return NULL;
+    json_error_t jerr;
+    json_t *root = json_loadf(f, 0, &jerr);
+    fclose(f);
+    return root;
+}
+
 /* The point file holds a result of this sweep (same fingerprint, same index)? */
 static int point_done(const sim_sweep_t *sw, const char *path, uint64_t index)
 {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
+    json_t *root = load_point_file(path);
     if (!root)
         return 0;
     json_t *s = json_object_get(root, "sweep");
@@ -1371,8 +1386,7 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
             b.failed = 1;
             break;
         }
-        json_error_t jerr;
-        json_t *root = json_load_file(path, 0, &jerr);
+        json_t *root = load_point_file(path);
         json_t *s = root ? json_object_get(root, "sweep") : NULL;
         const char *why = NULL;
         if (!root)

@@ -87,6 +87,33 @@ static void test_spec_names_special_files(void **state)
     assert_non_null(strstr(err, "not a regular file"));
 }
 
+/* Point files are data too: a FIFO or a symbolic link in their place is refused by the merge
+ * at once (no blocking, no reading another file), as unreadable. */
+static void test_merge_refuses_special_point_files(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    write_spec(dir, "one.json", "\"timing_only\": true, \"grid\": {\"hbm.bandwidth_gbps\": [820]}");
+    assert_int_equal(tu_sh("cd %s && %s sweep one.json --out o -q", dir, tu_ncsim()), 0);
+    assert_int_equal(tu_sh("cd %s && mv o/point-0.json kept.json && mkfifo o/point-0.json", dir),
+                     0);
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "cd %s && timeout 20 %s sweep one.json --merge --out o", dir,
+             tu_ncsim());
+    assert_int_equal(tu_run(cmd, &out), 3);
+    assert_non_null(strstr(out, "unreadable"));
+    free(out);
+    assert_int_equal(tu_sh("cd %s && rm o/point-0.json && ln -s ../kept.json o/point-0.json",
+                           dir),
+                     0);
+    assert_int_equal(tu_run(cmd, &out), 3);
+    assert_non_null(strstr(out, "unreadable"));
+    free(out);
+    assert_int_equal(tu_sh("cd %s && rm o/point-0.json && mv kept.json o/point-0.json", dir), 0);
+    assert_int_equal(tu_run(cmd, &out), 0);
+    free(out);
+}
+
 static void test_spec_errors(void **state)
 {
     (void)state;
@@ -633,7 +660,8 @@ int main(void)
         cmocka_unit_test(test_jobs_same_bytes), cmocka_unit_test(test_points_and_merge),
         cmocka_unit_test(test_failed_point),    cmocka_unit_test(test_functional),
         cmocka_unit_test(test_slurm_script),
-        cmocka_unit_test(test_spec_names_special_files),    cmocka_unit_test(test_plot),
+        cmocka_unit_test(test_spec_names_special_files),
+        cmocka_unit_test(test_merge_refuses_special_point_files),    cmocka_unit_test(test_plot),
         cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
