@@ -10,6 +10,8 @@ Every value carries `$(touch${IFS}PWNED...)`, backquotes, quotes, ';', '#' and s
 checks that the calls and the directives are exactly the intended ones, that the sweep's
 results arrive in the hostile folder, and that no PWNED file appeared anywhere.
 Values that cannot be quoted safely (a line break, '%' in the folder) must be refused, exit 2.
+Then a fixed-seed sample of random folders and --sbatch values is checked the same way, without
+running anything: each is refused, or read back exactly by bash, /bin/sh and the #SBATCH splitting.
 
 usage: hostile_script_test.py NCSIM SOURCE_DIR
 """
@@ -77,6 +79,79 @@ print("%d;cluster" % (4242 + sum(1 for _ in open(log))))
 '''
 
 HOSTILE = "x$(touch${IFS}PWNED1)`touch PWNED2`;touch PWNED3;'q\"#h \\"
+
+
+def directive_parser():
+    """directive_args of the fake sbatch, for the property check below."""
+    src = FAKE_SBATCH.split("log = os.environ")[0]
+    ns = {}
+    exec(src.split("\n", 1)[1], ns)
+    return ns["directive_args"]
+
+
+def property_check(ncsim, exe, spec, top, env):
+    """A fixed-seed sample of random output folders and --sbatch values, every byte but NUL
+    and '/' in the folder's last component: each is refused (a control character; '%' in
+    the folder) or reaches bash and sbatch's own splitting exactly as it was given."""
+    import random
+    rng = random.Random(28)
+    split = directive_parser()
+    alphabet = [chr(c) for c in range(32, 127) if c != ord("/")] + ["\u00e9", "\u4e2d", "\U0001f600"]
+    controls = [chr(c) for c in range(1, 32)] + ["\x7f"]
+
+    def sample(chars):
+        text = "".join(rng.choice(chars) for _ in range(rng.randint(1, 12)))
+        if rng.random() < 0.2:  # now and then a control character somewhere
+            k = rng.randint(0, len(text))
+            text = text[:k] + rng.choice(controls) + text[k:]
+        return text
+    checked = refused = 0
+    for trial in range(150):
+        name = sample(alphabet)
+        if name in (".", ".."):
+            continue
+        opt = "--comment=" + sample(alphabet + ["/"])
+        folder = os.path.join(top, "prop", name)
+        os.makedirs(os.path.join(top, "prop"), exist_ok=True)
+        gen = subprocess.run([ncsim, "sweep", spec, "--slurm", "--out", folder, "--sbatch", opt],
+                             capture_output=True, env=env)
+        bad = any(ord(c) < 32 or ord(c) == 127 for c in name + opt) or "%" in name
+        if bad:
+            if gen.returncode != 2 or gen.stdout:
+                fail("%r / %r: exit %d, wanted a refusal (2)" % (name, opt, gen.returncode))
+            if os.path.lexists(folder):
+                fail("%r: a refused --out folder was left behind" % name)
+            refused += 1
+            continue
+        if gen.returncode != 0:
+            fail("%r / %r: exit %d: %s" % (name, opt, gen.returncode, gen.stderr))
+        text = gen.stdout.decode("utf-8", "surrogateescape")
+        real = os.path.realpath(folder)
+        # the shell values, as bash reads them
+        assigns = "\n".join(l for l in text.splitlines()
+                            if l.split("=", 1)[0] in ("ncsim", "spec", "out", "csv", "merge_cmd"))
+        r = subprocess.run(["bash", "-c", assigns + '\nprintf "%s\\0" "$ncsim" "$spec" "$out" '
+                            '"$csv" "$merge_cmd"'], capture_output=True)
+        got = r.stdout.decode("utf-8", "surrogateescape").split("\0")[:5]
+        want = [exe, os.path.realpath(spec), real, real + "/results.csv"]
+        if got[:4] != want:
+            fail("bash reads %r, wanted %r" % (got[:4], want))
+        # the merge command, as /bin/sh reads it
+        r = subprocess.run(["sh", "-c", 'set -- ' + got[4].replace("exec ", "", 1) +
+                            '; printf "%s\\0" "$@"'], capture_output=True)
+        words = r.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
+        if words != [exe, "sweep", want[1], "--merge", "--out", real, "--csv", want[3]]:
+            fail("the merge command splits into %r" % words)
+        dirs = [split(l[len("#SBATCH"):]) for l in text.splitlines() if l.startswith("#SBATCH")]
+        def as_bytes(words):  # sbatch works on bytes; escaped UTF-8 decodes byte by byte here
+            return [w.encode("utf-8", "surrogateescape") for w in words]
+        if (as_bytes(dirs[4]) != as_bytes(["--output=" + real + "/slurm-%A_%a.out"])
+                or as_bytes(dirs[5]) != as_bytes([opt])):
+            fail("#SBATCH lines split into %r and %r" % (dirs[4], dirs[5]))
+        checked += 1
+    if checked < 20 or refused < 20:
+        fail("the sample checked %d values and refused %d: too few of one kind" % (checked, refused))
+    print("property: %d values checked, %d refused" % (checked, refused))
 
 
 def fail(msg):
@@ -171,6 +246,7 @@ def run(ncsim, exe, src, top):
         if r.returncode != 2 or needle not in r.stderr or r.stdout:
             fail("%r: exit %d, stdout %r, stderr %r (wanted exit 2 naming %r)"
                  % (args, r.returncode, r.stdout, r.stderr, needle))
+    property_check(ncsim, exe, spec, top, env)
     for dirpath, dirnames, filenames in os.walk(top):
         for n in filenames + dirnames:
             if n.startswith("PWNED"):
