@@ -1598,6 +1598,8 @@ char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_option
     sb_quote(&m, opt->out_dir, SLURM_SHELL);
     sb_add(&m, " --csv ");
     sb_quote(&m, csv, SLURM_SHELL);
+    if (m.p) /* readable once quoted; the value (quoted twice) is what runs */
+        sb_add(&b, "# merge_cmd: %s\n", m.p);
     sb_add(&b, "merge_cmd=");
     if (m.p)
         sb_quote(&b, m.p, SLURM_SHELL);
