@@ -1472,7 +1472,9 @@ static const char *cc_algorithm_name(uint8_t a)
 {
     switch (a) {
     case SIM_TRACE_CC_RING: return "ring";
-    case SIM_TRACE_CC_RHD: return "rhd";
+    case SIM_TRACE_CC_RDH: return "rdh";
+    case SIM_TRACE_CC_MESH: return "mesh";
+    case SIM_TRACE_CC_KANGARING: return "kangaring";
     case SIM_TRACE_CC_PAIRWISE: return "pairwise";
     default: return "p2p";
     }
