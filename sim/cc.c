@@ -62,6 +62,8 @@ typedef struct cc_layout {
     uint32_t *slot, *l; /* per member: its chip's index in the subgroup, its index on it */
     uint32_t *bypos;    /* [g * q + pos] -> member */
     uint32_t *at;       /* [g * q + slot * p + l] -> member */
+    uint32_t *hpos;     /* per member: its place in the hypercube order (RDH) */
+    uint32_t *hbypos;   /* [g * q + hpos] -> member */
 } cc_layout_t;
 
 typedef struct cc_stage {
@@ -214,13 +216,34 @@ static uint64_t ceil_div(uint64_t a, uint64_t b)
     return b ? (a + b - 1) / b : 0;
 }
 
+static uint32_t gray(uint32_t v)
+{
+    return v ^ (v >> 1);
+}
+
+/* A chip's label in the hypercube view of its instance's topology (collectives.md 4.4): a
+ * torus of power-of-two sides is a hypercube whose axes flip one bit of the Gray codes of x
+ * and y, so chips whose labels differ in one bit are neighbours; a ring uses the Gray code of
+ * its position. RDH pairs members along these bits. */
+static uint32_t hypercube_label(const struct sim *s, uint32_t chip)
+{
+    const mdl_arch_t *a = s->arch;
+    uint32_t c = chip % (s->topo.chips_per_instance ? s->topo.chips_per_instance : 1);
+    if (a->link.topology != MDL_TOPO_TORUS2D || !a->link.torus_x)
+        return gray(c);
+    uint32_t x = c % a->link.torus_x, y = c / a->link.torus_x, bits = 0;
+    while ((1u << bits) < a->link.torus_x)
+        bits++;
+    return gray(x) | gray(y) << bits;
+}
+
 /* The subgroups of one scope. ALL: the group; INTRA: the members of each instance (by local
  * index); INTER: the members of equal local index, one per instance. */
-static int layout_build(cc_coll_t *co, int scope)
+static int layout_build(const struct sim *s, cc_coll_t *co, int scope)
 {
     cc_layout_t *L = &co->lay[scope];
     uint32_t n = co->n;
-    uint32_t *mem = calloc((size_t)6 * n + 1, sizeof *mem);
+    uint32_t *mem = calloc((size_t)8 * n + 1, sizeof *mem);
     if (!mem)
         return -1;
     L->g = mem;
@@ -229,6 +252,8 @@ static int layout_build(cc_coll_t *co, int scope)
     L->l = mem + 3 * n;
     L->bypos = mem + 4 * n;
     L->at = mem + 5 * n;
+    L->hpos = mem + 6 * n;
+    L->hbypos = mem + 7 * n;
     L->ng = scope == SC_ALL ? 1 : scope == SC_INTRA ? co->ninst : co->per_inst;
     L->q = scope == SC_ALL ? n : scope == SC_INTRA ? co->per_inst : co->ninst;
     for (uint32_t i = 0; i < n; i++) {
@@ -273,6 +298,21 @@ static int layout_build(cc_coll_t *co, int scope)
         }
         L->at[L->g[i] * L->q + L->slot[i] * p + L->l[i]] = i;
     }
+    /* the hypercube order: members by (hypercube label of their chip, index on it) */
+    uint64_t *key = malloc((size_t)n * sizeof *key);
+    if (!key)
+        return -1;
+    for (uint32_t i = 0; i < n; i++)
+        key[i] = (uint64_t)hypercube_label(s, co->m[i].core->chip) << 32 | L->pos[i];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t rank = 0;
+        for (uint32_t j = 0; j < n; j++)
+            if (L->g[j] == L->g[i] && key[j] < key[i])
+                rank++;
+        L->hpos[i] = rank;
+        L->hbypos[L->g[i] * L->q + rank] = i;
+    }
+    free(key);
     return 0;
 }
 
@@ -383,7 +423,7 @@ static int plan(struct sim *s, cc_coll_t *co)
     for (uint32_t x = 0; x < nid; x++)
         if (counts[x] != co->per_inst || many)
             co->per_inst = 0;
-    if (layout_build(co, SC_ALL))
+    if (layout_build(s, co, SC_ALL))
         return -1;
 
     co->nsteps = 0;
@@ -420,7 +460,7 @@ static int plan(struct sim *s, cc_coll_t *co)
         return 0;
     }
     /* hierarchical: within, across, within (collectives.md 5) */
-    if (layout_build(co, SC_INTRA) || layout_build(co, SC_INTER))
+    if (layout_build(s, co, SC_INTRA) || layout_build(s, co, SC_INTER))
         return -1;
     uint64_t Sx = ceil_div(S, co->per_inst);
     int ai = pick_intra(a, &co->lay[SC_INTRA], S), ax = pick_inter(a, &co->lay[SC_INTER], Sx);
@@ -492,11 +532,13 @@ static int member_sends(cc_coll_t *co, const cc_stage_t *st, uint32_t k, uint32_
     case ALG_PAIRWISE:
         return push(co, i, bypos[(pos + k + 1) % q], C, 1, 1, 1, 0);
     case MDL_CC_RDH: {
-        /* reduce-scatter halves along bits 0, 1, ... (the chip partner first when the
-         * group lists both cores of a chip together); all-gather doubles in reverse */
+        /* in the hypercube order (chips by label, then the cores of a chip): reduce-scatter
+         * halves along bits 0, 1, ... (the chip partner first, through HBM, then one
+         * NeuronLink axis per step); all-gather doubles in reverse */
         uint32_t L2 = log2u(q), bit = rs ? k : L2 - 1 - k;
         uint64_t bytes = rs ? ceil_div(S, (uint64_t)1 << (k + 1)) : C << k;
-        return push(co, i, bypos[pos ^ (1u << bit)], bytes, 1, dw, 1, rs);
+        const uint32_t *hb = L->hbypos + (size_t)L->g[i] * q;
+        return push(co, i, hb[L->hpos[i] ^ (1u << bit)], bytes, 1, dw, 1, rs);
     }
     case MDL_CC_MESH:
         if (p < 2 || m < 2) { /* one step: straight to every member */

@@ -184,6 +184,20 @@ static void test_ring_rdh_hand(void **state)
         sixteen[i] = i;
     run_op(&a, "all_reduce", sixteen, 16, 65536, &c);
     assert_int_equal(c.steps, 8);
+    /* all 32 cores of the 4 x 4 torus, listed in a snake order of the chips: RDH pairs them
+     * in the hypercube view of the torus (Gray codes of x and y), so after the chip partner
+     * (16 KiB through HBM) each step crosses exactly one NeuronLink hop */
+    unsigned snake[32], at = 0;
+    for (unsigned y = 0; y < 4; y++)
+        for (unsigned k = 0; k < 4; k++) {
+            unsigned x = y % 2 ? 3 - k : k;
+            snake[at++] = 2 * (4 * y + x);
+            snake[at++] = 2 * (4 * y + x) + 1;
+        }
+    double half =
+        (1000 + 16384.0) + (1500 + 8192.0) + (1500 + 4096.0) + (1500 + 2048.0) + (1500 + 1024.0);
+    expect_ns(run_op(&a, "all_reduce", snake, 32, 32768, &c), 2 * half, "rdh AR 32 (snake)");
+    assert_int_equal(c.steps, 10);
     /* RDH needs a power of two: 6 cores fall back to the ring */
     run_op(&a, "all_reduce", eight, 6, 6144, &c);
     assert_int_equal(c.steps, 10);
