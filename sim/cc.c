@@ -576,9 +576,11 @@ static int member_sends(cc_coll_t *co, const cc_stage_t *st, uint32_t k, uint32_
          * the other way (disjoint directed links); each carries half of the pair's data,
          * C per step; the receiver writes what arrives twice (all-gather: to itself and its
          * secondary, the DMA's duplication, charged to its HBM) or reduces it with both
-         * members' chunks (reduce-scatter: 3 HBM touches per byte) */
+         * members' chunks (reduce-scatter: 3 HBM touches per byte). The primary does the
+         * data movement of both members (the secondary stays idle): each byte costs two on
+         * its data path, so KangaRing gains steps and HBM touches over Ring, not bandwidth */
         uint32_t nb = l == 0 ? (a + 1) % m : (a + m - 1) % m;
-        return push(co, i, at[nb * 2 + l], C, 1, rs ? 3.0f : 2.0f, 1, rs);
+        return push(co, i, at[nb * 2 + l], C, 1, rs ? 3.0f : 2.0f, 2, rs);
     }
     default: /* ring in group (subgroup) order */
         return push(co, i, bypos[(pos + 1) % q], C, 1, dw, 1, rs);
