@@ -758,6 +758,7 @@ static void trace_cc(struct sim *s, const cc_coll_t *co, int event, uint32_t x)
         r.instr = m->in;
         r.to_core = co->m[x_->to].core->id;
         r.bytes = x_->bytes;
+        r.send = x;
         r.reduce = x_->reduce;
         const flow_t *f = &co->flows[x];
         for (unsigned j = 0; j < f->nres && j < SIM_TRACE_MAX_RES; j++) {

@@ -146,6 +146,8 @@ typedef struct sim_trace_cc {
     const isa_instr_t *instr;
     uint32_t to_core;
     uint64_t bytes;
+    uint32_t send;         /* FLOW_*: the chunk's index among the step's (a member may send
+                            * several in one step, e.g. Mesh) */
     uint8_t reduce;        /* the receiver combines the chunk with its own data */
     uint64_t start_ps;     /* FLOW_END: when the chunk started moving; STEP_END: step start */
     /* FLOW_*: the resources the chunk crosses */
