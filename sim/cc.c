@@ -594,7 +594,7 @@ static int step_sends(cc_coll_t *co)
     uint32_t k;
     const cc_stage_t *st = stage_of(co, co->step, &k);
     memset(co->nsent, 0, co->n * sizeof *co->nsent);
-    if (!st)
+    if (!st || !st->nsteps) /* a group of one: the step moves nothing */
         return 0;
     for (uint32_t i = 0; i < co->n; i++)
         if (member_sends(co, st, k, i))

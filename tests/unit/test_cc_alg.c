@@ -328,6 +328,16 @@ static void test_selection(void **state)
     assert_int_equal(c.alg[0], SIM_TRACE_CC_RING);
     run_op(&a, "all_reduce", eight, 6, 6144, &c); /* RDH range, 6 members: Ring */
     assert_int_equal(c.alg[0], SIM_TRACE_CC_RING);
+    /* a group of one moves nothing whatever the algorithm: one step of latency */
+    static const char *const each[] = {"cc.algorithm=ring", "cc.algorithm=mesh",
+                                       "cc.algorithm=kangaring", "cc.algorithm=rdh"};
+    for (int k = 0; k < 4; k++) {
+        mdl_arch_t one = a;
+        set(&one, each[k]);
+        expect_ns(run_op(&one, "all_reduce", eight, 1, 4096, &c), 1000.0, each[k]);
+        assert_int_equal(c.sends, 0);
+        expect_ns(run_op(&one, "all_gather", eight, 1, 4096, &c), 1000.0, each[k]);
+    }
     /* a forced algorithm wins over the runtime's rule */
     set(&a, "cc.algorithm=mesh");
     run_op(&a, "all_reduce", eight, 8, 65536, &c);
