@@ -193,8 +193,7 @@ static void member_where(struct sim *s, const cc_member_t *m, char *buf, size_t 
     sim_instr_where(s, m->core, ISA_ENGINE_CC, m->index, m->in, buf, n);
 }
 
-/* ---- plans: stages, layouts, selection ---------------------------------------------------------
- */
+/* ---- plans: stages, layouts, selection ------------------------------------------------------- */
 
 enum { ALG_PAIRWISE = 100, ALG_P2P }; /* beside mdl_cc_algorithm_t */
 
@@ -475,8 +474,7 @@ static int plan(struct sim *s, cc_coll_t *co)
     return 0;
 }
 
-/* ---- the sends of a step -----------------------------------------------------------------------
- */
+/* ---- the sends of a step --------------------------------------------------------------------- */
 
 static int push(cc_coll_t *co, uint32_t from, uint32_t to, uint64_t bytes, float src_w, float dst_w,
                 float path, int reduce)
@@ -702,8 +700,7 @@ static ncsim_status_t compute(struct sim *s, cc_coll_t *co, char *err, size_t er
     return st;
 }
 
-/* ---- trace records ------------------------------------------------------------------------------
- */
+/* ---- trace records --------------------------------------------------------------------------- */
 
 /* Tell the trace sink about a step (STEP_BEGIN), a send (FLOW_*, x = the send; member = its
  * sender) or the end of a step (STEP_END, x = UINT32_MAX: once per member, with the bytes it
@@ -787,8 +784,7 @@ static void trace_cc(struct sim *s, const cc_coll_t *co, int event, uint32_t x)
     s->opt.trace->cc(s->opt.trace->ctx, &r);
 }
 
-/* ---- running -----------------------------------------------------------------------------------
- */
+/* ---- running --------------------------------------------------------------------------------- */
 
 static void start_step(struct sim *s, cc_coll_t *co);
 
@@ -1015,8 +1011,7 @@ static void begin(struct sim *s, cc_coll_t *co)
     start_step(s, co);
 }
 
-/* ---- arrival ------------------------------------------------------------------------------------
- */
+/* ---- arrival --------------------------------------------------------------------------------- */
 
 /* Two members' instructions agree (ISA.md 7.6: same collectives, same shapes). */
 static int compatible(const struct sim *s, const isa_instr_t *a, const isa_instr_t *b, char *why,
