@@ -620,6 +620,8 @@ static uint8_t trace_alg(int alg)
     }
 }
 
+/* ---- results --------------------------------------------------------------------------------- */
+
 static ncsim_status_t compute(struct sim *s, cc_coll_t *co, char *err, size_t errlen)
 {
     uint32_t n = co->n;
