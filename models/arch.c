@@ -26,7 +26,14 @@
 /* Longest chain of "base" references; deeper means a cycle or a mistake. */
 #define ARCH_MAX_BASE_DEPTH 8
 
-typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITHM } arch_key_type_t;
+typedef enum arch_key_type {
+    KT_U32,
+    KT_U64,
+    KT_F64,
+    KT_TOPOLOGY,
+    KT_CC_ALGORITHM,
+    KT_CC_RUNTIME
+} arch_key_type_t;
 
 /*
  * XX(section, key, type, member) -- every config key, in the order of the dump. The JSON
@@ -85,7 +92,15 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(efa, instances, U32, efa.instances)                                                         \
     XX(efa, bandwidth_gbits, F64, efa.bandwidth_gbits)                                             \
     XX(efa, latency_ns, F64, efa.latency_ns)                                                       \
+    XX(cc, runtime, CC_RUNTIME, cc.runtime)                                                        \
     XX(cc, algorithm, CC_ALGORITHM, cc.algorithm)                                                  \
+    XX(cc, inter_algorithm, CC_ALGORITHM, cc.inter_algorithm)                                      \
+    XX(cc, mesh_max_bytes, U64, cc.mesh_max_bytes)                                                 \
+    XX(cc, rdh_max_bytes, U64, cc.rdh_max_bytes)                                                   \
+    XX(cc, inter_mesh_max_bytes, U64, cc.inter_mesh_max_bytes)                                     \
+    XX(cc, inter_mesh_max_ranks, U32, cc.inter_mesh_max_ranks)                                     \
+    XX(cc, inter_rdh_max_bytes, U64, cc.inter_rdh_max_bytes)                                       \
+    XX(cc, flat_min_bytes, U64, cc.flat_min_bytes)                                                 \
     XX(cc, fixed_ns, F64, cc.fixed_ns)                                                             \
     XX(cc, min_latency_ns, F64, cc.min_latency_ns)                                                 \
     XX(cc, step_latency_ns, F64, cc.step_latency_ns)                                               \
@@ -105,6 +120,7 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
 #define ARCH_CTYPE_F64 double
 #define ARCH_CTYPE_TOPOLOGY mdl_topology_t
 #define ARCH_CTYPE_CC_ALGORITHM mdl_cc_algorithm_t
+#define ARCH_CTYPE_CC_RUNTIME mdl_cc_runtime_t
 #define XX(sec, key, type, member)                                                                 \
     _Static_assert(_Generic(((mdl_arch_t *)0)->member, ARCH_CTYPE_##type : 1, default : 0),        \
                    "type of mdl_arch_t." #member " does not match ARCH_KEY_MAP");
@@ -129,7 +145,9 @@ static const arch_key_t arch_keys[] = {
 #define ARCH_NKEYS (sizeof arch_keys / sizeof arch_keys[0])
 
 static const char *const topology_names[] = {"ring", "torus2d", "full"};
-static const char *const cc_algorithm_names[] = {"ring", "rhd"};
+static const char *const cc_runtime_names[] = {"sdk2.10", "current"};
+static const char *const cc_algorithm_names[] = {"auto",      "ring", "mesh",
+                                                 "kangaring", "rdh",  "flat_ring"};
 
 /* ---- Small helpers ------------------------------------------------------------------------ */
 
@@ -174,6 +192,10 @@ static const char *const *enum_names(arch_key_type_t t, size_t *count)
         *count = sizeof topology_names / sizeof topology_names[0];
         return topology_names;
     }
+    if (t == KT_CC_RUNTIME) {
+        *count = sizeof cc_runtime_names / sizeof cc_runtime_names[0];
+        return cc_runtime_names;
+    }
     *count = sizeof cc_algorithm_names / sizeof cc_algorithm_names[0];
     return cc_algorithm_names;
 }
@@ -205,6 +227,8 @@ static void store_enum(mdl_arch_t *a, const arch_key_t *k, int v)
 {
     if (k->type == KT_TOPOLOGY)
         *(mdl_topology_t *)field(a, k) = (mdl_topology_t)v;
+    else if (k->type == KT_CC_RUNTIME)
+        *(mdl_cc_runtime_t *)field(a, k) = (mdl_cc_runtime_t)v;
     else
         *(mdl_cc_algorithm_t *)field(a, k) = (mdl_cc_algorithm_t)v;
 }
@@ -213,6 +237,8 @@ static int load_enum(const mdl_arch_t *a, const arch_key_t *k)
 {
     if (k->type == KT_TOPOLOGY)
         return (int)*(const mdl_topology_t *)cfield(a, k);
+    if (k->type == KT_CC_RUNTIME)
+        return (int)*(const mdl_cc_runtime_t *)cfield(a, k);
     return (int)*(const mdl_cc_algorithm_t *)cfield(a, k);
 }
 
@@ -262,7 +288,8 @@ static void format_value(const mdl_arch_t *a, const arch_key_t *k, char *buf, si
         format_double(*(const double *)cfield(a, k), buf, len);
         break;
     case KT_TOPOLOGY:
-    case KT_CC_ALGORITHM: {
+    case KT_CC_ALGORITHM:
+    case KT_CC_RUNTIME: {
         size_t n;
         const char *const *names = enum_names(k->type, &n);
         int v = load_enum(a, k);
@@ -283,6 +310,7 @@ static const char *type_description(arch_key_type_t t)
         return "a number";
     case KT_TOPOLOGY:
     case KT_CC_ALGORITHM:
+    case KT_CC_RUNTIME:
         return "a string";
     }
     return "?";
@@ -334,7 +362,8 @@ static int set_from_json(mdl_arch_t *a, const arch_key_t *k, json_t *v, const ch
         *(double *)field(a, k) = json_number_value(v);
         return 0;
     case KT_TOPOLOGY:
-    case KT_CC_ALGORITHM: {
+    case KT_CC_ALGORITHM:
+    case KT_CC_RUNTIME: {
         char allowed[128];
         enum_list(k->type, allowed, sizeof allowed);
         int e = json_is_string(v) ? enum_lookup(k->type, json_string_value(v)) : -1;
@@ -392,7 +421,8 @@ static int set_from_text(mdl_arch_t *a, const arch_key_t *k, const char *text, c
         return 0;
     }
     case KT_TOPOLOGY:
-    case KT_CC_ALGORITHM: {
+    case KT_CC_ALGORITHM:
+    case KT_CC_RUNTIME: {
         int e = enum_lookup(k->type, text);
         if (e < 0) {
             char allowed[128];
@@ -943,7 +973,7 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
             double v = *(const double *)cfield(a, k);
             CHECK(isfinite(v) && v >= 0, "%s = %g: must be a finite number >= 0", k->path, v);
         }
-        if (k->type == KT_TOPOLOGY || k->type == KT_CC_ALGORITHM) {
+        if (k->type == KT_TOPOLOGY || k->type == KT_CC_ALGORITHM || k->type == KT_CC_RUNTIME) {
             size_t n;
             enum_names(k->type, &n);
             int v = load_enum(a, k);
@@ -1094,6 +1124,18 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
               a->link.bandwidth_gbps, per_instance);
     }
     CHECK(a->cc.packet_bytes >= 1, "cc.packet_bytes: must be >= 1");
+    CHECK(a->cc.algorithm != MDL_CC_FLAT_RING,
+          "cc.algorithm = \"flat_ring\": a flat ring spans instances; set cc.inter_algorithm");
+    CHECK(a->cc.inter_algorithm != MDL_CC_KANGARING,
+          "cc.inter_algorithm = \"kangaring\": KangaRing pairs the cores of a chip and runs "
+          "within an instance only (set cc.algorithm)");
+    CHECK(a->cc.rdh_max_bytes >= a->cc.mesh_max_bytes,
+          "cc.rdh_max_bytes = %llu: must be >= cc.mesh_max_bytes (%llu)",
+          (unsigned long long)a->cc.rdh_max_bytes, (unsigned long long)a->cc.mesh_max_bytes);
+    CHECK(a->cc.inter_rdh_max_bytes >= a->cc.inter_mesh_max_bytes,
+          "cc.inter_rdh_max_bytes = %llu: must be >= cc.inter_mesh_max_bytes (%llu)",
+          (unsigned long long)a->cc.inter_rdh_max_bytes,
+          (unsigned long long)a->cc.inter_mesh_max_bytes);
     CHECK(a->cc.rank_bandwidth_gbps > 0, "cc.rank_bandwidth_gbps = %g: must be > 0",
           a->cc.rank_bandwidth_gbps);
     CHECK(a->cc.fixed_ns >= 0 && a->cc.min_latency_ns >= 0 && a->cc.step_latency_ns >= 0,
@@ -1174,7 +1216,8 @@ char *mdl_arch_to_json(const mdl_arch_t *arch)
             sb_append(&b, ",\n");
         }
         format_value(arch, k, value, sizeof value);
-        bool quoted = k->type == KT_TOPOLOGY || k->type == KT_CC_ALGORITHM;
+        bool quoted =
+            k->type == KT_TOPOLOGY || k->type == KT_CC_ALGORITHM || k->type == KT_CC_RUNTIME;
         snprintf(line, sizeof line, "    \"%s\": %s%s%s", k->key, quoted ? "\"" : "", value,
                  quoted ? "\"" : "");
         sb_append(&b, line);

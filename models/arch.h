@@ -22,10 +22,24 @@ typedef enum mdl_topology {
     MDL_TOPO_FULL /* fully connected */
 } mdl_topology_t;
 
+/* Collective algorithms (docs/data-movement.md). cc.algorithm picks the one used within an
+ * instance, cc.inter_algorithm the stage across instances; auto chooses by size and ranks. */
 typedef enum mdl_cc_algorithm {
+    MDL_CC_AUTO,
     MDL_CC_RING,
-    MDL_CC_RHD /* recursive halving-doubling */
+    MDL_CC_MESH,      /* direct writes to every member, O(1) steps */
+    MDL_CC_KANGARING, /* ring of chip pairs (primaries), two counter-rotating cycles */
+    MDL_CC_RDH,       /* recursive doubling / halving */
+    MDL_CC_FLAT_RING  /* across instances only: one ring over every member, no hierarchy */
 } mdl_cc_algorithm_t;
+
+/* What cc.algorithm=auto may choose: the runtime of the May 2023 nccom-test tables (SDK 2.10:
+ * Ring within and across instances, hierarchical across them), or the current one (Mesh, RDH,
+ * KangaRing within, Mesh and RDH across, by size). */
+typedef enum mdl_cc_runtime {
+    MDL_CC_RUNTIME_SDK2_10,
+    MDL_CC_RUNTIME_CURRENT
+} mdl_cc_runtime_t;
 
 /* Per compute engine (act, dve, pool): clock and the published cost-model constants. */
 typedef struct mdl_engine_cfg {
@@ -129,7 +143,15 @@ typedef struct mdl_arch {
 
     /* "cc": collective engine */
     struct {
-        mdl_cc_algorithm_t algorithm;
+        mdl_cc_runtime_t runtime;           /* the rule of auto */
+        mdl_cc_algorithm_t algorithm;       /* within an instance (auto) */
+        mdl_cc_algorithm_t inter_algorithm; /* the stage across instances (auto) */
+        uint64_t mesh_max_bytes;     /* auto, within an instance: Mesh below this size */
+        uint64_t rdh_max_bytes;      /* ... RDH below this, KangaRing (or Ring) from it */
+        uint64_t inter_mesh_max_bytes; /* auto, across instances: Mesh below this size ... */
+        uint32_t inter_mesh_max_ranks; /* ... and at most this many instances */
+        uint64_t inter_rdh_max_bytes;  /* ... RDH below this, Ring from it */
+        uint64_t flat_min_bytes;       /* auto: a flat ring from this size (0: never) */
         double fixed_ns;             /* per collective, before its first step */
         double min_latency_ns;       /* no collective completes sooner after it begins */
         double step_latency_ns;      /* fixed cost per algorithm step (sync, descriptors) */

@@ -3,7 +3,8 @@
 #   scripts/regen-docs.sh [BUILD_DIR]        (default build; run from anywhere)
 # docs/architecture.md (config table), docs/validation.md (table and docs/img/validation.png),
 # kernels/README.md (performance table), docs/exploration.md (sweep plots and rows),
-# docs/data-movement.md (collective times). Takes about a minute on two cores.
+# docs/data-movement.md (collective times; the per-algorithm sweep of scripts/cc_sweep.py).
+# Takes about a minute and a half on two cores.
 set -e
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${1:-$ROOT/build}" && pwd)
@@ -21,4 +22,5 @@ cd "$ROOT"
     --plot X=hbm.bandwidth_gbps,Y=total_ns --png docs/img/gemm_a_hbm_knee.png
 /usr/bin/python3 scripts/regen_docs.py "$NCSIM" "$T/validation.csv" "$T/s1/results.csv" \
     "$T/s2/results.csv"
+/usr/bin/python3 scripts/cc_sweep.py "$NCSIM" --jobs 2 --doc
 echo "regenerated; review with git diff"

@@ -8,7 +8,7 @@ the sweeps and the validation first and passes their outputs):
 - docs/validation.md `validation-table`: the validation table (ncsim validate --csv);
 - kernels/README.md: the kernels table (kernels/gen/table.py --write); `tp-table`: the decoder;
 - docs/exploration.md `sweep1-rows`, `sweep2-rows`: selected rows of the two sweeps;
-- docs/data-movement.md `cc-table`: all_reduce times on trn1 and trn1-32xl."""
+- docs/data-movement.md `cc-table`: all_reduce times on trn1, trn1-32xl and trn1-32xl-x2."""
 import csv, json, math, os, re, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,9 +75,10 @@ def sweep_rows(path, keys, pick):
 def cc_table(ncsim):
     tmp = tempfile.mkdtemp(prefix="ncsim-cc-")
     gen = os.path.join(ROOT, "validation", "gen", "collective.py")
-    out = ["| all_reduce (fp32, ring) | 1 KiB | 1 MiB | 64 MiB | 1 GiB |", "|---|---:|---:|---:|---:|"]
+    out = ["| all_reduce (fp32, auto) | 1 KiB | 1 MiB | 64 MiB | 1 GiB |", "|---|---:|---:|---:|---:|"]
     for ranks, arch, what in [(2, "trn1", "2 cores, one chip (trn1)"),
-                              (32, "trn1-32xl", "32 cores, trn1-32xl")]:
+                              (32, "trn1-32xl", "32 cores, trn1-32xl"),
+                              (64, "trn1-32xl-x2", "64 cores, trn1-32xl-x2")]:
         cells = []
         for size in (1024, 1 << 20, 64 << 20, 1 << 30):
             prog = os.path.join(tmp, "p.nca")

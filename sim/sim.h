@@ -122,9 +122,11 @@ typedef enum sim_trace_cc_event {
 
 typedef enum sim_trace_cc_alg {
     SIM_TRACE_CC_RING,     /* ring (all_reduce: reduce-scatter then all-gather) */
-    SIM_TRACE_CC_RHD,      /* recursive halving-doubling */
+    SIM_TRACE_CC_RDH,      /* recursive doubling / halving */
     SIM_TRACE_CC_PAIRWISE, /* all_to_all: member i to i+k */
-    SIM_TRACE_CC_P2P       /* send/recv */
+    SIM_TRACE_CC_P2P,      /* send/recv */
+    SIM_TRACE_CC_MESH,     /* direct writes to every member (or chip) */
+    SIM_TRACE_CC_KANGARING /* ring of chip pairs */
 } sim_trace_cc_alg_t;
 
 /* A collective's progress (sim/cc.c): steps and the chunks (flows) that move in them. */
@@ -135,7 +137,7 @@ typedef struct sim_trace_cc {
     uint8_t op;            /* isa_op_t */
     int32_t group;         /* program group; -1 for send/recv */
     uint32_t nmembers;
-    uint8_t algorithm;     /* sim_trace_cc_alg_t */
+    uint8_t algorithm;     /* sim_trace_cc_alg_t: of the step's stage */
     uint32_t step, nsteps; /* step counts from 0 */
     uint64_t size;         /* bytes of the operand that sets the chunks */
     /* FLOW_* and STEP_END: a member (position in the group), its core and instruction, the
@@ -144,6 +146,8 @@ typedef struct sim_trace_cc {
     const isa_instr_t *instr;
     uint32_t to_core;
     uint64_t bytes;
+    uint32_t send;         /* FLOW_*: the chunk's index among the step's (a member may send
+                            * several in one step, e.g. Mesh) */
     uint8_t reduce;        /* the receiver combines the chunk with its own data */
     uint64_t start_ps;     /* FLOW_END: when the chunk started moving; STEP_END: step start */
     /* FLOW_*: the resources the chunk crosses */

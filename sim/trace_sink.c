@@ -209,7 +209,8 @@ typedef struct res_use {
     double bytes;
 } res_use_t;
 
-/* A member's chunk in the current step. */
+/* A chunk in the current step (per send), or a member's chunks together (per member: from
+ * the first start to the last landing). */
 typedef struct chunk {
     uint64_t start, end;
     uint64_t bytes;
@@ -225,6 +226,8 @@ typedef struct coll_trace {
     uint64_t go;          /* the step's chunks started moving (0: none yet) */
     int have_go;
     chunk_t *m;           /* per member */
+    chunk_t *ch;          /* per send of the step */
+    uint32_t cap_ch;
     res_use_t *res;
     size_t nres, cap_res;
     uint32_t slow_from, slow_to; /* the chunk that landed last */
@@ -1393,6 +1396,7 @@ static coll_trace_t *get_coll(sim_trace_file_t *t, const sim_trace_cc_t *r)
 static void free_coll(coll_trace_t *c)
 {
     free(c->m);
+    free(c->ch);
     free(c->res);
     free(c);
 }
@@ -1473,7 +1477,9 @@ static const char *cc_algorithm_name(uint8_t a)
 {
     switch (a) {
     case SIM_TRACE_CC_RING: return "ring";
-    case SIM_TRACE_CC_RHD: return "rhd";
+    case SIM_TRACE_CC_RDH: return "rdh";
+    case SIM_TRACE_CC_MESH: return "mesh";
+    case SIM_TRACE_CC_KANGARING: return "kangaring";
     case SIM_TRACE_CC_PAIRWISE: return "pairwise";
     default: return "p2p";
     }
@@ -1500,7 +1506,22 @@ static void cc_flow_begin(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_
         c->have_go = 1;
         c->go = r->time_ps;
     }
-    chunk_t *ch = &c->m[r->member];
+    chunk_t *m = &c->m[r->member];
+    if (!m->moving && !m->done)
+        m->start = r->time_ps;
+    m->moving = 1;
+    if (r->send >= c->cap_ch) {
+        uint32_t cap = r->send + 1 > 2 * c->cap_ch ? r->send + 1 : 2 * c->cap_ch;
+        chunk_t *p = realloc(c->ch, cap * sizeof *p);
+        if (!p) {
+            fail(t, NCSIM_NOMEM, "out of memory");
+            return;
+        }
+        memset(p + c->cap_ch, 0, (cap - c->cap_ch) * sizeof *p);
+        c->ch = p;
+        c->cap_ch = cap;
+    }
+    chunk_t *ch = &c->ch[r->send];
     memset(ch, 0, sizeof *ch);
     ch->start = r->time_ps;
     ch->bytes = r->bytes;
@@ -1522,14 +1543,19 @@ static void cc_flow_begin(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_
 
 static void cc_flow_end(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc_t *r)
 {
-    if (r->member >= c->n)
+    if (r->member >= c->n || r->send >= c->cap_ch)
         return;
-    chunk_t *ch = &c->m[r->member];
+    chunk_t *ch = &c->ch[r->send];
     uint64_t start = ch->moving ? ch->start : r->start_ps;
     ch->start = start;
     ch->end = r->time_ps;
     ch->moving = 0;
     ch->done = 1;
+    chunk_t *m = &c->m[r->member];
+    if (!m->moving && !m->done)
+        m->start = start;
+    m->end = r->time_ps;
+    m->done = 1;
     uint64_t dur = r->time_ps > start ? r->time_ps - start : 1;
     double gbps = round_gbps((double)r->bytes / (double)dur * 1000.0);
     c->slow_from = r->core;
@@ -1651,6 +1677,8 @@ static void cc_step_end(sim_trace_file_t *t, coll_trace_t *c, const sim_trace_cc
             return;
         }
         memset(c->m, 0, c->n * sizeof *c->m);
+        if (c->ch)
+            memset(c->ch, 0, c->cap_ch * sizeof *c->ch);
         c->nres = 0;
         c->have_go = 0;
         c->have_slow = 0;

@@ -6,7 +6,7 @@
  * Bus bandwidth follows the usual convention for all-reduce: 2 (n-1)/n x bytes / time, the
  * bandwidth each member's links would need for the ring to reach that time.
  *
- *   ./build/tests/bench_cc [--alg ring|rhd]
+ *   ./build/tests/bench_cc [--alg auto|ring|mesh|kangaring|rdh]
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -179,7 +179,8 @@ static void test_trn1_values(void **state)
         tu_close(a.link.bandwidth_gbps, 96.0 * 1073741824.0 / 1e9, 1e-15, 0)); /* 96 GiB/s */
     assert_true(a.link.hop_latency_ns == 1500.0);
     assert_int_equal(a.cc.packet_bytes, 65536);
-    assert_int_equal(a.cc.algorithm, MDL_CC_RING);
+    assert_int_equal(a.cc.algorithm, MDL_CC_AUTO);
+    assert_int_equal(a.cc.inter_algorithm, MDL_CC_AUTO);
 
     isa_geometry_t g;
     mdl_arch_geometry(&a, &g);
@@ -441,7 +442,7 @@ static void test_wrong_types(void **state)
     expect_load_error("t5.json", "{\"base\": \"trn1\", \"link\": {\"topology\": \"mesh\"}}",
                       NCSIM_USAGE, "'link.topology' = \"mesh\" is not one of", "\"torus2d\"", NULL);
     expect_load_error("t6.json", "{\"base\": \"trn1\", \"cc\": {\"algorithm\": 1}}", NCSIM_USAGE,
-                      "'cc.algorithm' must be a string", "\"rhd\"", NULL);
+                      "'cc.algorithm' must be a string", "\"rdh\"", NULL);
     expect_load_error("t7.json", "{\"base\": \"trn1\", \"hbm\": 820}", NCSIM_USAGE,
                       "section 'hbm' must be an object", NULL);
     expect_load_error("t8.json", "[1, 2]", NCSIM_USAGE, "top level must be a JSON object", NULL);
@@ -540,8 +541,10 @@ static void test_set(void **state)
     assert_int_equal(a.hbm.size_bytes, 64ull << 30);
     assert_int_equal(mdl_arch_set(&a, "link.topology=full", err, sizeof err), NCSIM_OK);
     assert_int_equal(a.link.topology, MDL_TOPO_FULL);
-    assert_int_equal(mdl_arch_set(&a, "cc.algorithm=rhd", err, sizeof err), NCSIM_OK);
-    assert_int_equal(a.cc.algorithm, MDL_CC_RHD);
+    assert_int_equal(mdl_arch_set(&a, "cc.algorithm=rdh", err, sizeof err), NCSIM_OK);
+    assert_int_equal(a.cc.algorithm, MDL_CC_RDH);
+    assert_int_equal(mdl_arch_set(&a, "cc.inter_algorithm=flat_ring", err, sizeof err), NCSIM_OK);
+    assert_int_equal(a.cc.inter_algorithm, MDL_CC_FLAT_RING);
 
     char buf[64];
     assert_int_equal(mdl_arch_get(&a, "hbm.bandwidth_gbps", buf, sizeof buf), NCSIM_OK);
@@ -568,7 +571,8 @@ static void test_set(void **state)
     expect_set_error(&a, "system.chips=4294967296", "too large");
     expect_set_error(&a, "hbm.size_bytes=99999999999999999999999", "too large");
     expect_set_error(&a, "link.topology=mesh", "\"ring\", \"torus2d\" or \"full\"");
-    expect_set_error(&a, "cc.algorithm=tree", "\"ring\" or \"rhd\"");
+    expect_set_error(&a, "cc.algorithm=tree",
+                     "\"auto\", \"ring\", \"mesh\", \"kangaring\", \"rdh\" or \"flat_ring\"");
 
     /* --set then validate: the override is checked. */
     a = load_ok("trn1");

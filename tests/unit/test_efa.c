@@ -238,7 +238,7 @@ static double all_reduce_ns(const mdl_arch_t *a, unsigned n, uint64_t bytes, uin
 }
 
 /*
- * Ring all_reduce of S bytes on n = 64 cores of two instances: 2(n-1) steps, each member
+ * Flat ring all_reduce of S bytes on n = 64 cores of two instances: 2(n-1) steps, each member
  * sending S/n to the next. Exactly two chunks per step cross instances (core 31 -> 32 and
  * 63 -> 0), one through each instance's network out and in. With the network much slower
  * than everything else, each step costs cc.step_latency_ns + efa.latency_ns + (S/n) /
@@ -251,6 +251,9 @@ static void test_time_across_instances(void **state)
     char err[512];
     assert_int_equal(mdl_arch_load("trn1-32xl-x2", &x2, err, sizeof err), NCSIM_OK);
     assert_int_equal(mdl_arch_load("trn1-32xl", &one, err, sizeof err), NCSIM_OK);
+    /* the flat ring (the hierarchical plans: test_cc_alg.c) */
+    assert_int_equal(mdl_arch_set(&x2, "cc.inter_algorithm=flat_ring", err, sizeof err), NCSIM_OK);
+    assert_int_equal(mdl_arch_set(&one, "cc.algorithm=ring", err, sizeof err), NCSIM_OK);
     const uint64_t S = 64ull << 20;
     const unsigned n = 64;
 
@@ -286,6 +289,7 @@ static void test_time_across_instances(void **state)
      * is opened up: with it, both instance types move 1 MiB chunks at the same rate) */
     mdl_arch_t n2, x2w = x2;
     assert_int_equal(mdl_arch_load("trn1n-32xl-x2", &n2, err, sizeof err), NCSIM_OK);
+    assert_int_equal(mdl_arch_set(&n2, "cc.inter_algorithm=flat_ring", err, sizeof err), NCSIM_OK);
     assert_int_equal(mdl_arch_set(&n2, "cc.rank_bandwidth_gbps=1000", err, sizeof err), NCSIM_OK);
     assert_int_equal(mdl_arch_set(&x2w, "cc.rank_bandwidth_gbps=1000", err, sizeof err),
                      NCSIM_OK);

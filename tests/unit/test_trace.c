@@ -1619,8 +1619,9 @@ static void test_collective_trace(void **state)
     for (int i = 0; i < 3; i++) {
         char args[256];
         snprintf(args, sizeof args,
-                 "run cc.nca --arch trn1-32xl --timing-only -q --trace cc1.%s && %s run cc.nca "
-                 "--arch trn1-32xl --timing-only -q --trace cc2.%s",
+                 "run cc.nca --arch trn1-32xl --set cc.algorithm=ring --timing-only -q --trace "
+                 "cc1.%s && %s run cc.nca --arch trn1-32xl --set cc.algorithm=ring --timing-only "
+                 "-q --trace cc2.%s",
                  ext[i], tu_ncsim(), ext[i]);
         assert_int_equal(ncsim(args, NULL), 0);
         char a[64], b[64];

@@ -116,8 +116,9 @@ static void test_collective_decodes(void **state)
     snprintf(path, sizeof path, "%s/ar.nca", dir);
     assert_int_equal(tu_write_file(path, prog, strlen(prog)), 0);
     snprintf(cmd, sizeof cmd,
-             "cd %s && %s run ar.nca --arch trn1-32xl --timing-only -q --trace ar.pftrace", dir,
-             tu_ncsim());
+             "cd %s && %s run ar.nca --arch trn1-32xl --set cc.algorithm=ring --timing-only -q "
+             "--trace ar.pftrace",
+             dir, tu_ncsim());
     assert_int_equal(tu_run(cmd, NULL), 0);
     snprintf(path, sizeof path, "%s/ar.pftrace", dir);
     char *t = decode(path);

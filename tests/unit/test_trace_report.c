@@ -336,8 +336,8 @@ static void test_report_collectives(void **state)
                                ".engine dve\nmemset a, 1.0 | post s\n"
                                ".engine cc\nall_reduce x1, x1, op=add, group=g | wait s >= 1\n";
     assert_int_equal(tu_write_file(tu_join(dir, "ar.nca"), prog, strlen(prog)), 0);
-    assert_int_equal(tu_sh("cd %s && %s run ar.nca --arch trn1-32xl --timing-only -q --stats "
-                           "ar-stats.json --trace ar.pftrace",
+    assert_int_equal(tu_sh("cd %s && %s run ar.nca --arch trn1-32xl --set cc.algorithm=ring "
+                           "--timing-only -q --stats ar-stats.json --trace ar.pftrace",
                            dir, tu_ncsim()),
                      0);
     char *text = report("ar.pftrace", 0);

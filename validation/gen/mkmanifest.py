@@ -71,36 +71,42 @@ entry("fig29-tiny", "a 4-byte DMA transfer (fig29)",
       generate=[PY, "gen/dma_stream.py", "--mode", "tiny", "--n", "64"])
 
 # ---- section 5: nccom-test ----------------------------------------------------------------------
+# the collective tables' runtime (its algorithms), whatever the presets' default
+ERA = {"cc.runtime": "sdk2.10"}
 ar = [(1024, 58), (4096, 58), (16384, 58), (65536, 58), (262144, 60), (1048576, 68),
       (4194304, 107), (16777216, 332), (67108864, 1214), (268435456, 4750),
       (1073741824, 18930)]
 for s, us in ar:
     entry(f"allreduce-2r-{s}", f"2-rank fp32 all-reduce of {s} B on one chip",
           "measurements.md section 5.2: nccom-test -r 2 --datatype fp32 allr, P50 time",
-          "the two NeuronCores of one trn1 chip, ring algorithm (2 steps of S/2); one "
-          "collective per run (nccom-test's P50 of 20)",
-          "time_ns", us * 1000.0,
+          "the two NeuronCores of one trn1 chip; auto (cc.runtime=sdk2.10, the runtime of "
+          "these tables) is Ring, and on two cores of one chip every algorithm is the same 2 "
+          "steps of S/2; one collective per run (nccom-test's P50 of 20)",
+          "time_ns", us * 1000.0, set=ERA,
           generate=[PY, "gen/collective.py", "--op", "all_reduce", "--ranks", "2",
                     "--bytes", str(s)])
 entry("allreduce-2r-u8-32M", "2-rank uint8 all-reduce of 32 MiB on one chip",
       "measurements.md section 5.1: nccom-test -r 2 allr (uint8 default), 768 us",
       "as the fp32 sweep, with uint8 data (reduced through fp32 by the DMA engines)",
-      "time_ns", 768000.0, fit=False,
+      "time_ns", 768000.0, fit=False, set=ERA,
       known_miss="nothing in the collective model depends on the element type, and the chip's "
                  "uint8 run is 22% slower per byte than its fp32 sweep. A per-element reduction "
                  "rate of the reduce step would be physical, but the fp32 rows only bound it "
                  "(>= 14 elements/ns if it overlaps the transfer) and this is the only row of "
                  "another type: its value (45.6 elements/ns, or 87 if serial) would be a "
-                 "one-point fit (docs/validation.md)",
+                 "one-point fit. The collective algorithms do not move it either: on two cores "
+                 "of one chip Ring, Mesh, RDH and KangaRing (which falls back to Ring) are the "
+                 "same two exchanges of S/2 through HBM (docs/validation.md)",
       generate=[PY, "gen/collective.py", "--op", "all_reduce", "--ranks", "2",
                 "--bytes", "33554432", "--dtype", "u8"])
 for s, us in [(1024, 151), (8192, 149), (65536, 150), (524288, 179)]:
     entry(f"allgather-32r-{s}", f"32-rank fp32 all-gather, {s} B output per rank",
           "measurements.md section 5.3: nccom-test -r 32 --datatype fp32 --check allg, P50 time",
-          "trn1.32xlarge (preset trn1-32xl, 16 chips in a 4 x 4 torus); ring over the cores in a "
-          "snake order of the chips (both cores of a chip adjacent), so each step crosses at most "
-          "one NeuronLink hop",
-          "time_ns", us * 1000.0, arch="trn1-32xl",
+          "trn1.32xlarge (preset trn1-32xl, 16 chips in a 4 x 4 torus); cores in a snake order "
+          "of the chips (both cores of a chip adjacent), so each ring step crosses at most one "
+          "NeuronLink hop; auto (cc.runtime=sdk2.10, the runtime of these tables) is Ring, whose "
+          "31 steps the measured ~3 us per rank shows (Mesh would take 2)",
+          "time_ns", us * 1000.0, arch="trn1-32xl", set=ERA,
           generate=[PY, "gen/collective.py", "--op", "all_gather", "--ranks", "32",
                     "--bytes", str(s), "--arch", "trn1-32xl"])
 
