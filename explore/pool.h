@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "ncsim.h"
 
 /* A result record is at most this size: with its header it fits one atomic pipe write
  * (PIPE_BUF, 4096 bytes on Linux), so records of different workers never interleave. */

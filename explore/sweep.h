@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "arch.h"
-#include "isa.h"
+#include "ncsim.h"
 
 typedef struct sim_sweep sim_sweep_t;
 

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "isa.h"
+#include "ncsim.h"
 
 typedef struct sim_plot_options {
     const char *x;        /* column for the horizontal axis (usually a swept key) */

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "ncsim.h"
 
 /* ---- the trace ------------------------------------------------------------------------------- */
 

@@ -1,0 +1,132 @@
+#!/bin/bash
+# check-layers.sh [SRCDIR] -- the layering rule of docs/design.md, checked on every
+# `#include "..."` of the C sources: a file of folder F may include the headers of F itself and
+# of the folders F may use (the table below), nothing else. A quoted header is found by its
+# name in the folders of the project (names are unique across folders: a duplicate is an
+# error here too). Run by ctest (test `layers`); prints one line per broken rule and exits 1.
+#
+# The exceptions are the known debts, each named by file and header with the reason: the
+# check fails on a new one and also on a listed one that is gone (delete its line), so the
+# list can only shrink.
+set -u
+src=${1:-.}
+cd "$src" || exit 2
+
+# folder: the folders it may use (besides itself). `include` is include/ncsim.h, the public
+# API, which depends on nothing.
+declare -A uses=(
+    [include]=""
+    [isa]="include"
+    [models]="isa include"
+    [traces]="isa include"
+    [raster]="isa include"
+    [sim]="models isa traces include"
+    [api]="sim models isa traces include"
+    [viz]="traces raster include"
+    [explore]="include raster traces"
+    [cli]="include explore traces viz raster"
+)
+folders="include isa models traces raster sim api viz explore cli"
+
+# file:header  reason -- the debts of issue #26 (docs/design.md, "Known exceptions")
+exceptions="
+cli/cli.h:diag.h                    assembly diagnostics printed by asm/dis
+cli/cli.h:isa.h                     asm/dis/cli_load_program on the ISA directly
+cli/main.c:arch.h                   ncsim arch lists presets through models/
+cli/main.c:dis.h                    ncsim dis
+cli/main.c:load.h                   ncsim asm loads programs through sim/load.h
+cli/main.c:ncx.h                    ncsim asm writes .ncx
+cli/cmd_run.c:arch.h                ncsim run still starts its run on sim/ (issue #26, item 1)
+cli/cmd_run.c:checker.h             ncsim run --check
+cli/cmd_run.c:load.h                ncsim run
+cli/cmd_run.c:npy.h                 ncsim run --in/--out
+cli/cmd_run.c:numerics.h            ncsim run
+cli/cmd_run.c:rng.h                 ncsim run
+cli/cmd_run.c:sim.h                 ncsim run
+cli/cmd_run.c:stats.h               ncsim run --stats
+cli/cmd_run.c:trace_sink.h          ncsim run --trace
+cli/dump.h:isa.h                    ncsim run --dump observes the simulator
+cli/dump.h:sim.h                    ncsim run --dump-at observes the simulator
+cli/dump.c:npy.h                    ncsim run --dump writes .npy
+cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
+cli/cmd_diff.c:file.h               reads files through isa/file.c
+cli/cmd_diff.c:load.h               loads programs for --source
+cli/cmd_report.c:file.h             reads files through isa/file.c
+cli/cmd_report.c:load.h             loads programs for --source
+cli/cmd_sweep.c:arch.h              sweep specs name config keys of models/arch.h
+cli/cmd_sweep.c:file.h              sweep outputs through isa/file.c
+cli/cmd_validate.c:load.h           validate loads programs through sim/load.h
+explore/pool.c:text.h               models/text.c string helpers
+explore/sweep.c:file.h              sweep outputs through isa/file.c
+explore/sweep.c:diag.h              sweeps run on sim/ directly (issue #26, item 1)
+explore/sweep.c:load.h              sweeps run on sim/ directly
+explore/sweep.c:npy.h               sweeps run on sim/ directly
+explore/sweep.c:rng.h               sweeps run on sim/ directly
+explore/sweep.c:sim.h               sweeps run on sim/ directly
+explore/sweep.c:stats.h             sweeps run on sim/ directly
+explore/sweep.c:text.h              models/text.c string helpers
+explore/sweep.h:arch.h              sweep specs hold models/ configs
+explore/sweep_plot.c:load.h         plots read statistics through sim/load.h
+explore/sweep_plot.c:text.h         models/text.c string helpers
+explore/validate.c:arch.h           validation runs on sim/ directly (issue #26, item 1)
+explore/validate.c:asm.h            validation runs on sim/ directly
+explore/validate.c:load.h           validation runs on sim/ directly
+explore/validate.c:sim.h            validation runs on sim/ directly
+explore/validate.c:text.h           models/text.c string helpers
+explore/validate.h:isa.h            validation entries hold status codes of isa/
+explore/validate_fit.c:arch.h       fitting sets config keys of models/arch.h
+explore/validate_fit.c:text.h       models/text.c string helpers
+"
+
+declare -A where
+fail=0
+for f in $folders; do
+    for h in "$f"/*.h "$f"/*.def; do
+        [ -f "$h" ] || continue
+        b=${h##*/}
+        if [ -n "${where[$b]:-}" ]; then
+            echo "layers: header name $b is in both ${where[$b]}/ and $f/"
+            fail=1
+        fi
+        where[$b]=$f
+    done
+done
+
+declare -A excused used
+while read -r pair _; do
+    [ -n "$pair" ] && excused[$pair]=1
+done <<<"$exceptions"
+
+for f in $folders; do
+    for file in "$f"/*.c "$f"/*.h; do
+        [ -f "$file" ] || continue
+        while IFS= read -r line; do
+            hdr=$(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' \
+                  <<<"$line")
+            [ -n "$hdr" ] || continue
+            g=${where[${hdr##*/}]:-}
+            [ -n "$g" ] || continue # a generated header or one outside the project
+            [ "$g" = "$f" ] && continue
+            case " ${uses[$f]} " in *" $g "*) continue ;; esac
+            if [ -n "${excused[$file:$hdr]:-}" ]; then
+                used[$file:$hdr]=1
+                continue
+            fi
+            echo "layers: $file includes $g/$hdr, but $f/ may use only: ${uses[$f]:-nothing}" \
+                 "(docs/design.md)"
+            fail=1
+        done < <(grep -h '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file")
+    done
+done
+
+for pair in "${!excused[@]}"; do
+    if [ -z "${used[$pair]:-}" ]; then
+        echo "layers: the exception $pair is no longer needed: remove it from" \
+             "scripts/check-layers.sh"
+        fail=1
+    fi
+done
+
+[ $fail = 0 ] && echo "layers: every include follows docs/design.md" \
+    "(${#excused[@]} known exceptions)"
+exit $fail
