@@ -22,6 +22,7 @@ struct ncsim_arch {
 
 struct ncsim_program {
     isa_program_t *p;
+    double load_seconds;        /* ncsim_program_load_file: reading and assembling */
 };
 
 struct ncsim_sim {
@@ -42,6 +43,15 @@ struct ncsim_sim {
     volatile sig_atomic_t cancel;
     sim_drive_t drive;          /* the run driver's state: slice size, host time */
     char **finding_text;        /* per finding, made on demand */
+    uint32_t at_line;           /* ncsim_sim_set_line_hook */
+    void (*at_line_fn)(void *ctx, ncsim_sim_t *sim, uint32_t core);
+    void *at_line_ctx;
+    void (*note_fn)(void *ctx, const char *note); /* ncsim_sim_set_notes */
+    void *note_ctx;
+    sim_observer_t line_obs;    /* at_line: calls at_line_fn, then the checker's */
+    const sim_observer_t *line_next;
+    char *failure;              /* ncsim_sim_set_failure: why the caller judged it failed */
+    char *run_failure;          /* the first line of the run's own error, made on demand */
 };
 
 /* Record the failure of the current call in this thread's error and return `st`. */

@@ -159,6 +159,7 @@ static ncsim_status_t wrap(isa_program_t *p, ncsim_program_t **out)
         return api_fail(NCSIM_NOMEM, "memory", "out of memory");
     }
     h->p = p;
+    h->load_seconds = 0.0;
     *out = h;
     return NCSIM_OK;
 }
@@ -202,6 +203,7 @@ ncsim_status_t ncsim_program_load_file(const char *path, const ncsim_arch_t *arc
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
     isa_program_t *p = NULL;
+    double t0 = api_now_seconds();
     st = sim_load_program(path, &g, arch ? NULL : arch_lookup, NULL, &p, &diag);
     if (st != NCSIM_OK) {
         api_fail_diag(st, &diag);
@@ -209,7 +211,10 @@ ncsim_status_t ncsim_program_load_file(const char *path, const ncsim_arch_t *arc
         return st;
     }
     isa_diag_free(&diag);
-    return wrap(p, out);
+    st = wrap(p, out);
+    if (st == NCSIM_OK)
+        (*out)->load_seconds = api_now_seconds() - t0;
+    return st;
 }
 
 ncsim_status_t ncsim_program_load(const void *bytes, size_t len, const char *name,
@@ -293,6 +298,11 @@ uint32_t ncsim_program_chips(const ncsim_program_t *prog)
     return prog ? prog->p->chips : 0;
 }
 
+uint32_t ncsim_program_cores(const ncsim_program_t *prog)
+{
+    return prog ? prog->p->ncores : 0;
+}
+
 uint64_t ncsim_program_instructions(const ncsim_program_t *prog)
 {
     return prog ? prog->p->ninstrs : 0;
@@ -335,4 +345,18 @@ int32_t ncsim_program_find_tensor(const ncsim_program_t *prog, const char *name)
         if (strcmp(isa_string(p, p->tensors[i].name), name) == 0)
             return (int32_t)i;
     return -1;
+}
+
+uint64_t ncsim_program_line_instructions(const ncsim_program_t *prog, uint32_t line)
+{
+    uint64_t n = 0;
+    if (prog && line)
+        for (uint32_t i = 0; i < prog->p->ninstrs; i++)
+            n += prog->p->instrs[i].line == line;
+    return n;
+}
+
+double ncsim_program_load_seconds(const ncsim_program_t *prog)
+{
+    return prog ? prog->load_seconds : 0.0;
 }

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api_internal.h"
 #include "load.h"
@@ -41,6 +42,86 @@ ncsim_status_t ncsim_parse_checks(const char *list, unsigned *mask)
     if (chk_parse_list(list, mask, err, sizeof err))
         return api_fail(NCSIM_USAGE, "usage", "%s", err);
     return NCSIM_OK;
+}
+
+ncsim_status_t ncsim_parse_trace_engines(const char *list)
+{
+    char err[256];
+    uint32_t mask;
+    if (!list)
+        return api_fail(NCSIM_USAGE, "usage", "ncsim_parse_trace_engines: no list");
+    ncsim_status_t st = sim_trace_parse_engines(list, &mask, err, sizeof err);
+    return st == NCSIM_OK ? st : api_fail(st, "usage", "%s", err);
+}
+
+/* ---- ncsim_sim_set_line_hook: an observer that calls the client after each instruction of the
+ * line that wrote memory, then passes every event on to the checker's ---------------------- */
+
+static void line_reached(ncsim_sim_t *h, uint32_t core, const isa_instr_t *in)
+{
+    if (in->line == h->at_line)
+        h->at_line_fn(h->at_line_ctx, h, core);
+}
+
+static void line_instr_start(void *ctx, sim_t *s, uint32_t core, uint8_t engine, uint32_t index,
+                             const isa_instr_t *in)
+{
+    ncsim_sim_t *h = ctx;
+    h->line_next->instr_start(h->line_next->ctx, s, core, engine, index, in);
+}
+
+static void line_instr_done(void *ctx, sim_t *s, uint32_t core, uint8_t engine, uint32_t index,
+                            const isa_instr_t *in)
+{
+    ncsim_sim_t *h = ctx;
+    if (h->line_next && h->line_next->instr_done)
+        h->line_next->instr_done(h->line_next->ctx, s, core, engine, index, in);
+    /* an ldweights writes no memory: `matmul D, STAT, MOV` is an ldweights then the matmul,
+     * both of the line, and the state wanted is the one after the matmul */
+    if (in->op != ISA_OP_LDWEIGHTS)
+        line_reached(h, core, in);
+}
+
+static void line_dma_landed(void *ctx, sim_t *s, uint32_t core, uint8_t queue, uint8_t engine,
+                            uint32_t index, const isa_instr_t *in)
+{
+    ncsim_sim_t *h = ctx;
+    if (h->line_next && h->line_next->dma_landed)
+        h->line_next->dma_landed(h->line_next->ctx, s, core, queue, engine, index, in);
+    line_reached(h, core, in);
+}
+
+static void line_collective(void *ctx, sim_t *s, int phase, uint32_t core, uint32_t index,
+                            const isa_instr_t *in)
+{
+    ncsim_sim_t *h = ctx;
+    if (h->line_next && h->line_next->collective)
+        h->line_next->collective(h->line_next->ctx, s, phase, core, index, in);
+    if (phase == 1)
+        line_reached(h, core, in);
+}
+
+static void line_posts(void *ctx, sim_t *s, uint32_t core, int by_engine, uint32_t by_index,
+                       const isa_instr_t *in)
+{
+    ncsim_sim_t *h = ctx;
+    h->line_next->posts(h->line_next->ctx, s, core, by_engine, by_index, in);
+}
+
+/* The observer of the run: the checker's, with the at_line callback in front when asked. */
+static const sim_observer_t *observer_for(ncsim_sim_t *h)
+{
+    const sim_observer_t *next = h->chk ? chk_observer(h->chk) : NULL;
+    if (!h->at_line || !h->at_line_fn)
+        return next;
+    h->line_next = next;
+    h->line_obs.ctx = h;
+    h->line_obs.instr_start = next && next->instr_start ? line_instr_start : NULL;
+    h->line_obs.instr_done = line_instr_done;
+    h->line_obs.dma_landed = line_dma_landed;
+    h->line_obs.collective = line_collective;
+    h->line_obs.posts = next && next->posts ? line_posts : NULL;
+    return &h->line_obs;
 }
 
 static uint64_t ns_to_ps(double ns)
@@ -112,7 +193,7 @@ ncsim_status_t ncsim_sim_create(const ncsim_program_t *prog, const ncsim_arch_t 
     so.timing_only = opt->timing_only;
     so.stochastic_rounding = opt->stochastic_rounding;
     so.seed = opt->seed;
-    so.observer = h->chk ? chk_observer(h->chk) : NULL;
+    so.observer = observer_for(h);
     if (h->trace_path) {
         sim_trace_options_t topt;
         memset(&topt, 0, sizeof topt);
@@ -179,6 +260,8 @@ void ncsim_sim_free(ncsim_sim_t *h)
     free(h->program_name);
     free(h->trace_path);
     free(h->trace_engines);
+    free(h->failure);
+    free(h->run_failure);
     free(h);
 }
 
@@ -341,6 +424,16 @@ ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *h, uint32_t t, const char *path)
     if (st != NCSIM_OK)
         return api_fail_at(st == NCSIM_NOMEM ? st : NCSIM_IO, "input", path, 0, 0, -1, -1, -1,
                            "%s", err);
+    const isa_tensor_t *T = &h->prog->p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (h->note_fn && a.type != want && mdl_npy_convertible(a.type, want)) {
+        char note[1024];
+        snprintf(note, sizeof note, "%s holds %s data; tensor '%s' (%s) reads it as %s%s", path,
+                 a.descr, tensor_name(h, t), isa_dtype_name((isa_dtype_t)T->dtype),
+                 mdl_npy_type_descr(want),
+                 a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
+        h->note_fn(h->note_ctx, note);
+    }
     st = sim_tensor_write_npy(h->s, t, &a, path, err, sizeof err);
     mdl_npy_free(&a);
     if (st != NCSIM_OK)
@@ -392,6 +485,24 @@ ncsim_status_t ncsim_sim_fill_random(ncsim_sim_t *h, uint32_t t, uint64_t seed)
     return NCSIM_OK;
 }
 
+/* Does any view of the program (any instruction, any core) overlap HBM tensor t? */
+static int hbm_tensor_touched(const isa_program_t *p, uint32_t t)
+{
+    const isa_tensor_t *T = &p->tensors[t];
+    uint64_t lo = T->offset;
+    uint64_t hi = lo + sim_tensor_elems(p, t) * isa_dtype_size((isa_dtype_t)T->dtype);
+    for (uint32_t i = 0; i < p->nviews; i++) {
+        const isa_view_t *v = &p->views[i];
+        if (v->space != ISA_SPACE_HBM)
+            continue;
+        int64_t a, b;
+        isa_view_byte_range(v, &a, &b);
+        if (a < (int64_t)hi && b > (int64_t)lo)
+            return 1;
+    }
+    return 0;
+}
+
 static int is_input(const isa_tensor_t *T)
 {
     return T->space == ISA_SPACE_HBM && (T->kind == ISA_TK_INPUT || T->kind == ISA_TK_INOUT);
@@ -404,13 +515,65 @@ ncsim_status_t ncsim_sim_random_inputs(ncsim_sim_t *h, uint64_t seed)
     if (h->opt.timing_only)
         return NCSIM_OK; /* nothing to fill: the values are not modelled */
     const isa_program_t *p = h->prog->p;
-    for (uint32_t t = 0; t < p->ntensors; t++)
-        if (is_input(&p->tensors[t]) && !h->bound[t]) {
-            ncsim_status_t st = ncsim_sim_fill_random(h, t, seed);
-            if (st != NCSIM_OK)
-                return st;
+    double ram = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    for (uint32_t t = 0; t < p->ntensors; t++) {
+        const isa_tensor_t *T = &p->tensors[t];
+        if (!is_input(T) || h->bound[t])
+            continue;
+        if (T->kind == ISA_TK_INPUT && !hbm_tensor_touched(p, t)) {
+            h->bound[t] = 1; /* nothing reads it: nothing to fill */
+            continue;
         }
+        /* refuse what cannot fit rather than meet the kernel's OOM killer */
+        double need = (double)sim_tensor_elems(p, t) *
+                      (4.0 + (double)isa_dtype_size((isa_dtype_t)T->dtype));
+        ncsim_status_t st = ram > 0 && need > ram ? NCSIM_NOMEM
+                                                  : sim_tensor_fill_random(h->s, t, seed);
+        if (st != NCSIM_OK)
+            return api_fail(st, "memory",
+                            "out of host memory: %.1f MiB for the random values of tensor '%s' "
+                            "(%s; bind it with --in, or use --timing-only), this host has "
+                            "%.1f MiB",
+                            need / 1048576.0, tensor_name(h, t),
+                            isa_dtype_name((isa_dtype_t)T->dtype), ram / 1048576.0);
+        h->bound[t] = 1;
+    }
     return NCSIM_OK;
+}
+
+ncsim_status_t ncsim_sim_dump_npy(ncsim_sim_t *h, uint32_t t, int32_t core, const char *path)
+{
+    ncsim_status_t st = check_tensor(h, t, core, "dump_npy");
+    if (st != NCSIM_OK)
+        return st;
+    if (!path)
+        return api_fail(NCSIM_USAGE, "usage", "dump_npy: no path");
+    const isa_tensor_t *T = &h->prog->p->tensors[t];
+    uint32_t c = core >= 0 ? (uint32_t)core
+                           : T->space != ISA_SPACE_HBM && T->core >= 0 ? (uint32_t)T->core : 0;
+    uint64_t dims[ISA_MAX_DIMS + 1];
+    uint64_t n = 1;
+    for (unsigned k = 0; k < T->ndims; k++) {
+        n *= T->dims[k];
+        dims[k] = T->dims[k];
+    }
+    isa_dtype_t dt = (isa_dtype_t)T->dtype;
+    int native = mdl_npy_dtype_is_native(dt);
+    size_t es = native ? isa_dtype_size(dt) : sizeof(float);
+    void *buf = malloc(n * es > 0 ? n * es : 1);
+    if (!buf)
+        return api_fail(NCSIM_NOMEM, "memory", "out of memory: %s", path);
+    st = sim_tensor_read_any(h->s, t, c, native, buf);
+    if (st != NCSIM_OK) {
+        free(buf);
+        return api_fail(NCSIM_USAGE, "usage", "cannot read tensor '%s' on core %u",
+                        tensor_name(h, t), c);
+    }
+    char err[1024];
+    st = mdl_npy_write(path, mdl_npy_type_descr(mdl_npy_type_for_dtype(dt)), dims, T->ndims,
+                       buf, err, sizeof err);
+    free(buf);
+    return st == NCSIM_OK ? st : api_fail_at(NCSIM_IO, "io", path, 0, 0, -1, -1, -1, "%s", err);
 }
 
 /* ---- running ---------------------------------------------------------------------------------- */
@@ -423,6 +586,31 @@ void ncsim_sim_set_progress(ncsim_sim_t *h, ncsim_progress_fn fn, void *ctx,
     h->progress = fn;
     h->progress_ctx = ctx;
     h->progress_interval = interval_seconds > 0 ? interval_seconds : 0;
+}
+
+void ncsim_sim_set_notes(ncsim_sim_t *h, void (*fn)(void *ctx, const char *note), void *ctx)
+{
+    if (!h)
+        return;
+    h->note_fn = fn;
+    h->note_ctx = ctx;
+}
+
+ncsim_status_t ncsim_sim_set_line_hook(ncsim_sim_t *h, uint32_t line,
+                                       void (*fn)(void *ctx, ncsim_sim_t *sim, uint32_t core),
+                                       void *ctx)
+{
+    if (!h)
+        return api_fail(NCSIM_USAGE, "usage", "set_line_hook: no simulator");
+    if (h->started)
+        return api_fail(NCSIM_USAGE, "usage", "set_line_hook: the run has started");
+    if (line && fn && !ncsim_program_line_instructions(h->prog, line))
+        return api_fail(NCSIM_USAGE, "usage", "no instruction comes from line %u", line);
+    h->at_line = fn ? line : 0;
+    h->at_line_fn = line ? fn : NULL;
+    h->at_line_ctx = ctx;
+    sim_set_observer(h->s, observer_for(h));
+    return NCSIM_OK;
 }
 
 void ncsim_sim_cancel(ncsim_sim_t *h)
@@ -581,16 +769,44 @@ ncsim_status_t ncsim_sim_summary(ncsim_sim_t *h, ncsim_summary_t *out)
     return NCSIM_OK;
 }
 
-static sim_run_info_t run_info(const ncsim_sim_t *h)
+/* A copy of the first line of `text` (NULL when out of memory). */
+static char *first_line(const char *text)
 {
-    const char *failed = h->s && (!sim_finished(h->s) && *sim_error(h->s)) ? sim_error(h->s)
-                                                                          : NULL;
+    size_t n = strcspn(text, "\n");
+    char *line = malloc(n + 1);
+    if (line) {
+        memcpy(line, text, n);
+        line[n] = 0;
+    }
+    return line;
+}
+
+ncsim_status_t ncsim_sim_set_failure(ncsim_sim_t *h, const char *why)
+{
+    if (!h)
+        return api_fail(NCSIM_USAGE, "usage", "set_failure: no simulator");
+    free(h->failure);
+    h->failure = NULL;
+    if (why && !(h->failure = first_line(why)))
+        return api_fail(NCSIM_NOMEM, "memory", "out of memory");
+    return NCSIM_OK;
+}
+
+/* What the statistics say about the run: why it failed (NULL: it did not), its times. */
+static sim_run_info_t run_info(ncsim_sim_t *h)
+{
+    const char *failed = h->failure;
+    if (!failed && h->s && !sim_finished(h->s) && *sim_error(h->s)) {
+        free(h->run_failure);
+        h->run_failure = first_line(sim_error(h->s));
+        failed = h->run_failure ? h->run_failure : "failed";
+    }
     sim_run_info_t info = {h->program_name ? h->program_name : "",
                            h->opt.timing_only,
                            h->opt.seed,
                            h->drive.host_seconds,
                            failed,
-                           0.0};
+                           h->prog->load_seconds};
     return info;
 }
 

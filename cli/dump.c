@@ -8,7 +8,8 @@
  * order when it starts and a transfer's when it lands, so the file holds the tensor as that
  * instruction left it, with every instruction that took effect before it. Only the first
  * time the line runs: one file per --dump (a loop body runs many times; put the line to dump
- * at in an `.if` on the iteration, or use .loc, to choose another).
+ * at in an `.if` on the iteration, or use .loc, to choose another). The library calls back
+ * at the line (ncsim_sim_set_line_hook) and writes the files (ncsim_sim_dump_npy).
  */
 #include "dump.h"
 
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "npy.h"
 #include "outputs.h"
 
 int cli_dump_parse(cli_dumps_t *ds, const char *arg, char *err, size_t errlen)
@@ -81,7 +81,22 @@ int cli_dump_parse_line(cli_dumps_t *ds, const char *arg, char *err, size_t errl
     return 0;
 }
 
-int cli_dumps_resolve(cli_dumps_t *ds, const isa_program_t *prog, int timing_only, char *err,
+/* The tensor named name[0..len) that core `core` sees: HBM, every core's, or that core's. */
+static int find_tensor(const ncsim_program_t *prog, const char *name, size_t len, uint32_t core)
+{
+    ncsim_tensor_info_t T;
+    for (uint32_t i = 0; i < ncsim_program_tensor_count(prog); i++) {
+        if (ncsim_program_tensor(prog, i, &T) != NCSIM_OK)
+            break;
+        if (strlen(T.name) != len || memcmp(T.name, name, len) != 0)
+            continue;
+        if (T.memory == NCSIM_HBM || T.core == -1 || (uint32_t)T.core == core)
+            return (int)i;
+    }
+    return -1;
+}
+
+int cli_dumps_resolve(cli_dumps_t *ds, const ncsim_program_t *prog, int timing_only, char *err,
                       size_t errlen)
 {
     ds->prog = prog;
@@ -93,159 +108,80 @@ int cli_dumps_resolve(cli_dumps_t *ds, const isa_program_t *prog, int timing_onl
         snprintf(err, errlen, "--dump needs a functional run (drop --timing-only)");
         return -1;
     }
+    uint32_t ncores = ncsim_program_cores(prog);
     for (int i = 0; i < ds->n; i++) {
         cli_dump_t *d = &ds->d[i];
-        if (d->core >= prog->ncores) {
+        if (d->core >= ncores) {
             snprintf(err, errlen, "--dump %.*s@%u: the program has %u core%s", (int)d->name_len,
-                     d->name, d->core, prog->ncores, prog->ncores == 1 ? "" : "s");
+                     d->name, d->core, ncores, ncores == 1 ? "" : "s");
             return -1;
         }
-        d->tensor = sim_find_tensor(prog, d->name, d->name_len, d->core);
+        d->tensor = find_tensor(prog, d->name, d->name_len, d->core);
         if (d->tensor < 0) {
             snprintf(err, errlen, "--dump %.*s: the program declares no tensor '%.*s'%s",
                      (int)d->name_len, d->name, (int)d->name_len, d->name,
                      d->have_core ? " on that core" : "");
             return -1;
         }
-        const isa_tensor_t *T = &prog->tensors[d->tensor];
-        if (T->space != ISA_SPACE_HBM && T->core != -1 && !d->have_core)
-            d->core = (uint32_t)T->core; /* declared for one core: that one */
+        ncsim_tensor_info_t T;
+        ncsim_program_tensor(prog, (uint32_t)d->tensor, &T);
+        if (T.memory != NCSIM_HBM && T.core != -1 && !d->have_core)
+            d->core = (uint32_t)T.core; /* declared for one core: that one */
     }
-    if (ds->at_line) {
-        int found = 0;
-        for (uint32_t i = 0; i < prog->ninstrs && !found; i++)
-            found = prog->instrs[i].line == ds->at_line;
-        if (!found) {
-            snprintf(err, errlen, "--dump-at %u: no instruction comes from line %u",
-                     ds->at_line, ds->at_line);
-            return -1;
-        }
+    if (ds->at_line && !ncsim_program_line_instructions(prog, ds->at_line)) {
+        snprintf(err, errlen, "--dump-at %u: no instruction comes from line %u", ds->at_line,
+                 ds->at_line);
+        return -1;
     }
     return 0;
 }
 
 /* Write dump d now. 0, or -1 with a message printed. */
-static int write_dump(cli_dumps_t *ds, sim_t *s, cli_dump_t *d)
+static int write_dump(cli_dumps_t *ds, ncsim_sim_t *s, cli_dump_t *d)
 {
-    const isa_program_t *p = ds->prog;
-    const isa_tensor_t *T = &p->tensors[d->tensor];
-    uint64_t n = 1;
-    uint64_t dims[ISA_MAX_DIMS + 1];
-    for (unsigned k = 0; k < T->ndims; k++) {
-        n *= T->dims[k];
-        dims[k] = T->dims[k];
-    }
-    isa_dtype_t dt = (isa_dtype_t)T->dtype;
-    int native = mdl_npy_dtype_is_native(dt);
-    size_t es = native ? isa_dtype_size(dt) : sizeof(float);
-    void *buf = malloc(n * es > 0 ? n * es : 1);
-    if (!buf) {
-        fprintf(stderr, "ncsim run: --dump %s: out of memory\n", d->path);
-        return -1;
-    }
-    ncsim_status_t st = sim_tensor_read_any(s, (uint32_t)d->tensor, d->core, native, buf);
-    char err[512];
+    const char *path = ds->outputs ? cli_outputs_path(ds->outputs, d->path) : d->path;
+    ncsim_status_t st = ncsim_sim_dump_npy(s, (uint32_t)d->tensor, (int32_t)d->core, path);
+    d->done = 1;
     if (st == NCSIM_OK) {
-        const char *path = ds->outputs ? cli_outputs_path(ds->outputs, d->path) : d->path;
-        st = mdl_npy_write(path, mdl_npy_type_descr(mdl_npy_type_for_dtype(dt)), dims,
-                           T->ndims, buf, err, sizeof err);
-        if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim run: --dump: cannot write %s (%s)\n", d->path, err);
-            ds->io_error = 1;
-        } else if (ds->outputs) {
+        if (ds->outputs)
             cli_outputs_mark_written(ds->outputs, d->path);
-        }
+        return 0;
+    }
+    if (st == NCSIM_IO) {
+        fprintf(stderr, "ncsim run: --dump: cannot write %s (%s)\n", d->path, ncsim_last_error());
+        ds->io_error = 1;
+    } else if (st == NCSIM_NOMEM) {
+        fprintf(stderr, "ncsim run: --dump %s: out of memory\n", d->path);
     } else {
         fprintf(stderr, "ncsim run: --dump %.*s: cannot read the tensor on core %u\n",
                 (int)d->name_len, d->name, d->core);
     }
-    free(buf);
-    d->done = 1;
-    if (st != NCSIM_OK) {
-        ds->failed = 1;
-        return -1;
-    }
-    return 0;
+    ds->failed = 1;
+    return -1;
 }
 
-/* An instruction or transfer of core `core` from line `line` took effect. */
-static void at_line(cli_dumps_t *ds, sim_t *s, uint32_t core, const isa_instr_t *in)
+/* An instruction or transfer of core `core` from the --dump-at line took effect. */
+static void at_line(void *ctx, ncsim_sim_t *s, uint32_t core)
 {
-    if (in->line != ds->at_line)
-        return;
+    cli_dumps_t *ds = ctx;
     for (int i = 0; i < ds->n; i++) {
         cli_dump_t *d = &ds->d[i];
         if (d->done)
             continue;
-        const isa_tensor_t *T = &ds->prog->tensors[d->tensor];
-        if (T->space != ISA_SPACE_HBM && d->core != core)
+        ncsim_tensor_info_t T;
+        ncsim_program_tensor(ds->prog, (uint32_t)d->tensor, &T);
+        if (T.memory != NCSIM_HBM && d->core != core)
             continue;
         write_dump(ds, s, d);
     }
 }
 
-static void obs_instr_start(void *ctx, sim_t *s, uint32_t core, uint8_t engine, uint32_t index,
-                            const isa_instr_t *in)
+ncsim_status_t cli_dumps_hook(cli_dumps_t *ds, ncsim_sim_t *s)
 {
-    cli_dumps_t *ds = ctx;
-    if (ds->next && ds->next->instr_start)
-        ds->next->instr_start(ds->next->ctx, s, core, engine, index, in);
+    return ds->at_line ? ncsim_sim_set_line_hook(s, ds->at_line, at_line, ds) : NCSIM_OK;
 }
 
-static void obs_instr_done(void *ctx, sim_t *s, uint32_t core, uint8_t engine, uint32_t index,
-                           const isa_instr_t *in)
-{
-    cli_dumps_t *ds = ctx;
-    if (ds->next && ds->next->instr_done)
-        ds->next->instr_done(ds->next->ctx, s, core, engine, index, in);
-    /* an ldweights writes no memory: `matmul D, STAT, MOV` is an ldweights then the matmul,
-     * both of the line, and the dump belongs after the matmul */
-    if (in->op != ISA_OP_LDWEIGHTS)
-        at_line(ds, s, core, in);
-}
-
-static void obs_dma_landed(void *ctx, sim_t *s, uint32_t core, uint8_t queue, uint8_t engine,
-                           uint32_t index, const isa_instr_t *in)
-{
-    cli_dumps_t *ds = ctx;
-    if (ds->next && ds->next->dma_landed)
-        ds->next->dma_landed(ds->next->ctx, s, core, queue, engine, index, in);
-    at_line(ds, s, core, in);
-}
-
-static void obs_collective(void *ctx, sim_t *s, int phase, uint32_t core, uint32_t index,
-                           const isa_instr_t *in)
-{
-    cli_dumps_t *ds = ctx;
-    if (ds->next && ds->next->collective)
-        ds->next->collective(ds->next->ctx, s, phase, core, index, in);
-    if (phase == 1)
-        at_line(ds, s, core, in);
-}
-
-static void obs_posts(void *ctx, sim_t *s, uint32_t core, int by_engine, uint32_t by_index,
-                      const isa_instr_t *in)
-{
-    cli_dumps_t *ds = ctx;
-    if (ds->next && ds->next->posts)
-        ds->next->posts(ds->next->ctx, s, core, by_engine, by_index, in);
-}
-
-const sim_observer_t *cli_dumps_observer(cli_dumps_t *ds, const sim_observer_t *next)
-{
-    if (!ds->at_line)
-        return next;
-    ds->next = next;
-    ds->obs.ctx = ds;
-    ds->obs.instr_start = next && next->instr_start ? obs_instr_start : NULL;
-    ds->obs.instr_done = obs_instr_done;
-    ds->obs.dma_landed = obs_dma_landed;
-    ds->obs.collective = obs_collective;
-    ds->obs.posts = next && next->posts ? obs_posts : NULL;
-    return &ds->obs;
-}
-
-int cli_dumps_finish(cli_dumps_t *ds, sim_t *s)
+int cli_dumps_finish(cli_dumps_t *ds, ncsim_sim_t *s)
 {
     for (int i = 0; i < ds->n; i++) {
         cli_dump_t *d = &ds->d[i];

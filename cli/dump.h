@@ -11,8 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "isa.h"
-#include "sim.h"
+#include "ncsim.h"
 
 #define CLI_MAX_DUMPS 64
 
@@ -30,10 +29,7 @@ typedef struct cli_dumps {
     cli_dump_t d[CLI_MAX_DUMPS];
     int n;
     uint32_t at_line;      /* --dump-at LINE; 0: at the end of the run */
-    const isa_program_t *prog;
-    /* --dump-at: an observer that dumps, then passes every event on to `next` (--check) */
-    sim_observer_t obs;
-    const sim_observer_t *next;
+    const ncsim_program_t *prog;
     struct cli_outputs *outputs; /* where files go first (cli/outputs.h); NULL: directly */
     int failed;            /* a dump could not be written (message printed) */
     int io_error;
@@ -45,15 +41,15 @@ int cli_dump_parse(cli_dumps_t *ds, const char *arg, char *err, size_t errlen);
 /* --dump-at LINE. -1 with a message when LINE is not a positive integer. */
 int cli_dump_parse_line(cli_dumps_t *ds, const char *arg, char *err, size_t errlen);
 /* Find the tensors; check --dump-at's line runs an instruction. -1 with a message. */
-int cli_dumps_resolve(cli_dumps_t *ds, const isa_program_t *prog, int timing_only, char *err,
+int cli_dumps_resolve(cli_dumps_t *ds, const ncsim_program_t *prog, int timing_only, char *err,
                       size_t errlen);
-/* The observer to run with (chains `next`), or `next` itself when no --dump-at. */
-const sim_observer_t *cli_dumps_observer(cli_dumps_t *ds, const sim_observer_t *next);
+/* --dump-at: the simulator calls back into the dumps at the line (ncsim_sim_set_line_hook). */
+ncsim_status_t cli_dumps_hook(cli_dumps_t *ds, ncsim_sim_t *s);
 /* Register every dump file with the command's outputs (validated before the run, written
  * under a temporary name, renamed into place at the end). -1 when one is refused. */
 int cli_dumps_register(cli_dumps_t *ds, struct cli_outputs *outputs);
 /* After the run: the end-of-run dumps (or, with --dump-at, report the ones never taken).
  * Returns an exit code: 0, 2 (line never reached), 3 (I/O). */
-int cli_dumps_finish(cli_dumps_t *ds, sim_t *s);
+int cli_dumps_finish(cli_dumps_t *ds, ncsim_sim_t *s);
 
 #endif

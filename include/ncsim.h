@@ -184,6 +184,8 @@ NCSIM_API void ncsim_program_free(ncsim_program_t *prog);
 /* The `.arch` the program names ("" when none); chips it uses; instructions in all streams. */
 NCSIM_API const char *ncsim_program_arch(const ncsim_program_t *prog);
 NCSIM_API uint32_t ncsim_program_chips(const ncsim_program_t *prog);
+/* NeuronCores of the chips it uses (two per chip). */
+NCSIM_API uint32_t ncsim_program_cores(const ncsim_program_t *prog);
 NCSIM_API uint64_t ncsim_program_instructions(const ncsim_program_t *prog);
 
 #define NCSIM_MAX_DIMS 6
@@ -206,6 +208,11 @@ NCSIM_API ncsim_status_t ncsim_program_tensor(const ncsim_program_t *prog, uint3
                                               ncsim_tensor_info_t *info);
 /* Index of the tensor named `name` (the first one with that name), or -1. */
 NCSIM_API int32_t ncsim_program_find_tensor(const ncsim_program_t *prog, const char *name);
+/* Instructions (in all streams) that come from source line `line`. */
+NCSIM_API uint64_t ncsim_program_line_instructions(const ncsim_program_t *prog, uint32_t line);
+/* Host seconds ncsim_program_load_file spent reading (and assembling) the program; 0 for
+ * other programs. Shown by ncsim_sim_print_summary. */
+NCSIM_API double ncsim_program_load_seconds(const ncsim_program_t *prog);
 
 /* ---- Simulators ------------------------------------------------------------------------------ */
 
@@ -236,6 +243,9 @@ typedef struct ncsim_options {
 NCSIM_API void ncsim_options_init(ncsim_options_t *opt);
 /* "races,uninit" or "all" -> NCSIM_CHECK_* mask (NCSIM_USAGE on an unknown name). */
 NCSIM_API ncsim_status_t ncsim_parse_checks(const char *list, unsigned *mask);
+/* Check a list of trace tracks, "pe,act,dma" (ncsim_options_t.trace_engines): NCSIM_USAGE
+ * naming the unknown one. */
+NCSIM_API ncsim_status_t ncsim_parse_trace_engines(const char *list);
 
 /* A simulator for `prog` on `arch` (NULL: the program's `.arch`, else trn1). The architecture
  * is copied (validated, and grown to the program's chips is not done: it must fit). The
@@ -278,8 +288,31 @@ NCSIM_API ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *sim, uint32_t tensor, c
 NCSIM_API ncsim_status_t ncsim_sim_save_npy(ncsim_sim_t *sim, uint32_t tensor, const char *path);
 /* Fill one tensor with seeded uniform values in [-1, 1) (the values of --random-inputs). */
 NCSIM_API ncsim_status_t ncsim_sim_fill_random(ncsim_sim_t *sim, uint32_t tensor, uint64_t seed);
-/* Fill every input and inout HBM tensor not yet bound, as `ncsim run --random-inputs SEED`. */
+/* Fill every inout HBM tensor and every input HBM tensor some instruction reads, not yet
+ * bound, as `ncsim run --random-inputs SEED` (an input nothing reads stays unfilled: it costs
+ * no host memory). NCSIM_NOMEM, before allocating, when the values cannot fit in this host's
+ * memory. */
 NCSIM_API ncsim_status_t ncsim_sim_random_inputs(ncsim_sim_t *sim, uint64_t seed);
+/* Write any tensor (HBM of any role, SBUF or PSUM of core `core`; -1: the tensor's own core,
+ * or 0) to a .npy file, in its own NumPy type where there is one, else float32 (the rules of
+ * `ncsim run --dump`). NCSIM_IO when the file cannot be written. */
+NCSIM_API ncsim_status_t ncsim_sim_dump_npy(ncsim_sim_t *sim, uint32_t tensor, int32_t core,
+                                            const char *path);
+
+/* Notes on inputs (data of another type converted to the tensor's, as ncsim_sim_load_npy
+ * does), one line each without a newline, to `fn`; NULL: not reported (the default). */
+NCSIM_API void ncsim_sim_set_notes(ncsim_sim_t *sim, void (*fn)(void *ctx, const char *note),
+                                   void *ctx);
+/* Before the run: call `fn` each time an instruction (or a DMA transfer, or a collective) of
+ * source line `line` that writes memory has taken effect on core `core` (an ldweights does
+ * not count: it writes no memory). Inside it ncsim_sim_dump_npy and ncsim_sim_read_tensor
+ * see the state that instruction left (`ncsim run --dump-at`, docs/explain.md); the
+ * simulator must not be run from it. NCSIM_USAGE once the run has started or when no
+ * instruction comes from `line`. line 0 or fn NULL: no callback. */
+NCSIM_API ncsim_status_t ncsim_sim_set_line_hook(ncsim_sim_t *sim, uint32_t line,
+                                                 void (*fn)(void *ctx, ncsim_sim_t *sim,
+                                                            uint32_t core),
+                                                 void *ctx);
 
 /* ---- Running ---- */
 
@@ -335,6 +368,10 @@ typedef struct ncsim_summary {
 } ncsim_summary_t;
 
 NCSIM_API ncsim_status_t ncsim_sim_summary(ncsim_sim_t *sim, ncsim_summary_t *out);
+/* Record that the caller judges the run failed, and why (the first line is kept): the
+ * statistics then say "status": "error" with it. NULL: the run's own outcome again (failed
+ * when it stopped on a run-time error or deadlock, with the first line of that message). */
+NCSIM_API ncsim_status_t ncsim_sim_set_failure(ncsim_sim_t *sim, const char *why);
 /* The statistics JSON of `ncsim run --stats` (with the resolved config). */
 NCSIM_API ncsim_status_t ncsim_sim_stats_json(ncsim_sim_t *sim, char **json);
 /* The human summary `ncsim run` prints. */

@@ -36,18 +36,6 @@ cli/main.c:arch.h                   ncsim arch lists presets through models/
 cli/main.c:dis.h                    ncsim dis
 cli/main.c:load.h                   ncsim asm loads programs through sim/load.h
 cli/main.c:ncx.h                    ncsim asm writes .ncx
-cli/cmd_run.c:arch.h                ncsim run still starts its run on sim/ (issue #26, item 1)
-cli/cmd_run.c:checker.h             ncsim run --check
-cli/cmd_run.c:load.h                ncsim run
-cli/cmd_run.c:npy.h                 ncsim run --in/--out
-cli/cmd_run.c:numerics.h            ncsim run
-cli/cmd_run.c:rng.h                 ncsim run
-cli/cmd_run.c:sim.h                 ncsim run
-cli/cmd_run.c:stats.h               ncsim run --stats
-cli/cmd_run.c:trace_sink.h          ncsim run --trace
-cli/dump.h:isa.h                    ncsim run --dump observes the simulator
-cli/dump.h:sim.h                    ncsim run --dump-at observes the simulator
-cli/dump.c:npy.h                    ncsim run --dump writes .npy
 cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
 cli/cmd_diff.c:file.h               reads files through isa/file.c
 cli/cmd_diff.c:load.h               loads programs for --source

@@ -697,9 +697,16 @@ static void engine_try(sim_queue_t *q, sim_event_t *ev)
             return;
         /* nothing else can happen before `next`: continue without the heap (not past the
          * time a sim_run(SIM_RUN_UNTIL_TIME) stops at) */
-        if (next < sim_queue_next_time(q) && next <= s->run_limit_ps) {
-            q->now = next;
-            continue;
+        if (next < sim_queue_next_time(q)) {
+            if (next <= s->run_limit_ps) {
+                q->now = next;
+                continue;
+            }
+            /* Only the end of a sim_run(SIM_RUN_UNTIL_TIME) slice keeps this step from being
+             * folded, and a folded step is not an event: the one scheduled here is not
+             * counted either, so the statistics do not depend on how a run is sliced (the
+             * slices follow host time). */
+            q->processed--;
         }
         if (sim_schedule(q, ev, next))
             sim_fail(s, "out of memory");
@@ -1406,6 +1413,11 @@ void sim_limit_memo(sim_t *s, uint32_t slots)
 {
     if (!s->memo_slot && slots)
         s->memo_max_slots = slots;
+}
+
+void sim_set_observer(sim_t *s, const sim_observer_t *observer)
+{
+    s->opt.observer = observer;
 }
 
 int sim_finished(const sim_t *s)

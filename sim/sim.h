@@ -213,6 +213,9 @@ typedef struct sim_observer {
                   const isa_instr_t *in);
 } sim_observer_t;
 
+/* Replace the observer given at sim_create (NULL: none), before the run starts. */
+void sim_set_observer(sim_t *s, const sim_observer_t *observer);
+
 /* ---- options and statistics --------------------------------------------------------------- */
 
 typedef struct sim_options {
