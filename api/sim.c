@@ -413,6 +413,30 @@ ncsim_status_t ncsim_sim_read_tensor(ncsim_sim_t *h, uint32_t t, int32_t core,
     return NCSIM_OK;
 }
 
+/* Bind tensor t from a parsed .npy array `a` named `path` in messages: the one place where
+ * input data is checked against its tensor (type, shape, values), for the command line's
+ * --in, ncsim_sim_load_npy and ncsim_sim_load_npy_bytes (Python's arrays). Frees `a`. */
+static ncsim_status_t bind_npy(ncsim_sim_t *h, uint32_t t, mdl_npy_t *a, const char *path)
+{
+    char err[2048];
+    const isa_tensor_t *T = &h->prog->p->tensors[t];
+    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
+    if (h->note_fn && a->type != want && mdl_npy_convertible(a->type, want)) {
+        char note[1024];
+        snprintf(note, sizeof note, "%s holds %s data; tensor '%s' (%s) reads it as %s%s", path,
+                 a->descr, tensor_name(h, t), isa_dtype_name((isa_dtype_t)T->dtype),
+                 mdl_npy_type_descr(want),
+                 a->type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
+        h->note_fn(h->note_ctx, note);
+    }
+    ncsim_status_t st = sim_tensor_write_npy(h->s, t, a, path, err, sizeof err);
+    mdl_npy_free(a);
+    if (st != NCSIM_OK)
+        return api_fail_at(st, "input", path, 0, 0, -1, -1, -1, "%s", err);
+    h->bound[t] = 1;
+    return NCSIM_OK;
+}
+
 ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *h, uint32_t t, const char *path)
 {
     ncsim_status_t st = check_tensor(h, t, -1, "load_npy");
@@ -424,22 +448,24 @@ ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *h, uint32_t t, const char *path)
     if (st != NCSIM_OK)
         return api_fail_at(st == NCSIM_NOMEM ? st : NCSIM_IO, "input", path, 0, 0, -1, -1, -1,
                            "%s", err);
-    const isa_tensor_t *T = &h->prog->p->tensors[t];
-    mdl_npy_type_t want = mdl_npy_type_for_dtype((isa_dtype_t)T->dtype);
-    if (h->note_fn && a.type != want && mdl_npy_convertible(a.type, want)) {
-        char note[1024];
-        snprintf(note, sizeof note, "%s holds %s data; tensor '%s' (%s) reads it as %s%s", path,
-                 a.descr, tensor_name(h, t), isa_dtype_name((isa_dtype_t)T->dtype),
-                 mdl_npy_type_descr(want),
-                 a.type == MDL_NPY_F8 ? " (each value rounded to nearest even)" : "");
-        h->note_fn(h->note_ctx, note);
-    }
-    st = sim_tensor_write_npy(h->s, t, &a, path, err, sizeof err);
-    mdl_npy_free(&a);
+    return bind_npy(h, t, &a, path);
+}
+
+ncsim_status_t ncsim_sim_load_npy_bytes(ncsim_sim_t *h, uint32_t t, const void *bytes,
+                                        size_t len, const char *name)
+{
+    ncsim_status_t st = check_tensor(h, t, -1, "load_npy_bytes");
     if (st != NCSIM_OK)
-        return api_fail_at(st, "input", path, 0, 0, -1, -1, -1, "%s", err);
-    h->bound[t] = 1;
-    return NCSIM_OK;
+        return st;
+    if (!name)
+        name = "<memory>";
+    char err[2048];
+    mdl_npy_t a;
+    st = mdl_npy_parse(bytes, len, name, &a, err, sizeof err);
+    if (st != NCSIM_OK)
+        return api_fail_at(st == NCSIM_NOMEM ? st : NCSIM_IO, "input", name, 0, 0, -1, -1, -1,
+                           "%s", err);
+    return bind_npy(h, t, &a, name);
 }
 
 ncsim_status_t ncsim_sim_save_npy(ncsim_sim_t *h, uint32_t t, const char *path)

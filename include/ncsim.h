@@ -284,6 +284,12 @@ NCSIM_API ncsim_status_t ncsim_sim_read_tensor(ncsim_sim_t *sim, uint32_t tensor
                                                size_t out_bytes);
 /* Bind an input from a .npy file (the type and shape rules of `ncsim run --in`). */
 NCSIM_API ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *sim, uint32_t tensor, const char *path);
+/* The same from a .npy image in memory (what numpy.save writes); `name` stands for the file
+ * in messages (NULL: "<memory>"). The Python package binds its arrays through it, so an array
+ * and a file meet the same checks, messages and statuses. */
+NCSIM_API ncsim_status_t ncsim_sim_load_npy_bytes(ncsim_sim_t *sim, uint32_t tensor,
+                                                  const void *bytes, size_t len,
+                                                  const char *name);
 /* Write an HBM tensor to a .npy file (the rules of `ncsim run --out`). */
 NCSIM_API ncsim_status_t ncsim_sim_save_npy(ncsim_sim_t *sim, uint32_t tensor, const char *path);
 /* Fill one tensor with seeded uniform values in [-1, 1) (the values of --random-inputs). */

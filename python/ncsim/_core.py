@@ -1,6 +1,7 @@
 """The ncsim Python API over libncsim (docs/python.md)."""
 import collections
 import ctypes
+import io
 import json
 import os
 
@@ -405,6 +406,21 @@ class Simulator:
                                          out.ctypes.data, out.nbytes))
         return out
 
+    def load_array(self, name, array):
+        """Bind an input from an array by the rules of `ncsim run --in` and load_npy: the
+        array goes to the library as the .npy file numpy.save would write, so a bad array
+        meets the same check, message and status as a bad file (docs/python.md)."""
+        i, t = self.program._tensor(name)
+        a = np.asarray(array)
+        if t.dtype not in _NATIVE and a.dtype == np.dtype(_BITS[_SIZES[t.dtype]]) \
+                and a.shape == tuple(t.shape):
+            return self.write(name, a)  # bf16/tf32/fp8 bits: no file holds those
+        buf = io.BytesIO()
+        np.save(buf, a, allow_pickle=False)
+        data = buf.getvalue()
+        _check(lib.ncsim_sim_load_npy_bytes(self._h, i, data, len(data),
+                                            f"inputs['{name}']".encode()))
+
     def load_npy(self, name, path):
         i, _ = self.program._tensor(name)
         _check(lib.ncsim_sim_load_npy(self._h, i, _b(os.fspath(path))))
@@ -600,7 +616,7 @@ def run(program, inputs=None, *, arch=None, set=None, timing_only=False, trace=N
     try:
         if not timing_only:
             for name, array in (inputs or {}).items():
-                sim.write(name, array)
+                sim.load_array(name, array)
             if random_inputs is not None:
                 sim.random_inputs(random_inputs)
         if progress is not None:

@@ -144,6 +144,7 @@ _protos = {
                                        POINTER(c_uint64), POINTER(c_int64)]),
     "ncsim_sim_read_tensor": (c_int, [_P, c_uint32, c_int32, c_int, c_void_p, c_size_t]),
     "ncsim_sim_load_npy": (c_int, [_P, c_uint32, c_char_p]),
+    "ncsim_sim_load_npy_bytes": (c_int, [_P, c_uint32, c_char_p, c_size_t, c_char_p]),
     "ncsim_sim_save_npy": (c_int, [_P, c_uint32, c_char_p]),
     "ncsim_sim_fill_random": (c_int, [_P, c_uint32, c_uint64]),
     "ncsim_sim_random_inputs": (c_int, [_P, c_uint64]),
