@@ -667,7 +667,8 @@ static ncsim_status_t run_failed(ncsim_sim_t *h, ncsim_status_t st)
 {
     ncsim_sim_close_trace(h);
     if (st != NCSIM_PROGRAM)
-        return api_fail(st, "memory", "%s", ncsim_status_text(st));
+        return api_fail(st, "memory", "%s", *sim_error(h->s) ? sim_error(h->s)
+                                                             : ncsim_status_text(st));
     const sim_fault_t *f = sim_fault(h->s);
     const char *msg = sim_error(h->s);
     size_t len = strlen(msg);

@@ -589,9 +589,10 @@ static int write_results(run_args_t *a, ncsim_sim_t *s, cli_outputs_t *outputs,
 static int finish_run(run_args_t *a, ncsim_sim_t *s, ncsim_status_t st, cli_outputs_t *outputs)
 {
     int rc = 0;
-    if (st == NCSIM_PROGRAM) {
-        fputs(ncsim_sim_error(s), stderr);
-        rc = 1;
+    const char *run_error = ncsim_sim_error(s); /* located: core, engine, line */
+    if (st != NCSIM_OK && *run_error) {
+        fputs(run_error, stderr);
+        rc = cli_exit(st);
     } else if (st != NCSIM_OK) {
         char named[2048];
         fprintf(stderr, "ncsim run: %s\n",
@@ -613,10 +614,9 @@ static int finish_run(run_args_t *a, ncsim_sim_t *s, ncsim_status_t st, cli_outp
             rc = 1;
     }
     if (rc) { /* a failed run, as --stats records it: the first line of the message */
-        char *why = cli_escape(st == NCSIM_PROGRAM ? ncsim_sim_error(s)
-                               : st != NCSIM_OK    ? ncsim_last_error()
-                                                   : "ncsim check findings (--check); see "
-                                                     "stderr");
+        char *why = cli_escape(st != NCSIM_OK && *run_error ? run_error
+                               : st != NCSIM_OK ? ncsim_last_error()
+                                                : "ncsim check findings (--check); see stderr");
         ncsim_sim_set_failure(s, why ? why : "failed");
         free(why);
     }
