@@ -43,6 +43,52 @@ typedef struct bind {
     size_t name_len;
 } bind_t;
 
+/* The findings (and the run's outcome) as text or JSON; the exit code: 1 for any finding
+ * or a failed run, 4 when the checker ran out of memory, else 0. */
+static int report_findings(ncsim_sim_t *s, ncsim_status_t run, const char *path, int json,
+                           int quiet, size_t max_groups)
+{
+    const char *run_error = run == NCSIM_OK ? ""
+                            : run == NCSIM_PROGRAM ? ncsim_sim_error(s)
+                                                   : ncsim_last_error();
+    size_t n = ncsim_sim_finding_count(s);
+    if (json) {
+        char *text = NULL;
+        if (ncsim_sim_findings_json(s, &text) != NCSIM_OK)
+            return cli_exit(NCSIM_NOMEM);
+        /* add the run's outcome to the checker's document: {"run": ..., <findings>} */
+        printf("{\n  \"run\": \"%s\",\n  \"run_error\": ", run == NCSIM_OK ? "ok" : "error");
+        putchar('"');
+        for (const char *p = run_error; *p; p++) {
+            if (*p == '"' || *p == '\\')
+                printf("\\%c", *p);
+            else if (*p == '\n')
+                fputs("\\n", stdout);
+            else if ((unsigned char)*p < 0x20)
+                printf("\\u%04x", (unsigned char)*p);
+            else
+                putchar(*p);
+        }
+        printf("\",\n%s\n", text + 2); /* the checker's object without its opening brace */
+        ncsim_free(text);
+    } else {
+        ncsim_sim_findings_print(s, stdout, max_groups);
+        if (run != NCSIM_OK)
+            fprintf(stderr, run == NCSIM_PROGRAM ? "%s" : "%s\n", run_error);
+        if (!quiet) {
+            if (n || run != NCSIM_OK)
+                fprintf(stderr, "ncsim check: %s: %zu finding%s%s\n", path, n,
+                        n == 1 ? "" : "s",
+                        run != NCSIM_OK ? ", and the run failed" : "");
+            else
+                fprintf(stderr, "ncsim check: %s: clean\n", path);
+        }
+    }
+    if (run == NCSIM_NOMEM)
+        return cli_exit(NCSIM_NOMEM);
+    return n || run != NCSIM_OK ? 1 : 0;
+}
+
 int cli_check(int argc, char **argv)
 {
     enum { O_ARCH = 256, O_SET, O_IN, O_RANDOM, O_SEED, O_SR, O_CHECKS, O_JSON, O_MAX };
@@ -164,49 +210,7 @@ int cli_check(int argc, char **argv)
         rc = cli_exit(st);
         goto out;
     }
-    ncsim_status_t run = ncsim_sim_run(s);
-    const char *run_error = run == NCSIM_OK ? ""
-                            : run == NCSIM_PROGRAM ? ncsim_sim_error(s)
-                                                   : ncsim_last_error();
-    size_t n = ncsim_sim_finding_count(s);
-    if (json) {
-        char *text = NULL;
-        if (ncsim_sim_findings_json(s, &text) != NCSIM_OK) {
-            rc = cli_exit(NCSIM_NOMEM);
-            goto out;
-        }
-        /* add the run's outcome to the checker's document: {"run": ..., <findings>} */
-        printf("{\n  \"run\": \"%s\",\n  \"run_error\": ", run == NCSIM_OK ? "ok" : "error");
-        putchar('"');
-        for (const char *p = run_error; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                printf("\\%c", *p);
-            else if (*p == '\n')
-                fputs("\\n", stdout);
-            else if ((unsigned char)*p < 0x20)
-                printf("\\u%04x", (unsigned char)*p);
-            else
-                putchar(*p);
-        }
-        printf("\",\n%s\n", text + 2); /* the checker's object without its opening brace */
-        ncsim_free(text);
-    } else {
-        ncsim_sim_findings_print(s, stdout, max_groups);
-        if (run != NCSIM_OK)
-            fprintf(stderr, run == NCSIM_PROGRAM ? "%s" : "%s\n", run_error);
-        if (!quiet) {
-            if (n || run != NCSIM_OK)
-                fprintf(stderr, "ncsim check: %s: %zu finding%s%s\n", path, n,
-                        n == 1 ? "" : "s",
-                        run != NCSIM_OK ? ", and the run failed" : "");
-            else
-                fprintf(stderr, "ncsim check: %s: clean\n", path);
-        }
-    }
-    if (run == NCSIM_NOMEM)
-        rc = cli_exit(NCSIM_NOMEM);
-    else if (n || run != NCSIM_OK)
-        rc = 1;
+    rc = report_findings(s, ncsim_sim_run(s), path, json, quiet, max_groups);
 out:
     ncsim_sim_free(s);
     ncsim_program_free(prog);
