@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
+#include "ncsim.h"
 #include "text.h"
 
 /* Cost of a trial point where some fit entry has no figure: worse than any real point. */
@@ -70,12 +70,13 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
 /* Whether the key holds an integer (its formatted value has no '.' or exponent). */
 static int integral_key(const char *key)
 {
-    mdl_arch_t a;
-    char err[256], v[128];
-    if (mdl_arch_load("trn1", &a, err, sizeof err) != NCSIM_OK ||
-        mdl_arch_get(&a, key, v, sizeof v) != NCSIM_OK)
-        return 0;
-    return !strpbrk(v, ".eE");
+    ncsim_arch_t *a = NULL;
+    char *v = NULL;
+    int integral = ncsim_arch_load("trn1", &a) == NCSIM_OK &&
+                   ncsim_arch_get(a, key, &v) == NCSIM_OK && !strpbrk(v, ".eE");
+    ncsim_free(v);
+    ncsim_arch_free(a);
+    return integral;
 }
 
 void sim_fit_assignment(const char *key, double v, char *buf, size_t buflen)
@@ -196,14 +197,14 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
         return NCSIM_USAGE;
     }
     /* the start: the base config's values (after --set), clamped to the bounds */
-    mdl_arch_t base;
-    char aerr[1024];
+    ncsim_arch_t *base = NULL;
     const char *bname = o->run.arch ? o->run.arch : "trn1";
-    ncsim_status_t st = mdl_arch_load(bname, &base, aerr, sizeof aerr);
+    ncsim_status_t st = ncsim_arch_load(bname, &base);
     for (size_t i = 0; st == NCSIM_OK && i < o->run.nsets; i++)
-        st = mdl_arch_set(&base, o->run.sets[i], aerr, sizeof aerr);
+        st = ncsim_arch_set(base, o->run.sets[i]);
     if (st != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s", aerr);
+        mdl_errf(err, errlen, "%s", ncsim_last_error());
+        ncsim_arch_free(base);
         return st;
     }
     double lb[SIM_FIT_MAX_KEYS], ub[SIM_FIT_MAX_KEYS], x[SIM_FIT_MAX_KEYS];
@@ -212,27 +213,33 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
         for (size_t j = 0; j < i; j++)
             if (strcmp(o->keys[j].key, k->key) == 0) {
                 mdl_errf(err, errlen, "--key %s is given twice", k->key);
+                ncsim_arch_free(base);
                 return NCSIM_USAGE;
             }
-        char v[128];
-        if (mdl_arch_get(&base, k->key, v, sizeof v) != NCSIM_OK) {
+        char *v = NULL;
+        if (ncsim_arch_get(base, k->key, &v) != NCSIM_OK) {
             mdl_errf(err, errlen,
                      "--key %s: unknown key (keys are SECTION.KEY as printed by "
                      "`ncsim arch trn1`)",
                      k->key);
+            ncsim_arch_free(base);
             return NCSIM_USAGE;
         }
         char *end;
         double d = strtod(v, &end);
         if (*end || !isfinite(d)) {
             mdl_errf(err, errlen, "--key %s: not a numeric key (its value is %s)", k->key, v);
+            ncsim_free(v);
+            ncsim_arch_free(base);
             return NCSIM_USAGE;
         }
+        ncsim_free(v);
         out->start[i] = fmin(fmax(d, k->lo), k->hi);
         lb[i] = 0.0;
         ub[i] = 1.0;
         x[i] = (out->start[i] - k->lo) / (k->hi - k->lo);
     }
+    ncsim_arch_free(base);
     fit_ctx_t *c = calloc(1, sizeof *c);
     sim_validate_result_t *results = calloc(m->nentries, sizeof *results);
     if (!c || !results) {
@@ -320,9 +327,8 @@ char *sim_fit_config_json(const sim_validate_manifest_t *m, const sim_fit_option
     json_object_set_new(root, "description", json_string(desc));
     /* the sections: --set overrides first, then the fitted keys */
     json_t *sources = json_object();
-    mdl_arch_t a;
-    char aerr[512];
-    if (mdl_arch_load(base, &a, aerr, sizeof aerr) != NCSIM_OK) {
+    ncsim_arch_t *a = NULL;
+    if (ncsim_arch_load(base, &a) != NCSIM_OK) {
         json_decref(root);
         json_decref(sources);
         return NULL;
@@ -345,7 +351,7 @@ char *sim_fit_config_json(const sim_validate_manifest_t *m, const sim_fit_option
                      out->start[k], out->cost_before, out->cost_after);
             why = whybuf;
         }
-        if (mdl_arch_set(&a, assign, aerr, sizeof aerr) != NCSIM_OK)
+        if (ncsim_arch_set(a, assign) != NCSIM_OK)
             continue;
         char *eq = strchr(assign, '=');
         *eq = 0;
@@ -353,9 +359,12 @@ char *sim_fit_config_json(const sim_validate_manifest_t *m, const sim_fit_option
         if (!dot)
             continue;
         *dot = 0;
-        char value[128];
+        char value[128] = "";
+        char *got = NULL;
         *dot = '.';
-        mdl_arch_get(&a, assign, value, sizeof value);
+        if (ncsim_arch_get(a, assign, &got) == NCSIM_OK)
+            snprintf(value, sizeof value, "%s", got);
+        ncsim_free(got);
         *dot = 0;
         json_t *sec = json_object_get(root, assign);
         if (!sec) {
@@ -371,6 +380,7 @@ char *sim_fit_config_json(const sim_validate_manifest_t *m, const sim_fit_option
         *dot = '.';
         json_object_set_new(sources, assign, json_string(why));
     }
+    ncsim_arch_free(a);
     json_object_set_new(root, "sources", sources);
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(root);

@@ -62,7 +62,6 @@ explore/validate.c:load.h           validation runs on sim/ directly
 explore/validate.c:sim.h            validation runs on sim/ directly
 explore/validate.c:text.h           models/text.c string helpers
 explore/validate.h:isa.h            validation entries hold status codes of isa/
-explore/validate_fit.c:arch.h       fitting sets config keys of models/arch.h
 explore/validate_fit.c:text.h       models/text.c string helpers
 "
 
