@@ -25,6 +25,12 @@ typedef struct mdl_cost {
                              * included, for HFU (EXPL glossary); >= flops */
     uint64_t bytes_read;    /* SBUF/PSUM bytes the instruction reads */
     uint64_t bytes_written; /* SBUF/PSUM bytes it writes */
+    /* the same bytes by memory (the profiler's sbuf_/psum_ read/write bytes) */
+    uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
+    /* hw_flops scaled to bf16-equivalent work: times the PE rate factor of the moving
+     * operand's data type (pe.fp32_factor, pe.fp8_factor), the profiler's "adjusted"
+     * hardware FLOPs (fp32 x 4 on trn1) */
+    uint64_t hw_flops_bf16;
     uint8_t reads_sbuf, writes_sbuf, reads_psum, writes_psum; /* ports it needs */
 } mdl_cost_t;
 

@@ -1112,6 +1112,11 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->bytes = r->bytes;
     a->flops = r->flops;
     a->hw_flops = r->hw_flops;
+    a->hw_flops_bf16 = r->hw_flops_bf16;
+    a->sbuf_read = r->sbuf_read_bytes;
+    a->sbuf_write = r->sbuf_write_bytes;
+    a->psum_read = r->psum_read_bytes;
+    a->psum_write = r->psum_write_bytes;
     a->wait = r->start_ps - r->ready_ps;
     a->wait_semaphore = r->stall_by[SIM_STALL_SEMAPHORE];
     a->wait_port = r->stall_by[SIM_STALL_PORT];
