@@ -20,6 +20,7 @@
 #include "check.h"
 #include "dis.h"
 #include "npy.h"
+#include "profile.h"
 #include "rng.h"
 
 /* ---- errors ----------------------------------------------------------------------------------- */
@@ -581,6 +582,12 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     c->st->psum_write_bytes += cost->psum_write_bytes;
     c->st->tensor_hw_flops += cost->hw_flops;
     c->st->tensor_hw_flops_bf16 += cost->hw_flops_bf16;
+    if (cost->hw_flops > cost->flops) {
+        uint64_t waste = cost->hw_flops - cost->flops;
+        c->st->tensor_transpose_flops += waste;
+        c->st->tensor_transpose_flops_bf16 += trc_profile_bf16_share(
+            waste, cost->hw_flops, cost->hw_flops_bf16);
+    }
     if (s->opt.trace && s->opt.trace->instr) {
         sim_trace_instr_t r;
         r.core = c->id;

@@ -247,6 +247,8 @@ typedef struct sim_core_stats {
     uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
     uint64_t hbm_read_bytes, hbm_write_bytes;
     uint64_t tensor_hw_flops, tensor_hw_flops_bf16; /* PE FLOPs, transposes included */
+    /* of which not useful (hw_flops - flops: PE transposes), raw and bf16-equivalent */
+    uint64_t tensor_transpose_flops, tensor_transpose_flops_bf16;
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 

@@ -76,6 +76,10 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
         json_object_set_new(co, "tensor_hw_flops", json_integer((json_int_t)c->tensor_hw_flops));
         json_object_set_new(co, "tensor_hw_flops_bf16",
                             json_integer((json_int_t)c->tensor_hw_flops_bf16));
+        json_object_set_new(co, "tensor_transpose_flops",
+                            json_integer((json_int_t)c->tensor_transpose_flops));
+        json_object_set_new(co, "tensor_transpose_flops_bf16",
+                            json_integer((json_int_t)c->tensor_transpose_flops_bf16));
         json_array_append_new(cores, co);
     }
     json_object_set_new(root, "cores", cores);

@@ -1885,6 +1885,8 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
                                   arch->pe.clock_ghz * 1e9;
     r.u.run.hbm_peak_gbps = arch->hbm.bandwidth_gbps;
     r.u.run.dma_peak_gbps = arch->dma.engine_bandwidth_gbps * arch->dma.engines;
+    /* the NeuronCore's base clock, the profiler's cycle counts (the sync engine's) */
+    r.u.run.core_clock_ghz = arch->sp.clock_ghz;
     r.u.run.window_start = opt->start_ps;
     r.u.run.window_end = opt->end_ps;
     r.u.run.engines = opt->engines ? opt->engines_text : "";

@@ -123,6 +123,7 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(peak_flops_per_core, "peak_flops_per_core", F64, 1)                                     \
     XX(hbm_peak_gbps, "hbm_peak_gbps_per_chip", F64, 1)                                        \
     XX(dma_peak_gbps, "dma_peak_gbps_per_core", F64, 1)                                        \
+    XX(core_clock_ghz, "core_clock_ghz", F64, 0)                                               \
     XX(window_start, "trace_start_ns", PS, 0)                                                  \
     XX(window_end, "trace_end_ns", PS, 0)                                                      \
     XX(engines, "trace_engines", STR, 0)
