@@ -17,6 +17,21 @@ void ncsim_profile_options_init(ncsim_profile_options_t *opt)
     opt->spill_reload_bytes = -1;
 }
 
+const char *ncsim_profile_field(size_t index, const char **unit, const char **text,
+                                int *trace_only)
+{
+    if (index >= TRC_PF_COUNT)
+        return NULL;
+    trc_profile_field_t f = (trc_profile_field_t)index;
+    if (unit)
+        *unit = trc_profile_unit_text(trc_profile_field_unit(f));
+    if (text)
+        *text = trc_profile_field_text(f);
+    if (trace_only)
+        *trace_only = trc_profile_field_trace_only(f);
+    return trc_profile_field_key(f);
+}
+
 ncsim_status_t ncsim_profile_summary(const char *path, const ncsim_profile_options_t *opt,
                                      char **text)
 {

@@ -410,6 +410,11 @@ NCSIM_API void ncsim_profile_options_init(ncsim_profile_options_t *opt);
  * fractions; `is_simulation` is true. docs/nki.md lists every field. Free *text with
  * ncsim_free. Errors: NCSIM_IO, NCSIM_FORMAT, NCSIM_USAGE (the core ran nothing), and the
  * program's load errors. */
+/* The summary's fields, index 0, 1, ... until NULL: the key; its unit ("s", "fraction", "B",
+ * "FLOP", "FLOP/B", "count", "cycles") and how ncsim computes it, when unit/text are not NULL;
+ * *trace_only is 1 for fields a statistics file cannot give. Strings are static. */
+NCSIM_API const char *ncsim_profile_field(size_t index, const char **unit, const char **text,
+                                          int *trace_only);
 NCSIM_API ncsim_status_t ncsim_profile_summary(const char *path, const ncsim_profile_options_t *opt,
                                                char **text);
 
