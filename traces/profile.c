@@ -77,6 +77,7 @@ typedef struct totals {
     uint64_t flops, hw_flops, hw_flops_bf16, tr_flops, tr_flops_bf16;
     uint64_t hbm_read, hbm_write, sbuf_read, sbuf_write, psum_read, psum_write;
     int have_memory;
+    int no_operand_bytes; /* a trace older than the operand bytes by memory (0.2.0) */
     uint64_t dma_active_ps, dma_transfers, dma_bytes;
     uint64_t engine_active_ps[ISA_ENGINE_COUNT], engine_count[ISA_ENGINE_COUNT];
     uint64_t cc_op_ps;
@@ -139,10 +140,14 @@ static void derive(trc_profile_t *p, const totals_t *t, const isa_program_t *pro
         trc_profile_set(p, TRC_PF_MM_AI, frac(hw - tr, hbm_bytes));
         trc_profile_set(p, TRC_PF_HBM_READ, (double)t->hbm_read);
         trc_profile_set(p, TRC_PF_HBM_WRITE, (double)t->hbm_write);
+    }
+    if (t->have_memory && !t->no_operand_bytes) {
         trc_profile_set(p, TRC_PF_SBUF_READ, (double)t->sbuf_read);
         trc_profile_set(p, TRC_PF_SBUF_WRITE, (double)t->sbuf_write);
         trc_profile_set(p, TRC_PF_PSUM_READ, (double)t->psum_read);
         trc_profile_set(p, TRC_PF_PSUM_WRITE, (double)t->psum_write);
+    }
+    if (t->have_memory) {
         trc_profile_set(p, TRC_PF_MFU_MAX, frac(frac((double)t->flops, hbm_bytes), ratio));
         trc_profile_set(p, TRC_PF_MFU_INST_MAX, frac(frac(hw - tr, hbm_bytes), ratio));
         trc_profile_set(p, TRC_PF_MBU, frac(frac(hbm_bytes, T), hbm_core_bps));
@@ -582,8 +587,13 @@ static ncsim_status_t from_trace(const char *path, uint32_t core, unsigned flags
         trc_profile_set(p, TRC_PF_EVENT_COUNT, (double)s.notifications);
         trc_profile_set(p, TRC_PF_TOTAL_ROW_COUNT, (double)(s.slices + s.counters + s.flows));
         trc_profile_set(p, TRC_PF_MM_COUNT, (double)s.mm_count);
-        trc_profile_set(p, TRC_PF_PSUM_TO_SBUF_COUNT, (double)s.psum_sbuf_count);
-        trc_profile_set(p, TRC_PF_PSUM_TO_SBUF_BYTES, (double)s.psum_sbuf_bytes);
+        /* traces written before the run record had core_clock_ghz have no operand bytes by
+         * memory either: leave those fields out rather than print zeros */
+        t->no_operand_bytes = t->clock_ghz <= 0;
+        if (!t->no_operand_bytes) {
+            trc_profile_set(p, TRC_PF_PSUM_TO_SBUF_COUNT, (double)s.psum_sbuf_count);
+            trc_profile_set(p, TRC_PF_PSUM_TO_SBUF_BYTES, (double)s.psum_sbuf_bytes);
+        }
         trc_profile_set(p, TRC_PF_INPUT_QUEUE, (double)s.in_queue);
         trc_profile_set(p, TRC_PF_OUTPUT_QUEUE, (double)s.out_queue);
         trc_profile_set(p, TRC_PF_WEIGHT_QUEUE, 0);
