@@ -232,3 +232,36 @@ def test_install_alias(run_files, tmp_path):
 def test_setup_installs_the_command():
     setup = open(os.path.join(PYDIR, "setup.py")).read()
     assert "ncsim-neuron-profile = ncsim.neuron_profile:main" in setup
+
+
+def _doc():
+    with open(os.path.join(ROOT, "docs", "nki.md")) as f:
+        return f.read()
+
+
+def test_docs_table_lists_every_field():
+    """docs/nki.md's table names every field the summary has (from the C side's one table)."""
+    import re
+    doc = _doc()
+    table = doc.split("### The summary's fields", 1)[1].split("\n## ", 1)[0]
+    named = set()
+    for tok in re.findall(r"`([^`]+)`", table):
+        m = re.fullmatch(r"\{([a-z_,]+)\}(\w+)", tok)
+        named.update(a + m.group(2) for a in m.group(1).split(",")) if m else named.add(tok)
+    missing = [k for k, _, _, _ in ncsim.profile_fields() if k not in named]
+    assert not missing, f"docs/nki.md does not describe {missing}"
+
+
+def test_docs_profile_loop_runs(tmp_path):
+    """The optimisation loop of docs/nki.md, as printed there, runs to the end."""
+    block = _doc().split("<!-- example: profile loop -->\n```python\n", 1)[1].split(
+        "```\n<!-- end example -->", 1)[0]
+    script = tmp_path / "loop.py"
+    script.write_text(block)
+    p = subprocess.run([sys.executable, str(script)], env=_env(), capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[0] == "total_time" and lines[-1].startswith("speed-up ")
+    t1, t2 = (float(x) for x in lines[0].split()[1:])
+    assert t2 < t1   # the hoisted candidate is faster
