@@ -102,9 +102,8 @@ def view(args):
 
 
 def ncsim_exit(e):
-    names = {"USAGE": 2, "ASSEMBLY": 2, "IO": 3, "FORMAT": 3, "NOMEM": 4, "INTERNAL": 4,
-             "PROGRAM": 1}
-    return names.get(getattr(e, "status", ""), EXIT_IO)
+    """The exit code of the ncsim command for this error (docs/cli.md)."""
+    return getattr(e, "exit_code", None) or EXIT_IO
 
 
 def _print_terminology():
