@@ -26,7 +26,6 @@
  */
 #include "cost.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -424,7 +423,8 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
                  pe_dtype_factor(a, mov) * array_passes(a, k, (uint64_t)m_stat);
         out->flops = 2u * k * m * free_elems(mov);
         out->hw_flops = out->flops;
-        out->hw_flops_bf16 = (uint64_t)llround((double)out->hw_flops * pe_dtype_factor(a, mov));
+        if (mov && mov->dtype == (uint8_t)ISA_DT_FP32)
+            out->hw_flops_fp32 = out->hw_flops;
         if (T) {
             T->ii = "II = max(min({MM_INIT}, {M}), {N} x {s}) x {f} x {passes}";
             term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
@@ -458,8 +458,8 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
                      array_passes(a, src ? src->pcount : 0, free_elems(src));
             uint64_t pu = src ? src->pcount : 0;
             out->hw_flops = 2u * pu * pu * free_elems(src);
-            out->hw_flops_bf16 =
-                (uint64_t)llround((double)out->hw_flops * pe_dtype_factor(a, src));
+            if (src && src->dtype == (uint8_t)ISA_DT_FP32)
+                out->hw_flops_fp32 = out->hw_flops;
             if (T) {
                 T->ii = "II = max({P}, min({MM_INIT}, {F})) x {s} x {f} x {passes}";
                 term(T, "P", pp, "SRC partitions");

@@ -27,10 +27,9 @@ typedef struct mdl_cost {
     uint64_t bytes_written; /* SBUF/PSUM bytes it writes */
     /* the same bytes by memory (the profiler's sbuf_/psum_ read/write bytes) */
     uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
-    /* hw_flops scaled to bf16-equivalent work: times the PE rate factor of the moving
-     * operand's data type (pe.fp32_factor, pe.fp8_factor), the profiler's "adjusted"
-     * hardware FLOPs (fp32 x 4 on trn1) */
-    uint64_t hw_flops_bf16;
+    /* the part of hw_flops whose PE operand is fp32 (the profiler counts fp32 FLOPs apart:
+     * traces/profile.c) */
+    uint64_t hw_flops_fp32;
     uint8_t reads_sbuf, writes_sbuf, reads_psum, writes_psum; /* ports it needs */
 } mdl_cost_t;
 

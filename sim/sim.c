@@ -20,7 +20,6 @@
 #include "check.h"
 #include "dis.h"
 #include "npy.h"
-#include "profile.h"
 #include "rng.h"
 
 /* ---- errors ----------------------------------------------------------------------------------- */
@@ -581,12 +580,12 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     c->st->psum_read_bytes += cost->psum_read_bytes;
     c->st->psum_write_bytes += cost->psum_write_bytes;
     c->st->tensor_hw_flops += cost->hw_flops;
-    c->st->tensor_hw_flops_bf16 += cost->hw_flops_bf16;
+    c->st->tensor_hw_flops_fp32 += cost->hw_flops_fp32;
     if (cost->hw_flops > cost->flops) {
         uint64_t waste = cost->hw_flops - cost->flops;
         c->st->tensor_transpose_flops += waste;
-        c->st->tensor_transpose_flops_bf16 += trc_profile_bf16_share(
-            waste, cost->hw_flops, cost->hw_flops_bf16);
+        if (cost->hw_flops_fp32)
+            c->st->tensor_transpose_flops_fp32 += waste;
     }
     if (s->opt.trace && s->opt.trace->instr) {
         sim_trace_instr_t r;
@@ -603,7 +602,7 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.flops = cost->flops;
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
-        r.hw_flops_bf16 = cost->hw_flops_bf16;
+        r.hw_flops_fp32 = cost->hw_flops_fp32;
         r.sbuf_read_bytes = cost->sbuf_read_bytes;
         r.sbuf_write_bytes = cost->sbuf_write_bytes;
         r.psum_read_bytes = cost->psum_read_bytes;

@@ -42,7 +42,7 @@ typedef struct sim_trace_instr {
     uint64_t flops;
     uint64_t bytes;
     uint64_t hw_flops;     /* all PE FLOPs, transposes included (HFU) */
-    uint64_t hw_flops_bf16; /* hw_flops scaled to bf16-equivalent work (mdl_cost_t) */
+    uint64_t hw_flops_fp32; /* the part of hw_flops on fp32 operands (mdl_cost_t) */
     /* its operand bytes by memory (mdl_cost_t) */
     uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
     uint64_t stall_by[SIM_STALL_COUNT]; /* ps it was held between ready and start, by cause */
@@ -246,9 +246,9 @@ typedef struct sim_core_stats {
      * transfers read and wrote (an accumulating write to HBM reads too) */
     uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
     uint64_t hbm_read_bytes, hbm_write_bytes;
-    uint64_t tensor_hw_flops, tensor_hw_flops_bf16; /* PE FLOPs, transposes included */
-    /* of which not useful (hw_flops - flops: PE transposes), raw and bf16-equivalent */
-    uint64_t tensor_transpose_flops, tensor_transpose_flops_bf16;
+    uint64_t tensor_hw_flops, tensor_hw_flops_fp32; /* PE FLOPs, transposes included; on fp32 */
+    /* of which not useful (hw_flops - flops: PE transposes); on fp32 */
+    uint64_t tensor_transpose_flops, tensor_transpose_flops_fp32;
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 

@@ -74,12 +74,12 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
         json_object_set_new(mem, "hbm_write_bytes", json_integer((json_int_t)c->hbm_write_bytes));
         json_object_set_new(co, "memory", mem);
         json_object_set_new(co, "tensor_hw_flops", json_integer((json_int_t)c->tensor_hw_flops));
-        json_object_set_new(co, "tensor_hw_flops_bf16",
-                            json_integer((json_int_t)c->tensor_hw_flops_bf16));
+        json_object_set_new(co, "tensor_hw_flops_fp32",
+                            json_integer((json_int_t)c->tensor_hw_flops_fp32));
         json_object_set_new(co, "tensor_transpose_flops",
                             json_integer((json_int_t)c->tensor_transpose_flops));
-        json_object_set_new(co, "tensor_transpose_flops_bf16",
-                            json_integer((json_int_t)c->tensor_transpose_flops_bf16));
+        json_object_set_new(co, "tensor_transpose_flops_fp32",
+                            json_integer((json_int_t)c->tensor_transpose_flops_fp32));
         json_array_append_new(cores, co);
     }
     json_object_set_new(root, "cores", cores);

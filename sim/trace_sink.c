@@ -1112,7 +1112,7 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->bytes = r->bytes;
     a->flops = r->flops;
     a->hw_flops = r->hw_flops;
-    a->hw_flops_bf16 = r->hw_flops_bf16;
+    a->hw_flops_fp32 = r->hw_flops_fp32;
     a->sbuf_read = r->sbuf_read_bytes;
     a->sbuf_write = r->sbuf_write_bytes;
     a->psum_read = r->psum_read_bytes;

@@ -61,12 +61,17 @@ void trc_profile_set(trc_profile_t *p, trc_profile_field_t f, double value)
     }
 }
 
-uint64_t trc_profile_bf16_share(uint64_t part, uint64_t hw, uint64_t hw_bf16)
-{
-    if (!hw)
-        return 0;
-    return (uint64_t)llround((double)part * (double)hw_bf16 / (double)hw);
-}
+/*
+ * How the profiler counts FLOPs of fp32 operands. hardware_flops / transpose_flops: 4 per
+ * fp32 multiply-add, twice the nominal 2, for matmuls and PE transposes alike: every published
+ * trn1 profile of an fp32 kernel shows it, and ncsim's replicas of the matmul and bmm kernels
+ * match those profiles' hardware and transpose FLOPs to the FLOP this way (measurements.md
+ * 3.0-3.2, AccelOpt's profile CSV). The "adjusted" (bf16-equivalent) fields scale fp32 by 4,
+ * the schema's throughput factor (neuron-profile-summary.md 3). Counting conventions of the
+ * tool, not timing.
+ */
+#define PROFILE_FP32_HW_FLOPS_FACTOR 2.0
+#define PROFILE_FP32_ADJUSTED_FACTOR 4.0
 
 /* ---- what both sources give: the totals, then every derived field ---------------------- */
 
@@ -74,7 +79,7 @@ uint64_t trc_profile_bf16_share(uint64_t part, uint64_t hw, uint64_t hw_bf16)
 typedef struct totals {
     uint64_t total_ps;
     double clock_ghz, peak_flops, hbm_peak_gbps_chip;
-    uint64_t flops, hw_flops, hw_flops_bf16, tr_flops, tr_flops_bf16;
+    uint64_t flops, hw_flops, hw_flops_fp32, tr_flops, tr_flops_fp32;
     uint64_t hbm_read, hbm_write, sbuf_read, sbuf_write, psum_read, psum_write;
     int have_memory;
     int no_operand_bytes; /* a trace older than the operand bytes by memory (0.2.0) */
@@ -122,7 +127,10 @@ static void derive(trc_profile_t *p, const totals_t *t, const isa_program_t *pro
     double T = secs(t->total_ps);
     double hbm_core_bps = t->hbm_peak_gbps_chip / ISA_CORES_PER_CHIP * 1e9;
     double hbm_bytes = (double)(t->hbm_read + t->hbm_write);
-    double hw = (double)t->hw_flops_bf16, tr = (double)t->tr_flops_bf16;
+    /* raw FLOPs with the fp32 part counted `factor` times */
+#define SCALED(raw, fp32, factor) ((double)(raw) + (double)(fp32) * ((factor) - 1.0))
+    double hw = SCALED(t->hw_flops, t->hw_flops_fp32, PROFILE_FP32_HW_FLOPS_FACTOR);
+    double tr = SCALED(t->tr_flops, t->tr_flops_fp32, PROFILE_FP32_HW_FLOPS_FACTOR);
     double ratio = frac(t->peak_flops, hbm_core_bps);
     double te_max = t->peak_flops * T;
     trc_profile_set(p, TRC_PF_TOTAL_TIME, T);
@@ -131,8 +139,11 @@ static void derive(trc_profile_t *p, const totals_t *t, const isa_program_t *pro
     trc_profile_set(p, TRC_PF_HARDWARE_FLOPS, hw);
     trc_profile_set(p, TRC_PF_TRANSPOSE_FLOPS, tr);
     trc_profile_set(p, TRC_PF_MODEL_FLOPS, (double)t->flops);
-    trc_profile_set(p, TRC_PF_ADJ_HARDWARE_FLOPS, hw);
-    trc_profile_set(p, TRC_PF_ADJ_TRANSPOSE_FLOPS, tr);
+    trc_profile_set(p, TRC_PF_ADJ_HARDWARE_FLOPS,
+                    SCALED(t->hw_flops, t->hw_flops_fp32, PROFILE_FP32_ADJUSTED_FACTOR));
+    trc_profile_set(p, TRC_PF_ADJ_TRANSPOSE_FLOPS,
+                    SCALED(t->tr_flops, t->tr_flops_fp32, PROFILE_FP32_ADJUSTED_FACTOR));
+#undef SCALED
     trc_profile_set(p, TRC_PF_RAW_HARDWARE_FLOPS, (double)t->hw_flops);
     trc_profile_set(p, TRC_PF_RAW_TRANSPOSE_FLOPS, (double)t->tr_flops);
     trc_profile_set(p, TRC_PF_TE_COUNT, (double)t->engine_count[ISA_ENGINE_PE]);
@@ -258,9 +269,9 @@ static ncsim_status_t from_stats(const char *path, json_t *root, uint32_t core, 
     t->cc_op_ps = ps_of(json_object_get(json_object_get(engines, "cc"), "busy_ns"));
     t->flops = u64_of(json_object_get(json_object_get(engines, "pe"), "flops"));
     t->hw_flops = u64_of(json_object_get(co, "tensor_hw_flops"));
-    t->hw_flops_bf16 = u64_of(json_object_get(co, "tensor_hw_flops_bf16"));
+    t->hw_flops_fp32 = u64_of(json_object_get(co, "tensor_hw_flops_fp32"));
     t->tr_flops = u64_of(json_object_get(co, "tensor_transpose_flops"));
-    t->tr_flops_bf16 = u64_of(json_object_get(co, "tensor_transpose_flops_bf16"));
+    t->tr_flops_fp32 = u64_of(json_object_get(co, "tensor_transpose_flops_fp32"));
     json_t *mem = json_object_get(co, "memory");
     t->have_memory = json_is_object(mem);
     t->hbm_read = u64_of(json_object_get(mem, "hbm_read_bytes"));
@@ -449,11 +460,11 @@ static void on_instr(scan_t *s, const trc_slice_t *sl)
         t->cc_op_ps += sl->dur_ps;
     t->flops += a->flops;
     t->hw_flops += a->hw_flops;
-    uint64_t bf16 = a->hw_flops_bf16 ? a->hw_flops_bf16 : a->hw_flops;
-    t->hw_flops_bf16 += bf16;
+    t->hw_flops_fp32 += a->hw_flops_fp32;
     if (a->hw_flops > a->flops) {
         t->tr_flops += a->hw_flops - a->flops;
-        t->tr_flops_bf16 += trc_profile_bf16_share(a->hw_flops - a->flops, a->hw_flops, bf16);
+        if (a->hw_flops_fp32)
+            t->tr_flops_fp32 += a->hw_flops - a->flops;
     }
     if (n == ISA_ENGINE_PE && a->hw_flops)
         s->mm_count++;

@@ -54,18 +54,17 @@ typedef enum trc_profile_unit {
     XX(TOTAL_ROW_COUNT, "total_row_count", NUM, 1, "records of the core: slices, "           \
        "counter values and flows")                                                             \
     XX(HARDWARE_FLOPS, "hardware_flops", FLOP, 0, "PE FLOPs of every matmul and PE "           \
-       "transpose, 2 per multiply-add, scaled to bf16-equivalent work (fp32 x "                \
-       "pe.fp32_factor = 4)")                                                                  \
+       "transpose, 2 per multiply-add, 4 on fp32 operands (as published trn1 profiles count)") \
     XX(TRANSPOSE_FLOPS, "transpose_flops", FLOP, 0, "the part of hardware_flops that is not "  \
-       "useful work (PE transposes), bf16-equivalent")                                         \
+       "useful work (PE transposes), counted the same way")                                    \
     XX(MODEL_FLOPS, "model_flops", FLOP, 0, "useful matmul FLOPs, 2 per multiply-add, not "    \
        "scaled")                                                                               \
-    XX(ADJ_HARDWARE_FLOPS, "adjusted_hardware_flops", FLOP, 0, "= hardware_flops")             \
-    XX(ADJ_TRANSPOSE_FLOPS, "adjusted_transpose_flops", FLOP, 0, "= transpose_flops")          \
-    XX(RAW_HARDWARE_FLOPS, "raw_hardware_flops", FLOP, 0, "hardware_flops before the "         \
-       "bf16-equivalent scaling")                                                              \
-    XX(RAW_TRANSPOSE_FLOPS, "raw_transpose_flops", FLOP, 0, "transpose_flops before the "      \
-       "scaling")                                                                              \
+    XX(ADJ_HARDWARE_FLOPS, "adjusted_hardware_flops", FLOP, 0, "bf16-equivalent: 2 per "      \
+       "multiply-add, fp32 x 4 (the schema's throughput factor)")                              \
+    XX(ADJ_TRANSPOSE_FLOPS, "adjusted_transpose_flops", FLOP, 0, "the same for transposes")    \
+    XX(RAW_HARDWARE_FLOPS, "raw_hardware_flops", FLOP, 0, "2 per multiply-add whatever the "   \
+       "type (ncsim's)")                                                                       \
+    XX(RAW_TRANSPOSE_FLOPS, "raw_transpose_flops", FLOP, 0, "the same for transposes")         \
     XX(MM_AI, "mm_arithmetic_intensity", FLOP_PER_B, 0, "(hardware_flops - "                   \
        "transpose_flops) / (hbm_read_bytes + hbm_write_bytes)")                                \
     XX(PEAK_RATIO, "peak_flops_bandwidth_ratio", FLOP_PER_B, 0, "peak PE FLOP/s of a core / "  \
@@ -222,9 +221,5 @@ typedef enum trc_profile_format {
  * top-level key (NULL: "ncsim"). NULL when out of memory. */
 char *trc_profile_format(const trc_profile_t *p, trc_profile_format_t fmt, const char *key);
 void trc_profile_free(trc_profile_t *p);
-
-/* The share of bf16-equivalent FLOPs `part` of `hw` raw FLOPs stands for, when `hw` raw
- * FLOPs are `hw_bf16` bf16-equivalent ones (rounded; 0 when hw is 0). */
-uint64_t trc_profile_bf16_share(uint64_t part, uint64_t hw, uint64_t hw_bf16);
 
 #endif

@@ -141,7 +141,7 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(bytes, "bytes", U64, 0)                                                                 \
     XX(flops, "flops", U64, 0)                                                                 \
     XX(hw_flops, "hw_flops", U64, 0)                                                           \
-    XX(hw_flops_bf16, "hw_flops_bf16", U64, 0)                                                 \
+    XX(hw_flops_fp32, "hw_flops_fp32", U64, 0)                                                 \
     XX(sbuf_read, "sbuf_read_bytes", U64, 0)                                                   \
     XX(sbuf_write, "sbuf_write_bytes", U64, 0)                                                 \
     XX(psum_read, "psum_read_bytes", U64, 0)                                                   \

@@ -61,8 +61,9 @@ def test_harness_calls_baremetal_then_the_command(tmp_path):
     # bytes by hand: both operands read once, the [64, 512] fp32 result written once
     assert summary["hbm_read_bytes"] == lhsT.nbytes + rhs.nbytes
     assert summary["hbm_write_bytes"] == 64 * 512 * 4
-    # FLOPs by formula: 2 K M N, fp32 counted 4x (bf16-equivalent)
-    assert summary["hardware_flops"] == 4 * 2 * 128 * 64 * 512
+    # FLOPs by formula: K M N multiply-adds, 4 FLOPs each in fp32 (as trn1 profiles count)
+    assert summary["hardware_flops"] == 4 * 128 * 64 * 512
+    assert summary["model_flops"] == 2 * 128 * 64 * 512
     assert summary["transpose_flops"] == 0
     peak = 2 * 128 * 128 * 2.8e9
     assert summary["hfu_estimated_percent"] == pytest.approx(
