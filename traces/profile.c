@@ -185,11 +185,27 @@ static void derive(trc_profile_t *p, const totals_t *t, const isa_program_t *pro
     trc_profile_set(p, TRC_PF_DMA_TRANSFER_BYTES, (double)t->dma_bytes);
     trc_profile_set(p, TRC_PF_DMA_TRANSFER_AVG,
                     t->dma_transfers ? round((double)t->dma_bytes / (double)t->dma_transfers) : 0);
+    /* how descriptors were made: every NCA transfer's by the program (static) */
+    double any = t->dma_transfers ? 1.0 : 0.0;
     trc_profile_set(p, TRC_PF_STATIC_ACTIVE, dma_t);
+    trc_profile_set(p, TRC_PF_STATIC_ACTIVE_PERCENT, frac(dma_t, T));
     trc_profile_set(p, TRC_PF_STATIC_PACKETS, (double)t->dma_transfers);
     trc_profile_set(p, TRC_PF_STATIC_SIZE, (double)t->dma_bytes);
-    trc_profile_set(p, TRC_PF_DYNAMIC_PACKETS, 0);
-    trc_profile_set(p, TRC_PF_DYNAMIC_SIZE, 0);
+    trc_profile_set(p, TRC_PF_STATIC_PACKET_PERCENT, any);
+    trc_profile_set(p, TRC_PF_STATIC_SIZE_PERCENT, any);
+    static const trc_profile_field_t none[] = {
+        TRC_PF_DYNAMIC_ACTIVE,           TRC_PF_DYNAMIC_ACTIVE_PERCENT,
+        TRC_PF_DYNAMIC_PACKETS,          TRC_PF_DYNAMIC_SIZE,
+        TRC_PF_DYNAMIC_PACKET_PERCENT,   TRC_PF_DYNAMIC_SIZE_PERCENT,
+        TRC_PF_SW_DYNAMIC_ACTIVE,        TRC_PF_SW_DYNAMIC_ACTIVE_PERCENT,
+        TRC_PF_SW_DYNAMIC_PACKETS,       TRC_PF_SW_DYNAMIC_SIZE,
+        TRC_PF_SW_DYNAMIC_PACKET_PERCENT, TRC_PF_SW_DYNAMIC_SIZE_PERCENT,
+        TRC_PF_HW_DYNAMIC_ACTIVE,        TRC_PF_HW_DYNAMIC_ACTIVE_PERCENT,
+        TRC_PF_HW_DYNAMIC_PACKETS,       TRC_PF_HW_DYNAMIC_SIZE,
+        TRC_PF_HW_DYNAMIC_PACKET_PERCENT, TRC_PF_HW_DYNAMIC_SIZE_PERCENT,
+    };
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        trc_profile_set(p, none[i], 0);
     static const struct {
         isa_engine_t e;
         trc_profile_field_t active, percent, count;
@@ -209,6 +225,12 @@ static void derive(trc_profile_t *p, const totals_t *t, const isa_program_t *pro
         trc_profile_set(p, eng[i].count, (double)t->engine_count[eng[i].e]);
     }
     trc_profile_set(p, TRC_PF_CC_OP_TIME, secs(t->cc_op_ps));
+    /* the CC cores' instructions are the cc engine's collectives here */
+    trc_profile_set(p, TRC_PF_CC_CORES_TIME, secs(t->cc_op_ps));
+    trc_profile_set(p, TRC_PF_CC_CORES_ACTIVE, secs(t->engine_active_ps[ISA_ENGINE_CC]));
+    trc_profile_set(p, TRC_PF_CC_CORES_ACTIVE_PERCENT,
+                    frac(secs(t->engine_active_ps[ISA_ENGINE_CC]), T));
+    trc_profile_set(p, TRC_PF_CC_CORES_COUNT, (double)t->engine_count[ISA_ENGINE_CC]);
 }
 
 /* ---- from a statistics file --------------------------------------------------------------- */

@@ -124,13 +124,32 @@ typedef enum trc_profile_unit {
     XX(DMA_TRANSFER_AVG, "dma_transfer_average_bytes", B, 0, "dma_transfer_total_bytes / "     \
        "dma_transfer_count")                                                                   \
     XX(DMA_QUEUE_COUNT, "dma_queue_count", NUM, 1, "DMA queues the core's transfers used")   \
-    XX(STATIC_ACTIVE, "static_dma_active_time", S, 0, "every NCA transfer is described "       \
-       "statically: = dma_active_time")                                                        \
-    XX(STATIC_PACKETS, "static_dma_packet_count", NUM, 0, "= dma_transfer_count")            \
-    XX(STATIC_SIZE, "static_dma_size", B, 0, "= dma_transfer_total_bytes")                     \
-    XX(DYNAMIC_PACKETS, "dynamic_dma_packet_count", NUM, 0, "0: no descriptor is generated " \
-       "at run time")                                                                          \
-    XX(DYNAMIC_SIZE, "dynamic_dma_size", B, 0, "0")                                            \
+    XX(STATIC_ACTIVE, "static_active_time", S, 0, "every NCA transfer is described by the "    \
+       "program (static descriptors): = dma_active_time")                                      \
+    XX(STATIC_ACTIVE_PERCENT, "static_active_time_percent", FRACTION, 0,                       \
+       "= dma_active_time_percent")                                                            \
+    XX(STATIC_PACKETS, "static_packet_count", NUM, 0, "= dma_transfer_count")                  \
+    XX(STATIC_SIZE, "static_size", B, 0, "= dma_transfer_total_bytes")                         \
+    XX(STATIC_PACKET_PERCENT, "static_packet_percent", FRACTION, 0, "1: all of them")          \
+    XX(STATIC_SIZE_PERCENT, "static_size_percent", FRACTION, 0, "1: all of them")              \
+    XX(DYNAMIC_ACTIVE, "dynamic_active_time", S, 0, "0: no descriptor is made at run time")    \
+    XX(DYNAMIC_ACTIVE_PERCENT, "dynamic_active_time_percent", FRACTION, 0, "0")                \
+    XX(DYNAMIC_PACKETS, "dynamic_packet_count", NUM, 0, "0")                                   \
+    XX(DYNAMIC_SIZE, "dynamic_size", B, 0, "0")                                                \
+    XX(DYNAMIC_PACKET_PERCENT, "dynamic_packet_percent", FRACTION, 0, "0")                     \
+    XX(DYNAMIC_SIZE_PERCENT, "dynamic_size_percent", FRACTION, 0, "0")                         \
+    XX(SW_DYNAMIC_ACTIVE, "software_dynamic_active_time", S, 0, "0: no software DGE")          \
+    XX(SW_DYNAMIC_ACTIVE_PERCENT, "software_dynamic_active_time_percent", FRACTION, 0, "0")    \
+    XX(SW_DYNAMIC_PACKETS, "software_dynamic_packet_count", NUM, 0, "0")                       \
+    XX(SW_DYNAMIC_SIZE, "software_dynamic_size", B, 0, "0")                                    \
+    XX(SW_DYNAMIC_PACKET_PERCENT, "software_dynamic_packet_percent", FRACTION, 0, "0")         \
+    XX(SW_DYNAMIC_SIZE_PERCENT, "software_dynamic_size_percent", FRACTION, 0, "0")             \
+    XX(HW_DYNAMIC_ACTIVE, "hardware_dynamic_active_time", S, 0, "0: no hardware DGE")          \
+    XX(HW_DYNAMIC_ACTIVE_PERCENT, "hardware_dynamic_active_time_percent", FRACTION, 0, "0")    \
+    XX(HW_DYNAMIC_PACKETS, "hardware_dynamic_packet_count", NUM, 0, "0")                       \
+    XX(HW_DYNAMIC_SIZE, "hardware_dynamic_size", B, 0, "0")                                    \
+    XX(HW_DYNAMIC_PACKET_PERCENT, "hardware_dynamic_packet_percent", FRACTION, 0, "0")         \
+    XX(HW_DYNAMIC_SIZE_PERCENT, "hardware_dynamic_size_percent", FRACTION, 0, "0")             \
     XX(TENSOR_ACTIVE, "tensor_engine_active_time", S, 0, "time the PE engine has an "          \
        "instruction between its start and its completion (semaphore waits excluded)")          \
     XX(TENSOR_ACTIVE_PERCENT, "tensor_engine_active_time_percent", FRACTION, 0,                \
@@ -166,7 +185,13 @@ typedef enum trc_profile_unit {
        "progress")                                                                             \
     XX(CC_OP_ACTIVE_PERCENT, "cc_op_active_time_percent", FRACTION, 0,                         \
        "cc_op_active_time / total_time")                                                       \
-    XX(CC_OP_COUNT, "cc_op_count", NUM, 0, "collective instructions")
+    XX(CC_OP_COUNT, "cc_op_count", NUM, 0, "collective instructions")                          \
+    XX(CC_CORES_TIME, "cc_cores_instruction_time", S, 0, "the cc engine's instructions: = "    \
+       "cc_op_time")                                                                           \
+    XX(CC_CORES_ACTIVE, "cc_cores_instruction_active_time", S, 0, "= cc_op_active_time")       \
+    XX(CC_CORES_ACTIVE_PERCENT, "cc_cores_instruction_active_time_percent", FRACTION, 0,       \
+       "= cc_op_active_time_percent")                                                          \
+    XX(CC_CORES_COUNT, "cc_cores_instruction_count", NUM, 0, "= cc_op_count")
 
 typedef enum trc_profile_field {
 #define XX(id, key, unit, trace_only, text) TRC_PF_##id,
