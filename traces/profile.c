@@ -264,6 +264,11 @@ static ncsim_status_t from_stats(const char *path, json_t *root, uint32_t core, 
     snprintf(p->program, sizeof p->program, "%s", s ? s : "");
     s = json_string_value(json_object_get(root, "arch"));
     snprintf(p->arch, sizeof p->arch, "%s", s ? s : "");
+    s = json_string_value(json_object_get(root, "status"));
+    if (s && strcmp(s, "ok") != 0) { /* the statistics of a failed run */
+        const char *why = json_string_value(json_object_get(root, "error"));
+        snprintf(p->failed, sizeof p->failed, "%s", why && why[0] ? why : s);
+    }
     json_t *co = NULL, *c;
     size_t i;
     json_array_foreach(cores, i, c)
@@ -547,6 +552,7 @@ static int on_record(void *ctx, const trc_record_t *r)
         s->t->peak_flops = u->peak_flops_per_core;
         s->t->hbm_peak_gbps_chip = u->hbm_peak_gbps;
         s->t->clock_ghz = u->core_clock_ghz;
+        p->filtered = u->window_start || u->window_end || (u->engines && u->engines[0]);
         break;
     }
     case TRC_REC_SLICE: {
@@ -739,6 +745,13 @@ static json_t *summary_object(const trc_profile_t *p)
     json_object_set_new(o, "is_simulation", json_true());
     json_object_set_new(o, "simulator", json_string(p->generator[0] ? p->generator : "ncsim"));
     json_object_set_new(o, "summary_source", json_string(p->from_trace ? "trace" : "statistics"));
+    /* figures a consumer must not take at face value */
+    if (p->filtered)
+        json_object_set_new(o, "trace_filtered", json_true());
+    if (p->failed[0]) {
+        json_object_set_new(o, "run_status", json_string("error"));
+        json_object_set_new(o, "run_error", json_string(p->failed));
+    }
     json_object_set_new(o, "program", json_string(p->program));
     json_object_set_new(o, "arch", json_string(p->arch));
     return o;
@@ -807,6 +820,13 @@ char *trc_profile_format(const trc_profile_t *p, trc_profile_format_t fmt, const
                             p->source, p->generator[0] ? p->generator : "ncsim",
                             p->from_trace ? "from a trace" : "from a statistics file",
                             (unsigned)p->core);
+    if (p->filtered)
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "note: the trace kept a time window or some engines only: the "
+                                "figures describe what it kept\n");
+    if (p->failed[0])
+        len += (size_t)snprintf(buf + len, cap - len, "note: the run failed: %.400s\n",
+                                p->failed);
     for (int f = 0; f < TRC_PF_COUNT; f++) {
         if (!p->have[f])
             continue;

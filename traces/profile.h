@@ -213,6 +213,8 @@ typedef struct trc_profile {
     char generator[64];
     uint32_t core;      /* nc_idx */
     int from_trace;
+    int filtered;       /* a trace kept only a time window or some engines: partial figures */
+    char failed[512];   /* a statistics file of a failed run: its error */
     double value[TRC_PF_COUNT];
     uint8_t have[TRC_PF_COUNT];
     /* with TRC_PROFILE_INSTRUCTIONS: one JSON object per instruction and transfer of the

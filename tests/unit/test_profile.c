@@ -314,6 +314,36 @@ static void test_published_profiles(void **state)
     }
 }
 
+/* Figures not to take at face value say so: a trace that kept only some engines, the
+ * statistics of a failed run. */
+static void test_partial_and_failed_runs(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_sh("cd %s && %s run k.nca --random-inputs 1 -q --trace w.json "
+                           "--trace-engines pe,dma",
+                           dir, tu_ncsim()),
+                     0);
+    yajl_val root;
+    yajl_val s = summary_of("w.json --format neuron-profile", &root);
+    assert_true(YAJL_IS_TRUE(field(s, "trace_filtered")));
+    yajl_tree_free(root);
+    s = summary_of("t.json --format neuron-profile", &root);
+    assert_null(field(s, "trace_filtered"));
+    assert_null(field(s, "run_status"));
+    yajl_tree_free(root);
+    static const char deadlock[] = ".core 0\n.sem s\n.engine sp\n    nop | wait s >= 1\n";
+    assert_int_equal(tu_write_file(tu_join(dir, "dl.nca"), deadlock, strlen(deadlock)), 0);
+    assert_int_equal(tu_sh("cd %s && %s run dl.nca -q --stats dl.json 2>/dev/null || true", dir,
+                           tu_ncsim()),
+                     0);
+    s = summary_of("dl.json --format neuron-profile", &root);
+    assert_string_equal(YAJL_GET_STRING(field(s, "run_status")), "error");
+    yajl_val why = field(s, "run_error");
+    assert_true(why && YAJL_IS_STRING(why));
+    assert_non_null(strstr(why->u.string, "deadlock"));
+    yajl_tree_free(root);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -350,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_trace_and_stats_agree),
         cmocka_unit_test(test_json_records),
         cmocka_unit_test(test_published_profiles),
+        cmocka_unit_test(test_partial_and_failed_runs),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
