@@ -231,7 +231,8 @@ class Kernel:
         """nki.baremetal: run with values; write the SDK's artifacts when asked (save_neff_name:
         the lowered program as .ncx, save_trace_name: the trace) and record every option."""
         final, tmp = _trace_target(self.opts.get("save_trace_name"))
-        low, r = self._run(args, kwargs, trace=tmp, **self._runopts())
+        with _removed_on_failure(tmp, final):
+            low, r = self._run(args, kwargs, trace=tmp, **self._runopts())
         _write_artifacts(self, low, r, final, tmp)
         return low.values(r.outputs) if low.ret is not None else None
 
@@ -246,7 +247,8 @@ class Kernel:
 
     def _benchmark(self, args, kwargs):
         trace, tmp = _trace_target(self.opts.get("save_trace_name"))
-        low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
+        with _removed_on_failure(tmp, trace):
+            low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
         _write_artifacts(self, low, r, trace, tmp)
         self.benchmark_result = BenchmarkResult(r, self.opts.get("warmup", 10), self.opts.get("iters", 100), trace)
         return None
@@ -258,14 +260,18 @@ class Kernel:
         os.makedirs(wd, exist_ok=True)
         name = self.opts.get("save_trace_name") or f"{self.func.__name__}.pftrace"
         trace, tmp = _trace_target(os.path.join(wd, name))
-        low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
+        with _removed_on_failure(tmp, trace):
+            low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
         neff = self.opts.get("save_neff_name")
         _write_artifacts(Kernel(self.func, self.mode, self.grid,
                                 **{**self.opts, "save_neff_name": neff and os.path.join(wd, neff)}),
                          low, r, trace, tmp)
         # the profiler's summary-json of the run, as `neuron-profile view` would print it
         with open(os.path.join(wd, f"{self.func.__name__}_neuron_profile.json"), "w") as f:
-            f.write(_exec._backend().profile_summary(trace, key=self.func.__name__))
+            save, reload_ = _lowering_spills(low)
+            f.write(_exec._backend().profile_summary(trace, key=self.func.__name__,
+                                                     spill_save_bytes=save,
+                                                     spill_reload_bytes=reload_))
         with open(os.path.join(wd, f"{self.func.__name__}.nca"), "w") as f:
             f.write(low.text)
         summary = _summary(r, low)
@@ -291,6 +297,21 @@ def _trace_target(name):
     if final.endswith(_TRACE_EXTS):
         return final, final
     return final, final + ".tmp.pftrace"
+
+
+class _removed_on_failure:
+    """A run that raises leaves no temporary trace behind."""
+
+    def __init__(self, tmp, final):
+        self.tmp = tmp if tmp and tmp != final else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is not None and self.tmp and os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+        return False
 
 
 def _jsonable(v):

@@ -266,3 +266,20 @@ def test_docs_profile_loop_runs(tmp_path):
     assert lines[0].split()[0] == "total_time" and lines[-1].startswith("speed-up ")
     t1, t2 = (float(x) for x in lines[0].split()[1:])
     assert t2 < t1   # the hoisted candidate is faster
+
+
+def test_a_failing_kernel_leaves_no_files(tmp_path):
+    """A candidate that does not compile raises (the harness counts a compile failure) and
+    leaves neither NEFF, NTFF nor a temporary trace."""
+    import ncsim.nki.language as nl
+
+    @nki.jit
+    def bad(a):
+        out = nl.ndarray((256, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a[0:256, :]))   # 256 partitions: too many
+        return out
+    with pytest.raises(nki.NkiError):
+        nki.baremetal(bad, save_neff_name=str(tmp_path / "file.neff"),
+                      save_trace_name=str(tmp_path / "profile.ntff"))(
+            np.zeros((256, 64), np.float32))
+    assert os.listdir(tmp_path) == []
