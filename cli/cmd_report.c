@@ -24,6 +24,8 @@ static const char usage_report[] =
     "usage: ncsim report STATS.json|TRACE [--json] [-o FILE]\n"
     "       ncsim report STATS.json|TRACE --by-line [--source FILE] [--csv|--json] [--top N]\n"
     "                    [-o FILE]\n"
+    "       ncsim report STATS.json|TRACE --format neuron-profile[-json|-text] [--core N]\n"
+    "                    [--program PROG] [-o FILE]\n"
     "\n"
     "Summarise a run: total time; a one-line verdict of what bounds it (an engine, DMA,\n"
     "HBM, a link, a chain of semaphore waits) with its share of the critical path and what\n"
@@ -41,6 +43,15 @@ static const char usage_report[] =
     "  --source FILE       with --by-line: the text the line numbers refer to (without it,\n"
     "                      only a regular file beside STATS/TRACE under the program's\n"
     "                      recorded file name is read; see docs/security.md)\n"
+    "  --format FMT        text (default), json (= --json), or the Neuron profiler's\n"
+    "                      summary: neuron-profile (its summary-json object: the\n"
+    "                      profiler's field names and units, *_percent as fractions),\n"
+    "                      neuron-profile-json (summary plus a record per instruction and\n"
+    "                      transfer; traces only), neuron-profile-text (a table). See\n"
+    "                      docs/nki.md for every field\n"
+    "  --core N            with neuron-profile: the NeuronCore summarised (default 0)\n"
+    "  --program PROG      with neuron-profile: the program that ran (.nca/.ncx), for the\n"
+    "                      declared input/output sizes\n"
     "  -o, --output FILE   write the report to FILE instead of stdout\n"
     "exit codes: 0 success, 1 the statistics record a failed run (run-time error,\n"
     "deadlock; the report is still printed), 2 usage error, 3 unreadable or invalid file.\n";
@@ -259,6 +270,26 @@ ncsim_status_t cli_report_load(const char *path, trc_report_t *rep, char *err, s
     return st;
 }
 
+/* --format neuron-profile: the profiler's summary (traces/profile.c, through the API). */
+static int report_profile(const char *path, const ncsim_profile_options_t *opt,
+                          const char *out_path)
+{
+    char *text = NULL;
+    ncsim_status_t st = ncsim_profile_summary(path, opt, &text);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim report: %s\n", ncsim_last_error());
+        return cli_exit(st);
+    }
+    int rc = 0;
+    if (out_path ? sim_write_file(out_path, text, strlen(text)) != 0 : fputs(text, stdout) < 0) {
+        fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path ? out_path : "stdout",
+                strerror(errno));
+        rc = cli_exit(NCSIM_IO);
+    }
+    ncsim_free(text);
+    return rc;
+}
+
 int cli_report(int argc, char **argv)
 {
     static const struct option opts[] = {{"json", no_argument, 0, 'j'},
@@ -267,12 +298,18 @@ int cli_report(int argc, char **argv)
                                          {"top", required_argument, 0, 'T'},
                                          {"output", required_argument, 0, 'o'},
                                          {"source", required_argument, 0, 'S'},
+                                         {"format", required_argument, 0, 'F'},
+                                         {"core", required_argument, 0, 'K'},
+                                         {"program", required_argument, 0, 'P'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int as_json = 0, by_line = 0, as_csv = 0;
     size_t top = 30;
     char *endp;
     const char *out_path = NULL, *source = NULL;
+    ncsim_profile_options_t prof;
+    ncsim_profile_options_init(&prof);
+    int profile = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -289,6 +326,32 @@ int cli_report(int argc, char **argv)
             break;
         case 'o': out_path = optarg; break;
         case 'S': source = optarg; break;
+        case 'F':
+            if (!strcmp(optarg, "json"))
+                as_json = 1;
+            else if (!strcmp(optarg, "neuron-profile"))
+                profile = 1, prof.format = NCSIM_PROFILE_SUMMARY_JSON;
+            else if (!strcmp(optarg, "neuron-profile-json"))
+                profile = 1, prof.format = NCSIM_PROFILE_JSON;
+            else if (!strcmp(optarg, "neuron-profile-text"))
+                profile = 1, prof.format = NCSIM_PROFILE_TEXT;
+            else if (strcmp(optarg, "text") != 0) {
+                fprintf(stderr, "ncsim report: unknown --format '%s' (text, json, "
+                                "neuron-profile, neuron-profile-json, neuron-profile-text)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'K': {
+            unsigned long long v = strtoull(optarg, &endp, 10);
+            if (*endp || !*optarg || *optarg == '-' || v > UINT32_MAX) {
+                fprintf(stderr, "ncsim report: --core wants a core number, not '%s'\n", optarg);
+                return 2;
+            }
+            prof.core = (uint32_t)v;
+            break;
+        }
+        case 'P': prof.program_path = optarg; break;
         case 'h': fputs(usage_report, stdout); return 0;
         default: fputs(usage_report, stderr); return 2;
         }
@@ -307,6 +370,17 @@ int cli_report(int argc, char **argv)
         return 2;
     }
     const char *path = argv[optind];
+    if (profile && (by_line || as_json || as_csv)) {
+        fputs("ncsim report: --format neuron-profile goes without --by-line, --json, --csv\n",
+              stderr);
+        return 2;
+    }
+    if (!profile && (prof.core || prof.program_path)) {
+        fputs("ncsim report: --core and --program go with --format neuron-profile\n", stderr);
+        return 2;
+    }
+    if (profile)
+        return report_profile(path, &prof, out_path);
     char err[1024];
     trc_report_t rep;
     ncsim_status_t st = cli_report_load(path, &rep, err, sizeof err);

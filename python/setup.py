@@ -13,4 +13,7 @@ setup(
     packages=["ncsim"],
     python_requires=">=3.9",
     install_requires=["numpy"],
+    # `neuron-profile view` over ncsim's simulated runs (docs/nki.md); the `neuron-profile` name
+    # itself is opt-in: `ncsim-neuron-profile install-alias DIR`
+    entry_points={"console_scripts": ["ncsim-neuron-profile = ncsim.neuron_profile:main"]},
 )

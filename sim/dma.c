@@ -183,6 +183,17 @@ size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
     return trc_dma_cost_text(&a, r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0, buf, n);
 }
 
+/* A transfer's bytes in the core's memory traffic (sim_core_stats_t), by space. */
+static void core_memory_traffic(sim_core_stats_t *st, uint8_t space, uint64_t bytes, int write)
+{
+    switch ((isa_space_t)space) {
+    case ISA_SPACE_SBUF: *(write ? &st->sbuf_write_bytes : &st->sbuf_read_bytes) += bytes; break;
+    case ISA_SPACE_PSUM: *(write ? &st->psum_write_bytes : &st->psum_read_bytes) += bytes; break;
+    case ISA_SPACE_HBM: *(write ? &st->hbm_write_bytes : &st->hbm_read_bytes) += bytes; break;
+    default: break;
+    }
+}
+
 static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
 {
     xfer_t *x = ev->owner;
@@ -217,6 +228,10 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
         if (x->accumulate)
             s->stats.hbm_read_bytes += x->bytes;
     }
+    core_memory_traffic(c->st, x->src->space, x->bytes, 0);
+    core_memory_traffic(c->st, x->dst->space, x->bytes, 1);
+    if (x->accumulate) /* read-modify-write of the destination */
+        core_memory_traffic(c->st, x->dst->space, x->bytes, 0);
     if (q->now > c->st->end_ps)
         c->st->end_ps = q->now;
     if (s->opt.trace && s->opt.trace->dma) {

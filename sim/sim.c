@@ -575,6 +575,18 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     s->stats.tensor_hw_flops += m->hw_flops;
     s->stats.instructions++;
     c->st->used = 1;
+    c->st->sbuf_read_bytes += cost->sbuf_read_bytes;
+    c->st->sbuf_write_bytes += cost->sbuf_write_bytes;
+    c->st->psum_read_bytes += cost->psum_read_bytes;
+    c->st->psum_write_bytes += cost->psum_write_bytes;
+    c->st->tensor_hw_flops += cost->hw_flops;
+    c->st->tensor_hw_flops_fp32 += cost->hw_flops_fp32;
+    if (cost->hw_flops > cost->flops) {
+        uint64_t waste = cost->hw_flops - cost->flops;
+        c->st->tensor_transpose_flops += waste;
+        if (cost->hw_flops_fp32)
+            c->st->tensor_transpose_flops_fp32 += waste;
+    }
     if (s->opt.trace && s->opt.trace->instr) {
         sim_trace_instr_t r;
         r.core = c->id;
@@ -590,6 +602,11 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.flops = cost->flops;
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
+        r.hw_flops_fp32 = cost->hw_flops_fp32;
+        r.sbuf_read_bytes = cost->sbuf_read_bytes;
+        r.sbuf_write_bytes = cost->sbuf_write_bytes;
+        r.psum_read_bytes = cost->psum_read_bytes;
+        r.psum_write_bytes = cost->psum_write_bytes;
         memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
         r.stationary_cols = stationary_cols;
         r.model_ii_ps = model_ii;

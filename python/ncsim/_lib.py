@@ -68,6 +68,12 @@ class Finding(ctypes.Structure):
                 ("second", Site), ("count", c_uint64)]
 
 
+class ProfileOptions(ctypes.Structure):
+    _fields_ = [("format", c_int), ("core", c_uint32), ("program_path", c_char_p),
+                ("key", c_char_p), ("spill_save_bytes", c_int64),
+                ("spill_reload_bytes", c_int64)]
+
+
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(Progress))
 
 
@@ -162,6 +168,10 @@ _protos = {
     "ncsim_sim_finding_count": (c_size_t, [_P]),
     "ncsim_sim_finding": (c_int, [_P, c_size_t, POINTER(Finding)]),
     "ncsim_sim_findings_dropped": (c_uint64, [_P]),
+    "ncsim_profile_field": (c_char_p, [c_size_t, POINTER(c_char_p), POINTER(c_char_p),
+                                       POINTER(c_int)]),
+    "ncsim_profile_options_init": (None, [POINTER(ProfileOptions)]),
+    "ncsim_profile_summary": (c_int, [c_char_p, POINTER(ProfileOptions), POINTER(c_void_p)]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

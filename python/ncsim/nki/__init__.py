@@ -222,7 +222,18 @@ class Kernel:
             return self._benchmark(args, kwargs)
         if mode == "profile":
             return self._profile(args, kwargs)
+        if mode == "baremetal":
+            return self._baremetal(args, kwargs)
         low, r = self._run(args, kwargs, **self._runopts())
+        return low.values(r.outputs) if low.ret is not None else None
+
+    def _baremetal(self, args, kwargs):
+        """nki.baremetal: run with values; write the SDK's artifacts when asked (save_neff_name:
+        the lowered program as .ncx, save_trace_name: the trace) and record every option."""
+        final, tmp = _trace_target(self.opts.get("save_trace_name"))
+        with _removed_on_failure(tmp, final):
+            low, r = self._run(args, kwargs, trace=tmp, **self._runopts())
+        _write_artifacts(self, low, r, final, tmp)
         return low.values(r.outputs) if low.ret is not None else None
 
     def _runopts(self):
@@ -235,8 +246,10 @@ class Kernel:
         return o
 
     def _benchmark(self, args, kwargs):
-        trace = self.opts.get("save_trace_name")
-        low, r = self._run(args, kwargs, timing_only=True, trace=trace, **self._runopts())
+        trace, tmp = _trace_target(self.opts.get("save_trace_name"))
+        with _removed_on_failure(tmp, trace):
+            low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
+        _write_artifacts(self, low, r, trace, tmp)
         self.benchmark_result = BenchmarkResult(r, self.opts.get("warmup", 10), self.opts.get("iters", 100), trace)
         return None
 
@@ -246,8 +259,19 @@ class Kernel:
             raise ValueError("nki.profile needs working_directory= (an absolute path)")
         os.makedirs(wd, exist_ok=True)
         name = self.opts.get("save_trace_name") or f"{self.func.__name__}.pftrace"
-        trace = os.path.join(wd, name)
-        low, r = self._run(args, kwargs, timing_only=True, trace=trace, **self._runopts())
+        trace, tmp = _trace_target(os.path.join(wd, name))
+        with _removed_on_failure(tmp, trace):
+            low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
+        neff = self.opts.get("save_neff_name")
+        _write_artifacts(Kernel(self.func, self.mode, self.grid,
+                                **{**self.opts, "save_neff_name": neff and os.path.join(wd, neff)}),
+                         low, r, trace, tmp)
+        # the profiler's summary-json of the run, as `neuron-profile view` would print it
+        with open(os.path.join(wd, f"{self.func.__name__}_neuron_profile.json"), "w") as f:
+            save, reload_ = _lowering_spills(low)
+            f.write(_exec._backend().profile_summary(trace, key=self.func.__name__,
+                                                     spill_save_bytes=save,
+                                                     spill_reload_bytes=reload_))
         with open(os.path.join(wd, f"{self.func.__name__}.nca"), "w") as f:
             f.write(low.text)
         summary = _summary(r, low)
@@ -256,6 +280,94 @@ class Kernel:
         self.profile_result = ProfileResult(r, trace, summary)
         self.benchmark_result = BenchmarkResult(r, 1, 1, trace)
         return None
+
+
+# --------------------------------------------------------------------------- SDK artifacts
+
+# Trace names ncsim writes directly; any other name (profile.ntff) gets a Perfetto trace (the
+# readers tell the formats apart by content), written beside it and renamed into place.
+_TRACE_EXTS = (".json", ".json.gz", ".pftrace")
+
+
+def _trace_target(name):
+    """(the trace file asked for, the path the simulator writes) or (None, None)."""
+    if not name:
+        return None, None
+    final = os.path.abspath(os.fspath(name))
+    if final.endswith(_TRACE_EXTS):
+        return final, final
+    return final, final + ".tmp.pftrace"
+
+
+class _removed_on_failure:
+    """A run that raises leaves no temporary trace behind."""
+
+    def __init__(self, tmp, final):
+        self.tmp = tmp if tmp and tmp != final else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is not None and self.tmp and os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+        return False
+
+
+def _jsonable(v):
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return repr(v)
+
+
+def _lowering_spills(low):
+    """The lowering's spill statistics, (save bytes, reload bytes), when it reports them
+    (Lowered.spill_save_bytes / spill_reload_bytes, or its stats dict); None when it does not."""
+    st = getattr(low, "stats", None)
+    st = st if isinstance(st, dict) else {}
+    save = getattr(low, "spill_save_bytes", st.get("spill_save_bytes"))
+    reload_ = getattr(low, "spill_reload_bytes", st.get("spill_reload_bytes"))
+    return (None if save is None else int(save)), (None if reload_ is None else int(reload_))
+
+
+def _write_artifacts(kernel, low, r, trace, tmp):
+    """What the SDK's baremetal/benchmark leave behind, as ncsim's own files: the trace under
+    save_trace_name (the NTFF), the lowered program as .ncx under save_neff_name (the NEFF),
+    and, next to the trace (NAME.ncsim.json) and in artifacts_dir, a record of the kernel, every
+    option passed (meaningful to a simulator or not) and the lowering's spills, which
+    `ncsim-neuron-profile view` reads."""
+    opts = kernel.opts
+    if tmp and tmp != trace:
+        os.replace(tmp, trace)
+    neff = opts.get("save_neff_name")
+    if neff:
+        neff = os.path.abspath(os.fspath(neff))
+        _exec._backend().assemble(low.text, name=low.name).save(neff)
+    save, reload_ = _lowering_spills(low)
+    record = {"kernel": low.name, "simulator": "ncsim", "simulated": True,
+              "options": _jsonable(dict(opts)), "neff": neff, "ntff": trace,
+              "total_time": r.time_ns * 1e-9}
+    if save is not None:
+        record["spill_save_bytes"] = save
+    if reload_ is not None:
+        record["spill_reload_bytes"] = reload_
+    kernel.artifacts = record
+    text = json.dumps(record, indent=1) + "\n"
+    if trace:
+        with open(trace + ".ncsim.json", "w") as f:
+            f.write(text)
+    adir = opts.get("artifacts_dir")
+    if adir:
+        adir = os.fspath(adir)
+        os.makedirs(adir, exist_ok=True)
+        with open(os.path.join(adir, f"{low.name}.nca"), "w") as f:
+            f.write(low.text)
+        with open(os.path.join(adir, "ncsim_options.json"), "w") as f:
+            f.write(text)
 
 
 def _def_line(func):
@@ -357,6 +469,11 @@ def trace(func=None, **kwargs):
 
 
 def baremetal(kernel=None, **kwargs):
+    """nki.baremetal(kernel, save_neff_name=, save_trace_name=, additional_compile_opt=,
+    artifacts_dir=, ...)(*arrays): run on ncsim and return the kernel's value(s). Where the SDK
+    saves a NEFF and an NTFF, ncsim saves the lowered program (.ncx) and the trace of the
+    simulated run, which `ncsim-neuron-profile view -n NEFF -s NTFF` summarises. Options with no
+    meaning for a simulator (compiler flags...) are accepted and recorded, never an error."""
     return _decorator("baremetal", kernel, **kwargs)
 
 
