@@ -29,12 +29,14 @@ import numpy as np
 from . import _core
 from . import _exec
 from . import _dtypes
+from . import _errors
+from . import typing as _typing
 from ._core import NkiError, Policy, Tensor, policy
 
 tensor = Tensor
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "lower", "tensor",
-           "NkiError", "Policy", "policy", "install_neuronxcc_alias", "language", "isa"]
+           "NkiError", "Policy", "policy", "install_neuronxcc_alias", "language", "isa", "typed"]
 
 
 # --------------------------------------------------------------------------- lowering
@@ -63,11 +65,18 @@ class Lowered:
         return build(self.ret)
 
 
+def typed(values, dtype):
+    """Host values for a kernel argument of a type NumPy lacks (bfloat16, tfloat32, fp8), without
+    ml_dtypes: `nki.simulate_kernel(k, nki.typed(x, nl.bfloat16))`. The values are rounded to
+    the type when the kernel reads them; outputs of such types come back as float32 arrays."""
+    return _typing.TypedValues(values, dtype)
+
+
 def _placeholder(a):
-    """A NumPy array, or a shape/dtype placeholder (nt.tensor[[shape], dtype], torch-like)."""
-    if isinstance(a, np.ndarray):
-        return a
-    if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, Tensor):
+    """What a kernel argument is: a NumPy array, typed values, an `nt.tensor[...]` placeholder,
+    or None (a compile-time constant). Anything else with a shape (another framework's
+    tensor, a NumPy scalar made into an array by mistake) is refused by `_arguments`."""
+    if isinstance(a, (np.ndarray, _typing.TypedValues, _typing._Placeholder)):
         return a
     return None
 
@@ -100,15 +109,19 @@ class Kernel:
 
     def _lower(self, args, kwargs, grid, pol, arch):
         func = self.func
-        pol = (_core.policy.copy(**(pol or {})) if not isinstance(pol, Policy) else pol) \
-            if pol is not None or "policy" not in self.opts else _core.policy.copy(**self.opts["policy"])
         source = func.__code__.co_filename
+        pol = _errors.make_policy(pol if pol is not None or "policy" not in self.opts
+                                  else self.opts["policy"], source, _def_line(func))
         tr = _core.Tracer(pol, source)
         if _core._tracer[0] is not None:
             raise NkiError("a kernel cannot be launched from inside another kernel's trace "
                            "with a grid (err_nested_kernel_with_spmd_grid)")
         sig = inspect.signature(func)
-        bound = sig.bind(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise NkiError(f"{source}:{_def_line(func)}: error: [err_invalid_arguments] "
+                           f"{func.__name__}: {e}") from None
         bound.apply_defaults()
         inputs = {}
         params = {}
@@ -117,14 +130,17 @@ class Kernel:
             targs = {}
 
             def param(name, v):
+                v = _errors.check_argument(source, _def_line(func), name, v)
                 a = _placeholder(v)
                 if a is None:
                     return v
-                dt = _dtypes.as_dtype(a.dtype)
+                dt = a.nki_dtype if hasattr(a, "nki_dtype") else _dtypes.as_dtype(a.dtype)
                 b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
                 b.param = name
                 if isinstance(a, np.ndarray):
                     b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
+                elif isinstance(a, _typing.TypedValues):
+                    b.host = np.ascontiguousarray(a.values).reshape(b.shape)
                 params[name] = (b, v)
                 return tr.hbm_tensor(b)
             for name, v in bound.arguments.items():
@@ -148,6 +164,10 @@ class Kernel:
                 if inst == 0:
                     ret = r
                 tr.flush()
+        except NkiError:
+            raise
+        except Exception as e:      # never a bare exception from the package: located
+            raise _errors.located(e, source, _def_line(func)) from e
         finally:
             _core._tracer[0] = None
         # the return value: shared_hbm tensors
@@ -185,8 +205,15 @@ class Kernel:
             elif b.kind in ("input", "inout"):
                 inputs[b.name] = None
         outputs = [(b.name, b.dtype) for b in tr.hbm if b.kind in ("output", "inout")]
-        text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        try:
+            text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        except NkiError:
+            raise
+        except Exception as e:
+            raise _errors.located(e, source, _def_line(func)) from e
         low = Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes))
+        low.params = {b.name: (b.param, source, _def_line(func)) for b in tr.hbm
+                      if getattr(b, "param", None) is not None}
         low.prints = tr.prints
         return low, bound
 
@@ -196,6 +223,8 @@ class Kernel:
         low, bound = self._lower(args, kwargs, self.grid, pol, arch)
         inputs = {}
         for k, v in low.inputs.items():
+            if v is None and not timing_only:
+                _errors.placeholder_in_functional_run(low, k)
             if v is None:          # a placeholder (benchmark): random values
                 b = _shape_of(low.text, k)
                 v = np.random.default_rng(0).uniform(-1, 1, size=b[1]).astype(b[0])

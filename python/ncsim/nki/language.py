@@ -206,6 +206,9 @@ def _binary(op, a, b, dtype, mask, operator=False):
         elif b.shape[0] == 1:
             b = broadcast_to(b, shape=(shape[0],) + tuple(b.shape[1:]))
             b._real()
+    if op in _BITWISE:
+        _integer_operands(op, [x for x in (a, b) if isinstance(x, Tensor)], dt,
+                          [x for x in (a, b) if not isinstance(x, Tensor)])
     box = _mask_box(mask, shape)
 
     def emit(d, _box, a=a, b=b):
@@ -263,6 +266,23 @@ def _binary_into(d, op, a, b, box, shape=None):
         eng = "dve"
     tr.emit(eng, f"tensor_tensor {dv.text()}, {av.text()}, {bv.text()}, {op}",
             reads=[av, bv], writes=[dv])
+
+
+def _integer_operands(name, tiles, dt, scalars=()):
+    """Bitwise operations and shifts act on the bits of integers (the Vector engine's bitvec
+    operators): float tiles, float scalars or a float result type are errors at the call."""
+    for t in tiles:
+        if not t.dtype.is_int:
+            error("err_unsupported_dtype",
+                  f"{name} is a bitwise operation on integers; this operand is {t.dtype!r} "
+                  "(convert with .astype or use an integer tile)")
+    for v in scalars:
+        if isinstance(v, float) or isinstance(v, np.floating):
+            error("err_unsupported_dtype", f"{name} is a bitwise operation on integers; the "
+                  f"scalar {v!r} is a float")
+    if not dt.is_int:
+        error("err_unsupported_dtype",
+              f"{name} is a bitwise operation on integers; the result type {dt!r} is a float type")
 
 
 def _ts_engine(op, src, dv):
@@ -454,6 +474,8 @@ def _mk_ts_unary(name, op, imm, integer=False, dt_default=None):
     def f(x, *, dtype=None, mask=None, **kw):
         x = _tile(x)
         dt = as_dtype(dtype) if dtype is not None else (dt_default or x.dtype)
+        if integer:
+            _integer_operands(name, [x], dt)
         box = _mask_box(mask, x.shape)
 
         def emit(d, _b):
@@ -465,7 +487,7 @@ def _mk_ts_unary(name, op, imm, integer=False, dt_default=None):
 
 
 negative = _mk_ts_unary("negative", "multiply", -1.0)
-invert = _mk_ts_unary("invert", "bitwise_xor", -1)
+invert = _mk_ts_unary("invert", "bitwise_xor", -1, integer=True)
 logical_not = _mk_ts_unary("logical_not", "is_equal", 0.0, dt_default=bool_)
 ACT_FUNCS[negative] = None
 
@@ -641,6 +663,7 @@ def store(dst, value, *, mask=None, **kw):
     if n_v > n_d:
         error("err_store_dst_shape_smaller_than_other_shape",
               f"storing a {v.shape} tile into a {dst.shape} destination")
+    _check_store_shape(tuple(v.shape), dshape)
     dv = dst
     if n_v < n_d:
         v = v.bcast(dshape if len(dshape) >= 2 else dshape + (1,))
@@ -653,6 +676,22 @@ def store(dst, value, *, mask=None, **kw):
         dv = dv.restrict(box)
         v = v.restrict(box)
     tr.dma(dv, v, "store")
+
+
+def _check_store_shape(vshape, dshape):
+    """nl.store writes a value of the destination's shape (size-1 axes aside), or one that
+    broadcasts to it along free axes; it never reshapes (a [64, 256] tile is not a [128, 128]
+    destination, though both hold 16,384 elements)."""
+    sq = lambda s: tuple(x for x in s if x != 1)  # noqa: E731
+    if sq(vshape) == sq(dshape):
+        return
+    d = dshape if len(dshape) >= 2 else dshape + (1,)
+    v = vshape + (1,) * (len(d) - len(vshape))
+    if len(v) == len(d) and v[0] == d[0] and all(a == b or a == 1 for a, b in zip(v[1:], d[1:])):
+        return
+    error("err_store_shape_mismatch",
+          f"storing a {vshape} tile into a {tuple(dshape)} destination: the shapes differ "
+          "(index the destination to the tile's shape; nl.store does not reshape)")
 
 
 def load_transpose2d(src, *, mask=None, dtype=None, **kw):

@@ -15,6 +15,23 @@ class _Placeholder:
         return f"nt.tensor[{list(self.shape)}, {self.nki_dtype!r}]"
 
 
+class TypedValues:
+    """Host values with an NKI data type NumPy lacks (bfloat16, tfloat32, fp8): `values` is a
+    float32 array (rounded to the type when the kernel reads it), `nki_dtype` the type the
+    kernel sees. Made by `ncsim.nki.typed(values, dtype)`; outputs of these types come back
+    as float32 arrays."""
+
+    def __init__(self, values, dtype):
+        import numpy as np
+        self.nki_dtype = as_dtype(dtype)
+        self.values = np.asarray(values, dtype=self.nki_dtype.host)
+        self.shape = self.values.shape
+        self.dtype = self.nki_dtype.name
+
+    def __repr__(self):
+        return f"ncsim.nki.typed(shape={list(self.shape)}, dtype={self.nki_dtype!r})"
+
+
 class _TensorType:
     def __getitem__(self, key):
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], (list, tuple)):
