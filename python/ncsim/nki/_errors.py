@@ -66,8 +66,8 @@ def check_argument(source, line, name, v):
         return v
     if isinstance(v, np.generic):
         return v.item()          # a compile-time constant, like a Python scalar
-    if hasattr(v, "shape") and hasattr(v, "dtype") or hasattr(v, "__array__") \
-            or hasattr(v, "__array_interface__"):
+    if hasattr(v, "shape") or hasattr(v, "__array__") or hasattr(v, "__array_interface__") \
+            or isinstance(v, (memoryview, bytearray)):
         raise _err(source, line, "err_invalid_argument",
                    f"argument '{name}' is a {_describe(v)}: pass a NumPy array (values), an "
                    "nt.tensor[[shape], dtype] placeholder (timing only), ncsim.nki.typed(values, "

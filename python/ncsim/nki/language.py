@@ -687,7 +687,8 @@ def _check_store_shape(vshape, dshape):
         return
     d = dshape if len(dshape) >= 2 else dshape + (1,)
     v = vshape + (1,) * (len(d) - len(vshape))
-    if len(v) == len(d) and v[0] == d[0] and all(a == b or a == 1 for a, b in zip(v[1:], d[1:])):
+    if len(v) == len(d) and v[0] == d[0] and \
+            not [1 for a, b in zip(v[1:], d[1:]) if a != b and a != 1]:
         return
     error("err_store_shape_mismatch",
           f"storing a {vshape} tile into a {tuple(dshape)} destination: the shapes differ "
