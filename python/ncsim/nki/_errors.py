@@ -161,6 +161,31 @@ def make_policy(pol, source, line):
 
 # --------------------------------------------------------------------------- stray exceptions
 
+_MODULES = {"language.py": "nl", "isa.py": "nisa", "compiler.py": "ncc", "typing.py": "nt",
+            "_core.py": "tensor"}
+
+
+def _api_call(frames):
+    """The NKI call the kernel made when the exception happened: the first frame inside the
+    package after the kernel's last frame (e.g. 'nl.ndarray'), or ''."""
+    last_user = -1
+    for i, fr in enumerate(frames):
+        if not _in_package(fr.filename):
+            last_user = i
+    if last_user < 0 or last_user + 1 >= len(frames):
+        return ""
+    fr = frames[last_user + 1]
+    mod = _MODULES.get(os.path.basename(fr.filename))
+    if mod is None or fr.name.startswith("<"):
+        return ""
+    name = fr.name
+    if name in ("f", "emit") or name.startswith("_"):
+        dunder = {"__getitem__": "indexing", "__setitem__": "assignment", "__init__": "a constructor"}
+        name = dunder.get(name, name.strip("_"))
+        return f"{mod} {name}" if mod == "tensor" else f"an {mod} call"
+    return f"{mod}.{name}" if mod != "tensor" else f"tensor.{name}"
+
+
 def located(e, source, def_line):
     """An exception raised while tracing or lowering that is not an NkiError, as one located
     at the kernel: the innermost frame of the kernel's file (else outside the package).
@@ -183,8 +208,17 @@ def located(e, source, def_line):
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     what = f"{type(e).__name__}: {text}" if text else type(e).__name__
     if inner and _in_package(inner):
-        err = _err(fn, ln, "err_unsupported_by_ncsim",
-                   f"ncsim.nki cannot lower this call ({what})")
+        api = _api_call(frames)
+        if os.path.basename(inner) == "_dtypes.py":
+            err = _err(fn, ln, "err_invalid_dtype", f"{api + ': ' if api else ''}{text or what}")
+        elif api and isinstance(e, (TypeError, ValueError, ZeroDivisionError, IndexError,
+                                    KeyError, AttributeError, OverflowError)):
+            err = _err(fn, ln, "err_invalid_argument",
+                       f"{api} cannot take these arguments ({what}); if they are valid NKI, "
+                       "ncsim does not support this use of it")
+        else:
+            err = _err(fn, ln, "err_unsupported_by_ncsim",
+                       f"ncsim.nki cannot lower this call ({what})")
     else:
         err = _err(fn, ln, "err_kernel_exception", what)
     err.original = e
