@@ -113,7 +113,9 @@ typedef enum isa_space {
     XX(BITWISE_OR, "bitwise_or", 1)                                                            \
     XX(BITWISE_XOR, "bitwise_xor", 1)                                                          \
     XX(SHIFT_LEFT, "shift_left", 0)                                                            \
-    XX(SHIFT_RIGHT, "shift_right", 0)
+    XX(SHIFT_RIGHT, "shift_right", 0)                                                          \
+    XX(MOD, "mod", 0)                                                                          \
+    XX(FMOD, "fmod", 0)
 
 typedef enum isa_alu {
 #define XX(id, name, red) ISA_ALU_##id,

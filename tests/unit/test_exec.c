@@ -877,7 +877,8 @@ static void test_activate_edge_values(void **state)
 static const char *const float_ops[] = {"add",       "subtract",    "multiply",   "divide",
                                         "max",       "min",         "pow",        "is_equal",
                                         "not_equal", "is_ge",       "is_gt",      "is_le",
-                                        "is_lt",     "logical_and", "logical_or", "logical_xor"};
+                                        "is_lt",     "logical_and", "logical_or", "logical_xor",
+                                        "mod",       "fmod"};
 
 static const char py_alu[] =
     "OPS = {'add': np.add, 'subtract': np.subtract, 'multiply': np.multiply,\n"
@@ -888,7 +889,8 @@ static const char py_alu[] =
     " 'is_le': lambda a, b: (a <= b).astype(f32), 'is_lt': lambda a, b: (a < b).astype(f32),\n"
     " 'logical_and': lambda a, b: ((a != 0) & (b != 0)).astype(f32),\n"
     " 'logical_or': lambda a, b: ((a != 0) | (b != 0)).astype(f32),\n"
-    " 'logical_xor': lambda a, b: ((a != 0) ^ (b != 0)).astype(f32)}\n";
+    " 'logical_xor': lambda a, b: ((a != 0) ^ (b != 0)).astype(f32),\n"
+    " 'mod': np.mod, 'fmod': np.fmod}\n";
 
 /*
  * tensor_tensor with every float operator, in fp32, bf16, fp16 and fp8e4 (A, B and D of that
@@ -944,7 +946,7 @@ static void test_tensor_tensor_all_float_ops(void **state)
              py_alu,
              "['add', 'subtract', 'multiply', 'divide', 'max', 'min', 'pow', 'is_equal', "
              "'not_equal', 'is_ge', 'is_gt', 'is_le', 'is_lt', 'logical_and', 'logical_or', "
-             "'logical_xor']");
+             "'logical_xor', 'mod', 'fmod']");
     py(f, code);
     for (unsigned t = 0; t < 4; t++)
         for (unsigned k = 0; k < NOPS; k++) {

@@ -427,10 +427,96 @@ def _unsup(name, why):
 tensor_copy_dynamic_src = _unsup("tensor_copy_dynamic_src", "NCA has no dynamic addressing yet")
 tensor_copy_dynamic_dst = _unsup("tensor_copy_dynamic_dst", "NCA has no dynamic addressing yet")
 local_gather = _unsup("local_gather", "not in NCA")
-range_select = _unsup("range_select", "not in NCA (and its examples target trn2)")
 builtin_custom_op = _unsup("builtin_custom_op", "undocumented")
 select_reduce = _unsup("select_reduce", "2.26 API, not in NCA")
 sequence_bounds = _unsup("sequence_bounds", "2.26 API, not in NCA")
+
+
+# range_select: keep on_true_tile where comp_op0(j, bound0) & comp_op1(j, bound1), j the free
+# index plus range_start, else on_false_value (fp32.min), optionally with the row maximum in
+# reduce_res. NCA has no such single instruction; ncsim composes it on the Vector engine
+# (iota of j, two comparisons, memset, select, reduce): docs/nki.md, "Functions ncsim composes".
+_RS_CMP = {"is_equal", "is_lt", "is_le", "is_gt", "is_ge"}
+
+
+_RC = reduce_cmd
+
+
+def range_select(*, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=reduce_cmd.idle,
+                 reduce_res=None, reduce_op=np.amax, range_start=0, on_false_value=None,
+                 mask=None, dtype=None, **kw):
+    t = nl._tile(on_true_tile, "on_true_tile")
+    if len(t.shape) != 2:
+        error("err_unsupported_shape", "range_select takes a 2-D tile")
+    P, F = t.shape
+    ops = []
+    for nm, op in (("comp_op0", comp_op0), ("comp_op1", comp_op1)):
+        a = nl._alu_name(op)
+        if a not in _RS_CMP:
+            error("err_unsupported_op", f"range_select {nm} must be a comparison (equal, less, "
+                  f"less_equal, greater, greater_equal), not {getattr(op, '__name__', op)!r}")
+        ops.append(a)
+    fmin = float(np.finfo(np.float32).min)
+    if on_false_value is not None and float(on_false_value) != fmin:
+        error("err_unsupported_value", "range_select's on_false_value must be nl.fp32.min "
+              "(the hardware fills with the lowest fp32 value)")
+    if not isinstance(range_start, (int, np.integer)) or not 0 <= range_start and \
+            range_start + F < (1 << 24):
+        error("err_unsupported_value", "range_start is an integer, with range_start + free size "
+              "below 2^24 (the indices are compared in fp32)")
+    bounds = []
+    for nm, b in (("bound0", bound0), ("bound1", bound1)):
+        if nl._is_scalar(b):
+            bounds.append(nl._fmt(float(b)))
+        else:
+            bv = nl._pvec(nl._tile(b, nm), P)
+            if bv is None:
+                error("err_unsupported_shape", f"range_select {nm} must be a [{P}, 1] vector")
+            bounds.append(bv)
+    cmd = int(reduce_cmd)
+    if reduce_res is not None:
+        if reduce_op not in (np.amax, np.max, nl.max, nl.maximum, np.maximum, max):
+            error("err_unsupported_reduce_op", "range_select reduces with max")
+        rr = nl._pvec(nl._tile(reduce_res, "reduce_res"), P)
+        if rr is None:
+            error("err_unsupported_shape", f"reduce_res must be a [{P}, 1] tile")
+    dt = _dt(dtype, t.dtype)
+    box = _box(mask, t.shape)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        tr = T()
+        j, m = nl._scratch((P, F)), nl._scratch((P, F))
+        jv, mv, tv = j.restrict(box), m.restrict(box), t.restrict(box)
+        dv = (C._reshape_like(d, (P, F)) if tuple(d.shape) != (P, F) else d).restrict(box)
+        pb = box and [box[0], (0, 1)]
+        sv = [b if isinstance(b, str) else b.restrict(pb) for b in bounds]
+        rd = [b for b in sv if not isinstance(b, str)]
+        txt = [b if isinstance(b, str) else b.text() for b in sv]
+        tr.emit("pool", f"iota {j.text()}, base={int(range_start)}, pstep=0, steps=[1]", writes=[j])
+        tr.emit("dve", f"tensor_scalar {mv.text()}, {jv.text()}, {ops[0]}, {txt[0]}",
+                reads=[jv] + rd[:1] if not isinstance(sv[0], str) else [jv], writes=[mv])
+        tr.emit("dve", f"scalar_tensor_tensor {mv.text()}, {jv.text()}, {ops[1]}, {txt[1]}, "
+                f"logical_and, {mv.text()}",
+                reads=[jv, mv] + ([sv[1]] if not isinstance(sv[1], str) else []), writes=[mv])
+        tr.emit(tr.pol.memset_engine, f"memset {dv.text()}, {nl._fmt(fmin)}", writes=[dv])
+        tr.emit("dve", f"select {dv.text()}, {mv.text()}, {tv.text()}", reads=[mv, tv, dv],
+                writes=[dv])
+        if reduce_res is not None and cmd in (int(_RC.reduce), int(_RC.reset_reduce)) \
+                or reduce_res is not None and cmd == int(_RC.idle):
+            r = rr.restrict(pb)
+            if cmd == int(_RC.reduce):
+                tmp = nl._scratch((P, 1))
+                tv2 = tmp.restrict(pb)
+                tr.emit("dve", f"tensor_reduce {tv2.text()}, {dv.text()}, max, axes=1",
+                        reads=[dv], writes=[tv2])
+                tr.emit("dve", f"tensor_tensor {r.text()}, {r.text()}, {tv2.text()}, max",
+                        reads=[r, tv2], writes=[r])
+            else:
+                tr.emit("dve", f"tensor_reduce {r.text()}, {dv.text()}, max, axes=1",
+                        reads=[dv], writes=[r])
+    return _new("sbuf", (P, F), dt, emit)
 
 
 def tensor_copy_predicated(*, src, dst, predicate, mask=None, dtype=None, reverse_pred=False, **kw):

@@ -348,8 +348,8 @@ def _unsupported(name, why):
     return f
 
 
-mod = _unsupported("mod", "NCA has no remainder operator")
-fmod = _unsupported("fmod", "NCA has no remainder operator")
+mod = _mk_binary("mod", "mod", [np.mod, np.remainder])      # Python's sign (of the divisor)
+fmod = _mk_binary("fmod", "fmod", [np.fmod])                 # C's sign (of the dividend)
 
 # --------------------------------------------------------------------------- unary
 
@@ -466,8 +466,66 @@ ACT_FUNCS["identity"] = "identity"
 
 for _n in ("gelu_dx", "silu_dx", "erf_dx"):
     globals()[_n] = _unsupported(_n, "NCA's activation table has no derivative functions")
-for _n in ("cos", "tan", "floor", "ceil", "trunc"):
-    globals()[_n] = _unsupported(_n, "not an NCA activation function or ALU operator")
+
+
+# cos, tan: ScalarE's sin with a bias of pi/2 (cos x = sin(x + pi/2)); tan = sin / cos with the
+# division on the Vector engine. floor, ceil, trunc: one remainder and one subtraction on the
+# Vector engine (floor x = x - mod(x, 1), ceil x = x + mod(-x, 1), trunc x = x - fmod(x, 1));
+# on integer tiles a copy. docs/nki.md, "Functions ncsim composes".
+_HALF_PI = float(np.float32(np.pi / 2))
+
+
+def _mk_composed(name, body, np_funcs=()):
+    def f(x, *, dtype=None, mask=None, **kw):
+        x = _tile(x)
+        dt = as_dtype(dtype) if dtype is not None else x.dtype
+        box = _mask_box(mask, x.shape)
+
+        def emit(d, _b):
+            if box is not False:
+                body(d, x, box)
+        return _new("sbuf", x.shape, dt, emit)
+    f.__name__ = name
+    return f
+
+
+def _scratch(shape, dt=float32):
+    return T().new_onchip("sbuf", dt, tuple(shape), 0)
+
+
+def _cos_body(d, x, box):
+    _activate_into(d, "sin", x, box, bias=_HALF_PI)
+
+
+def _tan_body(d, x, box):
+    s_, c_ = _scratch(x.shape), _scratch(x.shape)
+    _activate_into(s_, "sin", x, box)
+    _activate_into(c_, "sin", x, box, bias=_HALF_PI)
+    _binary_into(d, "divide", s_, c_, box, x.shape)
+
+
+def _rounding_body(kind):
+    def body(d, x, box):
+        if x.dtype.is_int:
+            _copy_into(d, x, box)
+            return
+        r = _scratch(x.shape)
+        if kind == "ceil":
+            xv, rv = x.restrict(box), r.restrict(box)
+            T().emit("dve", f"tensor_scalar {rv.text()}, {xv.text()}, multiply, -1.0, mod, 1.0",
+                     reads=[xv], writes=[rv])
+            _binary_into(d, "add", x, r, box, x.shape)
+        else:
+            _binary_into(r, "mod" if kind == "floor" else "fmod", x, 1.0, box, x.shape)
+            _binary_into(d, "subtract", x, r, box, x.shape)
+    return body
+
+
+cos = _mk_composed("cos", _cos_body)
+tan = _mk_composed("tan", _tan_body)
+floor = _mk_composed("floor", _rounding_body("floor"))
+ceil = _mk_composed("ceil", _rounding_body("ceil"))
+trunc = _mk_composed("trunc", _rounding_body("trunc"))
 
 
 def _mk_ts_unary(name, op, imm, integer=False, dt_default=None):
@@ -598,12 +656,67 @@ def shared_identity_matrix(n, dtype=np.uint8, **kw):
     return shared_constant(np.eye(n), dtype=dtype)
 
 
+# nl.rand: a counter-based hash on the Vector engine. The chip's random-number generator, its
+# algorithm and its cost are not public; ncsim hashes a per-element counter (nisa.iota) with the
+# integer mixer x ^= x >> 16; x *= 0x45d9f3 (twice); x ^= x >> 16, and scales the top bits of
+# the hash to [0, 1) with as many bits as the type's mantissa holds (so values never round up
+# to 1). Deterministic: the counter starts at a base made of nl.random_seed's value and the
+# call's rank in the kernel. docs/nki.md, "Functions ncsim composes".
+RAND_MULT = 0x45d9f3
+_RAND_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4,
+              "float8_e5m2": 3}
+
+
+def rand_base(seed, call, n):
+    """The first counter of the rand call number `call` (0, 1, ...) of n elements."""
+    return (int(seed) * 1000003 + int(call) * int(n)) % ((1 << 31) - int(n))
+
+
 def rand(shape, dtype=np.float32, **kw):
-    error("err_unsupported_by_ncsim", "nl.rand is not supported by ncsim (NCA has no random-number instruction)")
+    dims, pd = split_shape(shape)
+    dt = as_dtype(dtype)
+    if dt.name not in _RAND_BITS:
+        error("err_unsupported_dtype", f"nl.rand makes floating-point values; {dt!r} is not one")
+    tr = T()
+    P, n = dims[0], _prod(dims[1:]) if len(dims) > 1 else 1
+    if P > 128:
+        error("err_partition_dim_too_large",
+              f"Size of partition dimension {P} exceeds architecture limitation of 128")
+    call = getattr(tr, "_nki_rand_calls", 0)
+    tr._nki_rand_calls = call + 1
+    base = rand_base(getattr(tr, "_nki_rand_seed", 0), call, P * n)
+    bits = _RAND_BITS[dt.name]
+    shape2 = (P, n)
+
+    def emit(d, _b):
+        x, t = _scratch(shape2, int32), _scratch(shape2, int32)
+        tr.emit("pool", f"iota {x.text()}, base={base}, pstep={n}, steps=[1]", writes=[x])
+        for k in range(3):
+            tr.emit("dve", f"tensor_scalar {t.text()}, {x.text()}, shift_right, 16",
+                    reads=[x], writes=[t])
+            tr.emit("dve", f"tensor_tensor {x.text()}, {x.text()}, {t.text()}, bitwise_xor",
+                    reads=[x, t], writes=[x])
+            if k < 2:
+                tr.emit("dve", f"tensor_scalar {x.text()}, {x.text()}, multiply, {RAND_MULT}, "
+                        "bitwise_or, 0", reads=[x], writes=[x])
+        tr.emit("dve", f"tensor_scalar {t.text()}, {x.text()}, shift_right, {32 - bits}",
+                reads=[x], writes=[t])
+        dv = C._reshape_like(d, shape2) if tuple(d.shape) != shape2 else d
+        tr.emit("dve", f"tensor_scalar {dv.text()}, {t.text()}, multiply, {2.0 ** -bits!r}",
+                reads=[t], writes=[dv])
+    return _new("sbuf", dims, dt, emit)
 
 
 def random_seed(seed, *, mask=None, **kw):
-    """No instruction: ncsim's generators are seeded by the run (seed=)."""
+    """Seeds nl.rand: an integer (a compile-time constant) sets the base of the counters of
+    the following rand calls. A seed held in a tile is not supported (the seed is folded into
+    the program at trace time)."""
+    if isinstance(seed, Tensor):
+        error("err_unsupported_by_ncsim",
+              "nl.random_seed with a seed held in a tile: ncsim seeds nl.rand at trace time; "
+              "pass an integer")
+    T()._nki_rand_seed = int(seed)
+    T()._nki_rand_calls = 0
     return None
 
 
