@@ -377,6 +377,15 @@ NCSIM_API uint64_t ncsim_sim_findings_dropped(const ncsim_sim_t *sim);
 NCSIM_API ncsim_status_t ncsim_sim_findings_print(const ncsim_sim_t *sim, FILE *out, size_t limit);
 NCSIM_API ncsim_status_t ncsim_sim_findings_json(const ncsim_sim_t *sim, char **json);
 
+/* ---- Reports ---- */
+
+/* The report `ncsim report --json PATH` prints, for a trace (.json, .json.gz, .pftrace) or a
+ * statistics file: total time, the verdict (what bounds the run) and its candidates
+ * ("bounds"), engines, DMA, HBM, stalls, critical path (traces). One implementation for the
+ * command line, this API and the Python package. *json is malloc'd (free with ncsim_free).
+ * NCSIM_IO: unreadable; NCSIM_FORMAT: neither a trace nor a statistics file. */
+NCSIM_API ncsim_status_t ncsim_report_json(const char *path, char **json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,8 @@ arrays; errors raise NcsimError subclasses that carry the program location.
 try:
     from ._core import (AssemblyError, CancelledError, ConfigError, Finding, InputError,
                         NcsimError, Program, ProgramError, Progress, Result, Simulator, Site,
-                        Tensor, arch, assemble, assemble_file, check, load, presets, run, version)
+                        Tensor, arch, assemble, assemble_file, check, load, presets, report, run,
+                        version)
     from ._lib import path as library_path
 
     __version__ = version()
@@ -24,5 +25,5 @@ except ImportError as _missing:
 
 __all__ = ["AssemblyError", "CancelledError", "ConfigError", "Finding", "InputError",
            "NcsimError", "Program", "ProgramError", "Progress", "Result", "Simulator", "Site",
-           "Tensor", "arch", "assemble", "assemble_file", "check", "load", "presets", "run",
-           "version", "library_path"]
+           "Tensor", "arch", "assemble", "assemble_file", "check", "load", "presets", "report",
+           "run", "version", "library_path"]

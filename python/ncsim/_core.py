@@ -616,3 +616,17 @@ def check(program, inputs=None, *, checks=True, random_inputs=0, **kw):
     """Run the checker (docs/check.md) and return its findings. Inputs not given are filled
     with seeded random values (random_inputs=None leaves them unbound)."""
     return run(program, inputs, check=checks, random_inputs=random_inputs, **kw).findings
+
+
+def report(path):
+    """The report of a trace or statistics file as a dict: what `ncsim report --json PATH`
+    prints (the same C code), with "verdict" (what bounds the run) and its candidates
+    ("bounds", largest first). InputError when the file is unreadable or neither kind."""
+    p = ctypes.c_void_p()
+    st = lib.ncsim_report_json(os.fsencode(path), byref(p))
+    if st != 0:
+        e = _error(st)
+        if isinstance(e, AssemblyError) or type(e) is NcsimError and e.status in ("IO", "FORMAT"):
+            e = InputError(e.message, status=e.status, kind="input", file=str(path))
+        raise e
+    return json.loads(_lib.take_string(p))

@@ -177,6 +177,7 @@ _protos = {
     "ncsim_sim_finding_count": (c_size_t, [_P]),
     "ncsim_sim_finding": (c_int, [_P, c_size_t, POINTER(Finding)]),
     "ncsim_sim_findings_dropped": (c_uint64, [_P]),
+    "ncsim_report_json": (c_int, [c_char_p, POINTER(c_void_p)]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

@@ -279,7 +279,7 @@ class Kernel:
         low, r = self._run(args, kwargs, timing_only=True, trace=trace, **self._runopts())
         with open(os.path.join(wd, f"{self.func.__name__}.nca"), "w") as f:
             f.write(low.text)
-        summary = _summary(r, low)
+        summary = _summary(r, low, report_from=trace)
         with open(os.path.join(wd, f"{self.func.__name__}_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
         self.profile_result = ProfileResult(r, trace, summary)
@@ -309,7 +309,33 @@ def _shape_of(text, name):
     raise KeyError(name)
 
 
-def _summary(r, low):
+def verdict(path):
+    """(bottleneck, verdict line) of a trace or statistics file: the verdict of `ncsim report`
+    (its C code through the library, ncsim.report), so the runner, nki.profile and
+    `ncsim report` never disagree. A trace's verdict follows the critical path; a statistics
+    file's compares busy times."""
+    import ncsim
+    rep = ncsim.report(path)
+    bounds = rep.get("bounds") or []
+    return (bounds[0]["what"] if bounds else None), rep.get("verdict") or None
+
+
+def _stats_verdict(stats):
+    """The verdict of a run's statistics (written to a temporary file for ncsim.report)."""
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="ncsim-nki-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(stats, f)
+        return verdict(path)
+    finally:
+        os.unlink(path)
+
+
+def _summary(r, low, report_from=None):
+    """Time, instructions, each engine's busy time, and the bottleneck with the verdict of
+    `ncsim report` on `report_from` (a trace or statistics file; the run's statistics when
+    None)."""
     st = r.stats
     eng = {}
     for c in st.get("cores", []):
@@ -324,9 +350,21 @@ def _summary(r, low):
                       "utilisation": d.get("busy_ns", 0.0) / r.time_ns if r.time_ns else 0.0,
                       "transfers": d.get("transfers", 0), "bytes": d.get("bytes", 0)}
         break
-    bott = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
+    busiest = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
+    bott, why = verdict(report_from) if report_from else _stats_verdict(st)
     return {"kernel": low.name, "total_time_ns": r.time_ns, "instructions": low.instructions,
-            "engines": eng, "bottleneck": bott, "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+            "engines": eng, "bottleneck": bott, "verdict": why, "busiest": busiest,
+            "verdict_from": "trace" if report_from and _is_trace(report_from) else "statistics",
+            "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+
+
+def _is_trace(path):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return False
+    return str(path).endswith(".pftrace") or head[:2] == b"\x1f\x8b" or b'"traceEvents"' in head
 
 
 class _Latency:

@@ -214,7 +214,7 @@ def _run(a):
             raise _Fail(f"{a.out}: cannot make the output folder: {e.strerror or e}", EXIT_IO) from None
         for name, v in res.outputs.items():
             _write(os.path.join(a.out, name + ".npy"), "output", _npy_writer(v))
-    s = _summary(res, low)
+    s = _summary(res, low, report_from=a.trace or a.stats)
     eng = ", ".join(f"{e} {v['utilisation'] * 100:.0f}%" for e, v in s["engines"].items())
     print(f"{low.name}: {res.time_ns / 1000:.3f} us simulated, {low.instructions} instructions; "
           f"busy: {eng}; bottleneck {s['bottleneck']}")

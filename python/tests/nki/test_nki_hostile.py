@@ -317,3 +317,24 @@ def test_runner_bfloat16_arguments_and_outputs(tmp_path):
     rc, out, err = runner(tmp_path, "k.py", "double", "--arg", "x.npy:bfloat16", "--out", "o2")
     assert rc == 0, err
     np.testing.assert_array_equal(np.load(tmp_path / "o2" / "out0.npy"), y)
+
+
+def test_runner_verdict_is_ncsim_report_s(tmp_path):
+    """One verdict: the runner prints the one `ncsim report` gives on the same trace and on the
+    same statistics file (the C report through the library)."""
+    (tmp_path / "k.py").write_text(KERNEL)
+    rc, out, err = runner(tmp_path, "k.py", "double", "--arg", "rand:128x512",
+                          "--trace", "t.pftrace", "--stats", "s.json")
+    assert rc == 0, err
+    line = [ln for ln in out.splitlines() if ln.startswith("verdict: ")]
+    assert line, out
+    ncsim_cmd = os.path.join(os.path.dirname(ncsim.library_path), "ncsim")
+    if os.path.exists(ncsim_cmd):
+        rep = subprocess.run([ncsim_cmd, "report", "t.pftrace"], cwd=tmp_path, capture_output=True,
+                             text=True).stdout
+        assert line[0] in rep.splitlines(), (line, rep)
+    assert line[0] == "verdict: " + ncsim.report(str(tmp_path / "t.pftrace"))["verdict"]
+    rc, out2, err = runner(tmp_path, "k.py", "double", "--arg", "rand:128x512", "--stats", "s2.json")
+    v2 = [ln for ln in out2.splitlines() if ln.startswith("verdict: ")][0]
+    assert v2 == "verdict: " + ncsim.report(str(tmp_path / "s2.json"))["verdict"]
+    assert "(busy time, from statistics)" in v2
