@@ -712,7 +712,11 @@ static const char py_funcs[] =
     " 'tanh': np.tanh, 'softplus': softplus, 'mish': lambda t: t * np.tanh(softplus(t)),\n"
     " 'erf': erf, 'exp': np.exp, 'log': np.log, 'sqrt': np.sqrt,\n"
     " 'rsqrt': lambda t: 1 / np.sqrt(t), 'reciprocal': lambda t: 1 / t, 'sign': np.sign,\n"
-    " 'abs': np.abs, 'sin': np.sin, 'arctan': np.arctan}\n";
+    " 'abs': np.abs, 'sin': np.sin, 'arctan': np.arctan,\n"
+    " 'gelu_dx': lambda t: 0.5 * (1 + erf(t / math.sqrt(2))) + t * np.exp(-t * t / 2) / "
+    "math.sqrt(2 * math.pi),\n"
+    " 'silu_dx': lambda t: sig(t) * (1 + t * (1 - sig(t))),\n"
+    " 'erf_dx': lambda t: 2 / math.sqrt(math.pi) * np.exp(-t * t)}\n";
 
 /*
  * Every activation function, fp32 in and out, with a per-partition scale vector and a bias

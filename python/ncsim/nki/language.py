@@ -464,8 +464,38 @@ ACT_FUNCS[np.copy] = "copy"
 ACT_FUNCS["copy"] = "copy"
 ACT_FUNCS["identity"] = "identity"
 
-for _n in ("gelu_dx", "silu_dx", "erf_dx"):
-    globals()[_n] = _unsupported(_n, "NCA's activation table has no derivative functions")
+def gather_flattened(data, indices, *, mask=None, dtype=None, **kw):
+    error("err_unsupported_by_ncsim", "nl.gather_flattened (2.26) gathers with tensor-valued "
+          "indices: NCA has no instruction with a run-time address yet")
+
+
+def static_cast(x, dtype, **kw):
+    """A conversion to dtype (as .astype): a copy into a tile of that type."""
+    return copy(x, dtype=dtype)
+
+
+class finfo:
+    """Limits of an NKI float type (nl.finfo(nl.bfloat16).max ...): bits, eps, max, min, tiny."""
+    _TABLE = {"float32": (32, 2.0 ** -23, 3.4028234663852886e38, 2.0 ** -126),
+              "tfloat32": (32, 2.0 ** -10, 3.4028234663852886e38, 2.0 ** -126),
+              "bfloat16": (16, 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126),
+              "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14),
+              "float8_e4m3": (8, 2.0 ** -3, 240.0, 2.0 ** -6),
+              "float8_e5m2": (8, 2.0 ** -2, 57344.0, 2.0 ** -14)}
+
+    def __init__(self, dtype):
+        d = as_dtype(dtype)
+        if d.name not in self._TABLE:
+            error("err_unsupported_dtype", f"nl.finfo takes a float type, not {d!r}")
+        self.dtype = d
+        self.bits, self.eps, self.max, self.tiny = self._TABLE[d.name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+
+
+gelu_dx = _mk_act("gelu_dx", "gelu_dx")
+silu_dx = _mk_act("silu_dx", "silu_dx")
+erf_dx = _mk_act("erf_dx", "erf_dx")
 
 
 # cos, tan: ScalarE's sin with a bias of pi/2 (cos x = sin(x + pi/2)); tan = sin / cos with the

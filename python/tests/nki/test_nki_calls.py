@@ -185,3 +185,31 @@ def test_calls_still_refused_say_why():
         return out
     with pytest.raises(nki.NkiError, match="allocat"):
         nki.simulate_kernel(k2, X)
+
+
+def _erf(t):
+    import math
+    return np.vectorize(math.erf)(t)
+
+
+def _sig(t):
+    return 1 / (1 + np.exp(-t))
+
+
+@pytest.mark.parametrize("name, ref", [
+    ("gelu_dx", lambda t: 0.5 * (1 + _erf(t / np.sqrt(2))) + t * np.exp(-t * t / 2) / np.sqrt(2 * np.pi)),
+    ("silu_dx", lambda t: _sig(t) * (1 + t * (1 - _sig(t)))),
+    ("erf_dx", lambda t: 2 / np.sqrt(np.pi) * np.exp(-t * t)),
+])
+def test_activation_derivatives(name, ref):
+    x = np.linspace(-6, 6, 128 * 32, dtype=np.float32).reshape(128, 32)
+    y = nki.simulate_kernel(unary(getattr(nl, name)), x)
+    np.testing.assert_allclose(y, ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_static_cast_and_finfo():
+    y = nki.simulate_kernel(unary(lambda t: nl.static_cast(t, nl.int32)), X[1:] * 3)
+    np.testing.assert_array_equal(y, np.rint(X[1:] * 3))     # float to int rounds to nearest even
+    assert nl.finfo(nl.bfloat16).max == float(np.float32(3.3895313892515355e38))
+    assert nl.finfo(nl.float16).max == float(np.finfo(np.float16).max)
+    assert nl.finfo(nl.float32).eps == float(np.finfo(np.float32).eps)
