@@ -56,7 +56,8 @@ def _buf_kind(buffer):
         return buffer.kind
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return {"private_hbm": "hbm"}.get(buffer, buffer)
-    error("err_unsupported_buffer", f"unknown buffer {buffer!r} (nki.compiler allocation is not supported)")
+    error("err_unsupported_buffer", f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.shared_hbm, "
+          "nl.hbm, nl.private_hbm or an ncc allocation)")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -609,6 +610,9 @@ def _hbm_new(tr, dims, dt, kind, name):
 
 
 def _filled(shape, value, dtype, buffer, name):
+    if getattr(buffer, "direct", False):
+        error("err_direct_allocation_init_value", f"a tensor in {buffer!r} cannot be created with "
+              "an initial value (direct allocation): declare it with nl.ndarray and fill it")
     dims, pd = split_shape(shape)
     dt = as_dtype(dtype)
     kind = _buf_kind(buffer)

@@ -178,13 +178,46 @@ def test_calls_still_refused_say_why():
     with pytest.raises(nki.NkiError, match="indirect"):
         nki.simulate_kernel(k, X)
 
+
+
+def test_direct_allocation():
+    """ncc allocations run (ncsim places the tensors itself: the values are the same), their
+    arguments are checked, and initial values are refused as NKI does."""
+    import warnings
+    import ncsim.nki.compiler as ncc
+
     @nki.jit
-    def k2(a):
+    def k(a):
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
-        t = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+        t = nl.ndarray((2, nl.par_dim(128), 64), nl.float32,
+                       buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+        ps = nl.ndarray((128, 64), nl.float32, buffer=ncc.psum.mod_alloc(base_bank=2))
+        for i in nl.affine_range(2):
+            t[i] = nl.load(a[:, 64 * i:64 * (i + 1)])
+        ps[...] = nl.add(t[0], t[1])
+        nl.store(out[:, 0:64], value=nl.exp(ps))
+        nl.store(out[:, 64:128], value=t[1])
         return out
-    with pytest.raises(nki.NkiError, match="allocat"):
-        nki.simulate_kernel(k2, X)
+    x = np.linspace(-2, 2, 128 * 128, dtype=np.float32).reshape(128, 128)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y = nki.simulate_kernel(k, x)
+    np.testing.assert_allclose(y[:, :64], np.exp(x[:, :64] + x[:, 64:]), rtol=1e-6)
+    np.testing.assert_array_equal(y[:, 64:], x[:, 64:])
+
+    for bad, needle in [(lambda: ncc.sbuf.mod_alloc(base_addr=-4), "base_addr"),
+                        (lambda: ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(0,)), "num_free_tiles"),
+                        (lambda: ncc.psum.mod_alloc(base_bank=8), "base_bank"),
+                        (lambda: ncc.sbuf.alloc(3), "function"),
+                        (lambda: nl.zeros((128, 4), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0)),
+                         "initial value")]:
+        @nki.jit
+        def kb(a, bad=bad):
+            out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+            bad()
+            return out
+        with pytest.raises(nki.NkiError, match=needle):
+            nki.simulate_kernel(kb, X)
 
 
 def _erf(t):
