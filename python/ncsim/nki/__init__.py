@@ -69,7 +69,10 @@ def typed(values, dtype):
     """Host values for a kernel argument of a type NumPy lacks (bfloat16, tfloat32, fp8), without
     ml_dtypes: `nki.simulate_kernel(k, nki.typed(x, nl.bfloat16))`. The values are rounded to
     the type when the kernel reads them; outputs of such types come back as float32 arrays."""
-    return _typing.TypedValues(values, dtype)
+    try:
+        return _typing.TypedValues(values, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise _errors.usage("err_invalid_argument", f"nki.typed: {e}") from None
 
 
 def _placeholder(a):
@@ -91,6 +94,7 @@ class Kernel:
     """A kernel function wrapped by nki.jit / trace / baremetal / benchmark / profile."""
 
     def __init__(self, func, mode="auto", grid=(), **opts):
+        _errors.check_kernel(func, mode, opts)
         self.func = func
         self.mode = mode
         self.grid = tuple(grid)
@@ -103,7 +107,7 @@ class Kernel:
     def __getitem__(self, grid):
         if not isinstance(grid, tuple):
             grid = (grid,)
-        g = tuple(int(getattr(x, "n", x)) for x in grid)
+        g = _errors.check_grid(grid)
         k = Kernel(self.func, self.mode, g, **self.opts)
         return k
 
@@ -272,7 +276,8 @@ class Kernel:
     def _profile(self, args, kwargs):
         wd = self.opts.get("working_directory")
         if not wd:
-            raise ValueError("nki.profile needs working_directory= (an absolute path)")
+            raise _errors.usage("err_invalid_argument",
+                                "nki.profile needs working_directory= (an absolute path)")
         os.makedirs(wd, exist_ok=True)
         name = self.opts.get("save_trace_name") or f"{self.func.__name__}.pftrace"
         trace = os.path.join(wd, name)
@@ -375,7 +380,7 @@ class _Latency:
         """Latency in microseconds; every percentile is the simulated time (the simulation is
         deterministic: all iterations take the same time)."""
         if p not in (0, 1, 10, 25, 50, 90, 99, 100) and not 0 <= p <= 100:
-            raise ValueError("percentile in 0..100")
+            raise _errors.usage("err_invalid_argument", f"percentile {p!r}: a number in 0..100")
         return self.us
 
 

@@ -116,7 +116,7 @@ def _load_kernel(path, func):
     fn = getattr(mod, func, None)
     if fn is None:
         raise _Fail(f"{path}: has no {func!r}", EXIT_USAGE)
-    if not callable(fn):
+    if not isinstance(fn, Kernel) and (not callable(fn) or not hasattr(fn, "__code__")):
         raise _Fail(f"{path}: {func!r} is not a function", EXIT_USAGE)
     return fn if isinstance(fn, Kernel) else Kernel(fn)
 

@@ -23,6 +23,45 @@ def _err(fn, ln, code, msg):
     return NkiError(f"{fn}:{ln}: error: [{code}] {msg}")
 
 
+# --------------------------------------------------------------------------- API misuse
+
+class NkiUsageError(NkiError, ValueError):
+    """A call of the ncsim.nki API itself made wrongly (not a kernel error): an NkiError, and a
+    ValueError as such misuse is in Python, located at the calling line."""
+
+
+def usage(code, msg):
+    fn, ln = _core.user_frame()
+    return NkiUsageError(f"{fn}:{ln}: error: [{code}] {msg}")
+
+
+MODES = ("auto", "baremetal", "simulation", "benchmark", "profile", "jax", "torchxla")
+
+
+def check_kernel(func, mode, opts):
+    if not callable(func) or not hasattr(func, "__code__"):
+        raise usage("err_invalid_kernel", f"a kernel is a Python function, not {_describe(func)}")
+    if mode not in MODES:
+        raise usage("err_invalid_mode", f"mode={mode!r}: one of {', '.join(MODES)}")
+    for k in ("warmup", "iters"):
+        v = opts.get(k)
+        if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0):
+            raise usage("err_invalid_argument", f"{k}={v!r}: a count (an integer >= 0)")
+
+
+def check_grid(grid):
+    g = []
+    for x in grid:
+        n = getattr(x, "n", x)
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
+            raise usage("err_invalid_grid", f"launch grid {tuple(grid)!r}: every size is a "
+                        "positive integer")
+        g.append(int(n))
+    if not g:
+        raise usage("err_invalid_grid", "an empty launch grid")
+    return tuple(g)
+
+
 # --------------------------------------------------------------------------- arguments
 
 def _describe(v):

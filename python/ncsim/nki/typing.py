@@ -5,8 +5,17 @@ from ._dtypes import as_dtype, float32
 
 class _Placeholder:
     def __init__(self, shape, dtype):
+        from ._errors import usage
+        import numpy as np
+        if not isinstance(shape, (tuple, list)) or not shape or any(
+                not isinstance(s, (int, np.integer)) or isinstance(s, bool) or s <= 0 for s in shape):
+            raise usage("err_invalid_shape", f"nt.tensor[{shape!r}, ...]: the shape is a list of "
+                        "positive integers")
         self.shape = tuple(int(s) for s in shape)
-        d = as_dtype(dtype)
+        try:
+            d = as_dtype(dtype)
+        except (TypeError, ValueError) as e:
+            raise usage("err_invalid_dtype", f"nt.tensor[..., {dtype!r}]: {e}") from None
         self.dtype = d.host if d.name not in ("bfloat16", "tfloat32", "float8_e4m3", "float8_e5m2") \
             else d.name
         self.nki_dtype = d

@@ -338,3 +338,26 @@ def test_runner_verdict_is_ncsim_report_s(tmp_path):
     v2 = [ln for ln in out2.splitlines() if ln.startswith("verdict: ")][0]
     assert v2 == "verdict: " + ncsim.report(str(tmp_path / "s2.json"))["verdict"]
     assert "(busy time, from statistics)" in v2
+
+
+@pytest.mark.parametrize("call, code", [
+    (lambda: nki.simulate_kernel(3, X), "err_invalid_kernel"),
+    (lambda: add["x"](X, X), "err_invalid_grid"),
+    (lambda: add[0](X, X), "err_invalid_grid"),
+    (lambda: add[2, -1](X, X), "err_invalid_grid"),
+    (lambda: nki.typed("abc", nl.bfloat16), "err_invalid_argument"),
+    (lambda: nki.typed(X, "float99"), "err_invalid_argument"),
+    (lambda: nt.tensor[[128, -1], nl.float32], "err_invalid_shape"),
+    (lambda: nt.tensor[[128, 4], "nope"], "err_invalid_dtype"),
+    (lambda: nki.benchmark(warmup="x")(add), "err_invalid_argument"),
+    (lambda: nki.jit(add, mode="fast"), "err_invalid_mode"),
+    (lambda: nki.profile()(add)(X, X), "err_invalid_argument"),
+])
+def test_api_misuse_is_a_located_nki_error(call, code):
+    """Misusing the API itself (not the kernel) is an NkiError (also a ValueError) at the
+    calling line."""
+    with pytest.raises(nki.NkiError) as e:
+        call()
+    assert isinstance(e.value, ValueError)
+    assert str(e.value).startswith(f"{__file__}:"), str(e.value)
+    assert f"error: [{code}]" in str(e.value), str(e.value)
