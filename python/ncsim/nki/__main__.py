@@ -49,8 +49,16 @@ def _dtype(name, where):
 
 
 def _with_type(values, dt):
-    """Host values for a kernel argument of NKI type dt (bf16/fp8 as typed float32 values)."""
+    """Host values for a kernel argument of NKI type dt (bf16/fp8 as typed float32 values).
+    A file of raw 2-byte values (what ml_dtypes' bfloat16 arrays are saved as, read without
+    ml_dtypes) read as bfloat16 is taken bit for bit."""
     from . import typed
+    if values.dtype.kind == "V" and values.dtype.itemsize == 2 and dt.name == "bfloat16":
+        bits = values.view(np.uint16).astype(np.uint32) << 16
+        return typed(bits.view(np.float32), dt)
+    if values.dtype.kind not in "fiub":
+        raise _Fail(f"a .npy of {values.dtype} cannot be read as {dt.name} (raw 2-byte values "
+                    "only as bfloat16)", EXIT_USAGE)
     if dt.host == np.dtype(np.float32) and dt.name != "float32":
         return typed(values.astype(np.float32), dt)
     return values.astype(dt.host)

@@ -94,7 +94,7 @@ def check_argument(source, line, name, v):
             raise _err(source, line, "err_unsupported_dtype",
                        f"argument '{name}' is an array of raw {v.dtype.itemsize}-byte values "
                        "(bfloat16/fp8 without ml_dtypes?): pass ncsim.nki.typed(float32 values, "
-                       "nl.bfloat16)")
+                       "nl.bfloat16), or give the runner --arg FILE.npy:bfloat16")
         raise _err(source, line, "err_unsupported_dtype",
                    f"argument '{name}' has NumPy type {v.dtype}, which NKI has no equivalent of")
     if isinstance(v, (_typing.TypedValues, _typing._Placeholder, Tensor)):

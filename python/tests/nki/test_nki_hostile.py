@@ -317,6 +317,14 @@ def test_runner_bfloat16_arguments_and_outputs(tmp_path):
     rc, out, err = runner(tmp_path, "k.py", "double", "--arg", "x.npy:bfloat16", "--out", "o2")
     assert rc == 0, err
     np.testing.assert_array_equal(np.load(tmp_path / "o2" / "out0.npy"), y)
+    # raw bf16 bits, as an ml_dtypes bfloat16 array is saved (a 2-byte void type without it)
+    xb = (y / 2).view(np.uint32) >> 16
+    np.save(tmp_path / "raw.npy", xb.astype(np.uint16).view("V2"))
+    rc, out, err = runner(tmp_path, "k.py", "double", "--arg", "raw.npy:bfloat16", "--out", "o3")
+    assert rc == 0, err
+    np.testing.assert_array_equal(np.load(tmp_path / "o3" / "out0.npy"), y)
+    rc, out, err = runner(tmp_path, "k.py", "double", "--arg", "raw.npy")
+    assert rc == 1 and "ncsim.nki.typed" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_runner_verdict_is_ncsim_report_s(tmp_path):
