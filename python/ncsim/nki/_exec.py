@@ -55,7 +55,15 @@ def _located(text, e, code):
     msg = getattr(e, "message", None) or str(e)
     msg = msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
     line = getattr(e, "line", 0) or 0
-    src, loc = kernel_line(text, line) if line else (None, 0)
+    source, _ = kernel_line(text, 0)
+    for ln in text.splitlines():
+        if ln.strip().startswith(".source "):
+            source = ln.strip()[len(".source "):].strip()
+            break
+    if line and source and getattr(e, "file", "") == source:
+        src, loc, line = source, line, 0     # already the kernel's line (through .loc)
+    else:
+        src, loc = kernel_line(text, line) if line else (None, 0)
     if not loc:       # a run-time report names the NCA line in its text: "PROG:LINE:"
         m = re.search(r":(\d+):", msg)
         if m:
