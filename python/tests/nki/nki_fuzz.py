@@ -4,8 +4,9 @@ frontend's documented errors (`NkiError`, located at the kernel, or an `ncsim` e
 Each mutant is one example kernel (python/ncsim/nki/examples) whose syntax tree had one to three
 random edits: an integer constant changed (0, -1, +-1, doubled, huge), a slice bound dropped or
 changed, an nl/nisa function swapped for another, a data type or buffer swapped, a keyword
-argument dropped or given a hostile value, a statement deleted, call arguments swapped. It runs
-functionally at the catalog's small size (or a smaller one); the outcome is one of
+argument dropped or given a hostile value, a statement deleted, call arguments swapped; one in
+seven also runs with a lowering policy holding random values. It runs functionally at a small
+size; the outcome is one of
 
   ok         the kernel ran (its numbers are not checked: a mutant computes something else)
   nki        an NkiError whose message starts with FILE:LINE: error: [code]
@@ -187,7 +188,19 @@ def classify(exc):
     return "ESCAPE", f"{type(exc).__name__}: {str(exc)[:200]} (raised at {where})"
 
 
-def run_source(src, filename, case, params, time_limit):
+POLICY_VALUES = [0, -1, 1, 3, 64, 1 << 40, 2.5, "dve", "act", "pool", "pe", "sp", "auto", "gpu",
+                 None, [], [0], [3, 99], ["dve", "act"], ("pool",), True]
+
+
+def random_policy(rng):
+    """A lowering policy with one or two options set to random (often hostile) values."""
+    import ncsim.nki as nki
+    keys = sorted(k for k in vars(nki.policy) if not k.startswith("_"))
+    return {rng.choice(keys + ["no_such_option"]): rng.choice(POLICY_VALUES)
+            for _ in range(rng.choice([1, 2]))}
+
+
+def run_source(src, filename, case, params, time_limit, policy=None):
     """Compile and run one kernel source; returns (outcome, detail)."""
     import ncsim.nki as nki
     from ncsim.nki.examples import catalog
@@ -206,7 +219,7 @@ def run_source(src, filename, case, params, time_limit):
             return "ok", "kernel deleted"
         args = c.make_args(dict(params), np.random.default_rng(0))
         try:
-            nki.simulate_kernel(k, *args)
+            nki.simulate_kernel(k, *args, policy=policy)
         except _Timeout:
             raise
         except Exception as e:          # noqa: BLE001 -- classified below
@@ -246,7 +259,10 @@ def fuzz(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, generic=No
         fn = f"/nki-fuzz/{case}_{seed}_{i}.py"
         import linecache
         linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
-        outcome, detail = run_source(src, fn, case, TARGETS[case], time_limit)
+        policy = random_policy(rng) if rng.random() < 0.15 else None
+        if policy:
+            muts.append(f"policy {policy!r}")
+        outcome, detail = run_source(src, fn, case, TARGETS[case], time_limit, policy)
         counts[outcome] = counts.get(outcome, 0) + 1
         if outcome == "ESCAPE":
             findings.append((case, muts, detail, src))
