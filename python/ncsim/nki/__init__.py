@@ -241,6 +241,8 @@ class Kernel:
             for prefix, name in low.prints:
                 print(prefix, r.outputs[name])
             for arr, tname in low.legacy:
+                if isinstance(arr, _typing.TypedValues):    # bf16 outputs passed in (2.20)
+                    arr = arr.values
                 if isinstance(arr, np.ndarray):
                     np.copyto(arr, r.outputs[tname].reshape(arr.shape).astype(arr.dtype, copy=False))
         return low, r

@@ -381,3 +381,16 @@ def test_api_misuse_is_a_located_nki_error(call, code):
     assert isinstance(e.value, ValueError)
     assert str(e.value).startswith(f"{__file__}:"), str(e.value)
     assert f"error: [{code}]" in str(e.value), str(e.value)
+
+
+def test_typed_bfloat16_output_passed_in():
+    """The 2.20 convention with a bf16 output passed in: its values are filled (as float32)."""
+    @nki.jit
+    def k(a, out):
+        nl.store(out, value=nl.multiply(nl.load(a), 3.0))
+    x = np.linspace(-1, 1, 128 * 8, dtype=np.float32).reshape(128, 8)
+    out = nki.typed(np.zeros((128, 8), np.float32), nl.bfloat16)
+    assert nki.simulate_kernel(k, x, out) is None
+    y = out.values
+    assert np.all(np.abs(y - 3 * x) <= np.abs(3 * x) * 2.0 ** -8)
+    assert np.all(y.view(np.uint32) & 0xFFFF == 0)                  # bf16 values
