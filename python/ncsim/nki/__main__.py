@@ -5,8 +5,8 @@
 
 Each --arg is one positional argument of the kernel, in order: FILE.npy, FILE.npy:DTYPE (the
 file's values converted to DTYPE, e.g. a float32 file read as bfloat16), `rand:SHAPE[:DTYPE]`
-(uniform [0, 1) values, e.g. rand:128x512:bfloat16; no ml_dtypes needed), or a Python literal
-(1e-5, (3, 4), True). The file may `import neuronxcc.nki as nki`, `neuronxcc.nki.language as nl`
+(uniform [0, 1) values seeded by the argument's position, e.g. rand:128x512:bfloat16; no
+ml_dtypes needed), or a Python literal (1e-5, (3, 4), True). The file may `import neuronxcc.nki as nki`, `neuronxcc.nki.language as nl`
 and `neuronxcc.nki.isa as nisa`: the runner installs ncsim's alias for them first, and refuses if
 a real neuronxcc is importable (use ncsim.nki directly then).
 Errors are one line, FILE:LINE: error: ... at the kernel's line where there is one.
@@ -83,7 +83,7 @@ def parse_arg(s, i=0):
             raise _Fail(f"{where}: shape {parts[1]!r} must have positive sizes (at most 2^31 "
                         "elements)", EXIT_USAGE)
         dt = _dtype(parts[2] if len(parts) == 3 else "float32", where)
-        v = np.random.default_rng(0).random(shape)
+        v = np.random.default_rng(i).random(shape)     # seeded by the position: arguments differ
         if dt.is_int:
             v = v * 100
         return _with_type(v, dt)
