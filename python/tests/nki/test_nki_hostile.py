@@ -283,6 +283,13 @@ def double(a):
     out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.multiply(nl.load(a), 2.0))
     return out
+
+
+@nki.jit
+def diff(a, b):
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.subtract(nl.load(a), nl.load(b)))
+    return out
 """
 
 
@@ -394,3 +401,14 @@ def test_typed_bfloat16_output_passed_in():
     y = out.values
     assert np.all(np.abs(y - 3 * x) <= np.abs(3 * x) * 2.0 ** -8)
     assert np.all(y.view(np.uint32) & 0xFFFF == 0)                  # bf16 values
+
+
+def test_runner_rand_arguments_differ(tmp_path):
+    (tmp_path / "k.py").write_text(KERNEL)
+    rc, out, err = runner(tmp_path, "k.py", "diff", "--arg", "rand:128x8", "--arg", "rand:128x8",
+                          "--out", "o")
+    assert rc == 0, err
+    d = np.load(tmp_path / "o" / "out0.npy")
+    want = np.random.default_rng(0).random((128, 8)) - np.random.default_rng(1).random((128, 8))
+    np.testing.assert_allclose(d, want.astype(np.float32), atol=1e-6)
+    assert np.abs(d).max() > 0.5
