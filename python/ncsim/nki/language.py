@@ -153,6 +153,17 @@ def _engine_ok(eng, *views):
                 error("err_unsupported_memory", "GpSimd (pool) cannot access PSUM")
 
 
+def _named(f, name):
+    """Give a function made by a factory its NKI name, in tracebacks too (so that an error
+    inside it names the call: nl.add, not f)."""
+    f.__name__ = name
+    f.__qualname__ = name
+    try:
+        f.__code__ = f.__code__.replace(co_name=name)
+    except (AttributeError, TypeError, ValueError):
+        pass
+
+
 ALU = {}       # callable or name -> NCA ALU op
 
 
@@ -181,6 +192,10 @@ def _binary(op, a, b, dtype, mask, operator=False):
     at, bt = isinstance(a, Tensor), isinstance(b, Tensor)
     if not at and not bt:
         error("err_unsupported_type", "at least one operand must be a tile")
+    for x in (a, b):
+        if not isinstance(x, Tensor) and not _is_scalar(x):
+            error("err_unsupported_type",
+                  f"an operand is a tile or a number, not {type(x).__name__} {x!r:.40}")
     if at:
         a = _tile(a)
     if bt:
@@ -308,7 +323,7 @@ def _to_sbuf(v):
 def _mk_binary(name, alu, np_funcs=()):
     def f(x, y, *, dtype=None, mask=None, **kw):
         return _binary(alu, x, y, dtype, mask)
-    f.__name__ = name
+    _named(f, name)
     f._alu = alu
     ALU[f] = alu
     for nf in np_funcs:
@@ -345,7 +360,7 @@ ALU.update({"add": "add", "subtract": "subtract", "multiply": "multiply", "divid
 def _unsupported(name, why):
     def f(*a, **kw):
         error("err_unsupported_by_ncsim", f"nl.{name} is not supported by ncsim: {why}")
-    f.__name__ = name
+    _named(f, name)
     return f
 
 
@@ -434,7 +449,7 @@ def _mk_act(name, func, np_funcs=()):
             if box is not False:
                 _activate_into(d, func, x, box)
         return _new("sbuf", x.shape, dt, emit)
-    f.__name__ = name
+    _named(f, name)
     ACT_FUNCS[f] = func
     for nf in np_funcs:
         ACT_FUNCS[nf] = func
@@ -516,7 +531,7 @@ def _mk_composed(name, body, np_funcs=()):
             if box is not False:
                 body(d, x, box)
         return _new("sbuf", x.shape, dt, emit)
-    f.__name__ = name
+    _named(f, name)
     return f
 
 
@@ -571,7 +586,7 @@ def _mk_ts_unary(name, op, imm, integer=False, dt_default=None):
             if box is not False:
                 _binary_into(d, op, x, imm, box)
         return _new("sbuf", x.shape, dt, emit)
-    f.__name__ = name
+    _named(f, name)
     return f
 
 

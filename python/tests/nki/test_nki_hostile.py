@@ -236,7 +236,17 @@ def test_stray_exception_inside_the_package_is_located():
         return out
     with pytest.raises(nki.NkiError) as e:
         nki.simulate_kernel(k, X)
-    assert str(e.value).startswith(f"{__file__}:{line_of(k.func, '# HERE')}: error: [")
+    assert "a tile or a number, not str" in located(e, k.func, "# HERE", "err_unsupported_type")
+
+    @nki.jit
+    def k2(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.zeros((128, 16), nl.float32, buffer=nl.sbuf)
+        nl.store(out, value=nl.add(t, t, mask="nope"))  # HERE
+        return out
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k2, X)
+    assert str(e.value).startswith(f"{__file__}:{line_of(k2.func, '# HERE')}: error: ["), str(e.value)
 
 
 def test_exception_of_the_kernel_s_own_code_is_located():
