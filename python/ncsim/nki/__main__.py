@@ -170,6 +170,26 @@ def _text_writer(text):
     return w
 
 
+def _check_output(opt, p):
+    """Outputs are checked before the run (a long run must not end in 'cannot write')."""
+    if not p:
+        return
+    if opt == "out":
+        if os.path.exists(p) and not os.path.isdir(p):
+            raise _Fail(f"--out {p}: exists and is not a folder", EXIT_IO)
+        parent = os.path.abspath(p)          # made with its parents: the nearest existing one
+        while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+            parent = os.path.dirname(parent)
+    else:
+        if os.path.isdir(p):
+            raise _Fail(f"--{opt} {p}: is a folder", EXIT_IO)
+        parent = os.path.dirname(os.path.abspath(p))
+    if not os.path.isdir(parent):
+        raise _Fail(f"--{opt} {p}: no folder {parent}", EXIT_IO)
+    if not os.access(parent, os.W_OK):
+        raise _Fail(f"--{opt} {p}: the folder {parent} is not writable", EXIT_IO)
+
+
 def _npy_writer(v):
     def w(p):
         with open(p, "wb") as f:
@@ -187,6 +207,7 @@ def _run(a):
         p = getattr(a, opt)
         if p is not None and not p:
             raise _Fail(f"--{opt} needs a path", EXIT_USAGE)
+        _check_output(opt, p)
     k = _load_kernel(a.file, a.func)
     if a.grid:
         k = k[_grid(a.grid)]

@@ -314,6 +314,10 @@ def diff(a, b):
     (["k.py", "double", "--grid", "x"], 2, "python3 -m ncsim.nki: --grid"),
     (["k.py", "double"], 1, "k.py:14: error: [err_invalid_arguments]"),
     (["k.py", "double", "--bogus"], 2, "python3 -m ncsim.nki: unrecognized arguments"),
+    (["k.py", "double", "--arg", "rand:8x8", "--stats", "nodir/s.json"], 3,
+     "python3 -m ncsim.nki: --stats nodir/s.json: no folder"),
+    (["k.py", "double", "--arg", "rand:8x8", "--out", "k.py"], 3,
+     "python3 -m ncsim.nki: --out k.py: exists and is not a folder"),
 ])
 def test_runner_errors_are_one_located_line(tmp_path, args, code, start):
     (tmp_path / "k.py").write_text(KERNEL)
