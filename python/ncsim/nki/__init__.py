@@ -316,7 +316,7 @@ def _shape_of(text, name):
     raise KeyError(name)
 
 
-def verdict(path):
+def _verdict(path):
     """(bottleneck, verdict line) of a trace or statistics file: the verdict of `ncsim report`
     (its C code through the library, ncsim.report), so the runner, nki.profile and
     `ncsim report` never disagree. A trace's verdict follows the critical path; a statistics
@@ -334,7 +334,7 @@ def _stats_verdict(stats):
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(stats, f)
-        return verdict(path)
+        return _verdict(path)
     finally:
         os.unlink(path)
 
@@ -358,7 +358,7 @@ def _summary(r, low, report_from=None):
                       "transfers": d.get("transfers", 0), "bytes": d.get("bytes", 0)}
         break
     busiest = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
-    bott, why = verdict(report_from) if report_from else _stats_verdict(st)
+    bott, why = _verdict(report_from) if report_from else _stats_verdict(st)
     return {"kernel": low.name, "total_time_ns": r.time_ns, "instructions": low.instructions,
             "engines": eng, "bottleneck": bott, "verdict": why, "busiest": busiest,
             "verdict_from": "trace" if report_from and _is_trace(report_from) else "statistics",
