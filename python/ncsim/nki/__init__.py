@@ -78,7 +78,7 @@ def typed(values, dtype):
 def _placeholder(a):
     """What a kernel argument is: a NumPy array, typed values, an `nt.tensor[...]` placeholder,
     or None (a compile-time constant). Anything else with a shape (another framework's
-    tensor, a NumPy scalar made into an array by mistake) is refused by `_arguments`."""
+    tensor, a memoryview) was refused by `_errors.check_argument` before."""
     if isinstance(a, (np.ndarray, _typing.TypedValues, _typing._Placeholder)):
         return a
     return None
@@ -118,8 +118,8 @@ class Kernel:
                                   else self.opts["policy"], source, _def_line(func))
         tr = _core.Tracer(pol, source)
         if _core._tracer[0] is not None:
-            raise NkiError("a kernel cannot be launched from inside another kernel's trace "
-                           "with a grid (err_nested_kernel_with_spmd_grid)")
+            raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
+                                "launched from inside another kernel's trace with a grid")
         sig = inspect.signature(func)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -180,7 +180,8 @@ class Kernel:
         def conv(r):
             if isinstance(r, Tensor):
                 if r.space != "hbm" or r.buf.kind not in ("output",) and r.buf.param is None:
-                    raise NkiError(f"{source}:0: error: [err_return_not_shared_hbm] a kernel returns "
+                    raise NkiError(f"{source}:{_def_line(func)}: error: "
+                                   "[err_return_not_shared_hbm] a kernel returns "
                                    "HBM tensors declared with buffer=nl.shared_hbm")
                 out_names.append(r.buf.name)
                 return r.buf.name

@@ -6,9 +6,10 @@
 Each --arg is one positional argument of the kernel, in order: FILE.npy, FILE.npy:DTYPE (the
 file's values converted to DTYPE, e.g. a float32 file read as bfloat16), `rand:SHAPE[:DTYPE]`
 (uniform [0, 1) values seeded by the argument's position, e.g. rand:128x512:bfloat16; no
-ml_dtypes needed), or a Python literal (1e-5, (3, 4), True). The file may `import neuronxcc.nki as nki`, `neuronxcc.nki.language as nl`
-and `neuronxcc.nki.isa as nisa`: the runner installs ncsim's alias for them first, and refuses if
-a real neuronxcc is importable (use ncsim.nki directly then).
+ml_dtypes needed), or a Python literal (1e-5, (3, 4), True). The file may `import neuronxcc.nki
+as nki`, `neuronxcc.nki.language as nl` and `neuronxcc.nki.isa as nisa`: the runner installs
+ncsim's alias for them first, and refuses if a real neuronxcc is importable (use ncsim.nki
+directly then).
 Errors are one line, FILE:LINE: error: ... at the kernel's line where there is one.
 Exit codes: 0 ok, 1 the kernel or the program is wrong (NKI error, run-time error, check
 findings), 2 usage error, 3 a file cannot be read or written, 4 internal error.
