@@ -268,7 +268,9 @@ def main(argv=None):
     prog = _prog()
     ap = _Parser(prog=prog, description=__doc__.split("\n")[0].split(": ", 1)[-1])
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
-    r = sub.add_parser("run", help="trace, simulate and time a kernel")
+    r = sub.add_parser("run", help="trace, simulate and time a kernel",
+                       description=__doc__.split("\n\n", 2)[2].strip(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("file")
     r.add_argument("func")
     r.add_argument("--arg", action="append", default=[], help="a kernel argument, in order")
