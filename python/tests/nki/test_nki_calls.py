@@ -246,3 +246,16 @@ def test_static_cast_and_finfo():
     assert nl.finfo(nl.bfloat16).max == float(np.float32(3.3895313892515355e38))
     assert nl.finfo(nl.float16).max == float(np.finfo(np.float16).max)
     assert nl.finfo(nl.float32).eps == float(np.finfo(np.float32).eps)
+
+
+def test_composed_calls_are_ncsim_check_clean():
+    """The instructions the compositions emit are ordered by semaphores: no race, no
+    uninitialised read (ncsim check)."""
+    for fn in (nl.floor, nl.ceil, nl.trunc, nl.cos, nl.tan, nl.gelu_dx,
+               lambda t: nl.mod(t, 2.5), lambda t: nl.fmod(t, -1.5)):
+        assert nki.check(unary(fn), X) == []
+    assert nki.check(two_rands, np.zeros((1, 1), np.float32), 5) == []
+    P, F = 128, 64
+    a = np.random.default_rng(1).standard_normal((P, F)).astype(np.float32)
+    lo = np.full((P, 1), 3, np.float32)
+    assert nki.check(range_sel, a, lo, lo + 10, 3, nisa.reduce_cmd.reduce) == []
