@@ -1099,7 +1099,9 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
 
 
 def all_reduce(x, op, program_axes, *, dtype=None, mask=None, **kw):
-    error("err_unsupported_by_ncsim", "nl.all_reduce (collectives across SPMD programs) is not supported")
+    error("err_unsupported_by_ncsim", "nl.all_reduce (a collective across SPMD programs on several "
+          "NeuronCores) is not supported: ncsim runs a kernel's grid on one core, one program "
+          "after another, so no other program runs at the same time")
 
 
 
