@@ -259,3 +259,22 @@ def test_composed_calls_are_ncsim_check_clean():
     a = np.random.default_rng(1).standard_normal((P, F)).astype(np.float32)
     lo = np.full((P, 1), 3, np.float32)
     assert nki.check(range_sel, a, lo, lo + 10, 3, nisa.reduce_cmd.reduce) == []
+
+
+def test_activation_reduce_chain():
+    """nisa.activation's accumulator registers chained across instructions: reset_reduce, then
+    reduce with the result in reduce_res (the sum of both instructions' outputs)."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((128, 1), nl.float32, buffer=nl.shared_hbm)
+        ta, tb = nl.load(a), nl.load(b)
+        r = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.activation(np.exp, ta, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nisa.activation(np.exp, tb, reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=r,
+                        reduce_op=np.add)
+        nl.store(out, value=r)
+        return out
+    a = np.random.default_rng(0).standard_normal((128, 32)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((128, 32)).astype(np.float32)
+    y = nki.simulate_kernel(k, a, b)
+    np.testing.assert_allclose(y[:, 0], np.exp(a).sum(1) + np.exp(b).sum(1), rtol=2e-6)
