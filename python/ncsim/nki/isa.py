@@ -272,8 +272,10 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
                          dtype=None, mask=None, **kw):
     data, b = nl._tile(data), nl._tile(operand1, "operand1")
     o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
-    if reverse0 or reverse1:
-        error("err_unsupported_by_ncsim", "scalar_tensor_tensor with reverse operands is not in NCA")
+    # a reversed commutative operator is the same operator; NCA's scalar_tensor_tensor has no
+    # reversed forms, so a reversed non-commutative one is two instructions (docs/nki.md)
+    rev0 = bool(reverse0) and o0 not in _COMMUTATIVE
+    rev1 = bool(reverse1) and o1 not in _COMMUTATIVE
     dt = _dt(dtype, nl.promote(data.dtype, b.dtype))
     box = _box(mask, data.shape)
     P = data.shape[0]
@@ -281,13 +283,27 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     def emit(d, _b):
         if box is False:
             return
+        tr = T()
         dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
         dv, av, bv = dv.restrict(box), data.restrict(box), b.bcast(data.shape).restrict(box)
         v0, s0 = _scalar_operand(operand0, P, box)
         s = v0.text() if v0 is not None else nl._fmt(s0)
-        T().emit("dve", f"scalar_tensor_tensor {dv.text()}, {av.text()}, {o0}, {s}, {o1}, {bv.text()}",
-                 reads=[av, bv] + ([v0] if v0 is not None else []), writes=[dv])
+        sreads = [v0] if v0 is not None else []
+        if not rev0 and not rev1:
+            tr.emit("dve", f"scalar_tensor_tensor {dv.text()}, {av.text()}, {o0}, {s}, {o1}, "
+                    f"{bv.text()}", reads=[av, bv] + sreads, writes=[dv])
+            return
+        t = tr.new_onchip("sbuf", float32, tuple(data.shape), 0).restrict(box)
+        tr.emit("dve", f"tensor_scalar {t.text()}, {av.text()}, {o0}, {s}" + (", rev0" if rev0 else ""),
+                reads=[av] + sreads, writes=[t])
+        x, y = (bv, t) if rev1 else (t, bv)
+        tr.emit("dve", f"tensor_tensor {dv.text()}, {x.text()}, {y.text()}, {o1}",
+                reads=[x, y], writes=[dv])
     return _new("sbuf", data.shape, dt, emit)
+
+
+_COMMUTATIVE = {"add", "multiply", "max", "min", "is_equal", "not_equal", "logical_and",
+                "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
 
 def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
@@ -324,8 +340,10 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
 def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None,
                        mask=None, **kw):
     a, b = nl._tile(data0), nl._tile(data1)
-    if reverse0 or reverse1:
-        error("err_unsupported_by_ncsim", "tensor_tensor_scan with reversed operands is not in NCA")
+    if reverse0 and nl._alu_name(op0) not in _COMMUTATIVE or \
+            reverse1 and nl._alu_name(op1) not in _COMMUTATIVE:
+        error("err_unsupported_by_ncsim", "tensor_tensor_scan with a reversed non-commutative "
+              "operator: NCA's tensor_scan has no reversed forms, and a scan cannot be split")
     if a.shape != b.shape:
         error("err_shape_mismatch", f"tensor_tensor_scan operands {a.shape} and {b.shape} differ")
     o0, o1 = nl._alu_name(op0), nl._alu_name(op1)

@@ -278,3 +278,22 @@ def test_activation_reduce_chain():
     b = np.random.default_rng(1).standard_normal((128, 32)).astype(np.float32)
     y = nki.simulate_kernel(k, a, b)
     np.testing.assert_allclose(y[:, 0], np.exp(a).sum(1) + np.exp(b).sum(1), rtol=2e-6)
+
+
+@pytest.mark.parametrize("r0, r1", [(False, False), (True, False), (False, True), (True, True)])
+def test_scalar_tensor_tensor_reversed(r0, r1):
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        ta, tb = nl.load(a), nl.load(b)
+        nl.store(out, value=nisa.scalar_tensor_tensor(data=ta, op0=np.subtract, operand0=2.5,
+                                                      op1=np.divide, operand1=tb,
+                                                      reverse0=r0, reverse1=r1))
+        return out
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-3, 3, (128, 16)).astype(np.float32)
+    b = rng.uniform(1, 3, (128, 16)).astype(np.float32)
+    t = (np.float32(2.5) - a) if r0 else (a - np.float32(2.5))
+    want = (b / t) if r1 else (t / b)
+    np.testing.assert_allclose(nki.simulate_kernel(k, a, b), want, rtol=1e-6)
+    assert nki.check(k, a, b) == []
