@@ -418,6 +418,15 @@ NCSIM_API const char *ncsim_profile_field(size_t index, const char **unit, const
 NCSIM_API ncsim_status_t ncsim_profile_summary(const char *path, const ncsim_profile_options_t *opt,
                                                char **text);
 
+/* ---- Reports ---- */
+
+/* The report `ncsim report --json PATH` prints, for a trace (.json, .json.gz, .pftrace) or a
+ * statistics file: total time, the verdict (what bounds the run) and its candidates
+ * ("bounds"), engines, DMA, HBM, stalls, critical path (traces). One implementation for the
+ * command line, this API and the Python package. *json is malloc'd (free with ncsim_free).
+ * NCSIM_IO: unreadable; NCSIM_FORMAT: neither a trace nor a statistics file. */
+NCSIM_API ncsim_status_t ncsim_report_json(const char *path, char **json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,7 @@ try:
     from ._core import (AssemblyError, CancelledError, ConfigError, Finding, InputError,
                         NcsimError, Program, ProgramError, Progress, Result, Simulator, Site,
                         Tensor, arch, assemble, assemble_file, check, load, presets,
-                        profile_fields, profile_summary, run, version)
+                        profile_fields, profile_summary, report, run, version)
     from ._lib import path as library_path
 
     __version__ = version()
@@ -26,5 +26,5 @@ except ImportError as _missing:
 __all__ = ["AssemblyError", "CancelledError", "ConfigError", "Finding", "InputError",
            "NcsimError", "Program", "ProgramError", "Progress", "Result", "Simulator", "Site",
            "Tensor", "arch", "assemble", "assemble_file", "check", "load", "presets",
-           "profile_fields", "profile_summary", "run",
+           "profile_fields", "profile_summary", "report", "run",
            "version", "library_path"]

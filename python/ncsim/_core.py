@@ -662,3 +662,17 @@ def profile_fields():
             return out
         out.append((key.decode(), unit.value.decode(), text.value.decode(), bool(tonly.value)))
         i += 1
+
+
+def report(path):
+    """The report of a trace or statistics file as a dict: what `ncsim report --json PATH`
+    prints (the same C code), with "verdict" (what bounds the run) and its candidates
+    ("bounds", largest first). InputError when the file is unreadable or neither kind."""
+    p = ctypes.c_void_p()
+    st = lib.ncsim_report_json(os.fsencode(path), byref(p))
+    if st != 0:
+        e = _error(st)
+        if isinstance(e, AssemblyError) or type(e) is NcsimError and e.status in ("IO", "FORMAT"):
+            e = InputError(e.message, status=e.status, kind="input", file=str(path))
+        raise e
+    return json.loads(_lib.take_string(p))

@@ -29,12 +29,14 @@ import numpy as np
 from . import _core
 from . import _exec
 from . import _dtypes
+from . import _errors
+from . import typing as _typing
 from ._core import NkiError, Policy, Tensor, policy
 
 tensor = Tensor
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "lower", "tensor",
-           "NkiError", "Policy", "policy", "install_neuronxcc_alias", "language", "isa"]
+           "NkiError", "Policy", "policy", "install_neuronxcc_alias", "language", "isa", "typed"]
 
 
 # --------------------------------------------------------------------------- lowering
@@ -63,11 +65,21 @@ class Lowered:
         return build(self.ret)
 
 
+def typed(values, dtype):
+    """Host values for a kernel argument of a type NumPy lacks (bfloat16, tfloat32, fp8), without
+    ml_dtypes: `nki.simulate_kernel(k, nki.typed(x, nl.bfloat16))`. The values are rounded to
+    the type when the kernel reads them; outputs of such types come back as float32 arrays."""
+    try:
+        return _typing.TypedValues(values, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise _errors.usage("err_invalid_argument", f"nki.typed: {e}") from None
+
+
 def _placeholder(a):
-    """A NumPy array, or a shape/dtype placeholder (nt.tensor[[shape], dtype], torch-like)."""
-    if isinstance(a, np.ndarray):
-        return a
-    if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, Tensor):
+    """What a kernel argument is: a NumPy array, typed values, an `nt.tensor[...]` placeholder,
+    or None (a compile-time constant). Anything else with a shape (another framework's
+    tensor, a memoryview) was refused by `_errors.check_argument` before."""
+    if isinstance(a, (np.ndarray, _typing.TypedValues, _typing._Placeholder)):
         return a
     return None
 
@@ -82,6 +94,7 @@ class Kernel:
     """A kernel function wrapped by nki.jit / trace / baremetal / benchmark / profile."""
 
     def __init__(self, func, mode="auto", grid=(), **opts):
+        _errors.check_kernel(func, mode, opts)
         self.func = func
         self.mode = mode
         self.grid = tuple(grid)
@@ -94,21 +107,25 @@ class Kernel:
     def __getitem__(self, grid):
         if not isinstance(grid, tuple):
             grid = (grid,)
-        g = tuple(int(getattr(x, "n", x)) for x in grid)
+        g = _errors.check_grid(grid)
         k = Kernel(self.func, self.mode, g, **self.opts)
         return k
 
     def _lower(self, args, kwargs, grid, pol, arch):
         func = self.func
-        pol = (_core.policy.copy(**(pol or {})) if not isinstance(pol, Policy) else pol) \
-            if pol is not None or "policy" not in self.opts else _core.policy.copy(**self.opts["policy"])
         source = func.__code__.co_filename
+        pol = _errors.make_policy(pol if pol is not None or "policy" not in self.opts
+                                  else self.opts["policy"], source, _def_line(func))
         tr = _core.Tracer(pol, source)
         if _core._tracer[0] is not None:
-            raise NkiError("a kernel cannot be launched from inside another kernel's trace "
-                           "with a grid (err_nested_kernel_with_spmd_grid)")
+            raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
+                                "launched from inside another kernel's trace with a grid")
         sig = inspect.signature(func)
-        bound = sig.bind(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise NkiError(f"{source}:{_def_line(func)}: error: [err_invalid_arguments] "
+                           f"{func.__name__}: {e}") from None
         bound.apply_defaults()
         inputs = {}
         params = {}
@@ -117,14 +134,17 @@ class Kernel:
             targs = {}
 
             def param(name, v):
+                v = _errors.check_argument(source, _def_line(func), name, v)
                 a = _placeholder(v)
                 if a is None:
                     return v
-                dt = _dtypes.as_dtype(a.dtype)
+                dt = a.nki_dtype if hasattr(a, "nki_dtype") else _dtypes.as_dtype(a.dtype)
                 b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
                 b.param = name
                 if isinstance(a, np.ndarray):
                     b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
+                elif isinstance(a, _typing.TypedValues):
+                    b.host = np.ascontiguousarray(a.values).reshape(b.shape)
                 params[name] = (b, v)
                 return tr.hbm_tensor(b)
             for name, v in bound.arguments.items():
@@ -148,6 +168,10 @@ class Kernel:
                 if inst == 0:
                     ret = r
                 tr.flush()
+        except NkiError:
+            raise
+        except Exception as e:      # never a bare exception from the package: located
+            raise _errors.located(e, source, _def_line(func)) from e
         finally:
             _core._tracer[0] = None
         # the return value: shared_hbm tensors
@@ -156,7 +180,8 @@ class Kernel:
         def conv(r):
             if isinstance(r, Tensor):
                 if r.space != "hbm" or r.buf.kind not in ("output",) and r.buf.param is None:
-                    raise NkiError(f"{source}:0: error: [err_return_not_shared_hbm] a kernel returns "
+                    raise NkiError(f"{source}:{_def_line(func)}: error: "
+                                   "[err_return_not_shared_hbm] a kernel returns "
                                    "HBM tensors declared with buffer=nl.shared_hbm")
                 out_names.append(r.buf.name)
                 return r.buf.name
@@ -185,8 +210,15 @@ class Kernel:
             elif b.kind in ("input", "inout"):
                 inputs[b.name] = None
         outputs = [(b.name, b.dtype) for b in tr.hbm if b.kind in ("output", "inout")]
-        text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        try:
+            text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        except NkiError:
+            raise
+        except Exception as e:
+            raise _errors.located(e, source, _def_line(func)) from e
         low = Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes))
+        low.params = {b.name: (b.param, source, _def_line(func)) for b in tr.hbm
+                      if getattr(b, "param", None) is not None}
         low.prints = tr.prints
         return low, bound
 
@@ -196,6 +228,8 @@ class Kernel:
         low, bound = self._lower(args, kwargs, self.grid, pol, arch)
         inputs = {}
         for k, v in low.inputs.items():
+            if v is None and not timing_only:
+                _errors.placeholder_in_functional_run(low, k)
             if v is None:          # a placeholder (benchmark): random values
                 b = _shape_of(low.text, k)
                 v = np.random.default_rng(0).uniform(-1, 1, size=b[1]).astype(b[0])
@@ -208,6 +242,8 @@ class Kernel:
             for prefix, name in low.prints:
                 print(prefix, r.outputs[name])
             for arr, tname in low.legacy:
+                if isinstance(arr, _typing.TypedValues):    # bf16 outputs passed in (2.20)
+                    arr = arr.values
                 if isinstance(arr, np.ndarray):
                     np.copyto(arr, r.outputs[tname].reshape(arr.shape).astype(arr.dtype, copy=False))
         return low, r
@@ -256,7 +292,8 @@ class Kernel:
     def _profile(self, args, kwargs):
         wd = self.opts.get("working_directory")
         if not wd:
-            raise ValueError("nki.profile needs working_directory= (an absolute path)")
+            raise _errors.usage("err_invalid_argument",
+                                "nki.profile needs working_directory= (an absolute path)")
         os.makedirs(wd, exist_ok=True)
         name = self.opts.get("save_trace_name") or f"{self.func.__name__}.pftrace"
         trace, tmp = _trace_target(os.path.join(wd, name))
@@ -274,7 +311,7 @@ class Kernel:
                                                      spill_reload_bytes=reload_))
         with open(os.path.join(wd, f"{self.func.__name__}.nca"), "w") as f:
             f.write(low.text)
-        summary = _summary(r, low)
+        summary = _summary(r, low, report_from=trace)
         with open(os.path.join(wd, f"{self.func.__name__}_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
         self.profile_result = ProfileResult(r, trace, summary)
@@ -392,7 +429,33 @@ def _shape_of(text, name):
     raise KeyError(name)
 
 
-def _summary(r, low):
+def _verdict(path):
+    """(bottleneck, verdict line) of a trace or statistics file: the verdict of `ncsim report`
+    (its C code through the library, ncsim.report), so the runner, nki.profile and
+    `ncsim report` never disagree. A trace's verdict follows the critical path; a statistics
+    file's compares busy times."""
+    import ncsim
+    rep = ncsim.report(path)
+    bounds = rep.get("bounds") or []
+    return (bounds[0]["what"] if bounds else None), rep.get("verdict") or None
+
+
+def _stats_verdict(stats):
+    """The verdict of a run's statistics (written to a temporary file for ncsim.report)."""
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="ncsim-nki-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(stats, f)
+        return _verdict(path)
+    finally:
+        os.unlink(path)
+
+
+def _summary(r, low, report_from=None):
+    """Time, instructions, each engine's busy time, and the bottleneck with the verdict of
+    `ncsim report` on `report_from` (a trace or statistics file; the run's statistics when
+    None)."""
     st = r.stats
     eng = {}
     for c in st.get("cores", []):
@@ -407,9 +470,21 @@ def _summary(r, low):
                       "utilisation": d.get("busy_ns", 0.0) / r.time_ns if r.time_ns else 0.0,
                       "transfers": d.get("transfers", 0), "bytes": d.get("bytes", 0)}
         break
-    bott = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
+    busiest = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
+    bott, why = _verdict(report_from) if report_from else _stats_verdict(st)
     return {"kernel": low.name, "total_time_ns": r.time_ns, "instructions": low.instructions,
-            "engines": eng, "bottleneck": bott, "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+            "engines": eng, "bottleneck": bott, "verdict": why, "busiest": busiest,
+            "verdict_from": "trace" if report_from and _is_trace(report_from) else "statistics",
+            "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+
+
+def _is_trace(path):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return False
+    return str(path).endswith(".pftrace") or head[:2] == b"\x1f\x8b" or b'"traceEvents"' in head
 
 
 class _Latency:
@@ -420,7 +495,7 @@ class _Latency:
         """Latency in microseconds; every percentile is the simulated time (the simulation is
         deterministic: all iterations take the same time)."""
         if p not in (0, 1, 10, 25, 50, 90, 99, 100) and not 0 <= p <= 100:
-            raise ValueError("percentile in 0..100")
+            raise _errors.usage("err_invalid_argument", f"percentile {p!r}: a number in 0..100")
         return self.us
 
 

@@ -314,6 +314,24 @@ class Grid(tuple):
         return self[idx]
 
 
+def _grid_slice(s, axis):
+    """(start, step, size) of an nl.mgrid slice: integers, a stop, a positive step, not empty."""
+    st = 0 if s.start is None else s.start
+    step = 1 if s.step is None else s.step
+    if s.stop is None:
+        error("err_unsupported_index", f"nl.mgrid axis {axis}: a slice needs a stop (0:128, not 0:)")
+    for what, v in (("start", st), ("stop", s.stop), ("step", step)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            error("err_unsupported_index",
+                  f"nl.mgrid axis {axis}: the {what} must be an integer, not {v!r}")
+    if step <= 0:
+        error("err_unsupported_index", f"nl.mgrid axis {axis}: the step must be positive")
+    size = -(-(int(s.stop) - int(st)) // int(step))
+    if size <= 0:
+        error("err_unsupported_index", f"nl.mgrid axis {axis}: the slice {st}:{s.stop} is empty")
+    return int(st), int(step), size
+
+
 class _MGrid:
     def __getitem__(self, key):
         if not isinstance(key, tuple):
@@ -323,11 +341,7 @@ class _MGrid:
         for i, s in enumerate(key):
             if not isinstance(s, slice):
                 error("err_unsupported_index", "nl.mgrid takes slices")
-            st = 0 if s.start is None else s.start
-            step = 1 if s.step is None else s.step
-            if isinstance(step, complex):
-                error("err_unsupported_index", "complex steps in nl.mgrid are not supported")
-            size = max(0, -(-(s.stop - st) // step))
+            st, step, size = _grid_slice(s, i)
             shape = tuple(size if j == i else 1 for j in range(n))
             out.append(IndexExpr(st, {i: step}, shape))
         return Grid(out)
@@ -454,6 +468,7 @@ def split_shape(shape):
     """(dims as ints, partition dim index) of a shape that may contain a par_dim."""
     if isinstance(shape, (int, np.integer, par_dim)):
         shape = (shape,)
+    _check_shape(shape)
     dims, pd = [], None
     for i, d in enumerate(shape):
         if isinstance(d, par_dim):
@@ -464,6 +479,16 @@ def split_shape(shape):
         else:
             dims.append(int(d))
     return tuple(dims), (0 if pd is None else pd)
+
+
+def _check_shape(shape):
+    """A shape is a tuple or list of positive integers (one may be an nl.par_dim)."""
+    if not isinstance(shape, (tuple, list)) or not shape:
+        error("err_invalid_shape", f"a shape is a tuple of sizes, not {shape!r}")
+    for d in shape:
+        n = d.n if isinstance(d, par_dim) else d
+        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n <= 0:
+            error("err_invalid_shape", f"shape {tuple(shape)!r}: every size is a positive integer")
 
 
 class Tensor:
