@@ -103,14 +103,68 @@ class Kernel:
         pol = (_core.policy.copy(**(pol or {})) if not isinstance(pol, Policy) else pol) \
             if pol is not None or "policy" not in self.opts else _core.policy.copy(**self.opts["policy"])
         source = func.__code__.co_filename
-        tr = _core.Tracer(pol, source)
         if _core._tracer[0] is not None:
             raise NkiError("a kernel cannot be launched from inside another kernel's trace "
                            "with a grid (err_nested_kernel_with_spmd_grid)")
         sig = inspect.signature(func)
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
+        # Pass 1 traces with block tensors unallocated and records when each block is used;
+        # if the kernel has block tensors, pass 2 traces again, allocating by that liveness
+        # (docs/nki.md, "Allocation").
+        live = None
+        while True:
+            tr, ret, params = self._trace(func, sig, bound, pol, source, live, grid)
+            if live is not None or not tr.blockbufs:
+                break
+            live = tr.uses
         inputs = {}
+        # the return value: shared_hbm tensors
+        out_names = []
+
+        def conv(r):
+            if isinstance(r, Tensor):
+                if r.space != "hbm" or r.buf.kind not in ("output",) and r.buf.param is None:
+                    raise NkiError(f"{source}:0: error: [err_return_not_shared_hbm] a kernel returns "
+                                   "HBM tensors declared with buffer=nl.shared_hbm")
+                out_names.append(r.buf.name)
+                return r.buf.name
+            if isinstance(r, (tuple, list)):
+                return type(r)(conv(x) for x in r)
+            return r
+        retn = conv(ret)
+        for b in tr.hbm:
+            if b.name in out_names and b.written is None:
+                raise NkiError(f"{source}:{_def_line(func)}: error: "
+                               f"[err_tensor_output_not_written_to] the kernel returns '{b.name}' "
+                               "but never writes it")
+        legacy = []
+        for name, (b, host) in params.items():
+            if b.written is not None:
+                if ret is not None:
+                    fn, ln = b.written
+                    raise NkiError(f"{fn}:{ln}: error: [err_cannot_update_immutable_parameter] "
+                                   f"kernel parameter '{name}' is immutable; copy it into a "
+                                   "shared_hbm tensor first")
+                b.kind = "inout"
+                legacy.append((host, b.name))
+        for b in tr.hbm:
+            if b.host is not None and b.kind in ("input", "inout"):
+                inputs[b.name] = b.host
+            elif b.kind in ("input", "inout"):
+                inputs[b.name] = None
+        outputs = [(b.name, b.dtype) for b in tr.hbm if b.kind in ("output", "inout")]
+        text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        low = Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes))
+        low.prints = tr.prints
+        low.tensors = tr.report()
+        low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
+                     "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors)}
+        return low, bound
+
+    @staticmethod
+    def _trace(func, sig, bound, pol, source, live, grid):
+        tr = _core.Tracer(pol, source, live)
         params = {}
         _core._tracer[0] = tr
         try:
@@ -150,45 +204,7 @@ class Kernel:
                 tr.flush()
         finally:
             _core._tracer[0] = None
-        # the return value: shared_hbm tensors
-        out_names = []
-
-        def conv(r):
-            if isinstance(r, Tensor):
-                if r.space != "hbm" or r.buf.kind not in ("output",) and r.buf.param is None:
-                    raise NkiError(f"{source}:0: error: [err_return_not_shared_hbm] a kernel returns "
-                                   "HBM tensors declared with buffer=nl.shared_hbm")
-                out_names.append(r.buf.name)
-                return r.buf.name
-            if isinstance(r, (tuple, list)):
-                return type(r)(conv(x) for x in r)
-            return r
-        retn = conv(ret)
-        for b in tr.hbm:
-            if b.name in out_names and b.written is None:
-                raise NkiError(f"{source}:{_def_line(func)}: error: "
-                               f"[err_tensor_output_not_written_to] the kernel returns '{b.name}' "
-                               "but never writes it")
-        legacy = []
-        for name, (b, host) in params.items():
-            if b.written is not None:
-                if ret is not None:
-                    fn, ln = b.written
-                    raise NkiError(f"{fn}:{ln}: error: [err_cannot_update_immutable_parameter] "
-                                   f"kernel parameter '{name}' is immutable; copy it into a "
-                                   "shared_hbm tensor first")
-                b.kind = "inout"
-                legacy.append((host, b.name))
-        for b in tr.hbm:
-            if b.host is not None and b.kind in ("input", "inout"):
-                inputs[b.name] = b.host
-            elif b.kind in ("input", "inout"):
-                inputs[b.name] = None
-        outputs = [(b.name, b.dtype) for b in tr.hbm if b.kind in ("output", "inout")]
-        text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
-        low = Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes))
-        low.prints = tr.prints
-        return low, bound
+        return tr, ret, params
 
     # ---- running
     def _run(self, args, kwargs, timing_only=False, trace=None, check=False, seed=0, arch="trn1",

@@ -479,7 +479,7 @@ def ndarray(shape, dtype, *, buffer=None, name="", **kw):
     tr = T()
     if kind in ("hbm", "shared_hbm"):
         return _hbm_new(tr, dims, dt, kind, name)
-    return tr.new_onchip(kind, dt, dims, pd)
+    return tr.new_onchip(kind, dt, dims, pd, name=name)
 
 
 def _hbm_new(tr, dims, dt, kind, name):
@@ -506,7 +506,14 @@ def _filled(shape, value, dtype, buffer, name):
     if kind in ("hbm", "shared_hbm"):
         error("err_hbm_tensor_with_init_value_not_supported",
               "HBM tensors cannot be created with an initial value; nl.store a value into them")
-    t = tr.new_onchip(kind, dt, dims, pd)
+    t = tr.new_onchip(kind, dt, dims, pd, name=name)
+    if type(t.buf) is C.BlockBuf:
+        # block tensors: each block is initialised when first touched (docs/nki.md)
+        if kind == "psum" and value == 0:
+            t.buf.lazy_zero = True
+        else:
+            t.buf.fill = value
+        return t
     if kind == "psum" and value == 0:
         t.alloc.lazy_zero = True      # the start of a matmul accumulation group (docs/nki.md)
         return t
