@@ -212,12 +212,17 @@ class Kernel:
         low, bound = self._lower(args, kwargs, self.grid, pol, arch)
         inputs = {}
         for k, v in low.inputs.items():
+            if timing_only:        # a timing-only run reads no input data: none is made
+                continue
             if v is None:          # a placeholder (benchmark): random values
                 b = _shape_of(low.text, k)
                 v = np.random.default_rng(0).uniform(-1, 1, size=b[1]).astype(b[0])
             inputs[k] = v
         r = _exec.run(low.text, low.name, inputs, arch=arch, timing_only=timing_only, trace=trace,
                       check=check, seed=seed, set=set)
+        if isinstance(r.stats, dict):
+            # what the lowering decided: spills and reloads (docs/nki.md, "Allocation")
+            r.stats["nki"] = dict(low.spill, tensors=low.tensors)
         self.last = r
         self.lowered = low
         if not timing_only:
@@ -313,7 +318,8 @@ def _summary(r, low):
         break
     bott = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
     return {"kernel": low.name, "total_time_ns": r.time_ns, "instructions": low.instructions,
-            "engines": eng, "bottleneck": bott, "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+            "engines": eng, "bottleneck": bott, "mfu": st.get("mfu"), "hbm": st.get("hbm"),
+            "spill": getattr(low, "spill", None)}
 
 
 class _Latency:

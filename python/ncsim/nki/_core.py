@@ -400,7 +400,7 @@ class Alloc:
     """A logical on-chip tensor occupying one slot; when the last view of it dies, the slot is
     free for the next tensor of its allocation site."""
     __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "dead", "blk", "remat",
-                 "spilled", "__weakref__")
+                 "spilled", "written", "__weakref__")
 
     def __init__(self, slot, kind):
         self.slot = slot
@@ -408,6 +408,7 @@ class Alloc:
         self.blk = None             # (BlockBuf, block number) for a block of a block tensor
         self.remat = None           # [(dst view, src view)]: the input loads that wrote it
         self.spilled = False        # its data is in the tensor's spill area in HBM
+        self.written = False        # an instruction has written it (nl.loop_reduce)
         self.lazy_zero = False
         self.acc_started = set()
         self.token = object()
@@ -1109,6 +1110,25 @@ def _deref(r):
     return r()
 
 
+_STORES = {}        # code object -> {call offset: name of the local the result is stored to}
+
+
+def assigned_local(frame):
+    """The current value of the local variable that the call running in `frame` is assigned
+    to (`b = f(...)`), or None (a subscript assignment, an expression, another scope)."""
+    code = frame.f_code
+    m = _STORES.get(code)
+    if m is None:
+        import dis
+        # f_lasti is the last code unit of the call (its inline caches included): the one
+        # just before the STORE_FAST of its result
+        m = {ins.offset - 2: ins.argval for ins in dis.get_instructions(code)
+             if ins.opname == "STORE_FAST"}
+        _STORES[code] = m
+    name = m.get(frame.f_lasti)
+    return None if name is None else frame.f_locals.get(name)
+
+
 def T():
     t = _tracer[0]
     if t is None:
@@ -1743,6 +1763,7 @@ class Tracer:
             if a is not None:
                 if a.dead:
                     _out_of_scope(a)
+                a.written = True
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
                     blks = (blks or []) + [a]

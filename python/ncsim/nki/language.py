@@ -6,6 +6,7 @@ functions run on `act`; arithmetic, comparisons, bitwise ops, reductions, copies
 transposes on `pe`, with results in PSUM."""
 import builtins as _bi
 import math
+import sys
 
 import numpy as np
 
@@ -900,7 +901,35 @@ def all(x, axis, *, dtype=bool_, mask=None, **kw):
 
 
 def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
-    error("err_unsupported_by_ncsim", "nl.loop_reduce is not supported; accumulate with c[...] = c + x")
+    """dst = dst OP x, dst being what the result is assigned to: `b[...] = loop_reduce(a, ...)`
+    or `b = loop_reduce(a, ...)` with b an on-chip tensor already (nki-api: "b = tensor_tensor(b,
+    a, op)" on every iteration). A destination nothing has written yet takes x: the first
+    iteration starts the reduction. `loop_indices` is a hint for the compiler's loop
+    optimisations; it does not change the result (docs/nki.md)."""
+    a = _tile(x)
+    opn = _alu_name(op)
+    for i in (loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]):
+        if not isinstance(i, (int, np.integer)):
+            error("err_invalid_loop_indices", "loop_indices lists loop variables (of the loops "
+                  "the reduction runs over)")
+    dt = as_dtype(dtype) if dtype is not None else a.dtype
+    box = _mask_box(mask, a.shape)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        al = d.alloc
+        if al is not None and not al.written and not al.lazy_zero:
+            _copy_into(d, a, mask)
+        else:
+            _binary_into(d, opn, d, a, box, shape=a.shape)
+    dst = C.assigned_local(sys._getframe(1))
+    if isinstance(dst, Tensor) and dst.pend is None and dst.is_onchip:
+        if _prod(dst.shape) != _prod(a.shape):
+            error("err_shape_mismatch", f"loop_reduce of a {a.shape} tile into {dst.shape}")
+        T().run_pending(C.Pending("sbuf", emit, None, None, T().line()), dst, None)
+        return dst
+    return _new("sbuf", a.shape, dt, emit)
 
 
 def all_reduce(x, op, program_axes, *, dtype=None, mask=None, **kw):

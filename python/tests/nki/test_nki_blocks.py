@@ -87,7 +87,8 @@ def k_psum_blocks(lhsT, rhs):
 
 
 def _report(low, name):
-    return next(r for r in low.tensors if r["name"] == name)
+    tensors = low["tensors"] if isinstance(low, dict) else low.tensors
+    return next(r for r in tensors if r["name"] == name)
 
 
 def test_stream_blocks_larger_than_sbuf():
@@ -146,6 +147,12 @@ def test_kernel_that_must_spill():
     q = nki.policy.spill_queue
     spills = [ln for ln in low.text.splitlines() if f"queue={q}" in ln]
     assert len(spills) == 2 * r["spilled_bytes"] // blk
+    # the run's statistics carry them
+    b = nki.benchmark(k_two_phase)
+    b(x, True)
+    st = b.benchmark_result.stats["nki"]
+    assert st["spill_save_bytes"] == r["spilled_bytes"] and st["spill_reload_bytes"] > 0
+    assert _report(st, "held")["spilled_bytes"] == r["spilled_bytes"]
     # fewer blocks than SBUF holds: nothing is spilled
     x2 = x[:, :40 * F].copy()
     assert nki.lower(k_two_phase, x2, True).spill["spill_save_bytes"] == 0
