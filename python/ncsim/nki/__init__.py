@@ -112,12 +112,12 @@ class Kernel:
         # Pass 1 traces with block tensors unallocated and records when each block is used;
         # if the kernel has block tensors, pass 2 traces again, allocating by that liveness
         # (docs/nki.md, "Allocation").
-        live = None
+        prev = None
         while True:
-            tr, ret, params = self._trace(func, sig, bound, pol, source, live, grid)
-            if live is not None or not tr.blockbufs:
+            tr, ret, params = self._trace(func, sig, bound, pol, source, prev, grid)
+            if prev is not None or not tr.needs_second_pass():
                 break
-            live = tr.uses
+            prev = tr
         inputs = {}
         # the return value: shared_hbm tensors
         out_names = []
@@ -159,12 +159,13 @@ class Kernel:
         low.prints = tr.prints
         low.tensors = tr.report()
         low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
-                     "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors)}
+                     "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),
+                     "resident_load_bytes": tr.elided_bytes}
         return low, bound
 
     @staticmethod
-    def _trace(func, sig, bound, pol, source, live, grid):
-        tr = _core.Tracer(pol, source, live)
+    def _trace(func, sig, bound, pol, source, prev, grid):
+        tr = _core.Tracer(pol, source, prev=prev)
         params = {}
         _core._tracer[0] = tr
         try:

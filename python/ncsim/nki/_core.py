@@ -82,6 +82,10 @@ class Policy:
         self.spill_queue = 2             # their queue (the profiles' qSyncSpillReload0)
         self.rematerialize = True        # an evicted block that holds an input's data is
                                          # reloaded from the input, not spilled
+        self.resident_loads = "fits"     # "fits": a load site whose distinct data fits in
+                                         # resident_bytes keeps it in SBUF (repeats are not
+                                         # loaded again); "never": every load is issued
+        self.resident_bytes = SBUF_USABLE // 4
         self.sbuf_bytes = SBUF_USABLE
         self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies
         self.memset_engine = "dve"       # nl.zeros/ones/full/memset on SBUF
@@ -351,7 +355,7 @@ def is_index(x):
 class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
-    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "freed")
+    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "freed", "tag")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
@@ -363,6 +367,7 @@ class Slot:
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
         self.site = site
         self.freed = -1
+        self.tag = None             # first pass: (site, key) of the load whose data it holds
 
 
 class HbmBuf:
@@ -414,6 +419,7 @@ class Alloc:
         self.token = object()
         self.dead = None            # (file, line) of the loop whose iteration ended its life
         slot.owner = self.token     # a token, not the Alloc: the slot must not keep it alive
+        slot.tag = None
 
     def release(self, where):
         """End the tensor's life before its views die (a loop iteration ended): the slot is free
@@ -774,7 +780,10 @@ class Tensor:
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        T().assign(self[key] if key is not Ellipsis or True else self, value)
+        if type(self.buf) is BlockBuf and type(value) is Tensor and value.inplace == "resident" \
+                and T().alias_block(self, key, value):
+            return
+        T().assign(self[key], value)
 
     # ---- arithmetic (operators map to nl functions)
     def _bin(self, other, op, rev=False):
@@ -924,7 +933,15 @@ class Tensor:
 
 
 def index_view(t, key):
-    """t[key] as a view (basic or affine advanced indexing)."""
+    """t[key] as a view (basic or affine advanced indexing); a view of one block of a block
+    tensor is resolved to that block's buffer."""
+    v = _index_view(t, key)
+    if type(v.buf) is BlockBuf:
+        v = _resolve_block(v)
+    return v
+
+
+def _index_view(t, key):
     if not isinstance(key, tuple):
         key = (key,)
     # nl.ds and Ellipsis
@@ -950,12 +967,11 @@ def index_view(t, key):
         if any(isinstance(k, slice) and k != slice(None) for k in key):
             error("err_unsupported_mixing_basic_advanced_tensor_indexing",
                   "mixing slices and index arrays in one subscript")
-        v = _adv_index(t, key)
-    else:
-        v = _basic_index(t, key)
-    if type(v.buf) is BlockBuf:
-        v = _resolve_block(v)
-    return v
+        return _adv_index(t, key)
+    return _basic_index(t, key)
+
+
+index_view.__wrapped__ = _index_view
 
 
 def _block_span(v):
@@ -1222,9 +1238,30 @@ class Node:
             eng, text, line, waits, agent, idx
 
 
+class Resident:
+    """Second pass: the SBUF copy of a load's data that later loads of the same data use."""
+    __slots__ = ("slot", "view", "src", "token")
+
+    def __init__(self, slot, view, src):
+        self.slot, self.view, self.src = slot, view, src
+        self.token = object()
+        slot.owner = self.token
+
+
 class Tracer:
-    def __init__(self, pol, source, live=None):
+    def __init__(self, pol, source, live=None, prev=None):
+        if prev is not None:
+            live = prev.uses
         self.pol = pol
+        # Loads (docs/nki.md, "Repeated loads"): the first pass records, per load site, the
+        # distinct data it loads and how often; the second keeps the data of sites that fit.
+        self.loads = {}                # first pass: key -> number of loads
+        self.load_sites = {}           # first pass: site -> {key: bytes per partition}
+        self.dirty = set()             # first pass: sites whose tiles are written after the load
+        self.res = {}                  # second pass: key -> Resident
+        self.resident_sites = prev.pick_resident() if prev is not None else frozenset()
+        self.res_keys = prev.loads if prev is not None else {}
+        self.elided_bytes = 0
         # Block tensors (docs/nki.md, "Allocation"). The first pass records, per block, the
         # ticks (kernel instructions) that access it; the second allocates by that liveness.
         self.live = live               # None in the first pass: {(ordinal, block): [ticks]}
@@ -1406,6 +1443,111 @@ class Tracer:
             st[i] = acc
             acc *= shape[i]
         return Tensor(slot, a, dt, shape, pdim, 0, st, 0)
+
+    # ---- repeated loads
+    def pick_resident(self):
+        """First pass: the load sites whose data is kept in SBUF (resident_loads "fits": each
+        repeats some load, writes none of its tiles, and all of them together load at most
+        resident_bytes per partition of distinct data)."""
+        if self.pol.resident_loads == "never":
+            return frozenset()
+        if self.pol.resident_loads != "fits":
+            raise ValueError("resident_loads is 'fits' or 'never'")
+        out, total = set(), 0
+        for site, keys in self.load_sites.items():
+            if site in self.dirty or not any(self.loads[k] > 1 for k in keys):
+                continue
+            n = sum(keys.values())
+            if total + n <= self.pol.resident_bytes:
+                out.add(site)
+                total += n
+        return frozenset(out)
+
+    def needs_second_pass(self):
+        return bool(self.blockbufs) or bool(self.pick_resident())
+
+    def load_key(self, sv, dt, shape):
+        return (sv.buf.id, sv.text(), dt.name, tuple(shape))
+
+    def resident_hit(self, key, site):
+        """Second pass: a view of the SBUF copy of this load's data, if it is kept (no DMA)."""
+        e = self.res.get(key)
+        if e is None or e.src.buf.written is not None:
+            return None
+        self.flush()
+        self.tick += 1                 # the first pass's load instruction
+        v = e.view
+        a = Alloc(e.slot, "sbuf")
+        e.slot.owner = e.token         # the copy stays: the tensor does not own it
+        a.written = True
+        if self.scopes:
+            self.scopes[-1].append(weakref.ref(a))
+        t = Tensor(e.slot, a, v.dtype, v.shape, 0, 0, v.strides, 0)
+        t.inplace = "resident"
+        self.elided_bytes += _prod(v.shape) * v.dtype.itemsize
+        return t
+
+    def load_done(self, key, site, d, sv):
+        """After the DMA of a load that fills a whole tile or block: first pass, record it;
+        second pass, keep the data if its site is resident and it is loaded again."""
+        a = d.alloc
+        if a is None or d.off or d.p0 or not Tensor._contig(d.shape[1:], d.strides[1:]):
+            if self.live is None:
+                self.dirty.add(site)
+            return
+        n = _prod(d.shape[1:]) * d.dtype.itemsize
+        whole = n == a.blk[0].fbytes if a.blk is not None else (n + 63) // 64 * 64 == d.buf.size
+        if self.live is None:
+            if not whole:
+                self.dirty.add(site)
+                return
+            self.loads[key] = self.loads.get(key, 0) + 1
+            self.load_sites.setdefault(site, {})[key] = n
+            d.buf.tag = site
+            return
+        if whole and site in self.resident_sites and self.res_keys.get(key, 0) > 1 \
+                and key not in self.res and d.buf.kind == "sbuf":
+            v = d.clone_view()
+            v.alloc = None
+            self.res[key] = Resident(d.buf, v, sv)
+
+    def alias_block(self, t, key, value):
+        """bt[key] = (a resident load): the block takes the copy's buffer, with no instruction,
+        when the view is exactly one whole block laid out like the copy."""
+        bb = t.buf
+        v = index_view.__wrapped__(t, key)
+        if type(v.buf) is not BlockBuf or v.pdim is None:
+            return False
+        lo, hi = _block_span(v)
+        blk = lo // bb.felems
+        if hi // bb.felems != blk or v.off != blk * bb.felems or v.p0 or \
+                v.shape[v.pdim] != bb.P or value.shape[0] != bb.P:
+            return False
+        free = [(s, n) for i, (s, n) in enumerate(zip(v.strides, v.shape)) if i != v.pdim and n > 1]
+        vfree = [(s, n) for s, n in zip(value.strides[1:], value.shape[1:]) if n > 1]
+        if free != vfree or _prod(value.shape[1:]) != bb.felems:
+            return False
+        old = bb.allocs.get(blk)
+        if old is not None and old.slot is not None:
+            if old.slot.owner is old.token:
+                old.slot.owner = None
+                old.slot.freed = self.tick
+            old.slot = None
+            bb.live -= 1
+        a = Alloc(value.buf, "sbuf")
+        a.blk = (bb, blk)
+        a.remat = None
+        a.written = True
+        bb.allocs[blk] = a
+        bb.used.add(value.buf.id)
+        bb.live += 1
+        if bb.live > bb.peak:
+            bb.peak = bb.live
+        # the copy keeps its buffer
+        for e in self.res.values():
+            if e.slot is value.buf:
+                value.buf.owner = e.token
+        return True
 
     # ---- block tensors
     def new_blocks(self, kind, dt, shape, pdim, name):
@@ -1764,6 +1906,8 @@ class Tracer:
                 if a.dead:
                     _out_of_scope(a)
                 a.written = True
+                if a.slot is not None and a.slot.tag is not None:
+                    self.dirty.add(a.slot.tag)     # a loaded tile written over (first pass)
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
                     blks = (blks or []) + [a]
