@@ -82,9 +82,9 @@ class Policy:
         self.spill_queue = 2             # their queue (the profiles' qSyncSpillReload0)
         self.rematerialize = True        # an evicted block that holds an input's data is
                                          # reloaded from the input, not spilled
-        self.resident_loads = "fits"     # "fits": a load site whose distinct data fits in
-                                         # resident_bytes keeps it in SBUF (repeats are not
-                                         # loaded again); "never": every load is issued
+        self.resident_loads = "reuse"    # "reuse": a load's data stays in SBUF until the next
+                                         # load of the same data when at most resident_bytes
+                                         # per partition are loaded in between; "never"
         self.resident_bytes = SBUF_USABLE // 4
         self.sbuf_bytes = SBUF_USABLE
         self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies
@@ -426,13 +426,20 @@ class Alloc:
         for the next allocation; the access records on the slot order the reuse."""
         self.dead = where
         s = self.slot
-        if s is not None and s.owner is self.token:
-            s.owner = None
+        if s is not None:
+            if s.owner is self.token:
+                s.owner = None
+            elif type(s.owner) is Resident:
+                s.owner.user_gone()
 
     def __del__(self):
         s = self.slot
-        if s is not None and s.owner is self.token:
-            s.owner = None
+        if s is not None:
+            if s.owner is self.token:
+                s.owner = None
+            elif type(s.owner) is Resident:
+                self.slot = None
+                s.owner.user_gone()
 
 
 class Site:
@@ -1239,13 +1246,36 @@ class Node:
 
 
 class Resident:
-    """Second pass: the SBUF copy of a load's data that later loads of the same data use."""
-    __slots__ = ("slot", "view", "src", "token")
+    """Second pass: the SBUF copy of a load's data that the next load of the same data uses
+    instead of a DMA. It owns the buffer (slot.owner is the Resident) until it is no longer
+    kept and every tensor that used it is dead."""
+    __slots__ = ("slot", "view", "src", "users", "kept")
 
     def __init__(self, slot, view, src):
         self.slot, self.view, self.src = slot, view, src
-        self.token = object()
-        slot.owner = self.token
+        self.users = []                # weakrefs to the Allocs of tensors that use it
+        self.kept = True               # False once no later load will use it
+        slot.owner = self
+
+    def user_gone(self):
+        if not self.kept and all(r() is None or r().slot is not self.slot or r().dead
+                                 for r in self.users):
+            if self.slot.owner is self:
+                self.slot.owner = None
+
+
+def _free_slot(a, tick=-1):
+    """Alloc a lets go of its buffer: freed if a owns it, or handed back to a resident copy."""
+    s = a.slot
+    if s is None:
+        return
+    o = s.owner
+    if o is a.token:
+        s.owner = None
+        s.freed = tick
+    elif type(o) is Resident:
+        a.slot = None
+        o.user_gone()
 
 
 class Tracer:
@@ -1255,12 +1285,13 @@ class Tracer:
         self.pol = pol
         # Loads (docs/nki.md, "Repeated loads"): the first pass records, per load site, the
         # distinct data it loads and how often; the second keeps the data of sites that fit.
-        self.loads = {}                # first pass: key -> number of loads
-        self.load_sites = {}           # first pass: site -> {key: bytes per partition}
+        self.loads = {}                # first pass: key -> [(site, load bytes before it)]
+        self.loaded = 0                # bytes per partition loaded so far
         self.dirty = set()             # first pass: sites whose tiles are written after the load
         self.res = {}                  # second pass: key -> Resident
-        self.resident_sites = prev.pick_resident() if prev is not None else frozenset()
-        self.res_keys = prev.loads if prev is not None else {}
+        self.prev_loads = prev.loads if prev is not None else {}
+        self.prev_dirty = prev.dirty if prev is not None else set()
+        self.nload = {}                # second pass: key -> loads of it so far
         self.elided_bytes = 0
         # Block tensors (docs/nki.md, "Allocation"). The first pass records, per block, the
         # ticks (kernel instructions) that access it; the second allocates by that liveness.
@@ -1445,74 +1476,84 @@ class Tracer:
         return Tensor(slot, a, dt, shape, pdim, 0, st, 0)
 
     # ---- repeated loads
-    def pick_resident(self):
-        """First pass: the load sites whose data is kept in SBUF (resident_loads "fits": each
-        repeats some load, writes none of its tiles, and all of them together load at most
-        resident_bytes per partition of distinct data)."""
-        if self.pol.resident_loads == "never":
-            return frozenset()
-        if self.pol.resident_loads != "fits":
-            raise ValueError("resident_loads is 'fits' or 'never'")
-        out, total = set(), 0
-        for site, keys in self.load_sites.items():
-            if site in self.dirty or not any(self.loads[k] > 1 for k in keys):
-                continue
-            n = sum(keys.values())
-            if total + n <= self.pol.resident_bytes:
-                out.add(site)
-                total += n
-        return frozenset(out)
-
     def needs_second_pass(self):
-        return bool(self.blockbufs) or bool(self.pick_resident())
+        if self.blockbufs:
+            return True
+        if self.pol.resident_loads == "never":
+            return False
+        return any(len(v) > 1 for v in self.loads.values())
 
     def load_key(self, sv, dt, shape):
         return (sv.buf.id, sv.text(), dt.name, tuple(shape))
 
+    def _keep(self, key, n):
+        """Second pass: is the data of this (the n-th) load of key kept for the next one? Yes
+        when the next exists, its site writes none of its tiles, and at most resident_bytes
+        per partition are loaded in between (a cache of recently loaded data)."""
+        if self.pol.resident_loads == "never":
+            return False
+        if self.pol.resident_loads != "reuse":
+            raise ValueError("resident_loads is 'reuse' or 'never'")
+        occ = self.prev_loads.get(key)
+        if occ is None or n + 1 >= len(occ) or occ[n][0] in self.prev_dirty:
+            return False
+        return occ[n + 1][1] - occ[n][1] - occ[n][2] <= self.pol.resident_bytes
+
     def resident_hit(self, key, site):
-        """Second pass: a view of the SBUF copy of this load's data, if it is kept (no DMA)."""
+        """Second pass: a view of the kept copy of this load's data (no DMA), or None."""
         e = self.res.get(key)
-        if e is None or e.src.buf.written is not None:
+        if e is None:
+            return None
+        if e.src.buf.written is not None:
+            e.kept = False
+            del self.res[key]
+            e.user_gone()
             return None
         self.flush()
         self.tick += 1                 # the first pass's load instruction
+        n = self.nload[key] = self.nload.get(key, 0) + 1
         v = e.view
         a = Alloc(e.slot, "sbuf")
-        e.slot.owner = e.token         # the copy stays: the tensor does not own it
+        e.slot.owner = e               # the copy owns the buffer, not the tensor
         a.written = True
+        e.users.append(weakref.ref(a))
         if self.scopes:
             self.scopes[-1].append(weakref.ref(a))
+        if not self._keep(key, n - 1):
+            e.kept = False
+            del self.res[key]
         t = Tensor(e.slot, a, v.dtype, v.shape, 0, 0, v.strides, 0)
         t.inplace = "resident"
         self.elided_bytes += _prod(v.shape) * v.dtype.itemsize
+        self.loaded += _prod(v.shape[1:]) * v.dtype.itemsize
         return t
 
     def load_done(self, key, site, d, sv):
         """After the DMA of a load that fills a whole tile or block: first pass, record it;
-        second pass, keep the data if its site is resident and it is loaded again."""
+        second pass, keep the data if the next load of it comes soon enough."""
         a = d.alloc
+        n = _prod(d.shape[1:]) * d.dtype.itemsize
         if a is None or d.off or d.p0 or not Tensor._contig(d.shape[1:], d.strides[1:]):
+            whole = False
+        else:
+            whole = n == a.blk[0].fbytes if a.blk is not None else (n + 63) // 64 * 64 == d.buf.size
+        if not whole:
             if self.live is None:
                 self.dirty.add(site)
             return
-        n = _prod(d.shape[1:]) * d.dtype.itemsize
-        whole = n == a.blk[0].fbytes if a.blk is not None else (n + 63) // 64 * 64 == d.buf.size
         if self.live is None:
-            if not whole:
-                self.dirty.add(site)
-                return
-            self.loads[key] = self.loads.get(key, 0) + 1
-            self.load_sites.setdefault(site, {})[key] = n
+            self.loads.setdefault(key, []).append((site, self.loaded - n, n))
             d.buf.tag = site
             return
-        if whole and site in self.resident_sites and self.res_keys.get(key, 0) > 1 \
-                and key not in self.res and d.buf.kind == "sbuf":
+        i = self.nload[key] = self.nload.get(key, 0) + 1
+        if whole and d.buf.kind == "sbuf" and key not in self.res and self._keep(key, i - 1):
             v = d.clone_view()
             v.alloc = None
-            self.res[key] = Resident(d.buf, v, sv)
+            e = self.res[key] = Resident(d.buf, v, sv)
+            e.users.append(weakref.ref(a))
 
     def alias_block(self, t, key, value):
-        """bt[key] = (a resident load): the block takes the copy's buffer, with no instruction,
+        """bt[key] = (a kept load): the block takes the copy's buffer, with no instruction,
         when the view is exactly one whole block laid out like the copy."""
         bb = t.buf
         v = index_view.__wrapped__(t, key)
@@ -1527,14 +1568,17 @@ class Tracer:
         vfree = [(s, n) for s, n in zip(value.strides[1:], value.shape[1:]) if n > 1]
         if free != vfree or _prod(value.shape[1:]) != bb.felems:
             return False
+        e = value.buf.owner
+        if type(e) is not Resident:
+            return False
         old = bb.allocs.get(blk)
         if old is not None and old.slot is not None:
-            if old.slot.owner is old.token:
-                old.slot.owner = None
-                old.slot.freed = self.tick
+            _free_slot(old, self.tick)
             old.slot = None
             bb.live -= 1
         a = Alloc(value.buf, "sbuf")
+        value.buf.owner = e
+        e.users.append(weakref.ref(a))
         a.blk = (bb, blk)
         a.remat = None
         a.written = True
@@ -1543,10 +1587,6 @@ class Tracer:
         bb.live += 1
         if bb.live > bb.peak:
             bb.peak = bb.live
-        # the copy keeps its buffer
-        for e in self.res.values():
-            if e.slot is value.buf:
-                value.buf.owner = e.token
         return True
 
     # ---- block tensors
@@ -1684,7 +1724,8 @@ class Tracer:
             allocs = bb.allocs
             for blk in allocs:
                 a = allocs[blk]           # references: the dict, `a`, getrefcount's argument
-                if a.slot is None or a.slot.size < nbytes or sys.getrefcount(a) > 3:
+                if a.slot is None or a.slot.size < nbytes or a.slot.owner is not a.token or \
+                        sys.getrefcount(a) > 3:
                     continue
                 uses = self.live.get((bb.ordinal, blk), ())
                 i = bisect.bisect_left(uses, t)
@@ -1756,8 +1797,7 @@ class Tracer:
                 continue
             uses = self.live.get((bb.ordinal, blk))
             if uses is None or uses[-1] <= t:
-                a.slot.owner = None
-                a.slot.freed = t
+                _free_slot(a, t)
                 a.slot = None
                 bb.live -= 1
                 del bb.allocs[blk]
@@ -2035,6 +2075,9 @@ class Tracer:
             n = onchip.shape[0]
             parts = [(dst.restrict([(i, min(n, i + k))]), src.restrict([(i, min(n, i + k))]))
                      for i in range(0, n, k)]
+        if kind == "load" and dst.pdim is not None:
+            self.loaded += _prod(dst.shape[i] for i in range(len(dst.shape)) if i != dst.pdim) * \
+                dst.dtype.itemsize
         for d, s in parts:
             q = queues[self.rr[kind] % len(queues)]
             self.rr[kind] += 1

@@ -1,6 +1,7 @@
-"""Loop-invariant loads (docs/nki.md, "Repeated loads"): a load site whose distinct data fits
-in `resident_bytes` keeps it in SBUF, and its repeats issue no DMA; a site whose data does not
-fit is loaded again every time, as the matmul tutorial's tiled kernel is on trn1."""
+"""Loop-invariant loads (docs/nki.md, "Repeated loads"): a load's data stays in SBUF for the
+next load of the same data when at most `resident_bytes` per partition are loaded in between,
+and that load issues no DMA; data reused from further away is loaded again, as the matmul
+tutorial's tiled kernel is on trn1."""
 import numpy as np
 import pytest
 
@@ -43,8 +44,8 @@ def k_bias_blocks(x, w):
 
 @nki.jit
 def k_big_invariant(x, w):
-    """w [128, K*F]: per row tile all K slices of w, 64 KiB per partition in all; with a
-    small resident_bytes they do not fit and are loaded again for every row tile."""
+    """w [128, K*F]: per row tile all K slices of w; between two loads of one slice, the
+    other K-1 slices and one x tile are loaded (K x 2 KiB per partition)."""
     R, _ = x.shape
     K = w.shape[1] // F
     out = nl.ndarray((R, F), dtype=x.dtype, buffer=nl.shared_hbm)
@@ -106,10 +107,10 @@ def test_invariant_data_that_does_not_fit_is_reloaded():
     for k in range(32):
         want = want + np.tile(w[:, F * k:F * (k + 1)], (4, 1))
     np.testing.assert_allclose(nki.simulate_kernel(k_big_invariant, x, w), want, rtol=1e-6)
-    # 64 KiB per partition of distinct w data: within the default budget (45056)? no
+    # 64 KiB per partition loaded between two loads of a slice: more than the default 45056
     low = nki.lower(k_big_invariant, x, w)
     assert _dmas_from(low.text, "w") == 4 * 32 and low.spill["resident_load_bytes"] == 0
-    # a budget that holds it: every slice loaded once
+    # with resident_bytes = 64 KiB every slice is loaded once
     big = nki.lower(k_big_invariant, x, w, policy={"resident_bytes": 65536})
     assert _dmas_from(big.text, "w") == 32
     np.testing.assert_allclose(
