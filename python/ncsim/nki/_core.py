@@ -75,7 +75,7 @@ class Policy:
         self.load_queues = [0]           # the load engine's IO queue (the profiles' qSyncIO0)
         self.store_queues = [1]          # the store engine's IO queue (qGpSimdIO0)
         self.dma_split_partitions = 0    # 0: one dma per call; k: one dma per k partitions
-        self.sbuf_bufs = 3               # physical buffers per allocation site (multi-buffering)
+        self.sbuf_bufs = 2               # physical buffers per allocation site (double buffering)
         self.psum_bufs = 2
         self.block_bufs = 2              # buffers beyond the live blocks of a block tensor
         self.spill_engine = "sp"         # engine that issues spill and reload DMAs
@@ -87,10 +87,12 @@ class Policy:
                                          # per partition are loaded in between; "never"
         self.resident_bytes = SBUF_USABLE // 4
         self.sbuf_bytes = SBUF_USABLE
-        self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies
+        self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies from SBUF
+        self.psum_copy_engine = "act"    # copies out of PSUM (the trn1 matmul profiles: VectorE idle)
         self.memset_engine = "dve"       # nl.zeros/ones/full/memset on SBUF
         self.elementwise_engine = "dve"  # tile-tile arithmetic (tensor_tensor)
-        self.scalar_op_engine = "auto"   # tile-scalar arithmetic (tensor_scalar add/sub/mul)
+        self.scalar_op_engine = "act"    # tile-scalar arithmetic (tensor_scalar add/sub/mul; the
+                                         # adamw and silu profiles: all of it on ScalarE)
         self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
         self.set(**kw)
@@ -1861,7 +1863,7 @@ class Tracer:
         """The engine for an instruction: `setting` if fixed, else the least loaded of the
         policy's balance_engines (estimated busy time so far)."""
         if setting != "auto":
-            return setting
+            return setting if setting in allowed else allowed[0]
         best = None
         for e in self.pol.balance_engines:
             if e in allowed and (best is None or self.load[ENG_ID[e]] < self.load[ENG_ID[best]]):

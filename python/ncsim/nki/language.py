@@ -703,8 +703,8 @@ def _copy_into(d, src, mask, eng=None):
     dv, sv = dv.restrict(box), sv.restrict(box)
     if dv.alloc is not None and dv.alloc.lazy_zero:
         tr.touch_lazy_zero(dv)
-    eng = eng or tr.pick(tr.pol.copy_engine, ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int)
-                         else ("dve",))
+    eng = eng or tr.pick(tr.pol.psum_copy_engine if sv.space == "psum" else tr.pol.copy_engine,
+                         ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int) else ("dve",))
     if eng == "pool" and (sv.space == "psum" or dv.space == "psum"):
         eng = "dve"
     tr.emit(eng, f"tensor_copy {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
