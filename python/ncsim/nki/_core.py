@@ -95,6 +95,7 @@ class Policy:
                                          # adamw and silu profiles: all of it on ScalarE)
         self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
+        self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.set(**kw)
 
     def set(self, **kw):
@@ -2148,6 +2149,9 @@ class Tracer:
         for e, st in zip(ENGINES, streams):
             if st:
                 out.append(f".engine {e}")
+                if self.pol.fold_loops:
+                    from ._fold import fold
+                    st = fold(st)
                 out += st
         return "\n".join(out) + "\n"
 

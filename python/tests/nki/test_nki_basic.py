@@ -179,7 +179,7 @@ def test_source_lines_in_program():
 def test_dma_policy_split_and_queues():
     a = rand(256, 64)
     pol = {"dma_split_partitions": 32, "load_queues": [3, 4], "store_queues": [12], "store_engine": "act"}
-    low = nki.lower(k_loop_exp, a, policy=pol)
+    low = nki.lower(k_loop_exp, a, policy=dict(pol, fold_loops=False))
     dmas = [ln.strip() for ln in low.text.splitlines() if ln.strip().startswith("dma ")]
     # two 128-row tiles, each loaded and stored in 4 pieces of 32 partitions
     assert len(dmas) == 16

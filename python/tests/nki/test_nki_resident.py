@@ -9,6 +9,7 @@ from ncsim import nki
 import ncsim.nki.language as nl
 
 F = 512
+FLAT = {"fold_loops": False}      # one line per instruction, to count them
 
 
 @nki.jit
@@ -84,10 +85,10 @@ def test_invariant_load_issued_once(kern):
     want = x + np.tile(w, (8, 1))
     np.testing.assert_array_equal(nki.simulate_kernel(kern, x, w), want)
     assert nki.check(kern, x, w) == []
-    low = nki.lower(kern, x, w)
+    low = nki.lower(kern, x, w, policy=FLAT)
     assert _dmas_from(low.text, "w") == 1
     assert low.spill["resident_load_bytes"] == 7 * 128 * F * 4
-    never = nki.lower(kern, x, w, policy={"resident_loads": "never"})
+    never = nki.lower(kern, x, w, policy=dict(FLAT, resident_loads="never"))
     assert _dmas_from(never.text, "w") == 8 and never.spill["resident_load_bytes"] == 0
     np.testing.assert_array_equal(
         nki.simulate_kernel(kern, x, w, policy={"resident_loads": "never"}), want)
@@ -108,10 +109,10 @@ def test_invariant_data_that_does_not_fit_is_reloaded():
         want = want + np.tile(w[:, F * k:F * (k + 1)], (4, 1))
     np.testing.assert_allclose(nki.simulate_kernel(k_big_invariant, x, w), want, rtol=1e-6)
     # 64 KiB per partition loaded between two loads of a slice: more than the default 45056
-    low = nki.lower(k_big_invariant, x, w)
+    low = nki.lower(k_big_invariant, x, w, policy=FLAT)
     assert _dmas_from(low.text, "w") == 4 * 32 and low.spill["resident_load_bytes"] == 0
     # with resident_bytes = 64 KiB every slice is loaded once
-    big = nki.lower(k_big_invariant, x, w, policy={"resident_bytes": 65536})
+    big = nki.lower(k_big_invariant, x, w, policy=dict(FLAT, resident_bytes=65536))
     assert _dmas_from(big.text, "w") == 32
     np.testing.assert_allclose(
         nki.simulate_kernel(k_big_invariant, x, w, policy={"resident_bytes": 65536}), want, rtol=1e-6)
@@ -131,4 +132,4 @@ def test_loaded_tile_written_over_is_not_kept():
     x = np.zeros((512, F), np.float32)
     got = nki.simulate_kernel(k, x, w)
     np.testing.assert_array_equal(got, np.concatenate([w * (r + 1) for r in range(4)]))
-    assert _dmas_from(nki.lower(k, x, w).text, "w") == 4
+    assert _dmas_from(nki.lower(k, x, w, policy=FLAT).text, "w") == 4
