@@ -1484,7 +1484,13 @@ class Tracer:
             return True
         if self.pol.resident_loads == "never":
             return False
-        return any(len(v) > 1 for v in self.loads.values())
+        # some load's data would be kept for the next load of it (see _keep)
+        c = self.pol.resident_bytes
+        for occ in self.loads.values():
+            for a, b in zip(occ, occ[1:]):
+                if a[0] not in self.dirty and b[1] - a[1] - a[2] <= c:
+                    return True
+        return False
 
     def load_key(self, sv, dt, shape):
         return (sv.buf.id, sv.text(), dt.name, tuple(shape))
