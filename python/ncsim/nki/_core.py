@@ -1301,6 +1301,7 @@ class Tracer:
         self.live = live               # None in the first pass: {(ordinal, block): [ticks]}
         self.uses = {}                 # first pass: the same, being recorded
         self.tick = 0                  # kernel instructions emitted so far (not spills/reloads)
+        self.fast = False              # a first pass that will be traced again: skip dependences
         self.blockbufs = []
         self.spill_bytes = 0
         self.reload_bytes = 0
@@ -1602,6 +1603,8 @@ class Tracer:
     def new_blocks(self, kind, dt, shape, pdim, name):
         """A tensor with block dimensions: logical; no memory until a block is touched."""
         bb = BlockBuf(kind, dt, shape, pdim, name, len(self.blockbufs), self.line())
+        if self.live is None:
+            self.fast = True           # a second pass will follow (needs_second_pass)
         if kind == "psum" and bb.fbytes > PSUM_BANK:
             error("err_psum_tensor_too_large",
                   f"a PSUM block of {bb.fbytes} bytes per partition (one block lives in one "
@@ -1947,8 +1950,9 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, False, None)
                     blks = (blks or []) + [a]
-            key, bx = t.abox()
-            self._access(key, bx, False, ag, idx, deps)
+            if not self.fast:
+                key, bx = t.abox()
+                self._access(key, bx, False, ag, idx, deps)
         for t in writes:
             a = t.alloc
             if a is not None:
@@ -1960,8 +1964,15 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
                     blks = (blks or []) + [a]
-            key, bx = t.abox()
-            self._access(key, bx, True, ag, idx, deps)
+            if not self.fast:
+                key, bx = t.abox()
+                self._access(key, bx, True, ag, idx, deps)
+        if self.fast:
+            # a first pass that a second will replace: no dependences, no text
+            self.count[ag] = idx + 1
+            if not internal:
+                self.tick += 1
+            return
         # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
         # instructions only as far as semaphores show them complete (selfknown), not by program
         # order: the engine's interlock does not cover transfers (docs/check.md).

@@ -186,3 +186,44 @@ def test_view_across_blocks_is_an_error():
     with pytest.raises(nki.NkiError, match=r"test_nki_blocks.py:\d+: error: "
                        r"\[err_unsupported_block_access\] this view of 'tensor' \(2, 128, 1024\) spans"):
         nki.lower(k, np.zeros((128, 2 * F), np.float32))
+
+
+def test_block_too_large_errors():
+    @nki.jit
+    def k_psum(x):
+        out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+        acc = nl.zeros((2, nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)
+        nl.store(out, value=acc[0])
+        return out
+    with pytest.raises(nki.NkiError, match=r"test_nki_blocks.py:\d+: error: \[err_psum_tensor_too_large\] "
+                       r"a PSUM block of 4096 bytes per partition"):
+        nki.lower(k_psum, np.zeros((128, 1024), np.float32))
+
+    @nki.jit
+    def k_sbuf(x):
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        big = nl.ndarray((2, nl.par_dim(128), 50000), dtype=nl.float32, buffer=nl.sbuf)
+        nl.store(out, value=big[0, :, 0:8])
+        return out
+    with pytest.raises(nki.NkiError, match=r"test_nki_blocks.py:\d+: error: \[err_out_of_memory\] "
+                       r"an SBUF block of 200000 bytes per partition"):
+        nki.lower(k_sbuf, np.zeros((128, 8), np.float32))
+
+
+def test_psum_shortage_is_a_located_error():
+    """Nine PSUM blocks live at once (each accumulates until the end): PSUM has 8 banks and is
+    not spilled."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((128, 9 * 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((9, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum)
+        lt = nl.load(a)
+        rt = nl.load(b)
+        for n in nl.affine_range(9):
+            acc[n] += nl.matmul(lt, rt, transpose_x=True)
+        for n in nl.affine_range(9):
+            nl.store(out[:, 512 * n:512 * (n + 1)], value=nl.copy(acc[n]))
+        return out
+    with pytest.raises(nki.NkiError, match=r"test_nki_blocks.py:\d+: error: \[err_out_of_memory\] "
+                       r"PSUM \(8 banks of 2 KiB per partition\) is full.*PSUM is not spilled"):
+        nki.lower(k, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
