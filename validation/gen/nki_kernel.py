@@ -5,9 +5,9 @@
       one of our tutorial kernels (python/ncsim/nki/examples/catalog.py) at a size of its
       catalog entry, inputs as shape-and-dtype placeholders (a timing-only program);
   nki_kernel.py --shared FILE --arg SHAPE [--arg SHAPE ...]
-      a third-party NKI kernel, run unmodified from the directory named by $NCSIM_NKI_KERNELS
-      or, by default, ../shared/reference/nki-kernels/kernels beside the repository; each
-      --arg is an fp32 input shape such as 128x32x7168 (validation/nki_shared.json).
+      a third-party NKI kernel (not in the repository), run unmodified from the directory
+      that $NCSIM_NKI_KERNELS names; each --arg is an fp32 input shape such as 128x32x7168
+      (validation/nki_shared.json).
 
 The lowering policy is the frontend's default (docs/nki.md, "Lowering")."""
 import argparse
@@ -45,8 +45,9 @@ def main():
         kernel, _ = case.load()
         args = tuple(placeholder(x) for x in case.args(a.size, 0, timing=True))
     elif a.shared:
-        d = os.environ.get("NCSIM_NKI_KERNELS") or \
-            os.path.join(ROOT, "..", "shared", "reference", "nki-kernels", "kernels")
+        d = os.environ.get("NCSIM_NKI_KERNELS")
+        if not d:
+            sys.exit("nki_kernel.py: set NCSIM_NKI_KERNELS to the directory of the NKIBench kernels")
         path = os.path.join(d, a.shared + ".py")
         if not os.path.isfile(path):
             sys.exit(f"nki_kernel.py: {path}: no such kernel (set NCSIM_NKI_KERNELS to the "
