@@ -22,6 +22,7 @@ from ..builder import raw_view
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _NCSIM_DIR = os.path.dirname(_PKG_DIR)
+_EXAMPLES_DIR = os.path.join(_PKG_DIR, "examples", "")
 
 ENGINES = ("sp", "pe", "act", "dve", "pool")
 N_QUEUES = 16
@@ -46,7 +47,7 @@ def user_frame():
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
+        if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
             return fn, f.f_lineno
         f = f.f_back
     return "<unknown>", 0
@@ -1420,7 +1421,7 @@ class Tracer:
         key = [kind, nbytes]
         while f is not None:
             fn = f.f_code.co_filename
-            if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
+            if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
                 key.append((fn, f.f_lineno))
                 if fn == self.source:
                     break
@@ -1526,6 +1527,8 @@ class Tracer:
         a = Alloc(e.slot, "sbuf")
         e.slot.owner = e               # the copy owns the buffer, not the tensor
         a.written = True
+        if len(e.users) > 64:
+            e.users = [r for r in e.users if r() is not None]
         e.users.append(weakref.ref(a))
         if self.scopes:
             self.scopes[-1].append(weakref.ref(a))
