@@ -1828,6 +1828,18 @@ class Tracer:
                         "peak_live_blocks": bb.peak,
                         "spilled_bytes": bb.spilled, "reloaded_bytes": bb.reloaded,
                         "rematerialized_bytes": bb.remat_bytes})
+        # tiles without block dimensions: one entry per allocation site (the line that
+        # creates them), whose tensors share its buffers
+        for key, site in self.sites.items():
+            if not site.slots or not isinstance(key, tuple) or len(key) < 3 or \
+                    key[0] not in ("sbuf", "psum") or not isinstance(key[1], int):
+                continue
+            where = [k for k in key[2:] if isinstance(k, tuple) and k[0] == self.source]
+            out.append({"name": "", "line": where[-1][1] if where else 0, "space": key[0],
+                        "shape": None, "dtype": None, "blocks": 0, "logical_bytes": key[1],
+                        "buffers": len(site.slots), "buffer_bytes": site.slots[0].size,
+                        "peak_live_blocks": None, "spilled_bytes": 0, "reloaded_bytes": 0,
+                        "rematerialized_bytes": 0})
         return out
 
     def _pick_slot(self, kind, nbytes, site):
@@ -2135,7 +2147,7 @@ class Tracer:
             kind = b.kind
             out.append(f".hbm {b.name} {b.dtype.nca} [{', '.join(str(d) for d in b.shape) or '1'}] "
                        f"{kind} @{b.addr}")
-        for r in self.report():
+        for r in self.report()[:len(self.blockbufs)]:
             out.append(f"; block tensor {r['name'] or '(unnamed)'} {r['space']} "
                        f"{list(r['shape'])} {r['dtype']} (line {r['line']}): {r['blocks']} blocks, "
                        f"{r['logical_bytes']} bytes/partition logical, {r['buffers']} buffers of "

@@ -227,3 +227,18 @@ def test_psum_shortage_is_a_located_error():
     with pytest.raises(nki.NkiError, match=r"test_nki_blocks.py:\d+: error: \[err_out_of_memory\] "
                        r"PSUM \(8 banks of 2 KiB per partition\) is full.*PSUM is not spilled"):
         nki.lower(k, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
+
+
+def test_report_lists_tile_sites():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((512, F), dtype=x.dtype, buffer=nl.shared_hbm)
+        for r in nl.affine_range(4):
+            t = nl.load(x[128 * r:128 * (r + 1), :])
+            nl.store(out[128 * r:128 * (r + 1), :], value=nl.exp(t))
+        return out
+    low = nki.lower(k, np.zeros((512, F), np.float32))
+    sites = [r for r in low.tensors if r["blocks"] == 0]
+    assert len(sites) == 2 and all(r["space"] == "sbuf" for r in sites)
+    assert all(r["logical_bytes"] == F * 4 and r["buffers"] == 2 for r in sites)
+    assert sorted(r["line"] for r in sites)[0] > 0
