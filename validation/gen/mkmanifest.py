@@ -218,6 +218,49 @@ entry("conv1d-step6-time", "depthwise conv1d, Step 6 kernel latency (not fitted)
                  "0.461 ms latency, and the overlap of per-image memsets and DMAs with the short "
                  "compute is not described: the port cannot be made faithful from the text")
 
+# ---- the NKI frontend (docs/nki.md, "Calibration"): our NKI versions of the tutorial kernels --
+# lowered by python/ncsim/nki at the measured sizes; checks of the lowering, never fitted.
+MM = ("measurements.md section 9: the NKI matmul tutorial's latency table (trn1, M=4096, "
+      "K=8192, N=8192, bf16)")
+NK = ("our NKI version of the tutorial kernel (python/ncsim/nki/examples), lowered by the NKI "
+      "frontend with its default policy (docs/nki.md, 'Lowering'); inputs are shape-and-dtype "
+      "placeholders (timing only)")
+
+
+def nki_entry(id, name, title, source, measured, relative_to=None):
+    entry(id, title, source, NK, "time_ns", measured, fit=False, relative_to=relative_to,
+          generate=[PY, "gen/nki_kernel.py", "--example", name])
+
+
+nki_entry("nki-matmul-tiled", "matmul_tiled", "NKI matmul tutorial, tiled (nki_matmul_tiled_)",
+          MM, 51800000.0)
+nki_entry("nki-matmul-hoisted", "matmul_hoisted",
+          "NKI matmul tutorial, optimization 1: hoisted loads", MM, 42960000.0)
+nki_entry("nki-matmul-block-free", "matmul_block_free",
+          "NKI matmul tutorial, optimization 2: blocked free dimensions", MM, 22070000.0)
+nki_entry("nki-matmul-optimized", "matmul_optimized",
+          "NKI matmul tutorial, optimization 3: fully optimised", MM, 6970000.0)
+nki_entry("nki-matmul-hoisted-speedup", "matmul_hoisted",
+          "NKI matmul tutorial: hoisted time relative to tiled (speed-up 1.21x)", MM,
+          round(42.96 / 51.80, 4), relative_to="nki-matmul-tiled")
+nki_entry("nki-matmul-block-free-speedup", "matmul_block_free",
+          "NKI matmul tutorial: blocked free dimensions relative to hoisted (1.95x)", MM,
+          round(22.07 / 42.96, 4), relative_to="nki-matmul-hoisted")
+nki_entry("nki-matmul-optimized-speedup", "matmul_optimized",
+          "NKI matmul tutorial: fully optimised relative to blocked free dimensions (3.17x)", MM,
+          round(6.97 / 22.07, 4), relative_to="nki-matmul-block-free")
+LN = "measurements.md section 4: the tutorial's p50 NCLatency"
+nki_entry("nki-layernorm-v1", "layernorm_v1",
+          "NKI LayerNorm tutorial v1 (nki.language), 4096 x 8192 fp32", LN, 2311000.0)
+nki_entry("nki-layernorm-v2", "layernorm_v2",
+          "NKI LayerNorm tutorial v2 (bn_stats/bn_aggr), 4096 x 8192 fp32", LN, 1969000.0)
+nki_entry("nki-layernorm-v2-speedup", "layernorm_v2", "NKI LayerNorm tutorial: v2 relative to v1",
+          LN, round(1969 / 2311, 4), relative_to="nki-layernorm-v1")
+nki_entry("nki-adamw", "adamw", "NKIBench adamw, our NKI version (10944 x 2048 fp32)",
+          "measurements.md section 3.3: mean of 10 profiled runs of the baseline", 1999829.0)
+nki_entry("nki-silu", "silu", "NKIBench silu, our NKI version (4096 x 7168 fp32)",
+          "measurements.md section 3.4: mean of 10 profiled runs of the baseline", 1333232.0)
+
 json.dump({"name": "trn1-published",
            "description": "Published trn1 (NeuronCore-v2) measurements: DMA curve and transfers, "
                           "nccom-test collectives, ScalarE chain, AccelOpt kernels, LayerNorm, "

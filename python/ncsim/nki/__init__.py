@@ -116,7 +116,6 @@ class Kernel:
         source = func.__code__.co_filename
         pol = _errors.make_policy(pol if pol is not None or "policy" not in self.opts
                                   else self.opts["policy"], source, _def_line(func))
-        tr = _core.Tracer(pol, source)
         if _core._tracer[0] is not None:
             raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
                                 "launched from inside another kernel's trace with a grid")
@@ -127,53 +126,16 @@ class Kernel:
             raise NkiError(f"{source}:{_def_line(func)}: error: [err_invalid_arguments] "
                            f"{func.__name__}: {e}") from None
         bound.apply_defaults()
+        # Pass 1 traces with block tensors unallocated and records when each block is used;
+        # if the kernel has block tensors, pass 2 traces again, allocating by that liveness
+        # (docs/nki.md, "Allocation").
+        prev = None
+        while True:
+            tr, ret, params = self._trace(func, sig, bound, pol, source, prev, grid)
+            if prev is not None or not tr.needs_second_pass():
+                break
+            prev = tr
         inputs = {}
-        params = {}
-        _core._tracer[0] = tr
-        try:
-            targs = {}
-
-            def param(name, v):
-                v = _errors.check_argument(source, _def_line(func), name, v)
-                a = _placeholder(v)
-                if a is None:
-                    return v
-                dt = a.nki_dtype if hasattr(a, "nki_dtype") else _dtypes.as_dtype(a.dtype)
-                b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
-                b.param = name
-                if isinstance(a, np.ndarray):
-                    b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
-                elif isinstance(a, _typing.TypedValues):
-                    b.host = np.ascontiguousarray(a.values).reshape(b.shape)
-                params[name] = (b, v)
-                return tr.hbm_tensor(b)
-            for name, v in bound.arguments.items():
-                kind = sig.parameters[name].kind
-                if kind == inspect.Parameter.VAR_POSITIONAL:
-                    targs[name] = tuple(param(f"{name}{i}", x) for i, x in enumerate(v))
-                elif kind == inspect.Parameter.VAR_KEYWORD:
-                    targs[name] = {k: param(k, x) for k, x in v.items()}
-                else:
-                    targs[name] = param(name, v)
-            ret = None
-            g = grid or ()
-            for inst, pid in enumerate(itertools.product(*[range(n) for n in g]) if g else [()]):
-                tr.program_id = pid
-                tr.grid = g
-                tr.shared_idx = 0
-                tr.instance = inst
-                ba = sig.bind_partial()
-                ba.arguments.update(targs)
-                r = func(*ba.args, **ba.kwargs)
-                if inst == 0:
-                    ret = r
-                tr.flush()
-        except NkiError:
-            raise
-        except Exception as e:      # never a bare exception from the package: located
-            raise _errors.located(e, source, _def_line(func)) from e
-        finally:
-            _core._tracer[0] = None
         # the return value: shared_hbm tensors
         out_names = []
 
@@ -220,7 +182,62 @@ class Kernel:
         low.params = {b.name: (b.param, source, _def_line(func)) for b in tr.hbm
                       if getattr(b, "param", None) is not None}
         low.prints = tr.prints
+        low.tensors = tr.report()
+        low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
+                     "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),
+                     "resident_load_bytes": tr.elided_bytes}
         return low, bound
+
+    @staticmethod
+    def _trace(func, sig, bound, pol, source, prev, grid):
+        tr = _core.Tracer(pol, source, prev=prev)
+        params = {}
+        _core._tracer[0] = tr
+        try:
+            targs = {}
+
+            def param(name, v):
+                v = _errors.check_argument(source, _def_line(func), name, v)
+                a = _placeholder(v)
+                if a is None:
+                    return v
+                dt = a.nki_dtype if hasattr(a, "nki_dtype") else _dtypes.as_dtype(a.dtype)
+                b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
+                b.param = name
+                if isinstance(a, np.ndarray):
+                    b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
+                elif isinstance(a, _typing.TypedValues):
+                    b.host = np.ascontiguousarray(a.values).reshape(b.shape)
+                params[name] = (b, v)
+                return tr.hbm_tensor(b)
+            for name, v in bound.arguments.items():
+                kind = sig.parameters[name].kind
+                if kind == inspect.Parameter.VAR_POSITIONAL:
+                    targs[name] = tuple(param(f"{name}{i}", x) for i, x in enumerate(v))
+                elif kind == inspect.Parameter.VAR_KEYWORD:
+                    targs[name] = {k: param(k, x) for k, x in v.items()}
+                else:
+                    targs[name] = param(name, v)
+            ret = None
+            g = grid or ()
+            for inst, pid in enumerate(itertools.product(*[range(n) for n in g]) if g else [()]):
+                tr.program_id = pid
+                tr.grid = g
+                tr.shared_idx = 0
+                tr.instance = inst
+                ba = sig.bind_partial()
+                ba.arguments.update(targs)
+                r = func(*ba.args, **ba.kwargs)
+                if inst == 0:
+                    ret = r
+                tr.flush()
+        except NkiError:
+            raise
+        except Exception as e:      # never a bare exception from the package: located
+            raise _errors.located(e, source, _def_line(func)) from e
+        finally:
+            _core._tracer[0] = None
+        return tr, ret, params
 
     # ---- running
     def _run(self, args, kwargs, timing_only=False, trace=None, check=False, seed=0, arch="trn1",
@@ -230,12 +247,14 @@ class Kernel:
         for k, v in low.inputs.items():
             if v is None and not timing_only:
                 _errors.placeholder_in_functional_run(low, k)
-            if v is None:          # a placeholder (benchmark): random values
-                b = _shape_of(low.text, k)
-                v = np.random.default_rng(0).uniform(-1, 1, size=b[1]).astype(b[0])
+            if timing_only:        # a timing-only run reads no input data: none is made
+                continue
             inputs[k] = v
         r = _exec.run(low.text, low.name, inputs, arch=arch, timing_only=timing_only, trace=trace,
                       check=check, seed=seed, set=set)
+        if isinstance(r.stats, dict):
+            # what the lowering decided: spills and reloads (docs/nki.md, "Allocation")
+            r.stats["nki"] = dict(low.spill, tensors=low.tensors)
         self.last = r
         self.lowered = low
         if not timing_only:
@@ -362,12 +381,12 @@ def _jsonable(v):
 
 
 def _lowering_spills(low):
-    """The lowering's spill statistics, (save bytes, reload bytes), when it reports them
-    (Lowered.spill_save_bytes / spill_reload_bytes, or its stats dict); None when it does not."""
-    st = getattr(low, "stats", None)
+    """The lowering's spill statistics, (save bytes, reload bytes): Lowered.spill, which the
+    tracer fills (docs/nki.md, "Allocation"); None when a lowering has none."""
+    st = getattr(low, "spill", None)
     st = st if isinstance(st, dict) else {}
-    save = getattr(low, "spill_save_bytes", st.get("spill_save_bytes"))
-    reload_ = getattr(low, "spill_reload_bytes", st.get("spill_reload_bytes"))
+    save = st.get("spill_save_bytes")
+    reload_ = st.get("spill_reload_bytes")
     return (None if save is None else int(save)), (None if reload_ is None else int(reload_))
 
 
@@ -475,7 +494,8 @@ def _summary(r, low, report_from=None):
     return {"kernel": low.name, "total_time_ns": r.time_ns, "instructions": low.instructions,
             "engines": eng, "bottleneck": bott, "verdict": why, "busiest": busiest,
             "verdict_from": "trace" if report_from and _is_trace(report_from) else "statistics",
-            "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+            "mfu": st.get("mfu"), "hbm": st.get("hbm"),
+            "spill": getattr(low, "spill", None)}
 
 
 def _is_trace(path):

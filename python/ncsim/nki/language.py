@@ -6,6 +6,7 @@ functions run on `act`; arithmetic, comparisons, bitwise ops, reductions, copies
 transposes on `pe`, with results in PSUM."""
 import builtins as _bi
 import math
+import sys
 
 import numpy as np
 
@@ -605,7 +606,7 @@ def ndarray(shape, dtype, *, buffer=None, name="", **kw):
     tr = T()
     if kind in ("hbm", "shared_hbm"):
         return _hbm_new(tr, dims, dt, kind, name)
-    return tr.new_onchip(kind, dt, dims, pd)
+    return tr.new_onchip(kind, dt, dims, pd, name=name)
 
 
 def _hbm_new(tr, dims, dt, kind, name):
@@ -635,7 +636,14 @@ def _filled(shape, value, dtype, buffer, name):
     if kind in ("hbm", "shared_hbm"):
         error("err_hbm_tensor_with_init_value_not_supported",
               "HBM tensors cannot be created with an initial value; nl.store a value into them")
-    t = tr.new_onchip(kind, dt, dims, pd)
+    t = tr.new_onchip(kind, dt, dims, pd, name=name)
+    if type(t.buf) is C.BlockBuf:
+        # block tensors: each block is initialised when first touched (docs/nki.md)
+        if kind == "psum" and value == 0:
+            t.buf.lazy_zero = True
+        else:
+            t.buf.fill = value
+        return t
     if kind == "psum" and value == 0:
         t.alloc.lazy_zero = True      # the start of a matmul accumulation group (docs/nki.md)
         return t
@@ -787,6 +795,16 @@ def load(src, *, mask=None, dtype=None, **kw):
     sv = src if len(src.shape) >= 2 else \
         src.clone_view(shape=shape, strides=list(src.strides) + [1] if src.shape else [1, 1])
 
+    tr = T()
+    key = site = None
+    if box is None and tr.pol.resident_loads != "never" and tr.pol.dma_split_partitions == 0:
+        # repeated loads of the same data (docs/nki.md, "Repeated loads")
+        key = tr.load_key(sv, dt, shape)
+        site = C.user_frame()
+        hit = tr.resident_hit(key, site)
+        if hit is not None:
+            return hit
+
     def emit(d, _b):
         if box is False:
             return
@@ -797,6 +815,8 @@ def load(src, *, mask=None, dtype=None, **kw):
             # instructions over the whole tile read defined values (docs/nki.md)
             _memset_into(dv, 0, None)
         tr.dma(dv.restrict(box), sv.restrict(box), "load")
+        if key is not None:
+            tr.load_done(key, site, dv, sv)
     return _new("sbuf", shape, dt, emit)
 
 
@@ -885,8 +905,8 @@ def _copy_into(d, src, mask, eng=None):
     dv, sv = dv.restrict(box), sv.restrict(box)
     if dv.alloc is not None and dv.alloc.lazy_zero:
         tr.touch_lazy_zero(dv)
-    eng = eng or tr.pick(tr.pol.copy_engine, ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int)
-                         else ("dve",))
+    eng = eng or tr.pick(tr.pol.psum_copy_engine if sv.space == "psum" else tr.pol.copy_engine,
+                         ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int) else ("dve",))
     if eng == "pool" and (sv.space == "psum" or dv.space == "psum"):
         eng = "dve"
     tr.emit(eng, f"tensor_copy {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
@@ -1095,7 +1115,35 @@ def all(x, axis, *, dtype=bool_, mask=None, **kw):
 
 
 def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
-    error("err_unsupported_by_ncsim", "nl.loop_reduce is not supported; accumulate with c[...] = c + x")
+    """dst = dst OP x, dst being what the result is assigned to: `b[...] = loop_reduce(a, ...)`
+    or `b = loop_reduce(a, ...)` with b an on-chip tensor already (nki-api: "b = tensor_tensor(b,
+    a, op)" on every iteration). A destination nothing has written yet takes x: the first
+    iteration starts the reduction. `loop_indices` is a hint for the compiler's loop
+    optimisations; it does not change the result (docs/nki.md)."""
+    a = _tile(x)
+    opn = _alu_name(op)
+    for i in (loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]):
+        if not isinstance(i, (int, np.integer)):
+            error("err_invalid_loop_indices", "loop_indices lists loop variables (of the loops "
+                  "the reduction runs over)")
+    dt = as_dtype(dtype) if dtype is not None else a.dtype
+    box = _mask_box(mask, a.shape)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        al = d.alloc
+        if al is not None and not al.written and not al.lazy_zero:
+            _copy_into(d, a, mask)
+        else:
+            _binary_into(d, opn, d, a, box, shape=a.shape)
+    dst = C.assigned_local(sys._getframe(1))
+    if isinstance(dst, Tensor) and dst.pend is None and dst.is_onchip:
+        if _prod(dst.shape) != _prod(a.shape):
+            error("err_shape_mismatch", f"loop_reduce of a {a.shape} tile into {dst.shape}")
+        T().run_pending(C.Pending("sbuf", emit, None, None, T().line()), dst, None)
+        return dst
+    return _new("sbuf", a.shape, dt, emit)
 
 
 def all_reduce(x, op, program_axes, *, dtype=None, mask=None, **kw):
