@@ -73,7 +73,8 @@ typedef enum arch_key_type { KT_U32, KT_U64, KT_F64, KT_TOPOLOGY, KT_CC_ALGORITH
     XX(dma, engines, U32, dma.engines)                                                             \
     XX(dma, queues, U32, dma.queues)                                                               \
     XX(dma, engine_bandwidth_gbps, F64, dma.engine_bandwidth_gbps)                                 \
-    XX(dma, fixed_cost_ns, F64, dma.fixed_cost_ns)                                                 \
+    XX(dma, trigger_latency_ns, F64, dma.trigger_latency_ns)                                       \
+    XX(dma, descriptor_ns, F64, dma.descriptor_ns)                                                 \
     XX(dma, piece_overhead_ns, F64, dma.piece_overhead_ns)                                         \
     XX(dma, min_efficient_bytes, F64, dma.min_efficient_bytes)                                     \
     XX(link, topology, TOPOLOGY, link.topology)                                                    \

@@ -104,7 +104,8 @@ typedef struct mdl_arch {
         uint32_t engines;            /* per core, 16 */
         uint32_t queues;             /* per core, 16 */
         double engine_bandwidth_gbps; /* per engine peak, 27.2 GB/s */
-        double fixed_cost_ns;        /* per-transfer fixed cost (descriptor, sync) */
+        double trigger_latency_ns;   /* trigger to first descriptor: a latency, not a resource */
+        double descriptor_ns;        /* one engine's processing of one descriptor (piece) */
         double piece_overhead_ns;    /* per contiguous piece (descriptor element) overhead */
         double min_efficient_bytes;  /* bytes per piece at which efficiency is near peak (2 KiB) */
     } dma;
