@@ -1336,6 +1336,7 @@ static void finish_stats(struct sim *s)
         core_t *c = &s->cores[i];
         dma_core_flush_busy(s, c);
         sim_core_stats_t *cs = c->st;
+        cs->dma_desc_busy_ps = s->net.res[res_desc(s, i)].busy_ps; /* flushed above */
         for (int e = 0; e < ISA_ENGINE_COUNT; e++)
             if (cs->engines[e].end_ps > cs->end_ps)
                 cs->end_ps = cs->engines[e].end_ps;

@@ -237,6 +237,7 @@ typedef struct sim_core_stats {
     uint64_t dma_transfers;
     uint64_t dma_bytes;
     uint64_t dma_busy_ps;    /* time with at least one transfer moving data */
+    uint64_t dma_desc_busy_ps; /* time the DMA engines had descriptors to process */
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 
