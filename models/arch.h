@@ -106,6 +106,8 @@ typedef struct mdl_arch {
         double engine_bandwidth_gbps; /* per engine peak, 27.2 GB/s */
         double trigger_latency_ns;   /* trigger to first descriptor: a latency, not a resource */
         double descriptor_ns;        /* one engine's processing of one descriptor (piece) */
+        uint32_t queue_round_robin;  /* 1: queues share the descriptor stages round-robin;
+                                      * 0: whole transfers, first come, first served */
         double piece_overhead_ns;    /* per contiguous piece (descriptor element) overhead */
         double min_efficient_bytes;  /* bytes per piece at which efficiency is near peak (2 KiB) */
     } dma;

@@ -123,6 +123,39 @@ static void begin_desc(struct sim *s, xfer_t *x)
         sim_fail(s, "out of memory");
 }
 
+/* dma.queue_round_robin 0: start the oldest waiting transfer's descriptors if none is being
+ * processed. */
+static void desc_pump(struct sim *s, core_t *c)
+{
+    while (!c->desc_busy && c->dwait_head && !s->failed) {
+        xfer_t *x = c->dwait_head;
+        c->dwait_head = x->dnext;
+        if (!c->dwait_head)
+            c->dwait_tail = NULL;
+        begin_desc(s, x);
+        c->desc_busy = x->desc_state == XFER_RUNNING;
+    }
+}
+
+/* Its descriptors may start: at once when the queues share the descriptor stages
+ * round-robin (or there is no descriptor work), else after those ready before it. */
+static void desc_request(struct sim *s, xfer_t *x)
+{
+    core_t *c = x->core;
+    if (s->arch->dma.queue_round_robin || x->desc_work <= 0) {
+        begin_desc(s, x);
+        return;
+    }
+    x->desc_state = XFER_PENDING;
+    x->dnext = NULL;
+    if (c->dwait_tail)
+        c->dwait_tail->dnext = x;
+    else
+        c->dwait_head = x;
+    c->dwait_tail = x;
+    desc_pump(s, c);
+}
+
 /* Move a queue on: its head starts moving data once its first descriptors are processed;
  * the queue's descriptor stage takes the first transfer whose descriptors have not started,
  * once its trigger latency has passed, the stage has finished the one before it, and that
@@ -143,10 +176,10 @@ static void queue_advance(struct sim *s, dma_queue_t *dq)
             prev = x;
             x = x->next;
         }
-        if (!x || x->desc_state == XFER_RUNNING || !x->eligible ||
+        if (!x || x->desc_state != XFER_WAITING || !x->eligible ||
             (prev && prev->data_state == XFER_WAITING))
             return;
-        begin_desc(s, x);
+        desc_request(s, x);
         if (s->failed || x->desc_state != XFER_DONE)
             return;
     }
@@ -179,10 +212,15 @@ static void xfer_desc_done(sim_queue_t *q, sim_event_t *ev)
     struct sim *s = x->core->sim;
     flow_finish(s, &s->net, &x->dflow);
     desc_finished(s, x);
+    core_t *c = x->core;
+    if (!s->arch->dma.queue_round_robin) {
+        c->desc_busy = 0;
+        desc_pump(s, c);
+    }
     if (x->data_state == XFER_DONE)
         xfer_land(s, x);
     else
-        queue_advance(s, &x->core->queues[x->queue]);
+        queue_advance(s, &c->queues[x->queue]);
 }
 
 /* flow.ev: the data has moved; it lands if its descriptors are processed. */

@@ -110,6 +110,7 @@ typedef struct xfer {
     sim_event_t ready_ev; /* the trigger latency has elapsed, then the first descriptors */
     struct core *core;
     struct xfer *next;   /* queue FIFO / free list */
+    struct xfer *dnext;  /* the core's first-come list of descriptor work (queue_round_robin 0) */
     const isa_instr_t *instr;
     uint32_t index;
     uint32_t line;       /* instr's, and its posts: read when it lands, without instr */
@@ -136,7 +137,8 @@ typedef struct xfer {
  * (a flow over the core's descriptor stages) and, once the first are processed and the
  * transfers ahead have landed, its data (a flow over the engines and HBM), the two at once;
  * it lands when both are done. */
-enum { XFER_WAITING, XFER_RUNNING, XFER_DONE };
+enum { XFER_WAITING, XFER_RUNNING, XFER_DONE, XFER_PENDING /* descriptors: in the core's
+                                                               * first-come queue */ };
 
 typedef struct dma_queue {
     xfer_t *head, *tail;
@@ -155,6 +157,10 @@ typedef struct core {
     uint64_t sbuf_port_until, psum_port_until;
     uint8_t sbuf_port_owner, psum_port_owner;
     dma_queue_t queues[16];
+    /* dma.queue_round_robin 0: transfers waiting for the descriptor stages, in the order they
+     * became ready, and whether one is being processed */
+    struct xfer *dwait_head, *dwait_tail;
+    uint8_t desc_busy;
     /* DMA busy time: the union of the transfers' data phases as traces show them (each
      * ending when it lands); disjoint [lo, hi) segments not yet added to st->dma_busy_ps,
      * sorted, kept while a later-landing transfer could still overlap them */

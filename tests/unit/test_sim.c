@@ -660,6 +660,34 @@ static void test_dma_mechanism_by_hand(void **state)
     trn1 = saved;
 }
 
+/* dma.queue_round_robin: four [128 x 1 KiB] loads on four queues; act starts a long activate
+ * when the first has landed. Round-robin (trn1), the four share the descriptor stages and the
+ * first lands at 5290 ns (test_dma_mechanism_by_hand); first come, first served, the first
+ * takes the stages alone and lands at 1070 + 1120 = 2190 ns, 3100 ns earlier. The last lands
+ * at 5550 ns either way. */
+static void test_dma_queue_arbitration(void **state)
+{
+    (void)state;
+    const char *text = ".hbm a fp32 [4, 128, 256] input\n.sbuf s fp32 [128, 4, 256]\n"
+                       ".sbuf big fp32 [128, 8192]\n.sem l0\n.engine sp\n"
+                       "dma s[:, 0, :], a[0], queue=0 | post l0\n"
+                       ".loop i = 1, 4\ndma s[:, i, :], a[i], queue=i\n.endloop\n"
+                       ".engine act\nactivate big, big, copy | wait l0 >= 1\n";
+    assert_int_equal(trn1.dma.queue_round_robin, 1);
+    double rr = dma_run(text);
+    mdl_arch_t saved = trn1;
+    char err[128];
+    assert_int_equal(mdl_arch_set(&trn1, "dma.queue_round_robin=0", err, sizeof err), NCSIM_OK);
+    double fifo = dma_run(text);
+    trn1 = saved;
+    if (!tu_close(rr - fifo, 3100.0, 0, 1.0))
+        fail_msg("round-robin %.3f ns, first come first served %.3f ns: %.3f apart, expected 3100",
+                 rr, fifo, rr - fifo);
+    assert_int_equal(mdl_arch_set(&saved, "dma.queue_round_robin=2", err, sizeof err), NCSIM_OK);
+    assert_int_equal(mdl_arch_validate(&saved, err, sizeof err), NCSIM_USAGE);
+    assert_non_null(strstr(err, "dma.queue_round_robin = 2: must be 1"));
+}
+
 /* Eight tiny [128 x 32 B] loads: 8 x 1120 ns of descriptors whether on one queue or on eight
  * (the engines' descriptor stages are shared by every queue); their data (128 pieces of 32 B,
  * 8 x (32 / 18.7 + 7) = 69.7 ns per engine, or 79.9 ns for the 4 KiB source in one of the 16
@@ -766,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_hbm_shared_by_cores),
         cmocka_unit_test(test_dma_descriptor_stage),
         cmocka_unit_test(test_dma_mechanism_by_hand),
+        cmocka_unit_test(test_dma_queue_arbitration),
         cmocka_unit_test(test_semaphore_latency),
         cmocka_unit_test(test_collective_costs),
         cmocka_unit_test(test_active_time),
