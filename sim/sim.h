@@ -253,6 +253,7 @@ typedef struct sim_core_stats {
     uint64_t tensor_hw_flops, tensor_hw_flops_fp32; /* PE FLOPs, transposes included; on fp32 */
     /* of which not useful (hw_flops - flops: PE transposes); on fp32 */
     uint64_t tensor_transpose_flops, tensor_transpose_flops_fp32;
+    uint64_t dma_desc_busy_ps; /* time the DMA engines had descriptors to process */
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 

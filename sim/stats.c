@@ -62,6 +62,7 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
         json_object_set_new(dma, "transfers", json_integer((json_int_t)c->dma_transfers));
         json_object_set_new(dma, "bytes", json_integer((json_int_t)c->dma_bytes));
         json_object_set_new(dma, "busy_ns", json_real(ns(c->dma_busy_ps)));
+        json_object_set_new(dma, "descriptor_busy_ns", json_real(ns(c->dma_desc_busy_ps)));
         json_object_set_new(co, "dma", dma);
         json_t *mem = json_object(); /* the core's own traffic (sim_core_stats_t) */
         json_object_set_new(mem, "sbuf_read_bytes", json_integer((json_int_t)c->sbuf_read_bytes));

@@ -109,8 +109,10 @@ def test_timing_plausible(case):
     for name, frac in summary["busy"].items():
         assert 0.0 <= frac <= 1.0 + 1e-9, (name, frac)
     # The time is explained by some resource, not by idle waiting (tiny kernels are
-    # dominated by the fixed latency of their few DMAs).
-    assert summary["bottleneck"] != "latency" or latency_us < 20.0
+    # dominated by the fixed latency of their few DMAs; transposing loads, one DMA
+    # descriptor per element, by the DMA engines' descriptor processing).
+    desc = stats["cores"][0]["dma"]["descriptor_busy_ns"] / 1000.0
+    assert summary["bottleneck"] != "latency" or latency_us < 20.0 or desc > 0.5 * latency_us
     if case.flops:
         assert 0.0 < summary["mfu"] <= 1.0
 
