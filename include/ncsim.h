@@ -420,6 +420,56 @@ NCSIM_API uint64_t ncsim_sim_findings_dropped(const ncsim_sim_t *sim);
 NCSIM_API ncsim_status_t ncsim_sim_findings_print(const ncsim_sim_t *sim, FILE *out, size_t limit);
 NCSIM_API ncsim_status_t ncsim_sim_findings_json(const ncsim_sim_t *sim, char **json);
 
+/* ---- Profile summary (the Neuron profiler's) ---- */
+
+/* What ncsim_profile_summary prints. */
+typedef enum ncsim_profile_format {
+    NCSIM_PROFILE_SUMMARY_JSON, /* {"KEY": {field: value}}: `neuron-profile view
+                                 * --output-format summary-json` */
+    NCSIM_PROFILE_JSON,         /* {"summary": [{...}], "instruction": [{...}, ...]}: its
+                                 * `--output-format json` (records need a trace) */
+    NCSIM_PROFILE_TEXT,         /* field, value, unit per line (summary-text) */
+    NCSIM_PROFILE_FORMAT_COUNT
+} ncsim_profile_format_t;
+
+/* Options of ncsim_profile_summary. Zero them (or ncsim_profile_options_init) and set what you
+ * need; new fields are only ever added at the end. */
+typedef struct ncsim_profile_options {
+    ncsim_profile_format_t format;
+    uint32_t core;              /* the NeuronCore summarised (nc_idx) */
+    const char *program_path;   /* the program that ran (.nca or .ncx), for the declared tensor
+                                 * sizes; NULL: those fields are left out */
+    const char *key;            /* summary-json's top-level key; NULL: "ncsim" */
+    int64_t spill_save_bytes;   /* the lowering's spills, when the caller knows them; -1: from
+                                 * the statistics file, else 0 */
+    int64_t spill_reload_bytes;
+} ncsim_profile_options_t;
+
+NCSIM_API void ncsim_profile_options_init(ncsim_profile_options_t *opt);
+
+/* The profiler's summary of a run from `path`: a trace (ncsim_options_t.trace_path, `ncsim run
+ * --trace`; every field) or a statistics file (`ncsim run --stats`; the fields its totals hold).
+ * Fields have the profiler's names and units: seconds, bytes, FLOPs, cycles, `*_percent` as
+ * fractions; `is_simulation` is true. docs/nki.md lists every field. Free *text with
+ * ncsim_free. Errors: NCSIM_IO, NCSIM_FORMAT, NCSIM_USAGE (the core ran nothing), and the
+ * program's load errors. */
+/* The summary's fields, index 0, 1, ... until NULL: the key; its unit ("s", "fraction", "B",
+ * "FLOP", "FLOP/B", "count", "cycles") and how ncsim computes it, when unit/text are not NULL;
+ * *trace_only is 1 for fields a statistics file cannot give. Strings are static. */
+NCSIM_API const char *ncsim_profile_field(size_t index, const char **unit, const char **text,
+                                          int *trace_only);
+NCSIM_API ncsim_status_t ncsim_profile_summary(const char *path, const ncsim_profile_options_t *opt,
+                                               char **text);
+
+/* ---- Reports ---- */
+
+/* The report `ncsim report --json PATH` prints, for a trace (.json, .json.gz, .pftrace) or a
+ * statistics file: total time, the verdict (what bounds the run) and its candidates
+ * ("bounds"), engines, DMA, HBM, stalls, critical path (traces). One implementation for the
+ * command line, this API and the Python package. *json is malloc'd (free with ncsim_free).
+ * NCSIM_IO: unreadable; NCSIM_FORMAT: neither a trace nor a statistics file. */
+NCSIM_API ncsim_status_t ncsim_report_json(const char *path, char **json);
+
 #ifdef __cplusplus
 }
 #endif

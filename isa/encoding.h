@@ -24,7 +24,7 @@
 #define NCX_SENTINEL "\r\n\x1a\n"
 #define NCX_SENTINEL_LEN 4
 #define NCX_VERSION_MAJOR 1
-#define NCX_VERSION_MINOR 1 /* what the writer emits by default and the reader knows */
+#define NCX_VERSION_MINOR 2 /* what the writer emits by default and the reader knows */
 
 #define NCX_HDR_MAGIC 0
 #define NCX_HDR_SENTINEL 4

@@ -113,7 +113,9 @@ typedef enum isa_space {
     XX(BITWISE_OR, "bitwise_or", 1)                                                            \
     XX(BITWISE_XOR, "bitwise_xor", 1)                                                          \
     XX(SHIFT_LEFT, "shift_left", 0)                                                            \
-    XX(SHIFT_RIGHT, "shift_right", 0)
+    XX(SHIFT_RIGHT, "shift_right", 0)                                                          \
+    XX(MOD, "mod", 0)                                                                          \
+    XX(FMOD, "fmod", 0)
 
 typedef enum isa_alu {
 #define XX(id, name, red) ISA_ALU_##id,
@@ -129,7 +131,8 @@ typedef enum isa_alu {
     XX(GELU_SIGMOID, "gelu_sigmoid") XX(SILU, "silu") XX(TANH, "tanh")                         \
     XX(SOFTPLUS, "softplus") XX(MISH, "mish") XX(ERF, "erf") XX(EXP, "exp") XX(LOG, "log")     \
     XX(SQRT, "sqrt") XX(RSQRT, "rsqrt") XX(RECIPROCAL, "reciprocal") XX(SIGN, "sign")          \
-    XX(ABS, "abs") XX(SIN, "sin") XX(ARCTAN, "arctan")
+    XX(ABS, "abs") XX(SIN, "sin") XX(ARCTAN, "arctan") XX(GELU_DX, "gelu_dx")                  \
+    XX(SILU_DX, "silu_dx") XX(ERF_DX, "erf_dx")
 
 typedef enum isa_func {
 #define XX(id, name) ISA_FUNC_##id,

@@ -80,7 +80,9 @@ typedef enum arch_key_type {
     XX(dma, engines, U32, dma.engines)                                                             \
     XX(dma, queues, U32, dma.queues)                                                               \
     XX(dma, engine_bandwidth_gbps, F64, dma.engine_bandwidth_gbps)                                 \
-    XX(dma, fixed_cost_ns, F64, dma.fixed_cost_ns)                                                 \
+    XX(dma, trigger_latency_ns, F64, dma.trigger_latency_ns)                                       \
+    XX(dma, descriptor_ns, F64, dma.descriptor_ns)                                                 \
+    XX(dma, queue_round_robin, U32, dma.queue_round_robin)                                         \
     XX(dma, piece_overhead_ns, F64, dma.piece_overhead_ns)                                         \
     XX(dma, min_efficient_bytes, F64, dma.min_efficient_bytes)                                     \
     XX(link, topology, TOPOLOGY, link.topology)                                                    \
@@ -1091,6 +1093,10 @@ ncsim_status_t mdl_arch_validate(const mdl_arch_t *a, char *err, size_t errlen)
           a->dma.engine_bandwidth_gbps);
     CHECK(a->dma.min_efficient_bytes >= 1, "dma.min_efficient_bytes = %g: must be >= 1",
           a->dma.min_efficient_bytes);
+    CHECK(a->dma.queue_round_robin <= 1,
+          "dma.queue_round_robin = %u: must be 1 (queues share the engines' descriptor stages "
+          "round-robin) or 0 (the engines take whole transfers first come, first served)",
+          a->dma.queue_round_robin);
 
     CHECK(a->efa.instances >= 1 && a->chips % a->efa.instances == 0,
           "efa.instances = %u: must be at least 1 and divide system.chips (%u) evenly",

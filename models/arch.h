@@ -118,7 +118,10 @@ typedef struct mdl_arch {
         uint32_t engines;            /* per core, 16 */
         uint32_t queues;             /* per core, 16 */
         double engine_bandwidth_gbps; /* per engine peak, 27.2 GB/s */
-        double fixed_cost_ns;        /* per-transfer fixed cost (descriptor, sync) */
+        double trigger_latency_ns;   /* trigger to first descriptor: a latency, not a resource */
+        double descriptor_ns;        /* one engine's processing of one descriptor (piece) */
+        uint32_t queue_round_robin;  /* 1: queues share the descriptor stages round-robin;
+                                      * 0: whole transfers, first come, first served */
         double piece_overhead_ns;    /* per contiguous piece (descriptor element) overhead */
         double min_efficient_bytes;  /* bytes per piece at which efficiency is near peak (2 KiB) */
     } dma;

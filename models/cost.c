@@ -193,16 +193,22 @@ static void touch(const mdl_arch_t *a, operand_acc_t *acc, const isa_view_t *v, 
     int psum = v->space == (uint8_t)ISA_SPACE_PSUM;
     if (write) {
         acc->out->bytes_written += bytes;
-        if (psum)
+        if (psum) {
             acc->out->writes_psum = 1;
-        else
+            acc->out->psum_write_bytes += bytes;
+        } else {
             acc->out->writes_sbuf = 1;
+            acc->out->sbuf_write_bytes += bytes;
+        }
     } else {
         acc->out->bytes_read += bytes;
-        if (psum)
+        if (psum) {
             acc->out->reads_psum = 1;
-        else
+            acc->out->psum_read_bytes += bytes;
+        } else {
             acc->out->reads_sbuf = 1;
+            acc->out->sbuf_read_bytes += bytes;
+        }
     }
     if (n > 1)
         acc->stride = max_d(acc->stride, stride_factor(a, v));
@@ -417,6 +423,8 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
                  pe_dtype_factor(a, mov) * array_passes(a, k, (uint64_t)m_stat);
         out->flops = 2u * k * m * free_elems(mov);
         out->hw_flops = out->flops;
+        if (mov && mov->dtype == (uint8_t)ISA_DT_FP32)
+            out->hw_flops_fp32 = out->hw_flops;
         if (T) {
             T->ii = "II = max(min({MM_INIT}, {M}), {N} x {s}) x {f} x {passes}";
             term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
@@ -450,6 +458,8 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
                      array_passes(a, src ? src->pcount : 0, free_elems(src));
             uint64_t pu = src ? src->pcount : 0;
             out->hw_flops = 2u * pu * pu * free_elems(src);
+            if (src && src->dtype == (uint8_t)ISA_DT_FP32)
+                out->hw_flops_fp32 = out->hw_flops;
             if (T) {
                 T->ii = "II = max({P}, min({MM_INIT}, {F})) x {s} x {f} x {passes}";
                 term(T, "P", pp, "SRC partitions");

@@ -25,6 +25,11 @@ typedef struct mdl_cost {
                              * included, for HFU (EXPL glossary); >= flops */
     uint64_t bytes_read;    /* SBUF/PSUM bytes the instruction reads */
     uint64_t bytes_written; /* SBUF/PSUM bytes it writes */
+    /* the same bytes by memory (the profiler's sbuf_/psum_ read/write bytes) */
+    uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
+    /* the part of hw_flops whose PE operand is fp32 (the profiler counts fp32 FLOPs apart:
+     * traces/profile.c) */
+    uint64_t hw_flops_fp32;
     uint8_t reads_sbuf, writes_sbuf, reads_psum, writes_psum; /* ports it needs */
 } mdl_cost_t;
 

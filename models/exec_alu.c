@@ -63,6 +63,29 @@ static inline int64_t shr_i(int64_t x, int64_t y)
     return (y < 0 || y > 31) ? 0 : (int64_t)(((uint64_t)x & 0xffffffffu) >> y);
 }
 
+/* Remainders: fmod is C's (the sign of x, exact); mod is Python's and NumPy's (the sign of y):
+ * fmod's result moved by y when the signs differ. x % 0 is NaN in fp32, 0 in integers. */
+static inline float mod_f(float x, float y)
+{
+    float r = fmodf(x, y);
+    return (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) ? r + y : r;
+}
+
+static inline int64_t fmod_i(int64_t x, int64_t y)
+{
+    if (y == 0)
+        return 0;
+    if (y == -1)
+        return 0; /* INT64_MIN % -1 overflows in C */
+    return x % y;
+}
+
+static inline int64_t mod_i(int64_t x, int64_t y)
+{
+    int64_t r = fmod_i(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+}
+
 /* One operator per line, as a table. */
 // clang-format off
 #define F32_CASES(LOOP)                                                                        \
@@ -82,6 +105,8 @@ static inline int64_t shr_i(int64_t x, int64_t y)
     case ISA_ALU_LOGICAL_AND: LOOP(B2F(x != 0.0f && y != 0.0f)); break;                        \
     case ISA_ALU_LOGICAL_OR: LOOP(B2F(x != 0.0f || y != 0.0f)); break;                         \
     case ISA_ALU_LOGICAL_XOR: LOOP(B2F((x != 0.0f) != (y != 0.0f))); break;                    \
+    case ISA_ALU_MOD: LOOP(mod_f(x, y)); break;                                                \
+    case ISA_ALU_FMOD: LOOP(fmodf(x, y)); break;                                               \
     default: LOOP(((void)x, (void)y, 0.0f)); break; /* bitwise: never in the float domain */
 
 #define I64_CASES(LOOP)                                                                        \
@@ -106,6 +131,8 @@ static inline int64_t shr_i(int64_t x, int64_t y)
     case ISA_ALU_BITWISE_XOR: LOOP(x ^ y); break;                                              \
     case ISA_ALU_SHIFT_LEFT: LOOP(shl_i(x, y)); break;                                         \
     case ISA_ALU_SHIFT_RIGHT: LOOP(shr_i(x, y)); break;                                        \
+    case ISA_ALU_MOD: LOOP(mod_i(x, y)); break;                                                \
+    case ISA_ALU_FMOD: LOOP(fmod_i(x, y)); break;                                              \
     default: LOOP(((void)x, (void)y, (int64_t)0)); break;
 // clang-format on
 

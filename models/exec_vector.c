@@ -45,7 +45,7 @@ static inline float softplus_f(float t)
     return fmaxf(t, 0.0f) + log1pf(expf(-fabsf(t)));
 }
 
-/* The 22 functions of ISA.md 7.2, in fp32 with the C library's float functions. */
+/* The functions of language.md 7.2, in fp32 with the C library's float functions. */
 static void apply_func(isa_func_t fn, float *v, size_t n)
 {
 #define MAP(E)                                                                                     \
@@ -99,6 +99,14 @@ static void apply_func(isa_func_t fn, float *v, size_t n)
         MAP(sinf(t));
     case ISA_FUNC_ARCTAN:
         MAP(atanf(t));
+    /* the derivatives of gelu (erf form), silu and erf */
+    case ISA_FUNC_GELU_DX:
+        MAP(0.5f * (1.0f + erff(t * 0.70710678118654752f)) +
+            t * 0.39894228040143268f * expf(-0.5f * t * t));
+    case ISA_FUNC_SILU_DX:
+        MAP(sigmoid_f(t) * (1.0f + t * (1.0f - sigmoid_f(t))));
+    case ISA_FUNC_ERF_DX:
+        MAP(1.12837916709551257f * expf(-t * t));
     }
 #undef MAP
 }

@@ -117,7 +117,7 @@ def main():
                     "--ncsim", ncsim, "--write"], check=True)
     put("kernels/README.md", "tp-table", tp_table(ncsim))
     put("docs/exploration.md", "sweep1-rows",
-        sweep_rows(s1, ["dma.fixed_cost_ns", "dma.engine_bandwidth_gbps"],
+        sweep_rows(s1, ["dma.descriptor_ns", "dma.engine_bandwidth_gbps"],
                    lambda r: float(r["dma.engine_bandwidth_gbps"]) in (18.7, 37.4, 74.8, 149.6)))
     put("docs/exploration.md", "sweep2-rows", sweep_rows(s2, ["hbm.bandwidth_gbps"], lambda r: True))
     put("docs/data-movement.md", "cc-table", cc_table(ncsim))

@@ -1,17 +1,26 @@
 /*
- * dma.c -- DMA queues and transfers (ISA.md 7.5 and 8, reference section 5).
+ * dma.c -- DMA queues and transfers (ISA.md 7.5 and 8, reference section 5;
+ * docs/data-movement.md has the mechanism with a worked example).
  *
  * A `dma` instruction costs its issuing engine only the trigger; the transfer is appended
- * to one of the core's 16 queues. Within a queue transfers move data one after another and
- * complete in order (FIFO); each pays a fixed cost (descriptor setup and synchronisation,
- * plus the HBM access latency when it touches HBM). A queue's fixed costs run one at a time
- * (its descriptor stage), each overlapping the data phase of the transfers ahead of it, so
- * a stream of transfers on one queue costs max(fixed cost, data time) per transfer; queues
- * have their own descriptor stages, so fixed costs on different queues overlap. Queues run concurrently; their data phases are flows (flow.h) over
+ * to one of the core's 16 queues. Then:
+ *   1. Trigger latency: dma.trigger_latency_ns (plus hbm.latency_ns when it touches HBM)
+ *      pass before the engines can see its descriptors. A latency, not a resource: any
+ *      number of transfers wait out theirs at once, so a stream hides it.
+ *   2. Descriptors: the transfer's pieces (contiguous runs, one descriptor each) are
+ *      processed by the core's DMA engines, dma.descriptor_ns of one engine per descriptor,
+ *      over at most as many engines as it has pieces. The engines' descriptor stages are one
+ *      resource per core (res_desc, capacity dma.engines) shared by every queue, round-robin
+ *      (an equal split between the queues working on descriptors): more queues do not
+ *      make it faster. Each queue processes one transfer's descriptors at a time, in order,
+ *      at most one transfer ahead of its data phase, so descriptors of the next transfer
+ *      overlap the data of the current one: a stream on one queue costs
+ *      max(descriptor time, data time) per transfer (measurements.md section 1).
+ *   3. Data: within a queue transfers move data one after another and land in order (FIFO).
+ *      Queues run concurrently; their data phases are flows (flow.h) over
  *   - the core's DMA engines (engines x engine bandwidth), split evenly among the core's
  *     moving transfers and collective traffic (round-robin between queues), at the
- *     efficiency the transfer's piece size allows (DMA-BW: overhead-bound below 256 B, near
- *     peak from 2 KiB);
+ *     efficiency the transfer's piece size allows (dma.piece_overhead_ns per piece);
  *   - the chip's HBM, shared by the transfers of both cores and collectives; a transfer
  *     reading and writing HBM uses it twice, an accumulate into HBM three times;
  * and a transfer can use at most as many engines as it has contiguous pieces, and at most
@@ -61,7 +70,6 @@ static double gbps_to_bytes_per_ps(double gbps)
     return gbps * 1e-3; /* 1 GB/s = 1e9 B / 1e12 ps */
 }
 
-static void xfer_landed(sim_queue_t *q, sim_event_t *ev);
 
 /* Bytes per ps the HBM channels under [lo, hi) can deliver. */
 static double channel_cap(const mdl_arch_t *a, int64_t lo, int64_t hi)
@@ -81,39 +89,151 @@ static double channel_cap(const mdl_arch_t *a, int64_t lo, int64_t hi)
 static void begin_data(struct sim *s, xfer_t *x)
 {
     core_t *c = x->core;
-    x->phase = XFER_DATA;
+    x->data_state = XFER_RUNNING;
     x->start = s->q.now;
     flow_init(&x->flow, (double)x->bytes, x->data_cap, NULL, x);
     flow_use(&x->flow, res_dma(s, c->id), 1.0, x->eff);
     if (x->hbm_uses)
         flow_use(&x->flow, res_hbm(s, c->chip), x->hbm_uses, 1.0);
-    if (c->dma_active++ == 0)
-        c->dma_busy_since = s->q.now;
     if (flow_start(s, &s->net, &x->flow))
         sim_fail(s, "out of memory");
 }
 
-/* The fixed cost of the queue's head has elapsed: start moving data. */
+static void desc_finished(struct sim *s, xfer_t *x)
+{
+    x->desc_state = XFER_DONE;
+    x->described = s->q.now;
+}
+
+/* Its descriptors start: a flow of descriptor work over the core's descriptor stages. Its
+ * data may move once one descriptor per engine is processed (x->first_ps later). */
+static void begin_desc(struct sim *s, xfer_t *x)
+{
+    if (x->desc_work <= 0) {
+        desc_finished(s, x);
+        x->data_ok = 1;
+        x->data_ok_at = s->q.now;
+        return;
+    }
+    x->desc_state = XFER_RUNNING;
+    flow_init(&x->dflow, x->desc_work, x->desc_cap, NULL, x);
+    flow_use(&x->dflow, res_desc(s, x->core->id), 1.0, 1.0);
+    if (flow_start(s, &s->net, &x->dflow) ||
+        sim_schedule(&s->q, &x->ready_ev, s->q.now + x->first_ps))
+        sim_fail(s, "out of memory");
+}
+
+/* dma.queue_round_robin 0: start the oldest waiting transfer's descriptors if none is being
+ * processed. */
+static void desc_pump(struct sim *s, core_t *c)
+{
+    while (!c->desc_busy && c->dwait_head && !s->failed) {
+        xfer_t *x = c->dwait_head;
+        c->dwait_head = x->dnext;
+        if (!c->dwait_head)
+            c->dwait_tail = NULL;
+        begin_desc(s, x);
+        c->desc_busy = x->desc_state == XFER_RUNNING;
+    }
+}
+
+/* Its descriptors may start: at once when the queues share the descriptor stages
+ * round-robin (or there is no descriptor work), else after those ready before it. */
+static void desc_request(struct sim *s, xfer_t *x)
+{
+    core_t *c = x->core;
+    if (s->arch->dma.queue_round_robin || x->desc_work <= 0) {
+        begin_desc(s, x);
+        return;
+    }
+    x->desc_state = XFER_PENDING;
+    x->dnext = NULL;
+    if (c->dwait_tail)
+        c->dwait_tail->dnext = x;
+    else
+        c->dwait_head = x;
+    c->dwait_tail = x;
+    desc_pump(s, c);
+}
+
+/* Move a queue on: its head starts moving data once its first descriptors are processed;
+ * the queue's descriptor stage takes the first transfer whose descriptors have not started,
+ * once its trigger latency has passed, the stage has finished the one before it, and that
+ * one moves data (at most one transfer described ahead of the data). */
+static void queue_advance(struct sim *s, dma_queue_t *dq)
+{
+    for (;;) {
+        xfer_t *h = dq->head;
+        if (!h)
+            return;
+        if (h->data_state == XFER_WAITING && h->data_ok) {
+            begin_data(s, h);
+            if (s->failed)
+                return;
+        }
+        xfer_t *prev = NULL, *x = h;
+        while (x && x->desc_state == XFER_DONE) {
+            prev = x;
+            x = x->next;
+        }
+        if (!x || x->desc_state != XFER_WAITING || !x->eligible ||
+            (prev && prev->data_state == XFER_WAITING))
+            return;
+        desc_request(s, x);
+        if (s->failed || x->desc_state != XFER_DONE)
+            return;
+    }
+}
+
+/* ready_ev: the trigger latency has elapsed (descriptors not started), or the first
+ * descriptors are processed (data may move). */
 static void xfer_ready(sim_queue_t *q, sim_event_t *ev)
 {
     (void)q;
     xfer_t *x = ev->owner;
-    begin_data(x->core->sim, x);
+    struct sim *s = x->core->sim;
+    if (x->desc_state == XFER_WAITING) {
+        x->eligible = 1;
+    } else {
+        x->data_ok = 1;
+        x->data_ok_at = s->q.now;
+    }
+    queue_advance(s, &x->core->queues[x->queue]);
 }
 
-/* Start the head of a queue: now if its fixed cost has elapsed, otherwise when it has. */
-static void queue_advance(struct sim *s, dma_queue_t *dq)
+static void xfer_land(struct sim *s, xfer_t *x);
+static int busy_add(core_t *c, uint64_t lo, uint64_t hi);
+
+/* dflow.ev: the descriptors are processed; it lands if its data has moved. */
+static void xfer_desc_done(sim_queue_t *q, sim_event_t *ev)
 {
-    xfer_t *x = dq->head;
-    if (!x || x->phase != XFER_QUEUED)
-        return;
-    if (x->ready_at <= s->q.now) {
-        begin_data(s, x);
-    } else {
-        x->phase = XFER_FIXED;
-        if (sim_schedule(&s->q, &x->ready_ev, x->ready_at))
-            sim_fail(s, "out of memory");
+    (void)q;
+    xfer_t *x = ev->owner;
+    struct sim *s = x->core->sim;
+    flow_finish(s, &s->net, &x->dflow);
+    desc_finished(s, x);
+    core_t *c = x->core;
+    if (!s->arch->dma.queue_round_robin) {
+        c->desc_busy = 0;
+        desc_pump(s, c);
     }
+    if (x->data_state == XFER_DONE)
+        xfer_land(s, x);
+    else
+        queue_advance(s, &c->queues[x->queue]);
+}
+
+/* flow.ev: the data has moved; it lands if its descriptors are processed. */
+static void xfer_data_done(sim_queue_t *q, sim_event_t *ev)
+{
+    xfer_t *x = ev->owner;
+    core_t *c = x->core;
+    struct sim *s = c->sim;
+    flow_finish(s, &s->net, &x->flow);
+    x->data_state = XFER_DONE;
+    x->data_end = q->now;
+    if (x->desc_state == XFER_DONE)
+        xfer_land(s, x);
 }
 
 /* ---- breakdowns (traces only) ---------------------------------------------------------- */
@@ -134,8 +254,13 @@ static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t
     /* its own fixed cost; the rest of issue to start is queueing: behind the fixed costs of
      * earlier transfers in the queue's descriptor stage, then behind their data */
     const mdl_arch_t *a = s->arch;
-    r->fixed_ps = (uint64_t)llround(
-        (a->dma.fixed_cost_ns + (x->touches_hbm ? a->hbm.latency_ns : 0)) * 1000.0);
+    (void)a;
+    /* fixed: the trigger latency, waiting for the queue's descriptor stage, its first
+     * descriptors, and any wait for its last descriptors after its data moved (the data
+     * phase reported ends when it lands); queue wait: the rest, behind the data of the
+     * transfers ahead in its queue */
+    uint64_t tail = s->q.now > x->data_end ? s->q.now - x->data_end : 0;
+    r->fixed_ps = (x->data_ok_at > x->issue ? x->data_ok_at - x->issue : 0) + tail;
     uint64_t queued = x->start > x->issue ? x->start - x->issue : 0;
     if (r->fixed_ps > queued)
         r->fixed_ps = queued;
@@ -183,14 +308,25 @@ size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
     return trc_dma_cost_text(&a, r->end_ps > r->start_ps ? r->end_ps - r->start_ps : 0, buf, n);
 }
 
-static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
+/* A transfer's bytes in the core's memory traffic (sim_core_stats_t), by space. */
+static void core_memory_traffic(sim_core_stats_t *st, uint8_t space, uint64_t bytes, int write)
 {
-    xfer_t *x = ev->owner;
+    switch ((isa_space_t)space) {
+    case ISA_SPACE_SBUF: *(write ? &st->sbuf_write_bytes : &st->sbuf_read_bytes) += bytes; break;
+    case ISA_SPACE_PSUM: *(write ? &st->psum_write_bytes : &st->psum_read_bytes) += bytes; break;
+    case ISA_SPACE_HBM: *(write ? &st->hbm_write_bytes : &st->hbm_read_bytes) += bytes; break;
+    default: break;
+    }
+}
+
+/* Data moved and descriptors processed: the transfer lands now (the data phase reported
+ * is its data time ending now, so a wait for the last descriptors counts as fixed cost). */
+static void xfer_land(struct sim *s, xfer_t *x)
+{
     core_t *c = x->core;
-    struct sim *s = c->sim;
-    flow_finish(s, &s->net, &x->flow);
-    if (--c->dma_active == 0)
-        c->st->dma_busy_ps += q->now - c->dma_busy_since;
+    sim_queue_t *q = &s->q;
+    if (q->now > x->data_end)
+        x->start += q->now - x->data_end;
     /* the data lands now */
     if (!s->opt.timing_only) {
         char err[1024];
@@ -217,6 +353,10 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
         if (x->accumulate)
             s->stats.hbm_read_bytes += x->bytes;
     }
+    core_memory_traffic(c->st, x->src->space, x->bytes, 0);
+    core_memory_traffic(c->st, x->dst->space, x->bytes, 1);
+    if (x->accumulate) /* read-modify-write of the destination */
+        core_memory_traffic(c->st, x->dst->space, x->bytes, 0);
     if (q->now > c->st->end_ps)
         c->st->end_ps = q->now;
     if (s->opt.trace && s->opt.trace->dma) {
@@ -243,8 +383,13 @@ static void xfer_landed(sim_queue_t *q, sim_event_t *ev)
     if (!dq->head)
         dq->tail = NULL;
     s->pending_xfers--;
+    if (busy_add(c, x->start, q->now)) {
+        sim_fail(s, "out of memory");
+        return;
+    }
     xfer_release(s, x);
     queue_advance(s, dq);
+    dma_core_flush_busy(s, c);
 }
 
 /* What a transfer's instruction alone decides (sim_memo keeps it): its views, shape,
@@ -271,8 +416,14 @@ void dma_memo_fill(const struct sim *s, const isa_instr_t *in, dma_memo_t *m)
     m->bytes_per_piece = shape.bytes_per_piece;
     m->engines = engines;
     m->touches_hbm = m->src->space == ISA_SPACE_HBM || m->dst->space == ISA_SPACE_HBM;
-    double fixed = a->dma.fixed_cost_ns + (m->touches_hbm ? a->hbm.latency_ns : 0);
-    m->fixed_ps = (uint64_t)llround(fixed * 1000.0);
+    double latency = a->dma.trigger_latency_ns + (m->touches_hbm ? a->hbm.latency_ns : 0);
+    m->latency_ps = (uint64_t)llround(latency * 1000.0);
+    /* one descriptor per piece, each dma.descriptor_ns of one engine, over at most as many
+     * engines as there are pieces */
+    double pieces = shape.pieces ? (double)shape.pieces : 1.0;
+    m->desc_work = pieces * a->dma.descriptor_ns * 1000.0;
+    m->desc_cap = engines;
+    m->first_ps = (uint64_t)llround(a->dma.descriptor_ns * 1000.0);
     /* the data phase: at most the HBM channels each HBM side spans; HBM used once per side,
      * twice for an accumulate into HBM (it reads, then writes) */
     double cap = m->cap;
@@ -319,31 +470,89 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     x->bytes_per_piece = m->bytes_per_piece;
     x->engines = m->engines;
     x->touches_hbm = m->touches_hbm;
+    x->desc_work = m->desc_work;
+    x->desc_cap = m->desc_cap;
+    x->first_ps = m->first_ps;
     x->issue = s->q.now;
-    /* The queue's descriptor stage handles one transfer's fixed cost at a time, in order,
-     * while earlier transfers move data: a stream of transfers on one queue costs
-     * max(fixed cost, data time) each (measurements.md section 1). */
-    dma_queue_t *dq = &c->queues[x->queue];
-    uint64_t from = dq->desc_free > s->q.now ? dq->desc_free : s->q.now;
-    x->ready_at = from + m->fixed_ps;
-    dq->desc_free = x->ready_at;
-    x->phase = XFER_QUEUED;
+    x->described = x->start = x->data_end = x->data_ok_at = 0;
+    x->ready_at = s->q.now + m->latency_ps;
+    x->desc_state = x->data_state = XFER_WAITING;
+    x->eligible = x->data_ok = 0;
     sim_event_init(&x->ready_ev, xfer_ready, x, PRIO_DMA);
-    sim_event_init(&x->flow.ev, xfer_landed, x, PRIO_DMA);
+    sim_event_init(&x->dflow.ev, xfer_desc_done, x, PRIO_DMA);
+    sim_event_init(&x->flow.ev, xfer_data_done, x, PRIO_DMA);
+    dma_queue_t *dq = &c->queues[x->queue];
     if (dq->tail)
         dq->tail->next = x;
     else
         dq->head = x;
     dq->tail = x;
     s->pending_xfers++;
-    queue_advance(s, dq);
+    if (m->latency_ps == 0) {
+        x->eligible = 1;
+        queue_advance(s, dq);
+    } else if (sim_schedule(&s->q, &x->ready_ev, x->ready_at)) {
+        sim_fail(s, "out of memory");
+    }
     return s->failed ? -1 : 0;
 }
 
+/* Add to the busy time the segments no transfer still in flight can overlap: a transfer
+ * lands later than now, with a data phase that starts no earlier than its data started (a
+ * queue's head) or now (the others). */
 void dma_core_flush_busy(struct sim *s, core_t *c)
 {
-    if (c->dma_active) {
-        c->st->dma_busy_ps += s->q.now - c->dma_busy_since;
-        c->dma_busy_since = s->q.now;
+    uint64_t lb = s->q.now;
+    for (uint32_t k = 0; k < 16; k++) {
+        const xfer_t *h = c->queues[k].head;
+        if (h && h->data_state != XFER_WAITING && h->start < lb)
+            lb = h->start;
     }
+    uint32_t i = 0;
+    while (i < c->nbusy && c->busy_seg[i][1] <= lb) {
+        c->st->dma_busy_ps += c->busy_seg[i][1] - c->busy_seg[i][0];
+        i++;
+    }
+    if (i) {
+        memmove(c->busy_seg, c->busy_seg + i, (c->nbusy - i) * sizeof *c->busy_seg);
+        c->nbusy -= i;
+    }
+}
+
+/* The union of [lo, hi) with the core's busy segments. */
+static int busy_add(core_t *c, uint64_t lo, uint64_t hi)
+{
+    if (hi <= lo)
+        return 0;
+    uint32_t i = 0;
+    while (i < c->nbusy && c->busy_seg[i][1] < lo)
+        i++;
+    uint32_t j = i;
+    while (j < c->nbusy && c->busy_seg[j][0] <= hi) {
+        if (c->busy_seg[j][0] < lo)
+            lo = c->busy_seg[j][0];
+        if (c->busy_seg[j][1] > hi)
+            hi = c->busy_seg[j][1];
+        j++;
+    }
+    if (j > i) { /* merged segments i..j-1 into one */
+        c->busy_seg[i][0] = lo;
+        c->busy_seg[i][1] = hi;
+        memmove(c->busy_seg + i + 1, c->busy_seg + j, (c->nbusy - j) * sizeof *c->busy_seg);
+        c->nbusy -= j - i - 1;
+        return 0;
+    }
+    if (c->nbusy == c->capbusy) {
+        uint32_t n = c->capbusy ? 2 * c->capbusy : 16;
+        void *p = realloc(c->busy_seg, n * sizeof *c->busy_seg);
+        if (!p)
+            return -1;
+        c->busy_seg = p;
+        c->capbusy = n;
+    }
+    memmove(c->busy_seg + i + 1, c->busy_seg + i, (c->nbusy - i) * sizeof *c->busy_seg);
+    c->busy_seg[i][0] = lo;
+    c->busy_seg[i][1] = hi;
+    c->nbusy++;
+    return 0;
 }

@@ -213,6 +213,9 @@ static void reshare_event(sim_queue_t *q, sim_event_t *ev)
         net->is_dirty[id] = 0;
         if (!tr || !tr->bandwidth)
             continue;
+        /* the DMA engines' descriptor stages (res_desc) carry descriptor work, not bytes */
+        if (id >= s->ncores + s->nchips + s->topo.nlinks + 2 * s->topo.instances)
+            continue;
         double total = 0;
         for (uint32_t k = 0; k < r->n; k++) {
             const flow_t *g = r->flows[k];

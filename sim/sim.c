@@ -575,6 +575,18 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
     s->stats.tensor_hw_flops += m->hw_flops;
     s->stats.instructions++;
     c->st->used = 1;
+    c->st->sbuf_read_bytes += cost->sbuf_read_bytes;
+    c->st->sbuf_write_bytes += cost->sbuf_write_bytes;
+    c->st->psum_read_bytes += cost->psum_read_bytes;
+    c->st->psum_write_bytes += cost->psum_write_bytes;
+    c->st->tensor_hw_flops += cost->hw_flops;
+    c->st->tensor_hw_flops_fp32 += cost->hw_flops_fp32;
+    if (cost->hw_flops > cost->flops) {
+        uint64_t waste = cost->hw_flops - cost->flops;
+        c->st->tensor_transpose_flops += waste;
+        if (cost->hw_flops_fp32)
+            c->st->tensor_transpose_flops_fp32 += waste;
+    }
     if (s->opt.trace && s->opt.trace->instr) {
         sim_trace_instr_t r;
         r.core = c->id;
@@ -590,6 +602,11 @@ static uint64_t start_instr(struct sim *s, engine_t *E, const isa_instr_t *in,
         r.flops = cost->flops;
         r.bytes = cost->bytes_read + cost->bytes_written;
         r.hw_flops = cost->hw_flops;
+        r.hw_flops_fp32 = cost->hw_flops_fp32;
+        r.sbuf_read_bytes = cost->sbuf_read_bytes;
+        r.sbuf_write_bytes = cost->sbuf_write_bytes;
+        r.psum_read_bytes = cost->psum_read_bytes;
+        r.psum_write_bytes = cost->psum_write_bytes;
         memcpy(r.stall_by, E->wait_by, sizeof r.stall_by);
         r.stationary_cols = stationary_cols;
         r.model_ii_ps = model_ii;
@@ -840,15 +857,17 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         return NCSIM_USAGE;
     }
     if (flow_net_init(&s->net, s, s->ncores + s->nchips + s->topo.nlinks +
-                                      2 * s->topo.instances))
+                                      2 * s->topo.instances + s->ncores))
         goto oom;
     s->stats.ninstances = s->topo.instances;
     /* Gbit/s -> bytes per ps */
     for (uint32_t k = 0; k < s->topo.instances; k++)
         for (uint32_t d = 0; d < 2; d++)
             s->net.res[res_efa(s, k, d)].cap = a->efa.bandwidth_gbits / 8.0 * 1e-3;
-    for (uint32_t i = 0; i < s->ncores; i++)
+    for (uint32_t i = 0; i < s->ncores; i++) {
         s->net.res[res_dma(s, i)].cap = a->dma.engines * a->dma.engine_bandwidth_gbps * 1e-3;
+        s->net.res[res_desc(s, i)].cap = a->dma.engines; /* engine-ps of descriptors per ps */
+    }
     for (uint32_t i = 0; i < s->nchips; i++) {
         s->net.res[res_hbm(s, i)].cap = a->hbm.bandwidth_gbps * 1e-3;
         s->net.res[res_hbm(s, i)].track = 1;
@@ -927,6 +946,7 @@ void sim_destroy(sim_t *s)
             core_t *c = &s->cores[i];
             for (int e = 0; e < ISA_ENGINE_COUNT; e++)
                 free(c->engines[e].fl);
+            free(c->busy_seg);
             if (c->fs_ready)
                 mdl_core_state_free(&c->fs);
             mdl_onchip_free(&c->sbuf);
@@ -1340,6 +1360,7 @@ static void finish_stats(struct sim *s)
         core_t *c = &s->cores[i];
         dma_core_flush_busy(s, c);
         sim_core_stats_t *cs = c->st;
+        cs->dma_desc_busy_ps = s->net.res[res_desc(s, i)].busy_ps; /* flushed above */
         for (int e = 0; e < ISA_ENGINE_COUNT; e++)
             if (cs->engines[e].end_ps > cs->end_ps)
                 cs->end_ps = cs->engines[e].end_ps;

@@ -42,6 +42,9 @@ typedef struct sim_trace_instr {
     uint64_t flops;
     uint64_t bytes;
     uint64_t hw_flops;     /* all PE FLOPs, transposes included (HFU) */
+    uint64_t hw_flops_fp32; /* the part of hw_flops on fp32 operands (mdl_cost_t) */
+    /* its operand bytes by memory (mdl_cost_t) */
+    uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
     uint64_t stall_by[SIM_STALL_COUNT]; /* ps it was held between ready and start, by cause */
     /* what its cost was computed from (sim_explain_instr rebuilds the breakdown) */
     uint32_t stationary_cols; /* pe: M of the weights loaded when it started */
@@ -244,6 +247,16 @@ typedef struct sim_core_stats {
     uint64_t dma_transfers;
     uint64_t dma_bytes;
     uint64_t dma_busy_ps;    /* time with at least one transfer moving data */
+    /* memory traffic of the core's own instructions and transfers (the profiler's summary,
+     * traces/profile.c): SBUF and PSUM bytes read and written by instruction operands and
+     * by transfers (a transfer reads its source and writes its destination); HBM bytes its
+     * transfers read and wrote (an accumulating write to HBM reads too) */
+    uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
+    uint64_t hbm_read_bytes, hbm_write_bytes;
+    uint64_t tensor_hw_flops, tensor_hw_flops_fp32; /* PE FLOPs, transposes included; on fp32 */
+    /* of which not useful (hw_flops - flops: PE transposes); on fp32 */
+    uint64_t tensor_transpose_flops, tensor_transpose_flops_fp32;
+    uint64_t dma_desc_busy_ps; /* time the DMA engines had descriptors to process */
     int used;                /* ran at least one instruction */
 } sim_core_stats_t;
 

@@ -36,7 +36,9 @@ typedef struct box {
 typedef struct dma_memo {
     const isa_view_t *dst, *src;
     uint8_t queue, accumulate, touches_hbm, hbm_uses;
-    uint64_t bytes, pieces, fixed_ps;
+    uint64_t bytes, pieces, latency_ps;
+    uint64_t first_ps;          /* one descriptor: its data may start moving after it */
+    double desc_work, desc_cap; /* descriptor work (engine-ps) and the engines it can use */
     double eff, cap, data_cap, bytes_per_piece, engines;
 } dma_memo_t;
 
@@ -103,32 +105,43 @@ typedef struct engine {
 } engine_t;
 
 typedef struct xfer {
-    flow_t flow;         /* the data phase; flow.ev fires when it lands */
-    sim_event_t ready_ev; /* the fixed cost has elapsed */
+    flow_t flow;         /* the data; flow.ev fires when it has moved */
+    flow_t dflow;        /* the descriptors; dflow.ev fires when they are processed */
+    sim_event_t ready_ev; /* the trigger latency has elapsed, then the first descriptors */
     struct core *core;
     struct xfer *next;   /* queue FIFO / free list */
+    struct xfer *dnext;  /* the core's first-come list of descriptor work (queue_round_robin 0) */
     const isa_instr_t *instr;
     uint32_t index;
     uint32_t line;       /* instr's, and its posts: read when it lands, without instr */
     uint8_t npost;
     isa_sync_t post[ISA_MAX_POSTS];
-    uint8_t engine, queue, phase, touches_hbm, hbm_uses;
+    uint8_t engine, queue, touches_hbm, hbm_uses;
+    uint8_t desc_state, data_state; /* XFER_WAITING, XFER_RUNNING, XFER_DONE */
+    uint8_t eligible;    /* its trigger latency has passed */
+    uint8_t data_ok;     /* its first descriptors are processed */
     const isa_view_t *dst, *src;
     int accumulate;
     uint64_t bytes;
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
     double data_cap;     /* cap, and at most what the HBM channels it spans deliver */
-    uint64_t issue, ready_at, start;
+    double desc_work, desc_cap;
+    uint64_t first_ps;
+    uint64_t issue, ready_at, described, data_ok_at, start, data_end;
     uint64_t pieces;     /* shape, for breakdowns */
     double bytes_per_piece, engines;
 } xfer_t;
 
-enum { XFER_QUEUED, XFER_FIXED, XFER_DATA };
+/* A transfer's life: the trigger latency; then, in its queue's order, its descriptors
+ * (a flow over the core's descriptor stages) and, once the first are processed and the
+ * transfers ahead have landed, its data (a flow over the engines and HBM), the two at once;
+ * it lands when both are done. */
+enum { XFER_WAITING, XFER_RUNNING, XFER_DONE, XFER_PENDING /* descriptors: in the core's
+                                                               * first-come queue */ };
 
 typedef struct dma_queue {
     xfer_t *head, *tail;
-    uint64_t desc_free; /* the queue's descriptor stage is free from this time */
 } dma_queue_t;
 
 typedef struct core {
@@ -144,8 +157,15 @@ typedef struct core {
     uint64_t sbuf_port_until, psum_port_until;
     uint8_t sbuf_port_owner, psum_port_owner;
     dma_queue_t queues[16];
-    uint32_t dma_active;      /* transfers in the data phase */
-    uint64_t dma_busy_since;
+    /* dma.queue_round_robin 0: transfers waiting for the descriptor stages, in the order they
+     * became ready, and whether one is being processed */
+    struct xfer *dwait_head, *dwait_tail;
+    uint8_t desc_busy;
+    /* DMA busy time: the union of the transfers' data phases as traces show them (each
+     * ending when it lands); disjoint [lo, hi) segments not yet added to st->dma_busy_ps,
+     * sorted, kept while a later-landing transfer could still overlap them */
+    uint64_t (*busy_seg)[2];
+    uint32_t nbusy, capbusy;
     sim_core_stats_t *st;
 } core_t;
 
@@ -230,6 +250,12 @@ static inline uint32_t res_link(const struct sim *s, uint32_t link)
 static inline uint32_t res_efa(const struct sim *s, uint32_t instance, uint32_t dir)
 {
     return s->ncores + s->nchips + s->topo.nlinks + 2 * instance + dir;
+}
+/* A core's DMA engines' descriptor stages: capacity dma.engines engine-ps per ps, carrying
+ * each transfer's descriptor work (pieces x dma.descriptor_ns), not bytes. */
+static inline uint32_t res_desc(const struct sim *s, uint32_t core)
+{
+    return s->ncores + s->nchips + s->topo.nlinks + 2 * s->topo.instances + core;
 }
 
 /* sim.c: the memo of instruction `in` (its cost for the given loaded stationary columns),

@@ -62,7 +62,25 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
         json_object_set_new(dma, "transfers", json_integer((json_int_t)c->dma_transfers));
         json_object_set_new(dma, "bytes", json_integer((json_int_t)c->dma_bytes));
         json_object_set_new(dma, "busy_ns", json_real(ns(c->dma_busy_ps)));
+        json_object_set_new(dma, "descriptor_busy_ns", json_real(ns(c->dma_desc_busy_ps)));
         json_object_set_new(co, "dma", dma);
+        json_t *mem = json_object(); /* the core's own traffic (sim_core_stats_t) */
+        json_object_set_new(mem, "sbuf_read_bytes", json_integer((json_int_t)c->sbuf_read_bytes));
+        json_object_set_new(mem, "sbuf_write_bytes",
+                            json_integer((json_int_t)c->sbuf_write_bytes));
+        json_object_set_new(mem, "psum_read_bytes", json_integer((json_int_t)c->psum_read_bytes));
+        json_object_set_new(mem, "psum_write_bytes",
+                            json_integer((json_int_t)c->psum_write_bytes));
+        json_object_set_new(mem, "hbm_read_bytes", json_integer((json_int_t)c->hbm_read_bytes));
+        json_object_set_new(mem, "hbm_write_bytes", json_integer((json_int_t)c->hbm_write_bytes));
+        json_object_set_new(co, "memory", mem);
+        json_object_set_new(co, "tensor_hw_flops", json_integer((json_int_t)c->tensor_hw_flops));
+        json_object_set_new(co, "tensor_hw_flops_fp32",
+                            json_integer((json_int_t)c->tensor_hw_flops_fp32));
+        json_object_set_new(co, "tensor_transpose_flops",
+                            json_integer((json_int_t)c->tensor_transpose_flops));
+        json_object_set_new(co, "tensor_transpose_flops_fp32",
+                            json_integer((json_int_t)c->tensor_transpose_flops_fp32));
         json_array_append_new(cores, co);
     }
     json_object_set_new(root, "cores", cores);

@@ -1116,6 +1116,11 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
     a->bytes = r->bytes;
     a->flops = r->flops;
     a->hw_flops = r->hw_flops;
+    a->hw_flops_fp32 = r->hw_flops_fp32;
+    a->sbuf_read = r->sbuf_read_bytes;
+    a->sbuf_write = r->sbuf_write_bytes;
+    a->psum_read = r->psum_read_bytes;
+    a->psum_write = r->psum_write_bytes;
     a->wait = r->start_ps - r->ready_ps;
     a->wait_semaphore = r->stall_by[SIM_STALL_SEMAPHORE];
     a->wait_port = r->stall_by[SIM_STALL_PORT];
@@ -1909,6 +1914,8 @@ ncsim_status_t sim_trace_open(const sim_trace_options_t *opt, const isa_program_
                                   arch->pe.clock_ghz * 1e9;
     r.u.run.hbm_peak_gbps = arch->hbm.bandwidth_gbps;
     r.u.run.dma_peak_gbps = arch->dma.engine_bandwidth_gbps * arch->dma.engines;
+    /* the NeuronCore's base clock, the profiler's cycle counts (the sync engine's) */
+    r.u.run.core_clock_ghz = arch->sp.clock_ghz;
     r.u.run.window_start = opt->start_ps;
     r.u.run.window_end = opt->end_ps;
     r.u.run.engines = opt->engines ? opt->engines_text : "";

@@ -123,6 +123,7 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(peak_flops_per_core, "peak_flops_per_core", F64, 1)                                     \
     XX(hbm_peak_gbps, "hbm_peak_gbps_per_chip", F64, 1)                                        \
     XX(dma_peak_gbps, "dma_peak_gbps_per_core", F64, 1)                                        \
+    XX(core_clock_ghz, "core_clock_ghz", F64, 0)                                               \
     XX(window_start, "trace_start_ns", PS, 0)                                                  \
     XX(window_end, "trace_end_ns", PS, 0)                                                      \
     XX(engines, "trace_engines", STR, 0)
@@ -140,6 +141,11 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(bytes, "bytes", U64, 0)                                                                 \
     XX(flops, "flops", U64, 0)                                                                 \
     XX(hw_flops, "hw_flops", U64, 0)                                                           \
+    XX(hw_flops_fp32, "hw_flops_fp32", U64, 0)                                                 \
+    XX(sbuf_read, "sbuf_read_bytes", U64, 0)                                                   \
+    XX(sbuf_write, "sbuf_write_bytes", U64, 0)                                                 \
+    XX(psum_read, "psum_read_bytes", U64, 0)                                                   \
+    XX(psum_write, "psum_write_bytes", U64, 0)                                                 \
     XX(wait, "wait_ns", PS, 0)                                                                 \
     XX(wait_semaphore, "wait_semaphore_ns", PS, 0)                                             \
     XX(wait_port, "wait_port_ns", PS, 0)                                                       \

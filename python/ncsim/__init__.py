@@ -10,7 +10,8 @@ arrays; errors raise NcsimError subclasses that carry the program location.
 try:
     from ._core import (AssemblyError, CancelledError, ConfigError, Finding, InputError,
                         NcsimError, Program, ProgramError, Progress, Result, Simulator, Site,
-                        Tensor, arch, assemble, assemble_file, check, load, presets, run, version)
+                        Tensor, arch, assemble, assemble_file, check, load, presets,
+                        profile_fields, profile_summary, report, run, version)
     from ._lib import path as library_path
 
     __version__ = version()
@@ -24,5 +25,6 @@ except ImportError as _missing:
 
 __all__ = ["AssemblyError", "CancelledError", "ConfigError", "Finding", "InputError",
            "NcsimError", "Program", "ProgramError", "Progress", "Result", "Simulator", "Site",
-           "Tensor", "arch", "assemble", "assemble_file", "check", "load", "presets", "run",
+           "Tensor", "arch", "assemble", "assemble_file", "check", "load", "presets",
+           "profile_fields", "profile_summary", "report", "run",
            "version", "library_path"]

@@ -632,3 +632,63 @@ def check(program, inputs=None, *, checks=True, random_inputs=0, **kw):
     """Run the checker (docs/check.md) and return its findings. Inputs not given are filled
     with seeded random values (random_inputs=None leaves them unbound)."""
     return run(program, inputs, check=checks, random_inputs=random_inputs, **kw).findings
+
+
+# ---- the Neuron profiler's summary -------------------------------------------------------------
+
+PROFILE_FORMATS = {"summary-json": 0, "json": 1, "summary-text": 2}
+
+
+def profile_summary(path, *, output_format="summary-json", core=0, program=None, key=None,
+                    spill_save_bytes=None, spill_reload_bytes=None):
+    """The Neuron profiler's summary of a run (ncsim_profile_summary), as text.
+
+    `path`: a trace (`trace=` of run(), `ncsim run --trace`) or a statistics file.
+    output_format: "summary-json" ({key: {field: value}}, `neuron-profile view
+    --output-format summary-json`), "json" (summary plus a record per instruction and
+    transfer) or "summary-text". `program`: the program file that ran (.nca/.ncx), for the
+    declared tensor sizes. Fields, units and how each is computed: docs/nki.md."""
+    if output_format not in PROFILE_FORMATS:
+        raise ValueError(f"output_format: one of {sorted(PROFILE_FORMATS)}, not {output_format!r}")
+    opt = _lib.ProfileOptions()
+    lib.ncsim_profile_options_init(byref(opt))
+    opt.format = PROFILE_FORMATS[output_format]
+    opt.core = int(core)
+    if program is not None:
+        opt.program_path = _b(os.fspath(program))
+    if key is not None:
+        opt.key = _b(key)
+    if spill_save_bytes is not None:
+        opt.spill_save_bytes = int(spill_save_bytes)
+    if spill_reload_bytes is not None:
+        opt.spill_reload_bytes = int(spill_reload_bytes)
+    out = ctypes.c_void_p()
+    _check(lib.ncsim_profile_summary(_b(os.fspath(path)), byref(opt), byref(out)))
+    return _lib.take_string(out)
+
+
+def profile_fields():
+    """The summary's fields in order: [(key, unit, how ncsim computes it, needs a trace)]."""
+    out = []
+    i = 0
+    while True:
+        unit, text, tonly = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_int()
+        key = lib.ncsim_profile_field(i, byref(unit), byref(text), byref(tonly))
+        if key is None:
+            return out
+        out.append((key.decode(), unit.value.decode(), text.value.decode(), bool(tonly.value)))
+        i += 1
+
+
+def report(path):
+    """The report of a trace or statistics file as a dict: what `ncsim report --json PATH`
+    prints (the same C code), with "verdict" (what bounds the run) and its candidates
+    ("bounds", largest first). InputError when the file is unreadable or neither kind."""
+    p = ctypes.c_void_p()
+    st = lib.ncsim_report_json(os.fsencode(path), byref(p))
+    if st != 0:
+        e = _error(st)
+        if isinstance(e, AssemblyError) or type(e) is NcsimError and e.status in ("IO", "FORMAT"):
+            e = InputError(e.message, status=e.status, kind="input", file=str(path))
+        raise e
+    return json.loads(_lib.take_string(p))

@@ -2,7 +2,8 @@
 
 The library is found, in order, at $NCSIM_LIBRARY (a file path), in the build tree next to
 this source tree (build*/libncsim.so), through the system's loader (LD_LIBRARY_PATH, the
-ldconfig cache), then in PREFIX/lib for the Python prefix, /usr/local and /usr.
+ldconfig cache), then in PREFIX/lib (lib64, lib/<multiarch>) for the Python prefix, the prefix
+of the `ncsim` command on PATH (PREFIX/bin/ncsim), /usr/local and /usr (docs/python.md).
 """
 import ctypes
 import ctypes.util
@@ -68,6 +69,12 @@ class Finding(ctypes.Structure):
                 ("second", Site), ("count", c_uint64)]
 
 
+class ProfileOptions(ctypes.Structure):
+    _fields_ = [("format", c_int), ("core", c_uint32), ("program_path", c_char_p),
+                ("key", c_char_p), ("spill_save_bytes", c_int64),
+                ("spill_reload_bytes", c_int64)]
+
+
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(Progress))
 
 
@@ -84,7 +91,9 @@ def _candidates():
             if os.path.exists(p):
                 yield p
     yield "libncsim.so.0"  # the loader: LD_LIBRARY_PATH, the ldconfig cache
-    for prefix in (sys.prefix, "/usr/local", "/usr"):
+    for prefix in (sys.prefix, _command_prefix(), "/usr/local", "/usr"):
+        if not prefix:
+            continue
         for lib in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
             p = os.path.join(prefix, lib, "libncsim.so.0")
             if os.path.exists(p):
@@ -92,6 +101,18 @@ def _candidates():
     found = ctypes.util.find_library("ncsim")
     if found:
         yield found
+
+
+def _command_prefix():
+    """PREFIX when the `ncsim` command on PATH is PREFIX/bin/ncsim (cmake --install puts the
+    command and the library under one prefix), else None."""
+    import shutil
+    cmd = shutil.which("ncsim")
+    if not cmd:
+        return None
+    cmd = os.path.realpath(cmd)
+    d = os.path.dirname(cmd)
+    return os.path.dirname(d) if os.path.basename(d) == "bin" else None
 
 
 def _load():
@@ -163,6 +184,11 @@ _protos = {
     "ncsim_sim_finding_count": (c_size_t, [_P]),
     "ncsim_sim_finding": (c_int, [_P, c_size_t, POINTER(Finding)]),
     "ncsim_sim_findings_dropped": (c_uint64, [_P]),
+    "ncsim_profile_field": (c_char_p, [c_size_t, POINTER(c_char_p), POINTER(c_char_p),
+                                       POINTER(c_int)]),
+    "ncsim_profile_options_init": (None, [POINTER(ProfileOptions)]),
+    "ncsim_profile_summary": (c_int, [c_char_p, POINTER(ProfileOptions), POINTER(c_void_p)]),
+    "ncsim_report_json": (c_int, [c_char_p, POINTER(c_void_p)]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)

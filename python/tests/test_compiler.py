@@ -45,14 +45,18 @@ def to_bf16(x):
 
 
 def time_budget_ns(cfg, K, N, M=128):
-    """Twice the roofline of one core (tensor-engine peak vs DMA bandwidth) plus 3 us of
-    fixed latency (DMA setup, pipeline fill and drain)."""
+    """Twice the roofline of one core (tensor-engine peak vs DMA bandwidth vs the DMA engines'
+    descriptor processing, one descriptor per row moved) plus the latency of the first load
+    and of the store (trigger and HBM) and 3 us for pipeline fill and drain."""
     pe = cfg["pe"]
     flops_per_ns = 2 * pe["rows"] * pe["cols"] * pe["clock_ghz"]
     dma = cfg["dma"]
     bytes_per_ns = min(dma["engines"] * dma["engine_bandwidth_gbps"], cfg["hbm"]["bandwidth_gbps"])
     moved = 2 * K * (M + N) + 4 * M * N
-    return 2 * max(2 * M * N * K / flops_per_ns, moved / bytes_per_ns) + 3000
+    descriptors = 2 * K + M                     # rows of a, of b, of c
+    desc_ns = descriptors * dma["descriptor_ns"] / dma["engines"]
+    latency = 2 * (dma["trigger_latency_ns"] + cfg["hbm"]["latency_ns"])
+    return 2 * max(2 * M * N * K / flops_per_ns, moved / bytes_per_ns, desc_ns) + latency + 3000
 
 
 @pytest.mark.parametrize("K,N", [(128, 512), (256, 1024), (512, 2048), (1024, 512)])

@@ -364,3 +364,26 @@ def test_kernel_from_repository():
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(r.outputs["y"], e / e.sum(axis=1, keepdims=True), rtol=1e-3,
                                atol=1e-6)
+
+
+def test_report_is_ncsim_report_json(tmp_path):
+    """ncsim.report: the C report of a trace or statistics file, as `ncsim report --json`."""
+    import json
+    import subprocess
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    prog = os.path.join(root, "kernels", "demo_gemm.nca")
+    trace, stats = tmp_path / "t.pftrace", tmp_path / "s.json"
+    r = ncsim.run(prog, timing_only=True, trace=str(trace))
+    stats.write_text(json.dumps(r.stats))
+    for p in (trace, stats):
+        rep = ncsim.report(str(p))
+        assert rep["verdict"].startswith("bound by ") and rep["bounds"][0]["what"]
+        assert abs(rep["total_ns"] - r.time_ns) < 1e-3 * r.time_ns
+        cmd = os.path.join(os.path.dirname(ncsim.library_path), "ncsim")
+        if os.path.exists(cmd):
+            out = subprocess.run([cmd, "report", "--json", str(p)], capture_output=True, text=True)
+            assert json.loads(out.stdout)["verdict"] == rep["verdict"]
+    (tmp_path / "x.json").write_text("{}")
+    for bad in (tmp_path / "x.json", tmp_path / "missing.json"):
+        with pytest.raises(ncsim.InputError):
+            ncsim.report(str(bad))

@@ -34,8 +34,9 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
   || { echo "ncsim.pc version differs from ncsim --version"; exit 1; }
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror "${client_flags[@]}" "$tmp/api_example.c" -o "$tmp/example_pc" \
-   $(pkg-config --cflags --libs ncsim) -lm -Wl,-rpath,"$libdir"
-"$tmp/example_pc" > "$tmp/out_pc.txt" 2>/dev/null
+   $(pkg-config --cflags --libs ncsim) -lm
+# no LD_LIBRARY_PATH: ncsim.pc's Libs carry an rpath to the installed library
+env -u LD_LIBRARY_PATH "$tmp/example_pc" > "$tmp/out_pc.txt" 2>/dev/null
 grep -q "0 wrong elements" "$tmp/out_pc.txt" || { cat "$tmp/out_pc.txt"; exit 1; }
 echo "pkg-config client: $(tail -1 "$tmp/out_pc.txt")"
 
@@ -52,10 +53,10 @@ add_executable(example_static api_example.c)
 target_link_libraries(example_static PRIVATE ncsim::ncsim_static m)
 CM
 cmake -S "$tmp/client" -B "$tmp/client/build" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_BUILD_RPATH="$libdir" -DCMAKE_C_FLAGS="${NCSIM_CLIENT_CFLAGS:-}" >/dev/null
+      -DCMAKE_C_FLAGS="${NCSIM_CLIENT_CFLAGS:-}" >/dev/null
 cmake --build "$tmp/client/build" >/dev/null
 for kind in shared static; do
-  "$tmp/client/build/example_$kind" > "$tmp/out_$kind.txt" 2>/dev/null
+  env -u LD_LIBRARY_PATH "$tmp/client/build/example_$kind" > "$tmp/out_$kind.txt" 2>/dev/null
   grep -q "0 wrong elements" "$tmp/out_$kind.txt" || { cat "$tmp/out_$kind.txt"; exit 1; }
   echo "find_package client ($kind): $(tail -1 "$tmp/out_$kind.txt")"
 done
@@ -81,12 +82,18 @@ if /usr/bin/python3 -c "import venv, numpy, setuptools" 2>/dev/null; then
   if [ -n "${NCSIM_PY_PRELOAD:-}" ]; then
     preload=(LD_PRELOAD="$NCSIM_PY_PRELOAD" ASAN_OPTIONS=detect_leaks=0)
   fi
-  (cd / && env -u NCSIM_LIBRARY "${preload[@]}" LD_LIBRARY_PATH="$libdir" "$tmp/venv/bin/python" - "$prefix" <<'PY'
+  # no LD_LIBRARY_PATH: the package finds the library from the `ncsim` command on PATH
+  (cd / && env -u NCSIM_LIBRARY -u LD_LIBRARY_PATH "${preload[@]}" PATH="$prefix/bin:$PATH" \
+     "$tmp/venv/bin/python" - "$prefix" <<'PY'
+import os
 import sys
 import numpy as np
 import ncsim
+import ncsim.nki
 prefix = sys.argv[1]
 assert ncsim.__file__.startswith(sys.prefix), ncsim.__file__
+assert ncsim.nki.__file__.startswith(sys.prefix), ncsim.nki.__file__
+assert os.path.realpath(ncsim.library_path).startswith(os.path.realpath(prefix)), ncsim.library_path
 src = """
 .hbm a fp32 [128, 8] input
 .hbm c fp32 [128, 8] output
@@ -105,5 +112,27 @@ np.testing.assert_allclose(r.outputs["c"], np.exp(x), rtol=1e-6)
 print("python package from", ncsim.__file__, "over", ncsim.library_path)
 PY
   )
+  # the runner's command, installed by pip, on an NKI kernel file
+  cat > "$tmp/kern.py" <<'PY'
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def double(a):
+    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(a), 2.0))
+    return out
+PY
+  (cd "$tmp" && env -u NCSIM_LIBRARY -u LD_LIBRARY_PATH "${preload[@]}" PATH="$prefix/bin:$PATH" \
+     "$tmp/venv/bin/ncsim-nki" run kern.py double --arg rand:128x64:bfloat16 --out "$tmp/nki_out") \
+    | tee "$tmp/nki.txt"
+  grep -q "us simulated" "$tmp/nki.txt" || { echo "ncsim-nki did not run the kernel"; exit 1; }
+  [ -s "$tmp/nki_out/out0.npy" ] || { echo "ncsim-nki wrote no output"; ls "$tmp/nki_out"; exit 1; }
+  st=0
+  (cd "$tmp" && env -u NCSIM_LIBRARY -u LD_LIBRARY_PATH "${preload[@]}" PATH="$prefix/bin:$PATH" \
+     "$tmp/venv/bin/ncsim-nki" run kern.py missing) 2>"$tmp/nki_err.txt" || st=$?
+  [ "$st" = 2 ] && [ "$(wc -l <"$tmp/nki_err.txt")" = 1 ] ||
+    { echo "ncsim-nki usage error: exit $st, want one line and 2:"; cat "$tmp/nki_err.txt"; exit 1; }
 fi
 echo "ok"

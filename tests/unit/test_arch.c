@@ -698,7 +698,7 @@ static void test_to_json_round_trip(void **state)
     char err[256];
     assert_int_equal(mdl_arch_set(&a, "pe.clock_ghz=0.30000000000000004", err, sizeof err),
                      NCSIM_OK);
-    assert_int_equal(mdl_arch_set(&a, "dma.fixed_cost_ns=1e-300", err, sizeof err), NCSIM_OK);
+    assert_int_equal(mdl_arch_set(&a, "dma.trigger_latency_ns=1e-300", err, sizeof err), NCSIM_OK);
     assert_int_equal(mdl_arch_set(&a, "hbm.latency_ns=123456789.123456789", err, sizeof err),
                      NCSIM_OK);
     assert_int_equal(mdl_arch_set(&a, "hbm.size_bytes=18446744073709551615", err, sizeof err),
@@ -717,7 +717,7 @@ static void test_to_json_round_trip(void **state)
     assert_int_equal(mdl_arch_load(write_tmp("awkward.json", json), &b, lerr, sizeof lerr),
                      NCSIM_OK);
     assert_true(b.pe.clock_ghz == a.pe.clock_ghz);
-    assert_true(b.dma.fixed_cost_ns == 1e-300);
+    assert_true(b.dma.trigger_latency_ns == 1e-300);
     assert_true(b.hbm.latency_ns == a.hbm.latency_ns);
     assert_int_equal(b.hbm.size_bytes, (1ull << 62) + 1);
     assert_string_equal(b.description, a.description);

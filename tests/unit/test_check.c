@@ -331,7 +331,7 @@ static void test_counting_prefix(void **state)
      * of the third tile would need >= 3 */
     const char *base = ".hbm x fp32 [384, 64] input\n"
                        ".sbuf a fp32 [128, 3, 64]\n.sbuf o fp32 [128, 64]\n"
-                       ".sbuf pad fp32 [128, 2048]\n"
+                       ".sbuf pad fp32 [128, 8192]\n"
                        ".sem ready\n.sem slow\n"
                        ".engine sp\n"
                        "dma a[:, 0, :], x[0:128, :], queue=0 | post ready\n"

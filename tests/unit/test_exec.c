@@ -712,7 +712,11 @@ static const char py_funcs[] =
     " 'tanh': np.tanh, 'softplus': softplus, 'mish': lambda t: t * np.tanh(softplus(t)),\n"
     " 'erf': erf, 'exp': np.exp, 'log': np.log, 'sqrt': np.sqrt,\n"
     " 'rsqrt': lambda t: 1 / np.sqrt(t), 'reciprocal': lambda t: 1 / t, 'sign': np.sign,\n"
-    " 'abs': np.abs, 'sin': np.sin, 'arctan': np.arctan}\n";
+    " 'abs': np.abs, 'sin': np.sin, 'arctan': np.arctan,\n"
+    " 'gelu_dx': lambda t: 0.5 * (1 + erf(t / math.sqrt(2))) + t * np.exp(-t * t / 2) / "
+    "math.sqrt(2 * math.pi),\n"
+    " 'silu_dx': lambda t: sig(t) * (1 + t * (1 - sig(t))),\n"
+    " 'erf_dx': lambda t: 2 / math.sqrt(math.pi) * np.exp(-t * t)}\n";
 
 /*
  * Every activation function, fp32 in and out, with a per-partition scale vector and a bias
@@ -877,7 +881,8 @@ static void test_activate_edge_values(void **state)
 static const char *const float_ops[] = {"add",       "subtract",    "multiply",   "divide",
                                         "max",       "min",         "pow",        "is_equal",
                                         "not_equal", "is_ge",       "is_gt",      "is_le",
-                                        "is_lt",     "logical_and", "logical_or", "logical_xor"};
+                                        "is_lt",     "logical_and", "logical_or", "logical_xor",
+                                        "mod",       "fmod"};
 
 static const char py_alu[] =
     "OPS = {'add': np.add, 'subtract': np.subtract, 'multiply': np.multiply,\n"
@@ -888,7 +893,8 @@ static const char py_alu[] =
     " 'is_le': lambda a, b: (a <= b).astype(f32), 'is_lt': lambda a, b: (a < b).astype(f32),\n"
     " 'logical_and': lambda a, b: ((a != 0) & (b != 0)).astype(f32),\n"
     " 'logical_or': lambda a, b: ((a != 0) | (b != 0)).astype(f32),\n"
-    " 'logical_xor': lambda a, b: ((a != 0) ^ (b != 0)).astype(f32)}\n";
+    " 'logical_xor': lambda a, b: ((a != 0) ^ (b != 0)).astype(f32),\n"
+    " 'mod': np.mod, 'fmod': np.fmod}\n";
 
 /*
  * tensor_tensor with every float operator, in fp32, bf16, fp16 and fp8e4 (A, B and D of that
@@ -944,7 +950,7 @@ static void test_tensor_tensor_all_float_ops(void **state)
              py_alu,
              "['add', 'subtract', 'multiply', 'divide', 'max', 'min', 'pow', 'is_equal', "
              "'not_equal', 'is_ge', 'is_gt', 'is_le', 'is_lt', 'logical_and', 'logical_or', "
-             "'logical_xor']");
+             "'logical_xor', 'mod', 'fmod']");
     py(f, code);
     for (unsigned t = 0; t < 4; t++)
         for (unsigned k = 0; k < NOPS; k++) {

@@ -147,13 +147,13 @@ static void test_small_array_gemm_time(void **state)
 }
 
 /* Doubling HBM bandwidth from 205 to 410 GB/s: GEMM (a) runs much faster once it is
- * HBM-bound (its per-transfer fixed costs cut to 100 ns, so that the bandwidth binds); GEMM (d)
+ * HBM-bound (its descriptors cut to 10 ns, so that the bandwidth binds); GEMM (d)
  * (compute-bound) barely changes from 410 to 820 GB/s. */
 static void test_hbm_bandwidth(void **state)
 {
     (void)state;
-    static const char *const slow[] = {"hbm.bandwidth_gbps=205", "dma.fixed_cost_ns=100", NULL};
-    static const char *const fast[] = {"hbm.bandwidth_gbps=410", "dma.fixed_cost_ns=100", NULL};
+    static const char *const slow[] = {"hbm.bandwidth_gbps=205", "dma.descriptor_ns=10", NULL};
+    static const char *const fast[] = {"hbm.bandwidth_gbps=410", "dma.descriptor_ns=10", NULL};
     outcome_t a_slow = run_kernel("kernels/gemm_a_tiled.nca", slow);
     outcome_t a_fast = run_kernel("kernels/gemm_a_tiled.nca", fast);
     static const char *const d410[] = {"hbm.bandwidth_gbps=410", NULL};
@@ -174,34 +174,35 @@ static void test_hbm_bandwidth(void **state)
 }
 
 /*
- * GEMM (a) moves 33K transfers per core, two thirds of them on one queue: with the calibrated
- * ~1.05 us fixed cost per transfer and queue it is bound by those fixed costs, and neither
- * more HBM nor faster engines help; cheaper transfers do. With 100 ns transfers it is bound by
- * the DMA engines (16 x 18.7 GB/s per core): more HBM does not help; with four times the engine
- * bandwidth it does again. The bottleneck moves, as it should.
+ * GEMM (a) moves 33K transfers of 128 descriptors per core: with the calibrated 140 ns per
+ * descriptor (1120 ns per transfer on the engines, whatever the queue) it is bound by the
+ * descriptors, and neither more HBM nor faster engines help; cheaper descriptors do. With
+ * 10 ns descriptors it is bound by the DMA engines' bandwidth (16 x 18.7 GB/s per core): more
+ * HBM does not help; with four times the engine bandwidth it does again. The bottleneck
+ * moves, as it should.
  */
 static void test_bottleneck_moves(void **state)
 {
     (void)state;
     static const char *const dflt[] = {NULL};
     static const char *const hbm1640[] = {"hbm.bandwidth_gbps=1640", NULL};
-    static const char *const cheap[] = {"dma.fixed_cost_ns=100", NULL};
-    static const char *const cheap1640[] = {"dma.fixed_cost_ns=100", "hbm.bandwidth_gbps=1640",
+    static const char *const cheap[] = {"dma.descriptor_ns=10", NULL};
+    static const char *const cheap1640[] = {"dma.descriptor_ns=10", "hbm.bandwidth_gbps=1640",
                                             NULL};
-    static const char *const both820[] = {"dma.fixed_cost_ns=100", "hbm.bandwidth_gbps=820",
+    static const char *const both820[] = {"dma.descriptor_ns=10", "hbm.bandwidth_gbps=820",
                                           "dma.engine_bandwidth_gbps=74.8", NULL};
-    static const char *const both1640[] = {"dma.fixed_cost_ns=100", "hbm.bandwidth_gbps=1640",
+    static const char *const both1640[] = {"dma.descriptor_ns=10", "hbm.bandwidth_gbps=1640",
                                            "dma.engine_bandwidth_gbps=74.8", NULL};
     outcome_t base = run_kernel("kernels/gemm_a_tiled.nca", dflt);
     outcome_t more_hbm = run_kernel("kernels/gemm_a_tiled.nca", hbm1640);
     double r = ratio(more_hbm.total_ps, base.total_ps);
     if (r < 0.97 || r > 1.0)
         fail_msg("gemm_a, default: 1640 / 820 GB/s HBM time ratio %.3f, expected no change "
-                 "(bound by the transfers' fixed costs)", r);
+                 "(bound by the descriptors)", r);
     outcome_t a = run_kernel("kernels/gemm_a_tiled.nca", cheap);
     r = ratio(a.total_ps, base.total_ps);
     if (r > 0.8)
-        fail_msg("gemm_a: 100 / 850 ns DMA fixed cost time ratio %.3f, expected a clear "
+        fail_msg("gemm_a: 10 / 140 ns DMA descriptor time ratio %.3f, expected a clear "
                  "speed-up", r);
     outcome_t b = run_kernel("kernels/gemm_a_tiled.nca", cheap1640);
     r = ratio(b.total_ps, a.total_ps);

@@ -820,7 +820,7 @@ static void test_header_damage(void **state)
     memcpy(m, b, n);
     wr16(m + NCX_HDR_MAJOR, 2);
     wr16(m + NCX_HDR_MINOR, 1);
-    read_fails(m, n, "format version 2.1 is newer than this reader (1.1)");
+    read_fails(m, n, "format version 2.1 is newer than this reader (1.2)");
     wr16(m + NCX_HDR_MAJOR, 0);
     read_fails(m, n, "format version 0.1 is not supported");
 
@@ -833,7 +833,7 @@ static void test_header_damage(void **state)
     wr32(m + NCX_HDR_FLAGS, 0x00000004u);
     read_fails(m, n,
                "header flag bit 2 is not understood by this reader (the file is of a "
-               "newer minor version than this reader's 1.1; a newer ncsim may read it)");
+               "newer minor version than this reader's 1.2; a newer ncsim may read it)");
 
     memcpy(m, b, n);
     m[n] = 0;

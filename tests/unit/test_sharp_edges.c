@@ -268,7 +268,7 @@ static void test_config_bounds(void **state)
     (void)state;
     static const char *const bad[][2] = {
         {"dma.piece_overhead_ns=1e30", "dma.piece_overhead_ns = 1e+30: must be at most 1e+08"},
-        {"dma.fixed_cost_ns=1e38", "dma.fixed_cost_ns = 1e+38: must be at most 1e+08"},
+        {"dma.trigger_latency_ns=1e38", "dma.trigger_latency_ns = 1e+38: must be at most 1e+08"},
         {"hbm.size_bytes=18446744073709551615", "hbm.size_bytes = 18446744073709551615: must "
                                                 "be at most 1125899906842624"},
         {"pe.clock_ghz=1e-9", "pe.clock_ghz = 1e-09: must be 0 or at least 0.001"},
@@ -290,7 +290,7 @@ static void test_config_bounds(void **state)
     char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "%s run %s --timing-only -q --set dma.piece_overhead_ns=1e8 --set "
-             "dma.fixed_cost_ns=1e8 --set hbm.size_bytes=1125899906842624",
+             "dma.trigger_latency_ns=1e8 --set hbm.size_bytes=1125899906842624",
              tu_ncsim(), tu_source_path("kernels/tutorial/03_double_buffer.nca"));
     assert_int_equal(tu_run(cmd, NULL), 0);
 }

@@ -494,9 +494,11 @@ static double dma_gbps(unsigned bytes_per_partition, unsigned partitions)
     run_t r = run_text(text, 1);
     double ns = total_ns(&r);
     run_free(&r);
-    /* the transfer starts when the dma is issued, at 0; take out its fixed cost and the
-     * HBM latency */
-    double data_ns = ns - trn1.dma.fixed_cost_ns - trn1.hbm.latency_ns;
+    /* the transfer is issued at 0; take out its trigger latency, the HBM latency and its
+     * first descriptor per engine, after which data moves (its time is then the larger of
+     * its data and the rest of its descriptors) */
+    double data_ns = ns - trn1.dma.trigger_latency_ns - trn1.hbm.latency_ns -
+                     trn1.dma.descriptor_ns;
     return (double)bytes_per_partition * partitions / data_ns;
 }
 
@@ -535,8 +537,9 @@ static void test_dma_queues(void **state)
     run_t a = run_text(one_queue, 1), b = run_text(two_queues, 1);
     /* 16 partitions = 16 pieces: each transfer can use all 16 engines, so two queues share
      * them and end about together; on one queue the second waits for the first, but its
-     * fixed cost overlaps the first's data phase, so the totals are close */
-    assert_true(total_ns(&b) <= total_ns(&a));
+     * descriptors overlap the first's data phase, so the totals are close (two queues
+     * share the descriptor stage round-robin, which delays the first one's data by 70 ns) */
+    assert_true(tu_close(total_ns(&b), total_ns(&a), 0.05, 0));
     run_free(&a);
     run_free(&b);
     /* one-partition transfers use one DMA engine each: on one queue they move one after
@@ -546,7 +549,8 @@ static void test_dma_queues(void **state)
     const char *small4 = ".hbm a fp32 [128, 4096] input\n.sbuf s fp32 [128, 4096]\n.engine sp\n"
                          ".loop i = 0, 4\ndma s[i*32, :], a[i*32, :], queue=i\n.endloop\n";
     run_t c = run_text(small1, 1), d = run_text(small4, 1);
-    double fixed = trn1.dma.fixed_cost_ns + trn1.hbm.latency_ns;
+    /* one descriptor each, on one engine */
+    double fixed = trn1.dma.trigger_latency_ns + trn1.hbm.latency_ns + trn1.dma.descriptor_ns;
     double one = total_ns(&c) - fixed, four = total_ns(&d) - fixed;
     /* four queues: about 4x, less the 46 ns between the issues of consecutive dma */
     assert_true(one / four > 3.0 && one / four <= 4.0);
@@ -567,7 +571,8 @@ static void test_hbm_shared_by_cores(void **state)
     const char *two = ".hbm a fp32 [2, 128, 8192] input\n.sbuf s fp32 [128, 8192]\n"
                       ".core 0..1\n.engine sp\ndma s, a[core]\n";
     run_t a = run_text(one, 1), b = run_text(two, 1);
-    double fixed = trn1.dma.fixed_cost_ns + trn1.hbm.latency_ns;
+    /* data moves once each engine has processed its first descriptor */
+    double fixed = trn1.dma.trigger_latency_ns + trn1.hbm.latency_ns + trn1.dma.descriptor_ns;
     double t1 = total_ns(&a) - fixed, t2 = total_ns(&b) - fixed;
     assert_true(tu_close(t2 / t1, 2.0, 0.05, 0));
     /* each core got about half: 4 MiB at 100 GB/s is 41.9 us, two of them about 83.9 us */
@@ -579,12 +584,119 @@ static void test_hbm_shared_by_cores(void **state)
 
 /* ---- calibrated mechanisms (docs/validation.md) --------------------------------------------- */
 
-/* A queue's descriptor stage runs one fixed cost at a time: 8 tiny transfers on one queue take
- * 8 fixed costs (the data of each is a few ns), on 8 queues about one. */
+/* The DMA mechanism of docs/data-movement.md, by hand, with the trn1 preset: trigger latency
+ * 870 ns + HBM latency 200 ns, descriptors of 140 ns of one engine per piece, 16 engines at
+ * 18.7 B/ns, 7 ns per piece. A [128 x B] load from HBM is 128 pieces of B bytes: 8
+ * descriptors per engine (1120 ns); its data, 8 x (B / 18.7 + 7) ns per engine, starts after
+ * the first descriptor (140 ns), and it lands when both are done. sp issues one dma every
+ * 60 ns (84 cycles at 1.4 GHz). */
+static double dma_run(const char *text)
+{
+    run_t r = run_text(text, 1);
+    double t = total_ns(&r);
+    run_free(&r);
+    return t;
+}
+
+static void dma_expect(const char *what, double got, double want)
+{
+    if (!tu_close(got, want, 0, 1.0))
+        fail_msg("%s: %.3f ns, expected %.3f", what, got, want);
+}
+
+static void test_dma_mechanism_by_hand(void **state)
+{
+    (void)state;
+    assert_true(trn1.dma.trigger_latency_ns == 870.0 && trn1.hbm.latency_ns == 200.0 &&
+                trn1.dma.descriptor_ns == 140.0 && trn1.dma.engine_bandwidth_gbps == 18.7 &&
+                trn1.dma.piece_overhead_ns == 7.0 && trn1.dma.engines == 16 &&
+                trn1.sp.issue_cycles == 84.0 && trn1.sp.clock_ghz == 1.4);
+    double bw = 18.7, lat = 870 + 200, desc = 8 * 140.0, first = 140;
+    double d1k = 8 * (1024 / bw + 7), d4k = 8 * (4096 / bw + 7); /* 494.1, 1808.3 ns */
+    char text[2048];
+    assert_true(first + d1k < desc && first + d4k > desc);
+    /* one load alone: latency, then descriptors and data together */
+    dma_expect("one 1 KiB/partition load",
+               dma_run(".hbm a fp32 [128, 256] input\n.sbuf s fp32 [128, 256]\n.engine sp\n"
+                       "dma s, a\n"),
+               lat + desc); /* 2190: descriptor-bound (140 + 494.1 < 1120) */
+    dma_expect("one 4 KiB/partition load",
+               dma_run(".hbm a fp32 [128, 1024] input\n.sbuf s fp32 [128, 1024]\n.engine sp\n"
+                       "dma s, a\n"),
+               lat + first + d4k); /* 3018.3: data-bound */
+    /* four on one queue: each queue works on one transfer's descriptors at a time, and
+     * starts the next once the one before moves data; data moves in order. 1 KiB: the
+     * descriptors bind, 1120 ns each; 4 KiB: the data binds, 1808.3 ns each */
+    const char *four = ".hbm a fp32 [4, 128, %d] input\n.sbuf s fp32 [128, 4, %d]\n.engine sp\n"
+                       ".loop i = 0, 4\ndma s[:, i, :], a[i], queue=%s\n.endloop\n";
+    snprintf(text, sizeof text, four, 256, 256, "0");
+    double q1 = dma_run(text);
+    dma_expect("four 1 KiB/partition loads on one queue", q1, lat + 4 * desc); /* 5550 */
+    snprintf(text, sizeof text, four, 1024, 1024, "0");
+    double q1big = dma_run(text);
+    dma_expect("four 4 KiB/partition loads on one queue", q1big,
+               lat + first + 4 * d4k); /* 8443.2 */
+    /* the same on four queues (triggers at 0, 60, 120, 180 ns): the queues share the
+     * engines' descriptor stages round-robin, so the 4 x 128 descriptors still take 4 x 1120
+     * ns of the engines, and the data the same 4 x 1808.3 ns: more queues hide neither */
+    snprintf(text, sizeof text, four, 256, 256, "i");
+    dma_expect("four 1 KiB/partition loads on four queues", dma_run(text), q1);
+    snprintf(text, sizeof text, four, 1024, 1024, "i");
+    dma_expect("four 4 KiB/partition loads on four queues", dma_run(text), q1big);
+    /* a one-piece transfer occupies one engine's descriptor stage, then moves its data */
+    dma_expect("one [1 x 4 KiB] load",
+               dma_run(".hbm a fp32 [1, 1024] input\n.sbuf s fp32 [1, 1024]\n.engine sp\n"
+                       "dma s, a\n"),
+               lat + first + 4096 / bw + 7); /* 1296.0 */
+    /* ... and sixteen of them on one queue use sixteen engines' stages one after another
+     * (140 ns each, the queue's order), but their data overlaps */
+    mdl_arch_t saved = trn1;
+    char err[128];
+    assert_int_equal(mdl_arch_set(&trn1, "dma.trigger_latency_ns=0", err, sizeof err), NCSIM_OK);
+    dma_expect("one [128 x 1 KiB] load without trigger latency",
+               dma_run(".hbm a fp32 [128, 256] input\n.sbuf s fp32 [128, 256]\n.engine sp\n"
+                       "dma s, a\n"),
+               200 + desc);
+    trn1 = saved;
+}
+
+/* dma.queue_round_robin: four [128 x 1 KiB] loads on four queues; act starts a long activate
+ * when the first has landed. Round-robin (trn1), the four share the descriptor stages and the
+ * first lands at 5290 ns (test_dma_mechanism_by_hand); first come, first served, the first
+ * takes the stages alone and lands at 1070 + 1120 = 2190 ns, 3100 ns earlier. The last lands
+ * at 5550 ns either way. */
+static void test_dma_queue_arbitration(void **state)
+{
+    (void)state;
+    const char *text = ".hbm a fp32 [4, 128, 256] input\n.sbuf s fp32 [128, 4, 256]\n"
+                       ".sbuf big fp32 [128, 8192]\n.sem l0\n.engine sp\n"
+                       "dma s[:, 0, :], a[0], queue=0 | post l0\n"
+                       ".loop i = 1, 4\ndma s[:, i, :], a[i], queue=i\n.endloop\n"
+                       ".engine act\nactivate big, big, copy | wait l0 >= 1\n";
+    assert_int_equal(trn1.dma.queue_round_robin, 1);
+    double rr = dma_run(text);
+    mdl_arch_t saved = trn1;
+    char err[128];
+    assert_int_equal(mdl_arch_set(&trn1, "dma.queue_round_robin=0", err, sizeof err), NCSIM_OK);
+    double fifo = dma_run(text);
+    trn1 = saved;
+    if (!tu_close(rr - fifo, 3100.0, 0, 1.0))
+        fail_msg("round-robin %.3f ns, first come first served %.3f ns: %.3f apart, expected 3100",
+                 rr, fifo, rr - fifo);
+    assert_int_equal(mdl_arch_set(&saved, "dma.queue_round_robin=2", err, sizeof err), NCSIM_OK);
+    assert_int_equal(mdl_arch_validate(&saved, err, sizeof err), NCSIM_USAGE);
+    assert_non_null(strstr(err, "dma.queue_round_robin = 2: must be 1"));
+}
+
+/* Eight tiny [128 x 32 B] loads: 8 x 1120 ns of descriptors whether on one queue or on eight
+ * (the engines' descriptor stages are shared by every queue); their data (128 pieces of 32 B,
+ * 8 x (32 / 18.7 + 7) = 69.7 ns per engine, or 79.9 ns for the 4 KiB source in one of the 16
+ * HBM channels) hides under the descriptors. */
 static void test_dma_descriptor_stage(void **state)
 {
     (void)state;
-    double fixed = trn1.dma.fixed_cost_ns + trn1.hbm.latency_ns; /* 1050 ns */
+    double lat = trn1.dma.trigger_latency_ns + trn1.hbm.latency_ns;
+    double desc = 8 * trn1.dma.descriptor_ns;
     char text[1024];
     for (int queues = 1; queues <= 8; queues += 7) {
         int n = snprintf(text, sizeof text,
@@ -593,27 +705,9 @@ static void test_dma_descriptor_stage(void **state)
         for (int i = 0; i < 8; i++)
             n += snprintf(text + n, sizeof text - (size_t)n, "dma y[:, %d, :], x, queue=%d\n", i,
                           queues == 1 ? 0 : i);
-        run_t r = run_text(text, 1);
-        double t = total_ns(&r);
-        run_free(&r);
-        /* 128 pieces of 32 B over 16 engines: 8 x (32 / 18.7 + 7) = 69.7 ns of data each, but
-         * the 4 KiB source lies in one of the 16 HBM channels: 4096 B at 820 / 16 GB/s */
-        double data = 8 * (32 / trn1.dma.engine_bandwidth_gbps + trn1.dma.piece_overhead_ns);
-        double chan = 4096 / (trn1.hbm.bandwidth_gbps / trn1.hbm.channels);
-        if (chan > data)
-            data = chan;
-        if (queues == 1) {
-            /* the last fixed cost ends at 8 x fixed, then its data moves */
-            if (!tu_close(t, 8 * fixed + data, 0, 1.0))
-                fail_msg("8 DMAs on one queue: %.3f ns, expected %.3f", t, 8 * fixed + data);
-        } else {
-            /* the 7th trigger is issued 7 x sp.issue_cycles after the first, and the 8 data
-             * phases share the engines */
-            double issue = 7 * trn1.sp.issue_cycles / trn1.sp.clock_ghz;
-            if (t > fixed + issue + 8 * data + 1.0 || t < fixed + data)
-                fail_msg("8 DMAs on 8 queues: %.3f ns, expected at most %.3f", t,
-                         fixed + issue + 8 * data);
-        }
+        double t = dma_run(text);
+        if (!tu_close(t, lat + 8 * desc, 0, 1.0))
+            fail_msg("8 DMAs on %d queue(s): %.3f ns, expected %.3f", queues, t, lat + 8 * desc);
     }
 }
 
@@ -699,6 +793,8 @@ int main(void)
         cmocka_unit_test(test_dma_queues),
         cmocka_unit_test(test_hbm_shared_by_cores),
         cmocka_unit_test(test_dma_descriptor_stage),
+        cmocka_unit_test(test_dma_mechanism_by_hand),
+        cmocka_unit_test(test_dma_queue_arbitration),
         cmocka_unit_test(test_semaphore_latency),
         cmocka_unit_test(test_collective_costs),
         cmocka_unit_test(test_active_time),

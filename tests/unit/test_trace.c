@@ -1419,7 +1419,7 @@ static void test_filters(void **state)
     (void)state;
     char args[2048], *out = NULL;
     snprintf(args, sizeof args,
-             "run %s --timing-only -q --trace win.json --trace-start 5000 --trace-end 9000 "
+             "run %s --timing-only -q --trace win.json --trace-start 15000 --trace-end 19000 "
              "--trace-engines pe,dma",
              demo());
     assert_int_equal(ncsim(args, &out), 0);
@@ -1429,11 +1429,11 @@ static void test_filters(void **state)
     assert_null(strstr(t, "\"name\":\"act\""));
     assert_null(strstr(t, "\"name\":\"activate\""));
     assert_non_null(strstr(t, "\"name\":\"matmul\""));
-    assert_non_null(strstr(t, "\"trace_start_ns\":5000,\"trace_end_ns\":9000"));
+    assert_non_null(strstr(t, "\"trace_start_ns\":15000,\"trace_end_ns\":19000"));
     assert_non_null(strstr(t, "\"trace_engines\":\"pe,dma\""));
     free(t);
     char err[512];
-    window_check_t w = {5000000, 9000000, 0, 0, 0};
+    window_check_t w = {15000000, 19000000, 0, 0, 0};
     assert_int_equal(trc_read(tu_join(dir, "win.json"), check_window, &w, err, sizeof err),
                      NCSIM_OK);
     assert_true(w.slices > 10);
@@ -1451,11 +1451,11 @@ static void test_filters(void **state)
     free(out);
     /* the same filter in .pftrace */
     snprintf(args, sizeof args,
-             "run %s --timing-only -q --trace win.pftrace --trace-start 5000 --trace-end 9000 "
+             "run %s --timing-only -q --trace win.pftrace --trace-start 15000 --trace-end 19000 "
              "--trace-engines pe,dma",
              demo());
     assert_int_equal(ncsim(args, NULL), 0);
-    window_check_t wp = {5000000, 9000000, 0, 0, 0};
+    window_check_t wp = {15000000, 19000000, 0, 0, 0};
     assert_int_equal(trc_read(tu_join(dir, "win.pftrace"), check_window, &wp, err, sizeof err),
                      NCSIM_OK);
     assert_int_equal(wp.slices, w.slices);

@@ -21,7 +21,8 @@
 /* The keys the hand-computed values depend on, pinned so that preset changes do not move
  * them. */
 #define PIN                                                                                        \
-    "\"set\": {\"sp.clock_ghz\": 1.4, \"sp.issue_cycles\": 64, \"dma.fixed_cost_ns\": 500, "      \
+    "\"set\": {\"sp.clock_ghz\": 1.4, \"sp.issue_cycles\": 64, \"dma.trigger_latency_ns\": 500, "  \
+    "\"dma.descriptor_ns\": 0, "                                                                  \
     "\"hbm.latency_ns\": 200, \"dma.engines\": 16, \"dma.engine_bandwidth_gbps\": 27.2, "          \
     "\"dma.piece_overhead_ns\": 8, \"hbm.bandwidth_gbps\": 820, \"hbm.channels\": 16, "            \
     "\"hbm.interleave_bytes\": 4096, \"act.clock_ghz\": 1.4, \"act.min_ii_cycles\": 64, "         \
@@ -30,6 +31,7 @@
 /* The same without the keys the fits vary (a fitted key would override an entry's own). */
 #define PIN_FIT                                                                                    \
     "\"set\": {\"sp.clock_ghz\": 1.4, \"sp.issue_cycles\": 64, \"hbm.latency_ns\": 200, "        \
+    "\"dma.descriptor_ns\": 0, "                                                                  \
     "\"dma.engines\": 16, \"dma.piece_overhead_ns\": 8, \"hbm.bandwidth_gbps\": 820, "             \
     "\"hbm.channels\": 16, \"hbm.interleave_bytes\": 4096}"
 
@@ -619,7 +621,7 @@ static void test_fit_one_key(void **state)
     assert_int_equal(sim_validate_load(path, &m, err, sizeof err), NCSIM_OK);
     char kb[128];
     sim_fit_key_t key;
-    assert_int_equal(sim_fit_parse_key("dma.fixed_cost_ns=100:3000", kb, sizeof kb, &key, err,
+    assert_int_equal(sim_fit_parse_key("dma.trigger_latency_ns=100:3000", kb, sizeof kb, &key, err,
                                        sizeof err),
                      NCSIM_OK);
     sim_fit_options_t fo;
@@ -649,19 +651,19 @@ static void test_fit_one_key(void **state)
     mdl_arch_t a;
     assert_int_equal(mdl_arch_load(fpath, &a, err, sizeof err), NCSIM_OK);
     assert_int_equal(mdl_arch_validate(&a, err, sizeof err), NCSIM_OK);
-    assert_true(a.dma.fixed_cost_ns == out.best[0]);
+    assert_true(a.dma.trigger_latency_ns == out.best[0]);
     assert_true(a.dma.engine_bandwidth_gbps == 27.2);
     sim_validate_free(m);
     free(path);
 
     /* bad keys and bounds */
-    assert_int_equal(sim_fit_parse_key("dma.fixed_cost_ns=3:1", kb, sizeof kb, &key, err,
+    assert_int_equal(sim_fit_parse_key("dma.trigger_latency_ns=3:1", kb, sizeof kb, &key, err,
                                        sizeof err),
                      NCSIM_USAGE);
     assert_non_null(strstr(err, "lower bound"));
-    assert_int_equal(sim_fit_parse_key("dma.fixed_cost_ns", kb, sizeof kb, &key, err, sizeof err),
+    assert_int_equal(sim_fit_parse_key("dma.trigger_latency_ns", kb, sizeof kb, &key, err, sizeof err),
                      NCSIM_USAGE);
-    assert_int_equal(sim_fit_parse_key("dma.fixed_cost_ns=a:b", kb, sizeof kb, &key, err,
+    assert_int_equal(sim_fit_parse_key("dma.trigger_latency_ns=a:b", kb, sizeof kb, &key, err,
                                        sizeof err),
                      NCSIM_USAGE);
 }
@@ -675,7 +677,7 @@ static void test_fit_two_keys_and_determinism(void **state)
     char cmd[4096], *out = NULL;
     for (int run = 0; run < 2; run++) {
         snprintf(cmd, sizeof cmd,
-                 "cd %s && %s fit fit.json --key dma.fixed_cost_ns=100:3000 "
+                 "cd %s && %s fit fit.json --key dma.trigger_latency_ns=100:3000 "
                  "--key dma.engine_bandwidth_gbps=5:50 -o fit%d.json --name fitted -q",
                  dir, tu_ncsim(), run);
         int rc = tu_run(cmd, &out);
@@ -701,9 +703,9 @@ static void test_fit_two_keys_and_determinism(void **state)
     mdl_arch_t a;
     char err[1024];
     assert_int_equal(mdl_arch_load(p0, &a, err, sizeof err), NCSIM_OK);
-    fprintf(stderr, "two keys: fixed %.3f ns, engine bandwidth %.4f GB/s\n", a.dma.fixed_cost_ns,
+    fprintf(stderr, "two keys: fixed %.3f ns, engine bandwidth %.4f GB/s\n", a.dma.trigger_latency_ns,
             a.dma.engine_bandwidth_gbps);
-    assert_true(tu_close(a.dma.fixed_cost_ns, 1300, 0.01, 0));
+    assert_true(tu_close(a.dma.trigger_latency_ns, 1300, 0.01, 0));
     assert_true(tu_close(a.dma.engine_bandwidth_gbps, 17.0, 0.01, 0));
     /* the fitted file makes every fit entry match */
     snprintf(cmd, sizeof cmd, "cd %s && %s validate fit.json --arch fit0.json -q", dir,

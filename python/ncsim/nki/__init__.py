@@ -29,12 +29,14 @@ import numpy as np
 from . import _core
 from . import _exec
 from . import _dtypes
+from . import _errors
+from . import typing as _typing
 from ._core import NkiError, Policy, Tensor, policy
 
 tensor = Tensor
 
 __all__ = ["jit", "trace", "baremetal", "simulate_kernel", "benchmark", "profile", "lower", "tensor",
-           "NkiError", "Policy", "policy", "install_neuronxcc_alias", "language", "isa"]
+           "NkiError", "Policy", "policy", "install_neuronxcc_alias", "language", "isa", "typed"]
 
 
 # --------------------------------------------------------------------------- lowering
@@ -63,11 +65,21 @@ class Lowered:
         return build(self.ret)
 
 
+def typed(values, dtype):
+    """Host values for a kernel argument of a type NumPy lacks (bfloat16, tfloat32, fp8), without
+    ml_dtypes: `nki.simulate_kernel(k, nki.typed(x, nl.bfloat16))`. The values are rounded to
+    the type when the kernel reads them; outputs of such types come back as float32 arrays."""
+    try:
+        return _typing.TypedValues(values, dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise _errors.usage("err_invalid_argument", f"nki.typed: {e}") from None
+
+
 def _placeholder(a):
-    """A NumPy array, or a shape/dtype placeholder (nt.tensor[[shape], dtype], torch-like)."""
-    if isinstance(a, np.ndarray):
-        return a
-    if hasattr(a, "shape") and hasattr(a, "dtype") and not isinstance(a, Tensor):
+    """What a kernel argument is: a NumPy array, typed values, an `nt.tensor[...]` placeholder,
+    or None (a compile-time constant). Anything else with a shape (another framework's
+    tensor, a memoryview) was refused by `_errors.check_argument` before."""
+    if isinstance(a, (np.ndarray, _typing.TypedValues, _typing._Placeholder)):
         return a
     return None
 
@@ -82,6 +94,7 @@ class Kernel:
     """A kernel function wrapped by nki.jit / trace / baremetal / benchmark / profile."""
 
     def __init__(self, func, mode="auto", grid=(), **opts):
+        _errors.check_kernel(func, mode, opts)
         self.func = func
         self.mode = mode
         self.grid = tuple(grid)
@@ -94,69 +107,43 @@ class Kernel:
     def __getitem__(self, grid):
         if not isinstance(grid, tuple):
             grid = (grid,)
-        g = tuple(int(getattr(x, "n", x)) for x in grid)
+        g = _errors.check_grid(grid)
         k = Kernel(self.func, self.mode, g, **self.opts)
         return k
 
     def _lower(self, args, kwargs, grid, pol, arch):
         func = self.func
-        pol = (_core.policy.copy(**(pol or {})) if not isinstance(pol, Policy) else pol) \
-            if pol is not None or "policy" not in self.opts else _core.policy.copy(**self.opts["policy"])
         source = func.__code__.co_filename
-        tr = _core.Tracer(pol, source)
+        pol = _errors.make_policy(pol if pol is not None or "policy" not in self.opts
+                                  else self.opts["policy"], source, _def_line(func))
         if _core._tracer[0] is not None:
-            raise NkiError("a kernel cannot be launched from inside another kernel's trace "
-                           "with a grid (err_nested_kernel_with_spmd_grid)")
+            raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
+                                "launched from inside another kernel's trace with a grid")
         sig = inspect.signature(func)
-        bound = sig.bind(*args, **kwargs)
-        bound.apply_defaults()
-        inputs = {}
-        params = {}
-        _core._tracer[0] = tr
         try:
-            targs = {}
-
-            def param(name, v):
-                a = _placeholder(v)
-                if a is None:
-                    return v
-                dt = _dtypes.as_dtype(a.dtype)
-                b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
-                b.param = name
-                if isinstance(a, np.ndarray):
-                    b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
-                params[name] = (b, v)
-                return tr.hbm_tensor(b)
-            for name, v in bound.arguments.items():
-                kind = sig.parameters[name].kind
-                if kind == inspect.Parameter.VAR_POSITIONAL:
-                    targs[name] = tuple(param(f"{name}{i}", x) for i, x in enumerate(v))
-                elif kind == inspect.Parameter.VAR_KEYWORD:
-                    targs[name] = {k: param(k, x) for k, x in v.items()}
-                else:
-                    targs[name] = param(name, v)
-            ret = None
-            g = grid or ()
-            for inst, pid in enumerate(itertools.product(*[range(n) for n in g]) if g else [()]):
-                tr.program_id = pid
-                tr.grid = g
-                tr.shared_idx = 0
-                tr.instance = inst
-                ba = sig.bind_partial()
-                ba.arguments.update(targs)
-                r = func(*ba.args, **ba.kwargs)
-                if inst == 0:
-                    ret = r
-                tr.flush()
-        finally:
-            _core._tracer[0] = None
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise NkiError(f"{source}:{_def_line(func)}: error: [err_invalid_arguments] "
+                           f"{func.__name__}: {e}") from None
+        bound.apply_defaults()
+        # Pass 1 traces with block tensors unallocated and records when each block is used;
+        # if the kernel has block tensors, pass 2 traces again, allocating by that liveness
+        # (docs/nki.md, "Allocation").
+        prev = None
+        while True:
+            tr, ret, params = self._trace(func, sig, bound, pol, source, prev, grid)
+            if prev is not None or not tr.needs_second_pass():
+                break
+            prev = tr
+        inputs = {}
         # the return value: shared_hbm tensors
         out_names = []
 
         def conv(r):
             if isinstance(r, Tensor):
                 if r.space != "hbm" or r.buf.kind not in ("output",) and r.buf.param is None:
-                    raise NkiError(f"{source}:0: error: [err_return_not_shared_hbm] a kernel returns "
+                    raise NkiError(f"{source}:{_def_line(func)}: error: "
+                                   "[err_return_not_shared_hbm] a kernel returns "
                                    "HBM tensors declared with buffer=nl.shared_hbm")
                 out_names.append(r.buf.name)
                 return r.buf.name
@@ -185,10 +172,72 @@ class Kernel:
             elif b.kind in ("input", "inout"):
                 inputs[b.name] = None
         outputs = [(b.name, b.dtype) for b in tr.hbm if b.kind in ("output", "inout")]
-        text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        try:
+            text = tr.finish(arch=arch, comment=f"NKI kernel {func.__name__} ({source}), lowered by ncsim.nki")
+        except NkiError:
+            raise
+        except Exception as e:
+            raise _errors.located(e, source, _def_line(func)) from e
         low = Lowered(text, inputs, outputs, retn, legacy, func.__name__, len(tr.nodes))
+        low.params = {b.name: (b.param, source, _def_line(func)) for b in tr.hbm
+                      if getattr(b, "param", None) is not None}
         low.prints = tr.prints
+        low.tensors = tr.report()
+        low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
+                     "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),
+                     "resident_load_bytes": tr.elided_bytes}
         return low, bound
+
+    @staticmethod
+    def _trace(func, sig, bound, pol, source, prev, grid):
+        tr = _core.Tracer(pol, source, prev=prev)
+        params = {}
+        _core._tracer[0] = tr
+        try:
+            targs = {}
+
+            def param(name, v):
+                v = _errors.check_argument(source, _def_line(func), name, v)
+                a = _placeholder(v)
+                if a is None:
+                    return v
+                dt = a.nki_dtype if hasattr(a, "nki_dtype") else _dtypes.as_dtype(a.dtype)
+                b = tr.new_hbm(name, dt, tuple(a.shape) or (1,), "input")
+                b.param = name
+                if isinstance(a, np.ndarray):
+                    b.host = np.ascontiguousarray(a, dtype=dt.host).reshape(b.shape)
+                elif isinstance(a, _typing.TypedValues):
+                    b.host = np.ascontiguousarray(a.values).reshape(b.shape)
+                params[name] = (b, v)
+                return tr.hbm_tensor(b)
+            for name, v in bound.arguments.items():
+                kind = sig.parameters[name].kind
+                if kind == inspect.Parameter.VAR_POSITIONAL:
+                    targs[name] = tuple(param(f"{name}{i}", x) for i, x in enumerate(v))
+                elif kind == inspect.Parameter.VAR_KEYWORD:
+                    targs[name] = {k: param(k, x) for k, x in v.items()}
+                else:
+                    targs[name] = param(name, v)
+            ret = None
+            g = grid or ()
+            for inst, pid in enumerate(itertools.product(*[range(n) for n in g]) if g else [()]):
+                tr.program_id = pid
+                tr.grid = g
+                tr.shared_idx = 0
+                tr.instance = inst
+                ba = sig.bind_partial()
+                ba.arguments.update(targs)
+                r = func(*ba.args, **ba.kwargs)
+                if inst == 0:
+                    ret = r
+                tr.flush()
+        except NkiError:
+            raise
+        except Exception as e:      # never a bare exception from the package: located
+            raise _errors.located(e, source, _def_line(func)) from e
+        finally:
+            _core._tracer[0] = None
+        return tr, ret, params
 
     # ---- running
     def _run(self, args, kwargs, timing_only=False, trace=None, check=False, seed=0, arch="trn1",
@@ -196,18 +245,24 @@ class Kernel:
         low, bound = self._lower(args, kwargs, self.grid, pol, arch)
         inputs = {}
         for k, v in low.inputs.items():
-            if v is None:          # a placeholder (benchmark): random values
-                b = _shape_of(low.text, k)
-                v = np.random.default_rng(0).uniform(-1, 1, size=b[1]).astype(b[0])
+            if v is None and not timing_only:
+                _errors.placeholder_in_functional_run(low, k)
+            if timing_only:        # a timing-only run reads no input data: none is made
+                continue
             inputs[k] = v
         r = _exec.run(low.text, low.name, inputs, arch=arch, timing_only=timing_only, trace=trace,
                       check=check, seed=seed, set=set)
+        if isinstance(r.stats, dict):
+            # what the lowering decided: spills and reloads (docs/nki.md, "Allocation")
+            r.stats["nki"] = dict(low.spill, tensors=low.tensors)
         self.last = r
         self.lowered = low
         if not timing_only:
             for prefix, name in low.prints:
                 print(prefix, r.outputs[name])
             for arr, tname in low.legacy:
+                if isinstance(arr, _typing.TypedValues):    # bf16 outputs passed in (2.20)
+                    arr = arr.values
                 if isinstance(arr, np.ndarray):
                     np.copyto(arr, r.outputs[tname].reshape(arr.shape).astype(arr.dtype, copy=False))
         return low, r
@@ -222,7 +277,18 @@ class Kernel:
             return self._benchmark(args, kwargs)
         if mode == "profile":
             return self._profile(args, kwargs)
+        if mode == "baremetal":
+            return self._baremetal(args, kwargs)
         low, r = self._run(args, kwargs, **self._runopts())
+        return low.values(r.outputs) if low.ret is not None else None
+
+    def _baremetal(self, args, kwargs):
+        """nki.baremetal: run with values; write the SDK's artifacts when asked (save_neff_name:
+        the lowered program as .ncx, save_trace_name: the trace) and record every option."""
+        final, tmp = _trace_target(self.opts.get("save_trace_name"))
+        with _removed_on_failure(tmp, final):
+            low, r = self._run(args, kwargs, trace=tmp, **self._runopts())
+        _write_artifacts(self, low, r, final, tmp)
         return low.values(r.outputs) if low.ret is not None else None
 
     def _runopts(self):
@@ -235,27 +301,129 @@ class Kernel:
         return o
 
     def _benchmark(self, args, kwargs):
-        trace = self.opts.get("save_trace_name")
-        low, r = self._run(args, kwargs, timing_only=True, trace=trace, **self._runopts())
+        trace, tmp = _trace_target(self.opts.get("save_trace_name"))
+        with _removed_on_failure(tmp, trace):
+            low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
+        _write_artifacts(self, low, r, trace, tmp)
         self.benchmark_result = BenchmarkResult(r, self.opts.get("warmup", 10), self.opts.get("iters", 100), trace)
         return None
 
     def _profile(self, args, kwargs):
         wd = self.opts.get("working_directory")
         if not wd:
-            raise ValueError("nki.profile needs working_directory= (an absolute path)")
+            raise _errors.usage("err_invalid_argument",
+                                "nki.profile needs working_directory= (an absolute path)")
         os.makedirs(wd, exist_ok=True)
         name = self.opts.get("save_trace_name") or f"{self.func.__name__}.pftrace"
-        trace = os.path.join(wd, name)
-        low, r = self._run(args, kwargs, timing_only=True, trace=trace, **self._runopts())
+        trace, tmp = _trace_target(os.path.join(wd, name))
+        with _removed_on_failure(tmp, trace):
+            low, r = self._run(args, kwargs, timing_only=True, trace=tmp, **self._runopts())
+        neff = self.opts.get("save_neff_name")
+        _write_artifacts(Kernel(self.func, self.mode, self.grid,
+                                **{**self.opts, "save_neff_name": neff and os.path.join(wd, neff)}),
+                         low, r, trace, tmp)
+        # the profiler's summary-json of the run, as `neuron-profile view` would print it
+        with open(os.path.join(wd, f"{self.func.__name__}_neuron_profile.json"), "w") as f:
+            save, reload_ = _lowering_spills(low)
+            f.write(_exec._backend().profile_summary(trace, key=self.func.__name__,
+                                                     spill_save_bytes=save,
+                                                     spill_reload_bytes=reload_))
         with open(os.path.join(wd, f"{self.func.__name__}.nca"), "w") as f:
             f.write(low.text)
-        summary = _summary(r, low)
+        summary = _summary(r, low, report_from=trace)
         with open(os.path.join(wd, f"{self.func.__name__}_summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
         self.profile_result = ProfileResult(r, trace, summary)
         self.benchmark_result = BenchmarkResult(r, 1, 1, trace)
         return None
+
+
+# --------------------------------------------------------------------------- SDK artifacts
+
+# Trace names ncsim writes directly; any other name (profile.ntff) gets a Perfetto trace (the
+# readers tell the formats apart by content), written beside it and renamed into place.
+_TRACE_EXTS = (".json", ".json.gz", ".pftrace")
+
+
+def _trace_target(name):
+    """(the trace file asked for, the path the simulator writes) or (None, None)."""
+    if not name:
+        return None, None
+    final = os.path.abspath(os.fspath(name))
+    if final.endswith(_TRACE_EXTS):
+        return final, final
+    return final, final + ".tmp.pftrace"
+
+
+class _removed_on_failure:
+    """A run that raises leaves no temporary trace behind."""
+
+    def __init__(self, tmp, final):
+        self.tmp = tmp if tmp and tmp != final else None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is not None and self.tmp and os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+        return False
+
+
+def _jsonable(v):
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return repr(v)
+
+
+def _lowering_spills(low):
+    """The lowering's spill statistics, (save bytes, reload bytes): Lowered.spill, which the
+    tracer fills (docs/nki.md, "Allocation"); None when a lowering has none."""
+    st = getattr(low, "spill", None)
+    st = st if isinstance(st, dict) else {}
+    save = st.get("spill_save_bytes")
+    reload_ = st.get("spill_reload_bytes")
+    return (None if save is None else int(save)), (None if reload_ is None else int(reload_))
+
+
+def _write_artifacts(kernel, low, r, trace, tmp):
+    """What the SDK's baremetal/benchmark leave behind, as ncsim's own files: the trace under
+    save_trace_name (the NTFF), the lowered program as .ncx under save_neff_name (the NEFF),
+    and, next to the trace (NAME.ncsim.json) and in artifacts_dir, a record of the kernel, every
+    option passed (meaningful to a simulator or not) and the lowering's spills, which
+    `ncsim-neuron-profile view` reads."""
+    opts = kernel.opts
+    if tmp and tmp != trace:
+        os.replace(tmp, trace)
+    neff = opts.get("save_neff_name")
+    if neff:
+        neff = os.path.abspath(os.fspath(neff))
+        _exec._backend().assemble(low.text, name=low.name).save(neff)
+    save, reload_ = _lowering_spills(low)
+    record = {"kernel": low.name, "simulator": "ncsim", "simulated": True,
+              "options": _jsonable(dict(opts)), "neff": neff, "ntff": trace,
+              "total_time": r.time_ns * 1e-9}
+    if save is not None:
+        record["spill_save_bytes"] = save
+    if reload_ is not None:
+        record["spill_reload_bytes"] = reload_
+    kernel.artifacts = record
+    text = json.dumps(record, indent=1) + "\n"
+    if trace:
+        with open(trace + ".ncsim.json", "w") as f:
+            f.write(text)
+    adir = opts.get("artifacts_dir")
+    if adir:
+        adir = os.fspath(adir)
+        os.makedirs(adir, exist_ok=True)
+        with open(os.path.join(adir, f"{low.name}.nca"), "w") as f:
+            f.write(low.text)
+        with open(os.path.join(adir, "ncsim_options.json"), "w") as f:
+            f.write(text)
 
 
 def _def_line(func):
@@ -280,7 +448,33 @@ def _shape_of(text, name):
     raise KeyError(name)
 
 
-def _summary(r, low):
+def _verdict(path):
+    """(bottleneck, verdict line) of a trace or statistics file: the verdict of `ncsim report`
+    (its C code through the library, ncsim.report), so the runner, nki.profile and
+    `ncsim report` never disagree. A trace's verdict follows the critical path; a statistics
+    file's compares busy times."""
+    import ncsim
+    rep = ncsim.report(path)
+    bounds = rep.get("bounds") or []
+    return (bounds[0]["what"] if bounds else None), rep.get("verdict") or None
+
+
+def _stats_verdict(stats):
+    """The verdict of a run's statistics (written to a temporary file for ncsim.report)."""
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="ncsim-nki-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(stats, f)
+        return _verdict(path)
+    finally:
+        os.unlink(path)
+
+
+def _summary(r, low, report_from=None):
+    """Time, instructions, each engine's busy time, and the bottleneck with the verdict of
+    `ncsim report` on `report_from` (a trace or statistics file; the run's statistics when
+    None)."""
     st = r.stats
     eng = {}
     for c in st.get("cores", []):
@@ -295,9 +489,22 @@ def _summary(r, low):
                       "utilisation": d.get("busy_ns", 0.0) / r.time_ns if r.time_ns else 0.0,
                       "transfers": d.get("transfers", 0), "bytes": d.get("bytes", 0)}
         break
-    bott = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
+    busiest = max(eng.items(), key=lambda kv: kv[1]["busy_ns"])[0] if eng else None
+    bott, why = _verdict(report_from) if report_from else _stats_verdict(st)
     return {"kernel": low.name, "total_time_ns": r.time_ns, "instructions": low.instructions,
-            "engines": eng, "bottleneck": bott, "mfu": st.get("mfu"), "hbm": st.get("hbm")}
+            "engines": eng, "bottleneck": bott, "verdict": why, "busiest": busiest,
+            "verdict_from": "trace" if report_from and _is_trace(report_from) else "statistics",
+            "mfu": st.get("mfu"), "hbm": st.get("hbm"),
+            "spill": getattr(low, "spill", None)}
+
+
+def _is_trace(path):
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return False
+    return str(path).endswith(".pftrace") or head[:2] == b"\x1f\x8b" or b'"traceEvents"' in head
 
 
 class _Latency:
@@ -308,7 +515,7 @@ class _Latency:
         """Latency in microseconds; every percentile is the simulated time (the simulation is
         deterministic: all iterations take the same time)."""
         if p not in (0, 1, 10, 25, 50, 90, 99, 100) and not 0 <= p <= 100:
-            raise ValueError("percentile in 0..100")
+            raise _errors.usage("err_invalid_argument", f"percentile {p!r}: a number in 0..100")
         return self.us
 
 
@@ -357,6 +564,11 @@ def trace(func=None, **kwargs):
 
 
 def baremetal(kernel=None, **kwargs):
+    """nki.baremetal(kernel, save_neff_name=, save_trace_name=, additional_compile_opt=,
+    artifacts_dir=, ...)(*arrays): run on ncsim and return the kernel's value(s). Where the SDK
+    saves a NEFF and an NTFF, ncsim saves the lowered program (.ncx) and the trace of the
+    simulated run, which `ncsim-neuron-profile view -n NEFF -s NTFF` summarises. Options with no
+    meaning for a simulator (compiler flags...) are accepted and recorded, never an error."""
     return _decorator("baremetal", kernel, **kwargs)
 
 

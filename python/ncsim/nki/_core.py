@@ -8,6 +8,7 @@ WAW across engines and DMA queues), using vector clocks to drop waits that an ea
 already implies. `finish()` numbers the posts that some wait observes and writes the program
 text (docs/nki.md, "Lowering").
 """
+import bisect
 import math
 import operator
 import os
@@ -21,6 +22,7 @@ from ..builder import raw_view
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _NCSIM_DIR = os.path.dirname(_PKG_DIR)
+_EXAMPLES_DIR = os.path.join(_PKG_DIR, "examples", "")
 
 ENGINES = ("sp", "pe", "act", "dve", "pool")
 N_QUEUES = 16
@@ -45,7 +47,7 @@ def user_frame():
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
+        if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
             return fn, f.f_lineno
         f = f.f_back
     return "<unknown>", 0
@@ -71,18 +73,30 @@ class Policy:
     def __init__(self, **kw):
         self.load_engine = "sp"          # engine that issues the loads (nl.load, dma_copy to SBUF)
         self.store_engine = "pool"       # engine that issues the stores (so they never block loads)
-        self.load_queues = list(range(0, 8))
-        self.store_queues = list(range(8, 16))
+        self.load_queues = [0]           # the load engine's IO queue (the profiles' qSyncIO0)
+        self.store_queues = [1]          # the store engine's IO queue (qGpSimdIO0)
         self.dma_split_partitions = 0    # 0: one dma per call; k: one dma per k partitions
-        self.sbuf_bufs = 3               # physical buffers per allocation site (multi-buffering)
+        self.sbuf_bufs = 2               # physical buffers per allocation site (double buffering)
         self.psum_bufs = 2
+        self.block_bufs = 2              # buffers beyond the live blocks of a block tensor
+        self.spill_engine = "sp"         # engine that issues spill and reload DMAs
+        self.spill_queue = 2             # their queue (the profiles' qSyncSpillReload0)
+        self.rematerialize = True        # an evicted block that holds an input's data is
+                                         # reloaded from the input, not spilled
+        self.resident_loads = "reuse"    # "reuse": a load's data stays in SBUF until the next
+                                         # load of the same data when at most resident_bytes
+                                         # per partition are loaded in between; "never"
+        self.resident_bytes = SBUF_USABLE // 4
         self.sbuf_bytes = SBUF_USABLE
-        self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies
+        self.copy_engine = "auto"        # nl.copy / tensor_copy / assignment copies from SBUF
+        self.psum_copy_engine = "act"    # copies out of PSUM (the trn1 matmul profiles: VectorE idle)
         self.memset_engine = "dve"       # nl.zeros/ones/full/memset on SBUF
         self.elementwise_engine = "dve"  # tile-tile arithmetic (tensor_tensor)
-        self.scalar_op_engine = "auto"   # tile-scalar arithmetic (tensor_scalar add/sub/mul)
+        self.scalar_op_engine = "act"    # tile-scalar arithmetic (tensor_scalar add/sub/mul; the
+                                         # adamw and silu profiles: all of it on ScalarE)
         self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
+        self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.set(**kw)
 
     def set(self, **kw):
@@ -314,6 +328,24 @@ class Grid(tuple):
         return self[idx]
 
 
+def _grid_slice(s, axis):
+    """(start, step, size) of an nl.mgrid slice: integers, a stop, a positive step, not empty."""
+    st = 0 if s.start is None else s.start
+    step = 1 if s.step is None else s.step
+    if s.stop is None:
+        error("err_unsupported_index", f"nl.mgrid axis {axis}: a slice needs a stop (0:128, not 0:)")
+    for what, v in (("start", st), ("stop", s.stop), ("step", step)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            error("err_unsupported_index",
+                  f"nl.mgrid axis {axis}: the {what} must be an integer, not {v!r}")
+    if step <= 0:
+        error("err_unsupported_index", f"nl.mgrid axis {axis}: the step must be positive")
+    size = -(-(int(s.stop) - int(st)) // int(step))
+    if size <= 0:
+        error("err_unsupported_index", f"nl.mgrid axis {axis}: the slice {st}:{s.stop} is empty")
+    return int(st), int(step), size
+
+
 class _MGrid:
     def __getitem__(self, key):
         if not isinstance(key, tuple):
@@ -323,11 +355,7 @@ class _MGrid:
         for i, s in enumerate(key):
             if not isinstance(s, slice):
                 error("err_unsupported_index", "nl.mgrid takes slices")
-            st = 0 if s.start is None else s.start
-            step = 1 if s.step is None else s.step
-            if isinstance(step, complex):
-                error("err_unsupported_index", "complex steps in nl.mgrid are not supported")
-            size = max(0, -(-(s.stop - st) // step))
+            st, step, size = _grid_slice(s, i)
             shape = tuple(size if j == i else 1 for j in range(n))
             out.append(IndexExpr(st, {i: step}, shape))
         return Grid(out)
@@ -345,7 +373,7 @@ def is_index(x):
 class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
-    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site")
+    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "freed", "tag")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
@@ -356,6 +384,8 @@ class Slot:
         self.recs = None
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
         self.site = site
+        self.freed = -1
+        self.tag = None             # first pass: (site, key) of the load whose data it holds
 
 
 class HbmBuf:
@@ -392,29 +422,42 @@ class _Index:
 class Alloc:
     """A logical on-chip tensor occupying one slot; when the last view of it dies, the slot is
     free for the next tensor of its allocation site."""
-    __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "dead", "__weakref__")
+    __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "dead", "blk", "remat",
+                 "spilled", "written", "__weakref__")
 
     def __init__(self, slot, kind):
         self.slot = slot
         self.kind = kind
+        self.blk = None             # (BlockBuf, block number) for a block of a block tensor
+        self.remat = None           # [(dst view, src view)]: the input loads that wrote it
+        self.spilled = False        # its data is in the tensor's spill area in HBM
+        self.written = False        # an instruction has written it (nl.loop_reduce)
         self.lazy_zero = False
         self.acc_started = set()
         self.token = object()
         self.dead = None            # (file, line) of the loop whose iteration ended its life
         slot.owner = self.token     # a token, not the Alloc: the slot must not keep it alive
+        slot.tag = None
 
     def release(self, where):
         """End the tensor's life before its views die (a loop iteration ended): the slot is free
         for the next allocation; the access records on the slot order the reuse."""
         self.dead = where
         s = self.slot
-        if s is not None and s.owner is self.token:
-            s.owner = None
+        if s is not None:
+            if s.owner is self.token:
+                s.owner = None
+            elif type(s.owner) is Resident:
+                s.owner.user_gone()
 
     def __del__(self):
         s = self.slot
-        if s is not None and s.owner is self.token:
-            s.owner = None
+        if s is not None:
+            if s.owner is self.token:
+                s.owner = None
+            elif type(s.owner) is Resident:
+                self.slot = None
+                s.owner.user_gone()
 
 
 class Site:
@@ -423,6 +466,43 @@ class Site:
     def __init__(self):
         self.slots = []
         self.rr = 0
+
+
+class BlockBuf:
+    """The backing of an on-chip tensor with block dimensions (B..., P, F...).
+
+    Block dimensions are logical (docs/nki.md, "Allocation"): a block gets a physical buffer
+    when it is first touched and gives it back after its last access (known from the first
+    tracing pass), so the tensor needs only as many buffers as blocks are live at once, plus
+    `block_bufs - 1` for the overlap of iterations. Views of it that select one block resolve
+    to that block's buffer (index_view)."""
+    __slots__ = ("kind", "dtype", "bshape", "nblk", "P", "felems", "fbytes", "name", "ordinal",
+                 "allocs", "site", "lazy_zero", "fill", "scratch", "line", "shape", "used",
+                 "spilled", "reloaded", "remat_bytes", "peak", "live")
+
+    def __init__(self, kind, dt, shape, pdim, name, ordinal, line):
+        self.kind = kind
+        self.dtype = dt
+        self.shape = tuple(shape)
+        self.bshape = tuple(shape[:pdim])
+        self.nblk = _prod(self.bshape)
+        self.P = shape[pdim]
+        self.felems = _prod(shape[pdim + 1:])
+        self.fbytes = self.felems * dt.itemsize
+        self.name = name
+        self.ordinal = ordinal
+        self.line = line
+        self.allocs = {}           # block number -> Alloc (while it has data)
+        self.site = Site()
+        self.lazy_zero = False     # PSUM zeros: each block starts an accumulation group
+        self.fill = None           # SBUF zeros/ones/full: each block is set when first touched
+        self.scratch = None        # HbmBuf of the spill area (when a block was spilled)
+        self.used = set()          # ids of the physical buffers its blocks occupied
+        self.spilled = 0           # bytes stored to the spill area
+        self.reloaded = 0          # bytes reloaded from the spill area
+        self.remat_bytes = 0       # bytes reloaded from the kernel's inputs instead of spilling
+        self.peak = 0              # most blocks live at once
+        self.live = 0
 
 
 # --------------------------------------------------------------------------- tensors
@@ -454,6 +534,7 @@ def split_shape(shape):
     """(dims as ints, partition dim index) of a shape that may contain a par_dim."""
     if isinstance(shape, (int, np.integer, par_dim)):
         shape = (shape,)
+    _check_shape(shape)
     dims, pd = [], None
     for i, d in enumerate(shape):
         if isinstance(d, par_dim):
@@ -464,6 +545,16 @@ def split_shape(shape):
         else:
             dims.append(int(d))
     return tuple(dims), (0 if pd is None else pd)
+
+
+def _check_shape(shape):
+    """A shape is a tuple or list of positive integers (one may be an nl.par_dim)."""
+    if not isinstance(shape, (tuple, list)) or not shape:
+        error("err_invalid_shape", f"a shape is a tuple of sizes, not {shape!r}")
+    for d in shape:
+        n = d.n if isinstance(d, par_dim) else d
+        if not isinstance(n, (int, np.integer)) or isinstance(n, (bool, np.bool_)) or n <= 0:
+            error("err_invalid_shape", f"shape {tuple(shape)!r}: every size is a positive integer")
 
 
 class Tensor:
@@ -543,6 +634,8 @@ class Tensor:
     def box(self):
         """(key, p0, p1, lo_byte, hi_byte): the bounding box of the view."""
         self._real()
+        if type(self.buf) is BlockBuf:
+            _block_view_error(self)
         lo = hi = self.off
         for i, (s, n) in enumerate(zip(self.strides, self.shape)):
             if i == self.pdim or n <= 1 or not s:
@@ -613,6 +706,8 @@ class Tensor:
     def _text(self):
         """The raw NCA view of this tensor."""
         self._real()
+        if type(self.buf) is BlockBuf:
+            _block_view_error(self)
         if self.chk:
             self.check_bounds()
         dims = []
@@ -721,7 +816,10 @@ class Tensor:
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        T().assign(self[key] if key is not Ellipsis or True else self, value)
+        if type(self.buf) is BlockBuf and type(value) is Tensor and value.inplace == "resident" \
+                and T().alias_block(self, key, value):
+            return
+        T().assign(self[key], value)
 
     # ---- arithmetic (operators map to nl functions)
     def _bin(self, other, op, rev=False):
@@ -871,7 +969,15 @@ class Tensor:
 
 
 def index_view(t, key):
-    """t[key] as a view (basic or affine advanced indexing)."""
+    """t[key] as a view (basic or affine advanced indexing); a view of one block of a block
+    tensor is resolved to that block's buffer."""
+    v = _index_view(t, key)
+    if type(v.buf) is BlockBuf:
+        v = _resolve_block(v)
+    return v
+
+
+def _index_view(t, key):
     if not isinstance(key, tuple):
         key = (key,)
     # nl.ds and Ellipsis
@@ -899,6 +1005,45 @@ def index_view(t, key):
                   "mixing slices and index arrays in one subscript")
         return _adv_index(t, key)
     return _basic_index(t, key)
+
+
+index_view.__wrapped__ = _index_view
+
+
+def _block_span(v):
+    """[lo, hi] element offsets (in the tensor's logical layout) that view v touches."""
+    lo = hi = v.off
+    for i, (s, n) in enumerate(zip(v.strides, v.shape)):
+        if i == v.pdim or n <= 1 or not s:
+            continue
+        if s > 0:
+            hi += s * (n - 1)
+        else:
+            lo += s * (n - 1)
+    return lo, hi
+
+
+def _resolve_block(v):
+    """A view of a block tensor that lies within one block: the same view of that block's
+    physical buffer (allocated, or reloaded, now). Views across blocks stay logical."""
+    bb = v.buf
+    lo, hi = _block_span(v)
+    blk = lo // bb.felems
+    if hi // bb.felems != blk or lo < 0:
+        return v
+    a = T().block_alloc(bb, blk)
+    r = v.clone_view(off=v.off - blk * bb.felems)
+    r.buf = a.slot
+    r.alloc = a
+    return r
+
+
+def _block_view_error(v):
+    bb = v.buf
+    error("err_unsupported_block_access",
+          f"this view of '{bb.name or 'tensor'}' {bb.shape} spans several blocks of its block "
+          "dimensions; instructions take one (P, F) tile: index the block dimensions with "
+          "integers or loop variables first")
 
 
 def _norm_int(k, n, dim):
@@ -1017,6 +1162,25 @@ def _deref(r):
     return r()
 
 
+_STORES = {}        # code object -> {call offset: name of the local the result is stored to}
+
+
+def assigned_local(frame):
+    """The current value of the local variable that the call running in `frame` is assigned
+    to (`b = f(...)`), or None (a subscript assignment, an expression, another scope)."""
+    code = frame.f_code
+    m = _STORES.get(code)
+    if m is None:
+        import dis
+        # f_lasti is the last code unit of the call (its inline caches included): the one
+        # just before the STORE_FAST of its result
+        m = {ins.offset - 2: ins.argval for ins in dis.get_instructions(code)
+             if ins.opname == "STORE_FAST"}
+        _STORES[code] = m
+    name = m.get(frame.f_lasti)
+    return None if name is None else frame.f_locals.get(name)
+
+
 def T():
     t = _tracer[0]
     if t is None:
@@ -1110,9 +1274,64 @@ class Node:
             eng, text, line, waits, agent, idx
 
 
+class Resident:
+    """Second pass: the SBUF copy of a load's data that the next load of the same data uses
+    instead of a DMA. It owns the buffer (slot.owner is the Resident) until it is no longer
+    kept and every tensor that used it is dead."""
+    __slots__ = ("slot", "view", "src", "users", "kept")
+
+    def __init__(self, slot, view, src):
+        self.slot, self.view, self.src = slot, view, src
+        self.users = []                # weakrefs to the Allocs of tensors that use it
+        self.kept = True               # False once no later load will use it
+        slot.owner = self
+
+    def user_gone(self):
+        if not self.kept and all(r() is None or r().slot is not self.slot or r().dead
+                                 for r in self.users):
+            if self.slot.owner is self:
+                self.slot.owner = None
+
+
+def _free_slot(a, tick=-1):
+    """Alloc a lets go of its buffer: freed if a owns it, or handed back to a resident copy."""
+    s = a.slot
+    if s is None:
+        return
+    o = s.owner
+    if o is a.token:
+        s.owner = None
+        s.freed = tick
+    elif type(o) is Resident:
+        a.slot = None
+        o.user_gone()
+
+
 class Tracer:
-    def __init__(self, pol, source):
+    def __init__(self, pol, source, live=None, prev=None):
+        if prev is not None:
+            live = prev.uses
         self.pol = pol
+        # Loads (docs/nki.md, "Repeated loads"): the first pass records, per load site, the
+        # distinct data it loads and how often; the second keeps the data of sites that fit.
+        self.loads = {}                # first pass: key -> [(site, load bytes before it)]
+        self.loaded = 0                # bytes per partition loaded so far
+        self.dirty = set()             # first pass: sites whose tiles are written after the load
+        self.res = {}                  # second pass: key -> Resident
+        self.prev_loads = prev.loads if prev is not None else {}
+        self.prev_dirty = prev.dirty if prev is not None else set()
+        self.nload = {}                # second pass: key -> loads of it so far
+        self.elided_bytes = 0
+        # Block tensors (docs/nki.md, "Allocation"). The first pass records, per block, the
+        # ticks (kernel instructions) that access it; the second allocates by that liveness.
+        self.live = live               # None in the first pass: {(ordinal, block): [ticks]}
+        self.uses = {}                 # first pass: the same, being recorded
+        self.tick = 0                  # kernel instructions emitted so far (not spills/reloads)
+        self.fast = False              # a first pass that will be traced again: skip dependences
+        self.blockbufs = []
+        self.spill_bytes = 0
+        self.reload_bytes = 0
+        self.remat_bytes = 0
         self.source = source           # the kernel's file: .source and the lines of .loc
         self.nodes = []
         self.count = [0] * N_AGENTS
@@ -1227,7 +1446,7 @@ class Tracer:
         key = [kind, nbytes]
         while f is not None:
             fn = f.f_code.co_filename
-            if not fn.startswith(_NCSIM_DIR) or fn.startswith(os.path.join(_PKG_DIR, "examples", "")):
+            if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
                 key.append((fn, f.f_lineno))
                 if fn == self.source:
                     break
@@ -1250,7 +1469,7 @@ class Tracer:
                 return s, need
         return None
 
-    def new_onchip(self, kind, dt, shape, pdim, site=None):
+    def new_onchip(self, kind, dt, shape, pdim, site=None, name=""):
         shape = tuple(shape)
         if len(shape) < 2 and kind in ("sbuf", "psum"):
             shape = shape + (1,)
@@ -1260,6 +1479,8 @@ class Tracer:
                   f"Size of partition dimension {P} exceeds architecture limitation of {PMAX}")
         if P < 1 or any(d < 1 for d in shape):
             error("err_invalid_shape", f"empty shape {shape}")
+        if pdim > 0 and site is None:
+            return self.new_blocks(kind, dt, shape, pdim, name)
         free = [d for i, d in enumerate(shape) if i != pdim]
         nbytes = _prod(free) * dt.itemsize
         if kind == "psum" and nbytes > PSUM_BANK * PSUM_BANKS:
@@ -1283,6 +1504,368 @@ class Tracer:
             st[i] = acc
             acc *= shape[i]
         return Tensor(slot, a, dt, shape, pdim, 0, st, 0)
+
+    # ---- repeated loads
+    def needs_second_pass(self):
+        if self.blockbufs:
+            return True
+        if self.pol.resident_loads == "never":
+            return False
+        # some load's data would be kept for the next load of it (see _keep)
+        c = self.pol.resident_bytes
+        for occ in self.loads.values():
+            for a, b in zip(occ, occ[1:]):
+                if a[0] not in self.dirty and b[1] - a[1] - a[2] <= c:
+                    return True
+        return False
+
+    def load_key(self, sv, dt, shape):
+        return (sv.buf.id, sv.text(), dt.name, tuple(shape))
+
+    def _keep(self, key, n):
+        """Second pass: is the data of this (the n-th) load of key kept for the next one? Yes
+        when the next exists, its site writes none of its tiles, and at most resident_bytes
+        per partition are loaded in between (a cache of recently loaded data)."""
+        if self.pol.resident_loads == "never":
+            return False
+        if self.pol.resident_loads != "reuse":
+            raise ValueError("resident_loads is 'reuse' or 'never'")
+        occ = self.prev_loads.get(key)
+        if occ is None or n + 1 >= len(occ) or occ[n][0] in self.prev_dirty:
+            return False
+        return occ[n + 1][1] - occ[n][1] - occ[n][2] <= self.pol.resident_bytes
+
+    def resident_hit(self, key, site):
+        """Second pass: a view of the kept copy of this load's data (no DMA), or None."""
+        e = self.res.get(key)
+        if e is None:
+            return None
+        if e.src.buf.written is not None:
+            e.kept = False
+            del self.res[key]
+            e.user_gone()
+            return None
+        self.flush()
+        self.tick += 1                 # the first pass's load instruction
+        n = self.nload[key] = self.nload.get(key, 0) + 1
+        v = e.view
+        a = Alloc(e.slot, "sbuf")
+        e.slot.owner = e               # the copy owns the buffer, not the tensor
+        a.written = True
+        if len(e.users) > 64:
+            e.users = [r for r in e.users if r() is not None]
+        e.users.append(weakref.ref(a))
+        if self.scopes:
+            self.scopes[-1].append(weakref.ref(a))
+        if not self._keep(key, n - 1):
+            e.kept = False
+            del self.res[key]
+        t = Tensor(e.slot, a, v.dtype, v.shape, 0, 0, v.strides, 0)
+        t.inplace = "resident"
+        self.elided_bytes += _prod(v.shape) * v.dtype.itemsize
+        self.loaded += _prod(v.shape[1:]) * v.dtype.itemsize
+        return t
+
+    def load_done(self, key, site, d, sv):
+        """After the DMA of a load that fills a whole tile or block: first pass, record it;
+        second pass, keep the data if the next load of it comes soon enough."""
+        a = d.alloc
+        n = _prod(d.shape[1:]) * d.dtype.itemsize
+        if a is None or d.off or d.p0 or not Tensor._contig(d.shape[1:], d.strides[1:]):
+            whole = False
+        else:
+            whole = n == a.blk[0].fbytes if a.blk is not None else (n + 63) // 64 * 64 == d.buf.size
+        if not whole:
+            if self.live is None:
+                self.dirty.add(site)
+            return
+        if self.live is None:
+            self.loads.setdefault(key, []).append((site, self.loaded - n, n))
+            d.buf.tag = site
+            return
+        i = self.nload[key] = self.nload.get(key, 0) + 1
+        if whole and d.buf.kind == "sbuf" and key not in self.res and self._keep(key, i - 1):
+            v = d.clone_view()
+            v.alloc = None
+            e = self.res[key] = Resident(d.buf, v, sv)
+            e.users.append(weakref.ref(a))
+
+    def alias_block(self, t, key, value):
+        """bt[key] = (a kept load): the block takes the copy's buffer, with no instruction,
+        when the view is exactly one whole block laid out like the copy."""
+        bb = t.buf
+        v = index_view.__wrapped__(t, key)
+        if type(v.buf) is not BlockBuf or v.pdim is None:
+            return False
+        lo, hi = _block_span(v)
+        blk = lo // bb.felems
+        if hi // bb.felems != blk or v.off != blk * bb.felems or v.p0 or \
+                v.shape[v.pdim] != bb.P or value.shape[0] != bb.P:
+            return False
+        free = [(s, n) for i, (s, n) in enumerate(zip(v.strides, v.shape)) if i != v.pdim and n > 1]
+        vfree = [(s, n) for s, n in zip(value.strides[1:], value.shape[1:]) if n > 1]
+        if free != vfree or _prod(value.shape[1:]) != bb.felems:
+            return False
+        e = value.buf.owner
+        if type(e) is not Resident:
+            return False
+        old = bb.allocs.get(blk)
+        if old is not None and old.slot is not None:
+            _free_slot(old, self.tick)
+            old.slot = None
+            bb.live -= 1
+        a = Alloc(value.buf, "sbuf")
+        value.buf.owner = e
+        e.users.append(weakref.ref(a))
+        a.blk = (bb, blk)
+        a.remat = None
+        a.written = True
+        bb.allocs[blk] = a
+        bb.used.add(value.buf.id)
+        bb.live += 1
+        if bb.live > bb.peak:
+            bb.peak = bb.live
+        return True
+
+    # ---- block tensors
+    def new_blocks(self, kind, dt, shape, pdim, name):
+        """A tensor with block dimensions: logical; no memory until a block is touched."""
+        bb = BlockBuf(kind, dt, shape, pdim, name, len(self.blockbufs), self.line())
+        if self.live is None:
+            self.fast = True           # a second pass will follow (needs_second_pass)
+        if kind == "psum" and bb.fbytes > PSUM_BANK:
+            error("err_psum_tensor_too_large",
+                  f"a PSUM block of {bb.fbytes} bytes per partition (one block lives in one "
+                  f"{PSUM_BANK}-byte bank)")
+        if kind == "sbuf" and bb.fbytes > self.pol.sbuf_bytes:
+            error("err_out_of_memory",
+                  f"an SBUF block of {bb.fbytes} bytes per partition (at most "
+                  f"{self.pol.sbuf_bytes} usable)")
+        self.blockbufs.append(bb)
+        st, acc = [None] * len(shape), 1
+        for i in range(len(shape) - 1, -1, -1):
+            if i == pdim:
+                continue
+            st[i] = acc
+            acc *= shape[i]
+        return Tensor(bb, None, dt, shape, pdim, 0, st, 0)
+
+    def _internal(self, fn):
+        """Emit compiler-made instructions (fills, spills, reloads) now, ahead of a pending
+        instruction of the kernel, which is left pending."""
+        p = self.pending
+        self.pending = None
+        old = self.line_override
+        try:
+            fn()
+        finally:
+            self.pending = p
+            self.line_override = old
+
+    def block_alloc(self, bb, blk):
+        """The Alloc of block `blk` of bb, with a physical buffer holding its data."""
+        a = bb.allocs.get(blk)
+        if a is not None and a.slot is not None:
+            return a
+        if self.live is None:
+            # first pass: a private buffer that uses no memory (the text is thrown away)
+            slot = Slot(-1, bb.kind, 0, bb.fbytes, bb.site)
+        else:
+            slot = self._block_slot(bb)
+        bb.used.add(slot.id)
+        bb.live += 1
+        if bb.live > bb.peak:
+            bb.peak = bb.live
+        if a is None:
+            a = Alloc(slot, bb.kind)
+            a.blk = (bb, blk)
+            a.remat = []
+            bb.allocs[blk] = a
+            if bb.lazy_zero:
+                a.lazy_zero = True
+            elif bb.fill is not None:
+                from . import language as nl
+                v = self._block_view(bb, slot)
+                v.alloc = a
+                self._internal(lambda: nl._memset_into(v, bb.fill, None))
+            return a
+        a.slot = slot
+        slot.owner = a.token
+        self._internal(lambda: self._reload(a))
+        return a
+
+    def _block_view(self, bb, slot):
+        """The whole of a block's buffer as a [P, F] view (F split when above 65535)."""
+        F = bb.felems
+        shape, st = (bb.P, F), [None, 1]
+        if F > 65535:
+            d = next(d for d in range(2, F) if F % d == 0 and F // d <= 65535)
+            shape, st = (bb.P, d, F // d), [None, F // d, 1]
+        return Tensor(slot, None, bb.dtype, shape, 0, 0, st, 0)
+
+    def _spill_view(self, bb, blk):
+        if bb.scratch is None:
+            bb.scratch = self.new_hbm(f"spill_{bb.name or 't'}", bb.dtype, (bb.nblk, bb.P, bb.felems),
+                                      "scratch")
+        v = self.hbm_tensor(bb.scratch)[blk]
+        if bb.felems > 65535:
+            v = v.reshape(self._block_view(bb, None).shape)
+        return v
+
+    def _sdma(self, dst, src):
+        q = self.pol.spill_queue
+        self.emit(self.pol.spill_engine, f"dma {dst.text()}, {src.text()}, queue={q}",
+                  reads=[src], writes=[dst], queue=q, internal=True)
+
+    def _reload(self, a):
+        bb, blk = a.blk
+        self.line_override = bb.line
+        if a.remat:
+            for dv, sv in a.remat:
+                d = dv.clone_view()
+                d.buf = a.slot
+                self._sdma(d, sv)
+                bb.remat_bytes += _prod(dv.shape) * bb.dtype.itemsize
+        else:
+            self._sdma(self._block_view(bb, a.slot), self._spill_view(bb, blk))
+            n = bb.P * bb.fbytes
+            bb.reloaded += n
+            self.reload_bytes += n
+
+    def _evict(self, a):
+        """Give up a block's buffer: spill its data to HBM unless it can be reloaded from the
+        kernel's inputs (or holds nothing yet)."""
+        bb, blk = a.blk
+        slot = a.slot
+        if not (self.pol.rematerialize and a.remat and
+                all(sv.buf.written is None for _, sv in a.remat)):
+            a.remat = None
+            old = self.line_override
+            self.line_override = bb.line
+            self._internal(lambda: self._sdma(self._spill_view(bb, blk), self._block_view(bb, slot)))
+            self.line_override = old
+            a.spilled = True
+            n = bb.P * bb.fbytes
+            bb.spilled += n
+            self.spill_bytes += n
+        slot.owner = None
+        slot.freed = self.tick
+        a.slot = None
+        bb.live -= 1
+
+    def _victim(self, kind, nbytes):
+        """The block to evict for nbytes of `kind`: among blocks no live view refers to, the
+        one whose next access is furthest away (known from the first pass)."""
+        best, bnext = None, -1
+        t = self.tick
+        for bb in self.blockbufs:
+            if bb.kind != kind:
+                continue
+            allocs = bb.allocs
+            for blk in allocs:
+                a = allocs[blk]           # references: the dict, `a`, getrefcount's argument
+                if a.slot is None or a.slot.size < nbytes or a.slot.owner is not a.token or \
+                        sys.getrefcount(a) > 3:
+                    continue
+                uses = self.live.get((bb.ordinal, blk), ())
+                i = bisect.bisect_left(uses, t)
+                nxt = uses[i] if i < len(uses) else 1 << 60
+                if nxt > bnext:
+                    best, bnext = a, nxt
+        return best
+
+    def _block_slot(self, bb):
+        site = bb.site
+        depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
+        nbytes = bb.fbytes
+        free = [sl for sl in site.slots if sl.owner is None]
+        if len(site.slots) < bb.live + depth or not free:
+            c = self._carve(bb.kind, nbytes)
+            if c is not None:
+                return self._add_slot(bb.kind, c, site)
+        if free:
+            return min(free, key=lambda sl: sl.freed)      # the one released longest ago
+        sl = self._other_free(bb.kind, nbytes)
+        if sl is not None:
+            return sl
+        a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" else None
+        if a is not None:
+            sl = a.slot
+            self._evict(a)
+            return sl
+        self._oom(bb.kind, nbytes)
+
+    def _other_free(self, kind, nbytes):
+        best = None
+        for sl in self.slots:
+            if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
+                if best is None or sl.size < best.size:
+                    best = sl
+        return best
+
+    def _oom(self, kind, nbytes):
+        live = sum(sl.size for sl in self.slots if sl.kind == kind and sl.owner is not None)
+        what = "PSUM (8 banks of 2 KiB per partition)" if kind == "psum" else \
+            f"SBUF ({self.pol.sbuf_bytes} bytes per partition)"
+        extra = "; PSUM is not spilled" if kind == "psum" else \
+            "; only blocks of block-dimension tensors are spilled, and every one is in use"
+        error("err_out_of_memory",
+              f"{what} is full: {live} bytes per partition are held by live tensors and "
+              f"{nbytes} more are needed{extra} (free tensors by limiting their scope)")
+
+    def block_used(self, a, write, load_src):
+        """Bookkeeping of an instruction's access to a block (at emission)."""
+        bb, blk = a.blk
+        if self.live is None:
+            lst = self.uses.get((bb.ordinal, blk))
+            if lst is None:
+                self.uses[(bb.ordinal, blk)] = [self.tick]
+            elif lst[-1] != self.tick:
+                lst.append(self.tick)
+        if write and a.remat is not None:
+            if load_src is not None:
+                a.remat.append(load_src)
+            else:
+                a.remat = None
+
+    def release_blocks(self, allocs):
+        """Free the buffers of blocks whose last access was this tick (second pass)."""
+        t = self.tick
+        for a in allocs:
+            bb, blk = a.blk
+            if a.slot is None:
+                continue
+            uses = self.live.get((bb.ordinal, blk))
+            if uses is None or uses[-1] <= t:
+                _free_slot(a, t)
+                a.slot = None
+                bb.live -= 1
+                del bb.allocs[blk]
+
+    def report(self):
+        """Per block tensor and allocation site: logical size, physical buffers, spills."""
+        out = []
+        for bb in self.blockbufs:
+            out.append({"name": bb.name, "line": bb.line, "space": bb.kind, "shape": bb.shape,
+                        "dtype": bb.dtype.name, "blocks": bb.nblk,
+                        "logical_bytes": bb.nblk * bb.fbytes,
+                        "buffers": len(bb.used), "buffer_bytes": bb.fbytes,
+                        "peak_live_blocks": bb.peak,
+                        "spilled_bytes": bb.spilled, "reloaded_bytes": bb.reloaded,
+                        "rematerialized_bytes": bb.remat_bytes})
+        # tiles without block dimensions: one entry per allocation site (the line that
+        # creates them), whose tensors share its buffers
+        for key, site in self.sites.items():
+            if not site.slots or not isinstance(key, tuple) or len(key) < 3 or \
+                    key[0] not in ("sbuf", "psum") or not isinstance(key[1], int):
+                continue
+            where = [k for k in key[2:] if isinstance(k, tuple) and k[0] == self.source]
+            out.append({"name": "", "line": where[-1][1] if where else 0, "space": key[0],
+                        "shape": None, "dtype": None, "blocks": 0, "logical_bytes": key[1],
+                        "buffers": len(site.slots), "buffer_bytes": site.slots[0].size,
+                        "peak_live_blocks": None, "spilled_bytes": 0, "reloaded_bytes": 0,
+                        "rematerialized_bytes": 0})
+        return out
 
     def _pick_slot(self, kind, nbytes, site):
         target = self.pol.psum_bufs if kind == "psum" else self.pol.sbuf_bufs
@@ -1310,12 +1893,13 @@ class Tracer:
                     best = sl
         if best is not None:
             return best
-        live = sum(sl.size for sl in self.slots if sl.kind == kind and sl.owner is not None)
-        what = "PSUM (8 banks of 2 KiB per partition)" if kind == "psum" else \
-            f"SBUF ({self.pol.sbuf_bytes} bytes per partition)"
-        error("err_out_of_memory",
-              f"{what} is full: {live} bytes per partition are held by live tensors and "
-              f"{nbytes} more are needed (ncsim does not spill; free tensors by limiting their scope)")
+        if kind == "sbuf" and self.live is not None:
+            a = self._victim(kind, nbytes)
+            if a is not None:
+                sl = a.slot
+                self._evict(a)
+                return sl
+        self._oom(kind, nbytes)
 
     def _add_slot(self, kind, c, site):
         off, size = c
@@ -1329,7 +1913,7 @@ class Tracer:
         """The engine for an instruction: `setting` if fixed, else the least loaded of the
         policy's balance_engines (estimated busy time so far)."""
         if setting != "auto":
-            return setting
+            return setting if setting in allowed else allowed[0]
         best = None
         for e in self.pol.balance_engines:
             if e in allowed and (best is None or self.load[ENG_ID[e]] < self.load[ENG_ID[best]]):
@@ -1385,26 +1969,50 @@ class Tracer:
         return p
 
     # ---- instruction emission with dependences
-    def emit(self, eng, text, reads=(), writes=(), queue=None):
-        """Append an instruction; reads/writes are Tensors (views) it accesses."""
-        if self.pending is not None:
+    def emit(self, eng, text, reads=(), writes=(), queue=None, internal=False, load_src=None):
+        """Append an instruction; reads/writes are Tensors (views) it accesses. `internal`:
+        made by the compiler (spill, reload), not a kernel instruction (no tick). `load_src`:
+        (dst, src) of a load from an HBM input (a block written so can be reloaded from it)."""
+        if self.pending is not None and not internal:
             self.flush()            # an earlier call's instruction comes first (trace order)
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
+        blks = None
         # dependences
         for t in reads:
             if t is None:
                 continue
-            if t.alloc is not None and t.alloc.dead:
-                _out_of_scope(t.alloc)
-            key, bx = t.abox()
-            self._access(key, bx, False, ag, idx, deps)
+            a = t.alloc
+            if a is not None:
+                if a.dead:
+                    _out_of_scope(a)
+                if a.blk is not None and not internal:
+                    self.block_used(a, False, None)
+                    blks = (blks or []) + [a]
+            if not self.fast:
+                key, bx = t.abox()
+                self._access(key, bx, False, ag, idx, deps)
         for t in writes:
-            if t.alloc is not None and t.alloc.dead:
-                _out_of_scope(t.alloc)
-            key, bx = t.abox()
-            self._access(key, bx, True, ag, idx, deps)
+            a = t.alloc
+            if a is not None:
+                if a.dead:
+                    _out_of_scope(a)
+                a.written = True
+                if a.slot is not None and a.slot.tag is not None:
+                    self.dirty.add(a.slot.tag)     # a loaded tile written over (first pass)
+                if a.blk is not None and not internal:
+                    self.block_used(a, True, load_src)
+                    blks = (blks or []) + [a]
+            if not self.fast:
+                key, bx = t.abox()
+                self._access(key, bx, True, ag, idx, deps)
+        if self.fast:
+            # a first pass that a second will replace: no dependences, no text
+            self.count[ag] = idx + 1
+            if not internal:
+                self.tick += 1
+            return
         # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
         # instructions only as far as semaphores show them complete (selfknown), not by program
         # order: the engine's interlock does not cover transfers (docs/check.md).
@@ -1454,6 +2062,10 @@ class Tracer:
             self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
         ln = self.line_override
         self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
+        if not internal:
+            if blks is not None and self.live is not None:
+                self.release_blocks(blks)
+            self.tick += 1
 
     def _access(self, key, box, write, ag, idx, deps):
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
@@ -1523,11 +2135,21 @@ class Tracer:
             n = onchip.shape[0]
             parts = [(dst.restrict([(i, min(n, i + k))]), src.restrict([(i, min(n, i + k))]))
                      for i in range(0, n, k)]
+        if kind == "load" and dst.pdim is not None:
+            self.loaded += _prod(dst.shape[i] for i in range(len(dst.shape)) if i != dst.pdim) * \
+                dst.dtype.itemsize
         for d, s in parts:
             q = queues[self.rr[kind] % len(queues)]
             self.rr[kind] += 1
             txt = f"dma {d.text()}, {s.text()}, queue={q}" + (", accumulate" if accumulate else "")
-            self.emit(eng, txt, reads=[s] + ([d] if accumulate else []), writes=[d], queue=q)
+            ls = None
+            if d.alloc is not None and d.alloc.blk is not None and not accumulate and \
+                    isinstance(s.buf, HbmBuf) and s.buf.kind == "input":
+                dv = d.clone_view()
+                dv.alloc = None
+                ls = (dv, s)
+            self.emit(eng, txt, reads=[s] + ([d] if accumulate else []), writes=[d], queue=q,
+                      load_src=ls)
 
     # ---- output
     def finish(self, arch="trn1", comment=None):
@@ -1550,6 +2172,12 @@ class Tracer:
             kind = b.kind
             out.append(f".hbm {b.name} {b.dtype.nca} [{', '.join(str(d) for d in b.shape) or '1'}] "
                        f"{kind} @{b.addr}")
+        for r in self.report()[:len(self.blockbufs)]:
+            out.append(f"; block tensor {r['name'] or '(unnamed)'} {r['space']} "
+                       f"{list(r['shape'])} {r['dtype']} (line {r['line']}): {r['blocks']} blocks, "
+                       f"{r['logical_bytes']} bytes/partition logical, {r['buffers']} buffers of "
+                       f"{r['buffer_bytes']}, spilled {r['spilled_bytes']}, reloaded "
+                       f"{r['reloaded_bytes']}, reloaded from inputs {r['rematerialized_bytes']} bytes")
         for sl in self.slots:
             if sl.kind == "sbuf":
                 out.append(f".sbuf {sl.name} u8 [128, {sl.size}] +{sl.offset}")
@@ -1578,6 +2206,9 @@ class Tracer:
         for e, st in zip(ENGINES, streams):
             if st:
                 out.append(f".engine {e}")
+                if self.pol.fold_loops:
+                    from ._fold import fold
+                    st = fold(st)
                 out += st
         return "\n".join(out) + "\n"
 

@@ -272,8 +272,10 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
                          dtype=None, mask=None, **kw):
     data, b = nl._tile(data), nl._tile(operand1, "operand1")
     o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
-    if reverse0 or reverse1:
-        error("err_unsupported_by_ncsim", "scalar_tensor_tensor with reverse operands is not in NCA")
+    # a reversed commutative operator is the same operator; NCA's scalar_tensor_tensor has no
+    # reversed forms, so a reversed non-commutative one is two instructions (docs/nki.md)
+    rev0 = bool(reverse0) and o0 not in _COMMUTATIVE
+    rev1 = bool(reverse1) and o1 not in _COMMUTATIVE
     dt = _dt(dtype, nl.promote(data.dtype, b.dtype))
     box = _box(mask, data.shape)
     P = data.shape[0]
@@ -281,13 +283,27 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     def emit(d, _b):
         if box is False:
             return
+        tr = T()
         dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
         dv, av, bv = dv.restrict(box), data.restrict(box), b.bcast(data.shape).restrict(box)
         v0, s0 = _scalar_operand(operand0, P, box)
         s = v0.text() if v0 is not None else nl._fmt(s0)
-        T().emit("dve", f"scalar_tensor_tensor {dv.text()}, {av.text()}, {o0}, {s}, {o1}, {bv.text()}",
-                 reads=[av, bv] + ([v0] if v0 is not None else []), writes=[dv])
+        sreads = [v0] if v0 is not None else []
+        if not rev0 and not rev1:
+            tr.emit("dve", f"scalar_tensor_tensor {dv.text()}, {av.text()}, {o0}, {s}, {o1}, "
+                    f"{bv.text()}", reads=[av, bv] + sreads, writes=[dv])
+            return
+        t = tr.new_onchip("sbuf", float32, tuple(data.shape), 0).restrict(box)
+        tr.emit("dve", f"tensor_scalar {t.text()}, {av.text()}, {o0}, {s}" + (", rev0" if rev0 else ""),
+                reads=[av] + sreads, writes=[t])
+        x, y = (bv, t) if rev1 else (t, bv)
+        tr.emit("dve", f"tensor_tensor {dv.text()}, {x.text()}, {y.text()}, {o1}",
+                reads=[x, y], writes=[dv])
     return _new("sbuf", data.shape, dt, emit)
+
+
+_COMMUTATIVE = {"add", "multiply", "max", "min", "is_equal", "not_equal", "logical_and",
+                "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"}
 
 
 def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **kw):
@@ -324,8 +340,10 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
 def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None,
                        mask=None, **kw):
     a, b = nl._tile(data0), nl._tile(data1)
-    if reverse0 or reverse1:
-        error("err_unsupported_by_ncsim", "tensor_tensor_scan with reversed operands is not in NCA")
+    if reverse0 and nl._alu_name(op0) not in _COMMUTATIVE or \
+            reverse1 and nl._alu_name(op1) not in _COMMUTATIVE:
+        error("err_unsupported_by_ncsim", "tensor_tensor_scan with a reversed non-commutative "
+              "operator: NCA's tensor_scan has no reversed forms, and a scan cannot be split")
     if a.shape != b.shape:
         error("err_shape_mismatch", f"tensor_tensor_scan operands {a.shape} and {b.shape} differ")
     o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
@@ -427,10 +445,96 @@ def _unsup(name, why):
 tensor_copy_dynamic_src = _unsup("tensor_copy_dynamic_src", "NCA has no dynamic addressing yet")
 tensor_copy_dynamic_dst = _unsup("tensor_copy_dynamic_dst", "NCA has no dynamic addressing yet")
 local_gather = _unsup("local_gather", "not in NCA")
-range_select = _unsup("range_select", "not in NCA (and its examples target trn2)")
 builtin_custom_op = _unsup("builtin_custom_op", "undocumented")
 select_reduce = _unsup("select_reduce", "2.26 API, not in NCA")
 sequence_bounds = _unsup("sequence_bounds", "2.26 API, not in NCA")
+
+
+# range_select: keep on_true_tile where comp_op0(j, bound0) & comp_op1(j, bound1), j the free
+# index plus range_start, else on_false_value (fp32.min), optionally with the row maximum in
+# reduce_res. NCA has no such single instruction; ncsim composes it on the Vector engine
+# (iota of j, two comparisons, memset, select, reduce): docs/nki.md, "Functions ncsim composes".
+_RS_CMP = {"is_equal", "is_lt", "is_le", "is_gt", "is_ge"}
+
+
+_RC = reduce_cmd
+
+
+def range_select(*, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=reduce_cmd.idle,
+                 reduce_res=None, reduce_op=np.amax, range_start=0, on_false_value=None,
+                 mask=None, dtype=None, **kw):
+    t = nl._tile(on_true_tile, "on_true_tile")
+    if len(t.shape) != 2:
+        error("err_unsupported_shape", "range_select takes a 2-D tile")
+    P, F = t.shape
+    ops = []
+    for nm, op in (("comp_op0", comp_op0), ("comp_op1", comp_op1)):
+        a = nl._alu_name(op)
+        if a not in _RS_CMP:
+            error("err_unsupported_op", f"range_select {nm} must be a comparison (equal, less, "
+                  f"less_equal, greater, greater_equal), not {getattr(op, '__name__', op)!r}")
+        ops.append(a)
+    fmin = float(np.finfo(np.float32).min)
+    if on_false_value is not None and float(on_false_value) != fmin:
+        error("err_unsupported_value", "range_select's on_false_value must be nl.fp32.min "
+              "(the hardware fills with the lowest fp32 value)")
+    if not isinstance(range_start, (int, np.integer)) or not 0 <= range_start and \
+            range_start + F < (1 << 24):
+        error("err_unsupported_value", "range_start is an integer, with range_start + free size "
+              "below 2^24 (the indices are compared in fp32)")
+    bounds = []
+    for nm, b in (("bound0", bound0), ("bound1", bound1)):
+        if nl._is_scalar(b):
+            bounds.append(nl._fmt(float(b)))
+        else:
+            bv = nl._pvec(nl._tile(b, nm), P)
+            if bv is None:
+                error("err_unsupported_shape", f"range_select {nm} must be a [{P}, 1] vector")
+            bounds.append(bv)
+    cmd = int(reduce_cmd)
+    if reduce_res is not None:
+        if reduce_op not in (np.amax, np.max, nl.max, nl.maximum, np.maximum, max):
+            error("err_unsupported_reduce_op", "range_select reduces with max")
+        rr = nl._pvec(nl._tile(reduce_res, "reduce_res"), P)
+        if rr is None:
+            error("err_unsupported_shape", f"reduce_res must be a [{P}, 1] tile")
+    dt = _dt(dtype, t.dtype)
+    box = _box(mask, t.shape)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        tr = T()
+        j, m = nl._scratch((P, F)), nl._scratch((P, F))
+        jv, mv, tv = j.restrict(box), m.restrict(box), t.restrict(box)
+        dv = (C._reshape_like(d, (P, F)) if tuple(d.shape) != (P, F) else d).restrict(box)
+        pb = box and [box[0], (0, 1)]
+        sv = [b if isinstance(b, str) else b.restrict(pb) for b in bounds]
+        rd = [b for b in sv if not isinstance(b, str)]
+        txt = [b if isinstance(b, str) else b.text() for b in sv]
+        tr.emit("pool", f"iota {j.text()}, base={int(range_start)}, pstep=0, steps=[1]", writes=[j])
+        tr.emit("dve", f"tensor_scalar {mv.text()}, {jv.text()}, {ops[0]}, {txt[0]}",
+                reads=[jv] + rd[:1] if not isinstance(sv[0], str) else [jv], writes=[mv])
+        tr.emit("dve", f"scalar_tensor_tensor {mv.text()}, {jv.text()}, {ops[1]}, {txt[1]}, "
+                f"logical_and, {mv.text()}",
+                reads=[jv, mv] + ([sv[1]] if not isinstance(sv[1], str) else []), writes=[mv])
+        tr.emit(tr.pol.memset_engine, f"memset {dv.text()}, {nl._fmt(fmin)}", writes=[dv])
+        tr.emit("dve", f"select {dv.text()}, {mv.text()}, {tv.text()}", reads=[mv, tv, dv],
+                writes=[dv])
+        if reduce_res is not None and cmd in (int(_RC.reduce), int(_RC.reset_reduce)) \
+                or reduce_res is not None and cmd == int(_RC.idle):
+            r = rr.restrict(pb)
+            if cmd == int(_RC.reduce):
+                tmp = nl._scratch((P, 1))
+                tv2 = tmp.restrict(pb)
+                tr.emit("dve", f"tensor_reduce {tv2.text()}, {dv.text()}, max, axes=1",
+                        reads=[dv], writes=[tv2])
+                tr.emit("dve", f"tensor_tensor {r.text()}, {r.text()}, {tv2.text()}, max",
+                        reads=[r, tv2], writes=[r])
+            else:
+                tr.emit("dve", f"tensor_reduce {r.text()}, {dv.text()}, max, axes=1",
+                        reads=[dv], writes=[r])
+    return _new("sbuf", (P, F), dt, emit)
 
 
 def tensor_copy_predicated(*, src, dst, predicate, mask=None, dtype=None, reverse_pred=False, **kw):

@@ -6,6 +6,7 @@ functions run on `act`; arithmetic, comparisons, bitwise ops, reductions, copies
 transposes on `pe`, with results in PSUM."""
 import builtins as _bi
 import math
+import sys
 
 import numpy as np
 
@@ -56,7 +57,8 @@ def _buf_kind(buffer):
         return buffer.kind
     if isinstance(buffer, str) and buffer in ("sbuf", "psum", "hbm", "shared_hbm", "private_hbm"):
         return {"private_hbm": "hbm"}.get(buffer, buffer)
-    error("err_unsupported_buffer", f"unknown buffer {buffer!r} (nki.compiler allocation is not supported)")
+    error("err_unsupported_buffer", f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.shared_hbm, "
+          "nl.hbm, nl.private_hbm or an ncc allocation)")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -152,6 +154,17 @@ def _engine_ok(eng, *views):
                 error("err_unsupported_memory", "GpSimd (pool) cannot access PSUM")
 
 
+def _named(f, name):
+    """Give a function made by a factory its NKI name, in tracebacks too (so that an error
+    inside it names the call: nl.add, not f)."""
+    f.__name__ = name
+    f.__qualname__ = name
+    try:
+        f.__code__ = f.__code__.replace(co_name=name)
+    except (AttributeError, TypeError, ValueError):
+        pass
+
+
 ALU = {}       # callable or name -> NCA ALU op
 
 
@@ -180,6 +193,10 @@ def _binary(op, a, b, dtype, mask, operator=False):
     at, bt = isinstance(a, Tensor), isinstance(b, Tensor)
     if not at and not bt:
         error("err_unsupported_type", "at least one operand must be a tile")
+    for x in (a, b):
+        if not isinstance(x, Tensor) and not _is_scalar(x):
+            error("err_unsupported_type",
+                  f"an operand is a tile or a number, not {type(x).__name__} {x!r:.40}")
     if at:
         a = _tile(a)
     if bt:
@@ -206,6 +223,9 @@ def _binary(op, a, b, dtype, mask, operator=False):
         elif b.shape[0] == 1:
             b = broadcast_to(b, shape=(shape[0],) + tuple(b.shape[1:]))
             b._real()
+    if op in _BITWISE:
+        _integer_operands(op, [x for x in (a, b) if isinstance(x, Tensor)], dt,
+                          [x for x in (a, b) if not isinstance(x, Tensor)])
     box = _mask_box(mask, shape)
 
     def emit(d, _box, a=a, b=b):
@@ -265,6 +285,23 @@ def _binary_into(d, op, a, b, box, shape=None):
             reads=[av, bv], writes=[dv])
 
 
+def _integer_operands(name, tiles, dt, scalars=()):
+    """Bitwise operations and shifts act on the bits of integers (the Vector engine's bitvec
+    operators): float tiles, float scalars or a float result type are errors at the call."""
+    for t in tiles:
+        if not t.dtype.is_int:
+            error("err_unsupported_dtype",
+                  f"{name} is a bitwise operation on integers; this operand is {t.dtype!r} "
+                  "(convert with .astype or use an integer tile)")
+    for v in scalars:
+        if isinstance(v, float) or isinstance(v, np.floating):
+            error("err_unsupported_dtype", f"{name} is a bitwise operation on integers; the "
+                  f"scalar {v!r} is a float")
+    if not dt.is_int:
+        error("err_unsupported_dtype",
+              f"{name} is a bitwise operation on integers; the result type {dt!r} is a float type")
+
+
 def _ts_engine(op, src, dv):
     tr = T()
     allowed = ("dve", "act") if op in ("add", "subtract", "multiply") else ("dve",)
@@ -287,7 +324,7 @@ def _to_sbuf(v):
 def _mk_binary(name, alu, np_funcs=()):
     def f(x, y, *, dtype=None, mask=None, **kw):
         return _binary(alu, x, y, dtype, mask)
-    f.__name__ = name
+    _named(f, name)
     f._alu = alu
     ALU[f] = alu
     for nf in np_funcs:
@@ -324,12 +361,12 @@ ALU.update({"add": "add", "subtract": "subtract", "multiply": "multiply", "divid
 def _unsupported(name, why):
     def f(*a, **kw):
         error("err_unsupported_by_ncsim", f"nl.{name} is not supported by ncsim: {why}")
-    f.__name__ = name
+    _named(f, name)
     return f
 
 
-mod = _unsupported("mod", "NCA has no remainder operator")
-fmod = _unsupported("fmod", "NCA has no remainder operator")
+mod = _mk_binary("mod", "mod", [np.mod, np.remainder])      # Python's sign (of the divisor)
+fmod = _mk_binary("fmod", "fmod", [np.fmod])                 # C's sign (of the dividend)
 
 # --------------------------------------------------------------------------- unary
 
@@ -413,7 +450,7 @@ def _mk_act(name, func, np_funcs=()):
             if box is not False:
                 _activate_into(d, func, x, box)
         return _new("sbuf", x.shape, dt, emit)
-    f.__name__ = name
+    _named(f, name)
     ACT_FUNCS[f] = func
     for nf in np_funcs:
         ACT_FUNCS[nf] = func
@@ -444,28 +481,118 @@ ACT_FUNCS[np.copy] = "copy"
 ACT_FUNCS["copy"] = "copy"
 ACT_FUNCS["identity"] = "identity"
 
-for _n in ("gelu_dx", "silu_dx", "erf_dx"):
-    globals()[_n] = _unsupported(_n, "NCA's activation table has no derivative functions")
-for _n in ("cos", "tan", "floor", "ceil", "trunc"):
-    globals()[_n] = _unsupported(_n, "not an NCA activation function or ALU operator")
+def gather_flattened(data, indices, *, mask=None, dtype=None, **kw):
+    error("err_unsupported_by_ncsim", "nl.gather_flattened (2.26) gathers with tensor-valued "
+          "indices: NCA has no instruction with a run-time address yet")
+
+
+def static_cast(x, dtype, **kw):
+    """A conversion to dtype (as .astype): a copy into a tile of that type."""
+    return copy(x, dtype=dtype)
+
+
+class finfo:
+    """Limits of an NKI float type (nl.finfo(nl.bfloat16).max ...): bits, eps, max, min, tiny."""
+    _TABLE = {"float32": (32, 2.0 ** -23, 3.4028234663852886e38, 2.0 ** -126),
+              "tfloat32": (32, 2.0 ** -10, 3.4028234663852886e38, 2.0 ** -126),
+              "bfloat16": (16, 2.0 ** -7, 3.3895313892515355e38, 2.0 ** -126),
+              "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14),
+              "float8_e4m3": (8, 2.0 ** -3, 240.0, 2.0 ** -6),
+              "float8_e5m2": (8, 2.0 ** -2, 57344.0, 2.0 ** -14)}
+
+    def __init__(self, dtype):
+        d = as_dtype(dtype)
+        if d.name not in self._TABLE:
+            error("err_unsupported_dtype", f"nl.finfo takes a float type, not {d!r}")
+        self.dtype = d
+        self.bits, self.eps, self.max, self.tiny = self._TABLE[d.name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+
+
+gelu_dx = _mk_act("gelu_dx", "gelu_dx")
+silu_dx = _mk_act("silu_dx", "silu_dx")
+erf_dx = _mk_act("erf_dx", "erf_dx")
+
+
+# cos, tan: ScalarE's sin with a bias of pi/2 (cos x = sin(x + pi/2)); tan = sin / cos with the
+# division on the Vector engine. floor, ceil, trunc: one remainder and one subtraction on the
+# Vector engine (floor x = x - mod(x, 1), ceil x = x + mod(-x, 1), trunc x = x - fmod(x, 1));
+# on integer tiles a copy. docs/nki.md, "Functions ncsim composes".
+_HALF_PI = float(np.float32(np.pi / 2))
+
+
+def _mk_composed(name, body, np_funcs=()):
+    def f(x, *, dtype=None, mask=None, **kw):
+        x = _tile(x)
+        dt = as_dtype(dtype) if dtype is not None else x.dtype
+        box = _mask_box(mask, x.shape)
+
+        def emit(d, _b):
+            if box is not False:
+                body(d, x, box)
+        return _new("sbuf", x.shape, dt, emit)
+    _named(f, name)
+    return f
+
+
+def _scratch(shape, dt=float32):
+    return T().new_onchip("sbuf", dt, tuple(shape), 0)
+
+
+def _cos_body(d, x, box):
+    _activate_into(d, "sin", x, box, bias=_HALF_PI)
+
+
+def _tan_body(d, x, box):
+    s_, c_ = _scratch(x.shape), _scratch(x.shape)
+    _activate_into(s_, "sin", x, box)
+    _activate_into(c_, "sin", x, box, bias=_HALF_PI)
+    _binary_into(d, "divide", s_, c_, box, x.shape)
+
+
+def _rounding_body(kind):
+    def body(d, x, box):
+        if x.dtype.is_int:
+            _copy_into(d, x, box)
+            return
+        r = _scratch(x.shape)
+        if kind == "ceil":
+            xv, rv = x.restrict(box), r.restrict(box)
+            T().emit("dve", f"tensor_scalar {rv.text()}, {xv.text()}, multiply, -1.0, mod, 1.0",
+                     reads=[xv], writes=[rv])
+            _binary_into(d, "add", x, r, box, x.shape)
+        else:
+            _binary_into(r, "mod" if kind == "floor" else "fmod", x, 1.0, box, x.shape)
+            _binary_into(d, "subtract", x, r, box, x.shape)
+    return body
+
+
+cos = _mk_composed("cos", _cos_body)
+tan = _mk_composed("tan", _tan_body)
+floor = _mk_composed("floor", _rounding_body("floor"))
+ceil = _mk_composed("ceil", _rounding_body("ceil"))
+trunc = _mk_composed("trunc", _rounding_body("trunc"))
 
 
 def _mk_ts_unary(name, op, imm, integer=False, dt_default=None):
     def f(x, *, dtype=None, mask=None, **kw):
         x = _tile(x)
         dt = as_dtype(dtype) if dtype is not None else (dt_default or x.dtype)
+        if integer:
+            _integer_operands(name, [x], dt)
         box = _mask_box(mask, x.shape)
 
         def emit(d, _b):
             if box is not False:
                 _binary_into(d, op, x, imm, box)
         return _new("sbuf", x.shape, dt, emit)
-    f.__name__ = name
+    _named(f, name)
     return f
 
 
 negative = _mk_ts_unary("negative", "multiply", -1.0)
-invert = _mk_ts_unary("invert", "bitwise_xor", -1)
+invert = _mk_ts_unary("invert", "bitwise_xor", -1, integer=True)
 logical_not = _mk_ts_unary("logical_not", "is_equal", 0.0, dt_default=bool_)
 ACT_FUNCS[negative] = None
 
@@ -479,7 +606,7 @@ def ndarray(shape, dtype, *, buffer=None, name="", **kw):
     tr = T()
     if kind in ("hbm", "shared_hbm"):
         return _hbm_new(tr, dims, dt, kind, name)
-    return tr.new_onchip(kind, dt, dims, pd)
+    return tr.new_onchip(kind, dt, dims, pd, name=name)
 
 
 def _hbm_new(tr, dims, dt, kind, name):
@@ -499,6 +626,9 @@ def _hbm_new(tr, dims, dt, kind, name):
 
 
 def _filled(shape, value, dtype, buffer, name):
+    if getattr(buffer, "direct", False):
+        error("err_direct_allocation_init_value", f"a tensor in {buffer!r} cannot be created with "
+              "an initial value (direct allocation): declare it with nl.ndarray and fill it")
     dims, pd = split_shape(shape)
     dt = as_dtype(dtype)
     kind = _buf_kind(buffer)
@@ -506,7 +636,14 @@ def _filled(shape, value, dtype, buffer, name):
     if kind in ("hbm", "shared_hbm"):
         error("err_hbm_tensor_with_init_value_not_supported",
               "HBM tensors cannot be created with an initial value; nl.store a value into them")
-    t = tr.new_onchip(kind, dt, dims, pd)
+    t = tr.new_onchip(kind, dt, dims, pd, name=name)
+    if type(t.buf) is C.BlockBuf:
+        # block tensors: each block is initialised when first touched (docs/nki.md)
+        if kind == "psum" and value == 0:
+            t.buf.lazy_zero = True
+        else:
+            t.buf.fill = value
+        return t
     if kind == "psum" and value == 0:
         t.alloc.lazy_zero = True      # the start of a matmul accumulation group (docs/nki.md)
         return t
@@ -576,12 +713,67 @@ def shared_identity_matrix(n, dtype=np.uint8, **kw):
     return shared_constant(np.eye(n), dtype=dtype)
 
 
+# nl.rand: a counter-based hash on the Vector engine. The chip's random-number generator, its
+# algorithm and its cost are not public; ncsim hashes a per-element counter (nisa.iota) with the
+# integer mixer x ^= x >> 16; x *= 0x45d9f3 (twice); x ^= x >> 16, and scales the top bits of
+# the hash to [0, 1) with as many bits as the type's mantissa holds (so values never round up
+# to 1). Deterministic: the counter starts at a base made of nl.random_seed's value and the
+# call's rank in the kernel. docs/nki.md, "Functions ncsim composes".
+RAND_MULT = 0x45d9f3
+_RAND_BITS = {"float32": 24, "tfloat32": 11, "float16": 11, "bfloat16": 8, "float8_e4m3": 4,
+              "float8_e5m2": 3}
+
+
+def rand_base(seed, call, n):
+    """The first counter of the rand call number `call` (0, 1, ...) of n elements."""
+    return (int(seed) * 1000003 + int(call) * int(n)) % ((1 << 31) - int(n))
+
+
 def rand(shape, dtype=np.float32, **kw):
-    error("err_unsupported_by_ncsim", "nl.rand is not supported by ncsim (NCA has no random-number instruction)")
+    dims, pd = split_shape(shape)
+    dt = as_dtype(dtype)
+    if dt.name not in _RAND_BITS:
+        error("err_unsupported_dtype", f"nl.rand makes floating-point values; {dt!r} is not one")
+    tr = T()
+    P, n = dims[0], _prod(dims[1:]) if len(dims) > 1 else 1
+    if P > 128:
+        error("err_partition_dim_too_large",
+              f"Size of partition dimension {P} exceeds architecture limitation of 128")
+    call = getattr(tr, "_nki_rand_calls", 0)
+    tr._nki_rand_calls = call + 1
+    base = rand_base(getattr(tr, "_nki_rand_seed", 0), call, P * n)
+    bits = _RAND_BITS[dt.name]
+    shape2 = (P, n)
+
+    def emit(d, _b):
+        x, t = _scratch(shape2, int32), _scratch(shape2, int32)
+        tr.emit("pool", f"iota {x.text()}, base={base}, pstep={n}, steps=[1]", writes=[x])
+        for k in range(3):
+            tr.emit("dve", f"tensor_scalar {t.text()}, {x.text()}, shift_right, 16",
+                    reads=[x], writes=[t])
+            tr.emit("dve", f"tensor_tensor {x.text()}, {x.text()}, {t.text()}, bitwise_xor",
+                    reads=[x, t], writes=[x])
+            if k < 2:
+                tr.emit("dve", f"tensor_scalar {x.text()}, {x.text()}, multiply, {RAND_MULT}, "
+                        "bitwise_or, 0", reads=[x], writes=[x])
+        tr.emit("dve", f"tensor_scalar {t.text()}, {x.text()}, shift_right, {32 - bits}",
+                reads=[x], writes=[t])
+        dv = C._reshape_like(d, shape2) if tuple(d.shape) != shape2 else d
+        tr.emit("dve", f"tensor_scalar {dv.text()}, {t.text()}, multiply, {2.0 ** -bits!r}",
+                reads=[t], writes=[dv])
+    return _new("sbuf", dims, dt, emit)
 
 
 def random_seed(seed, *, mask=None, **kw):
-    """No instruction: ncsim's generators are seeded by the run (seed=)."""
+    """Seeds nl.rand: an integer (a compile-time constant) sets the base of the counters of
+    the following rand calls. A seed held in a tile is not supported (the seed is folded into
+    the program at trace time)."""
+    if isinstance(seed, Tensor):
+        error("err_unsupported_by_ncsim",
+              "nl.random_seed with a seed held in a tile: ncsim seeds nl.rand at trace time; "
+              "pass an integer")
+    T()._nki_rand_seed = int(seed)
+    T()._nki_rand_calls = 0
     return None
 
 
@@ -603,6 +795,16 @@ def load(src, *, mask=None, dtype=None, **kw):
     sv = src if len(src.shape) >= 2 else \
         src.clone_view(shape=shape, strides=list(src.strides) + [1] if src.shape else [1, 1])
 
+    tr = T()
+    key = site = None
+    if box is None and tr.pol.resident_loads != "never" and tr.pol.dma_split_partitions == 0:
+        # repeated loads of the same data (docs/nki.md, "Repeated loads")
+        key = tr.load_key(sv, dt, shape)
+        site = C.user_frame()
+        hit = tr.resident_hit(key, site)
+        if hit is not None:
+            return hit
+
     def emit(d, _b):
         if box is False:
             return
@@ -613,6 +815,8 @@ def load(src, *, mask=None, dtype=None, **kw):
             # instructions over the whole tile read defined values (docs/nki.md)
             _memset_into(dv, 0, None)
         tr.dma(dv.restrict(box), sv.restrict(box), "load")
+        if key is not None:
+            tr.load_done(key, site, dv, sv)
     return _new("sbuf", shape, dt, emit)
 
 
@@ -641,6 +845,7 @@ def store(dst, value, *, mask=None, **kw):
     if n_v > n_d:
         error("err_store_dst_shape_smaller_than_other_shape",
               f"storing a {v.shape} tile into a {dst.shape} destination")
+    _check_store_shape(tuple(v.shape), dshape)
     dv = dst
     if n_v < n_d:
         v = v.bcast(dshape if len(dshape) >= 2 else dshape + (1,))
@@ -653,6 +858,23 @@ def store(dst, value, *, mask=None, **kw):
         dv = dv.restrict(box)
         v = v.restrict(box)
     tr.dma(dv, v, "store")
+
+
+def _check_store_shape(vshape, dshape):
+    """nl.store writes a value of the destination's shape (size-1 axes aside), or one that
+    broadcasts to it along free axes; it never reshapes (a [64, 256] tile is not a [128, 128]
+    destination, though both hold 16,384 elements)."""
+    sq = lambda s: tuple(x for x in s if x != 1)  # noqa: E731
+    if sq(vshape) == sq(dshape):
+        return
+    d = dshape if len(dshape) >= 2 else dshape + (1,)
+    v = vshape + (1,) * (len(d) - len(vshape))
+    if len(v) == len(d) and v[0] == d[0] and \
+            not [1 for a, b in zip(v[1:], d[1:]) if a != b and a != 1]:
+        return
+    error("err_store_shape_mismatch",
+          f"storing a {vshape} tile into a {tuple(dshape)} destination: the shapes differ "
+          "(index the destination to the tile's shape; nl.store does not reshape)")
 
 
 def load_transpose2d(src, *, mask=None, dtype=None, **kw):
@@ -683,8 +905,8 @@ def _copy_into(d, src, mask, eng=None):
     dv, sv = dv.restrict(box), sv.restrict(box)
     if dv.alloc is not None and dv.alloc.lazy_zero:
         tr.touch_lazy_zero(dv)
-    eng = eng or tr.pick(tr.pol.copy_engine, ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int)
-                         else ("dve",))
+    eng = eng or tr.pick(tr.pol.psum_copy_engine if sv.space == "psum" else tr.pol.copy_engine,
+                         ("dve", "act") if not (sv.dtype.is_int or dv.dtype.is_int) else ("dve",))
     if eng == "pool" and (sv.space == "psum" or dv.space == "psum"):
         eng = "dve"
     tr.emit(eng, f"tensor_copy {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
@@ -893,11 +1115,41 @@ def all(x, axis, *, dtype=bool_, mask=None, **kw):
 
 
 def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
-    error("err_unsupported_by_ncsim", "nl.loop_reduce is not supported; accumulate with c[...] = c + x")
+    """dst = dst OP x, dst being what the result is assigned to: `b[...] = loop_reduce(a, ...)`
+    or `b = loop_reduce(a, ...)` with b an on-chip tensor already (nki-api: "b = tensor_tensor(b,
+    a, op)" on every iteration). A destination nothing has written yet takes x: the first
+    iteration starts the reduction. `loop_indices` is a hint for the compiler's loop
+    optimisations; it does not change the result (docs/nki.md)."""
+    a = _tile(x)
+    opn = _alu_name(op)
+    for i in (loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]):
+        if not isinstance(i, (int, np.integer)):
+            error("err_invalid_loop_indices", "loop_indices lists loop variables (of the loops "
+                  "the reduction runs over)")
+    dt = as_dtype(dtype) if dtype is not None else a.dtype
+    box = _mask_box(mask, a.shape)
+
+    def emit(d, _b):
+        if box is False:
+            return
+        al = d.alloc
+        if al is not None and not al.written and not al.lazy_zero:
+            _copy_into(d, a, mask)
+        else:
+            _binary_into(d, opn, d, a, box, shape=a.shape)
+    dst = C.assigned_local(sys._getframe(1))
+    if isinstance(dst, Tensor) and dst.pend is None and dst.is_onchip:
+        if _prod(dst.shape) != _prod(a.shape):
+            error("err_shape_mismatch", f"loop_reduce of a {a.shape} tile into {dst.shape}")
+        T().run_pending(C.Pending("sbuf", emit, None, None, T().line()), dst, None)
+        return dst
+    return _new("sbuf", a.shape, dt, emit)
 
 
 def all_reduce(x, op, program_axes, *, dtype=None, mask=None, **kw):
-    error("err_unsupported_by_ncsim", "nl.all_reduce (collectives across SPMD programs) is not supported")
+    error("err_unsupported_by_ncsim", "nl.all_reduce (a collective across SPMD programs on several "
+          "NeuronCores) is not supported: ncsim runs a kernel's grid on one core, one program "
+          "after another, so no other program runs at the same time")
 
 
 

@@ -109,8 +109,10 @@ def test_timing_plausible(case):
     for name, frac in summary["busy"].items():
         assert 0.0 <= frac <= 1.0 + 1e-9, (name, frac)
     # The time is explained by some resource, not by idle waiting (tiny kernels are
-    # dominated by the fixed latency of their few DMAs).
-    assert summary["bottleneck"] != "latency" or latency_us < 20.0
+    # dominated by the fixed latency of their few DMAs; transposing loads, one DMA
+    # descriptor per element, by the DMA engines' descriptor processing).
+    desc = stats["cores"][0]["dma"]["descriptor_busy_ns"] / 1000.0
+    assert summary["bottleneck"] != "latency" or latency_us < 20.0 or desc > 0.5 * latency_us
     if case.flops:
         assert 0.0 < summary["mfu"] <= 1.0
 
@@ -166,6 +168,12 @@ def test_tutorial_optimisations_pay_off():
     print("layernorm v1 %.1f us, v2 %.1f us" % (t_v1, t_v2))
     assert t_v2 < 0.95 * t_v1       # the tutorial measures 15 % less
 
-    dma = {n: runner.benchmark(BY_NAME[n], "moderate")[1]["cores"][0]["dma"]["bytes"]
+    # v2 loads delta and u once per channel tile, not once per state. The lowering keeps v1's
+    # repeated loads of them in SBUF as well (their data fits: docs/nki.md, "Repeated loads"),
+    # so the difference shows with that switched off
+    never = {"resident_loads": "never"}
+    dma = {n: runner.benchmark(BY_NAME[n], "moderate", policy=never)[1]["cores"][0]["dma"]["bytes"]
            for n in ("mamba_v1", "mamba_v2")}
-    assert dma["mamba_v2"] < 0.5 * dma["mamba_v1"]   # delta and u loaded once, not per state
+    assert dma["mamba_v2"] < 0.5 * dma["mamba_v1"]
+    kept = runner.benchmark(BY_NAME["mamba_v1"], "moderate")[1]["cores"][0]["dma"]["bytes"]
+    assert kept < 0.5 * dma["mamba_v1"]

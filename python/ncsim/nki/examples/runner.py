@@ -46,11 +46,11 @@ def check(case, size="small", seed=0):
     return CheckReport(nki.check(kernel, *case.args(size, seed)))
 
 
-def benchmark(case, size="moderate", seed=0):
+def benchmark(case, size="moderate", seed=0, policy=None):
     """Timing-only run; return (p50 latency in microseconds, statistics dict)."""
     kernel, _ = case.load()
     args = case.args(size, seed, timing=True)
-    bench = nki.benchmark(warmup=0, iters=1)(kernel)
+    bench = nki.benchmark(warmup=0, iters=1, **({"policy": policy} if policy else {}))(kernel)
     bench(*args)
     result = bench.benchmark_result
     latency_us = result.nc_latency.get_latency_percentile(50)

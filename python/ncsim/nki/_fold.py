@@ -1,0 +1,149 @@
+"""Folding of an engine's instruction stream into NCA `.loop` nests (docs/nki.md, "Loops in
+the program text").
+
+The tracer unrolls every loop. This pass finds runs of lines that repeat with a period: the
+same text except for view offsets (`+N` of a raw view) and semaphore values (`>= N`) that
+grow by the same amount from one period to the next, and writes each run as
+`.loop iD = 0, n` over one period with those numbers as `base + step*iD`. Folding repeats
+on its own output, so nested loops come out nested. The folded text assembles to exactly the
+instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the
+disassemblies); a run it cannot express stays as it is."""
+import re
+
+# the numbers a period may change: a raw view's offset, a wait's value
+_VAR = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)|(?<=>= )(\d+)")
+MAXP = 96          # longest period searched, in items
+MIN_LINES = 4      # a run shorter than this many lines stays unfolded
+
+
+class _Line:
+    __slots__ = ("key", "vals", "parts", "nlines")
+
+    def __init__(self, text):
+        parts = _VAR.split(text)
+        # re.split with two groups: text, g1, g2, text, g1, g2, ...
+        tpl, vals = [parts[0]], []
+        for k in range(1, len(parts), 3):
+            v = parts[k] if parts[k] is not None else parts[k + 1]
+            vals.append(int(v))
+            tpl.append(parts[k + 2])
+        self.parts = tuple(tpl)
+        self.key = self.parts
+        self.vals = tuple(vals)
+        self.nlines = 1
+
+    def render(self, exprs, depth, out, indent):
+        t = self.parts
+        s = [t[0]]
+        for e, rest in zip(exprs, t[1:]):
+            s.append(e)
+            s.append(rest)
+        out.append(indent + "".join(s).lstrip())
+
+
+class _Loop:
+    __slots__ = ("key", "vals", "body", "deltas", "n", "nlines")
+
+    def __init__(self, body, deltas, n):
+        self.body = body
+        self.deltas = deltas
+        self.n = n
+        self.key = ("loop", n, tuple(it.key for it in body), deltas)
+        self.vals = tuple(v for it in body for v in it.vals)
+        self.nlines = n * sum(it.nlines for it in body)
+
+    def render(self, exprs, depth, out, indent):
+        var = f"i{depth}"
+        out.append(f"{indent}.loop {var} = 0, {self.n}")
+        k = 0
+        for it in self.body:
+            m = len(it.vals)
+            sub = []
+            for e, d in zip(exprs[k:k + m], self.deltas[k:k + m]):
+                sub.append(e if d == 0 else f"({e}{'+' if d > 0 else '-'}{abs(d)}*{var})")
+            it.render(sub, depth + 1, out, indent + "    ")
+            k += m
+        out.append(f"{indent}.endloop")
+
+
+_IDS = {}
+
+
+def _kid(key):
+    k = _IDS.get(key)
+    if k is None:
+        k = _IDS[key] = len(_IDS)
+    return k
+
+
+def _fold_once(items):
+    out = []
+    n_items = len(items)
+    keys = [_kid(it.key) for it in items]
+    vals = [it.vals for it in items]
+    i = 0
+    changed = False
+    while i < n_items:
+        best = None
+        ki = keys[i]
+        hi = min(n_items, i + MAXP + 1)
+        for j in range(i + 1, hi):
+            if keys[j] != ki:
+                continue
+            p = j - i
+            if i + 2 * p > n_items:
+                break
+            if keys[i:j] != keys[j:j + p]:
+                continue
+            deltas = []
+            for a in range(p):
+                va, vb = vals[i + a], vals[j + a]
+                deltas.extend(y - x for x, y in zip(va, vb))
+            deltas = tuple(deltas)
+            n = 2
+            base = i
+            while base + (n + 1) * p <= n_items:
+                s = base + n * p
+                if keys[s:s + p] != keys[i:i + p]:
+                    break
+                ok = True
+                k = 0
+                for a in range(p):
+                    for x, y in zip(vals[i + a], vals[s + a]):
+                        if y - x != n * deltas[k]:
+                            ok = False
+                            break
+                        k += 1
+                    if not ok:
+                        break
+                if not ok:
+                    break
+                n += 1
+            lines = n * sum(it.nlines for it in items[i:i + p])
+            if lines >= MIN_LINES and (best is None or n * p > best[0] * best[1]):
+                best = (p, n, deltas)
+        if best is None:
+            out.append(items[i])
+            i += 1
+            continue
+        p, n, deltas = best
+        out.append(_Loop(items[i:i + p], deltas, n))
+        i += n * p
+        changed = True
+    return out, changed
+
+
+def fold(lines):
+    """The lines of one engine's stream (instructions and `.loc`), folded into loops."""
+    items = [_Line(ln) for ln in lines]
+    try:
+        for _ in range(6):                 # nesting depth
+            items, changed = _fold_once(items)
+            if not changed:
+                break
+    finally:
+        _IDS.clear()
+    out = []
+    for it in items:
+        it.render([str(v) for v in it.vals], 0, out, "    ")
+    return out

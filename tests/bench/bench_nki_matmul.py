@@ -1,0 +1,44 @@
+#!/usr/bin/python3
+"""From Python to simulated latency for the four NKI matmul tutorial kernels at the tutorial's
+size (M=4096, K=8192, N=8192, bf16): CPU seconds to trace and lower (both passes and the
+folding into loops), CPU seconds to assemble and simulate (timing only, no input data), the
+NCA text's size and the simulated time. Issue 24 asks for at most 1 s of CPU in all.
+
+    NCSIM_LIBRARY=build/libncsim.so /usr/bin/python3 tests/bench/bench_nki_matmul.py [--size moderate]
+"""
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import ncsim  # noqa: E402
+from ncsim import nki  # noqa: E402
+from ncsim.nki.examples.catalog import BY_NAME  # noqa: E402
+
+NAMES = ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", default="tutorial", help="catalog size (tutorial, moderate, small)")
+    a = ap.parse_args()
+    print(f"{'kernel':20} {'lower s':>8} {'run s':>8} {'total s':>8} {'NCA KB':>8} {'simulated ms':>13}")
+    for name in NAMES:
+        case = BY_NAME[name]
+        kernel, _ = case.load()
+        args = case.args(a.size, 0, timing=True)
+        c0 = time.process_time()
+        low = nki.lower(kernel, *args)
+        c1 = time.process_time()
+        r = ncsim.run(ncsim.assemble(low.text, name=name), timing_only=True)
+        c2 = time.process_time()
+        t = getattr(r, "time_ns", None) or r.stats["total_ns"]
+        print(f"{name:20} {c1 - c0:8.2f} {c2 - c1:8.2f} {c2 - c0:8.2f} {len(low.text) / 1024:8.0f} "
+              f"{t / 1e6:13.3f}")
+
+
+if __name__ == "__main__":
+    main()
