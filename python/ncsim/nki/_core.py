@@ -96,6 +96,10 @@ class Policy:
                                          # adamw and silu profiles: all of it on ScalarE)
         self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
+        self.reciprocal_engine = "table"  # nisa.reciprocal: "table" = ScalarE when the ScalarE
+                                         # function set in use holds reciprocal (after sqrt or
+                                         # rsqrt: no table switch; the adamw profile), else
+                                         # VectorE (silu's, after exp); or "dve" / "act"
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.set(**kw)
 
@@ -1358,6 +1362,7 @@ class Tracer:
         self.prints = []                       # nl.device_print: (prefix, HBM output name)
         self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
         self.consts = {}
+        self.act_func = None                   # ScalarE's last function (its table set)
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
 
     # ---- loop scopes (LoopRange)

@@ -372,7 +372,16 @@ def reciprocal(data, *, dtype=None, mask=None, **kw):
             return
         dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
         dv, sv = dv.restrict(box), data.restrict(box)
-        T().emit("dve", f"reciprocal {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+        tr = T()
+        eng = tr.pol.reciprocal_engine
+        if eng == "table":
+            eng = "act" if getattr(tr, "act_func", None) in nl.RECIPROCAL_SET else "dve"
+        if eng == "act":
+            # ScalarE's reciprocal takes no bias on NeuronCore-v2, and needs none here
+            tr.emit("act", f"activate {dv.text()}, {sv.text()}, reciprocal", reads=[sv], writes=[dv])
+            tr.act_func = "reciprocal"
+        else:
+            tr.emit("dve", f"reciprocal {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
     return _new("sbuf", data.shape, _dt(dtype, data.dtype), emit)
 
 

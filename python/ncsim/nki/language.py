@@ -372,6 +372,12 @@ fmod = _mk_binary("fmod", "fmod", [np.fmod])                 # C's sign (of the 
 
 ACT_FUNCS = {}     # callable -> NCA activation function
 
+# ScalarE evaluates its functions from piece-wise polynomial tables loaded in sets (the NEFF
+# lists sets such as reciprocal_sqrt_and_small and natural_log_exp_and_others); the functions
+# whose set also holds reciprocal, so that a reciprocal after them needs no table switch
+# (docs/nki.md, "Lowering": the engine of nisa.reciprocal).
+RECIPROCAL_SET = frozenset({"sqrt", "rsqrt", "reciprocal"})
+
 
 def _act_name(op):
     if isinstance(op, str):
@@ -426,6 +432,7 @@ def _activate_into(d, func, x, box, scale=None, bias=None, sum_=None, sumacc=Non
         reads.append(sumacc.restrict(pb))
         writes.append(sumacc.restrict(pb))
     tr.emit("act", txt, reads=reads, writes=writes)
+    tr.act_func = func      # the function (and so the table set) ScalarE holds now
 
 
 def _const_col(value, P, dt):
@@ -1315,6 +1322,7 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, *, dtype=None, compute_dtype=None, ma
         tr.emit("dve", f"tensor_scalar {sv.text()}, {sv.text()}, multiply, {_fmt(1.0 / n)}, add, {_fmt(epsilon)}",
                 reads=[sv], writes=[sv])
         tr.emit("act", f"activate {sv.text()}, {sv.text()}, rsqrt", reads=[sv], writes=[sv])
+        tr.act_func = "rsqrt"
         dv = d.restrict(box)
         xv = x.restrict(box)
         tr.emit("dve", f"tensor_scalar {dv.text()}, {xv.text()}, multiply, {sv.text()}", reads=[xv, sv], writes=[dv])
