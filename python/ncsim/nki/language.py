@@ -259,14 +259,14 @@ def _binary_into(d, op, a, b, box, shape=None):
         # S0 OP tile: rev0
         src = b.bcast(shape).restrict(box)
         s = _fmt(a, integer) if not at else sa.restrict(box and [box[0], (0, 1)]).text()
-        eng = _ts_engine(op, src, dv)
+        eng = _ts_engine(op, src, dv, per_partition=at)
         tr.emit(eng, f"tensor_scalar {dv.text()}, {src.text()}, {op}, {s}, rev0",
                 reads=[src] + ([sa.restrict(box and [box[0], (0, 1)])] if at else []), writes=[dv])
         return
     if not bt or (sb is not None and full > 1) or (sb is not None and sa is None):
         src = a.bcast(shape).restrict(box)
         s = _fmt(b, integer) if not bt else sb.restrict(box and [box[0], (0, 1)]).text()
-        eng = _ts_engine(op, src, dv)
+        eng = _ts_engine(op, src, dv, per_partition=bt)
         tr.emit(eng, f"tensor_scalar {dv.text()}, {src.text()}, {op}, {s}",
                 reads=[src] + ([sb.restrict(box and [box[0], (0, 1)])] if bt else []), writes=[dv])
         return
@@ -302,10 +302,13 @@ def _integer_operands(name, tiles, dt, scalars=()):
               f"{name} is a bitwise operation on integers; the result type {dt!r} is a float type")
 
 
-def _ts_engine(op, src, dv):
+def _ts_engine(op, src, dv, per_partition=False):
+    """The engine of a tensor_scalar: scalar_op_engine for an immediate scalar,
+    per_partition_op_engine when the scalar is a per-partition [P, 1] tile."""
     tr = T()
     allowed = ("dve", "act") if op in ("add", "subtract", "multiply") else ("dve",)
-    e = tr.pick(tr.pol.scalar_op_engine, allowed)
+    e = tr.pick(tr.pol.per_partition_op_engine if per_partition else tr.pol.scalar_op_engine,
+                allowed)
     if e == "pool" and (src.space == "psum" or dv.space == "psum"):
         e = "dve"
     if e == "act" and op not in ("add", "subtract", "multiply"):

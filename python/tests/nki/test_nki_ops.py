@@ -461,3 +461,37 @@ def test_nisa_reciprocal_engine_follows_the_act_table_set():
     assert nki.check(k, x, policy={"reciprocal_engine": "act"}) == []
     np.testing.assert_allclose(nki.simulate_kernel(k, x, policy={"reciprocal_engine": "act"}),
                                1 / np.exp(x), rtol=2e-6)
+
+
+def test_tensor_scalar_engine_immediate_vs_per_partition():
+    """Tile-scalar arithmetic with an immediate goes to ScalarE (scalar_op_engine, the adamw
+    and silu profiles), with a per-partition [P, 1] operand to VectorE
+    (per_partition_op_engine, the LayerNorm tutorial's (x - mean) * rstd)."""
+    x, m, r = rand(64, 48), rand(64, 1), rand(64, 1, lo=0.5, hi=2.0)
+
+    def imm(t):
+        return nl.add(t, 2.0)
+
+    def col(t, mm, rr):
+        return nisa.tensor_scalar(t, np.subtract, mm, op1=np.multiply, operand1=rr)
+
+    def col_nl(t, mm):
+        return nl.subtract(t, mm)
+
+    res, k = run1(imm, x)
+    np.testing.assert_allclose(res, x + 2.0, rtol=1e-6)
+    assert _engine_of(nki.lower(k, x).text, "tensor_scalar") == {"act"}
+    res, k = run1(col, x, m, r)
+    np.testing.assert_allclose(res, (x - m) * r, rtol=1e-6)
+    assert _engine_of(nki.lower(k, x, m, r).text, "tensor_scalar") == {"dve"}
+    low = nki.lower(k, x, m, r, policy={"per_partition_op_engine": "act"})
+    assert _engine_of(low.text, "tensor_scalar") == {"act"}
+    np.testing.assert_allclose(nki.simulate_kernel(k, x, m, r, policy={"per_partition_op_engine": "act"}),
+                               (x - m) * r, rtol=1e-6)
+    res, k = run1(col_nl, x, m)
+    np.testing.assert_allclose(res, x - m, rtol=1e-6)
+    assert _engine_of(nki.lower(k, x, m).text, "tensor_scalar") == {"dve"}
+    with pytest.raises(nki.NkiError):
+        nki.lower(k, x, m, policy={"per_partition_op_engine": "tpu"})
+    with pytest.raises(nki.NkiError):
+        nki.lower(k, x, m, policy={"reciprocal_engine": "pool"})
