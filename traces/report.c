@@ -56,7 +56,7 @@ const char *trc_stall_text(trc_stall_t s)
     "independent work overlaps the hand-offs, post as early as possible, fewer larger steps"
 #define HINT_FIXED                                                                             \
     "issue transfers earlier (prefetch, deeper buffering) so their fixed cost overlaps "       \
-    "compute; fewer, larger transfers; more queues"
+    "compute; fewer, larger contiguous pieces per DMA (descriptors are shared by all queues)"
 #define HINT_DMA_ENGINES                                                                       \
     "larger contiguous pieces (>= 2 KiB per run) raise DMA efficiency; fewer small "           \
     "transfers; see what each kind costs"

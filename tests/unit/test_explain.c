@@ -376,6 +376,13 @@ static void test_verdicts(void **state)
     assert_int_equal(ncsim(&out, "report pe.pftrace"), 0);
     assert_non_null(strstr(out, "\nverdict: bound by engine pe: "));
     free(out);
+    /* the advice for descriptor-bound DMA: descriptors are a core-wide resource, so it asks
+     * for fewer, larger pieces and must not suggest more queues */
+    out = NULL;
+    assert_int_equal(ncsim(&out, "report dma.pftrace"), 0);
+    assert_non_null(strstr(out, "fewer, larger contiguous pieces per DMA"));
+    assert_null(strstr(out, "; more queues"));
+    free(out);
 }
 
 /* By line, from the statistics and from the trace: the totals equal the engine totals, and

@@ -94,8 +94,15 @@ class Policy:
         self.elementwise_engine = "dve"  # tile-tile arithmetic (tensor_tensor)
         self.scalar_op_engine = "act"    # tile-scalar arithmetic (tensor_scalar add/sub/mul; the
                                          # adamw and silu profiles: all of it on ScalarE)
+        self.per_partition_op_engine = "dve"  # tile-scalar arithmetic whose scalar is a
+                                         # per-partition [P, 1] tile (x - mean, x * rstd): the
+                                         # LayerNorm tutorial's (x - mean) * rstd on VectorE
         self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
+        self.reciprocal_engine = "table"  # nisa.reciprocal: "table" = ScalarE when the ScalarE
+                                         # function set in use holds reciprocal (after sqrt or
+                                         # rsqrt: no table switch; the adamw profile), else
+                                         # VectorE (silu's, after exp); or "dve" / "act"
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.set(**kw)
 
@@ -447,6 +454,9 @@ class Alloc:
         if s is not None:
             if s.owner is self.token:
                 s.owner = None
+                t = _tracer[0]
+                if t is not None:
+                    s.freed = t.tick
             elif type(s.owner) is Resident:
                 s.owner.user_gone()
 
@@ -455,6 +465,9 @@ class Alloc:
         if s is not None:
             if s.owner is self.token:
                 s.owner = None
+                t = _tracer[0]
+                if t is not None:
+                    s.freed = t.tick
             elif type(s.owner) is Resident:
                 self.slot = None
                 s.owner.user_gone()
@@ -1358,6 +1371,7 @@ class Tracer:
         self.prints = []                       # nl.device_print: (prefix, HBM output name)
         self.load = [0.0] * len(ENGINES)       # estimated busy ns per engine (for "auto")
         self.consts = {}
+        self.act_func = None                   # ScalarE's last function (its table set)
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
 
     # ---- loop scopes (LoopRange)
@@ -1796,10 +1810,14 @@ class Tracer:
         self._oom(bb.kind, nbytes)
 
     def _other_free(self, kind, nbytes):
+        """The free buffer of another site to reuse: the smallest that is large enough, of
+        those the one released longest ago (whose readers are most likely done, so the new
+        writes need not wait for them: the next iteration's tensor can be filled while the
+        current one is still read)."""
         best = None
         for sl in self.slots:
             if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
-                if best is None or sl.size < best.size:
+                if best is None or (sl.size, sl.freed) < (best.size, best.freed):
                     best = sl
         return best
 
@@ -1885,12 +1903,9 @@ class Tracer:
         c = self._carve(kind, nbytes)
         if c is not None:
             return self._add_slot(kind, c, site)
-        # 4. a free slot of another site that is large enough (smallest such)
-        best = None
-        for sl in self.slots:
-            if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
-                if best is None or sl.size < best.size:
-                    best = sl
+        # 4. a free slot of another site that is large enough (smallest such, released
+        #    longest ago)
+        best = self._other_free(kind, nbytes)
         if best is not None:
             return best
         if kind == "sbuf" and self.live is not None:

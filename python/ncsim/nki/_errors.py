@@ -165,6 +165,9 @@ _CHECKS = {
     "balance_engines": (lambda v: isinstance(v, (list, tuple)) and len(v) > 0 and
                         all(_engine(e, _ALU_ENGINES) for e in v),
                         "a non-empty list of dve, act, pool"),
+    "per_partition_op_engine": (lambda v: _engine(v, _ALU_ENGINES, auto=True),
+                                "auto, dve, act or pool"),
+    "reciprocal_engine": (lambda v: v in ("table", "dve", "act"), "table, dve or act"),
     "transcendental_engine": (lambda v: v == "act", "act (ScalarE runs the activation table)"),
 }
 

@@ -248,7 +248,9 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
         tr = T()
         ok = ("dve", "act") if o0 in ("add", "subtract", "multiply") and o1 in (None, "add", "subtract", "multiply") \
             and not integer and not data.dtype.is_int else ("dve",)
-        ee = e or tr.pick(tr.pol.scalar_op_engine, ok)
+        per_partition = not (nl._is_scalar(operand0) and (o1 is None or nl._is_scalar(operand1)))
+        ee = e or tr.pick(tr.pol.per_partition_op_engine if per_partition else
+                          tr.pol.scalar_op_engine, ok)
         dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
         dv, sv = dv.restrict(box), data.restrict(box)
         v0, s0 = _scalar_operand(operand0, P, box)
@@ -372,7 +374,16 @@ def reciprocal(data, *, dtype=None, mask=None, **kw):
             return
         dv = C._reshape_like(d, data.shape) if d.shape != data.shape else d
         dv, sv = dv.restrict(box), data.restrict(box)
-        T().emit("dve", f"reciprocal {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+        tr = T()
+        eng = tr.pol.reciprocal_engine
+        if eng == "table":
+            eng = "act" if getattr(tr, "act_func", None) in nl.RECIPROCAL_SET else "dve"
+        if eng == "act":
+            # ScalarE's reciprocal takes no bias on NeuronCore-v2, and needs none here
+            tr.emit("act", f"activate {dv.text()}, {sv.text()}, reciprocal", reads=[sv], writes=[dv])
+            tr.act_func = "reciprocal"
+        else:
+            tr.emit("dve", f"reciprocal {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
     return _new("sbuf", data.shape, _dt(dtype, data.dtype), emit)
 
 

@@ -259,14 +259,14 @@ def _binary_into(d, op, a, b, box, shape=None):
         # S0 OP tile: rev0
         src = b.bcast(shape).restrict(box)
         s = _fmt(a, integer) if not at else sa.restrict(box and [box[0], (0, 1)]).text()
-        eng = _ts_engine(op, src, dv)
+        eng = _ts_engine(op, src, dv, per_partition=at)
         tr.emit(eng, f"tensor_scalar {dv.text()}, {src.text()}, {op}, {s}, rev0",
                 reads=[src] + ([sa.restrict(box and [box[0], (0, 1)])] if at else []), writes=[dv])
         return
     if not bt or (sb is not None and full > 1) or (sb is not None and sa is None):
         src = a.bcast(shape).restrict(box)
         s = _fmt(b, integer) if not bt else sb.restrict(box and [box[0], (0, 1)]).text()
-        eng = _ts_engine(op, src, dv)
+        eng = _ts_engine(op, src, dv, per_partition=bt)
         tr.emit(eng, f"tensor_scalar {dv.text()}, {src.text()}, {op}, {s}",
                 reads=[src] + ([sb.restrict(box and [box[0], (0, 1)])] if bt else []), writes=[dv])
         return
@@ -302,10 +302,13 @@ def _integer_operands(name, tiles, dt, scalars=()):
               f"{name} is a bitwise operation on integers; the result type {dt!r} is a float type")
 
 
-def _ts_engine(op, src, dv):
+def _ts_engine(op, src, dv, per_partition=False):
+    """The engine of a tensor_scalar: scalar_op_engine for an immediate scalar,
+    per_partition_op_engine when the scalar is a per-partition [P, 1] tile."""
     tr = T()
     allowed = ("dve", "act") if op in ("add", "subtract", "multiply") else ("dve",)
-    e = tr.pick(tr.pol.scalar_op_engine, allowed)
+    e = tr.pick(tr.pol.per_partition_op_engine if per_partition else tr.pol.scalar_op_engine,
+                allowed)
     if e == "pool" and (src.space == "psum" or dv.space == "psum"):
         e = "dve"
     if e == "act" and op not in ("add", "subtract", "multiply"):
@@ -372,6 +375,12 @@ fmod = _mk_binary("fmod", "fmod", [np.fmod])                 # C's sign (of the 
 
 ACT_FUNCS = {}     # callable -> NCA activation function
 
+# ScalarE evaluates its functions from piece-wise polynomial tables loaded in sets (the NEFF
+# lists sets such as reciprocal_sqrt_and_small and natural_log_exp_and_others); the functions
+# whose set also holds reciprocal, so that a reciprocal after them needs no table switch
+# (docs/nki.md, "Lowering": the engine of nisa.reciprocal).
+RECIPROCAL_SET = frozenset({"sqrt", "rsqrt", "reciprocal"})
+
 
 def _act_name(op):
     if isinstance(op, str):
@@ -426,6 +435,7 @@ def _activate_into(d, func, x, box, scale=None, bias=None, sum_=None, sumacc=Non
         reads.append(sumacc.restrict(pb))
         writes.append(sumacc.restrict(pb))
     tr.emit("act", txt, reads=reads, writes=writes)
+    tr.act_func = func      # the function (and so the table set) ScalarE holds now
 
 
 def _const_col(value, P, dt):
@@ -1315,6 +1325,7 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, *, dtype=None, compute_dtype=None, ma
         tr.emit("dve", f"tensor_scalar {sv.text()}, {sv.text()}, multiply, {_fmt(1.0 / n)}, add, {_fmt(epsilon)}",
                 reads=[sv], writes=[sv])
         tr.emit("act", f"activate {sv.text()}, {sv.text()}, rsqrt", reads=[sv], writes=[sv])
+        tr.act_func = "rsqrt"
         dv = d.restrict(box)
         xv = x.restrict(box)
         tr.emit("dve", f"tensor_scalar {dv.text()}, {xv.text()}, multiply, {sv.text()}", reads=[xv, sv], writes=[dv])

@@ -242,3 +242,21 @@ def test_report_lists_tile_sites():
     assert len(sites) == 2 and all(r["space"] == "sbuf" for r in sites)
     assert all(r["logical_bytes"] == F * 4 and r["buffers"] == 2 for r in sites)
     assert sorted(r["line"] for r in sites)[0] > 0
+
+
+def test_other_sites_free_buffer_released_longest_ago():
+    """When a site must borrow a free buffer of another site, it takes the smallest that fits
+    and, among those, the one released longest ago (its readers are the most likely done)."""
+    from ncsim.nki import _core as C
+    tr = C.Tracer(nki.policy.copy(), "k.py")
+    sizes_freed = [(2048, 9), (2048, 3), (4096, 1), (2048, 5)]
+    for i, (size, freed) in enumerate(sizes_freed):
+        sl = C.Slot(i, "sbuf", i * 4096, size, None)
+        sl.freed = freed
+        tr.slots.append(sl)
+    assert tr._other_free("sbuf", 2048).id == 1     # not slot 0, first in order but freed at 9
+    assert tr._other_free("sbuf", 3000).id == 2     # the only one large enough
+    tr.slots[1].owner = object()                   # in use: the next oldest of the size
+    assert tr._other_free("sbuf", 2048).id == 3
+    assert tr._other_free("psum", 2048) is None
+

@@ -416,3 +416,82 @@ def test_nisa_activation_reduce_cmd_chain():
         return out
     np.testing.assert_allclose(nki.simulate_kernel(k, x)[:, 0], np.exp(x).sum(1), rtol=1e-5)
     assert nki.check(k, x) == []
+
+
+def _engine_of(text, opcode_start):
+    """The engines whose streams hold a line starting with opcode_start."""
+    eng, found = None, set()
+    for ln in text.splitlines():
+        if ln.startswith(".engine"):
+            eng = ln.split()[1]
+        elif ln.strip().startswith(opcode_start):
+            found.add(eng)
+    return found
+
+
+def test_nisa_reciprocal_engine_follows_the_act_table_set():
+    """nisa.reciprocal runs on ScalarE after a sqrt (its table set holds reciprocal: no
+    switch; the adamw profile), on VectorE after an exp (silu's) or with no activation before
+    it; reciprocal_engine fixes either engine."""
+    x = rand(64, 48, lo=0.5, hi=2.0)
+
+    def after_sqrt(t):
+        return nisa.reciprocal(nisa.activation(np.sqrt, t, scale=2.0))
+
+    def after_exp(t):
+        return nisa.reciprocal(nisa.activation(np.exp, t))
+
+    r, k = run1(after_sqrt, x)
+    np.testing.assert_allclose(r, 1 / np.sqrt(2 * x), rtol=2e-6)
+    text = nki.lower(k, x).text
+    assert "reciprocal" in text and _engine_of(text, "activate") == {"act"}
+    assert not _engine_of(text, "reciprocal ")                  # no VectorE reciprocal
+    assert sum(ln.strip().startswith("activate") for ln in text.splitlines()) == 2
+    # the switch puts it back on VectorE
+    low = nki.lower(k, x, policy={"reciprocal_engine": "dve"})
+    assert _engine_of(low.text, "reciprocal ") == {"dve"}
+    np.testing.assert_allclose(nki.simulate_kernel(k, x, policy={"reciprocal_engine": "dve"}),
+                               1 / np.sqrt(2 * x), rtol=2e-6)
+
+    r, k = run1(after_exp, x)
+    np.testing.assert_allclose(r, 1 / np.exp(x), rtol=2e-6)
+    assert _engine_of(nki.lower(k, x).text, "reciprocal ") == {"dve"}
+    low = nki.lower(k, x, policy={"reciprocal_engine": "act"})
+    assert not _engine_of(low.text, "reciprocal ")
+    assert nki.check(k, x, policy={"reciprocal_engine": "act"}) == []
+    np.testing.assert_allclose(nki.simulate_kernel(k, x, policy={"reciprocal_engine": "act"}),
+                               1 / np.exp(x), rtol=2e-6)
+
+
+def test_tensor_scalar_engine_immediate_vs_per_partition():
+    """Tile-scalar arithmetic with an immediate goes to ScalarE (scalar_op_engine, the adamw
+    and silu profiles), with a per-partition [P, 1] operand to VectorE
+    (per_partition_op_engine, the LayerNorm tutorial's (x - mean) * rstd)."""
+    x, m, r = rand(64, 48), rand(64, 1), rand(64, 1, lo=0.5, hi=2.0)
+
+    def imm(t):
+        return nl.add(t, 2.0)
+
+    def col(t, mm, rr):
+        return nisa.tensor_scalar(t, np.subtract, mm, op1=np.multiply, operand1=rr)
+
+    def col_nl(t, mm):
+        return nl.subtract(t, mm)
+
+    res, k = run1(imm, x)
+    np.testing.assert_allclose(res, x + 2.0, rtol=1e-6)
+    assert _engine_of(nki.lower(k, x).text, "tensor_scalar") == {"act"}
+    res, k = run1(col, x, m, r)
+    np.testing.assert_allclose(res, (x - m) * r, rtol=1e-6)
+    assert _engine_of(nki.lower(k, x, m, r).text, "tensor_scalar") == {"dve"}
+    low = nki.lower(k, x, m, r, policy={"per_partition_op_engine": "act"})
+    assert _engine_of(low.text, "tensor_scalar") == {"act"}
+    np.testing.assert_allclose(nki.simulate_kernel(k, x, m, r, policy={"per_partition_op_engine": "act"}),
+                               (x - m) * r, rtol=1e-6)
+    res, k = run1(col_nl, x, m)
+    np.testing.assert_allclose(res, x - m, rtol=1e-6)
+    assert _engine_of(nki.lower(k, x, m).text, "tensor_scalar") == {"dve"}
+    with pytest.raises(nki.NkiError):
+        nki.lower(k, x, m, policy={"per_partition_op_engine": "tpu"})
+    with pytest.raises(nki.NkiError):
+        nki.lower(k, x, m, policy={"reciprocal_engine": "pool"})

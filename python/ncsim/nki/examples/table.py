@@ -98,7 +98,7 @@ def build_rows(cases, validation_dir, ncsim, log):
 def render(rows):
     out = []
     out.append("| kernel | size | simulated µs | pe % | act % | dve % | pool % | DMA % | MFU % "
-               "| DMA GB/s | bottleneck | NCA port µs | trn1 µs |")
+               "| DMA GB/s | busiest | NCA port µs | trn1 µs |")
     out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|")
     notes = []
     for r in rows:
@@ -137,7 +137,7 @@ def render_matmul_ladder(log):
     cases = [BY_NAME[n] for n in MATMULS]
     out = ["", "The matmul versions at one size (%s, bf16), as in the tests:" % (
         cases[0].describe("moderate")), "",
-        "| kernel | simulated µs | pe % | DMA % | MFU % | DMA GB/s | bottleneck |",
+        "| kernel | simulated µs | pe % | DMA % | MFU % | DMA GB/s | busiest |",
         "|---|---:|---:|---:|---:|---:|---|"]
     for c in cases:
         latency_us, stats = runner.benchmark(c, "moderate")
