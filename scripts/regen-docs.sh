@@ -3,8 +3,8 @@
 #   scripts/regen-docs.sh [BUILD_DIR]        (default build; run from anywhere)
 # docs/architecture.md (config table), docs/validation.md (table and docs/img/validation.png),
 # kernels/README.md (performance table), docs/exploration.md (sweep plots and rows),
-# docs/data-movement.md (collective times; the per-algorithm sweep of scripts/cc_sweep.py).
-# Takes about a minute and a half on two cores.
+# docs/data-movement.md (collective times; the per-algorithm sweep of scripts/cc_sweep.py),
+# docs/nki.md (the example kernels' table). Takes about two and a half minutes on two cores.
 set -e
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${1:-$ROOT/build}" && pwd)
@@ -23,4 +23,7 @@ cd "$ROOT"
 /usr/bin/python3 scripts/regen_docs.py "$NCSIM" "$T/validation.csv" "$T/s1/results.csv" \
     "$T/s2/results.csv"
 /usr/bin/python3 scripts/cc_sweep.py "$NCSIM" --jobs 2 --doc
+# docs/nki.md: the example kernels' table (lowered by the NKI frontend, timed on this build)
+NCSIM_LIBRARY="$B/libncsim.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+    /usr/bin/python3 -m ncsim.nki.examples.table --docs docs/nki.md > /dev/null
 echo "regenerated; review with git diff"
