@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_load.h"
 #include "trace.h"
 
 static const struct {
@@ -659,45 +660,19 @@ static ncsim_status_t from_trace(const char *path, uint32_t core, unsigned flags
     return st;
 }
 
-/* A trace, or a statistics file? Traces: .pftrace, gzip, or JSON with "traceEvents". */
-static int looks_like_trace(const char *path, const char *head, size_t n)
-{
-    if (trc_format_for_path(path) == TRC_FORMAT_PFTRACE)
-        return 1;
-    if (n >= 2 && (unsigned char)head[0] == 0x1f && (unsigned char)head[1] == 0x8b)
-        return 1;
-    size_t i = 0;
-    while (i < n && (head[i] == ' ' || head[i] == '\n' || head[i] == '\t' || head[i] == '\r'))
-        i++;
-    if (i < n && head[i] != '{' && head[i] != '[')
-        return 1; /* binary: the trace reader will say what it is */
-    return strstr(head, "\"traceEvents\"") != NULL;
-}
-
 ncsim_status_t trc_profile_load(const char *path, uint32_t core, const isa_program_t *prog,
                                 unsigned flags, trc_profile_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->source, sizeof out->source, "%s", path);
     out->core = core;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NCSIM_IO;
-    }
-    char *head = malloc(65537);
-    if (!head) {
-        fclose(f);
-        snprintf(err, errlen, "out of memory");
-        return NCSIM_NOMEM;
-    }
-    size_t n = fread(head, 1, 65536, f);
-    head[n] = '\0';
-    fclose(f);
+    int is_trace;
+    ncsim_status_t st = trc_sniff_trace(path, &is_trace, err, errlen);
+    if (st != NCSIM_OK)
+        return st;
     totals_t t;
     memset(&t, 0, sizeof t);
-    ncsim_status_t st;
-    if (looks_like_trace(path, head, n)) {
+    if (is_trace) {
         out->from_trace = 1;
         st = from_trace(path, core, flags, &t, out, err, errlen);
     } else {
@@ -712,7 +687,6 @@ ncsim_status_t trc_profile_load(const char *path, uint32_t core, const isa_progr
             json_decref(root);
         }
     }
-    free(head);
     if (st == NCSIM_OK)
         derive(out, &t, prog);
     else

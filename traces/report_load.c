@@ -176,16 +176,7 @@ static int looks_like_trace(const char *path, const char *head, size_t n)
     return strstr(head, "\"traceEvents\"") != NULL;
 }
 
-/* Control characters of a string read from data as '?': a crafted file must not send escape
- * sequences to the terminal the report is printed on (docs/security.md). */
-static void scrub_text(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = '?';
-}
-
-ncsim_status_t trc_report_load(const char *path, trc_report_t *rep, char *err, size_t errlen)
+ncsim_status_t trc_sniff_trace(const char *path, int *is_trace, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -201,8 +192,27 @@ ncsim_status_t trc_report_load(const char *path, trc_report_t *rep, char *err, s
     size_t n = fread(head, 1, 65536, f);
     head[n] = '\0';
     fclose(f);
-    ncsim_status_t st;
-    if (looks_like_trace(path, head, n)) {
+    *is_trace = looks_like_trace(path, head, n);
+    free(head);
+    return NCSIM_OK;
+}
+
+/* Control characters of a string read from data as '?': a crafted file must not send escape
+ * sequences to the terminal the report is printed on (docs/security.md). */
+static void scrub_text(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
+ncsim_status_t trc_report_load(const char *path, trc_report_t *rep, char *err, size_t errlen)
+{
+    int is_trace;
+    ncsim_status_t st = trc_sniff_trace(path, &is_trace, err, errlen);
+    if (st != NCSIM_OK)
+        return st;
+    if (is_trace) {
         st = trc_report_from_trace(path, rep, err, errlen);
     } else {
         json_error_t jerr;
@@ -220,7 +230,6 @@ ncsim_status_t trc_report_load(const char *path, trc_report_t *rep, char *err, s
                 trc_report_free(rep);
         }
     }
-    free(head);
     if (st == NCSIM_OK) {
         scrub_text(rep->program);
         scrub_text(rep->arch);
