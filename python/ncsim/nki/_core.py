@@ -649,14 +649,7 @@ class Tensor:
         self._real()
         if type(self.buf) is BlockBuf:
             _block_view_error(self)
-        lo = hi = self.off
-        for i, (s, n) in enumerate(zip(self.strides, self.shape)):
-            if i == self.pdim or n <= 1 or not s:
-                continue
-            if s > 0:
-                hi += s * (n - 1)
-            else:
-                lo += s * (n - 1)
+        lo, hi = _block_span(self)
         sz = self.dtype.itemsize
         if self.pdim is None:
             return (self.buf, 0, 1, lo * sz, (hi + 1) * sz)
@@ -1024,7 +1017,8 @@ index_view.__wrapped__ = _index_view
 
 
 def _block_span(v):
-    """[lo, hi] element offsets (in the tensor's logical layout) that view v touches."""
+    """[lo, hi] element offsets (in the tensor's logical layout) that view v touches, the
+    partition dimension left out."""
     lo = hi = v.off
     for i, (s, n) in enumerate(zip(v.strides, v.shape)):
         if i == v.pdim or n <= 1 or not s:
