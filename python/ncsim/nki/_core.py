@@ -97,6 +97,8 @@ class Policy:
         self.balance_engines = ("dve", "act")   # "auto": the less loaded of these
         self.transcendental_engine = "act"
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
+        self.fast_trace = True           # the tracer's optimised paths; False: the reference
+                                         # ones (the same program text, slower; for tests)
         self.set(**kw)
 
     def set(self, **kw):
@@ -1102,6 +1104,82 @@ def _basic_index(t, key):
 
 
 def _adv_index(t, key):
+    if _fast[0]:
+        return _adv_index_fast(t, key)
+    return _adv_index_ref(t, key)
+
+
+def _adv_index_fast(t, key):
+    """_adv_index_ref with the same results and errors, in fewer Python operations (the
+    tracer's hot path: every nl.arange subscript)."""
+    shape = ()
+    for k in key:
+        if type(k) is IndexExpr or isinstance(k, IndexExpr):
+            ks = k.shape
+            if ks != shape:
+                shape = _bshape(shape, ks) if shape else ks
+    R = len(shape)
+    exprs = []
+    for k in key:
+        if type(k) is IndexExpr or isinstance(k, IndexExpr):
+            ks = k.shape
+            if len(ks) == R:
+                exprs.append((k.const, k.coefs))
+            else:
+                exprs.append((k.const, k._aligned(R)))
+        elif isinstance(k, slice):
+            error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                  "mixing slices and index arrays in one subscript")
+        else:
+            exprs.append((int(k), _NOCO))
+    chk = []
+    off = t.off
+    strides = [0] * R
+    tshape, tstrides, pdim = t.shape, t.strides, t.pdim
+    for i, (c, co) in enumerate(exprs):
+        if co:
+            lo = hi = c
+            for a, v in co.items():
+                if v < 0:
+                    lo += v * (shape[a] - 1)
+                else:
+                    hi += v * (shape[a] - 1)
+            if i != pdim:
+                st = tstrides[i]
+                off += st * c
+                for a, v in co.items():
+                    strides[a] += st * v
+        else:
+            lo = hi = c
+            if i != pdim:
+                off += tstrides[i] * c
+        if lo < 0 or hi >= tshape[i]:
+            chk.append((c, co if co is not _NOCO else {}, tshape[i], i))
+    if t.chk:
+        t.check_bounds()
+    if pdim is None:
+        v = t.clone_view(shape=shape, strides=strides, off=off)
+        v.chk = chk or None
+        return v
+    c, co = exprs[pdim]
+    if R == 0:
+        shape, strides, R = (1,), [0], 1
+    if co and (len(co) != 1 or co.get(0) != 1):
+        error("err_unsupported_index",
+              "the partition dim must be indexed by the first (partition) index axis with step 1")
+    if shape[0] > 1 and strides[0] != 0:
+        error("err_unsupported_index", "the partition index axis also moves along a free dim")
+    strides[0] = None
+    v = t.clone_view(shape=shape, strides=strides, off=off, p0=t.p0 + c, pdim=0)
+    v.chk = chk or None
+    return v
+
+
+_NOCO = {}
+_fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
+
+
+def _adv_index_ref(t, key):
     exprs = []
     shape = ()
     for k in key:
@@ -1312,6 +1390,7 @@ class Tracer:
         if prev is not None:
             live = prev.uses
         self.pol = pol
+        _fast[0] = bool(getattr(pol, "fast_trace", True))
         # Loads (docs/nki.md, "Repeated loads"): the first pass records, per load site, the
         # distinct data it loads and how often; the second keeps the data of sites that fit.
         self.loads = {}                # first pass: key -> [(site, load bytes before it)]
@@ -2068,6 +2147,43 @@ class Tracer:
             self.tick += 1
 
     def _access(self, key, box, write, ag, idx, deps):
+        """_access_ref for the common case, a box within one bucket with two dims (every
+        on-chip view, 2-D HBM tensors): the same records, dependences and coverings."""
+        if not _fast[0] or len(box) != 2:
+            return self._access_ref(key, box, write, ag, idx, deps)
+        ix = key.recs
+        if ix is None:
+            ix = key.recs = _Index(key, box)
+        d, w = ix.dim, ix.width
+        b0 = box[d][0] // w
+        if (box[d][1] - 1) // w != b0:
+            return self._access_ref(key, box, write, ag, idx, deps)
+        rec = [box, ag, idx, write, False]
+        buckets = ix.map
+        lst = buckets.get(b0)
+        if lst is None:
+            buckets[b0] = [rec]
+            return
+        (la, ha), (lb, hb) = box
+        alive = []
+        for r in lst:
+            if r[4]:
+                continue
+            alive.append(r)
+            (l2a, h2a), (l2b, h2b) = r[0]
+            if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                continue
+            rag = r[1]
+            if (r[3] or write) and rag != ag:
+                if deps.get(rag, -1) < r[2]:
+                    deps[rag] = r[2]
+            if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                    l2b >= lb and h2b <= hb:
+                r[4] = True
+        alive.append(rec)
+        buckets[b0] = alive
+
+    def _access_ref(self, key, box, write, ag, idx, deps):
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
         other agents). Records live in buckets along one dim of the memory (the one along which
         its first access was most selective), so disjoint tiles of a big tensor are not compared."""
