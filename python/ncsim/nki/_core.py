@@ -320,11 +320,14 @@ class Pred:
         return box
 
 
+_GRID_AXES = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}
+
+
 class Grid(tuple):
     """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4."""
 
     def __getattr__(self, name):
-        idx = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}.get(name)
+        idx = _GRID_AXES.get(name)
         if idx is None or idx >= len(self):
             raise AttributeError(name)
         return self[idx]
@@ -980,6 +983,41 @@ def index_view(t, key):
 
 
 def _index_view(t, key):
+    if _fast[0]:
+        return _index_view_fast(t, key)
+    return _index_view_ref(t, key)
+
+
+def _index_view_fast(t, key):
+    """_index_view_ref for subscripts of ints, slices and affine indices (the common ones):
+    the same views and errors, checked in one pass; anything else goes to the reference."""
+    if type(key) is not tuple:
+        key = (key,)
+    adv = False
+    for k in key:
+        tk = type(k)
+        if tk is IndexExpr:
+            adv = True
+        elif tk is not slice and tk is not int:
+            return _index_view_ref(t, key)
+    n = len(t.shape)
+    if len(key) > n:
+        error("err_index_out_of_bound", f"{len(key)} indices for a tensor of {len(t.shape)} dims")
+    if len(key) < n:
+        key = key + (_FULL,) * (n - len(key))
+    if adv:
+        for k in key:
+            if type(k) is slice and k != _FULL:
+                error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                      "mixing slices and index arrays in one subscript")
+        return _adv_index_fast(t, key)
+    return _basic_index(t, key)
+
+
+_FULL = slice(None)
+
+
+def _index_view_ref(t, key):
     if not isinstance(key, tuple):
         key = (key,)
     # nl.ds and Ellipsis
@@ -1117,7 +1155,14 @@ def _adv_index_fast(t, key):
         if type(k) is IndexExpr or isinstance(k, IndexExpr):
             ks = k.shape
             if ks != shape:
-                shape = _bshape(shape, ks) if shape else ks
+                if shape:
+                    bk = (shape, ks)
+                    r = _BSHAPES.get(bk)
+                    if r is None:
+                        r = _BSHAPES[bk] = _bshape(shape, ks)
+                    shape = r
+                else:
+                    shape = ks
     R = len(shape)
     exprs = []
     for k in key:
@@ -1176,6 +1221,7 @@ def _adv_index_fast(t, key):
 
 
 _NOCO = {}
+_BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
 _fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
 
 
@@ -2324,7 +2370,7 @@ class Tracer:
                 out.append(f".engine {e}")
                 if self.pol.fold_loops:
                     from ._fold import fold
-                    st = fold(st)
+                    st = fold(st, self.pol.fast_trace)
                 out += st
         return "\n".join(out) + "\n"
 

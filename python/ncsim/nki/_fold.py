@@ -133,12 +133,101 @@ def _fold_once(items):
     return out, changed
 
 
-def fold(lines):
-    """The lines of one engine's stream (instructions and `.loc`), folded into loops."""
-    items = [_Line(ln) for ln in lines]
+def _fold_once_fast(items):
+    """_fold_once with the same result: the candidate periods found from each key's list of
+    positions, and the lines of a run from prefix sums, instead of scanning and summing."""
+    out = []
+    n_items = len(items)
+    keys = [_kid(it.key) for it in items]
+    vals = [it.vals for it in items]
+    pos = {}
+    for x, k in enumerate(keys):
+        lst = pos.get(k)
+        if lst is None:
+            pos[k] = [x]
+        else:
+            lst.append(x)
+    rank = [0] * n_items            # rank[x]: x's place in its key's position list
+    for lst in pos.values():
+        for r, x in enumerate(lst):
+            rank[x] = r
+    pre = [0]
+    for it in items:
+        pre.append(pre[-1] + it.nlines)
+    i = 0
+    changed = False
+    while i < n_items:
+        best = None
+        ki = keys[i]
+        plist = pos[ki]
+        hi = min(n_items, i + MAXP + 1)
+        vi = vals[i]
+        for r in range(rank[i] + 1, len(plist)):
+            j = plist[r]
+            if j >= hi:
+                break
+            p = j - i
+            if i + 2 * p > n_items:
+                break
+            if keys[i:j] != keys[j:j + p]:
+                continue
+            deltas = []
+            if p == 1:
+                deltas.extend(y - x for x, y in zip(vi, vals[j]))
+            else:
+                for a in range(p):
+                    deltas.extend(y - x for x, y in zip(vals[i + a], vals[j + a]))
+            deltas = tuple(deltas)
+            n = 2
+            kper = keys[i:j]
+            while i + (n + 1) * p <= n_items:
+                s = i + n * p
+                if keys[s:s + p] != kper:
+                    break
+                ok = True
+                k = 0
+                for a in range(p):
+                    for x, y in zip(vals[i + a], vals[s + a]):
+                        if y - x != n * deltas[k]:
+                            ok = False
+                            break
+                        k += 1
+                    if not ok:
+                        break
+                if not ok:
+                    break
+                n += 1
+            lines = n * (pre[j] - pre[i])
+            if lines >= MIN_LINES and (best is None or n * p > best[0] * best[1]):
+                best = (p, n, deltas)
+        if best is None:
+            out.append(items[i])
+            i += 1
+            continue
+        p, n, deltas = best
+        out.append(_Loop(items[i:i + p], deltas, n))
+        i += n * p
+        changed = True
+    return out, changed
+
+
+def fold(lines, fast=True):
+    """The lines of one engine's stream (instructions and `.loc`), folded into loops.
+    fast=False: the reference search (the same result, slower; for tests)."""
+    if fast:
+        cache = {}
+        items = []
+        for ln in lines:
+            it = cache.get(ln)
+            if it is None:
+                it = cache[ln] = _Line(ln)
+            items.append(it)
+    else:
+        items = [_Line(ln) for ln in lines]
+    once = _fold_once_fast if fast else _fold_once
     try:
         for _ in range(6):                 # nesting depth
-            items, changed = _fold_once(items)
+            items, changed = once(items)
             if not changed:
                 break
     finally:

@@ -28,8 +28,9 @@ def test_fast_trace_same_program(case, size):
     assert fast.spill == ref.spill
 
 
-def test_switch_reaches_the_tracer():
+def test_switch_reaches_the_tracer(monkeypatch):
     """The switch is not ignored: the reference path runs when fast_trace is False."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
     calls = []
     orig = _core._adv_index_ref
 
