@@ -992,6 +992,8 @@ def _index_view_fast(t, key):
     """_index_view_ref for subscripts of ints, slices and affine indices (the common ones):
     the same views and errors, checked in one pass; anything else goes to the reference."""
     if type(key) is not tuple:
+        if key is Ellipsis:
+            return _basic_index(t, (_FULL,) * len(t.shape))
         key = (key,)
     adv = False
     for k in key:

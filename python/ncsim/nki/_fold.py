@@ -9,6 +9,8 @@ on its own output, so nested loops come out nested. The folded text assembles to
 instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the
 disassemblies); a run it cannot express stays as it is."""
 import re
+from itertools import chain as _chain
+from operator import sub as _sub
 
 # the numbers a period may change: a raw view's offset, a wait's value
 _VAR = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)|(?<=>= )(\d+)")
@@ -161,7 +163,6 @@ def _fold_once_fast(items):
         ki = keys[i]
         plist = pos[ki]
         hi = min(n_items, i + MAXP + 1)
-        vi = vals[i]
         for r in range(rank[i] + 1, len(plist)):
             j = plist[r]
             if j >= hi:
@@ -171,13 +172,11 @@ def _fold_once_fast(items):
                 break
             if keys[i:j] != keys[j:j + p]:
                 continue
-            deltas = []
-            if p == 1:
-                deltas.extend(y - x for x, y in zip(vi, vals[j]))
-            else:
-                for a in range(p):
-                    deltas.extend(y - x for x, y in zip(vals[i + a], vals[j + a]))
-            deltas = tuple(deltas)
+            # per item of the period, the step of its numbers from one period to the next;
+            # period n continues the run iff its numbers are period n-1's plus the steps
+            # (the same test as vals[s] - vals[i] == n * step, given periods 1..n-1 passed)
+            dl = [tuple(map(_sub, vals[j + a], vals[i + a])) for a in range(p)]
+            deltas = tuple(_chain.from_iterable(dl)) if p > 1 else dl[0]
             n = 2
             kper = keys[i:j]
             while i + (n + 1) * p <= n_items:
@@ -185,14 +184,9 @@ def _fold_once_fast(items):
                 if keys[s:s + p] != kper:
                     break
                 ok = True
-                k = 0
                 for a in range(p):
-                    for x, y in zip(vals[i + a], vals[s + a]):
-                        if y - x != n * deltas[k]:
-                            ok = False
-                            break
-                        k += 1
-                    if not ok:
+                    if tuple(map(_sub, vals[s + a], vals[s - p + a])) != dl[a]:
+                        ok = False
                         break
                 if not ok:
                     break
