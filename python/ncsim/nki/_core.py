@@ -424,6 +424,19 @@ class _Index:
         self.map = {}
 
 
+class _Grid2:
+    """Access records of a memory with two-dimensional regions, in cells along both dims (the
+    tracer's fast path): a cell is the first access's extent, at least 1/64 of the memory's."""
+    __slots__ = ("wa", "wb", "map")
+
+    def __init__(self, key, box):
+        ext = (128, key.size) if isinstance(key, Slot) else key.shape
+        (la, ha), (lb, hb) = box
+        self.wa = max(1, ha - la, -(-ext[0] // 64))
+        self.wb = max(1, hb - lb, -(-ext[1] // 64))
+        self.map = {}
+
+
 class Alloc:
     """A logical on-chip tensor occupying one slot; when the last view of it dies, the slot is
     free for the next tensor of its allocation site."""
@@ -2195,41 +2208,52 @@ class Tracer:
             self.tick += 1
 
     def _access(self, key, box, write, ag, idx, deps):
-        """_access_ref for the common case, a box within one bucket with two dims (every
-        on-chip view, 2-D HBM tensors): the same records, dependences and coverings."""
+        """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
+        tensors): records in cells along both dims (_Grid2), so that tiles of a big tensor
+        that share a row or column of it are not compared. The records that overlap the
+        access, and so the dependences and coverings, are those of _access_ref (a record sits
+        in every cell it overlaps; the others never matter)."""
         if not _fast[0] or len(box) != 2:
             return self._access_ref(key, box, write, ag, idx, deps)
         ix = key.recs
         if ix is None:
-            ix = key.recs = _Index(key, box)
-        d, w = ix.dim, ix.width
-        b0 = box[d][0] // w
-        if (box[d][1] - 1) // w != b0:
-            return self._access_ref(key, box, write, ag, idx, deps)
-        rec = [box, ag, idx, write, False]
-        buckets = ix.map
-        lst = buckets.get(b0)
-        if lst is None:
-            buckets[b0] = [rec]
-            return
+            ix = key.recs = _Grid2(key, box)
         (la, ha), (lb, hb) = box
-        alive = []
-        for r in lst:
-            if r[4]:
-                continue
-            alive.append(r)
-            (l2a, h2a), (l2b, h2b) = r[0]
-            if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
-                continue
-            rag = r[1]
-            if (r[3] or write) and rag != ag:
-                if deps.get(rag, -1) < r[2]:
-                    deps[rag] = r[2]
-            if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
-                    l2b >= lb and h2b <= hb:
-                r[4] = True
-        alive.append(rec)
-        buckets[b0] = alive
+        wa, wb = ix.wa, ix.wb
+        a0, a1 = la // wa, (ha - 1) // wa
+        b0, b1 = lb // wb, (hb - 1) // wb
+        rec = [box, ag, idx, write, False]
+        cells = ix.map
+        seen = None if a0 == a1 and b0 == b1 else set()
+        for a in range(a0, a1 + 1):
+            for b in range(b0, b1 + 1):
+                c = (a, b)
+                lst = cells.get(c)
+                if not lst:
+                    cells[c] = [rec]
+                    continue
+                alive = []
+                for r in lst:
+                    if r[4]:
+                        continue
+                    alive.append(r)
+                    if seen is not None:
+                        rid = id(r)
+                        if rid in seen:
+                            continue
+                        seen.add(rid)
+                    (l2a, h2a), (l2b, h2b) = r[0]
+                    if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                        continue
+                    rag = r[1]
+                    if (r[3] or write) and rag != ag:
+                        if deps.get(rag, -1) < r[2]:
+                            deps[rag] = r[2]
+                    if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                            l2b >= lb and h2b <= hb:
+                        r[4] = True
+                alive.append(rec)
+                cells[c] = alive
 
     def _access_ref(self, key, box, write, ag, idx, deps):
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
