@@ -119,6 +119,36 @@ class Kernel:
         if _core._tracer[0] is not None:
             raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
                                 "launched from inside another kernel's trace with a grid")
+        if pol.fast_trace and os.environ.get("NCSIM_NKI_TRACE_ORACLE"):
+            return self._lower_oracle(args, kwargs, grid, pol, arch)
+        return self._lower_pol(args, kwargs, grid, pol, arch)
+
+    def _lower_oracle(self, args, kwargs, grid, pol, arch):
+        """NCSIM_NKI_TRACE_ORACLE=1 (tests): lower with the tracer's optimised paths and again
+        with the reference ones (Policy.fast_trace=False), and require the same program text,
+        or the same error."""
+        def one(p):
+            try:
+                return self._lower_pol(args, kwargs, grid, p, arch), None
+            except Exception as e:                  # compared below, then re-raised
+                return None, e
+        (low, e1) = one(pol)
+        (ref, e2) = one(pol.copy(fast_trace=False))
+        if (e1 is None) != (e2 is None) or e1 is not None and \
+                (type(e1) is not type(e2) or str(e1) != str(e2)):
+            raise AssertionError(f"trace oracle: {self.func.__name__}: the fast tracer gives "
+                                 f"{e1!r}, the reference {e2!r}")
+        if e1 is not None:
+            raise e1
+        if low[0].text != ref[0].text or low[0].tensors != ref[0].tensors or \
+                low[0].spill != ref[0].spill:
+            raise AssertionError(f"trace oracle: {self.func.__name__}: the fast tracer's program "
+                                 "text differs from the reference tracer's")
+        return low
+
+    def _lower_pol(self, args, kwargs, grid, pol, arch):
+        func = self.func
+        source = func.__code__.co_filename
         sig = inspect.signature(func)
         try:
             bound = sig.bind(*args, **kwargs)

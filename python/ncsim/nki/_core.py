@@ -104,6 +104,8 @@ class Policy:
                                          # rsqrt: no table switch; the adamw profile), else
                                          # VectorE (silu's, after exp); or "dve" / "act"
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
+        self.fast_trace = True           # the tracer's optimised paths; False: the reference
+                                         # ones (the same program text, slower; for tests)
         self.set(**kw)
 
     def set(self, **kw):
@@ -325,11 +327,14 @@ class Pred:
         return box
 
 
+_GRID_AXES = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}
+
+
 class Grid(tuple):
     """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4."""
 
     def __getattr__(self, name):
-        idx = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}.get(name)
+        idx = _GRID_AXES.get(name)
         if idx is None or idx >= len(self):
             raise AttributeError(name)
         return self[idx]
@@ -423,6 +428,19 @@ class _Index:
         n = ext[best][1]
         self.dim = best
         self.width = max(1, box[best][1] - box[best][0], -(-n // 1024))
+        self.map = {}
+
+
+class _Grid2:
+    """Access records of a memory with two-dimensional regions, in cells along both dims (the
+    tracer's fast path): a cell is the first access's extent, at least 1/64 of the memory's."""
+    __slots__ = ("wa", "wb", "map")
+
+    def __init__(self, key, box):
+        ext = (128, key.size) if isinstance(key, Slot) else key.shape
+        (la, ha), (lb, hb) = box
+        self.wa = max(1, ha - la, -(-ext[0] // 64))
+        self.wb = max(1, hb - lb, -(-ext[1] // 64))
         self.map = {}
 
 
@@ -984,6 +1002,43 @@ def index_view(t, key):
 
 
 def _index_view(t, key):
+    if _fast[0]:
+        return _index_view_fast(t, key)
+    return _index_view_ref(t, key)
+
+
+def _index_view_fast(t, key):
+    """_index_view_ref for subscripts of ints, slices and affine indices (the common ones):
+    the same views and errors, checked in one pass; anything else goes to the reference."""
+    if type(key) is not tuple:
+        if key is Ellipsis:
+            return _basic_index(t, (_FULL,) * len(t.shape))
+        key = (key,)
+    adv = False
+    for k in key:
+        tk = type(k)
+        if tk is IndexExpr:
+            adv = True
+        elif tk is not slice and tk is not int:
+            return _index_view_ref(t, key)
+    n = len(t.shape)
+    if len(key) > n:
+        error("err_index_out_of_bound", f"{len(key)} indices for a tensor of {len(t.shape)} dims")
+    if len(key) < n:
+        key = key + (_FULL,) * (n - len(key))
+    if adv:
+        for k in key:
+            if type(k) is slice and k != _FULL:
+                error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                      "mixing slices and index arrays in one subscript")
+        return _adv_index_fast(t, key)
+    return _basic_index(t, key)
+
+
+_FULL = slice(None)
+
+
+def _index_view_ref(t, key):
     if not isinstance(key, tuple):
         key = (key,)
     # nl.ds and Ellipsis
@@ -1109,6 +1164,90 @@ def _basic_index(t, key):
 
 
 def _adv_index(t, key):
+    if _fast[0]:
+        return _adv_index_fast(t, key)
+    return _adv_index_ref(t, key)
+
+
+def _adv_index_fast(t, key):
+    """_adv_index_ref with the same results and errors, in fewer Python operations (the
+    tracer's hot path: every nl.arange subscript)."""
+    shape = ()
+    for k in key:
+        if type(k) is IndexExpr or isinstance(k, IndexExpr):
+            ks = k.shape
+            if ks != shape:
+                if shape:
+                    bk = (shape, ks)
+                    r = _BSHAPES.get(bk)
+                    if r is None:
+                        r = _BSHAPES[bk] = _bshape(shape, ks)
+                    shape = r
+                else:
+                    shape = ks
+    R = len(shape)
+    exprs = []
+    for k in key:
+        if type(k) is IndexExpr or isinstance(k, IndexExpr):
+            ks = k.shape
+            if len(ks) == R:
+                exprs.append((k.const, k.coefs))
+            else:
+                exprs.append((k.const, k._aligned(R)))
+        elif isinstance(k, slice):
+            error("err_unsupported_mixing_basic_advanced_tensor_indexing",
+                  "mixing slices and index arrays in one subscript")
+        else:
+            exprs.append((int(k), _NOCO))
+    chk = []
+    off = t.off
+    strides = [0] * R
+    tshape, tstrides, pdim = t.shape, t.strides, t.pdim
+    for i, (c, co) in enumerate(exprs):
+        if co:
+            lo = hi = c
+            for a, v in co.items():
+                if v < 0:
+                    lo += v * (shape[a] - 1)
+                else:
+                    hi += v * (shape[a] - 1)
+            if i != pdim:
+                st = tstrides[i]
+                off += st * c
+                for a, v in co.items():
+                    strides[a] += st * v
+        else:
+            lo = hi = c
+            if i != pdim:
+                off += tstrides[i] * c
+        if lo < 0 or hi >= tshape[i]:
+            chk.append((c, co if co is not _NOCO else {}, tshape[i], i))
+    if t.chk:
+        t.check_bounds()
+    if pdim is None:
+        v = t.clone_view(shape=shape, strides=strides, off=off)
+        v.chk = chk or None
+        return v
+    c, co = exprs[pdim]
+    if R == 0:
+        shape, strides, R = (1,), [0], 1
+    if co and (len(co) != 1 or co.get(0) != 1):
+        error("err_unsupported_index",
+              "the partition dim must be indexed by the first (partition) index axis with step 1")
+    if shape[0] > 1 and strides[0] != 0:
+        error("err_unsupported_index", "the partition index axis also moves along a free dim")
+    strides[0] = None
+    v = t.clone_view(shape=shape, strides=strides, off=off, p0=t.p0 + c, pdim=0)
+    v.chk = chk or None
+    return v
+
+
+_NOCO = {}
+_BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
+_fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
+
+
+def _adv_index_ref(t, key):
     exprs = []
     shape = ()
     for k in key:
@@ -1319,6 +1458,7 @@ class Tracer:
         if prev is not None:
             live = prev.uses
         self.pol = pol
+        _fast[0] = bool(getattr(pol, "fast_trace", True))
         # Loads (docs/nki.md, "Repeated loads"): the first pass records, per load site, the
         # distinct data it loads and how often; the second keeps the data of sites that fit.
         self.loads = {}                # first pass: key -> [(site, load bytes before it)]
@@ -2077,6 +2217,54 @@ class Tracer:
             self.tick += 1
 
     def _access(self, key, box, write, ag, idx, deps):
+        """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
+        tensors): records in cells along both dims (_Grid2), so that tiles of a big tensor
+        that share a row or column of it are not compared. The records that overlap the
+        access, and so the dependences and coverings, are those of _access_ref (a record sits
+        in every cell it overlaps; the others never matter)."""
+        if not _fast[0] or len(box) != 2:
+            return self._access_ref(key, box, write, ag, idx, deps)
+        ix = key.recs
+        if ix is None:
+            ix = key.recs = _Grid2(key, box)
+        (la, ha), (lb, hb) = box
+        wa, wb = ix.wa, ix.wb
+        a0, a1 = la // wa, (ha - 1) // wa
+        b0, b1 = lb // wb, (hb - 1) // wb
+        rec = [box, ag, idx, write, False]
+        cells = ix.map
+        seen = None if a0 == a1 and b0 == b1 else set()
+        for a in range(a0, a1 + 1):
+            for b in range(b0, b1 + 1):
+                c = (a, b)
+                lst = cells.get(c)
+                if not lst:
+                    cells[c] = [rec]
+                    continue
+                alive = []
+                for r in lst:
+                    if r[4]:
+                        continue
+                    alive.append(r)
+                    if seen is not None:
+                        rid = id(r)
+                        if rid in seen:
+                            continue
+                        seen.add(rid)
+                    (l2a, h2a), (l2b, h2b) = r[0]
+                    if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                        continue
+                    rag = r[1]
+                    if (r[3] or write) and rag != ag:
+                        if deps.get(rag, -1) < r[2]:
+                            deps[rag] = r[2]
+                    if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                            l2b >= lb and h2b <= hb:
+                        r[4] = True
+                alive.append(rec)
+                cells[c] = alive
+
+    def _access_ref(self, key, box, write, ag, idx, deps):
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
         other agents). Records live in buckets along one dim of the memory (the one along which
         its first access was most selective), so disjoint tiles of a big tensor are not compared."""
@@ -2217,7 +2405,7 @@ class Tracer:
                 out.append(f".engine {e}")
                 if self.pol.fold_loops:
                     from ._fold import fold
-                    st = fold(st)
+                    st = fold(st, self.pol.fast_trace)
                 out += st
         return "\n".join(out) + "\n"
 

@@ -9,6 +9,8 @@ on its own output, so nested loops come out nested. The folded text assembles to
 instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the
 disassemblies); a run it cannot express stays as it is."""
 import re
+from itertools import chain as _chain
+from operator import sub as _sub
 
 # the numbers a period may change: a raw view's offset, a wait's value
 _VAR = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)|(?<=>= )(\d+)")
@@ -133,12 +135,93 @@ def _fold_once(items):
     return out, changed
 
 
-def fold(lines):
-    """The lines of one engine's stream (instructions and `.loc`), folded into loops."""
-    items = [_Line(ln) for ln in lines]
+def _fold_once_fast(items):
+    """_fold_once with the same result: the candidate periods found from each key's list of
+    positions, and the lines of a run from prefix sums, instead of scanning and summing."""
+    out = []
+    n_items = len(items)
+    keys = [_kid(it.key) for it in items]
+    vals = [it.vals for it in items]
+    pos = {}
+    for x, k in enumerate(keys):
+        lst = pos.get(k)
+        if lst is None:
+            pos[k] = [x]
+        else:
+            lst.append(x)
+    rank = [0] * n_items            # rank[x]: x's place in its key's position list
+    for lst in pos.values():
+        for r, x in enumerate(lst):
+            rank[x] = r
+    pre = [0]
+    for it in items:
+        pre.append(pre[-1] + it.nlines)
+    i = 0
+    changed = False
+    while i < n_items:
+        best = None
+        ki = keys[i]
+        plist = pos[ki]
+        hi = min(n_items, i + MAXP + 1)
+        for r in range(rank[i] + 1, len(plist)):
+            j = plist[r]
+            if j >= hi:
+                break
+            p = j - i
+            if i + 2 * p > n_items:
+                break
+            if keys[i:j] != keys[j:j + p]:
+                continue
+            # per item of the period, the step of its numbers from one period to the next;
+            # period n continues the run iff its numbers are period n-1's plus the steps
+            # (the same test as vals[s] - vals[i] == n * step, given periods 1..n-1 passed)
+            dl = [tuple(map(_sub, vals[j + a], vals[i + a])) for a in range(p)]
+            deltas = tuple(_chain.from_iterable(dl)) if p > 1 else dl[0]
+            n = 2
+            kper = keys[i:j]
+            while i + (n + 1) * p <= n_items:
+                s = i + n * p
+                if keys[s:s + p] != kper:
+                    break
+                ok = True
+                for a in range(p):
+                    if tuple(map(_sub, vals[s + a], vals[s - p + a])) != dl[a]:
+                        ok = False
+                        break
+                if not ok:
+                    break
+                n += 1
+            lines = n * (pre[j] - pre[i])
+            if lines >= MIN_LINES and (best is None or n * p > best[0] * best[1]):
+                best = (p, n, deltas)
+        if best is None:
+            out.append(items[i])
+            i += 1
+            continue
+        p, n, deltas = best
+        out.append(_Loop(items[i:i + p], deltas, n))
+        i += n * p
+        changed = True
+    return out, changed
+
+
+def fold(lines, fast=True):
+    """The lines of one engine's stream (instructions and `.loc`), folded into loops.
+    fast=False: the reference search (the same result, slower; for tests)."""
+    if fast:
+        cache = {}
+        items = []
+        for ln in lines:
+            it = cache.get(ln)
+            if it is None:
+                it = cache[ln] = _Line(ln)
+            items.append(it)
+    else:
+        items = [_Line(ln) for ln in lines]
+    once = _fold_once_fast if fast else _fold_once
     try:
         for _ in range(6):                 # nesting depth
-            items, changed = _fold_once(items)
+            items, changed = once(items)
             if not changed:
                 break
     finally:
