@@ -1864,6 +1864,8 @@ static void jreal(yajl_gen g, const char *k, double v, int decimals)
     if (!isfinite(v))
         v = 0;
     int n = snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    if (n < 0 || (size_t)n >= sizeof buf) /* a huge value (a crafted trace): exponent form */
+        n = snprintf(buf, sizeof buf, "%.17g", v);
     jkey(g, k);
     yajl_gen_number(g, buf, (size_t)n);
 }
