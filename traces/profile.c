@@ -236,45 +236,21 @@ static void derive(trc_profile_t *p, const totals_t *t, const isa_program_t *pro
 
 /* ---- from a statistics file --------------------------------------------------------------- */
 
-static uint64_t u64_of(json_t *v)
-{
-    if (json_is_integer(v))
-        return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
-    double d = json_number_value(v);
-    return d > 0 ? (uint64_t)llround(d) : 0;
-}
-
-static uint64_t ps_of(json_t *v)
-{
-    double ns = json_number_value(v);
-    return ns > 0 ? (uint64_t)llround(ns * 1000.0) : 0;
-}
-
 static ncsim_status_t from_stats(const char *path, json_t *root, uint32_t core, totals_t *t,
                                  trc_profile_t *p, char *err, size_t errlen)
 {
+    ncsim_status_t head = trc_stats_head(path, root, p->program, sizeof p->program, p->arch,
+                                         sizeof p->arch, p->failed, sizeof p->failed, err,
+                                         errlen);
+    if (head != NCSIM_OK)
+        return head;
     json_t *cores = json_object_get(root, "cores");
     json_t *total = json_object_get(root, "total_ns");
-    if (!json_is_array(cores) || !json_is_number(total)) {
-        snprintf(err, errlen,
-                 "%s: neither a trace nor a statistics file (no \"cores\" and \"total_ns\")",
-                 path);
-        return NCSIM_FORMAT;
-    }
-    const char *s = json_string_value(json_object_get(root, "program"));
-    snprintf(p->program, sizeof p->program, "%s", s ? s : "");
-    s = json_string_value(json_object_get(root, "arch"));
-    snprintf(p->arch, sizeof p->arch, "%s", s ? s : "");
-    s = json_string_value(json_object_get(root, "status"));
-    if (s && strcmp(s, "ok") != 0) { /* the statistics of a failed run */
-        const char *why = json_string_value(json_object_get(root, "error"));
-        snprintf(p->failed, sizeof p->failed, "%s", why && why[0] ? why : s);
-    }
     json_t *co = NULL, *c;
     size_t i;
     json_array_foreach(cores, i, c)
     {
-        if (u64_of(json_object_get(c, "id")) == core)
+        if (trc_stats_u64(json_object_get(c, "id")) == core)
             co = c;
     }
     if (!co) {
@@ -282,7 +258,7 @@ static ncsim_status_t from_stats(const char *path, json_t *root, uint32_t core, 
                  (unsigned)core, json_array_size(cores));
         return NCSIM_USAGE;
     }
-    t->total_ps = ps_of(total);
+    t->total_ps = trc_stats_ps(total);
     json_t *cfg = json_object_get(root, "arch_config");
     t->clock_ghz = json_number_value(json_object_get(json_object_get(cfg, "sp"), "clock_ghz"));
     t->peak_flops = json_number_value(json_object_get(root, "peak_flops_per_core"));
@@ -291,30 +267,30 @@ static ncsim_status_t from_stats(const char *path, json_t *root, uint32_t core, 
     json_t *engines = json_object_get(co, "engines");
     for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
         json_t *E = json_object_get(engines, isa_engine_name((isa_engine_t)e));
-        t->engine_active_ps[e] = ps_of(json_object_get(E, "active_ns"));
-        t->engine_count[e] = u64_of(json_object_get(E, "instructions"));
+        t->engine_active_ps[e] = trc_stats_ps(json_object_get(E, "active_ns"));
+        t->engine_count[e] = trc_stats_u64(json_object_get(E, "instructions"));
     }
-    t->cc_op_ps = ps_of(json_object_get(json_object_get(engines, "cc"), "busy_ns"));
-    t->flops = u64_of(json_object_get(json_object_get(engines, "pe"), "flops"));
-    t->hw_flops = u64_of(json_object_get(co, "tensor_hw_flops"));
-    t->hw_flops_fp32 = u64_of(json_object_get(co, "tensor_hw_flops_fp32"));
-    t->tr_flops = u64_of(json_object_get(co, "tensor_transpose_flops"));
-    t->tr_flops_fp32 = u64_of(json_object_get(co, "tensor_transpose_flops_fp32"));
+    t->cc_op_ps = trc_stats_ps(json_object_get(json_object_get(engines, "cc"), "busy_ns"));
+    t->flops = trc_stats_u64(json_object_get(json_object_get(engines, "pe"), "flops"));
+    t->hw_flops = trc_stats_u64(json_object_get(co, "tensor_hw_flops"));
+    t->hw_flops_fp32 = trc_stats_u64(json_object_get(co, "tensor_hw_flops_fp32"));
+    t->tr_flops = trc_stats_u64(json_object_get(co, "tensor_transpose_flops"));
+    t->tr_flops_fp32 = trc_stats_u64(json_object_get(co, "tensor_transpose_flops_fp32"));
     json_t *mem = json_object_get(co, "memory");
     t->have_memory = json_is_object(mem);
-    t->hbm_read = u64_of(json_object_get(mem, "hbm_read_bytes"));
-    t->hbm_write = u64_of(json_object_get(mem, "hbm_write_bytes"));
-    t->sbuf_read = u64_of(json_object_get(mem, "sbuf_read_bytes"));
-    t->sbuf_write = u64_of(json_object_get(mem, "sbuf_write_bytes"));
-    t->psum_read = u64_of(json_object_get(mem, "psum_read_bytes"));
-    t->psum_write = u64_of(json_object_get(mem, "psum_write_bytes"));
+    t->hbm_read = trc_stats_u64(json_object_get(mem, "hbm_read_bytes"));
+    t->hbm_write = trc_stats_u64(json_object_get(mem, "hbm_write_bytes"));
+    t->sbuf_read = trc_stats_u64(json_object_get(mem, "sbuf_read_bytes"));
+    t->sbuf_write = trc_stats_u64(json_object_get(mem, "sbuf_write_bytes"));
+    t->psum_read = trc_stats_u64(json_object_get(mem, "psum_read_bytes"));
+    t->psum_write = trc_stats_u64(json_object_get(mem, "psum_write_bytes"));
     json_t *dma = json_object_get(co, "dma");
-    t->dma_active_ps = ps_of(json_object_get(dma, "busy_ns"));
-    t->dma_transfers = u64_of(json_object_get(dma, "transfers"));
-    t->dma_bytes = u64_of(json_object_get(dma, "bytes"));
+    t->dma_active_ps = trc_stats_ps(json_object_get(dma, "busy_ns"));
+    t->dma_transfers = trc_stats_u64(json_object_get(dma, "transfers"));
+    t->dma_bytes = trc_stats_u64(json_object_get(dma, "bytes"));
     /* the NKI lowering's spill statistics, when the file carries them */
-    t->spill_save = (double)u64_of(json_object_get(root, "spill_save_bytes"));
-    t->spill_reload = (double)u64_of(json_object_get(root, "spill_reload_bytes"));
+    t->spill_save = (double)trc_stats_u64(json_object_get(root, "spill_save_bytes"));
+    t->spill_reload = (double)trc_stats_u64(json_object_get(root, "spill_reload_bytes"));
     return NCSIM_OK;
 }
 

@@ -15,13 +15,13 @@
 #include "report_load.h"
 #include "trace.h"
 
-static uint64_t ps_of(json_t *v)
+uint64_t trc_stats_ps(json_t *v)
 {
     double ns = json_number_value(v);
     return ns > 0 ? (uint64_t)llround(ns * 1000.0) : 0;
 }
 
-static uint64_t u64_of(json_t *v)
+uint64_t trc_stats_u64(json_t *v)
 {
     if (json_is_integer(v))
         return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
@@ -29,38 +29,53 @@ static uint64_t u64_of(json_t *v)
     return d > 0 ? (uint64_t)llround(d) : 0;
 }
 
-/* The statistics JSON (CLI.md schema and sim/stats.c extras) into a report. */
-static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_report_t *rep,
-                                        char *err, size_t errlen)
+ncsim_status_t trc_stats_head(const char *path, json_t *root, char *program, size_t program_len,
+                              char *arch, size_t arch_len, char *failed, size_t failed_len,
+                              char *err, size_t errlen)
 {
-    memset(rep, 0, sizeof *rep);
-    snprintf(rep->source, sizeof rep->source, "%s", path);
-    json_t *cores = json_object_get(root, "cores");
-    json_t *total = json_object_get(root, "total_ns");
-    if (!json_is_array(cores) || !json_is_number(total)) {
+    if (!json_is_array(json_object_get(root, "cores")) ||
+        !json_is_number(json_object_get(root, "total_ns"))) {
         snprintf(err, errlen, "%s: neither a trace nor a statistics file (no \"cores\" and "
                               "\"total_ns\")",
                  path);
         return NCSIM_FORMAT;
     }
     const char *s = json_string_value(json_object_get(root, "program"));
-    snprintf(rep->program, sizeof rep->program, "%s", s ? s : "");
+    snprintf(program, program_len, "%s", s ? s : "");
     s = json_string_value(json_object_get(root, "arch"));
-    snprintf(rep->arch, sizeof rep->arch, "%s", s ? s : "");
+    snprintf(arch, arch_len, "%s", s ? s : "");
+    failed[0] = '\0';
     s = json_string_value(json_object_get(root, "status"));
     if (s && strcmp(s, "ok") != 0) { /* a failed run's statistics (ncsim run --stats) */
         const char *why = json_string_value(json_object_get(root, "error"));
-        snprintf(rep->failed, sizeof rep->failed, "%s", why && why[0] ? why : s);
+        snprintf(failed, failed_len, "%s", why && why[0] ? why : s);
     }
-    rep->total_ps = ps_of(total);
-    rep->flops = u64_of(json_object_get(root, "tensor_flops"));
+    return NCSIM_OK;
+}
+
+
+/* The statistics JSON (CLI.md schema and sim/stats.c extras) into a report. */
+static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_report_t *rep,
+                                        char *err, size_t errlen)
+{
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->source, sizeof rep->source, "%s", path);
+    ncsim_status_t head = trc_stats_head(path, root, rep->program, sizeof rep->program,
+                                         rep->arch, sizeof rep->arch, rep->failed,
+                                         sizeof rep->failed, err, errlen);
+    if (head != NCSIM_OK)
+        return head;
+    json_t *cores = json_object_get(root, "cores");
+    json_t *total = json_object_get(root, "total_ns");
+    rep->total_ps = trc_stats_ps(total);
+    rep->flops = trc_stats_u64(json_object_get(root, "tensor_flops"));
     json_t *hw = json_object_get(root, "tensor_hw_flops");
     rep->have_hw_flops = json_is_number(hw);
-    rep->hw_flops = u64_of(hw);
+    rep->hw_flops = trc_stats_u64(hw);
     rep->peak_flops_per_core = json_number_value(json_object_get(root, "peak_flops_per_core"));
     json_t *hbm = json_object_get(root, "hbm");
-    rep->hbm_read = u64_of(json_object_get(hbm, "read_bytes"));
-    rep->hbm_write = u64_of(json_object_get(hbm, "write_bytes"));
+    rep->hbm_read = trc_stats_u64(json_object_get(hbm, "read_bytes"));
+    rep->hbm_write = trc_stats_u64(json_object_get(hbm, "write_bytes"));
     rep->hbm_peak_gbps = json_number_value(json_object_get(hbm, "peak_gbps"));
     json_t *cfg = json_object_get(root, "arch_config");
     json_t *dma_cfg = json_object_get(cfg, "dma");
@@ -72,8 +87,8 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
     json_t *co;
     json_array_foreach(cores, i, co)
     {
-        uint32_t id = (uint32_t)u64_of(json_object_get(co, "id"));
-        uint64_t chip = u64_of(json_object_get(co, "chip"));
+        uint32_t id = (uint32_t)trc_stats_u64(json_object_get(co, "id"));
+        uint64_t chip = trc_stats_u64(json_object_get(co, "chip"));
         if (chip + 1 > max_chip)
             max_chip = chip + 1;
         json_t *engines = json_object_get(co, "engines");
@@ -82,7 +97,7 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
         int used = 0;
         json_object_foreach(engines, name, e)
         {
-            uint64_t n = u64_of(json_object_get(e, "instructions"));
+            uint64_t n = trc_stats_u64(json_object_get(e, "instructions"));
             if (!n)
                 continue;
             used = 1;
@@ -92,11 +107,11 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
             re->core = id;
             snprintf(re->name, sizeof re->name, "%s", name);
             re->instructions = n;
-            re->busy_ps = ps_of(json_object_get(e, "busy_ns"));
-            re->stall_ps = ps_of(json_object_get(e, "stall_ns"));
+            re->busy_ps = trc_stats_ps(json_object_get(e, "busy_ns"));
+            re->stall_ps = trc_stats_ps(json_object_get(e, "stall_ns"));
             json_t *by = json_object_get(e, "stall_by_cause_ns");
             for (int c = 0; c < TRC_STALL_COUNT; c++) {
-                uint64_t ps = ps_of(json_object_get(by, trc_stall_key((trc_stall_t)c)));
+                uint64_t ps = trc_stats_ps(json_object_get(by, trc_stall_key((trc_stall_t)c)));
                 if (!ps)
                     continue;
                 trc_report_stall_t *st = trc_report_add_stall(rep);
@@ -110,15 +125,15 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
         }
         rep->cores_used += (uint64_t)used;
         json_t *dma = json_object_get(co, "dma");
-        uint64_t transfers = u64_of(json_object_get(dma, "transfers"));
+        uint64_t transfers = trc_stats_u64(json_object_get(dma, "transfers"));
         if (transfers) {
             trc_report_dma_t *d = trc_report_add_dma(rep);
             if (!d)
                 return NCSIM_NOMEM;
             d->core = id;
             d->transfers = transfers;
-            d->bytes = u64_of(json_object_get(dma, "bytes"));
-            d->busy_ps = ps_of(json_object_get(dma, "busy_ns"));
+            d->bytes = trc_stats_u64(json_object_get(dma, "bytes"));
+            d->busy_ps = trc_stats_ps(json_object_get(dma, "busy_ns"));
         }
     }
     rep->chips = max_chip;
@@ -126,34 +141,34 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
     json_t *ln;
     json_array_foreach(lines, i, ln)
     {
-        trc_report_line_t *l = trc_report_line(rep, (uint32_t)u64_of(json_object_get(ln, "line")));
+        trc_report_line_t *l = trc_report_line(rep, (uint32_t)trc_stats_u64(json_object_get(ln, "line")));
         if (!l)
             return NCSIM_NOMEM;
-        l->instructions = u64_of(json_object_get(ln, "instructions"));
-        l->busy_ps = ps_of(json_object_get(ln, "busy_ns"));
+        l->instructions = trc_stats_u64(json_object_get(ln, "instructions"));
+        l->busy_ps = trc_stats_ps(json_object_get(ln, "busy_ns"));
         json_t *by = json_object_get(ln, "stall_by_cause_ns");
         for (int c = 0; c < TRC_STALL_COUNT; c++)
-            l->stall_by[c] = ps_of(json_object_get(by, trc_stall_key((trc_stall_t)c)));
-        l->transfers = u64_of(json_object_get(ln, "transfers"));
-        l->dma_bytes = u64_of(json_object_get(ln, "dma_bytes"));
-        l->dma_ps = ps_of(json_object_get(ln, "dma_ns"));
-        l->dma_wait_ps = ps_of(json_object_get(ln, "dma_wait_ns"));
+            l->stall_by[c] = trc_stats_ps(json_object_get(by, trc_stall_key((trc_stall_t)c)));
+        l->transfers = trc_stats_u64(json_object_get(ln, "transfers"));
+        l->dma_bytes = trc_stats_u64(json_object_get(ln, "dma_bytes"));
+        l->dma_ps = trc_stats_ps(json_object_get(ln, "dma_ns"));
+        l->dma_wait_ps = trc_stats_ps(json_object_get(ln, "dma_wait_ns"));
     }
     json_t *links = json_object_get(root, "links");
     json_t *lk;
     json_array_foreach(links, i, lk)
     {
-        uint64_t bytes = u64_of(json_object_get(lk, "bytes"));
+        uint64_t bytes = trc_stats_u64(json_object_get(lk, "bytes"));
         if (!bytes)
             continue; /* links no collective used */
         trc_report_link_t *l = trc_report_add_link(rep);
         if (!l)
             return NCSIM_NOMEM;
-        l->from_chip = (uint32_t)u64_of(json_object_get(lk, "from_chip"));
-        l->to_chip = (uint32_t)u64_of(json_object_get(lk, "to_chip"));
+        l->from_chip = (uint32_t)trc_stats_u64(json_object_get(lk, "from_chip"));
+        l->to_chip = (uint32_t)trc_stats_u64(json_object_get(lk, "to_chip"));
         l->gbps = json_number_value(json_object_get(lk, "peak_gbps"));
         l->bytes = bytes;
-        l->busy_ps = ps_of(json_object_get(lk, "busy_ns"));
+        l->busy_ps = trc_stats_ps(json_object_get(lk, "busy_ns"));
     }
     trc_report_note(rep, "from a statistics file: no critical path, no instruction kinds, no "
                          "collective steps and no semaphore names (report on a trace for those)");
