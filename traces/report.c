@@ -1347,8 +1347,9 @@ static int critical_path(model_t *m)
             /* the distinct instruction names of the run, joined by '/' */
             const char *nm = str_of(m, x->name);
             size_t L = strlen(nm), W = strlen(run->what);
-            int seen = 0;
-            for (const char *p = run->what; (p = strstr(p, nm)) != NULL; p++)
+            int seen = L == 0; /* a nameless instruction (a crafted trace) adds nothing; and
+                                * strstr of "" would walk past the terminator */
+            for (const char *p = run->what; !seen && (p = strstr(p, nm)) != NULL; p++)
                 if ((p == run->what || p[-1] == '/') && (p[L] == '/' || p[L] == '\0'))
                     seen = 1;
             if (!seen && W + L + 2 < sizeof run->what - 12)
