@@ -15,8 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "file.h"
-#include "load.h"
+#include "outputs.h"
 #include "report.h"
 #include "report_load.h"
 #include "trace.h"
@@ -64,7 +63,7 @@ ncsim_status_t cli_report_load(const char *path, trc_report_t *rep, char *err, s
 
 /* --format neuron-profile: the profiler's summary (traces/profile.c, through the API). */
 static int report_profile(const char *path, const ncsim_profile_options_t *opt,
-                          const char *out_path)
+                          cli_outputs_t *outputs, const char *out_path)
 {
     char *text = NULL;
     ncsim_status_t st = ncsim_profile_summary(path, opt, &text);
@@ -72,14 +71,35 @@ static int report_profile(const char *path, const ncsim_profile_options_t *opt,
         fprintf(stderr, "ncsim report: %s\n", ncsim_last_error());
         return cli_exit(st);
     }
-    int rc = 0;
-    if (out_path ? sim_write_file(out_path, text, strlen(text)) != 0 : fputs(text, stdout) < 0) {
-        fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path ? out_path : "stdout",
-                strerror(errno));
-        rc = cli_exit(NCSIM_IO);
-    }
+    int rc = cli_output_write(outputs, out_path, text, strlen(text));
     ncsim_free(text);
     return rc;
+}
+
+/* The report of a loaded trace or statistics file, as text, CSV or JSON, to OUT_PATH. */
+static int report_print(trc_report_t *rep, int as_json, int by_line, int as_csv, size_t top,
+                        cli_outputs_t *outputs, const char *out_path)
+{
+    if (as_json) {
+        char *text = by_line ? trc_report_lines_json(rep) : trc_report_json(rep);
+        if (!text) {
+            fputs("ncsim report: out of memory\n", stderr);
+            return cli_exit(NCSIM_NOMEM);
+        }
+        int rc = cli_output_write(outputs, out_path, text, strlen(text));
+        free(text);
+        return rc;
+    }
+    FILE *out = cli_output_open(outputs, out_path);
+    if (!out)
+        return cli_exit(NCSIM_IO);
+    if (by_line && as_csv)
+        trc_report_print_lines_csv(out, rep);
+    else if (by_line)
+        trc_report_print_lines(out, rep, top);
+    else
+        trc_report_print(out, rep);
+    return cli_output_close(outputs, out_path, out);
 }
 
 int cli_report(int argc, char **argv)
@@ -171,66 +191,40 @@ int cli_report(int argc, char **argv)
         fputs("ncsim report: --core and --program go with --format neuron-profile\n", stderr);
         return 2;
     }
+    /* -o FILE: checked now, put in place when complete; a failure or a signal leaves no
+     * file of an earlier run under the name (docs/cli.md, "Output files") */
+    if (!out_path)
+        out_path = "-";
+    static cli_outputs_t outputs;
+    int rc = cli_output_begin(&outputs, "report", out_path, path, prof.program_path);
+    if (rc)
+        return rc;
     if (profile)
-        return report_profile(path, &prof, out_path);
+        return cli_output_end(&outputs, report_profile(path, &prof, &outputs, out_path));
     char err[1024];
     trc_report_t rep;
     ncsim_status_t st = cli_report_load(path, &rep, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim report: %s\n", err);
-        return cli_exit(st);
+        return cli_output_end(&outputs, cli_exit(st));
     }
-    int rc = 0;
     if (by_line) {
         char why[1024];
         int lt = trc_report_line_texts(&rep, source, why, sizeof why);
         if (lt < 0) {
             fprintf(stderr, "ncsim report: %s\n", why);
             trc_report_free(&rep);
-            return cli_exit(NCSIM_IO);
+            return cli_output_end(&outputs, cli_exit(NCSIM_IO));
         }
         if (lt > 0)
             fprintf(stderr, "ncsim report: note: no source text: %s\n", why);
     }
-    if (as_json) {
-        char *text = by_line ? trc_report_lines_json(&rep) : trc_report_json(&rep);
-        if (!text) {
-            fputs("ncsim report: out of memory\n", stderr);
-            rc = cli_exit(NCSIM_NOMEM);
-        } else if (out_path ? sim_write_file(out_path, text, strlen(text)) != 0
-                            : fputs(text, stdout) < 0) {
-            fprintf(stderr, "ncsim report: cannot write %s: %s\n",
-                    out_path ? out_path : "stdout", strerror(errno));
-            rc = cli_exit(NCSIM_IO);
-        }
-        free(text);
-    } else {
-        FILE *out = stdout;
-        isa_file_out_t file = {0};
-        if (out_path && isa_file_begin(&file, out_path)) {
-            fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path, strerror(errno));
-            rc = cli_exit(NCSIM_IO);
-        } else {
-            if (out_path)
-                out = file.f;
-            if (by_line && as_csv)
-                trc_report_print_lines_csv(out, &rep);
-            else if (by_line)
-                trc_report_print_lines(out, &rep, top);
-            else
-                trc_report_print(out, &rep);
-            /* through a temporary renamed into place: a failure leaves no partial file */
-            if (out_path && isa_file_commit(&file, 1) != 0) {
-                fprintf(stderr, "ncsim report: cannot write %s: %s\n", out_path,
-                        strerror(errno));
-                rc = cli_exit(NCSIM_IO);
-            }
-        }
-    }
+    rc = report_print(&rep, as_json, by_line, as_csv, top, &outputs, out_path);
     if (!rc && rep.failed[0]) { /* the report is printed, but a failed run is not a result */
         fprintf(stderr, "ncsim report: %s records a failed run: %s\n", path, rep.failed);
         rc = 1;
     }
     trc_report_free(&rep);
-    return rc;
+    /* the report of a failed run is kept: it says RUN FAILED, nobody takes it for a result */
+    return cli_output_end_keep(&outputs, rc, 1);
 }

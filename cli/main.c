@@ -177,51 +177,6 @@ int cli_find_hbm_tensor(const ncsim_program_t *prog, const char *name, size_t le
     return -1;
 }
 
-/*
- * The one output file of `asm` and `dis` (`-` is stdout), as `run` handles its outputs
- * (cli/outputs.c): checked before the work, written under a temporary renamed into place,
- * and, when the command fails or a signal ends it, no file of an earlier run is left under
- * the name (unless it is also the input).
- */
-static int begin_single_output(cli_outputs_t *o, const char *cmd, const char *out,
-                               const char *input, const char *arch)
-{
-    cli_outputs_init(o, cmd);
-    if (cli_outputs_add(o, out, "--output"))
-        return cli_exit(NCSIM_NOMEM);
-    cli_outputs_protect(o, input);
-    if (arch)
-        cli_outputs_protect(o, arch);
-    if (cli_outputs_validate(o)) {
-        cli_outputs_free(o);
-        return cli_exit(NCSIM_IO);
-    }
-    return 0;
-}
-
-static int write_single_output(cli_outputs_t *o, const char *out, const void *data, size_t len)
-{
-    if (sim_write_file(cli_outputs_path(o, out), data, len)) {
-        fprintf(stderr, "ncsim %s: cannot write %s: %s\n", o->cmd, out, strerror(errno));
-        return cli_exit(NCSIM_IO);
-    }
-    cli_outputs_mark_written(o, out);
-    return 0;
-}
-
-/* RC 0: the output goes into place; otherwise the temporary and the target are removed. */
-static int end_single_output(cli_outputs_t *o, int rc)
-{
-    if (rc == 0) {
-        if (cli_outputs_commit(o))
-            rc = cli_exit(NCSIM_IO);
-    } else {
-        cli_outputs_abort(o);
-    }
-    cli_outputs_free(o);
-    return rc;
-}
-
 static int cmd_asm(int argc, char **argv)
 {
     static const struct option opts[] = {{"output", required_argument, 0, 'o'},
@@ -245,24 +200,24 @@ static int cmd_asm(int argc, char **argv)
         return 2;
     }
     static cli_outputs_t outputs;
-    int rc = begin_single_output(&outputs, "asm", out, argv[optind], arch);
+    int rc = cli_output_begin(&outputs, "asm", out, argv[optind], arch);
     if (rc)
         return rc;
     isa_program_t *prog = NULL;
     rc = cli_load_program("asm", argv[optind], arch, &prog);
     if (rc)
-        return end_single_output(&outputs, rc);
+        return cli_output_end(&outputs, rc);
     uint8_t *buf = NULL;
     size_t len = 0;
     ncsim_status_t st = isa_ncx_write(prog, &buf, &len);
     isa_program_free(prog);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim asm: cannot encode: %s\n", ncsim_status_text(st));
-        return end_single_output(&outputs, cli_exit(st));
+        return cli_output_end(&outputs, cli_exit(st));
     }
-    rc = write_single_output(&outputs, out, buf, len);
+    rc = cli_output_write(&outputs, out, buf, len);
     free(buf);
-    return end_single_output(&outputs, rc);
+    return cli_output_end(&outputs, rc);
 }
 
 static int cmd_dis(int argc, char **argv)
@@ -287,22 +242,22 @@ static int cmd_dis(int argc, char **argv)
         return 2;
     }
     static cli_outputs_t outputs;
-    int rc = begin_single_output(&outputs, "dis", out, argv[optind], arch);
+    int rc = cli_output_begin(&outputs, "dis", out, argv[optind], arch);
     if (rc)
         return rc;
     isa_program_t *prog = NULL;
     rc = cli_load_program("dis", argv[optind], arch, &prog);
     if (rc)
-        return end_single_output(&outputs, rc);
+        return cli_output_end(&outputs, rc);
     char *text = isa_disassemble(prog);
     isa_program_free(prog);
     if (!text) {
         fputs("ncsim dis: out of memory\n", stderr);
-        return end_single_output(&outputs, cli_exit(NCSIM_NOMEM));
+        return cli_output_end(&outputs, cli_exit(NCSIM_NOMEM));
     }
-    rc = write_single_output(&outputs, out, text, strlen(text));
+    rc = cli_output_write(&outputs, out, text, strlen(text));
     free(text);
-    return end_single_output(&outputs, rc);
+    return cli_output_end(&outputs, rc);
 }
 
 static int cmd_arch(int argc, char **argv)

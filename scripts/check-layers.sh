@@ -37,10 +37,6 @@ cli/main.c:dis.h                    ncsim dis
 cli/main.c:load.h                   ncsim asm loads programs through sim/load.h
 cli/main.c:ncx.h                    ncsim asm writes .ncx
 cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
-cli/cmd_diff.c:file.h               reads files through isa/file.c
-cli/cmd_diff.c:load.h               loads programs for --source
-cli/cmd_report.c:file.h             reads files through isa/file.c
-cli/cmd_report.c:load.h             loads programs for --source
 cli/cmd_sweep.c:arch.h              sweep specs name config keys of models/arch.h
 cli/cmd_sweep.c:file.h              sweep outputs through isa/file.c
 cli/cmd_validate.c:load.h           validate loads programs through sim/load.h
