@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "load.h"
 #include "outputs.h"
 #include "validate.h"
 
@@ -437,7 +436,7 @@ int cli_fit(int argc, char **argv)
         char *json = sim_fit_config_json(m, &fo, &out, name);
         if (!json) {
             rc = cli_exit(NCSIM_NOMEM);
-        } else if (sim_write_file(cli_outputs_path(&outputs, output), json, strlen(json))) {
+        } else if (ncsim_write_file(cli_outputs_path(&outputs, output), json, strlen(json))) {
             fprintf(stderr, "ncsim fit: cannot write %s: %s\n", output, strerror(errno));
             rc = cli_exit(NCSIM_IO);
         } else {

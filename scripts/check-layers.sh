@@ -39,8 +39,6 @@ cli/main.c:ncx.h                    ncsim asm writes .ncx
 cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
 cli/cmd_sweep.c:arch.h              sweep specs name config keys of models/arch.h
 cli/cmd_sweep.c:file.h              sweep outputs through isa/file.c
-cli/cmd_validate.c:load.h           validate loads programs through sim/load.h
-explore/pool.c:text.h               models/text.c string helpers
 explore/sweep.c:file.h              sweep outputs through isa/file.c
 explore/sweep.c:diag.h              sweeps run on sim/ directly (issue #26, item 1)
 explore/sweep.c:load.h              sweeps run on sim/ directly
@@ -48,17 +46,7 @@ explore/sweep.c:npy.h               sweeps run on sim/ directly
 explore/sweep.c:rng.h               sweeps run on sim/ directly
 explore/sweep.c:sim.h               sweeps run on sim/ directly
 explore/sweep.c:stats.h             sweeps run on sim/ directly
-explore/sweep.c:text.h              models/text.c string helpers
 explore/sweep.h:arch.h              sweep specs hold models/ configs
-explore/sweep_plot.c:load.h         plots read statistics through sim/load.h
-explore/sweep_plot.c:text.h         models/text.c string helpers
-explore/validate.c:arch.h           validation runs on sim/ directly (issue #26, item 1)
-explore/validate.c:asm.h            validation runs on sim/ directly
-explore/validate.c:load.h           validation runs on sim/ directly
-explore/validate.c:sim.h            validation runs on sim/ directly
-explore/validate.c:text.h           models/text.c string helpers
-explore/validate.h:isa.h            validation entries hold status codes of isa/
-explore/validate_fit.c:text.h       models/text.c string helpers
 "
 
 declare -A where

@@ -12,6 +12,8 @@
 
 /* the command's own source: the loader lives in the executable, not in a library */
 #include "../../cli/cmd_report.c"
+/* and its output file (`report -o`) */
+#include "../../cli/outputs.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
