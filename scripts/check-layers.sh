@@ -30,12 +30,6 @@ folders="include isa models traces raster sim api viz explore cli"
 
 # file:header  reason -- the debts of issue #26 (docs/design.md, "Known exceptions")
 exceptions="
-cli/cli.h:diag.h                    assembly diagnostics printed by asm/dis
-cli/cli.h:isa.h                     asm/dis/cli_load_program on the ISA directly
-cli/main.c:arch.h                   ncsim arch lists presets through models/
-cli/main.c:dis.h                    ncsim dis
-cli/main.c:load.h                   ncsim asm loads programs through sim/load.h
-cli/main.c:ncx.h                    ncsim asm writes .ncx
 cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
 cli/cmd_sweep.c:arch.h              sweep specs name config keys of models/arch.h
 cli/cmd_sweep.c:file.h              sweep outputs through isa/file.c
