@@ -52,6 +52,8 @@ struct ncsim_sim {
     const sim_observer_t *line_next;
     char *failure;              /* ncsim_sim_set_failure: why the caller judged it failed */
     char *run_failure;          /* the first line of the run's own error, made on demand */
+    ncsim_record_hooks_t records; /* ncsim_sim_set_record_hooks */
+    sim_trace_sink_t tee;       /* with record hooks: the client's hooks, then the trace's */
 };
 
 /* Record the failure of the current call in this thread's error and return `st`. */

@@ -6,16 +6,9 @@
 
 #include <stddef.h>
 
-#include "diag.h"
-#include "isa.h"
 #include "ncsim.h"
 
-int cli_print_diag(const isa_diag_t *d);
-int cli_arch_lookup(void *ctx, const char *name, isa_geometry_t *g);
 int cli_exit(ncsim_status_t st);
-int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen);
-int cli_load_program(const char *cmd, const char *path, const char *arch_name,
-                     isa_program_t **prog);
 
 /* PROG and its architecture as `ncsim run` and `ncsim check` resolve them, through the public
  * API: --arch (else the program's .arch, else trn1) with the --set overrides, validated.

@@ -5,36 +5,12 @@
  * of the public API (include/ncsim.h), like `ncsim run`.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-
-static const char usage_check[] =
-    "usage: ncsim check PROG [options]\n"
-    "\n"
-    "Check a program (.nca or .ncx): static checks of its semaphores, then a functional run\n"
-    "with every optional check on. Reports data races between engines, DMA queues and\n"
-    "collectives that no semaphore chain orders (whether or not they collided in this run),\n"
-    "reads of memory nothing wrote, the first instruction producing NaN or Inf, PSUM\n"
-    "accumulation misuse, reads of PSUM while its accumulation group is open, waits that can\n"
-    "never hold, posts no wait observes and semaphore overflow (docs/check.md).\n"
-    "  --arch NAME|FILE.json     architecture preset or config file (default: the program's\n"
-    "                            .arch, else trn1)\n"
-    "  --set KEY=VALUE           override one config value (repeatable)\n"
-    "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
-    "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
-    "                            (default: unbound inputs get random values with seed 0)\n"
-    "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
-    "  --stochastic-rounding     round by the seeded stochastic rule\n"
-    "  --checks LIST             only these: races,uninit,nan,psum,sems,views (default all)\n"
-    "  --json                    findings as JSON on stdout\n"
-    "  --max N                   print at most N groups of findings (default 50, 0: all)\n"
-    "  -q, --quiet               no summary line\n"
-    "exit codes: 0 no finding, 1 findings or a run-time error or deadlock, 2 usage or\n"
-    "assembly error, 3 input/output error, 4 internal error.\n";
+#include "options.h"
 
 #define MAX_ARGS 256
 
@@ -42,6 +18,128 @@ typedef struct bind {
     const char *name, *path;
     size_t name_len;
 } bind_t;
+
+/* ---- options: one row each (cli/options.h) -------------------------------------------------- */
+
+typedef struct check_args {
+    const char *path, *arch_name;
+    const char *sets[MAX_ARGS];
+    bind_t ins[MAX_ARGS];
+    int nsets, nins, json, quiet, stochastic;
+    uint64_t seed, random_seed;
+    unsigned checks;
+    size_t max_groups;
+} check_args_t;
+
+static int opt_arch(void *p, const char *name, const char *arg)
+{
+    (void)name;
+    ((check_args_t *)p)->arch_name = arg;
+    return 0;
+}
+
+static int opt_set(void *p, const char *name, const char *arg)
+{
+    check_args_t *a = p;
+    (void)name;
+    if (a->nsets == MAX_ARGS) {
+        fputs("ncsim check: too many --set options\n", stderr);
+        return -1;
+    }
+    a->sets[a->nsets++] = arg;
+    return 0;
+}
+
+static int opt_in(void *p, const char *name, const char *arg)
+{
+    check_args_t *a = p;
+    (void)name;
+    const char *eq = strchr(arg, '=');
+    if (a->nins == MAX_ARGS || !eq || eq == arg || !eq[1]) {
+        fprintf(stderr, "ncsim check: --in wants NAME=FILE.npy, not '%s'\n", arg);
+        return -1;
+    }
+    a->ins[a->nins++] = (bind_t){arg, eq + 1, (size_t)(eq - arg)};
+    return 0;
+}
+
+/* --random-inputs, --seed, --max: an integer (decimal, 0x hex or 0 octal, as strtoull) */
+static int opt_integer(void *p, const char *name, const char *arg)
+{
+    check_args_t *a = p;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 0);
+    if (errno || *end || !*arg) {
+        fprintf(stderr, "ncsim check: --%s wants an integer, not '%s'\n", name, arg);
+        return -1;
+    }
+    if (strcmp(name, "random-inputs") == 0)
+        a->random_seed = v;
+    else if (strcmp(name, "seed") == 0)
+        a->seed = v;
+    else
+        a->max_groups = (size_t)v;
+    return 0;
+}
+
+static int opt_checks(void *p, const char *name, const char *arg)
+{
+    (void)name;
+    if (ncsim_parse_checks(arg, &((check_args_t *)p)->checks) != NCSIM_OK) {
+        fprintf(stderr, "ncsim check: --checks: %s\n", ncsim_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+static int opt_flag(void *p, const char *name, const char *arg)
+{
+    check_args_t *a = p;
+    (void)arg;
+    *(strcmp(name, "json") == 0                  ? &a->json
+      : strcmp(name, "stochastic-rounding") == 0 ? &a->stochastic
+                                                 : &a->quiet) = 1;
+    return 0;
+}
+
+static const cli_option_t check_options[] = {
+    {"arch", 0, "NAME|FILE.json", opt_arch,
+     "architecture preset or config file (default: the program's\n"
+     ".arch, else trn1)"},
+    {"set", 0, "KEY=VALUE", opt_set, "override one config value (repeatable)"},
+    {"in", 0, "NAME=FILE.npy", opt_in, "bind an input/inout HBM tensor (repeatable)"},
+    {"random-inputs", 0, "SEED", opt_integer,
+     "fill unbound inputs with seeded uniform values in [-1, 1)\n"
+     "(default: unbound inputs get random values with seed 0)"},
+    {"seed", 0, "N", opt_integer, "seed for stochastic rounding and dropout (default 0)"},
+    {"stochastic-rounding", 0, NULL, opt_flag, "round by the seeded stochastic rule"},
+    {"checks", 0, "LIST", opt_checks,
+     "only these: races,uninit,nan,psum,sems,views (default all)"},
+    {"json", 0, NULL, opt_flag, "findings as JSON on stdout"},
+    {"max", 0, "N", opt_integer, "print at most N groups of findings (default 50, 0: all)"},
+    {"quiet", 'q', NULL, opt_flag, "no summary line"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static const cli_command_t check_command = {
+    "check",
+    "usage: ncsim check PROG [options]\n"
+    "\n"
+    "Check a program (.nca or .ncx): static checks of its semaphores, then a functional run\n"
+    "with every optional check on. Reports data races between engines, DMA queues and\n"
+    "collectives that no semaphore chain orders (whether or not they collided in this run),\n"
+    "reads of memory nothing wrote, the first instruction producing NaN or Inf, PSUM\n"
+    "accumulation misuse, reads of PSUM while its accumulation group is open, waits that can\n"
+    "never hold, posts no wait observes and semaphore overflow (docs/check.md).\n",
+    check_options,
+    28,
+    "exit codes: 0 no finding, 1 findings or a run-time error or deadlock, 2 usage or\n"
+    "assembly error, 3 input/output error, 4 internal error.\n",
+    1,
+    1,
+    "expected one program",
+};
 
 /* The findings (and the run's outcome) as text or JSON; the exit code: 1 for any finding
  * or a failed run, 4 when the checker ran out of memory, else 0. */
@@ -89,129 +187,61 @@ static int report_findings(ncsim_sim_t *s, ncsim_status_t run, const char *path,
     return n || run != NCSIM_OK ? 1 : 0;
 }
 
+/* Every --in bound, then random values for the other inputs. 0 or the exit code. */
+static int bind_inputs(const check_args_t *a, const ncsim_program_t *prog, ncsim_sim_t *s)
+{
+    for (int i = 0; i < a->nins; i++) {
+        const bind_t *b = &a->ins[i];
+        ncsim_tensor_info_t info;
+        int t = cli_find_hbm_tensor(prog, b->name, b->name_len, &info);
+        if (t < 0 || (info.role != NCSIM_INPUT && info.role != NCSIM_INOUT)) {
+            fprintf(stderr, "ncsim check: --in %.*s: the program declares no input or inout "
+                            "HBM tensor of that name\n",
+                    (int)b->name_len, b->name);
+            return 2;
+        }
+        ncsim_status_t st = ncsim_sim_load_npy(s, (uint32_t)t, b->path);
+        if (st != NCSIM_OK) {
+            fprintf(stderr, "ncsim check: %s\n", ncsim_last_error());
+            return cli_exit(st);
+        }
+    }
+    ncsim_status_t st = ncsim_sim_random_inputs(s, a->random_seed);
+    if (st != NCSIM_OK)
+        fprintf(stderr, "ncsim check: %s\n", ncsim_last_error());
+    return st == NCSIM_OK ? 0 : cli_exit(st);
+}
+
 int cli_check(int argc, char **argv)
 {
-    enum { O_ARCH = 256, O_SET, O_IN, O_RANDOM, O_SEED, O_SR, O_CHECKS, O_JSON, O_MAX };
-    static const struct option opts[] = {{"arch", required_argument, 0, O_ARCH},
-                                         {"set", required_argument, 0, O_SET},
-                                         {"in", required_argument, 0, O_IN},
-                                         {"random-inputs", required_argument, 0, O_RANDOM},
-                                         {"seed", required_argument, 0, O_SEED},
-                                         {"stochastic-rounding", no_argument, 0, O_SR},
-                                         {"checks", required_argument, 0, O_CHECKS},
-                                         {"json", no_argument, 0, O_JSON},
-                                         {"max", required_argument, 0, O_MAX},
-                                         {"quiet", no_argument, 0, 'q'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *arch_name = NULL;
-    const char *sets[MAX_ARGS];
-    bind_t ins[MAX_ARGS];
-    int nsets = 0, nins = 0, json = 0, quiet = 0, stochastic = 0;
-    uint64_t seed = 0, random_seed = 0;
-    unsigned checks = NCSIM_CHECK_ALL;
-    size_t max_groups = 50;
-    char *end;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
-        switch (c) {
-        case O_ARCH: arch_name = optarg; break;
-        case O_SET:
-            if (nsets == MAX_ARGS) {
-                fputs("ncsim check: too many --set options\n", stderr);
-                return 2;
-            }
-            sets[nsets++] = optarg;
-            break;
-        case O_IN: {
-            const char *eq = strchr(optarg, '=');
-            if (nins == MAX_ARGS || !eq || eq == optarg || !eq[1]) {
-                fprintf(stderr, "ncsim check: --in wants NAME=FILE.npy, not '%s'\n", optarg);
-                return 2;
-            }
-            ins[nins++] = (bind_t){optarg, eq + 1, (size_t)(eq - optarg)};
-            break;
-        }
-        case O_RANDOM:
-        case O_SEED:
-        case O_MAX: {
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 0);
-            if (errno || *end || !*optarg) {
-                fprintf(stderr, "ncsim check: --%s wants an integer, not '%s'\n",
-                        c == O_RANDOM ? "random-inputs" : c == O_SEED ? "seed" : "max",
-                        optarg);
-                return 2;
-            }
-            if (c == O_RANDOM)
-                random_seed = v;
-            else if (c == O_SEED)
-                seed = v;
-            else
-                max_groups = (size_t)v;
-            break;
-        }
-        case O_SR: stochastic = 1; break;
-        case O_CHECKS:
-            if (ncsim_parse_checks(optarg, &checks) != NCSIM_OK) {
-                fprintf(stderr, "ncsim check: --checks: %s\n", ncsim_last_error());
-                return 2;
-            }
-            break;
-        case O_JSON: json = 1; break;
-        case 'q': quiet = 1; break;
-        case 'h': fputs(usage_check, stdout); return 0;
-        default: fputs(usage_check, stderr); return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        fprintf(stderr, "ncsim check: expected one program\n%s", usage_check);
-        return 2;
-    }
-    const char *path = argv[optind];
+    static check_args_t a;
+    memset(&a, 0, sizeof a);
+    a.checks = NCSIM_CHECK_ALL;
+    a.max_groups = 50;
+    int first;
+    int rc = cli_parse(&check_command, argc, argv, &a, &first);
+    if (rc >= 0)
+        return rc;
+    a.path = argv[first];
     ncsim_program_t *prog = NULL;
     ncsim_arch_t *arch = NULL;
-    int rc = cli_load("check", path, arch_name, sets, nsets, &prog, &arch);
+    rc = cli_load("check", a.path, a.arch_name, a.sets, a.nsets, &prog, &arch);
     if (rc)
         return rc;
     ncsim_sim_t *s = NULL;
     ncsim_options_t so;
     ncsim_options_init(&so);
-    so.seed = seed;
-    so.stochastic_rounding = stochastic;
-    so.checks = checks;
-    so.program_name = path;
+    so.seed = a.seed;
+    so.stochastic_rounding = a.stochastic;
+    so.checks = a.checks;
+    so.program_name = a.path;
     ncsim_status_t st = ncsim_sim_create(prog, arch, &so, &s);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim check: %s\n", ncsim_last_error());
         rc = cli_exit(st);
-        goto out;
+    } else if (!(rc = bind_inputs(&a, prog, s))) {
+        rc = report_findings(s, ncsim_sim_run(s), a.path, a.json, a.quiet, a.max_groups);
     }
-    for (int i = 0; i < nins; i++) {
-        ncsim_tensor_info_t info;
-        int t = cli_find_hbm_tensor(prog, ins[i].name, ins[i].name_len, &info);
-        if (t < 0 || (info.role != NCSIM_INPUT && info.role != NCSIM_INOUT)) {
-            fprintf(stderr, "ncsim check: --in %.*s: the program declares no input or inout "
-                            "HBM tensor of that name\n",
-                    (int)ins[i].name_len, ins[i].name);
-            rc = 2;
-            goto out;
-        }
-        st = ncsim_sim_load_npy(s, (uint32_t)t, ins[i].path);
-        if (st != NCSIM_OK) {
-            fprintf(stderr, "ncsim check: %s\n", ncsim_last_error());
-            rc = cli_exit(st);
-            goto out;
-        }
-    }
-    st = ncsim_sim_random_inputs(s, random_seed);
-    if (st != NCSIM_OK) {
-        rc = cli_exit(st);
-        goto out;
-    }
-    rc = report_findings(s, ncsim_sim_run(s), path, json, quiet, max_groups);
-out:
     ncsim_sim_free(s);
     ncsim_program_free(prog);
     ncsim_arch_free(arch);

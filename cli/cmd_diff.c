@@ -7,7 +7,6 @@
  * machines, --fail-if-slower PCT for CI: exit 1 when B is slower than A by more than PCT %.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,22 +14,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "file.h"
-#include "load.h"
+#include "options.h"
+#include "outputs.h"
 #include "report.h"
-
-static const char usage_diff[] =
-    "usage: ncsim diff A B [--json] [--top N] [--fail-if-slower PCT] [-o FILE]\n"
-    "\n"
-    "Compare two runs: A and B are statistics files (`ncsim run --stats`) or traces\n"
-    "(`ncsim run --trace`). Prints the total times and their difference, both verdicts,\n"
-    "per-engine busy and stall deltas, per-line deltas (largest change first) and, for\n"
-    "traces, the critical paths side by side. Positive deltas: B takes longer.\n"
-    "  --json                machine-readable output\n"
-    "  --top N               lines and path runs shown (default 20; 0: all)\n"
-    "  --fail-if-slower PCT  exit 1 when B's total time exceeds A's by more than PCT %\n"
-    "  -o, --output FILE     write to FILE instead of stdout\n"
-    "exit codes: 0 (or 1 with --fail-if-slower), 2 usage, 3 a file cannot be read.\n";
 
 static double ns(uint64_t ps)
 {
@@ -354,92 +340,131 @@ static char *diff_json(const trc_report_t *A, const trc_report_t *B, double fail
     return outp;
 }
 
+/* ---- options: one row each (cli/options.h) -------------------------------------------------- */
+
+typedef struct diff_args {
+    int as_json;
+    size_t top;
+    double fail_pct;
+    const char *out_path;
+} diff_args_t;
+
+static int opt_json(void *p, const char *name, const char *arg)
+{
+    (void)name;
+    (void)arg;
+    ((diff_args_t *)p)->as_json = 1;
+    return 0;
+}
+
+static int opt_top(void *p, const char *name, const char *arg)
+{
+    uint64_t v;
+    (void)name;
+    if (cli_parse_u64(arg, &v)) {
+        fprintf(stderr, "ncsim diff: --top wants a count, not '%s'\n", arg);
+        return -1;
+    }
+    ((diff_args_t *)p)->top = (size_t)v;
+    return 0;
+}
+
+static int opt_fail(void *p, const char *name, const char *arg)
+{
+    double v;
+    (void)name;
+    if (cli_parse_double(arg, &v) || !(v >= 0)) {
+        fprintf(stderr, "ncsim diff: --fail-if-slower wants a percentage >= 0, not '%s'\n", arg);
+        return -1;
+    }
+    ((diff_args_t *)p)->fail_pct = v;
+    return 0;
+}
+
+static int opt_output(void *p, const char *name, const char *arg)
+{
+    (void)name;
+    ((diff_args_t *)p)->out_path = arg;
+    return 0;
+}
+
+static const cli_option_t diff_options[] = {
+    {"json", 0, NULL, opt_json, "machine-readable output"},
+    {"top", 0, "N", opt_top, "lines and path runs shown (default 20; 0: all)"},
+    {"fail-if-slower", 0, "PCT", opt_fail,
+     "exit 1 when B's total time exceeds A's by more than PCT %"},
+    {"output", 'o', "FILE", opt_output, "write to FILE instead of stdout"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static const cli_command_t diff_command = {
+    "diff",
+    "usage: ncsim diff A B [--json] [--top N] [--fail-if-slower PCT] [-o FILE]\n"
+    "\n"
+    "Compare two runs: A and B are statistics files (`ncsim run --stats`) or traces\n"
+    "(`ncsim run --trace`). Prints the total times and their difference, both verdicts,\n"
+    "per-engine busy and stall deltas, per-line deltas (largest change first) and, for\n"
+    "traces, the critical paths side by side. Positive deltas: B takes longer.\n",
+    diff_options,
+    24,
+    "exit codes: 0 (or 1 with --fail-if-slower), 2 usage, 3 a file cannot be read.\n",
+    2,
+    2,
+    "expected two files, A and B",
+};
+
 int cli_diff(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, 0, 'j'},
-                                         {"top", required_argument, 0, 'T'},
-                                         {"fail-if-slower", required_argument, 0, 'F'},
-                                         {"output", required_argument, 0, 'o'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int as_json = 0;
-    size_t top = 20;
-    double fail_pct = -1;
-    const char *out_path = NULL;
-    char *end;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'j': as_json = 1; break;
-        case 'T':
-            top = (size_t)strtoull(optarg, &end, 10);
-            if (*end || !*optarg || *optarg == '-') {
-                fprintf(stderr, "ncsim diff: --top wants a count, not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'F':
-            errno = 0;
-            fail_pct = strtod(optarg, &end);
-            if (errno || *end || !*optarg || !(fail_pct >= 0) || !isfinite(fail_pct)) {
-                fprintf(stderr, "ncsim diff: --fail-if-slower wants a percentage >= 0, not "
-                                "'%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'o': out_path = optarg; break;
-        case 'h': fputs(usage_diff, stdout); return 0;
-        default: fputs(usage_diff, stderr); return 2;
-        }
-    }
-    if (optind != argc - 2) {
-        fprintf(stderr, "ncsim diff: expected two files, A and B\n%s", usage_diff);
-        return 2;
-    }
+    diff_args_t a = {0, 20, -1, NULL};
+    int first;
+    int rc = cli_parse(&diff_command, argc, argv, &a, &first);
+    if (rc >= 0)
+        return rc;
+    int as_json = a.as_json;
+    size_t top = a.top;
+    double fail_pct = a.fail_pct;
+    const char *out_path = a.out_path;
+    /* -o FILE: checked now, put in place when complete; a failure or a signal leaves no
+     * file of an earlier run under the name (docs/cli.md, "Output files") */
+    if (!out_path)
+        out_path = "-";
+    static cli_outputs_t outputs;
+    rc = cli_output_begin(&outputs, "diff", out_path, argv[first], argv[first + 1]);
+    if (rc)
+        return rc;
     trc_report_t A, B;
     char err[1024];
-    ncsim_status_t st = cli_report_load(argv[optind], &A, err, sizeof err);
+    ncsim_status_t st = cli_report_load(argv[first], &A, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim diff: %s\n", err);
-        return cli_exit(st);
+        return cli_output_end(&outputs, cli_exit(st));
     }
-    st = cli_report_load(argv[optind + 1], &B, err, sizeof err);
+    st = cli_report_load(argv[first + 1], &B, err, sizeof err);
     if (st != NCSIM_OK) {
         fprintf(stderr, "ncsim diff: %s\n", err);
         trc_report_free(&A);
-        return cli_exit(st);
+        return cli_output_end(&outputs, cli_exit(st));
     }
     /* source text only beside each file, under the program's recorded name (docs/security.md) */
     char why[1024];
     (void)trc_report_line_texts(&A, NULL, why, sizeof why);
     (void)trc_report_line_texts(&B, NULL, why, sizeof why);
-    int rc = 0;
-    FILE *out = stdout;
-    isa_file_out_t file = {0};
-    if (out_path && isa_file_begin(&file, out_path)) {
-        fprintf(stderr, "ncsim diff: cannot write %s: %s\n", out_path, strerror(errno));
-        rc = cli_exit(NCSIM_IO);
+    if (as_json) {
+        char *text = diff_json(&A, &B, fail_pct);
+        if (!text) {
+            fputs("ncsim diff: out of memory\n", stderr);
+            rc = cli_exit(NCSIM_NOMEM);
+        } else {
+            rc = cli_output_write(&outputs, out_path, text, strlen(text));
+            free(text);
+        }
     } else {
-        if (out_path)
-            out = file.f;
-        if (as_json) {
-            char *text = diff_json(&A, &B, fail_pct);
-            if (!text) {
-                fputs("ncsim diff: out of memory\n", stderr);
-                rc = cli_exit(NCSIM_NOMEM);
-            } else {
-                fputs(text, out);
-                free(text);
-            }
+        FILE *out = cli_output_open(&outputs, out_path);
+        if (!out) {
+            rc = cli_exit(NCSIM_IO);
         } else {
             print_text(out, &A, &B, top);
-        }
-        /* through a temporary renamed into place: a failure leaves no partial file */
-        if (out_path && isa_file_commit(&file, rc == 0) != 0 && rc == 0) {
-            fprintf(stderr, "ncsim diff: cannot write %s: %s\n", out_path, strerror(errno));
-            rc = cli_exit(NCSIM_IO);
+            rc = cli_output_close(&outputs, out_path, out);
         }
     }
     if (!rc && fail_pct >= 0 && pct_change(A.total_ps, B.total_ps) > fail_pct) {
@@ -449,5 +474,6 @@ int cli_diff(int argc, char **argv)
     }
     trc_report_free(&A);
     trc_report_free(&B);
-    return rc;
+    /* a diff over the limit is still a complete, valid comparison: it is kept */
+    return cli_output_end_keep(&outputs, rc, 1);
 }

@@ -6,7 +6,6 @@
  * the library's.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,42 +15,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "dump.h"
 #include "outputs.h"
 #include "trace.h" /* trc_format_for_path: which trace formats there are */
-
-static const char usage_run[] =
-    "usage: ncsim run PROG [options]\n"
-    "\n"
-    "Simulate a program (.nca text or .ncx binary) on every core it uses.\n"
-    "  --arch NAME|FILE.json     architecture preset (trn1 default, inf2, trn1-32xl,\n"
-    "                            inf2-48xl) or config file; default: the program's .arch\n"
-    "  --set KEY=VALUE           override one config value (repeatable),\n"
-    "                            e.g. --set hbm.bandwidth_gbps=1200\n"
-    "  --in NAME=FILE.npy        bind an input/inout HBM tensor (repeatable)\n"
-    "  --out NAME=FILE.npy       write an output/inout tensor after the run (repeatable)\n"
-    "  --dump NAME[@CORE]=FILE.npy  write any tensor (HBM input/output/scratch, SBUF or\n"
-    "                            PSUM of core CORE, default 0) after the run (repeatable)\n"
-    "  --dump-at LINE            take the --dump files when the first instruction of source\n"
-    "                            line LINE that writes memory has taken effect instead\n"
-    "                            (docs/explain.md)\n"
-    "  --random-inputs SEED      fill unbound inputs with seeded uniform values in [-1, 1)\n"
-    "  --timing-only             model time only, skip arithmetic (fastest)\n"
-    "  --stats FILE.json         write the statistics (with the resolved config)\n"
-    "  --trace FILE              write a trace: .json (Chrome/Perfetto JSON), .json.gz (the\n"
-    "                            same gzipped) or .pftrace (Perfetto protobuf); see\n"
-    "                            docs/traces.md. Filters for big runs:\n"
-    "  --trace-start NS          keep what ends at or after NS nanoseconds\n"
-    "  --trace-end NS            keep what starts at or before NS nanoseconds\n"
-    "  --trace-engines LIST      keep these tracks: pe,act,dve,pool,sp,cc,dma\n"
-    "  --check LIST              checks during the run: races,uninit,nan,psum,sems,views, all\n"
-    "                            (docs/check.md); findings on stderr make the exit code 1\n"
-    "  --seed N                  seed for stochastic rounding and dropout (default 0)\n"
-    "  --stochastic-rounding     round by the seeded stochastic rule, not nearest even\n"
-    "  --progress auto|always|never   progress on stderr (auto: when it is a terminal)\n"
-    "  -q, --quiet               no summary, no progress\n"
-    "exit codes: 0 success, 1 program error (run-time error, deadlock), 2 usage or assembly\n"
-    "error, 3 input/output error, 4 internal error.\n";
 
 #define MAX_BINDINGS 256
 
@@ -83,9 +50,7 @@ typedef struct run_args {
 
 /* ---- options: one row per option, one small function per kind of value ---------------------- */
 
-/* A handler stores `arg` for option `name`; -1 after printing why it is refused. */
-typedef int (*run_option_fn)(run_args_t *a, const char *name, const char *arg);
-
+/* An integer as strtoull reads it (decimal, 0x hex, 0 octal). */
 static int parse_u64(const char *arg, uint64_t *v)
 {
     char *end;
@@ -94,15 +59,17 @@ static int parse_u64(const char *arg, uint64_t *v)
     return errno || *end || !*arg ? -1 : 0;
 }
 
-static int opt_arch(run_args_t *a, const char *name, const char *arg)
+static int opt_arch(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     a->arch_name = arg;
     return 0;
 }
 
-static int opt_set(run_args_t *a, const char *name, const char *arg)
+static int opt_set(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     if (a->nsets == MAX_BINDINGS) {
         fputs("ncsim run: too many --set options\n", stderr);
@@ -112,8 +79,9 @@ static int opt_set(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_binding(run_args_t *a, const char *name, const char *arg)
+static int opt_binding(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     int in = strcmp(name, "in") == 0;
     binding_t *list = in ? a->ins : a->outs;
     int *n = in ? &a->nins : &a->nouts;
@@ -126,8 +94,9 @@ static int opt_binding(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_dump(run_args_t *a, const char *name, const char *arg)
+static int opt_dump(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     char err[512];
     if ((strcmp(name, "dump") == 0 ? cli_dump_parse(&a->dumps, arg, err, sizeof err)
                                    : cli_dump_parse_line(&a->dumps, arg, err, sizeof err))) {
@@ -137,8 +106,9 @@ static int opt_dump(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_random(run_args_t *a, const char *name, const char *arg)
+static int opt_random(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     if (parse_u64(arg, &a->random_seed)) {
         fprintf(stderr, "ncsim run: --random-inputs wants an integer seed, not '%s'\n", arg);
@@ -148,8 +118,9 @@ static int opt_random(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_seed(run_args_t *a, const char *name, const char *arg)
+static int opt_seed(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     if (parse_u64(arg, &a->seed)) {
         fprintf(stderr, "ncsim run: --seed wants an integer, not '%s'\n", arg);
@@ -158,8 +129,9 @@ static int opt_seed(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_flag(run_args_t *a, const char *name, const char *arg)
+static int opt_flag(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)arg;
     if (strcmp(name, "timing-only") == 0)
         a->timing_only = 1;
@@ -170,8 +142,9 @@ static int opt_flag(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_path(run_args_t *a, const char *name, const char *arg)
+static int opt_path(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     if (strcmp(name, "trace") == 0)
         a->trace_path = arg;
     else
@@ -179,8 +152,9 @@ static int opt_path(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_trace_window(run_args_t *a, const char *name, const char *arg)
+static int opt_trace_window(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     char *end;
     errno = 0;
     double ns = strtod(arg, &end);
@@ -196,8 +170,9 @@ static int opt_trace_window(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_trace_engines(run_args_t *a, const char *name, const char *arg)
+static int opt_trace_engines(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     if (ncsim_parse_trace_engines(arg) != NCSIM_OK) {
         fprintf(stderr, "ncsim run: %s\n", ncsim_last_error());
@@ -208,8 +183,9 @@ static int opt_trace_engines(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_check(run_args_t *a, const char *name, const char *arg)
+static int opt_check(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     if (ncsim_parse_checks(arg, &a->checks) != NCSIM_OK) {
         fprintf(stderr, "ncsim run: --check: %s\n", ncsim_last_error());
@@ -218,8 +194,9 @@ static int opt_check(run_args_t *a, const char *name, const char *arg)
     return 0;
 }
 
-static int opt_progress(run_args_t *a, const char *name, const char *arg)
+static int opt_progress(void *p, const char *name, const char *arg)
 {
+    run_args_t *a = p;
     (void)name;
     static const char *const modes[] = {"auto", "always", "never"};
     for (int i = 0; i < 3; i++)
@@ -231,65 +208,69 @@ static int opt_progress(run_args_t *a, const char *name, const char *arg)
     return -1;
 }
 
-static const struct run_option {
-    const char *name;
-    int has_arg;
-    run_option_fn fn;
-} run_options[] = {
-    {"arch", 1, opt_arch},
-    {"set", 1, opt_set},
-    {"in", 1, opt_binding},
-    {"out", 1, opt_binding},
-    {"dump", 1, opt_dump},
-    {"dump-at", 1, opt_dump},
-    {"random-inputs", 1, opt_random},
-    {"timing-only", 0, opt_flag},
-    {"trace", 1, opt_path},
-    {"trace-start", 1, opt_trace_window},
-    {"trace-end", 1, opt_trace_window},
-    {"trace-engines", 1, opt_trace_engines},
-    {"stats", 1, opt_path},
-    {"check", 1, opt_check},
-    {"seed", 1, opt_seed},
-    {"stochastic-rounding", 0, opt_flag},
-    {"progress", 1, opt_progress},
-    {"quiet", 0, opt_flag},
+static const cli_option_t run_options[] = {
+    {"arch", 0, "NAME|FILE.json", opt_arch,
+     "architecture preset (trn1 default, inf2, trn1-32xl,\n"
+     "inf2-48xl) or config file; default: the program's .arch"},
+    {"set", 0, "KEY=VALUE", opt_set,
+     "override one config value (repeatable),\n"
+     "e.g. --set hbm.bandwidth_gbps=1200"},
+    {"in", 0, "NAME=FILE.npy", opt_binding, "bind an input/inout HBM tensor (repeatable)"},
+    {"out", 0, "NAME=FILE.npy", opt_binding,
+     "write an output/inout tensor after the run (repeatable)"},
+    {"dump", 0, "NAME[@CORE]=FILE.npy", opt_dump,
+     "write any tensor (HBM input/output/scratch, SBUF or\n"
+     "PSUM of core CORE, default 0) after the run (repeatable)"},
+    {"dump-at", 0, "LINE", opt_dump,
+     "take the --dump files when the first instruction of source\n"
+     "line LINE that writes memory has taken effect instead\n"
+     "(docs/explain.md)"},
+    {"random-inputs", 0, "SEED", opt_random,
+     "fill unbound inputs with seeded uniform values in [-1, 1)"},
+    {"timing-only", 0, NULL, opt_flag, "model time only, skip arithmetic (fastest)"},
+    {"stats", 0, "FILE.json", opt_path, "write the statistics (with the resolved config)"},
+    {"trace", 0, "FILE", opt_path,
+     "write a trace: .json (Chrome/Perfetto JSON), .json.gz (the\n"
+     "same gzipped) or .pftrace (Perfetto protobuf); see\n"
+     "docs/traces.md. Filters for big runs:"},
+    {"trace-start", 0, "NS", opt_trace_window, "keep what ends at or after NS nanoseconds"},
+    {"trace-end", 0, "NS", opt_trace_window, "keep what starts at or before NS nanoseconds"},
+    {"trace-engines", 0, "LIST", opt_trace_engines,
+     "keep these tracks: pe,act,dve,pool,sp,cc,dma"},
+    {"check", 0, "LIST", opt_check,
+     "checks during the run: races,uninit,nan,psum,sems,views, all\n"
+     "(docs/check.md); findings on stderr make the exit code 1"},
+    {"seed", 0, "N", opt_seed, "seed for stochastic rounding and dropout (default 0)"},
+    {"stochastic-rounding", 0, NULL, opt_flag,
+     "round by the seeded stochastic rule, not nearest even"},
+    {"progress", 0, "auto|always|never", opt_progress,
+     "progress on stderr (auto: when it is a terminal)"},
+    {"quiet", 'q', NULL, opt_flag, "no summary, no progress"},
+    {NULL, 0, NULL, NULL, NULL},
 };
-#define N_RUN_OPTIONS (sizeof run_options / sizeof run_options[0])
+
+static const cli_command_t run_command = {
+    "run",
+    "usage: ncsim run PROG [options]\n"
+    "\n"
+    "Simulate a program (.nca text or .ncx binary) on every core it uses.\n",
+    run_options,
+    28,
+    "exit codes: 0 success, 1 program error (run-time error, deadlock), 2 usage or assembly\n"
+    "error, 3 input/output error, 4 internal error.\n",
+    1,
+    1,
+    "expected one program",
+};
 
 /* The command line into *a: -1 to go on, else the exit code (0 after --help). */
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    struct option longs[N_RUN_OPTIONS + 2];
-    for (size_t i = 0; i < N_RUN_OPTIONS; i++)
-        longs[i] = (struct option){run_options[i].name,
-                                   run_options[i].has_arg ? required_argument : no_argument,
-                                   0, 256 + (int)i};
-    longs[N_RUN_OPTIONS] = (struct option){"help", no_argument, 0, 'h'};
-    longs[N_RUN_OPTIONS + 1] = (struct option){0, 0, 0, 0};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "qh", longs, NULL)) != -1) {
-        if (c == 'q')
-            c = 256 + (int)N_RUN_OPTIONS - 1; /* --quiet, the last row */
-        if (c >= 256 && c < 256 + (int)N_RUN_OPTIONS) {
-            const struct run_option *o = &run_options[c - 256];
-            if (o->fn(a, o->name, optarg))
-                return 2;
-        } else if (c == 'h') {
-            fputs(usage_run, stdout);
-            return 0;
-        } else {
-            fputs(usage_run, stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        fprintf(stderr, "ncsim run: expected one program\n%s", usage_run);
-        return 2;
-    }
-    a->path = argv[optind];
-    return -1;
+    int first;
+    int rc = cli_parse(&run_command, argc, argv, a, &first);
+    if (rc < 0)
+        a->path = argv[first];
+    return rc;
 }
 
 /* ---- before the run ------------------------------------------------------------------------ */

@@ -1,20 +1,17 @@
 /*
  * main.c -- the ncsim command line (shared/spec/CLI.md).
  *
- * Each subcommand parses its own options with getopt_long and returns a status that maps to
- * the documented exit code. Data goes to stdout, diagnostics to stderr.
+ * Each subcommand declares its options as a table (cli/options.h) and returns a status that
+ * maps to the documented exit code. Data goes to stdout, diagnostics to stderr.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arch.h"
 #include "cli.h"
-#include "dis.h"
-#include "load.h"
-#include "ncx.h"
+#include "options.h"
 #include "outputs.h"
 #include "sweep.h"
 #include "ncsim.h"
@@ -45,85 +42,10 @@ static const char usage_main[] =
     "exit codes: 0 success, 1 program error, 2 usage or assembly error, 3 I/O error,\n"
     "4 internal error.\n";
 
-static const char usage_asm[] =
-    "usage: ncsim asm PROG.nca -o PROG.ncx [--arch NAME|FILE.json]\n"
-    "\n"
-    "Assemble NCA text into the .ncx binary format (isa/FORMAT.md). The same input always\n"
-    "gives the same bytes. Errors are printed as FILE:LINE:COL: error: MESSAGE (exit 2).\n"
-    "  -o, --output FILE   where to write the binary ('-' for stdout)\n"
-    "  --arch NAME|FILE    architecture whose memory sizes to check against (default: the\n"
-    "                      program's .arch, else trn1)\n";
-
-static const char usage_dis[] =
-    "usage: ncsim dis PROG.ncx [-o OUT.nca] [--arch NAME|FILE.json]\n"
-    "\n"
-    "Disassemble a binary (or re-print an assembled text program) as NCA text that\n"
-    "assembles back to the identical binary.\n"
-    "  -o, --output FILE   where to write the text (default stdout)\n";
-
-static const char usage_arch[] =
-    "usage: ncsim arch [NAME|FILE.json] [--set KEY=VALUE ...]\n"
-    "\n"
-    "Without NAME, list the built-in presets. With NAME (a preset or a config file), print\n"
-    "its full resolved configuration as JSON, after any --set overrides.\n";
-
-int cli_print_diag(const isa_diag_t *d)
-{
-    if (d->text)
-        fputs(d->text, stderr);
-    return 0;
-}
-
-/* `.arch NAME` in a program: geometry of that preset. */
-int cli_arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
-{
-    (void)ctx;
-    mdl_arch_t a;
-    char err[256];
-    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
-        return -1;
-    mdl_arch_geometry(&a, g);
-    return 0;
-}
 
 int cli_exit(ncsim_status_t st)
 {
     return ncsim_status_exit_code(st);
-}
-
-/* Geometry for assembling: --arch when given, else trn1. The program's own .arch, if any,
- * replaces it through cli_arch_lookup. Returns 0, or the exit code (2 for an unknown
- * name or a bad config, 3 for a file that cannot be read). */
-int cli_geometry(const char *arch_name, isa_geometry_t *g, char *err, size_t errlen)
-{
-    mdl_arch_t a;
-    ncsim_status_t st = mdl_arch_load(arch_name ? arch_name : "trn1", &a, err, errlen);
-    if (st != NCSIM_OK)
-        return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
-    mdl_arch_geometry(&a, g);
-    return 0;
-}
-
-/* PROG assembled or loaded for geometry --arch (else trn1, or the program's own .arch), its
- * diagnostics printed. Returns 0, or the exit code after printing why. */
-int cli_load_program(const char *cmd, const char *path, const char *arch_name,
-                     isa_program_t **prog)
-{
-    char err[512];
-    isa_geometry_t g;
-    *prog = NULL;
-    int rc = cli_geometry(arch_name, &g, err, sizeof err);
-    if (rc) {
-        fprintf(stderr, "ncsim %s: %s\n", cmd, err);
-        return rc;
-    }
-    isa_diag_t diag;
-    isa_diag_init(&diag, 0);
-    ncsim_status_t st = sim_load_program(path, &g, arch_name ? NULL : cli_arch_lookup, NULL,
-                                         prog, &diag);
-    cli_print_diag(&diag);
-    isa_diag_free(&diag);
-    return st == NCSIM_OK ? 0 : cli_exit(st);
 }
 
 int cli_load(const char *cmd, const char *path, const char *arch_name, const char *const *sets,
@@ -177,188 +99,218 @@ int cli_find_hbm_tensor(const ncsim_program_t *prog, const char *name, size_t le
     return -1;
 }
 
-/*
- * The one output file of `asm` and `dis` (`-` is stdout), as `run` handles its outputs
- * (cli/outputs.c): checked before the work, written under a temporary renamed into place,
- * and, when the command fails or a signal ends it, no file of an earlier run is left under
- * the name (unless it is also the input).
- */
-static int begin_single_output(cli_outputs_t *o, const char *cmd, const char *out,
-                               const char *input, const char *arch)
+/* ---- asm, dis, arch: options as tables (cli/options.h), work through ncsim.h ------------------ */
+
+typedef struct prog_args {
+    const char *out, *arch;
+    const char *sets[256];
+    int nsets;
+} prog_args_t;
+
+static int opt_text(void *p, const char *name, const char *arg)
 {
-    cli_outputs_init(o, cmd);
-    if (cli_outputs_add(o, out, "--output"))
-        return cli_exit(NCSIM_NOMEM);
-    cli_outputs_protect(o, input);
-    if (arch)
-        cli_outputs_protect(o, arch);
-    if (cli_outputs_validate(o)) {
-        cli_outputs_free(o);
-        return cli_exit(NCSIM_IO);
-    }
+    prog_args_t *a = p;
+    *(strcmp(name, "output") == 0 ? &a->out : &a->arch) = arg;
     return 0;
 }
 
-static int write_single_output(cli_outputs_t *o, const char *out, const void *data, size_t len)
+static int opt_set(void *p, const char *name, const char *arg)
 {
-    if (sim_write_file(cli_outputs_path(o, out), data, len)) {
-        fprintf(stderr, "ncsim %s: cannot write %s: %s\n", o->cmd, out, strerror(errno));
-        return cli_exit(NCSIM_IO);
+    prog_args_t *a = p;
+    (void)name;
+    if (a->nsets == 256) {
+        fputs("ncsim arch: too many --set options\n", stderr);
+        return -1;
     }
-    cli_outputs_mark_written(o, out);
+    a->sets[a->nsets++] = arg;
     return 0;
 }
 
-/* RC 0: the output goes into place; otherwise the temporary and the target are removed. */
-static int end_single_output(cli_outputs_t *o, int rc)
+static const cli_option_t asm_options[] = {
+    {"output", 'o', "FILE", opt_text, "where to write the binary ('-' for stdout)"},
+    {"arch", 0, "NAME|FILE", opt_text,
+     "architecture whose memory sizes to check against (default: the\n"
+     "program's .arch, else trn1)"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static const cli_command_t asm_command = {
+    "asm",
+    "usage: ncsim asm PROG.nca -o PROG.ncx [--arch NAME|FILE.json]\n"
+    "\n"
+    "Assemble NCA text into the .ncx binary format (isa/FORMAT.md). The same input always\n"
+    "gives the same bytes. Errors are printed as FILE:LINE:COL: error: MESSAGE (exit 2).\n",
+    asm_options,
+    22,
+    NULL,
+    1,
+    1,
+    "expected one input file",
+};
+
+static const cli_option_t dis_options[] = {
+    {"output", 'o', "FILE", opt_text, "where to write the text (default stdout)"},
+    {"arch", 0, "NAME|FILE", opt_text,
+     "architecture whose memory sizes to check against (default: the\n"
+     "program's .arch, else trn1)"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static const cli_command_t dis_command = {
+    "dis",
+    "usage: ncsim dis PROG.ncx [-o OUT.nca] [--arch NAME|FILE.json]\n"
+    "\n"
+    "Disassemble a binary (or re-print an assembled text program) as NCA text that\n"
+    "assembles back to the identical binary.\n",
+    dis_options,
+    22,
+    NULL,
+    1,
+    1,
+    "expected one input file",
+};
+
+static const cli_option_t arch_options[] = {
+    {"set", 0, "KEY=VALUE", opt_set, "override one config value (repeatable)"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static const cli_command_t arch_command = {
+    "arch",
+    "usage: ncsim arch [NAME|FILE.json] [--set KEY=VALUE ...]\n"
+    "\n"
+    "Without NAME, list the built-in presets. With NAME (a preset or a config file), print\n"
+    "its full resolved configuration as JSON, after any --set overrides.\n",
+    arch_options,
+    22,
+    NULL,
+    0,
+    1,
+    "expected at most one preset name or config file",
+};
+
+/* PROG through the public API, for the memory sizes of --arch (else the program's .arch,
+ * else trn1); the diagnostics printed. 0 or the exit code. */
+static int load_program(const char *cmd, const char *path, const char *arch_name,
+                        ncsim_program_t **prog)
 {
-    if (rc == 0) {
-        if (cli_outputs_commit(o))
-            rc = cli_exit(NCSIM_IO);
-    } else {
-        cli_outputs_abort(o);
+    ncsim_arch_t *arch = NULL;
+    ncsim_status_t st = arch_name ? ncsim_arch_load(arch_name, &arch) : NCSIM_OK;
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim %s: %s\n", cmd, ncsim_last_error());
+        return cli_exit(st == NCSIM_IO || st == NCSIM_NOMEM ? st : NCSIM_USAGE);
     }
-    cli_outputs_free(o);
-    return rc;
+    st = ncsim_program_load_file(path, arch, prog);
+    ncsim_arch_free(arch);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "%s\n", ncsim_last_error()); /* every diagnostic, FILE:LINE:COL: ... */
+        return cli_exit(st);
+    }
+    return 0;
 }
 
 static int cmd_asm(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"arch", required_argument, 0, 'a'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *out = NULL, *arch = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'a': arch = optarg; break;
-        case 'h': fputs(usage_asm, stdout); return 0;
-        default: fputs(usage_asm, stderr); return 2;
-        }
-    }
-    if (optind != argc - 1 || !out) {
-        fprintf(stderr, "ncsim asm: %s\n%s",
-                optind != argc - 1 ? "expected one input file" : "missing -o OUTPUT", usage_asm);
+    prog_args_t a = {0};
+    int first;
+    int rc = cli_parse(&asm_command, argc, argv, &a, &first);
+    if (rc >= 0)
+        return rc;
+    if (!a.out) {
+        fputs("ncsim asm: missing -o OUTPUT\n", stderr);
+        cli_print_help(&asm_command, stderr);
         return 2;
     }
     static cli_outputs_t outputs;
-    int rc = begin_single_output(&outputs, "asm", out, argv[optind], arch);
-    if (rc)
+    if ((rc = cli_output_begin(&outputs, "asm", a.out, argv[first], a.arch)))
         return rc;
-    isa_program_t *prog = NULL;
-    rc = cli_load_program("asm", argv[optind], arch, &prog);
-    if (rc)
-        return end_single_output(&outputs, rc);
-    uint8_t *buf = NULL;
+    ncsim_program_t *prog = NULL;
+    if ((rc = load_program("asm", argv[first], a.arch, &prog)))
+        return cli_output_end(&outputs, rc);
+    void *buf = NULL;
     size_t len = 0;
-    ncsim_status_t st = isa_ncx_write(prog, &buf, &len);
-    isa_program_free(prog);
+    ncsim_status_t st = ncsim_program_save(prog, &buf, &len);
+    ncsim_program_free(prog);
     if (st != NCSIM_OK) {
-        fprintf(stderr, "ncsim asm: cannot encode: %s\n", ncsim_status_text(st));
-        return end_single_output(&outputs, cli_exit(st));
+        fprintf(stderr, "ncsim asm: cannot encode: %s\n", ncsim_last_error());
+        return cli_output_end(&outputs, cli_exit(st));
     }
-    rc = write_single_output(&outputs, out, buf, len);
-    free(buf);
-    return end_single_output(&outputs, rc);
+    rc = cli_output_write(&outputs, a.out, buf, len);
+    ncsim_free(buf);
+    return cli_output_end(&outputs, rc);
 }
 
 static int cmd_dis(int argc, char **argv)
 {
-    static const struct option opts[] = {{"output", required_argument, 0, 'o'},
-                                         {"arch", required_argument, 0, 'a'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *out = "-", *arch = NULL;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'a': arch = optarg; break;
-        case 'h': fputs(usage_dis, stdout); return 0;
-        default: fputs(usage_dis, stderr); return 2;
-        }
-    }
-    if (optind != argc - 1) {
-        fprintf(stderr, "ncsim dis: expected one input file\n%s", usage_dis);
-        return 2;
-    }
-    static cli_outputs_t outputs;
-    int rc = begin_single_output(&outputs, "dis", out, argv[optind], arch);
-    if (rc)
+    prog_args_t a = {.out = "-"};
+    int first;
+    int rc = cli_parse(&dis_command, argc, argv, &a, &first);
+    if (rc >= 0)
         return rc;
-    isa_program_t *prog = NULL;
-    rc = cli_load_program("dis", argv[optind], arch, &prog);
-    if (rc)
-        return end_single_output(&outputs, rc);
-    char *text = isa_disassemble(prog);
-    isa_program_free(prog);
-    if (!text) {
-        fputs("ncsim dis: out of memory\n", stderr);
-        return end_single_output(&outputs, cli_exit(NCSIM_NOMEM));
+    static cli_outputs_t outputs;
+    if ((rc = cli_output_begin(&outputs, "dis", a.out, argv[first], a.arch)))
+        return rc;
+    ncsim_program_t *prog = NULL;
+    if ((rc = load_program("dis", argv[first], a.arch, &prog)))
+        return cli_output_end(&outputs, rc);
+    char *text = NULL;
+    ncsim_status_t st = ncsim_program_disassemble(prog, &text);
+    ncsim_program_free(prog);
+    if (st != NCSIM_OK) {
+        fprintf(stderr, "ncsim dis: %s\n", ncsim_last_error());
+        return cli_output_end(&outputs, cli_exit(st));
     }
-    rc = write_single_output(&outputs, out, text, strlen(text));
-    free(text);
-    return end_single_output(&outputs, rc);
+    rc = cli_output_write(&outputs, a.out, text, strlen(text));
+    ncsim_free(text);
+    return cli_output_end(&outputs, rc);
+}
+
+/* The "description" of a preset (its JSON through the API), or why it cannot be loaded. */
+static void print_preset(const char *name)
+{
+    ncsim_arch_t *a = NULL;
+    char *text = NULL;
+    json_t *root = NULL;
+    if (ncsim_arch_load(name, &a) == NCSIM_OK && ncsim_arch_to_json(a, &text) == NCSIM_OK &&
+        (root = json_loads(text, 0, NULL)) != NULL) {
+        const char *d = json_string_value(json_object_get(root, "description"));
+        printf("%-14s %s\n", name, d ? d : "");
+    } else {
+        printf("%-14s (cannot load: %s)\n", name, ncsim_last_error());
+    }
+    json_decref(root);
+    ncsim_free(text);
+    ncsim_arch_free(a);
 }
 
 static int cmd_arch(int argc, char **argv)
 {
-    static const struct option opts[] = {{"set", required_argument, 0, 's'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *sets[256];
-    int nsets = 0;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 's':
-            if (nsets == 256) {
-                fputs("ncsim arch: too many --set options\n", stderr);
-                return 2;
-            }
-            sets[nsets++] = optarg;
-            break;
-        case 'h': fputs(usage_arch, stdout); return 0;
-        default: fputs(usage_arch, stderr); return 2;
-        }
-    }
-    if (optind == argc) {
-        const char *const *names = mdl_arch_preset_names();
-        for (int i = 0; names[i]; i++) {
-            mdl_arch_t a;
-            char err[512];
-            if (mdl_arch_load(names[i], &a, err, sizeof err) == NCSIM_OK)
-                printf("%-14s %s\n", names[i], a.description);
-            else
-                printf("%-14s (cannot load: %s)\n", names[i], err);
-        }
+    prog_args_t args = {0};
+    int first;
+    int rc = cli_parse(&arch_command, argc, argv, &args, &first);
+    if (rc >= 0)
+        return rc;
+    if (first == argc) {
+        for (size_t i = 0; ncsim_preset_name(i); i++)
+            print_preset(ncsim_preset_name(i));
         return 0;
     }
-    if (optind != argc - 1) {
-        fputs(usage_arch, stderr);
-        return 2;
-    }
-    mdl_arch_t a;
-    char err[512];
-    ncsim_status_t st = mdl_arch_load(argv[optind], &a, err, sizeof err);
-    for (int i = 0; st == NCSIM_OK && i < nsets; i++)
-        st = mdl_arch_set(&a, sets[i], err, sizeof err);
+    ncsim_arch_t *a = NULL;
+    ncsim_status_t st = ncsim_arch_load(argv[first], &a);
+    for (int i = 0; st == NCSIM_OK && i < args.nsets; i++)
+        st = ncsim_arch_set(a, args.sets[i]);
     if (st == NCSIM_OK)
-        st = mdl_arch_validate(&a, err, sizeof err);
+        st = ncsim_arch_validate(a);
+    char *json = NULL;
+    if (st == NCSIM_OK)
+        st = ncsim_arch_to_json(a, &json);
+    ncsim_arch_free(a);
     if (st != NCSIM_OK) {
-        fprintf(stderr, "ncsim arch: %s\n", err);
+        fprintf(stderr, "ncsim arch: %s\n", ncsim_last_error());
         return cli_exit(st);
     }
-    char *json = mdl_arch_to_json(&a);
-    if (!json)
-        return cli_exit(NCSIM_NOMEM);
     fputs(json, stdout);
-    free(json);
+    ncsim_free(json);
     return 0;
 }
 

@@ -246,3 +246,76 @@ void cli_outputs_free(cli_outputs_t *o)
     }
     o->n = 0;
 }
+
+int cli_output_begin(cli_outputs_t *o, const char *cmd, const char *out, const char *input,
+                     const char *input2)
+{
+    cli_outputs_init(o, cmd);
+    if (cli_outputs_add(o, out, "--output"))
+        return 4; /* out of host memory (the message is printed) */
+    if (input)
+        cli_outputs_protect(o, input);
+    if (input2)
+        cli_outputs_protect(o, input2);
+    if (cli_outputs_validate(o)) {
+        cli_outputs_free(o);
+        return 3;
+    }
+    return 0;
+}
+
+int cli_output_write(cli_outputs_t *o, const char *out, const void *data, size_t len)
+{
+    int bad = strcmp(out, "-") == 0
+                  ? fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0
+                  : isa_file_write(cli_outputs_path(o, out), data, len) != 0;
+    if (bad) {
+        fprintf(stderr, "ncsim %s: cannot write %s: %s\n", o->cmd, out, strerror(errno));
+        return 3;
+    }
+    cli_outputs_mark_written(o, out);
+    return 0;
+}
+
+FILE *cli_output_open(cli_outputs_t *o, const char *out)
+{
+    if (strcmp(out, "-") == 0)
+        return stdout;
+    FILE *f = fopen(cli_outputs_path(o, out), "w");
+    if (!f)
+        fprintf(stderr, "ncsim %s: cannot write %s: %s\n", o->cmd, out, strerror(errno));
+    return f;
+}
+
+int cli_output_close(cli_outputs_t *o, const char *out, FILE *f)
+{
+    int bad = ferror(f) != 0;
+    if (f == stdout)
+        bad |= fflush(f) != 0;
+    else
+        bad |= fclose(f) != 0;
+    if (bad) {
+        fprintf(stderr, "ncsim %s: cannot write %s: %s\n", o->cmd, out,
+                errno ? strerror(errno) : "write error");
+        return 3;
+    }
+    cli_outputs_mark_written(o, out);
+    return 0;
+}
+
+int cli_output_end_keep(cli_outputs_t *o, int rc, int keep_on_1)
+{
+    if (rc == 0 || (rc == 1 && keep_on_1)) {
+        if (cli_outputs_commit(o) && rc == 0)
+            rc = 3;
+    } else {
+        cli_outputs_abort(o);
+    }
+    cli_outputs_free(o);
+    return rc;
+}
+
+int cli_output_end(cli_outputs_t *o, int rc)
+{
+    return cli_output_end_keep(o, rc, 0);
+}

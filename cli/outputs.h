@@ -13,6 +13,7 @@
 #define NCSIM_CLI_OUTPUTS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define CLI_MAX_OUTPUTS 520
 
@@ -47,5 +48,25 @@ void cli_outputs_mark_written(cli_outputs_t *o, const char *path);
 int cli_outputs_commit(cli_outputs_t *o);
 void cli_outputs_abort(cli_outputs_t *o);
 void cli_outputs_free(cli_outputs_t *o);
+
+/*
+ * The one output file of a command (`-o` of asm, dis, report and diff; `-` is stdout), handled
+ * as `run` handles its outputs: checked before the work, written under a temporary renamed
+ * into place, and, when the command fails or a signal ends it, no file of an earlier run is
+ * left under the name (unless it is also an input: `input`, `input2`, may be NULL).
+ * cli_output_begin: 0 or the exit code (2 when it cannot be registered, 3 when the place
+ * cannot be written). Then either cli_output_write (the whole text at once) or
+ * cli_output_open / cli_output_close (a stream; stdout for `-`), and cli_output_end with the
+ * command's exit code: 0 puts the file in place, anything else removes it. An exit code of 1
+ * (the command's verdict on a valid result, e.g. `diff --fail-if-slower`) keeps the output
+ * when `keep_on_1` was given to cli_output_end.
+ */
+int cli_output_begin(cli_outputs_t *o, const char *cmd, const char *out, const char *input,
+                     const char *input2);
+int cli_output_write(cli_outputs_t *o, const char *out, const void *data, size_t len);
+FILE *cli_output_open(cli_outputs_t *o, const char *out);
+int cli_output_close(cli_outputs_t *o, const char *out, FILE *f);
+int cli_output_end(cli_outputs_t *o, int rc);
+int cli_output_end_keep(cli_outputs_t *o, int rc, int keep_on_1);
 
 #endif

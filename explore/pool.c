@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "text.h"
+#include "util.h"
 
 int sim_fd_write_all(int fd, const void *buf, size_t len)
 {
@@ -86,7 +86,7 @@ ncsim_status_t sim_pool_run(const sim_pool_t *p, uint64_t *next_task, char *err,
     if (!p->ntasks)
         return NCSIM_OK;
     if (!p->result_size || p->result_size > SIM_POOL_MAX_RESULT) {
-        mdl_errf(err, errlen, "worker results of %zu bytes (1 to %u)", p->result_size,
+        xp_errf(err, errlen, "worker results of %zu bytes (1 to %u)", p->result_size,
                  SIM_POOL_MAX_RESULT);
         return NCSIM_INTERNAL;
     }
@@ -102,14 +102,14 @@ ncsim_status_t sim_pool_run(const sim_pool_t *p, uint64_t *next_task, char *err,
     int result_pipe[2] = {-1, -1};
     unsigned started = 0;
     if (!task || !pids || !inflight || !busy || !rec) {
-        mdl_errf(err, errlen, "out of memory starting %u workers", jobs);
+        xp_errf(err, errlen, "out of memory starting %u workers", jobs);
         st = NCSIM_NOMEM;
         goto out;
     }
     for (unsigned w = 0; w < jobs; w++)
         task[w][0] = task[w][1] = -1;
     if (pipe(result_pipe)) {
-        mdl_errf(err, errlen, "pipe: %s", strerror(errno));
+        xp_errf(err, errlen, "pipe: %s", strerror(errno));
         st = NCSIM_IO;
         goto out;
     }
@@ -154,7 +154,7 @@ ncsim_status_t sim_pool_run(const sim_pool_t *p, uint64_t *next_task, char *err,
     result_pipe[1] = -1;
     if (!started) {
         /* (workers that could not be started: the others do their share) */
-        mdl_errf(err, errlen, "cannot start a worker process: %s", why);
+        xp_errf(err, errlen, "cannot start a worker process: %s", why);
         st = NCSIM_IO;
         sigaction(SIGPIPE, &old_pipe, NULL);
         goto out;
@@ -207,7 +207,7 @@ ncsim_status_t sim_pool_run(const sim_pool_t *p, uint64_t *next_task, char *err,
     }
     sigaction(SIGPIPE, &old_pipe, NULL);
     if (!stop && next < p->ntasks) {
-        mdl_errf(err, errlen, "the workers stopped before task %llu of %llu",
+        xp_errf(err, errlen, "the workers stopped before task %llu of %llu",
                  (unsigned long long)next, (unsigned long long)p->ntasks);
         st = NCSIM_IO;
     }

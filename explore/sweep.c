@@ -27,7 +27,7 @@
 #include "rng.h"
 #include "sim.h"
 #include "stats.h"
-#include "text.h"
+#include "util.h"
 
 /* ---- the spec ----------------------------------------------------------------------------- */
 
@@ -112,7 +112,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 /* `path` made absolute against `dir` (the spec's directory), then canonical when it exists. */
 static char *resolve_path(const char *dir, const char *path)
 {
-    char *joined = path[0] == '/' ? mdl_strdup(path) : dup_printf("%s/%s", dir, path);
+    char *joined = path[0] == '/' ? xp_strdup(path) : dup_printf("%s/%s", dir, path);
     if (!joined)
         return NULL;
     char *real = realpath(joined, NULL);
@@ -177,7 +177,7 @@ static ncsim_status_t apply_set(const char *spec, mdl_arch_t *a, const char *key
     char assignment[512], e[512];
     snprintf(assignment, sizeof assignment, "%s=%s", key, value);
     if (mdl_arch_set(a, assignment, e, sizeof e) != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s: %s", spec, e);
+        xp_errf(err, errlen, "%s: %s", spec, e);
         return NCSIM_USAGE;
     }
     return NCSIM_OK;
@@ -194,20 +194,20 @@ static int is_arch_key(const char *key)
 static ncsim_status_t add_param(sim_sweep_t *sw, const char *key, char *err, size_t errlen)
 {
     if (!is_arch_key(key)) {
-        mdl_errf(err, errlen, "%s: grid: unknown key '%s' (`ncsim arch trn1` lists the keys)",
+        xp_errf(err, errlen, "%s: grid: unknown key '%s' (`ncsim arch trn1` lists the keys)",
                  sw->spec_path, key);
         return NCSIM_USAGE;
     }
     for (size_t i = 0; i < sw->nparams; i++)
         if (strcmp(sw->params[i], key) == 0) {
-            mdl_errf(err, errlen, "%s: grid: key '%s' is varied twice", sw->spec_path, key);
+            xp_errf(err, errlen, "%s: grid: key '%s' is varied twice", sw->spec_path, key);
             return NCSIM_USAGE;
         }
     char **p = realloc(sw->params, (sw->nparams + 1) * sizeof *p);
     if (!p)
         return NCSIM_NOMEM;
     sw->params = p;
-    if (!(p[sw->nparams] = mdl_strdup(key)))
+    if (!(p[sw->nparams] = xp_strdup(key)))
         return NCSIM_NOMEM;
     sw->nparams++;
     return NCSIM_OK;
@@ -234,7 +234,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
             len--;
         char key[128];
         if (len == 0 || len >= sizeof key) {
-            mdl_errf(err, errlen, "%s: grid: bad key list '%s'", sw->spec_path, name);
+            xp_errf(err, errlen, "%s: grid: bad key list '%s'", sw->spec_path, name);
             return NCSIM_USAGE;
         }
         memcpy(key, p, len);
@@ -248,7 +248,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
         p = comma + 1;
     }
     if (!json_is_array(values) || json_array_size(values) == 0) {
-        mdl_errf(err, errlen, "%s: grid: '%s' must be a non-empty array of values", sw->spec_path,
+        xp_errf(err, errlen, "%s: grid: '%s' must be a non-empty array of values", sw->spec_path,
                  name);
         return NCSIM_USAGE;
     }
@@ -259,7 +259,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
     for (size_t v = 0; v < ax->nvalues; v++) {
         const json_t *item = json_array_get(values, v);
         if (ax->nkeys > 1 && (!json_is_array(item) || json_array_size(item) != ax->nkeys)) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s: grid: '%s' varies %zu keys together: value %zu must be "
                      "an array of %zu values",
                      sw->spec_path, name, ax->nkeys, v, ax->nkeys);
@@ -270,7 +270,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
             char text[128];
             const char *key = sw->params[ax->first_param + k];
             if (value_text(x, text, sizeof text)) {
-                mdl_errf(err, errlen, "%s: grid: '%s' value %zu must be a number or a string",
+                xp_errf(err, errlen, "%s: grid: '%s' value %zu must be a number or a string",
                          sw->spec_path, key, v);
                 return NCSIM_USAGE;
             }
@@ -279,7 +279,7 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
             ncsim_status_t st = apply_set(sw->spec_path, &scratch, key, text, err, errlen);
             if (st != NCSIM_OK)
                 return st;
-            if (!(ax->values[v * ax->nkeys + k] = mdl_strdup(text)))
+            if (!(ax->values[v * ax->nkeys + k] = xp_strdup(text)))
                 return NCSIM_NOMEM;
         }
     }
@@ -318,7 +318,7 @@ static ncsim_status_t assemble(sim_sweep_t *sw, const isa_geometry_t *g, int use
     e->status = sim_load_program(sw->program, g, use_lookup ? arch_lookup : NULL, NULL,
                                  &e->prog, &diag);
     if (e->status != NCSIM_OK) {
-        e->diag = mdl_strdup(diag.text ? diag.text : ncsim_status_text(e->status));
+        e->diag = xp_strdup(diag.text ? diag.text : ncsim_status_text(e->status));
         if (!e->diag) {
             isa_diag_free(&diag);
             return NCSIM_NOMEM;
@@ -369,7 +369,7 @@ ncsim_status_t sim_sweep_check_points(const sim_sweep_t *sw, uint64_t first, uin
                                  sw->params[k], v);
                 w += n > 0 ? (size_t)n : 0;
             }
-            mdl_errf(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
+            xp_errf(err, errlen, "%s: point %" PRIu64 " (%s): %s%s", spec_path, i, where, e,
                      sw->nparams > 1 ? "\n(keys that must change together can be varied "
                                        "together: \"k1,k2\": [[v1, v2], ...])"
                                      : "");
@@ -408,11 +408,11 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
 
     sw->spec_path = realpath(spec_path, NULL);
     if (!sw->spec_path) {
-        mdl_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
+        xp_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
-    sw->spec_dir = mdl_strdup(sw->spec_path);
+    sw->spec_dir = xp_strdup(sw->spec_path);
     if (!sw->spec_dir)
         goto fail;
     char *slash = strrchr(sw->spec_dir, '/');
@@ -421,7 +421,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     else if (slash)
         *slash = 0;
     const char *base_name = strrchr(sw->spec_path, '/') + 1;
-    sw->name = mdl_strdup(base_name);
+    sw->name = xp_strdup(base_name);
     if (!sw->name)
         goto fail;
     size_t nl = strlen(sw->name);
@@ -430,20 +430,20 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
 
     text = sim_read_file(sw->spec_path, &len);
     if (!text) {
-        mdl_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
+        xp_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
     json_error_t jerr;
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        mdl_errf(err, errlen, "%s:%d:%d: %s", spec_path, jerr.line, jerr.column, jerr.text);
+        xp_errf(err, errlen, "%s:%d:%d: %s", spec_path, jerr.line, jerr.column, jerr.text);
         st = NCSIM_USAGE;
         goto fail;
     }
     st = NCSIM_USAGE;
     if (!json_is_object(root)) {
-        mdl_errf(err, errlen, "%s: a sweep spec is a JSON object", spec_path);
+        xp_errf(err, errlen, "%s: a sweep spec is a JSON object", spec_path);
         goto fail;
     }
     const char *key;
@@ -453,7 +453,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         for (int i = 0; spec_keys[i]; i++)
             known |= strcmp(key, spec_keys[i]) == 0;
         if (!known) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s: unknown key '%s' (a spec has program, arch, timing_only, "
                      "set, grid, inputs, random_inputs, seed, "
                      "stochastic_rounding, description)",
@@ -464,7 +464,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     /* program */
     json_t *jprog = json_object_get(root, "program");
     if (!json_is_string(jprog) || !json_string_value(jprog)[0]) {
-        mdl_errf(err, errlen,
+        xp_errf(err, errlen,
                  "%s: 'program' (the .nca or .ncx file to run) is required and "
                  "must be a string",
                  spec_path);
@@ -478,7 +478,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     uint64_t fp = fnv1a(UINT64_C(0xcbf29ce484222325), text, len);
     char why[256];
     if (hash_file(&fp, sw->program, why, sizeof why)) {
-        mdl_errf(err, errlen, "%s: program %s: %s", spec_path, sw->program, why);
+        xp_errf(err, errlen, "%s: program %s: %s", spec_path, sw->program, why);
         st = NCSIM_IO;
         goto fail;
     }
@@ -487,7 +487,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     sw->timing_only = 1;
     if (j) {
         if (!json_is_boolean(j)) {
-            mdl_errf(err, errlen, "%s: 'timing_only' must be true or false", spec_path);
+            xp_errf(err, errlen, "%s: 'timing_only' must be true or false", spec_path);
             goto fail;
         }
         sw->timing_only = json_is_true(j);
@@ -495,7 +495,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "stochastic_rounding");
     if (j) {
         if (!json_is_boolean(j)) {
-            mdl_errf(err, errlen, "%s: 'stochastic_rounding' must be true or false", spec_path);
+            xp_errf(err, errlen, "%s: 'stochastic_rounding' must be true or false", spec_path);
             goto fail;
         }
         sw->stochastic = json_is_true(j);
@@ -503,7 +503,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "seed");
     if (j) {
         if (!json_is_integer(j) || json_integer_value(j) < 0) {
-            mdl_errf(err, errlen, "%s: 'seed' must be a non-negative integer", spec_path);
+            xp_errf(err, errlen, "%s: 'seed' must be a non-negative integer", spec_path);
             goto fail;
         }
         sw->seed = (uint64_t)json_integer_value(j);
@@ -511,7 +511,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "random_inputs");
     if (j) {
         if (!json_is_integer(j) || json_integer_value(j) < 0) {
-            mdl_errf(err, errlen, "%s: 'random_inputs' must be a non-negative integer seed",
+            xp_errf(err, errlen, "%s: 'random_inputs' must be a non-negative integer seed",
                      spec_path);
             goto fail;
         }
@@ -520,13 +520,13 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     }
     j = json_object_get(root, "description");
     if (j && !json_is_string(j)) {
-        mdl_errf(err, errlen, "%s: 'description' must be a string", spec_path);
+        xp_errf(err, errlen, "%s: 'description' must be a string", spec_path);
         goto fail;
     }
     j = json_object_get(root, "inputs");
     if (j) {
         if (!json_is_object(j)) {
-            mdl_errf(err, errlen, "%s: 'inputs' must map tensor names to .npy files", spec_path);
+            xp_errf(err, errlen, "%s: 'inputs' must map tensor names to .npy files", spec_path);
             goto fail;
         }
         sw->inputs = calloc(json_object_size(j) + 1, sizeof *sw->inputs);
@@ -536,11 +536,11 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         }
         json_object_foreach(j, key, val) {
             if (!json_is_string(val)) {
-                mdl_errf(err, errlen, "%s: inputs: '%s' must name a .npy file", spec_path, key);
+                xp_errf(err, errlen, "%s: inputs: '%s' must name a .npy file", spec_path, key);
                 goto fail;
             }
             sweep_input_t *in = &sw->inputs[sw->ninputs++];
-            in->name = mdl_strdup(key);
+            in->name = xp_strdup(key);
             in->path = resolve_path(sw->spec_dir, json_string_value(val));
             if (!in->name || !in->path) {
                 st = NCSIM_NOMEM;
@@ -549,7 +549,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
             /* an input may be written later, but never a device, FIFO or directory */
             struct stat in_st;
             if (stat(in->path, &in_st) == 0 && !S_ISREG(in_st.st_mode)) {
-                mdl_errf(err, errlen, "%s: inputs: '%s': %s is not a regular file", spec_path,
+                xp_errf(err, errlen, "%s: inputs: '%s': %s is not a regular file", spec_path,
                          key, in->path);
                 st = NCSIM_IO;
                 goto fail;
@@ -558,27 +558,27 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         }
     }
     if ((sw->ninputs || sw->have_random) && sw->timing_only) {
-        mdl_errf(err, errlen, "%s: 'inputs' and 'random_inputs' need \"timing_only\": false",
+        xp_errf(err, errlen, "%s: 'inputs' and 'random_inputs' need \"timing_only\": false",
                  spec_path);
         goto fail;
     }
     /* base architecture: "arch", else the program's .arch, else trn1 */
     json_t *jarch = json_object_get(root, "arch");
     if (jarch && !json_is_string(jarch)) {
-        mdl_errf(err, errlen, "%s: 'arch' must be a preset name or a config file", spec_path);
+        xp_errf(err, errlen, "%s: 'arch' must be a preset name or a config file", spec_path);
         goto fail;
     }
     char e[1024];
     if (jarch) {
         const char *an = json_string_value(jarch);
         int is_file = strchr(an, '/') || (strlen(an) > 5 && !strcmp(an + strlen(an) - 5, ".json"));
-        char *ap = is_file ? resolve_path(sw->spec_dir, an) : mdl_strdup(an);
+        char *ap = is_file ? resolve_path(sw->spec_dir, an) : xp_strdup(an);
         if (!ap) {
             st = NCSIM_NOMEM;
             goto fail;
         }
         if (is_file && hash_file(&fp, ap, why, sizeof why)) {
-            mdl_errf(err, errlen, "%s: arch %s: %s", spec_path, ap, why);
+            xp_errf(err, errlen, "%s: arch %s: %s", spec_path, ap, why);
             free(ap);
             st = NCSIM_IO;
             goto fail;
@@ -587,7 +587,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         st = mdl_arch_load(ap, &sw->base, e, sizeof e);
         free(ap);
         if (st != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s: arch: %s", spec_path, e);
+            xp_errf(err, errlen, "%s: arch: %s", spec_path, e);
             goto fail;
         }
     } else {
@@ -595,7 +595,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         mdl_arch_t trn1;
         st = mdl_arch_load("trn1", &trn1, e, sizeof e);
         if (st != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s", e);
+            xp_errf(err, errlen, "%s", e);
             goto fail;
         }
         isa_geometry_t g;
@@ -605,14 +605,14 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         if (st != NCSIM_OK)
             goto fail;
         if (pe->status != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s: program %s:\n%s", spec_path, sw->program, pe->diag);
+            xp_errf(err, errlen, "%s: program %s:\n%s", spec_path, sw->program, pe->diag);
             st = pe->status;
             goto fail;
         }
         const char *an = pe->prog->arch[0] ? pe->prog->arch : "trn1";
         st = mdl_arch_load(an, &sw->base, e, sizeof e);
         if (st != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s: %s", spec_path, e);
+            xp_errf(err, errlen, "%s: %s", spec_path, e);
             goto fail;
         }
         /* the lookup assembled it against the .arch preset's sizes */
@@ -622,7 +622,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     j = json_object_get(root, "set");
     if (j) {
         if (!json_is_object(j)) {
-            mdl_errf(err, errlen, "%s: 'set' must be an object of \"section.key\": value",
+            xp_errf(err, errlen, "%s: 'set' must be an object of \"section.key\": value",
                      spec_path);
             st = NCSIM_USAGE;
             goto fail;
@@ -630,7 +630,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         json_object_foreach(j, key, val) {
             char vt[128];
             if (value_text(val, vt, sizeof vt)) {
-                mdl_errf(err, errlen, "%s: set: '%s' must be a number or a string", spec_path, key);
+                xp_errf(err, errlen, "%s: set: '%s' must be a number or a string", spec_path, key);
                 st = NCSIM_USAGE;
                 goto fail;
             }
@@ -642,7 +642,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     /* the grid */
     j = json_object_get(root, "grid");
     if (j && !json_is_object(j)) {
-        mdl_errf(err, errlen, "%s: 'grid' must be an object of \"section.key\": [values]",
+        xp_errf(err, errlen, "%s: 'grid' must be an object of \"section.key\": [values]",
                  spec_path);
         st = NCSIM_USAGE;
         goto fail;
@@ -660,7 +660,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
                 goto fail;
             uint64_t n = sw->axes[sw->naxes - 1].nvalues;
             if (sw->npoints > SWEEP_MAX_POINTS / n) {
-                mdl_errf(err, errlen, "%s: the grid has too many points", spec_path);
+                xp_errf(err, errlen, "%s: the grid has too many points", spec_path);
                 st = NCSIM_USAGE;
                 goto fail;
             }
@@ -681,7 +681,7 @@ fail:
     free(text);
     sim_sweep_free(sw);
     if (st == NCSIM_NOMEM)
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
     return st;
 }
 
@@ -757,7 +757,7 @@ ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_a
                                     char *err, size_t errlen)
 {
     if (index >= sw->npoints) {
-        mdl_errf(err, errlen,
+        xp_errf(err, errlen,
                  "point %" PRIu64 " does not exist (the sweep has %" PRIu64 " points, 0 to %" PRIu64
                  ")",
                  index, sw->npoints, sw->npoints - 1);
@@ -799,7 +799,7 @@ ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last,
         sweep_program_t *p;
         st = program_for(sw, &a, &p);
         if (st != NCSIM_OK) {
-            mdl_errf(err, errlen, "out of memory");
+            xp_errf(err, errlen, "out of memory");
             return st;
         }
     }
@@ -811,7 +811,7 @@ ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last,
         char e[512];
         ncsim_status_t st = mdl_npy_read(in->path, &in->data, e, sizeof e);
         if (st != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s: inputs: %s", sw->spec_path, e);
+            xp_errf(err, errlen, "%s: inputs: %s", sw->spec_path, e);
             return st == NCSIM_NOMEM ? st : NCSIM_IO;
         }
         in->loaded = 1;
@@ -872,7 +872,7 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
         sweep_input_t *in = &sw->inputs[i];
         int t = sim_find_hbm_tensor(p, in->name, strlen(in->name));
         if (t < 0 || (p->tensors[t].kind != ISA_TK_INPUT && p->tensors[t].kind != ISA_TK_INOUT)) {
-            mdl_errf(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
+            xp_errf(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
             st = NCSIM_USAGE;
             break;
         }
@@ -895,7 +895,7 @@ static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t
             (kind != ISA_TK_INPUT && kind != ISA_TK_INOUT))
             continue;
         if (!sw->have_random) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "input tensor '%s' is not bound: give it in \"inputs\" or set "
                      "\"random_inputs\"",
                      isa_string(p, p->tensors[t].name));
@@ -972,14 +972,14 @@ static ncsim_status_t write_point(json_t *root, const char *path, char *err, siz
 {
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
     if (!text) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     size_t n = strlen(text);
     char *t2 = realloc(text, n + 2);
     if (!t2) {
         free(text);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     t2[n] = '\n';
@@ -987,7 +987,7 @@ static ncsim_status_t write_point(json_t *root, const char *path, char *err, siz
     int rc = sim_write_file(path, t2, n + 1);
     free(t2);
     if (rc) {
-        mdl_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        xp_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return NCSIM_IO;
     }
     return NCSIM_OK;
@@ -999,13 +999,13 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
 {
     *status = SIM_SWEEP_POINT_FAILED;
     if (index >= sw->npoints) {
-        mdl_errf(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64 " points)",
+        xp_errf(err, errlen, "point %" PRIu64 " does not exist (the sweep has %" PRIu64 " points)",
                  index, sw->npoints);
         return NCSIM_USAGE;
     }
     char *path = point_path(out_dir, index);
     if (!path) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     if (!force && point_done(sw, path, index)) {
@@ -1084,7 +1084,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     sim_destroy(s);
     ncsim_status_t st;
     if (!root) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         st = NCSIM_NOMEM;
     } else {
         st = write_point(root, path, err, errlen);
@@ -1094,7 +1094,7 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     if (st == NCSIM_OK) {
         *status = pst == NCSIM_OK ? SIM_SWEEP_POINT_OK : SIM_SWEEP_POINT_FAILED;
         if (pst != NCSIM_OK)
-            mdl_errf(err, errlen, "point %" PRIu64 ": %s", index, msg);
+            xp_errf(err, errlen, "point %" PRIu64 ": %s", index, msg);
     }
     return st;
 }
@@ -1158,7 +1158,7 @@ static ncsim_status_t run_serial(sim_sweep_t *sw, uint64_t first, uint64_t last,
         sim_sweep_point_status_t o;
         ncsim_status_t st = sim_sweep_run_point(sw, i, opt->out_dir, opt->force, &o, e, sizeof e);
         if (st != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s", e);
+            xp_errf(err, errlen, "%s", e);
             return st;
         }
         if (o == SIM_SWEEP_POINT_FAILED && opt->progress != SIM_SWEEP_PROGRESS_NEVER)
@@ -1209,7 +1209,7 @@ static int pool_point_done(void *ctx, uint64_t task, const void *result)
     memcpy(&r, result, sizeof r);
     if (r.status != NCSIM_OK && c->st == NCSIM_OK) {
         c->st = (ncsim_status_t)r.status;
-        mdl_errf(c->err, c->errlen, "point %" PRIu64 " could not be recorded (see above)",
+        xp_errf(c->err, c->errlen, "point %" PRIu64 " could not be recorded (see above)",
                  c->first + task);
     }
     count(c->sum, (ncsim_status_t)r.status, (sim_sweep_point_status_t)r.outcome);
@@ -1225,12 +1225,12 @@ static void pool_point_lost(void *ctx, uint64_t task, int wstatus)
         return;
     c->st = NCSIM_INTERNAL;
     if (WIFSIGNALED(wstatus))
-        mdl_errf(c->err, c->errlen,
+        xp_errf(c->err, c->errlen,
                  "the worker running point %" PRIu64 " died (signal %d); rerun the sweep to "
                  "redo it",
                  c->first + task, WTERMSIG(wstatus));
     else
-        mdl_errf(c->err, c->errlen,
+        xp_errf(c->err, c->errlen,
                  "the worker running point %" PRIu64 " exited (status %d); rerun the sweep to "
                  "redo it",
                  c->first + task, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
@@ -1251,9 +1251,9 @@ static ncsim_status_t run_workers(sim_sweep_t *sw, uint64_t first, uint64_t last
     if (c.st != NCSIM_OK)
         return c.st; /* the first failure said, as it happened */
     if (st != NCSIM_OK && next && next <= last - first)
-        mdl_errf(err, errlen, "the workers stopped before point %" PRIu64, first + next);
+        xp_errf(err, errlen, "the workers stopped before point %" PRIu64, first + next);
     else if (st != NCSIM_OK)
-        mdl_errf(err, errlen, "%s", perr);
+        xp_errf(err, errlen, "%s", perr);
     return st;
 }
 
@@ -1263,10 +1263,10 @@ static int make_dir(const char *dir, char *err, size_t errlen)
         struct stat sb;
         if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
             return 0;
-        mdl_errf(err, errlen, "%s exists and is not a directory", dir);
+        xp_errf(err, errlen, "%s exists and is not a directory", dir);
         return -1;
     }
-    mdl_errf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
+    xp_errf(err, errlen, "cannot create %s: %s", dir, strerror(errno));
     return -1;
 }
 
@@ -1276,7 +1276,7 @@ ncsim_status_t sim_sweep_run(sim_sweep_t *sw, uint64_t first, uint64_t last,
 {
     memset(summary, 0, sizeof *summary);
     if (first > last || last >= sw->npoints) {
-        mdl_errf(err, errlen, "points %" PRIu64 "-%" PRIu64 " are not in the sweep (0-%" PRIu64 ")",
+        xp_errf(err, errlen, "points %" PRIu64 "-%" PRIu64 " are not in the sweep (0-%" PRIu64 ")",
                  first, last, sw->npoints - 1);
         return NCSIM_USAGE;
     }
@@ -1433,17 +1433,17 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
     }
     ncsim_status_t st = NCSIM_OK;
     if (b.failed || missing.failed) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         st = NCSIM_NOMEM;
     } else if (summary->missing) {
-        mdl_errf(err, errlen,
+        xp_errf(err, errlen,
                  "%" PRIu64 " of %" PRIu64 " points have no result in %s:\n%s%s\n"
                  "run them (ncsim sweep SPEC --out DIR, or --index I), then merge",
                  summary->missing, sw->npoints, out_dir, missing.p ? missing.p : "",
                  summary->missing > 8 ? "\n  ..." : "");
         st = NCSIM_IO;
     } else if (sim_write_file(csv_path, b.p, b.len)) {
-        mdl_errf(err, errlen, "cannot write %s: %s", csv_path, strerror(errno));
+        xp_errf(err, errlen, "cannot write %s: %s", csv_path, strerror(errno));
         st = NCSIM_IO;
     }
     free(b.p);
@@ -1497,14 +1497,14 @@ static int slurm_value_check(const char *value, const char *what, int in_output_
 {
     for (const unsigned char *p = (const unsigned char *)value; *p; p++)
         if (*p < 0x20 || *p == 0x7f) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s contains a control character (byte 0x%02x at offset %zu), which "
                      "cannot be quoted safely in a shell script: rename it",
                      what, *p, (size_t)((const char *)p - value));
             return -1;
         }
     if (in_output_pattern && strchr(value, '%')) {
-        mdl_errf(err, errlen,
+        xp_errf(err, errlen,
                  "%s '%s' contains '%%', which Slurm would expand in the --output file "
                  "names (%%j, %%A...): choose a folder without it",
                  what, value);
@@ -1532,7 +1532,7 @@ char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_option
         if (slurm_value_check(opt->sbatch[i], what, 0, err, errlen))
             return NULL;
         if (opt->sbatch[i][0] != '-') {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "--sbatch '%s' is not an sbatch option: each --sbatch gives one option, "
                      "starting with '-' (e.g. --sbatch=--partition=cpu)",
                      opt->sbatch[i]);
@@ -1558,10 +1558,10 @@ char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_option
                "# Each task writes OUT/point-I.json atomically and skips points already done,\n"
                "# so a failed or cancelled array can simply be submitted again.\n");
     /* the job names carry the spec's name (its file name): quoted like any other value */
-    char *job = mdl_strdup(sw->name);
+    char *job = xp_strdup(sw->name);
     if (!job || slurm_value_check(job, "the spec's file name", 0, err, errlen)) {
         if (!job)
-            mdl_errf(err, errlen, "out of memory");
+            xp_errf(err, errlen, "out of memory");
         free(job);
         return NULL;
     }
@@ -1637,7 +1637,7 @@ char *sim_sweep_slurm_script(const sim_sweep_t *sw, const sim_sweep_slurm_option
     free(job);
     if (b.failed) {
         free(b.p);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NULL;
     }
     return b.p;

@@ -14,9 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "load.h"
 #include "raster.h"
-#include "text.h"
+#include "util.h"
 
 /* Text: the project's bitmap font (raster/font.c) drawn at twice its size. */
 enum { GLYPH_H = 7, CELL_H = RST_GLYPH_ROWS, ADVANCE = RST_FONT_W, SCALE = 2 };
@@ -67,7 +66,7 @@ static ncsim_status_t csv_parse(const char *text, const char *name, csv_t *t, ch
             char ch = *p;
             if (quoted) {
                 if (!ch) {
-                    mdl_errf(err, errlen, "%s:%zu: unterminated quoted field", name, line);
+                    xp_errf(err, errlen, "%s:%zu: unterminated quoted field", name, line);
                     goto bad;
                 }
                 if (ch == '"' && p[1] == '"') {
@@ -122,7 +121,7 @@ static ncsim_status_t csv_parse(const char *text, const char *name, csv_t *t, ch
         if (!t->ncols)
             t->ncols = row_fields;
         else if (row_fields != t->ncols) {
-            mdl_errf(err, errlen, "%s:%zu: %zu fields, the header has %zu", name, line, row_fields,
+            xp_errf(err, errlen, "%s:%zu: %zu fields, the header has %zu", name, line, row_fields,
                      t->ncols);
             goto bad;
         } else
@@ -131,12 +130,12 @@ static ncsim_status_t csv_parse(const char *text, const char *name, csv_t *t, ch
         line++;
     }
     if (row_fields) {
-        mdl_errf(err, errlen, "%s: incomplete last row", name);
+        xp_errf(err, errlen, "%s: incomplete last row", name);
         goto bad;
     }
     free(field);
     if (!t->ncols) {
-        mdl_errf(err, errlen, "%s: empty CSV", name);
+        xp_errf(err, errlen, "%s: empty CSV", name);
         csv_free(t);
         return NCSIM_USAGE;
     }
@@ -148,7 +147,7 @@ nomem:
         free(t->cells[i]);
     free(t->cells);
     memset(t, 0, sizeof *t);
-    mdl_errf(err, errlen, "out of memory");
+    xp_errf(err, errlen, "out of memory");
     return NCSIM_NOMEM;
 bad:
     free(field);
@@ -286,12 +285,12 @@ ncsim_status_t sim_plot_parse(char *text, sim_plot_options_t *o, char *err, size
         else if (strcmp(tok, "logy") == 0)
             o->log_y = 1;
         else {
-            mdl_errf(err, errlen, "unknown part '%s' (want X=KEY,Y=COLUMN[,logx][,logy])", tok);
+            xp_errf(err, errlen, "unknown part '%s' (want X=KEY,Y=COLUMN[,logx][,logy])", tok);
             return NCSIM_USAGE;
         }
     }
     if (!o->x || !o->y || !*o->x || !*o->y) {
-        mdl_errf(err, errlen, "want X=KEY,Y=COLUMN[,logx][,logy]");
+        xp_errf(err, errlen, "want X=KEY,Y=COLUMN[,logx][,logy]");
         return NCSIM_USAGE;
     }
     return NCSIM_OK;
@@ -311,9 +310,9 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
                             const char *png_path, char *err, size_t errlen)
 {
     size_t len;
-    char *text = sim_read_file(csv_path, &len);
+    char *text = xp_read_file(csv_path, &len);
     if (!text) {
-        mdl_errf(err, errlen, "%s: %s", csv_path, strerror(errno));
+        xp_errf(err, errlen, "%s: %s", csv_path, strerror(errno));
         return NCSIM_IO;
     }
     csv_t t;
@@ -327,7 +326,7 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
     size_t nser = 0;
     rst_image_t cv = {0, 0, NULL};
     if (xc < 0 || yc < 0) {
-        mdl_errf(err, errlen, "%s has no column '%s'", csv_path, xc < 0 ? o->x : o->y);
+        xp_errf(err, errlen, "%s has no column '%s'", csv_path, xc < 0 ? o->x : o->y);
         st = NCSIM_USAGE;
         goto out;
     }
@@ -341,13 +340,13 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
         double x, y;
         if (parse_number(cell(&t, r, (size_t)xc), &x) ||
             parse_number(cell(&t, r, (size_t)yc), &y)) {
-            mdl_errf(err, errlen, "%s: row %zu: '%s' or '%s' is not a number ('%s', '%s')",
+            xp_errf(err, errlen, "%s: row %zu: '%s' or '%s' is not a number ('%s', '%s')",
                      csv_path, r, o->x, o->y, cell(&t, r, (size_t)xc), cell(&t, r, (size_t)yc));
             st = NCSIM_USAGE;
             goto out;
         }
         if ((o->log_x && x <= 0) || (o->log_y && y <= 0)) {
-            mdl_errf(err, errlen, "%s: row %zu: a logarithmic axis needs positive values", csv_path,
+            xp_errf(err, errlen, "%s: row %zu: a logarithmic axis needs positive values", csv_path,
                      r);
             st = NCSIM_USAGE;
             goto out;
@@ -385,7 +384,7 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
         S->n++;
     }
     if (!nser) {
-        mdl_errf(err, errlen, "%s: no row with status ok to plot", csv_path);
+        xp_errf(err, errlen, "%s: no row with status ok to plot", csv_path);
         st = NCSIM_USAGE;
         goto out;
     }
@@ -436,7 +435,7 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
     int left = 40 + 9 * ADVANCE * SCALE, right = W - 30 - legend_w;
     int top = 20 + 2 * line_h, bottom = H - (20 + 3 * line_h);
     if (right - left < 100 || bottom - top < 100) {
-        mdl_errf(err, errlen, "the picture is too small for the plot");
+        xp_errf(err, errlen, "the picture is too small for the plot");
         st = NCSIM_USAGE;
         goto out;
     }
@@ -534,7 +533,7 @@ ncsim_status_t sim_plot_csv(const char *csv_path, const sim_plot_options_t *o,
     st = rst_write_png(&cv, png_path, err, errlen);
     goto out;
 nomem:
-    mdl_errf(err, errlen, "out of memory");
+    xp_errf(err, errlen, "out of memory");
     st = NCSIM_NOMEM;
 out:
     for (size_t s = 0; ser && s < nser; s++) {
@@ -583,13 +582,13 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
                                 char *err, size_t errlen)
 {
     if (!n) {
-        mdl_errf(err, errlen, "no points to plot");
+        xp_errf(err, errlen, "no points to plot");
         return NCSIM_USAGE;
     }
     double mn = INFINITY, mx = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         if (!(pts[i].x > 0) || !(pts[i].y > 0) || !isfinite(pts[i].x) || !isfinite(pts[i].y)) {
-            mdl_errf(err, errlen, "point '%s': a logarithmic plot needs positive values",
+            xp_errf(err, errlen, "point '%s': a logarithmic plot needs positive values",
                      pts[i].label ? pts[i].label : "?");
             return NCSIM_USAGE;
         }
@@ -601,7 +600,7 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
     int left = 40 + 9 * ADVANCE * SCALE, right = W - 30;
     int top = 20 + 2 * line_h, bottom = H - (20 + 3 * line_h);
     if (right - left < 100 || bottom - top < 100) {
-        mdl_errf(err, errlen, "the picture is too small for the plot");
+        xp_errf(err, errlen, "the picture is too small for the plot");
         return NCSIM_USAGE;
     }
     rst_image_t cv = {0, 0, NULL};
@@ -610,7 +609,7 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
     if (cv_bad || !boxes) {
         rst_image_free(&cv);
         free(boxes);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     const rgb_t black = {0, 0, 0}, grid = {225, 225, 225}, dark = {60, 60, 60},
@@ -691,7 +690,7 @@ ncsim_status_t sim_plot_scatter(const sim_scatter_point_t *pts, size_t n,
         free(pboxes);
         rst_image_free(&cv);
         free(boxes);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     for (size_t i = 0; i < n; i++) {

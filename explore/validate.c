@@ -21,13 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "arch.h"
-#include "asm.h"
-#include "load.h"
 #include "pool.h"
-#include "sim.h"
 #include "sweep_plot.h"
-#include "text.h"
+#include "util.h"
 
 /* Default allowed relative error of an entry. */
 #define VALIDATE_DEFAULT_BAND 0.15
@@ -36,7 +32,7 @@
 static char *join_path(const char *dir, const char *path)
 {
     if (path[0] == '/')
-        return mdl_strdup(path);
+        return xp_strdup(path);
     size_t n = strlen(dir) + strlen(path) + 2;
     char *p = malloc(n);
     if (p)
@@ -53,8 +49,8 @@ static int is_file_path(const char *name)
 /* ---- per-entry cache: generated text and assembled programs --------------------------------- */
 
 typedef struct cached_program {
-    isa_geometry_t geometry;
-    isa_program_t *prog;
+    ncsim_arch_t *arch;       /* a configuration it was assembled for (its memory sizes) */
+    ncsim_program_t *prog;
 } cached_program_t;
 
 typedef struct entry_cache {
@@ -104,13 +100,13 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
         e->op = 0;
         if (figure_names[i].arg == 0) {
             if (colon) {
-                mdl_errf(err, errlen, "figure '%s' takes no ':' argument", figure);
+                xp_errf(err, errlen, "figure '%s' takes no ':' argument", figure);
                 return NCSIM_USAGE;
             }
             return NCSIM_OK;
         }
         if (!colon || !colon[1]) {
-            mdl_errf(err, errlen, "figure '%s' needs an argument: %s", figure,
+            xp_errf(err, errlen, "figure '%s' needs an argument: %s", figure,
                      figure_names[i].arg == 1 ? "busy_fraction:ENGINE[@coreN] (ENGINE: pe, act, "
                                                 "dve, pool, sp or cc)"
                                               : "an instruction mnemonic, e.g. mean_duration_ns:"
@@ -119,9 +115,9 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
         }
         const char *arg = colon + 1;
         if (figure_names[i].arg == 2) {
-            isa_op_t op = isa_op_lookup(arg, strlen(arg));
-            if (op == ISA_OP_COUNT) {
-                mdl_errf(err, errlen, "figure '%s': unknown instruction mnemonic '%s'", figure,
+            int32_t op = ncsim_opcode(arg);
+            if (op < 0) {
+                xp_errf(err, errlen, "figure '%s': unknown instruction mnemonic '%s'", figure,
                          arg);
                 return NCSIM_USAGE;
             }
@@ -131,13 +127,13 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
         const char *at = strchr(arg, '@');
         size_t elen = at ? (size_t)(at - arg) : strlen(arg);
         int found = -1;
-        for (int k = 0; k < ISA_ENGINE_COUNT; k++) {
-            const char *en = isa_engine_name((isa_engine_t)k);
+        for (int k = 0; k < NCSIM_ENGINE_COUNT; k++) {
+            const char *en = ncsim_engine_name((ncsim_engine_t)k);
             if (strlen(en) == elen && strncmp(en, arg, elen) == 0)
                 found = k;
         }
         if (found < 0) {
-            mdl_errf(err, errlen, "figure '%s': unknown engine '%.*s' (pe, act, dve, pool, sp, cc)",
+            xp_errf(err, errlen, "figure '%s': unknown engine '%.*s' (pe, act, dve, pool, sp, cc)",
                      figure, (int)elen, arg);
             return NCSIM_USAGE;
         }
@@ -146,20 +142,20 @@ ncsim_status_t sim_validate_parse_figure(const char *figure, sim_validate_entry_
             const char *c = at + 1;
             char *end = NULL;
             if (strncmp(c, "core", 4) != 0 || c[4] < '0' || c[4] > '9') {
-                mdl_errf(err, errlen, "figure '%s': expected @coreN after the engine", figure);
+                xp_errf(err, errlen, "figure '%s': expected @coreN after the engine", figure);
                 return NCSIM_USAGE;
             }
             errno = 0;
             unsigned long v = strtoul(c + 4, &end, 10);
             if (errno || *end || v > 65535) {
-                mdl_errf(err, errlen, "figure '%s': bad core number '%s'", figure, c + 4);
+                xp_errf(err, errlen, "figure '%s': bad core number '%s'", figure, c + 4);
                 return NCSIM_USAGE;
             }
             e->core = (unsigned)v;
         }
         return NCSIM_OK;
     }
-    mdl_errf(err, errlen, "unknown figure '%s' (figures: %s)", figure, figure_list);
+    xp_errf(err, errlen, "unknown figure '%s' (figures: %s)", figure, figure_list);
     return NCSIM_USAGE;
 }
 
@@ -190,8 +186,10 @@ static void cache_free(sim_validate_cache_t *c, size_t n)
         return;
     for (size_t i = 0; c->e && i < n; i++) {
         free(c->e[i].text);
-        for (size_t k = 0; k < c->e[i].nprogs; k++)
-            isa_program_free(c->e[i].progs[k].prog);
+        for (size_t k = 0; k < c->e[i].nprogs; k++) {
+            ncsim_program_free(c->e[i].progs[k].prog);
+            ncsim_arch_free(c->e[i].progs[k].arch);
+        }
         free(c->e[i].progs);
     }
     free(c->e);
@@ -233,12 +231,12 @@ static ncsim_status_t get_string(json_t *o, const char *key, char **out, const c
 {
     json_t *v = json_object_get(o, key);
     if (v && !json_is_string(v)) {
-        mdl_errf(err, errlen, "%s: key '%s' must be a string", where, key);
+        xp_errf(err, errlen, "%s: key '%s' must be a string", where, key);
         return NCSIM_USAGE;
     }
-    *out = mdl_strdup(v ? json_string_value(v) : "");
+    *out = xp_strdup(v ? json_string_value(v) : "");
     if (!*out) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     return NCSIM_OK;
@@ -253,12 +251,12 @@ static int get_number(json_t *o, const char *key, double *out, double dflt, cons
         return 0;
     }
     if (!json_is_number(v)) {
-        mdl_errf(err, errlen, "%s: key '%s' must be a number", where, key);
+        xp_errf(err, errlen, "%s: key '%s' must be a number", where, key);
         return -1;
     }
     *out = json_number_value(v);
     if (!isfinite(*out)) {
-        mdl_errf(err, errlen, "%s: key '%s' must be finite", where, key);
+        xp_errf(err, errlen, "%s: key '%s' must be finite", where, key);
         return -1;
     }
     return 0;
@@ -283,6 +281,40 @@ static char *set_text(const char *key, json_t *v)
     return s;
 }
 
+/* The entry's "set" overrides into e->sets, each tried on `a` (its architecture) so that a
+ * bad key or value is reported at load. */
+static ncsim_status_t entry_read_sets(json_t *o, sim_validate_entry_t *e, ncsim_arch_t *a,
+                                      const char *where, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *v;
+    json_t *sets = json_object_get(o, "set");
+    if (!sets)
+        return NCSIM_OK;
+    if (!json_is_object(sets)) {
+        xp_errf(err, errlen, "%s: key 'set' must be an object of \"section.key\": value",
+                 where);
+        return NCSIM_USAGE;
+    }
+    if (!(e->sets = calloc(json_object_size(sets) + 1, sizeof *e->sets)))
+        return NCSIM_NOMEM;
+    json_object_foreach(sets, key, v)
+    {
+        char *t = set_text(key, v);
+        if (!t) {
+            xp_errf(err, errlen, "%s: key 'set': '%s' must be a number or a string", where,
+                     key);
+            return NCSIM_USAGE;
+        }
+        e->sets[e->nsets++] = t;
+        if (ncsim_arch_set(a, t) != NCSIM_OK) {
+            xp_errf(err, errlen, "%s: key 'set': %s", where, ncsim_last_error());
+            return NCSIM_USAGE;
+        }
+    }
+    return NCSIM_OK;
+}
+
 static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json_t *o,
                                   char *err, size_t errlen)
 {
@@ -291,22 +323,22 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     char ename[300];
     snprintf(where, sizeof where, "%s: entry %zu", m->path, index + 1);
     if (!json_is_object(o)) {
-        mdl_errf(err, errlen, "%s: must be an object", where);
+        xp_errf(err, errlen, "%s: must be an object", where);
         return NCSIM_USAGE;
     }
     json_t *id = json_object_get(o, "id");
     if (!id || !json_is_string(id) || json_string_length(id) == 0) {
-        mdl_errf(err, errlen, "%s: key 'id' %s", where,
+        xp_errf(err, errlen, "%s: key 'id' %s", where,
                  id ? "must be a non-empty string" : "is missing (every entry has a unique id)");
         return NCSIM_USAGE;
     }
-    if (!(e->id = mdl_strdup(json_string_value(id))))
+    if (!(e->id = xp_strdup(json_string_value(id))))
         return NCSIM_NOMEM;
     entry_name(e, index, ename, sizeof ename);
     snprintf(where, sizeof where, "%s: %s", m->path, ename);
     for (size_t k = 0; k < index; k++)
         if (strcmp(m->entries[k].id, e->id) == 0) {
-            mdl_errf(err, errlen, "%s: id is used twice (entries %zu and %zu)", where, k + 1,
+            xp_errf(err, errlen, "%s: id is used twice (entries %zu and %zu)", where, k + 1,
                      index + 1);
             return NCSIM_USAGE;
         }
@@ -318,7 +350,7 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         for (int k = 0; entry_keys[k]; k++)
             known |= strcmp(key, entry_keys[k]) == 0;
         if (!known) {
-            mdl_errf(
+            xp_errf(
                 err, errlen,
                 "%s: unknown key '%s' (keys: id, title, source, choices, program, generate, "
                 "arch, set, figure, divide, relative_to, measured, band, weight, fit, known_miss)",
@@ -337,24 +369,24 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     /* the workload */
     json_t *prog = json_object_get(o, "program"), *gen = json_object_get(o, "generate");
     if ((prog != NULL) == (gen != NULL)) {
-        mdl_errf(err, errlen, "%s: give exactly one of 'program' and 'generate'", where);
+        xp_errf(err, errlen, "%s: give exactly one of 'program' and 'generate'", where);
         return NCSIM_USAGE;
     }
     if (prog) {
         if (!json_is_string(prog) || json_string_length(prog) == 0) {
-            mdl_errf(err, errlen, "%s: key 'program' must be a file name", where);
+            xp_errf(err, errlen, "%s: key 'program' must be a file name", where);
             return NCSIM_USAGE;
         }
         if (!(e->program = join_path(m->dir, json_string_value(prog))))
             return NCSIM_NOMEM;
         if (access(e->program, R_OK) != 0) {
-            mdl_errf(err, errlen, "%s: key 'program': cannot read %s: %s", where, e->program,
+            xp_errf(err, errlen, "%s: key 'program': cannot read %s: %s", where, e->program,
                      strerror(errno));
             return NCSIM_USAGE;
         }
     } else {
         if (!json_is_array(gen) || json_array_size(gen) == 0) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s: key 'generate' must be a non-empty array of strings (a command)", where);
             return NCSIM_USAGE;
         }
@@ -364,7 +396,7 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         for (size_t i = 0; i < e->ngenerate; i++) {
             json_t *a = json_array_get(gen, i);
             if (!json_is_string(a)) {
-                mdl_errf(err, errlen, "%s: key 'generate': element %zu is not a string", where,
+                xp_errf(err, errlen, "%s: key 'generate': element %zu is not a string", where,
                          i + 1);
                 return NCSIM_USAGE;
             }
@@ -372,7 +404,7 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
             /* the Debian interpreter, with NumPy (the first python3 on PATH may lack it) */
             if (i == 0 && strcmp(s, "python3") == 0)
                 s = "/usr/bin/python3";
-            if (!(e->generate[i] = mdl_strdup(s)))
+            if (!(e->generate[i] = xp_strdup(s)))
                 return NCSIM_NOMEM;
         }
     }
@@ -382,62 +414,40 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     const char *aname = "trn1";
     if (arch) {
         if (!json_is_string(arch) || json_string_length(arch) == 0) {
-            mdl_errf(err, errlen, "%s: key 'arch' must be a preset name or a file", where);
+            xp_errf(err, errlen, "%s: key 'arch' must be a preset name or a file", where);
             return NCSIM_USAGE;
         }
         aname = json_string_value(arch);
     }
-    if (!(e->arch = is_file_path(aname) ? join_path(m->dir, aname) : mdl_strdup(aname)))
+    if (!(e->arch = is_file_path(aname) ? join_path(m->dir, aname) : xp_strdup(aname)))
         return NCSIM_NOMEM;
-    mdl_arch_t a;
-    char aerr[1024];
-    ncsim_status_t st = mdl_arch_load(e->arch, &a, aerr, sizeof aerr);
-    if (st != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s: key 'arch': %s", where, aerr);
+    ncsim_arch_t *a = NULL;
+    if (ncsim_arch_load(e->arch, &a) != NCSIM_OK) {
+        xp_errf(err, errlen, "%s: key 'arch': %s", where, ncsim_last_error());
         return NCSIM_USAGE;
     }
-    json_t *sets = json_object_get(o, "set");
-    if (sets) {
-        if (!json_is_object(sets)) {
-            mdl_errf(err, errlen, "%s: key 'set' must be an object of \"section.key\": value",
-                     where);
-            return NCSIM_USAGE;
-        }
-        if (!(e->sets = calloc(json_object_size(sets) + 1, sizeof *e->sets)))
-            return NCSIM_NOMEM;
-        json_object_foreach(sets, key, v)
-        {
-            char *t = set_text(key, v);
-            if (!t) {
-                mdl_errf(err, errlen, "%s: key 'set': '%s' must be a number or a string", where,
-                         key);
-                return NCSIM_USAGE;
-            }
-            e->sets[e->nsets++] = t;
-            if (mdl_arch_set(&a, t, aerr, sizeof aerr) != NCSIM_OK) {
-                mdl_errf(err, errlen, "%s: key 'set': %s", where, aerr);
-                return NCSIM_USAGE;
-            }
-        }
-    }
+    ncsim_status_t st = entry_read_sets(o, e, a, where, err, errlen);
+    ncsim_arch_free(a);
+    if (st != NCSIM_OK)
+        return st;
 
     /* the figure and the measurement */
     json_t *fig = json_object_get(o, "figure");
     if (!fig || !json_is_string(fig)) {
-        mdl_errf(err, errlen, "%s: key 'figure' %s (%s)", where,
+        xp_errf(err, errlen, "%s: key 'figure' %s (%s)", where,
                  fig ? "must be a string" : "is missing", figure_list);
         return NCSIM_USAGE;
     }
-    if (!(e->figure = mdl_strdup(json_string_value(fig))))
+    if (!(e->figure = xp_strdup(json_string_value(fig))))
         return NCSIM_NOMEM;
     char ferr[512];
     if (sim_validate_parse_figure(e->figure, e, ferr, sizeof ferr) != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s: key 'figure': %s", where, ferr);
+        xp_errf(err, errlen, "%s: key 'figure': %s", where, ferr);
         return NCSIM_USAGE;
     }
     json_t *meas = json_object_get(o, "measured");
     if (!meas) {
-        mdl_errf(err, errlen, "%s: key 'measured' is missing", where);
+        xp_errf(err, errlen, "%s: key 'measured' is missing", where);
         return NCSIM_USAGE;
     }
     if (get_number(o, "measured", &e->measured, 0, where, err, errlen) ||
@@ -446,26 +456,26 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
         get_number(o, "weight", &e->weight, 1.0, where, err, errlen))
         return NCSIM_USAGE;
     if (!(e->measured > 0)) {
-        mdl_errf(err, errlen, "%s: key 'measured' must be positive (errors are ratios)", where);
+        xp_errf(err, errlen, "%s: key 'measured' must be positive (errors are ratios)", where);
         return NCSIM_USAGE;
     }
     if (!(e->divide > 0)) {
-        mdl_errf(err, errlen, "%s: key 'divide' must be positive", where);
+        xp_errf(err, errlen, "%s: key 'divide' must be positive", where);
         return NCSIM_USAGE;
     }
     if (!(e->band > 0)) {
-        mdl_errf(err, errlen, "%s: key 'band' must be positive (0.15 is +-15%%)", where);
+        xp_errf(err, errlen, "%s: key 'band' must be positive (0.15 is +-15%%)", where);
         return NCSIM_USAGE;
     }
     if (!(e->weight >= 0)) {
-        mdl_errf(err, errlen, "%s: key 'weight' must not be negative", where);
+        xp_errf(err, errlen, "%s: key 'weight' must not be negative", where);
         return NCSIM_USAGE;
     }
     json_t *fit = json_object_get(o, "fit");
     e->fit = 1;
     if (fit) {
         if (!json_is_boolean(fit)) {
-            mdl_errf(err, errlen, "%s: key 'fit' must be true or false", where);
+            xp_errf(err, errlen, "%s: key 'fit' must be true or false", where);
             return NCSIM_USAGE;
         }
         e->fit = json_is_true(fit);
@@ -473,22 +483,22 @@ static ncsim_status_t parse_entry(sim_validate_manifest_t *m, size_t index, json
     json_t *km = json_object_get(o, "known_miss");
     if (km) {
         if (!json_is_string(km) || json_string_length(km) == 0) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s: key 'known_miss' must be a non-empty text saying why the model misses "
                      "this entry",
                      where);
             return NCSIM_USAGE;
         }
-        if (!(e->known_miss = mdl_strdup(json_string_value(km))))
+        if (!(e->known_miss = xp_strdup(json_string_value(km))))
             return NCSIM_NOMEM;
     }
     json_t *rel = json_object_get(o, "relative_to");
     if (rel) {
         if (!json_is_string(rel) || json_string_length(rel) == 0) {
-            mdl_errf(err, errlen, "%s: key 'relative_to' must be the id of another entry", where);
+            xp_errf(err, errlen, "%s: key 'relative_to' must be the id of another entry", where);
             return NCSIM_USAGE;
         }
-        if (!(e->relative_to = mdl_strdup(json_string_value(rel))))
+        if (!(e->relative_to = xp_strdup(json_string_value(rel))))
             return NCSIM_NOMEM;
     }
     return NCSIM_OK;
@@ -504,11 +514,11 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     ncsim_status_t st = NCSIM_NOMEM;
     json_t *root = NULL;
     char *text = NULL;
-    if (!(m->path = mdl_strdup(path)))
+    if (!(m->path = xp_strdup(path)))
         goto fail;
     char *abs = realpath(path, NULL);
     if (!abs) {
-        mdl_errf(err, errlen, "%s: %s", path, strerror(errno));
+        xp_errf(err, errlen, "%s: %s", path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
@@ -519,9 +529,9 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
         *slash = 0;
     m->dir = abs;
     size_t len;
-    text = sim_read_file(path, &len);
+    text = xp_read_file(path, &len);
     if (!text) {
-        mdl_errf(err, errlen, "%s: %s", path, strerror(errno));
+        xp_errf(err, errlen, "%s: %s", path, strerror(errno));
         st = NCSIM_IO;
         goto fail;
     }
@@ -529,11 +539,11 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     st = NCSIM_USAGE;
     if (!root) {
-        mdl_errf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+        xp_errf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
         goto fail;
     }
     if (!json_is_object(root)) {
-        mdl_errf(err, errlen, "%s: a manifest is a JSON object with \"entries\"", path);
+        xp_errf(err, errlen, "%s: a manifest is a JSON object with \"entries\"", path);
         goto fail;
     }
     const char *key;
@@ -541,7 +551,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     json_object_foreach(root, key, v)
     {
         if (strcmp(key, "name") && strcmp(key, "description") && strcmp(key, "entries")) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s: unknown key '%s' (a manifest has name, description, "
                      "entries)",
                      path, key);
@@ -556,7 +566,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
     st = NCSIM_USAGE;
     json_t *entries = json_object_get(root, "entries");
     if (!entries || !json_is_array(entries) || json_array_size(entries) == 0) {
-        mdl_errf(err, errlen, "%s: 'entries' must be a non-empty array", path);
+        xp_errf(err, errlen, "%s: 'entries' must be a non-empty array", path);
         goto fail;
     }
     size_t n = json_array_size(entries);
@@ -571,7 +581,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
         st = parse_entry(m, i, json_array_get(entries, i), err, errlen);
         if (st != NCSIM_OK) {
             if (st == NCSIM_NOMEM)
-                mdl_errf(err, errlen, "out of memory");
+                xp_errf(err, errlen, "out of memory");
             goto fail;
         }
     }
@@ -585,7 +595,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
         while (k < n && strcmp(m->entries[k].id, e->relative_to) != 0)
             k++;
         if (k == n || k == i) {
-            mdl_errf(err, errlen, "%s: entry '%s': key 'relative_to': %s '%s'", path, e->id,
+            xp_errf(err, errlen, "%s: entry '%s': key 'relative_to': %s '%s'", path, e->id,
                      k == i ? "an entry cannot be relative to itself:" : "no entry has the id",
                      e->relative_to);
             goto fail;
@@ -599,7 +609,7 @@ ncsim_status_t sim_validate_load(const char *path, sim_validate_manifest_t **out
             steps++;
         }
         if (steps > n) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "%s: entry '%s': key 'relative_to': the chain of relative_to "
                      "entries is a cycle",
                      path, m->entries[i].id);
@@ -626,7 +636,7 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
 {
     int fds[2];
     if (pipe(fds) != 0) {
-        mdl_errf(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
+        xp_errf(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
                  strerror(errno));
         return NCSIM_IO;
     }
@@ -636,7 +646,7 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        mdl_errf(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
+        xp_errf(err, errlen, "%s: entry '%s': cannot run the generator: %s", m->path, e->id,
                  strerror(errno));
         return NCSIM_IO;
     }
@@ -678,22 +688,22 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
         ;
     if (nomem) {
         free(buf);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         free(buf);
         if (WIFEXITED(status))
-            mdl_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' exited with status %d",
+            xp_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' exited with status %d",
                      m->path, e->id, e->generate[0], WEXITSTATUS(status));
         else
-            mdl_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' was killed by signal %d",
+            xp_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' was killed by signal %d",
                      m->path, e->id, e->generate[0], WTERMSIG(status));
         return NCSIM_USAGE;
     }
     if (n == 0) {
         free(buf);
-        mdl_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' printed no program", m->path,
+        xp_errf(err, errlen, "%s: entry '%s': key 'generate': '%s' printed no program", m->path,
                  e->id, e->generate[0]);
         return NCSIM_USAGE;
     }
@@ -703,43 +713,40 @@ static ncsim_status_t run_generator(const sim_validate_manifest_t *m,
     return NCSIM_OK;
 }
 
-/* The resolved config of an entry under the options. NCSIM_USAGE naming the entry. */
+/* The resolved config of an entry under the options (*a: free with ncsim_arch_free).
+ * NCSIM_USAGE naming the entry. */
 static ncsim_status_t entry_arch(const sim_validate_manifest_t *m, const sim_validate_entry_t *e,
-                                 const sim_validate_options_t *o, mdl_arch_t *a, char *err,
+                                 const sim_validate_options_t *o, ncsim_arch_t **a, char *err,
                                  size_t errlen)
 {
-    char aerr[1024];
     const char *name = o && o->arch ? o->arch : e->arch;
-    ncsim_status_t st = mdl_arch_load(name, a, aerr, sizeof aerr);
+    ncsim_status_t st = ncsim_arch_load(name, a);
     for (size_t i = 0; st == NCSIM_OK && i < e->nsets; i++)
-        st = mdl_arch_set(a, e->sets[i], aerr, sizeof aerr);
+        st = ncsim_arch_set(*a, e->sets[i]);
     for (size_t i = 0; st == NCSIM_OK && o && i < o->nsets; i++)
-        st = mdl_arch_set(a, o->sets[i], aerr, sizeof aerr);
+        st = ncsim_arch_set(*a, o->sets[i]);
     for (size_t i = 0; st == NCSIM_OK && o && i < o->nextra_sets; i++)
-        st = mdl_arch_set(a, o->extra_sets[i], aerr, sizeof aerr);
+        st = ncsim_arch_set(*a, o->extra_sets[i]);
     if (st == NCSIM_OK)
-        st = mdl_arch_validate(a, aerr, sizeof aerr);
-    if (st != NCSIM_OK)
-        mdl_errf(err, errlen, "%s: entry '%s': %s", m->path, e->id, aerr);
-    return st;
+        st = ncsim_arch_validate(*a);
+    if (st != NCSIM_OK) {
+        xp_errf(err, errlen, "%s: entry '%s': %s", m->path, e->id, ncsim_last_error());
+        ncsim_arch_free(*a);
+        *a = NULL;
+        return st;
+    }
+    return NCSIM_OK;
 }
 
-static int same_geometry(const isa_geometry_t *a, const isa_geometry_t *b)
-{
-    return a->partitions == b->partitions && a->sbuf_bytes == b->sbuf_bytes &&
-           a->psum_bytes == b->psum_bytes && a->psum_bank_bytes == b->psum_bank_bytes &&
-           a->hbm_bytes == b->hbm_bytes;
-}
-
-/* The entry's program assembled for geometry g (cached). */
+/* The entry's program assembled for the memory sizes of `a` (cached: one per layout). */
 static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
-                                    const isa_geometry_t *g, const isa_program_t **out,
+                                    const ncsim_arch_t *a, const ncsim_program_t **out,
                                     char *err, size_t errlen)
 {
     const sim_validate_entry_t *e = &m->entries[index];
     entry_cache_t *c = &m->cache->e[index];
     for (size_t k = 0; k < c->nprogs; k++)
-        if (same_geometry(&c->progs[k].geometry, g)) {
+        if (ncsim_arch_same_memory(c->progs[k].arch, a)) {
             *out = c->progs[k].prog;
             return NCSIM_OK;
         }
@@ -749,35 +756,30 @@ static ncsim_status_t entry_program(sim_validate_manifest_t *m, size_t index,
         if (st != NCSIM_OK)
             return st;
     }
-    isa_diag_t diag;
-    isa_diag_init(&diag, 10);
-    isa_program_t *prog = NULL;
+    ncsim_program_t *prog = NULL;
     if (e->program) {
-        st = sim_load_program(e->program, g, NULL, NULL, &prog, &diag);
+        st = ncsim_program_load_file(e->program, a, &prog);
     } else {
         char fname[512];
         snprintf(fname, sizeof fname, "%s (generated)", e->id);
-        isa_asm_options_t ao;
-        isa_asm_options_default(&ao);
-        ao.filename = fname;
-        ao.geometry = *g;
-        st = isa_assemble(c->text, c->len, &ao, &prog, &diag);
+        st = ncsim_assemble(c->text, c->len, fname, a, &prog);
     }
     if (st != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s: entry '%s': the program does not load:\n%s", m->path, e->id,
-                 diag.text ? diag.text : ncsim_status_text(st));
-        isa_diag_free(&diag);
+        xp_errf(err, errlen, "%s: entry '%s': the program does not load:\n%s", m->path, e->id,
+                 ncsim_last_error()[0] ? ncsim_last_error() : ncsim_status_text(st));
         return st == NCSIM_IO ? NCSIM_USAGE : st;
     }
-    isa_diag_free(&diag);
     cached_program_t *p = realloc(c->progs, (c->nprogs + 1) * sizeof *p);
-    if (!p) {
-        isa_program_free(prog);
-        mdl_errf(err, errlen, "out of memory");
+    ncsim_arch_t *copy = NULL;
+    if (!p || ncsim_arch_copy(a, &copy) != NCSIM_OK) {
+        if (p)
+            c->progs = p;
+        ncsim_program_free(prog);
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     c->progs = p;
-    p[c->nprogs].geometry = *g;
+    p[c->nprogs].arch = copy;
     p[c->nprogs].prog = prog;
     c->nprogs++;
     *out = prog;
@@ -813,7 +815,7 @@ ncsim_status_t sim_validate_prepare(sim_validate_manifest_t *m, const sim_valida
 {
     unsigned char *want = calloc(m->nentries, 1);
     if (!want) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     wanted_entries(m, o, want);
@@ -821,14 +823,13 @@ ncsim_status_t sim_validate_prepare(sim_validate_manifest_t *m, const sim_valida
     for (size_t i = 0; st == NCSIM_OK && i < m->nentries; i++) {
         if (!want[i])
             continue;
-        mdl_arch_t a;
+        ncsim_arch_t *a = NULL;
         st = entry_arch(m, &m->entries[i], o, &a, err, errlen);
         if (st != NCSIM_OK)
             break;
-        isa_geometry_t g;
-        mdl_arch_geometry(&a, &g);
-        const isa_program_t *p;
-        st = entry_program(m, i, &g, &p, err, errlen);
+        const ncsim_program_t *p;
+        st = entry_program(m, i, a, &p, err, errlen);
+        ncsim_arch_free(a);
     }
     free(want);
     return st;
@@ -849,7 +850,7 @@ typedef struct collector {
 /* Engine active time, as the profiler counts it: time with at least one instruction between
  * its start and its completion. An engine's instructions start in order, so the union of
  * their [start, end] intervals is a sequence of runs. */
-static void on_instr_active(void *ctx, const sim_trace_instr_t *r)
+static void on_instr_active(void *ctx, const ncsim_instruction_record_t *r)
 {
     collector_t *c = ctx;
     if (r->core != c->e->core || r->engine != c->e->engine || r->end_ps <= r->start_ps)
@@ -865,19 +866,19 @@ static void on_instr_active(void *ctx, const sim_trace_instr_t *r)
     c->span_end = r->end_ps;
 }
 
-static void on_instr(void *ctx, const sim_trace_instr_t *r)
+static void on_instr(void *ctx, const ncsim_instruction_record_t *r)
 {
     collector_t *c = ctx;
-    if (!r->instr || r->instr->op != c->e->op)
+    if (r->opcode < 0 || r->opcode != c->e->op)
         return;
     if (c->e->kind == SIM_VALIDATE_MEAN_DURATION_NS) {
         c->sum_ps += (double)(r->end_ps - r->start_ps);
         c->count++;
         return;
     }
-    if (r->core >= c->ncores || r->engine >= ISA_ENGINE_COUNT)
+    if (r->core >= c->ncores || r->engine < 0 || r->engine >= NCSIM_ENGINE_COUNT)
         return;
-    uint64_t *last = &c->last_start[(size_t)r->core * ISA_ENGINE_COUNT + r->engine];
+    uint64_t *last = &c->last_start[(size_t)r->core * NCSIM_ENGINE_COUNT + (size_t)r->engine];
     if (*last) {
         c->sum_ps += (double)(r->start_ps - (*last - 1));
         c->count++;
@@ -887,11 +888,79 @@ static void on_instr(void *ctx, const sim_trace_instr_t *r)
 
 /* One transfer of a dma instruction: its pieces run on the engines at the same time, so each
  * engine's piece lasts from the start of the data phase to the landing. */
-static void on_dma(void *ctx, const sim_trace_dma_t *r)
+static void on_dma(void *ctx, const ncsim_transfer_record_t *r)
 {
     collector_t *c = ctx;
     c->sum_ps += (double)(r->end_ps - r->start_ps);
     c->count++;
+}
+
+/* The sum of counter NAME (with one %u for the core) over the cores of the run. */
+static uint64_t counter_sum(ncsim_sim_t *s, const char *name, uint64_t ncores)
+{
+    uint64_t sum = 0;
+    for (uint64_t c = 0; c < ncores; c++) {
+        char key[64];
+        uint64_t v = 0;
+        snprintf(key, sizeof key, name, (unsigned)c);
+        if (ncsim_sim_counter(s, key, &v) == NCSIM_OK)
+            sum += v;
+    }
+    return sum;
+}
+
+static uint64_t counter(ncsim_sim_t *s, const char *key)
+{
+    uint64_t v = 0;
+    return ncsim_sim_counter(s, key, &v) == NCSIM_OK ? v : 0;
+}
+
+/* The figure of a finished run. NCSIM_USAGE (with a message) when there is nothing to
+ * measure. */
+static ncsim_status_t entry_figure(const sim_validate_entry_t *e, ncsim_sim_t *s,
+                                   const collector_t *col, double *v, char *msg, size_t msglen)
+{
+    uint64_t total_ps = counter(s, "total_ps"), ncores = counter(s, "cores");
+    double total_ns = (double)total_ps / 1000.0;
+    switch (e->kind) {
+    case SIM_VALIDATE_TIME_NS:
+        *v = total_ns;
+        break;
+    case SIM_VALIDATE_BUSY_FRACTION:
+        if (e->core >= ncores) {
+            xp_errf(msg, msglen, "figure '%s': the program has %u cores", e->figure,
+                     (unsigned)ncores);
+            return NCSIM_USAGE;
+        }
+        double active = col->sum_ps + (double)(col->span_end - col->span_start);
+        *v = total_ps ? active / (double)total_ps : 0.0;
+        break;
+    case SIM_VALIDATE_MEAN_DURATION_NS:
+    case SIM_VALIDATE_MEAN_INTERVAL_NS:
+    case SIM_VALIDATE_DMA_TRANSFER_NS:
+        if (col->count == 0) {
+            xp_errf(msg, msglen, "figure '%s': nothing to average (no %s)", e->figure,
+                     e->kind == SIM_VALIDATE_DMA_TRANSFER_NS ? "DMA transfer"
+                     : e->kind == SIM_VALIDATE_MEAN_DURATION_NS
+                         ? "such instruction ran"
+                         : "two such instructions ran on one engine");
+            return NCSIM_USAGE;
+        }
+        *v = col->sum_ps / 1000.0 / (double)col->count;
+        break;
+    case SIM_VALIDATE_DMA_BANDWIDTH: {
+        uint64_t bytes = counter_sum(s, "core.%u.dma_bytes", ncores);
+        *v = total_ns > 0 ? (double)bytes / total_ns : 0.0; /* B/ns = GB/s */
+        break;
+    }
+    case SIM_VALIDATE_HBM_BANDWIDTH:
+        *v = total_ns > 0
+                 ? (double)(counter(s, "hbm_read_bytes") + counter(s, "hbm_write_bytes")) /
+                       total_ns
+                 : 0.0;
+        break;
+    }
+    return NCSIM_OK;
 }
 
 /* Run entry i and set *raw to its figure (divided). Errors of the run are returned with a
@@ -901,95 +970,56 @@ static ncsim_status_t run_entry(sim_validate_manifest_t *m, size_t index,
                                 size_t msglen)
 {
     const sim_validate_entry_t *e = &m->entries[index];
-    mdl_arch_t a;
+    ncsim_arch_t *a = NULL;
     char err[2048];
     ncsim_status_t st = entry_arch(m, e, o, &a, err, sizeof err);
+    const ncsim_program_t *prog = NULL;
+    if (st == NCSIM_OK)
+        st = entry_program(m, index, a, &prog, err, sizeof err);
     if (st != NCSIM_OK) {
-        mdl_errf(msg, msglen, "%s", err);
+        ncsim_arch_free(a);
+        xp_errf(msg, msglen, "%s", err);
         return st;
     }
-    isa_geometry_t g;
-    mdl_arch_geometry(&a, &g);
-    const isa_program_t *prog;
-    st = entry_program(m, index, &g, &prog, err, sizeof err);
-    if (st != NCSIM_OK) {
-        mdl_errf(msg, msglen, "%s", err);
-        return st;
-    }
-    collector_t col = {e, 0, 0, prog->ncores, NULL, 0, 0};
-    sim_trace_sink_t sink = {&col, NULL, NULL, NULL, NULL, NULL};
+    collector_t col = {e, 0, 0, ncsim_program_cores(prog), NULL, 0, 0};
+    ncsim_record_hooks_t hooks = {&col, NULL, NULL};
     if (e->kind == SIM_VALIDATE_MEAN_DURATION_NS || e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS)
-        sink.instr = on_instr;
+        hooks.instruction = on_instr;
     if (e->kind == SIM_VALIDATE_BUSY_FRACTION)
-        sink.instr = on_instr_active;
+        hooks.instruction = on_instr_active;
+    if (e->kind == SIM_VALIDATE_DMA_TRANSFER_NS)
+        hooks.transfer = on_dma;
     if (e->kind == SIM_VALIDATE_MEAN_INTERVAL_NS &&
-        !(col.last_start = calloc((size_t)prog->ncores * ISA_ENGINE_COUNT, sizeof(uint64_t)))) {
-        mdl_errf(msg, msglen, "out of memory");
+        !(col.last_start = calloc((size_t)col.ncores * NCSIM_ENGINE_COUNT, sizeof(uint64_t)))) {
+        ncsim_arch_free(a);
+        xp_errf(msg, msglen, "out of memory");
         return NCSIM_NOMEM;
     }
-    if (e->kind == SIM_VALIDATE_DMA_TRANSFER_NS)
-        sink.dma = on_dma;
-    sim_options_t so;
-    memset(&so, 0, sizeof so);
-    so.arch = &a;
+    ncsim_options_t so;
+    ncsim_options_init(&so);
     so.timing_only = 1;
-    so.trace = (sink.instr || sink.dma) ? &sink : NULL;
-    sim_t *s = NULL;
-    st = sim_create(prog, &so, &s, err, sizeof err);
+    ncsim_sim_t *s = NULL;
+    st = ncsim_sim_create(prog, a, &so, &s);
+    ncsim_arch_free(a);
+    if (st == NCSIM_OK && (hooks.instruction || hooks.transfer))
+        st = ncsim_sim_set_record_hooks(s, &hooks);
     if (st != NCSIM_OK) {
         free(col.last_start);
-        mdl_errf(msg, msglen, "%s", err);
+        ncsim_sim_free(s);
+        xp_errf(msg, msglen, "%s", ncsim_last_error());
         return st;
     }
-    st = sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
-    if (st != NCSIM_OK || !sim_finished(s)) {
-        mdl_errf(msg, msglen, "%s", sim_error(s)[0] ? sim_error(s) : ncsim_status_text(st));
-        sim_destroy(s);
+    st = ncsim_sim_run(s);
+    if (st != NCSIM_OK || !ncsim_sim_finished(s)) {
+        xp_errf(msg, msglen, "%s", ncsim_sim_error(s)[0] ? ncsim_sim_error(s)
+                                                          : ncsim_status_text(st));
+        ncsim_sim_free(s);
         free(col.last_start);
         return st != NCSIM_OK ? st : NCSIM_PROGRAM;
     }
-    const sim_stats_t *ss = sim_stats(s);
-    double total_ns = (double)ss->total_ps / 1000.0;
     double v = NAN;
-    switch (e->kind) {
-    case SIM_VALIDATE_TIME_NS:
-        v = total_ns;
-        break;
-    case SIM_VALIDATE_BUSY_FRACTION:
-        if (e->core >= ss->ncores) {
-            mdl_errf(msg, msglen, "figure '%s': the program has %u cores", e->figure, ss->ncores);
-            st = NCSIM_USAGE;
-        } else {
-            double active = col.sum_ps + (double)(col.span_end - col.span_start);
-            v = ss->total_ps ? active / (double)ss->total_ps : 0.0;
-        }
-        break;
-    case SIM_VALIDATE_MEAN_DURATION_NS:
-    case SIM_VALIDATE_MEAN_INTERVAL_NS:
-    case SIM_VALIDATE_DMA_TRANSFER_NS:
-        if (col.count == 0) {
-            mdl_errf(msg, msglen, "figure '%s': nothing to average (no %s)", e->figure,
-                     e->kind == SIM_VALIDATE_DMA_TRANSFER_NS ? "DMA transfer"
-                     : e->kind == SIM_VALIDATE_MEAN_DURATION_NS
-                         ? "such instruction ran"
-                         : "two such instructions ran on one engine");
-            st = NCSIM_USAGE;
-        } else {
-            v = col.sum_ps / 1000.0 / (double)col.count;
-        }
-        break;
-    case SIM_VALIDATE_DMA_BANDWIDTH: {
-        uint64_t bytes = 0;
-        for (uint32_t c = 0; c < ss->ncores; c++)
-            bytes += ss->cores[c].dma_bytes;
-        v = total_ns > 0 ? (double)bytes / total_ns : 0.0; /* B/ns = GB/s */
-        break;
-    }
-    case SIM_VALIDATE_HBM_BANDWIDTH:
-        v = total_ns > 0 ? (double)(ss->hbm_read_bytes + ss->hbm_write_bytes) / total_ns : 0.0;
-        break;
-    }
-    sim_destroy(s);
+    st = entry_figure(e, s, &col, &v, msg, msglen);
+    ncsim_sim_free(s);
     free(col.last_start);
     if (st != NCSIM_OK)
         return st;
@@ -1054,7 +1084,7 @@ static void pool_entry_lost(void *ctx, uint64_t task, int wstatus)
     if (c->st != NCSIM_OK)
         return;
     c->st = NCSIM_INTERNAL;
-    mdl_errf(c->err, c->errlen, "the validate worker running entry %u died (%s %d)", c->entry[task],
+    xp_errf(c->err, c->errlen, "the validate worker running entry %u died (%s %d)", c->entry[task],
              WIFEXITED(wstatus) ? "exit status" : "signal",
              WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus));
 }
@@ -1065,7 +1095,7 @@ static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_
 {
     uint32_t *entry = malloc((m->nentries ? m->nentries : 1) * sizeof *entry);
     if (!entry) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     uint64_t n = 0;
@@ -1081,7 +1111,7 @@ static ncsim_status_t run_forked(sim_validate_manifest_t *m, const sim_validate_
     if (c.st != NCSIM_OK)
         return c.st;
     if (st != NCSIM_OK)
-        mdl_errf(err, errlen, "%s", perr);
+        xp_errf(err, errlen, "%s", perr);
     return st;
 }
 
@@ -1094,7 +1124,7 @@ ncsim_status_t sim_validate_run(sim_validate_manifest_t *m, const sim_validate_o
         return st;
     unsigned char *want = calloc(m->nentries, 1);
     if (!want) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     wanted_entries(m, o, want);
@@ -1115,7 +1145,7 @@ ncsim_status_t sim_validate_run(sim_validate_manifest_t *m, const sim_validate_o
             ncsim_status_t s = run_entry(m, i, o, &raw, msg, sizeof msg);
             if (s == NCSIM_NOMEM) {
                 free(want);
-                mdl_errf(err, errlen, "out of memory");
+                xp_errf(err, errlen, "out of memory");
                 return s;
             }
             store(&results[i], s, raw, msg);
@@ -1293,7 +1323,7 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     fputs("id,title,figure,relative_to,measured,simulated,ratio,error_pct,band,inside,weight,"
@@ -1334,17 +1364,17 @@ ncsim_status_t sim_validate_write_csv(const char *path, const sim_validate_manif
     }
     if (fclose(f) != 0 || !buf) {
         free(buf);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     int bad;
     if (strcmp(path, "-") == 0)
         bad = fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0;
     else
-        bad = sim_write_file(path, buf, len) != 0;
+        bad = ncsim_write_file(path, buf, len) != NCSIM_OK;
     free(buf);
     if (bad) {
-        mdl_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        xp_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return NCSIM_IO;
     }
     return NCSIM_OK;
@@ -1356,7 +1386,7 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
 {
     sim_scatter_point_t *pts = calloc(m->nentries ? m->nentries : 1, sizeof *pts);
     if (!pts) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     size_t n = 0;
@@ -1384,7 +1414,7 @@ ncsim_status_t sim_validate_plot(const char *png_path, const sim_validate_manife
     }
     if (!n) {
         free(pts);
-        mdl_errf(err, errlen, "%s: no entry has a simulated figure to plot", m->path);
+        xp_errf(err, errlen, "%s: no entry has a simulated figure to plot", m->path);
         return NCSIM_USAGE;
     }
     char title[300];

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "isa.h"
+#include "ncsim.h"
 
 /* What an entry reads from its run. */
 typedef enum sim_validate_figure {
@@ -40,9 +40,9 @@ typedef struct sim_validate_entry {
     size_t nsets;
     char *figure;             /* as written, e.g. "busy_fraction:pe@core1" */
     sim_validate_figure_t kind;
-    int engine;               /* BUSY_FRACTION: isa_engine_t */
+    int engine;               /* BUSY_FRACTION: ncsim_engine_t */
     unsigned core;            /* BUSY_FRACTION: core (default 0) */
-    int op;                   /* MEAN_*: isa_op_t */
+    int op;                   /* MEAN_*: ncsim_opcode() of the mnemonic */
     double divide;            /* 1 when absent */
     char *relative_to;        /* id of another entry, or NULL */
     char *known_miss;         /* why the model is known to miss this entry's band, or NULL:

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "ncsim.h"
-#include "text.h"
+#include "util.h"
 
 /* Cost of a trial point where some fit entry has no figure: worse than any real point. */
 #define FIT_FAILED_COST 1e6
@@ -32,12 +32,12 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
     const char *eq = strchr(text, '=');
     const char *colon = eq ? strchr(eq, ':') : NULL;
     if (!eq || !colon || eq == text) {
-        mdl_errf(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
+        xp_errf(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
         return NCSIM_USAGE;
     }
     size_t n = (size_t)(eq - text);
     if (n >= buflen) {
-        mdl_errf(err, errlen, "--key %s: key too long", text);
+        xp_errf(err, errlen, "--key %s: key too long", text);
         return NCSIM_USAGE;
     }
     memcpy(buf, text, n);
@@ -45,7 +45,7 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
     char lo[64], hi[64];
     size_t nl = (size_t)(colon - eq - 1);
     if (nl == 0 || nl >= sizeof lo || strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof hi) {
-        mdl_errf(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
+        xp_errf(err, errlen, "--key %s: expected SECTION.KEY=LO:HI", text);
         return NCSIM_USAGE;
     }
     memcpy(lo, eq + 1, nl);
@@ -56,11 +56,11 @@ ncsim_status_t sim_fit_parse_key(const char *text, char *buf, size_t buflen, sim
     k->lo = strtod(lo, &e1);
     k->hi = strtod(hi, &e2);
     if (*e1 || *e2 || errno || !isfinite(k->lo) || !isfinite(k->hi)) {
-        mdl_errf(err, errlen, "--key %s: bounds must be numbers", text);
+        xp_errf(err, errlen, "--key %s: bounds must be numbers", text);
         return NCSIM_USAGE;
     }
     if (!(k->lo < k->hi)) {
-        mdl_errf(err, errlen, "--key %s: the lower bound must be below the upper one", text);
+        xp_errf(err, errlen, "--key %s: the lower bound must be below the upper one", text);
         return NCSIM_USAGE;
     }
     k->key = buf;
@@ -186,14 +186,14 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
 {
     memset(out, 0, sizeof *out);
     if (o->nkeys == 0 || o->nkeys > SIM_FIT_MAX_KEYS) {
-        mdl_errf(err, errlen, "give between 1 and %d --key options", SIM_FIT_MAX_KEYS);
+        xp_errf(err, errlen, "give between 1 and %d --key options", SIM_FIT_MAX_KEYS);
         return NCSIM_USAGE;
     }
     size_t nfit = 0;
     for (size_t i = 0; i < m->nentries; i++)
         nfit += m->entries[i].fit && m->entries[i].weight > 0;
     if (!nfit) {
-        mdl_errf(err, errlen, "%s: no entry has \"fit\": true and a positive weight", m->path);
+        xp_errf(err, errlen, "%s: no entry has \"fit\": true and a positive weight", m->path);
         return NCSIM_USAGE;
     }
     /* the start: the base config's values (after --set), clamped to the bounds */
@@ -203,7 +203,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     for (size_t i = 0; st == NCSIM_OK && i < o->run.nsets; i++)
         st = ncsim_arch_set(base, o->run.sets[i]);
     if (st != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s", ncsim_last_error());
+        xp_errf(err, errlen, "%s", ncsim_last_error());
         ncsim_arch_free(base);
         return st;
     }
@@ -212,13 +212,13 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
         const sim_fit_key_t *k = &o->keys[i];
         for (size_t j = 0; j < i; j++)
             if (strcmp(o->keys[j].key, k->key) == 0) {
-                mdl_errf(err, errlen, "--key %s is given twice", k->key);
+                xp_errf(err, errlen, "--key %s is given twice", k->key);
                 ncsim_arch_free(base);
                 return NCSIM_USAGE;
             }
         char *v = NULL;
         if (ncsim_arch_get(base, k->key, &v) != NCSIM_OK) {
-            mdl_errf(err, errlen,
+            xp_errf(err, errlen,
                      "--key %s: unknown key (keys are SECTION.KEY as printed by "
                      "`ncsim arch trn1`)",
                      k->key);
@@ -228,7 +228,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
         char *end;
         double d = strtod(v, &end);
         if (*end || !isfinite(d)) {
-            mdl_errf(err, errlen, "--key %s: not a numeric key (its value is %s)", k->key, v);
+            xp_errf(err, errlen, "--key %s: not a numeric key (its value is %s)", k->key, v);
             ncsim_free(v);
             ncsim_arch_free(base);
             return NCSIM_USAGE;
@@ -245,7 +245,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     if (!c || !results) {
         free(c);
         free(results);
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         return NCSIM_NOMEM;
     }
     c->m = m;
@@ -256,13 +256,13 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     /* the base point: it must run, else the manifest or the bounds are wrong */
     out->cost_before = evaluate(c, out->start);
     if (c->fatal != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s", c->fatal_msg);
+        xp_errf(err, errlen, "%s", c->fatal_msg);
         st = c->fatal;
         goto done;
     }
     for (size_t i = 0; i < m->nentries; i++) {
         if (m->entries[i].fit && results[i].ran && results[i].status != NCSIM_OK) {
-            mdl_errf(err, errlen, "%s: entry '%s' fails at the starting point: %s", m->path,
+            xp_errf(err, errlen, "%s: entry '%s' fails at the starting point: %s", m->path,
                      m->entries[i].id, results[i].message);
             st = NCSIM_USAGE;
             goto done;
@@ -272,7 +272,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     unsigned n = (unsigned)o->nkeys;
     nlopt_opt opt = nlopt_create(n >= 2 ? NLOPT_LN_BOBYQA : NLOPT_LN_SBPLX, n);
     if (!opt) {
-        mdl_errf(err, errlen, "out of memory");
+        xp_errf(err, errlen, "out of memory");
         st = NCSIM_NOMEM;
         goto done;
     }
@@ -288,7 +288,7 @@ ncsim_status_t sim_fit_run(sim_validate_manifest_t *m, const sim_fit_options_t *
     nlopt_result r = nlopt_optimize(opt, x, &fmin_found);
     nlopt_destroy(opt);
     if (c->fatal != NCSIM_OK) {
-        mdl_errf(err, errlen, "%s", c->fatal_msg);
+        xp_errf(err, errlen, "%s", c->fatal_msg);
         st = c->fatal;
         goto done;
     }

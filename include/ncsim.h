@@ -105,6 +105,13 @@ NCSIM_API const ncsim_error_info_t *ncsim_last_error_info(void);
 /* Free anything the library returned through a `char **` or `void **` out-parameter. */
 NCSIM_API void ncsim_free(void *p);
 
+/* Write a whole file the way the library writes every output: under a temporary name beside
+ * PATH, renamed over it once complete, so a reader never sees a partial file; on failure (a
+ * full disk) nothing is left, and a signal whose action is the default one removes the
+ * temporary. "-" is stdout; an existing device or FIFO (/dev/null) is written in place.
+ * NCSIM_IO (errno kept) when it cannot be written. */
+NCSIM_API ncsim_status_t ncsim_write_file(const char *path, const void *data, size_t len);
+
 /* ---- Names ------------------------------------------------------------------------------------ */
 
 /* Element types of tensors, in the .ncx numbering. */
@@ -132,6 +139,11 @@ NCSIM_API size_t ncsim_dtype_size(ncsim_dtype_t dtype); /* bytes per element, 0 
 NCSIM_API const char *ncsim_memory_name(ncsim_memory_t memory);
 NCSIM_API const char *ncsim_role_name(ncsim_role_t role);
 NCSIM_API const char *ncsim_engine_name(ncsim_engine_t engine);
+/* Instruction opcodes: the number of a mnemonic ("matmul", "activate", "dma", ...), -1 when
+ * there is no such instruction; and back (NULL out of range). The numbering is the
+ * instruction set's own (isa/ops.def) and may change between versions: look names up. */
+NCSIM_API int32_t ncsim_opcode(const char *mnemonic);
+NCSIM_API const char *ncsim_opcode_name(int32_t opcode);
 
 /* ---- Architecture ------------------------------------------------------------------------------ */
 
@@ -155,6 +167,11 @@ NCSIM_API ncsim_status_t ncsim_arch_to_json(const ncsim_arch_t *arch, char **jso
 /* One value as text, e.g. key "hbm.bandwidth_gbps". */
 NCSIM_API ncsim_status_t ncsim_arch_get(const ncsim_arch_t *arch, const char *key, char **value);
 NCSIM_API ncsim_status_t ncsim_arch_copy(const ncsim_arch_t *arch, ncsim_arch_t **out);
+/* 1 when a program assembled or loaded for one architecture is the same program for the
+ * other: the memory sizes the assembler checks against (partitions, SBUF, PSUM and its banks,
+ * HBM) are equal; 0 otherwise. A sweep or a validation assembles its program once per
+ * distinct memory layout, not once per configuration. */
+NCSIM_API int ncsim_arch_same_memory(const ncsim_arch_t *a, const ncsim_arch_t *b);
 NCSIM_API void ncsim_arch_free(ncsim_arch_t *arch);
 
 /* ---- Programs -------------------------------------------------------------------------------- */
@@ -355,7 +372,63 @@ NCSIM_API const char *ncsim_sim_error(const ncsim_sim_t *sim);
 /* Finish the trace file now (also done by ncsim_sim_free); NCSIM_IO when writing failed. */
 NCSIM_API ncsim_status_t ncsim_sim_close_trace(ncsim_sim_t *sim);
 
+/* ---- Records of a run ---- */
+
+/* What ran, as it completes, for figures the statistics do not hold (mean durations of one
+ * kind of instruction, intervals, transfer times). Times are picoseconds, the simulator's own
+ * exact clock (integers: sums and differences stay exact). */
+typedef struct ncsim_instruction_record {
+    uint32_t core;
+    int32_t engine;        /* ncsim_engine_t */
+    uint32_t index;        /* in the engine's instruction stream */
+    int32_t opcode;        /* ncsim_opcode_name(); -1 when the record has no instruction */
+    uint32_t line;         /* source line, 0 when unknown */
+    uint64_t ready_ps;     /* when it could have started but for waits, ports, interlock */
+    uint64_t start_ps;
+    uint64_t end_ps;       /* completion */
+} ncsim_instruction_record_t;
+
+/* One transfer of a dma instruction on one DMA queue: issued, data moving from start_ps,
+ * landed at end_ps. */
+typedef struct ncsim_transfer_record {
+    uint32_t core;
+    uint32_t queue;
+    int32_t engine;        /* the engine that issued the dma instruction */
+    uint32_t index;        /* the dma instruction's index in that engine's stream */
+    uint32_t line;
+    uint64_t issue_ps, start_ps, end_ps;
+    uint64_t bytes;
+} ncsim_transfer_record_t;
+
+/* Zero them and set what you need; new fields are only ever added at the end. */
+typedef struct ncsim_record_hooks {
+    void *ctx;
+    void (*instruction)(void *ctx, const ncsim_instruction_record_t *record);
+    void (*transfer)(void *ctx, const ncsim_transfer_record_t *record);
+} ncsim_record_hooks_t;
+
+/* Before the run: call the hooks (either may be NULL) for every instruction and transfer as
+ * it completes, in simulated-time order per engine. They are called alongside the trace file
+ * (options.trace_path) when there is one, and add no cost to runs without them. NULL: none.
+ * NCSIM_USAGE once the run has started. */
+NCSIM_API ncsim_status_t ncsim_sim_set_record_hooks(ncsim_sim_t *sim,
+                                                    const ncsim_record_hooks_t *hooks);
+
 /* ---- Statistics ---- */
+
+/*
+ * One counter of the statistics by name, exact (picoseconds, bytes, counts), for what the
+ * summary rounds or sums: "total_ps", "instructions", "events", "tensor_flops",
+ * "hbm_read_bytes", "hbm_write_bytes", "cores" (cores simulated); per core C (0 ..
+ * cores - 1) "core.C.used" (1 when it ran an instruction), "core.C.end_ps",
+ * "core.C.dma_transfers", "core.C.dma_bytes", "core.C.dma_busy_ps" (time with a transfer
+ * moving), "core.C.hbm_read_bytes", "core.C.hbm_write_bytes"; per core C and engine E ("pe",
+ * "act", ...) "core.C.E.instructions", "core.C.E.busy_ps" (sum of initiation intervals),
+ * "core.C.E.active_ps", "core.C.E.stall_ps", "core.C.E.end_ps", "core.C.E.flops".
+ * NCSIM_USAGE naming an unknown key or core. Final after the run; so far during it.
+ */
+NCSIM_API ncsim_status_t ncsim_sim_counter(ncsim_sim_t *sim, const char *key, uint64_t *value);
+
 
 /* Headline figures (final after the run; so far during it). */
 typedef struct ncsim_summary {

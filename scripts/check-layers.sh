@@ -30,21 +30,9 @@ folders="include isa models traces raster sim api viz explore cli"
 
 # file:header  reason -- the debts of issue #26 (docs/design.md, "Known exceptions")
 exceptions="
-cli/cli.h:diag.h                    assembly diagnostics printed by asm/dis
-cli/cli.h:isa.h                     asm/dis/cli_load_program on the ISA directly
-cli/main.c:arch.h                   ncsim arch lists presets through models/
-cli/main.c:dis.h                    ncsim dis
-cli/main.c:load.h                   ncsim asm loads programs through sim/load.h
-cli/main.c:ncx.h                    ncsim asm writes .ncx
 cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
-cli/cmd_diff.c:file.h               reads files through isa/file.c
-cli/cmd_diff.c:load.h               loads programs for --source
-cli/cmd_report.c:file.h             reads files through isa/file.c
-cli/cmd_report.c:load.h             loads programs for --source
 cli/cmd_sweep.c:arch.h              sweep specs name config keys of models/arch.h
 cli/cmd_sweep.c:file.h              sweep outputs through isa/file.c
-cli/cmd_validate.c:load.h           validate loads programs through sim/load.h
-explore/pool.c:text.h               models/text.c string helpers
 explore/sweep.c:file.h              sweep outputs through isa/file.c
 explore/sweep.c:diag.h              sweeps run on sim/ directly (issue #26, item 1)
 explore/sweep.c:load.h              sweeps run on sim/ directly
@@ -52,17 +40,7 @@ explore/sweep.c:npy.h               sweeps run on sim/ directly
 explore/sweep.c:rng.h               sweeps run on sim/ directly
 explore/sweep.c:sim.h               sweeps run on sim/ directly
 explore/sweep.c:stats.h             sweeps run on sim/ directly
-explore/sweep.c:text.h              models/text.c string helpers
 explore/sweep.h:arch.h              sweep specs hold models/ configs
-explore/sweep_plot.c:load.h         plots read statistics through sim/load.h
-explore/sweep_plot.c:text.h         models/text.c string helpers
-explore/validate.c:arch.h           validation runs on sim/ directly (issue #26, item 1)
-explore/validate.c:asm.h            validation runs on sim/ directly
-explore/validate.c:load.h           validation runs on sim/ directly
-explore/validate.c:sim.h            validation runs on sim/ directly
-explore/validate.c:text.h           models/text.c string helpers
-explore/validate.h:isa.h            validation entries hold status codes of isa/
-explore/validate_fit.c:text.h       models/text.c string helpers
 "
 
 declare -A where

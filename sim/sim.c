@@ -1441,6 +1441,11 @@ void sim_set_observer(sim_t *s, const sim_observer_t *observer)
     s->opt.observer = observer;
 }
 
+void sim_set_trace_sink(sim_t *s, const sim_trace_sink_t *trace)
+{
+    s->opt.trace = trace;
+}
+
 int sim_finished(const sim_t *s)
 {
     return s->finished;

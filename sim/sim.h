@@ -218,6 +218,8 @@ typedef struct sim_observer {
 
 /* Replace the observer given at sim_create (NULL: none), before the run starts. */
 void sim_set_observer(sim_t *s, const sim_observer_t *observer);
+/* Replace the trace sink given at sim_create (NULL: none), before the run starts. */
+void sim_set_trace_sink(sim_t *s, const sim_trace_sink_t *trace);
 
 /* ---- options and statistics --------------------------------------------------------------- */
 

@@ -230,3 +230,63 @@ def test_asm_and_dis_leave_no_stale_output(work):
     assert r.returncode == 3, r.stderr
     assert (work / "q.ncx.bad").exists()
     assert hidden(work) == []
+
+
+def test_report_and_diff_leave_no_stale_output(work):
+    """`ncsim report -o` and `ncsim diff -o` handle their output as `run` does: a command that
+    fails (an unreadable or corrupt input, exit 3) leaves no file of an earlier run under the
+    name and no temporary; a complete report or diff is put in place whole."""
+    r = subprocess.run([NCSIM, "run", "quick.nca", "--timing-only", "-q", "--stats", "a.json"],
+                       cwd=work, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (work / "corrupt.json").write_text('{"not": "statistics"')
+    cases = [
+        ["report", "missing.json", "-o", "r.txt"],
+        ["report", "corrupt.json", "-o", "r.txt"],
+        ["report", "corrupt.json", "--json", "-o", "r.txt"],
+        ["report", "corrupt.json", "--format", "neuron-profile", "-o", "r.txt"],
+        ["diff", "a.json", "missing.json", "-o", "r.txt"],
+        ["diff", "corrupt.json", "a.json", "--json", "-o", "r.txt"],
+    ]
+    for argv in cases:
+        (work / "r.txt").write_text("from an earlier run\n")
+        r = subprocess.run([NCSIM] + argv, cwd=work, capture_output=True, text=True)
+        assert r.returncode == 3, (argv, r.stderr)
+        assert not (work / "r.txt").exists(), argv
+        assert hidden(work) == [], argv
+    # success: the whole report, the same bytes as on stdout
+    for argv in (["report", "a.json"], ["report", "a.json", "--json"],
+                 ["diff", "a.json", "a.json"], ["diff", "a.json", "a.json", "--json"]):
+        (work / "r.txt").write_text("from an earlier run\n")
+        r = subprocess.run([NCSIM] + argv + ["-o", "r.txt"], cwd=work, capture_output=True,
+                           text=True)
+        assert r.returncode == 0, (argv, r.stderr)
+        out = subprocess.run([NCSIM] + argv, cwd=work, capture_output=True, text=True).stdout
+        assert (work / "r.txt").read_text() == out, argv
+        assert hidden(work) == [], argv
+    # the input named as the output is never removed by a failure
+    r = subprocess.run([NCSIM, "diff", "a.json", "corrupt.json", "-o", "corrupt.json"],
+                       cwd=work, capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert (work / "corrupt.json").exists()
+    # a directory that does not exist is found before the work (exit 3), nothing created
+    r = subprocess.run([NCSIM, "report", "a.json", "-o", "no/such/dir/r.txt"], cwd=work,
+                       capture_output=True, text=True)
+    assert r.returncode == 3 and "does not exist" in r.stderr, r.stderr
+
+
+def test_report_killed_while_reading_leaves_no_stale_output(work):
+    """A signal while `report` reads its input removes the output of an earlier run."""
+    os.mkfifo(work / "slow.json")  # the report blocks reading it until it is killed
+    (work / "r.txt").write_text("from an earlier run\n")
+    p = subprocess.Popen([NCSIM, "report", "slow.json", "-o", "r.txt"], cwd=work,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(600):
+        if hidden(work) or p.poll() is not None:
+            break
+        time.sleep(0.01)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    p.communicate(timeout=60)
+    assert not (work / "r.txt").exists()
+    assert hidden(work) == []

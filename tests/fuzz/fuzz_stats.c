@@ -12,6 +12,9 @@
 
 /* the command's own source: the loader lives in the executable, not in a library */
 #include "../../cli/cmd_report.c"
+/* its output file (`report -o`) and its option table */
+#include "../../cli/outputs.c"
+#include "../../cli/options.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # layers_test.sh SRCDIR -- scripts/check-layers.sh passes on the tree, and fails (naming the
 # file and the rule) on a copy where explore/pool.c reaches into sim/ and where a listed
-# exception has been paid off.
+# exception (the first of the list) has been paid off.
 set -u
 src=$1
 bash "$src/scripts/check-layers.sh" "$src" || { echo "FAIL: the tree breaks the layers"; exit 1; }
@@ -18,11 +18,16 @@ if [ $rc != 1 ] || ! grep -q 'explore/pool.c includes sim/sim.h' <<<"$out"; then
     exit 1
 fi
 cp "$src/explore/pool.c" "$tmp/explore/pool.c"
-sed -i '/#include "text.h"/d' "$tmp/explore/pool.c"
+# pay off the first listed exception (FILE:HEADER) in the copy: the list must say so
+pair=$(sed -n '/^exceptions="/,/^"/p' "$src/scripts/check-layers.sh" | awk 'NF && $1 ~ /:/ {print $1; exit}')
+file=${pair%%:*}
+hdr=${pair#*:}
+[ -n "$pair" ] || { echo "FAIL: no exception found in the list"; exit 1; }
+sed -i "/#[[:space:]]*include[[:space:]]*\"$hdr\"/d" "$tmp/$file"
 out=$(bash "$tmp/scripts/check-layers.sh" "$tmp")
 rc=$?
-if [ $rc != 1 ] || ! grep -q 'exception explore/pool.c:text.h is no longer needed' <<<"$out"; then
-    echo "FAIL: a stale exception was not reported (rc=$rc): $out"
+if [ $rc != 1 ] || ! grep -q "exception $pair is no longer needed" <<<"$out"; then
+    echo "FAIL: a stale exception ($pair) was not reported (rc=$rc): $out"
     exit 1
 fi
 echo "layers_test: ok"
