@@ -106,6 +106,9 @@ class Policy:
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.fast_trace = True           # the tracer's optimised paths; False: the reference
                                          # ones (the same program text, slower; for tests)
+        self.steady_state = True         # long loops: trace until a steady state is shown,
+                                         # replay the middle iterations (_steady.py); False:
+                                         # every iteration runs (the same program text)
         self.set(**kw)
 
     def set(self, **kw):
@@ -1388,6 +1391,11 @@ class LoopRange:
                               if not (type(v) is Tensor and v.alloc is not None and v.alloc.dead))
             loc.clear()
             del loc
+        if tr.pol.steady_state:
+            from . import _steady
+            return (yield from _steady.iterate(tr, self.r, frame, outer, where))
+        if tr.steady is not None:
+            tr.steady.refuse("the body has a nested NKI loop")
         scopes = tr.scopes
         depth = len(scopes)
         try:
@@ -1507,6 +1515,9 @@ class Tracer:
         self.consts = {}
         self.act_func = None                   # ScalarE's last function (its table set)
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
+        self.steady = None                     # _steady.Recorder of the loop being recorded
+        self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
+        self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -1548,6 +1559,9 @@ class Tracer:
                 parent.append(weakref.ref(a))
         if loc is not None:
             loc.clear()                # the snapshot must not keep tensors alive
+
+    def stats_steady(self, n):
+        self.steady_skipped += n
 
     # ---- source lines
     def line(self):
@@ -1694,6 +1708,8 @@ class Tracer:
             e.user_gone()
             return None
         self.flush()
+        if self.steady is not None:
+            self.steady.refuse("a load uses a resident copy")
         self.tick += 1                 # the first pass's load instruction
         n = self.nload[key] = self.nload.get(key, 0) + 1
         v = e.view
@@ -1723,6 +1739,7 @@ class Tracer:
             whole = False
         else:
             whole = n == a.blk[0].fbytes if a.blk is not None else (n + 63) // 64 * 64 == d.buf.size
+        rec = self.steady
         if not whole:
             if self.live is None:
                 self.dirty.add(site)
@@ -1730,9 +1747,15 @@ class Tracer:
         if self.live is None:
             self.loads.setdefault(key, []).append((site, self.loaded - n, n))
             d.buf.tag = site
+            if rec is not None:
+                _steady.rec_load1(rec, key, site, self.loaded - n, n, d.buf)
             return
         i = self.nload[key] = self.nload.get(key, 0) + 1
+        if rec is not None:
+            _steady.rec_load2(rec, key)
         if whole and d.buf.kind == "sbuf" and key not in self.res and self._keep(key, i - 1):
+            if rec is not None:
+                rec.refuse("a load's data is kept resident")
             v = d.clone_view()
             v.alloc = None
             e = self.res[key] = Resident(d.buf, v, sv)
@@ -1779,6 +1802,8 @@ class Tracer:
     def new_blocks(self, kind, dt, shape, pdim, name):
         """A tensor with block dimensions: logical; no memory until a block is touched."""
         bb = BlockBuf(kind, dt, shape, pdim, name, len(self.blockbufs), self.line())
+        if self.steady is not None:
+            self.steady.refuse("a block tensor is made")
         if self.live is None:
             self.fast = True           # a second pass will follow (needs_second_pass)
         if kind == "psum" and bb.fbytes > PSUM_BANK:
@@ -1812,6 +1837,8 @@ class Tracer:
 
     def block_alloc(self, bb, blk):
         """The Alloc of block `blk` of bb, with a physical buffer holding its data."""
+        if self.steady is not None:
+            self.steady.refuse("a block tensor is used")
         a = bb.allocs.get(blk)
         if a is not None and a.slot is not None:
             return a
@@ -2039,6 +2066,8 @@ class Tracer:
             return self._add_slot(kind, c, site)
         # 4. a free slot of another site that is large enough (smallest such, released
         #    longest ago)
+        if self.steady is not None:
+            self.steady.refuse("an allocation takes another site's buffer")
         best = self._other_free(kind, nbytes)
         if best is not None:
             return best
@@ -2128,6 +2157,8 @@ class Tracer:
         idx = self.count[ag]
         deps = {}
         blks = None
+        rec = self.steady
+        accs = [] if rec is not None else None
         # dependences
         for t in reads:
             if t is None:
@@ -2139,9 +2170,13 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, False, None)
                     blks = (blks or []) + [a]
+                if rec is not None:
+                    _steady.rec_alloc(rec, a)
             if not self.fast:
                 key, bx = t.abox()
                 self._access(key, bx, False, ag, idx, deps)
+                if accs is not None:
+                    accs.append((key, bx, False))
         for t in writes:
             a = t.alloc
             if a is not None:
@@ -2153,14 +2188,54 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
                     blks = (blks or []) + [a]
+                if rec is not None:
+                    _steady.rec_alloc(rec, a)
             if not self.fast:
                 key, bx = t.abox()
                 self._access(key, bx, True, ag, idx, deps)
+                if accs is not None:
+                    accs.append((key, bx, True))
+        if rec is not None and (blks is not None or internal):
+            rec.refuse("block tensors or compiler-made instructions")
+        inc = 0.0
+        if queue is None and not self.fast:
+            v = writes[0] if writes else (reads[0] if reads else None)
+            n = 1
+            if v is not None:
+                for d in v.shape:
+                    n *= d
+                if v.pdim is not None:
+                    n //= v.shape[v.pdim]
+            e = ENG_ID[eng]
+            inc = (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
+        ln = self.line_override
+        if not self.fast:
+            ln = self.line() if ln is None else ln
+        if rec is not None:
+            _steady.rec_emit(rec, eng, text, queue, internal, accs, ln, inc)
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, ln, inc)
+        if not internal:
+            if blks is not None and self.live is not None and not self.fast:
+                self.release_blocks(blks)
+            self.tick += 1
+
+    def replay_emit(self, eng, text, accs, queue, internal, line, inc):
+        """emit() of an instruction of a replayed loop iteration (_steady.py): its accesses
+        [(memory, box, write)] given, no tensors."""
+        ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
+        idx = self.count[ag]
+        deps = {}
+        if not self.fast:
+            for key, bx, w in accs:
+                self._access(key, bx, w, ag, idx, deps)
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc)
+        if not internal:
+            self.tick += 1
+
+    def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc):
         if self.fast:
             # a first pass that a second will replace: no dependences, no text
             self.count[ag] = idx + 1
-            if not internal:
-                self.tick += 1
             return
         # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
         # instructions only as far as semaphores show them complete (selfknown), not by program
@@ -2201,20 +2276,8 @@ class Tracer:
             self.clocks[ag].append(tuple(vc))
         self.count[ag] = idx + 1
         if queue is None:
-            v = writes[0] if writes else (reads[0] if reads else None)
-            n = 1
-            if v is not None:
-                for d in v.shape:
-                    n *= d
-                if v.pdim is not None:
-                    n //= v.shape[v.pdim]
-            self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
-        ln = self.line_override
-        self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
-        if not internal:
-            if blks is not None and self.live is not None:
-                self.release_blocks(blks)
-            self.tick += 1
+            self.load[e] += inc
+        self.nodes.append(Node(e, text, line, waits, ag, idx))
 
     def _access(self, key, box, write, ag, idx, deps):
         """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
@@ -2536,3 +2599,6 @@ def _reshape_like(dst, shape):
                 st.reverse()
                 return dst.clone_view(shape=tuple(shape), strides=[None] + st, pdim=0)
     return dst.bcast(shape) if len(shape) >= len(dst.shape) else dst
+
+
+from . import _steady  # noqa: E402  (it uses this module's names at run time)
