@@ -165,10 +165,13 @@ class Kernel:
         while True:
             try:
                 tr, ret, params = self._trace(func, sig, bound, pol, source, prev, grid)
-            except _steady.Mismatch:
+            except _steady.Mismatch as e:
                 # a loop's last iterations did not continue its replayed steady state
                 # (docs/nki.md, "Loops kept"): every iteration runs
-                return self._lower_pol(args, kwargs, grid, pol.copy(steady_state=False), arch)
+                low, bound = self._lower_pol(args, kwargs, grid, pol.copy(steady_state=False),
+                                             arch)
+                low.steady_fallback = str(e)
+                return low, bound
             if prev is not None or not tr.needs_second_pass():
                 break
             prev = tr
@@ -222,6 +225,7 @@ class Kernel:
         # long loops (docs/nki.md, "Loops kept"): per loop statement, iterations run and
         # replayed, or why its iterations all ran
         low.loops = list(tr.steady_log.values())
+        low.steady_fallback = None
         low.tensors = tr.report()
         low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
                      "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),

@@ -200,7 +200,9 @@ class IndexExpr:
             return IndexExpr(self.const + sign * other.const, {a: c for a, c in co.items() if c},
                              shape)
         if isinstance(other, (int, np.integer)):
-            return IndexExpr(self.const + sign * int(other), dict(self.coefs), self.shape)
+            # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
+            o = other if isinstance(other, int) else int(other)
+            return IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
         return NotImplemented
 
     def __add__(self, o):
@@ -219,7 +221,7 @@ class IndexExpr:
 
     def __mul__(self, o):
         if isinstance(o, (int, np.integer)):
-            o = int(o)
+            o = o if isinstance(o, int) else int(o)
             return IndexExpr(self.const * o, {a: c * o for a, c in self.coefs.items() if c * o},
                              self.shape)
         if isinstance(o, IndexExpr):
@@ -232,7 +234,10 @@ class IndexExpr:
         error("err_unsupported_index", "index expressions must be affine (no division)")
 
     def _cmp(self, o, op):
-        return Pred([(self - o if not isinstance(o, IndexExpr) else self - o, op)])
+        e = self - o
+        if op in ("==", "!=") and _idx_dep(e):
+            _steady_refuse("a mask tests the loop index for equality")
+        return Pred([(e, op)])
 
     def __lt__(self, o):
         return self._cmp(o, "<")
@@ -272,8 +277,21 @@ _CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge
         "==": operator.eq, "!=": operator.ne}
 
 
+def _idx_dep(e):
+    """Does the index expression depend on a loop index being traced (_steady.Idx)?"""
+    return type(e.const) is _steady.Idx or any(type(c) is _steady.Idx for c in e.coefs.values())
+
+
+def _steady_refuse(why):
+    tr = _tracer[0]
+    if tr is not None and tr.steady is not None:
+        tr.steady.refuse(why)
+
+
 class Pred:
-    """A mask / affine predicate: a conjunction of `expr OP 0`."""
+    """A mask / affine predicate: a conjunction of `expr OP 0`. One inequality on a loop
+    index changes its truth at most once over the loop (steady-state tracing checks the loop's
+    last iterations); two may change it twice, so they are not replayed (_steady.py)."""
 
     def __init__(self, conds):
         self.conds = conds
@@ -283,7 +301,10 @@ class Pred:
             return self if o else Pred([(IndexExpr(1, {}, ()), "<")])  # never true
         if not isinstance(o, Pred):
             error("err_unsupported_mask", "combine masks with & only")
-        return Pred(self.conds + o.conds)
+        conds = self.conds + o.conds
+        if sum(1 for e, _ in conds if _idx_dep(e)) > 1:
+            _steady_refuse("a mask has two conditions on the loop index")
+        return Pred(conds)
 
     __rand__ = __and__
 
