@@ -499,6 +499,8 @@ class Alloc:
                 t = _tracer[0]
                 if t is not None:
                     s.freed = t.tick
+                    if t.steady is not None:
+                        t.steady.ev.append((("R", s), ()))
             elif type(s.owner) is Resident:
                 s.owner.user_gone()
 
@@ -510,6 +512,8 @@ class Alloc:
                 t = _tracer[0]
                 if t is not None:
                     s.freed = t.tick
+                    if t.steady is not None and self.blk is None:
+                        t.steady.ev.append((("R", s), ()))
             elif type(s.owner) is Resident:
                 self.slot = None
                 s.owner.user_gone()
@@ -1477,6 +1481,9 @@ def _free_slot(a, tick=-1):
     if o is a.token:
         s.owner = None
         s.freed = tick
+        t = _tracer[0]
+        if t is not None and t.steady is not None and a.blk is None:
+            t.steady.ev.append((("R", s), ()))
     elif type(o) is Resident:
         a.slot = None
         o.user_gone()
@@ -1769,7 +1776,7 @@ class Tracer:
             self.loads.setdefault(key, []).append((site, self.loaded - n, n))
             d.buf.tag = site
             if rec is not None:
-                _steady.rec_load1(rec, key, site, self.loaded - n, n, d.buf)
+                _steady.rec_load1(rec, key, site, self.loaded - n, n, d)
             return
         i = self.nload[key] = self.nload.get(key, 0) + 1
         if rec is not None:
@@ -1858,11 +1865,21 @@ class Tracer:
 
     def block_alloc(self, bb, blk):
         """The Alloc of block `blk` of bb, with a physical buffer holding its data."""
-        if self.steady is not None:
-            self.steady.refuse("a block tensor is used")
         a = bb.allocs.get(blk)
         if a is not None and a.slot is not None:
             return a
+        rec = self.steady
+        if rec is not None:
+            if a is not None:
+                rec.refuse("a spilled block is reloaded")
+            elif bb.fill is not None:
+                rec.refuse("a block is filled when first touched")
+            a = self._block_alloc(bb, blk, a)
+            _steady.rec_block(rec, bb, blk, a.slot if self.live is not None else None)
+            return a
+        return self._block_alloc(bb, blk, a)
+
+    def _block_alloc(self, bb, blk, a):
         if self.live is None:
             # first pass: a private buffer that uses no memory (the text is thrown away)
             slot = Slot(-1, bb.kind, 0, bb.fbytes, bb.site)
@@ -1933,6 +1950,8 @@ class Tracer:
         kernel's inputs (or holds nothing yet)."""
         bb, blk = a.blk
         slot = a.slot
+        if a.remat and _steady.REPLAYED in a.remat:
+            raise _steady.Mismatch("a block loaded in a replayed iteration is evicted")
         if not (self.pol.rematerialize and a.remat and
                 all(sv.buf.written is None for _, sv in a.remat)):
             a.remat = None
@@ -1984,6 +2003,8 @@ class Tracer:
         sl = self._other_free(bb.kind, nbytes)
         if sl is not None:
             return sl
+        if self.steady is not None:
+            self.steady.refuse("a block is evicted")
         a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" else None
         if a is not None:
             sl = a.slot
@@ -2180,6 +2201,7 @@ class Tracer:
         blks = None
         rec = self.steady
         accs = [] if rec is not None else None
+        brefs = [] if rec is not None else None
         # dependences
         for t in reads:
             if t is None:
@@ -2191,13 +2213,15 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, False, None)
                     blks = (blks or []) + [a]
+                    if rec is not None:
+                        brefs.append((a.blk[0], a.blk[1], False, False))
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
             if not self.fast:
                 key, bx = t.abox()
                 self._access(key, bx, False, ag, idx, deps)
                 if accs is not None:
-                    accs.append((key, bx, False))
+                    accs.append((key, bx, False, a.blk if a is not None else None))
         for t in writes:
             a = t.alloc
             if a is not None:
@@ -2209,15 +2233,17 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
                     blks = (blks or []) + [a]
+                    if rec is not None:
+                        brefs.append((a.blk[0], a.blk[1], True, load_src is not None))
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
             if not self.fast:
                 key, bx = t.abox()
                 self._access(key, bx, True, ag, idx, deps)
                 if accs is not None:
-                    accs.append((key, bx, True))
-        if rec is not None and (blks is not None or internal):
-            rec.refuse("block tensors or compiler-made instructions")
+                    accs.append((key, bx, True, a.blk if a is not None else None))
+        if rec is not None and internal:
+            rec.refuse("compiler-made instructions (fills, spills, reloads)")
         inc = 0.0
         if queue is None and not self.fast:
             v = writes[0] if writes else (reads[0] if reads else None)
@@ -2233,24 +2259,37 @@ class Tracer:
         if not self.fast:
             ln = self.line() if ln is None else ln
         if rec is not None:
-            _steady.rec_emit(rec, eng, text, queue, internal, accs, ln, inc)
+            _steady.rec_emit(rec, eng, text, queue, internal, accs, ln, inc, brefs)
         self._emit_tail(eng, text, ag, idx, deps, queue, internal, ln, inc)
         if not internal:
             if blks is not None and self.live is not None and not self.fast:
                 self.release_blocks(blks)
             self.tick += 1
 
-    def replay_emit(self, eng, text, accs, queue, internal, line, inc):
+    def replay_emit(self, eng, text, accs, queue, internal, line, inc, brefs):
         """emit() of an instruction of a replayed loop iteration (_steady.py): its accesses
-        [(memory, box, write)] given, no tensors."""
+        [(memory, box, write)] and blocks [(BlockBuf, block, write, loaded)] given, no
+        tensors. A loaded block's source views are not made: it is marked so that evicting it
+        later (which would reload it from them) lowers the kernel again in full."""
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
+        blks = None
+        for bb, blk, w, ld in brefs:
+            a = bb.allocs.get(blk)
+            if a is None or a.slot is None:
+                raise _steady.Mismatch("a replayed instruction's block has no buffer")
+            if w:
+                a.written = True
+            self.block_used(a, w, _steady.REPLAYED if ld else None)
+            blks = (blks or []) + [a]
         if not self.fast:
             for key, bx, w in accs:
                 self._access(key, bx, w, ag, idx, deps)
         self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc)
         if not internal:
+            if blks is not None and self.live is not None and not self.fast:
+                self.release_blocks(blks)
             self.tick += 1
 
     def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc):

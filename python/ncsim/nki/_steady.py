@@ -39,9 +39,25 @@ class Mismatch(Exception):
     """The iterations traced after a replay did not continue it: lower again in full."""
 
 
+REPLAYED = ("replayed",)   # in Alloc.remat: loaded in a replayed iteration (no source views)
+
+
+class Guard:
+    """tr.steady while replaying: the allocator's choices the replay cannot stand for
+    (another site's buffer, an eviction, a fill) stop it, and the kernel is lowered in full."""
+    __slots__ = ("ev", "bbs")
+
+    def __init__(self):
+        self.ev = []
+        self.bbs = {}
+
+    def refuse(self, why):
+        raise Mismatch("while replaying: " + why)
+
+
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
-    __slots__ = ("ev", "bad", "allocs", "it", "local")
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -49,6 +65,7 @@ class Recorder:
         self.allocs = {}       # id -> weakref of on-chip tensors the events touched
         self.it = 0
         self.local = frozenset()   # names the body binds before using them
+        self.bbs = {}              # ordinal -> BlockBuf used in the recorded iterations
 
     def refuse(self, why):
         if self.bad is None:
@@ -70,18 +87,60 @@ def _join(parts, vals):
 
 # ---- recording hooks (called by the tracer while tr.steady is a Recorder)
 
-def rec_emit(rec, eng, text, queue, internal, accs, line, inc):
-    """An instruction: accs [(memory, box, write)] in the order the tracer recorded them."""
+def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
+    """An instruction: accs [(memory, box, write)] in the order the tracer recorded them,
+    brefs [(BlockBuf, block, write, loaded)] the blocks it uses."""
     parts, vals = _split(text)
     keys = []
     bv = []
-    for key, box, w in accs:
-        keys.append((key, len(box), w))
+    for key, box, w, blk in accs:
+        if blk is not None:
+            # a block's buffer: named by (tensor, block); the allocator places it again
+            keys.append((blk[0], len(box), w))
+            bv.append(blk[1])
+        else:
+            keys.append((key, len(box), w))
         for lo, hi in box:
             bv.append(lo)
             bv.append(hi)
-    rec.ev.append((("E", eng, parts, queue, internal, tuple(keys), line, inc, len(vals)),
-                   vals + tuple(bv)))
+    # the text's offsets within a block's buffer: moved with the buffer the replay's allocator
+    # gives the block
+    tmap = []
+    for j, n in enumerate(vals):
+        sp = "sb" if ":" in parts[j] and parts[j].rsplit(" ", 1)[-1].startswith("sb:") else \
+            "ps" if parts[j].rsplit(" ", 1)[-1].startswith("ps:") else None
+        if sp is None:
+            continue
+        hit = {id(key): k for k, (key, box, w, blk) in enumerate(accs)
+               if blk is not None and (key.kind == "sbuf") == (sp == "sb") and
+               key.offset <= n < key.offset + key.size}
+        if len(hit) > 1:
+            rec.refuse("an offset in the text lies in two blocks' buffers")
+        elif hit:
+            k = next(iter(hit.values()))
+            tmap.append((j, k))
+    if tmap:
+        vals = list(vals)
+        for j, k in tmap:
+            vals[j] -= accs[k][0].offset       # relative to the block's buffer
+        vals = tuple(vals)
+    bk = []
+    for bb, blk, w, ld in brefs:
+        if bb.kind != "sbuf":
+            rec.refuse("a PSUM block tensor is used")
+        rec.bbs[bb.ordinal] = bb
+        bk.append((bb, w, ld))
+        bv.append(blk)
+    rec.ev.append((("E", eng, parts, queue, internal, tuple(keys), line, inc, len(vals),
+                    tuple(bk), tuple(tmap)), vals + tuple(bv)))
+
+
+def rec_block(rec, bb, blk, slot):
+    """A block gets a buffer (chosen again by the allocator when replayed)."""
+    if bb.kind != "sbuf":
+        rec.refuse("a PSUM block tensor is used")
+    rec.bbs[bb.ordinal] = bb
+    rec.ev.append((("B", bb), (blk,)))
 
 
 def rec_alloc(rec, a):
@@ -90,9 +149,16 @@ def rec_alloc(rec, a):
         rec.allocs[id(a)] = weakref.ref(a)
 
 
-def rec_load1(rec, key, site, before, n, slot):
+def rec_load1(rec, key, site, before, n, d):
     parts, vals = _split(key[1])
-    rec.ev.append((("L1", key[0], parts, key[2], key[3], site, n, slot), vals + (before,)))
+    a = d.alloc
+    if a is not None and a.blk is not None:
+        ref = a.blk[0]
+        vals = vals + (a.blk[1],)
+    else:
+        ref = d.buf
+    rec.ev.append((("L1", key[0], parts, key[2], key[3], site, n, ref, len(vals)),
+                   vals + (before,)))
 
 
 def rec_load2(rec, key):
@@ -300,6 +366,13 @@ def _local_names(frame):
     return s[1] if isinstance(s, tuple) else frozenset()
 
 
+def _plain_slots(tr, rec):
+    """The buffers other than those of the block tensors the loop uses (which the replay's
+    allocator calls manage): these must be as they were, up to their release ticks."""
+    bsites = {id(bb.site) for bb in rec.bbs.values()}
+    return [s for s in tr.slots if id(s.site) not in bsites]
+
+
 def _snapshot(tr, rec, frame, outer):
     """(what must be equal, counters that must grow by the same amount per window)."""
     if tr.pending is not None:
@@ -318,18 +391,31 @@ def _snapshot(tr, rec, frame, outer):
         carried = tuple((n, id(loc[n])) for n in sorted(outer - rec.local) if n in loc)
         loc.clear()                # the snapshot must not keep tensors alive
         del loc
-    st = (len(tr.scopes), len(slots),
-          tuple(None if s.owner is None else id(s.owner) for s in slots),
+    bbs = [rec.bbs[k] for k in sorted(rec.bbs)]
+    slots = _plain_slots(tr, rec)
+    nblk = len(tr.slots) - len(slots)
+    btok = set()
+    for bb in bbs:
+        for a in bb.allocs.values():
+            btok.add(id(a.token))
+    # a buffer free or held by a block of these tensors: the replay's allocator calls and
+    # releases keep it as the full trace would
+    st = (len(tr.scopes), tuple(s.id for s in slots),
+          tuple("~" if s.owner is None or id(s.owner) in btok else id(s.owner) for s in slots),
+          tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.remat_bytes, bb.scratch is None)
+                for bb in bbs),
           tuple(s.tag for s in slots),
           len(tr.sites), tuple(s.rr for s in tr.sites.values()),
-          tuple(tr.sb_free), tuple(tr.ps_free),
+          # (free memory: only the replay's real block allocations carve it)
+          tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
           len(tr.hbm), tr.hbm_next, tuple((b.written is None, b.read) for b in tr.hbm),
           len(tr.blockbufs), tr.spill_bytes, tr.reload_bytes, tr.remat_bytes, tr.elided_bytes,
           len(tr.res), tr.act_func, len(tr.consts), len(tr.const_tiles), len(tr.names),
           len(tr.prints), tr.shared_idx, frozenset(tr.dirty), tr.line_override, tr.fast,
           tuple(allocs), carried)
     nums = (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
-        tuple(tr.count) + tuple(s.freed for s in slots)
+        tuple(tr.count) + (len(tr.uses), nblk) + \
+        tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used)))
     return st, nums
 
 
@@ -382,18 +468,43 @@ def _replay(tr, win, steps, times):
             v = [a + k * s for a, s in zip(vals, st)] if k else vals
             kind = tpl[0]
             if kind == "E":
-                _, eng, parts, queue, internal, keys, line, inc, nt = tpl
-                text = _join(parts, v[:nt])
+                _, eng, parts, queue, internal, keys, line, inc, nt, _bk, tmap = tpl
                 p = nt
                 accs = []
                 for key, nd, w in keys:
+                    if type(key) is C.BlockBuf:
+                        a = key.allocs.get(v[p])
+                        if a is None or a.slot is None:
+                            raise Mismatch("a replayed instruction's block has no buffer")
+                        key = a.slot
+                        p += 1
                     box = tuple((v[p + 2 * j], v[p + 2 * j + 1]) for j in range(nd))
                     p += 2 * nd
                     accs.append((key, box, w))
-                tr.replay_emit(eng, text, accs, queue, internal, line, inc)
+                tv = v[:nt]
+                if tmap:
+                    tv = list(tv)
+                    for j, k in tmap:
+                        tv[j] += accs[k][0].offset
+                text = _join(parts, tv)
+                brefs = [(bb, v[p + j], w, ld) for j, (bb, w, ld) in enumerate(tpl[9])]
+                tr.replay_emit(eng, text, accs, queue, internal, line, inc, brefs)
+            elif kind == "B":
+                tr.block_alloc(tpl[1], v[0])
+            elif kind == "R":
+                tpl[1].owner = None
+                tpl[1].freed = tr.tick
             elif kind == "L1":
-                _, bid, parts, dtn, shape, site, n, slot = tpl
-                key = (bid, _join(parts, v[:-1]), dtn, shape)
+                _, bid, parts, dtn, shape, site, n, ref, nt = tpl
+                if type(ref) is C.BlockBuf:
+                    key = (bid, _join(parts, v[:nt - 1]), dtn, shape)
+                    a = ref.allocs.get(v[nt - 1])
+                    if a is None or a.slot is None:
+                        raise Mismatch("a replayed load's block has no buffer")
+                    slot = a.slot
+                else:
+                    key = (bid, _join(parts, v[:nt]), dtn, shape)
+                    slot = ref
                 tr.loads.setdefault(key, []).append((site, v[-1], n))
                 slot.tag = site
             else:
@@ -471,11 +582,17 @@ def iterate(tr, r, frame, outer, where):
                 times = (n - i - P) // P          # windows replayed; at least P iterations stay
                 if times > 0 and not _keeps(tr, win, steps, times):
                     before = snaps[-1][1]
-                    _replay(tr, win, steps, times)
+                    tr.steady = Guard()
+                    try:
+                        _replay(tr, win, steps, times)
+                    finally:
+                        tr.steady = parent
                     after = _snapshot(tr, rec, frame, outer)[1]
                     want = tuple(b + times * d for b, d in zip(before, dn))
                     # replayed: tick, nodes, counts; set: the others (loaded, rr, freed)
                     _set_counters(tr, want)
+                    # (the block tensors' counters -- live blocks, buffers -- are the
+                    # allocator's own, run by the replay)
                     chk = (0, 4) + tuple(range(5, 5 + len(tr.count)))
                     if any(after[j] != want[j] for j in chk):
                         raise Mismatch("the replay's counters differ from the prediction")
@@ -500,7 +617,8 @@ def iterate(tr, r, frame, outer, where):
             exp = [(t, tuple(a + k * s for a, s in zip(v, st))) for (t, v), st in zip(win, steps)]
             snap = _snapshot(tr, rec, frame, outer)
             if rec.bad is not None or got != exp or snap[0] != snap0[0] or \
-                    snap[1] != tuple(b + (times + 1) * d for b, d in zip(snap0[1], dn)):
+                    snap[1][:5 + len(tr.count)] != tuple(
+                        b + (times + 1) * d for b, d in zip(snap0[1], dn))[:5 + len(tr.count)]:
                 raise Mismatch(rec.bad or "the iterations after the replay do not continue it")
         while i < n:
             scopes.append([])
@@ -518,9 +636,6 @@ def _set_counters(tr, want):
     tr.loaded = want[1]
     tr.rr["load"] = want[2]
     tr.rr["store"] = want[3]
-    base = 5 + len(tr.count)
-    for s, f in zip(tr.slots, want[base:]):
-        s.freed = f
 
 
 def _log(tr, where, n, skipped, why):
