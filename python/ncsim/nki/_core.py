@@ -1950,7 +1950,7 @@ class Tracer:
         kernel's inputs (or holds nothing yet)."""
         bb, blk = a.blk
         slot = a.slot
-        if a.remat and _steady.REPLAYED in a.remat:
+        if a.remat and any(x is _steady.REPLAYED for x in a.remat):
             raise _steady.Mismatch("a block loaded in a replayed iteration is evicted")
         if not (self.pol.rematerialize and a.remat and
                 all(sv.buf.written is None for _, sv in a.remat)):
