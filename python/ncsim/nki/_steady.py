@@ -307,13 +307,21 @@ def _names_ok(names, loc, g):
                 return f"the body calls the builtin {name}"
             else:
                 continue
-        if isinstance(v, (list, dict, set, bytearray)):
+        if isinstance(v, (list, dict, set, bytearray)) or type(v).__name__ == "ndarray":
             return f"the body uses the mutable {type(v).__name__} '{name}'"
+        if type(v) in (tuple, str, bytes) and len(set(map(id, v))) > 1:
+            # t[i] of a sequence whose items differ: what the body gets need not be periodic
+            return f"the body uses the {type(v).__name__} '{name}', whose items differ"
         if isinstance(v, types.ModuleType):
             if not _ncsim_obj(v) and v.__name__ not in ("math", "numpy"):
                 return f"the body uses the module {v.__name__}"
         elif callable(v) and not isinstance(v, (int, float, C.Tensor)) and not _ncsim_obj(v):
             return f"the body calls '{name}', which is not an NKI API"
+        elif not (v is None or type(v) in (int, float, bool, complex, tuple, str, bytes) or
+                  isinstance(v, type) or _ncsim_obj(type(v)) or
+                  getattr(type(v), "__module__", "") == "numpy"):
+            # an object of the kernel's: its attributes could change or differ per index
+            return f"the body uses '{name}', a {type(v).__name__} the tracer cannot follow"
     return None
 
 

@@ -218,3 +218,25 @@ def test_tail_that_does_not_continue_falls_back():
     assert low.loops == []             # the full lowering's (no loop replayed)
     assert low.steady_fallback
     np.testing.assert_allclose(nki.simulate_kernel(k_negative, a), np.roll(a, 35, axis=0))
+
+
+@nki.jit
+def k_tuple(a, scales):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.multiply(t, scales[i]))
+    return out
+
+
+def test_refuses_a_sequence_indexed_by_the_index():
+    """A tuple indexed by the loop index: its 17th item differs, which no prefix shows."""
+    scales = tuple(2.0 if j == 17 else 1.0 for j in range(30))
+    a = np.random.default_rng(7).random((128, 128 * 30), dtype=np.float32)
+    low = _both(k_tuple, a, scales)
+    e = _loop(low)
+    assert e["replayed"] == 0 and "scales" in e["refused"]
+    ref = a.copy()
+    ref[:, 17 * 128:18 * 128] *= 2.0
+    np.testing.assert_allclose(nki.simulate_kernel(k_tuple, a, scales), ref, rtol=1e-6)
