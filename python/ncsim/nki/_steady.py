@@ -492,8 +492,8 @@ def _replay(tr, win, steps, times):
                 tv = v[:nt]
                 if tmap:
                     tv = list(tv)
-                    for j, k in tmap:
-                        tv[j] += accs[k][0].offset
+                    for j, q in tmap:         # (k is the window being replayed)
+                        tv[j] += accs[q][0].offset
                 text = _join(parts, tv)
                 brefs = [(bb, v[p + j], w, ld) for j, (bb, w, ld) in enumerate(tpl[9])]
                 tr.replay_emit(eng, text, accs, queue, internal, line, inc, brefs)

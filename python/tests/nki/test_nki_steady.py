@@ -240,3 +240,32 @@ def test_refuses_a_sequence_indexed_by_the_index():
     ref = a.copy()
     ref[:, 17 * 128:18 * 128] *= 2.0
     np.testing.assert_allclose(nki.simulate_kernel(k_tuple, a, scales), ref, rtol=1e-6)
+
+
+@nki.jit
+def k_held(a, b):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    held = nl.ndarray((2, nl.par_dim(P), 512), a.dtype, buffer=nl.sbuf)
+    for j in nl.affine_range(2):
+        held[j, :, :] = nl.load(b[:, j * 512:(j + 1) * 512])
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        u = nl.add(held[0, :, i * 4:i * 4 + 128], held[1, :, i * 8:i * 8 + 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, u))
+    return out
+
+
+def test_replayed_views_of_block_tensors():
+    """Two views of blocks per instruction, each at an offset that moves with the index:
+    many replayed windows place both in their blocks' buffers."""
+    rng = np.random.default_rng(8)
+    a = rng.random((128, 128 * 40), dtype=np.float32)
+    b = rng.random((128, 1024), dtype=np.float32)
+    low = _both(k_held, a, b)
+    e = _loop(low, 252)
+    assert e["replayed"] >= 24, low.loops
+    ref = a.copy()
+    for i in range(40):
+        ref[:, i * 128:(i + 1) * 128] += b[:, i * 4:i * 4 + 128] + b[:, 512 + i * 8:512 + i * 8 + 128]
+    np.testing.assert_allclose(nki.simulate_kernel(k_held, a, b), ref, rtol=1e-5)
