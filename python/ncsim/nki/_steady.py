@@ -13,7 +13,7 @@ continue the replayed sequence (else the kernel is lowered again without extrapo
 
 A loop is traced in full (refused) when anything in its windows is outside what the replay
 reproduces: block tensors, kept (resident) loads, spills, an allocation that looks beyond its
-site's own buffers, a nested NKI loop, a pending instruction at an iteration's end, a
+site's own buffers, a pending instruction at an iteration's end, a
 variable bound before the loop that the body rebinds, a decision taken in the kernel's code
 on the loop index (comparison, truth value, hash, floor division, modulo, formatting ...),
 or a body whose code calls or mutates something the tracer cannot see (a list's append, an
@@ -26,7 +26,8 @@ import types
 
 from . import _core as C
 
-MIN_ITERS = 12     # loops with fewer iterations are traced in full
+MIN_ITERS = 20     # loops with fewer iterations are traced in full (recording costs more
+                   # than a short loop saves: measured on the tutorial matmuls)
 WARM = 1           # iterations traced before windows are compared (the first often differs)
 MAXP = 4           # longest period searched, in iterations
 NWIN = 3           # equal consecutive windows required
@@ -57,7 +58,7 @@ class Guard:
 
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
-    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs")
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -66,10 +67,25 @@ class Recorder:
         self.it = 0
         self.local = frozenset()   # names the body binds before using them
         self.bbs = {}              # ordinal -> BlockBuf used in the recorded iterations
+        self.parent = None         # the Recorder of the enclosing loop, or None
 
     def refuse(self, why):
-        if self.bad is None:
-            self.bad = why
+        """No replay for this loop, nor for the loops around it (whose windows hold its
+        iterations' events)."""
+        r = self
+        while r is not None:
+            if r.bad is None:
+                r.bad = why
+            r = r.parent
+
+    def forward(self, events):
+        """Hand events (recorded, replayed or traced after a replay) to the enclosing loop's
+        Recorder, as if its body had made them."""
+        p = self.parent
+        if p is not None:
+            p.ev.extend(events)
+            p.bbs.update(self.bbs)
+            p.allocs.update(self.allocs)
 
 
 def _split(text):
@@ -468,12 +484,15 @@ def _period(iters, snaps):
 
 # ---- replay
 
-def _replay(tr, win, steps, times):
-    """Run the bookkeeping of `times` more windows after `win` (the last traced one)."""
-    pol = tr.pol
+def _replay(tr, win, steps, times, rec=None):
+    """Run the bookkeeping of `times` more windows after `win` (the last traced one); rec:
+    the Recorder to forward the replayed events to its enclosing loop's."""
+    sink = [] if rec is not None else None
     for k in range(1, times + 1):
         for (tpl, vals), st in zip(win, steps):
-            v = [a + k * s for a, s in zip(vals, st)] if k else vals
+            v = [a + k * s for a, s in zip(vals, st)]
+            if sink is not None:
+                sink.append((tpl, tuple(v)))
             kind = tpl[0]
             if kind == "E":
                 _, eng, parts, queue, internal, keys, line, inc, nt, _bk, tmap = tpl
@@ -519,7 +538,8 @@ def _replay(tr, win, steps, times):
                 _, bid, parts, dtn, shape = tpl
                 key = (bid, _join(parts, v), dtn, shape)
                 tr.nload[key] = tr.nload.get(key, 0) + 1
-    del pol
+    if sink:
+        rec.forward(sink)
 
 
 def _keeps(tr, win, steps, times):
@@ -552,8 +572,6 @@ def iterate(tr, r, frame, outer, where):
     scopes = tr.scopes
     depth = len(scopes)
     parent = tr.steady
-    if parent is not None:
-        parent.refuse("the body has a nested NKI loop")
     rec = None
     why = None
     if n >= MIN_ITERS:
@@ -561,6 +579,7 @@ def iterate(tr, r, frame, outer, where):
         if why is None:
             rec = Recorder()
             rec.local = _local_names(frame)
+            rec.parent = parent
     skipped = 0
     iters, snaps = [], []
     found = None
@@ -583,6 +602,8 @@ def iterate(tr, r, frame, outer, where):
                     if found is not None:
                         break
             tr.steady = parent
+            for it in iters:
+                rec.forward(it)
             why = rec.bad or (None if found is not None else "no steady state within "
                               f"{i} iterations")
             if found is not None and rec.bad is None:
@@ -592,7 +613,7 @@ def iterate(tr, r, frame, outer, where):
                     before = snaps[-1][1]
                     tr.steady = Guard()
                     try:
-                        _replay(tr, win, steps, times)
+                        _replay(tr, win, steps, times, rec if parent is not None else None)
                     finally:
                         tr.steady = parent
                     after = _snapshot(tr, rec, frame, outer)[1]
@@ -622,6 +643,7 @@ def iterate(tr, r, frame, outer, where):
                 got.extend(rec.ev)
                 rec.ev = []
             tr.steady = parent
+            rec.forward(got)
             exp = [(t, tuple(a + k * s for a, s in zip(v, st))) for (t, v), st in zip(win, steps)]
             snap = _snapshot(tr, rec, frame, outer)
             if rec.bad is not None or got != exp or snap[0] != snap0[0] or \

@@ -269,3 +269,24 @@ def test_replayed_views_of_block_tensors():
     for i in range(40):
         ref[:, i * 128:(i + 1) * 128] += b[:, i * 4:i * 4 + 128] + b[:, 512 + i * 8:512 + i * 8 + 128]
     np.testing.assert_allclose(nki.simulate_kernel(k_held, a, b), ref, rtol=1e-5)
+
+
+@nki.jit
+def k_nest(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(24):
+        for j in nl.affine_range(20):
+            c = (i * 20 + j) * 8
+            t = nl.load(a[:, c:c + 8])
+            nl.store(out[:, c:c + 8], value=nl.multiply(t, 2.0))
+    return out
+
+
+def test_nested_loops_replay_the_outer_too():
+    a = np.random.default_rng(9).random((128, 24 * 20 * 8), dtype=np.float32)
+    low = _both(k_nest, a)
+    outer = [e for e in low.loops if e["iterations"] == 24][0]
+    inner = [e for e in low.loops if e["iterations"] != 24][0]
+    assert outer["replayed"] >= 12 and inner["replayed"] > 0, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(k_nest, a), 2 * a, rtol=1e-6)
