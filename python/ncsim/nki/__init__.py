@@ -30,6 +30,7 @@ from . import _core
 from . import _exec
 from . import _dtypes
 from . import _errors
+from . import _steady
 from . import typing as _typing
 from ._core import NkiError, Policy, Tensor, policy
 
@@ -125,7 +126,8 @@ class Kernel:
 
     def _lower_oracle(self, args, kwargs, grid, pol, arch):
         """NCSIM_NKI_TRACE_ORACLE=1 (tests): lower with the tracer's optimised paths and again
-        with the reference ones (Policy.fast_trace=False), and require the same program text,
+        with the reference ones and every loop iteration traced (Policy.fast_trace=False,
+        steady_state=False), and require the same program text,
         or the same error."""
         def one(p):
             try:
@@ -133,7 +135,7 @@ class Kernel:
             except Exception as e:                  # compared below, then re-raised
                 return None, e
         (low, e1) = one(pol)
-        (ref, e2) = one(pol.copy(fast_trace=False))
+        (ref, e2) = one(pol.copy(fast_trace=False, steady_state=False))
         if (e1 is None) != (e2 is None) or e1 is not None and \
                 (type(e1) is not type(e2) or str(e1) != str(e2)):
             raise AssertionError(f"trace oracle: {self.func.__name__}: the fast tracer gives "
@@ -161,7 +163,15 @@ class Kernel:
         # (docs/nki.md, "Allocation").
         prev = None
         while True:
-            tr, ret, params = self._trace(func, sig, bound, pol, source, prev, grid)
+            try:
+                tr, ret, params = self._trace(func, sig, bound, pol, source, prev, grid)
+            except _steady.Mismatch as e:
+                # a loop's last iterations did not continue its replayed steady state
+                # (docs/nki.md, "Loops kept"): every iteration runs
+                low, bound = self._lower_pol(args, kwargs, grid, pol.copy(steady_state=False),
+                                             arch)
+                low.steady_fallback = str(e)
+                return low, bound
             if prev is not None or not tr.needs_second_pass():
                 break
             prev = tr
@@ -212,6 +222,10 @@ class Kernel:
         low.params = {b.name: (b.param, source, _def_line(func)) for b in tr.hbm
                       if getattr(b, "param", None) is not None}
         low.prints = tr.prints
+        # long loops (docs/nki.md, "Loops kept"): per loop statement, iterations run and
+        # replayed, or why its iterations all ran
+        low.loops = list(tr.steady_log.values())
+        low.steady_fallback = None
         low.tensors = tr.report()
         low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
                      "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),
@@ -261,7 +275,7 @@ class Kernel:
                 if inst == 0:
                     ret = r
                 tr.flush()
-        except NkiError:
+        except (NkiError, _steady.Mismatch):
             raise
         except Exception as e:      # never a bare exception from the package: located
             raise _errors.located(e, source, _def_line(func)) from e

@@ -106,6 +106,9 @@ class Policy:
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.fast_trace = True           # the tracer's optimised paths; False: the reference
                                          # ones (the same program text, slower; for tests)
+        self.steady_state = True         # long loops: trace until a steady state is shown,
+                                         # replay the middle iterations (_steady.py); False:
+                                         # every iteration runs (the same program text)
         self.set(**kw)
 
     def set(self, **kw):
@@ -197,7 +200,9 @@ class IndexExpr:
             return IndexExpr(self.const + sign * other.const, {a: c for a, c in co.items() if c},
                              shape)
         if isinstance(other, (int, np.integer)):
-            return IndexExpr(self.const + sign * int(other), dict(self.coefs), self.shape)
+            # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
+            o = other if isinstance(other, int) else int(other)
+            return IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
         return NotImplemented
 
     def __add__(self, o):
@@ -216,7 +221,7 @@ class IndexExpr:
 
     def __mul__(self, o):
         if isinstance(o, (int, np.integer)):
-            o = int(o)
+            o = o if isinstance(o, int) else int(o)
             return IndexExpr(self.const * o, {a: c * o for a, c in self.coefs.items() if c * o},
                              self.shape)
         if isinstance(o, IndexExpr):
@@ -229,7 +234,10 @@ class IndexExpr:
         error("err_unsupported_index", "index expressions must be affine (no division)")
 
     def _cmp(self, o, op):
-        return Pred([(self - o if not isinstance(o, IndexExpr) else self - o, op)])
+        e = self - o
+        if op in ("==", "!=") and _idx_dep(e):
+            _steady_refuse("a mask tests the loop index for equality")
+        return Pred([(e, op)])
 
     def __lt__(self, o):
         return self._cmp(o, "<")
@@ -269,8 +277,21 @@ _CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge
         "==": operator.eq, "!=": operator.ne}
 
 
+def _idx_dep(e):
+    """Does the index expression depend on a loop index being traced (_steady.Idx)?"""
+    return type(e.const) is _steady.Idx or any(type(c) is _steady.Idx for c in e.coefs.values())
+
+
+def _steady_refuse(why):
+    tr = _tracer[0]
+    if tr is not None and tr.steady is not None:
+        tr.steady.refuse(why)
+
+
 class Pred:
-    """A mask / affine predicate: a conjunction of `expr OP 0`."""
+    """A mask / affine predicate: a conjunction of `expr OP 0`. One inequality on a loop
+    index changes its truth at most once over the loop (steady-state tracing checks the loop's
+    last iterations); two may change it twice, so they are not replayed (_steady.py)."""
 
     def __init__(self, conds):
         self.conds = conds
@@ -280,7 +301,10 @@ class Pred:
             return self if o else Pred([(IndexExpr(1, {}, ()), "<")])  # never true
         if not isinstance(o, Pred):
             error("err_unsupported_mask", "combine masks with & only")
-        return Pred(self.conds + o.conds)
+        conds = self.conds + o.conds
+        if sum(1 for e, _ in conds if _idx_dep(e)) > 1:
+            _steady_refuse("a mask has two conditions on the loop index")
+        return Pred(conds)
 
     __rand__ = __and__
 
@@ -475,6 +499,8 @@ class Alloc:
                 t = _tracer[0]
                 if t is not None:
                     s.freed = t.tick
+                    if t.steady is not None:
+                        t.steady.ev.append((("R", s), ()))
             elif type(s.owner) is Resident:
                 s.owner.user_gone()
 
@@ -486,6 +512,8 @@ class Alloc:
                 t = _tracer[0]
                 if t is not None:
                     s.freed = t.tick
+                    if t.steady is not None and self.blk is None:
+                        t.steady.ev.append((("R", s), ()))
             elif type(s.owner) is Resident:
                 self.slot = None
                 s.owner.user_gone()
@@ -1388,6 +1416,11 @@ class LoopRange:
                               if not (type(v) is Tensor and v.alloc is not None and v.alloc.dead))
             loc.clear()
             del loc
+        if tr.pol.steady_state:
+            from . import _steady
+            return (yield from _steady.iterate(tr, self.r, frame, outer, where))
+        if tr.steady is not None:
+            tr.steady.refuse("the body has a nested NKI loop")
         scopes = tr.scopes
         depth = len(scopes)
         try:
@@ -1448,6 +1481,9 @@ def _free_slot(a, tick=-1):
     if o is a.token:
         s.owner = None
         s.freed = tick
+        t = _tracer[0]
+        if t is not None and t.steady is not None and a.blk is None:
+            t.steady.ev.append((("R", s), ()))
     elif type(o) is Resident:
         a.slot = None
         o.user_gone()
@@ -1507,6 +1543,9 @@ class Tracer:
         self.consts = {}
         self.act_func = None                   # ScalarE's last function (its table set)
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
+        self.steady = None                     # _steady.Recorder of the loop being recorded
+        self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
+        self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -1548,6 +1587,9 @@ class Tracer:
                 parent.append(weakref.ref(a))
         if loc is not None:
             loc.clear()                # the snapshot must not keep tensors alive
+
+    def stats_steady(self, n):
+        self.steady_skipped += n
 
     # ---- source lines
     def line(self):
@@ -1694,6 +1736,8 @@ class Tracer:
             e.user_gone()
             return None
         self.flush()
+        if self.steady is not None:
+            self.steady.refuse("a load uses a resident copy")
         self.tick += 1                 # the first pass's load instruction
         n = self.nload[key] = self.nload.get(key, 0) + 1
         v = e.view
@@ -1723,6 +1767,7 @@ class Tracer:
             whole = False
         else:
             whole = n == a.blk[0].fbytes if a.blk is not None else (n + 63) // 64 * 64 == d.buf.size
+        rec = self.steady
         if not whole:
             if self.live is None:
                 self.dirty.add(site)
@@ -1730,9 +1775,15 @@ class Tracer:
         if self.live is None:
             self.loads.setdefault(key, []).append((site, self.loaded - n, n))
             d.buf.tag = site
+            if rec is not None:
+                _steady.rec_load1(rec, key, site, self.loaded - n, n, d)
             return
         i = self.nload[key] = self.nload.get(key, 0) + 1
+        if rec is not None:
+            _steady.rec_load2(rec, key)
         if whole and d.buf.kind == "sbuf" and key not in self.res and self._keep(key, i - 1):
+            if rec is not None:
+                rec.refuse("a load's data is kept resident")
             v = d.clone_view()
             v.alloc = None
             e = self.res[key] = Resident(d.buf, v, sv)
@@ -1779,6 +1830,8 @@ class Tracer:
     def new_blocks(self, kind, dt, shape, pdim, name):
         """A tensor with block dimensions: logical; no memory until a block is touched."""
         bb = BlockBuf(kind, dt, shape, pdim, name, len(self.blockbufs), self.line())
+        if self.steady is not None:
+            self.steady.refuse("a block tensor is made")
         if self.live is None:
             self.fast = True           # a second pass will follow (needs_second_pass)
         if kind == "psum" and bb.fbytes > PSUM_BANK:
@@ -1815,6 +1868,18 @@ class Tracer:
         a = bb.allocs.get(blk)
         if a is not None and a.slot is not None:
             return a
+        rec = self.steady
+        if rec is not None:
+            if a is not None:
+                rec.refuse("a spilled block is reloaded")
+            elif bb.fill is not None:
+                rec.refuse("a block is filled when first touched")
+            a = self._block_alloc(bb, blk, a)
+            _steady.rec_block(rec, bb, blk, a.slot if self.live is not None else None)
+            return a
+        return self._block_alloc(bb, blk, a)
+
+    def _block_alloc(self, bb, blk, a):
         if self.live is None:
             # first pass: a private buffer that uses no memory (the text is thrown away)
             slot = Slot(-1, bb.kind, 0, bb.fbytes, bb.site)
@@ -1885,6 +1950,8 @@ class Tracer:
         kernel's inputs (or holds nothing yet)."""
         bb, blk = a.blk
         slot = a.slot
+        if a.remat and any(x is _steady.REPLAYED for x in a.remat):
+            raise _steady.Mismatch("a block loaded in a replayed iteration is evicted")
         if not (self.pol.rematerialize and a.remat and
                 all(sv.buf.written is None for _, sv in a.remat)):
             a.remat = None
@@ -1936,6 +2003,8 @@ class Tracer:
         sl = self._other_free(bb.kind, nbytes)
         if sl is not None:
             return sl
+        if self.steady is not None:
+            self.steady.refuse("a block is evicted")
         a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" else None
         if a is not None:
             sl = a.slot
@@ -2039,6 +2108,8 @@ class Tracer:
             return self._add_slot(kind, c, site)
         # 4. a free slot of another site that is large enough (smallest such, released
         #    longest ago)
+        if self.steady is not None:
+            self.steady.refuse("an allocation takes another site's buffer")
         best = self._other_free(kind, nbytes)
         if best is not None:
             return best
@@ -2128,6 +2199,9 @@ class Tracer:
         idx = self.count[ag]
         deps = {}
         blks = None
+        rec = self.steady
+        accs = [] if rec is not None else None
+        brefs = [] if rec is not None else None
         # dependences
         for t in reads:
             if t is None:
@@ -2139,9 +2213,15 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, False, None)
                     blks = (blks or []) + [a]
+                    if rec is not None:
+                        brefs.append((a.blk[0], a.blk[1], False, False))
+                if rec is not None:
+                    _steady.rec_alloc(rec, a)
             if not self.fast:
                 key, bx = t.abox()
                 self._access(key, bx, False, ag, idx, deps)
+                if accs is not None:
+                    accs.append((key, bx, False, a.blk if a is not None else None))
         for t in writes:
             a = t.alloc
             if a is not None:
@@ -2153,14 +2233,69 @@ class Tracer:
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
                     blks = (blks or []) + [a]
+                    if rec is not None:
+                        brefs.append((a.blk[0], a.blk[1], True, load_src is not None))
+                if rec is not None:
+                    _steady.rec_alloc(rec, a)
             if not self.fast:
                 key, bx = t.abox()
                 self._access(key, bx, True, ag, idx, deps)
+                if accs is not None:
+                    accs.append((key, bx, True, a.blk if a is not None else None))
+        if rec is not None and internal:
+            rec.refuse("compiler-made instructions (fills, spills, reloads)")
+        inc = 0.0
+        if queue is None and not self.fast:
+            v = writes[0] if writes else (reads[0] if reads else None)
+            n = 1
+            if v is not None:
+                for d in v.shape:
+                    n *= d
+                if v.pdim is not None:
+                    n //= v.shape[v.pdim]
+            e = ENG_ID[eng]
+            inc = (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
+        ln = self.line_override
+        if not self.fast:
+            ln = self.line() if ln is None else ln
+        if rec is not None:
+            _steady.rec_emit(rec, eng, text, queue, internal, accs, ln, inc, brefs)
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, ln, inc)
+        if not internal:
+            if blks is not None and self.live is not None and not self.fast:
+                self.release_blocks(blks)
+            self.tick += 1
+
+    def replay_emit(self, eng, text, accs, queue, internal, line, inc, brefs):
+        """emit() of an instruction of a replayed loop iteration (_steady.py): its accesses
+        [(memory, box, write)] and blocks [(BlockBuf, block, write, loaded)] given, no
+        tensors. A loaded block's source views are not made: it is marked so that evicting it
+        later (which would reload it from them) lowers the kernel again in full."""
+        ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
+        idx = self.count[ag]
+        deps = {}
+        blks = None
+        for bb, blk, w, ld in brefs:
+            a = bb.allocs.get(blk)
+            if a is None or a.slot is None:
+                raise _steady.Mismatch("a replayed instruction's block has no buffer")
+            if w:
+                a.written = True
+            self.block_used(a, w, _steady.REPLAYED if ld else None)
+            blks = (blks or []) + [a]
+        if not self.fast:
+            for key, bx, w in accs:
+                self._access(key, bx, w, ag, idx, deps)
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc)
+        if not internal:
+            if blks is not None and self.live is not None and not self.fast:
+                self.release_blocks(blks)
+            self.tick += 1
+
+    def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc):
         if self.fast:
             # a first pass that a second will replace: no dependences, no text
             self.count[ag] = idx + 1
-            if not internal:
-                self.tick += 1
             return
         # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
         # instructions only as far as semaphores show them complete (selfknown), not by program
@@ -2201,20 +2336,8 @@ class Tracer:
             self.clocks[ag].append(tuple(vc))
         self.count[ag] = idx + 1
         if queue is None:
-            v = writes[0] if writes else (reads[0] if reads else None)
-            n = 1
-            if v is not None:
-                for d in v.shape:
-                    n *= d
-                if v.pdim is not None:
-                    n //= v.shape[v.pdim]
-            self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
-        ln = self.line_override
-        self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
-        if not internal:
-            if blks is not None and self.live is not None:
-                self.release_blocks(blks)
-            self.tick += 1
+            self.load[e] += inc
+        self.nodes.append(Node(e, text, line, waits, ag, idx))
 
     def _access(self, key, box, write, ag, idx, deps):
         """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
@@ -2536,3 +2659,6 @@ def _reshape_like(dst, shape):
                 st.reverse()
                 return dst.clone_view(shape=tuple(shape), strides=[None] + st, pdim=0)
     return dst.bcast(shape) if len(shape) >= len(dst.shape) else dst
+
+
+from . import _steady  # noqa: E402  (it uses this module's names at run time)

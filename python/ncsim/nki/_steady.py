@@ -1,0 +1,682 @@
+"""Steady-state loop tracing (docs/nki.md, "Loops kept").
+
+A loop of many iterations is traced until its steady state is shown: `NWIN` consecutive
+windows of P iterations (after `WARM` warm-up iterations) that record the same events -- the
+same instructions on the same engines, queues and buffers, the same load bookkeeping --
+except for view offsets (`+N[` in the text, and the accessed regions) that grow by the same
+amount from one window to the next, with the tracer's state at each window's end equal up to
+counters that grow by the same amount. The middle windows are then not run: their events are
+replayed, shifted, through the tracer's own bookkeeping (access records, dependences, vector
+clocks, semaphores, load counts), so that the program text, waits and statistics are those
+of the full trace; the last iterations run again for real, with their real indices, and must
+continue the replayed sequence (else the kernel is lowered again without extrapolation).
+
+A loop is traced in full (refused) when anything in its windows is outside what the replay
+reproduces: block tensors, kept (resident) loads, spills, an allocation that looks beyond its
+site's own buffers, a pending instruction at an iteration's end, a
+variable bound before the loop that the body rebinds, a decision taken in the kernel's code
+on the loop index (comparison, truth value, hash, floor division, modulo, formatting ...),
+or a body whose code calls or mutates something the tracer cannot see (a list's append, an
+attribute store, a call of a Python function that is not an NKI API; see _body_ok)."""
+import builtins
+import dis
+import re
+import sys
+import types
+
+from . import _core as C
+
+MIN_ITERS = 20     # loops with fewer iterations are traced in full (recording costs more
+                   # than a short loop saves: measured on the tutorial matmuls)
+WARM = 1           # iterations traced before windows are compared (the first often differs)
+MAXP = 4           # longest period searched, in iterations
+NWIN = 3           # equal consecutive windows required
+LIMIT = WARM + NWIN * MAXP + MAXP   # iterations recorded before giving up
+
+_OFF = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)")
+
+
+class Mismatch(Exception):
+    """The iterations traced after a replay did not continue it: lower again in full."""
+
+
+REPLAYED = ("replayed",)   # in Alloc.remat: loaded in a replayed iteration (no source views)
+
+
+class Guard:
+    """tr.steady while replaying: the allocator's choices the replay cannot stand for
+    (another site's buffer, an eviction, a fill) stop it, and the kernel is lowered in full."""
+    __slots__ = ("ev", "bbs")
+
+    def __init__(self):
+        self.ev = []
+        self.bbs = {}
+
+    def refuse(self, why):
+        raise Mismatch("while replaying: " + why)
+
+
+class Recorder:
+    """The events of the iterations of one loop being traced, and why it cannot be replayed."""
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent")
+
+    def __init__(self):
+        self.ev = []           # events of the current iteration: (template, values)
+        self.bad = None        # a reason: no replay for this loop
+        self.allocs = {}       # id -> weakref of on-chip tensors the events touched
+        self.it = 0
+        self.local = frozenset()   # names the body binds before using them
+        self.bbs = {}              # ordinal -> BlockBuf used in the recorded iterations
+        self.parent = None         # the Recorder of the enclosing loop, or None
+
+    def refuse(self, why):
+        """No replay for this loop, nor for the loops around it (whose windows hold its
+        iterations' events)."""
+        r = self
+        while r is not None:
+            if r.bad is None:
+                r.bad = why
+            r = r.parent
+
+    def forward(self, events):
+        """Hand events (recorded, replayed or traced after a replay) to the enclosing loop's
+        Recorder, as if its body had made them."""
+        p = self.parent
+        if p is not None:
+            p.ev.extend(events)
+            p.bbs.update(self.bbs)
+            p.allocs.update(self.allocs)
+
+
+def _split(text):
+    parts = _OFF.split(text)
+    return tuple(parts[0::2]), tuple(int(v) for v in parts[1::2])
+
+
+def _join(parts, vals):
+    out = [parts[0]]
+    for v, p in zip(vals, parts[1:]):
+        out.append(str(v))
+        out.append(p)
+    return "".join(out)
+
+
+# ---- recording hooks (called by the tracer while tr.steady is a Recorder)
+
+def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
+    """An instruction: accs [(memory, box, write)] in the order the tracer recorded them,
+    brefs [(BlockBuf, block, write, loaded)] the blocks it uses."""
+    parts, vals = _split(text)
+    keys = []
+    bv = []
+    for key, box, w, blk in accs:
+        if blk is not None:
+            # a block's buffer: named by (tensor, block); the allocator places it again
+            keys.append((blk[0], len(box), w))
+            bv.append(blk[1])
+        else:
+            keys.append((key, len(box), w))
+        for lo, hi in box:
+            bv.append(lo)
+            bv.append(hi)
+    # the text's offsets within a block's buffer: moved with the buffer the replay's allocator
+    # gives the block
+    tmap = []
+    for j, n in enumerate(vals):
+        sp = "sb" if ":" in parts[j] and parts[j].rsplit(" ", 1)[-1].startswith("sb:") else \
+            "ps" if parts[j].rsplit(" ", 1)[-1].startswith("ps:") else None
+        if sp is None:
+            continue
+        hit = {id(key): k for k, (key, box, w, blk) in enumerate(accs)
+               if blk is not None and (key.kind == "sbuf") == (sp == "sb") and
+               key.offset <= n < key.offset + key.size}
+        if len(hit) > 1:
+            rec.refuse("an offset in the text lies in two blocks' buffers")
+        elif hit:
+            k = next(iter(hit.values()))
+            tmap.append((j, k))
+    if tmap:
+        vals = list(vals)
+        for j, k in tmap:
+            vals[j] -= accs[k][0].offset       # relative to the block's buffer
+        vals = tuple(vals)
+    bk = []
+    for bb, blk, w, ld in brefs:
+        if bb.kind != "sbuf":
+            rec.refuse("a PSUM block tensor is used")
+        rec.bbs[bb.ordinal] = bb
+        bk.append((bb, w, ld))
+        bv.append(blk)
+    rec.ev.append((("E", eng, parts, queue, internal, tuple(keys), line, inc, len(vals),
+                    tuple(bk), tuple(tmap)), vals + tuple(bv)))
+
+
+def rec_block(rec, bb, blk, slot):
+    """A block gets a buffer (chosen again by the allocator when replayed)."""
+    if bb.kind != "sbuf":
+        rec.refuse("a PSUM block tensor is used")
+    rec.bbs[bb.ordinal] = bb
+    rec.ev.append((("B", bb), (blk,)))
+
+
+def rec_alloc(rec, a):
+    if a is not None and a.blk is None:
+        import weakref
+        rec.allocs[id(a)] = weakref.ref(a)
+
+
+def rec_load1(rec, key, site, before, n, d):
+    parts, vals = _split(key[1])
+    a = d.alloc
+    if a is not None and a.blk is not None:
+        ref = a.blk[0]
+        vals = vals + (a.blk[1],)
+    else:
+        ref = d.buf
+    rec.ev.append((("L1", key[0], parts, key[2], key[3], site, n, ref, len(vals)),
+                   vals + (before,)))
+
+
+def rec_load2(rec, key):
+    parts, vals = _split(key[1])
+    rec.ev.append((("L2", key[0], parts, key[2], key[3]), vals))
+
+
+# ---- the loop index
+
+_USER = None
+
+
+def _user_frame(f):
+    fn = f.f_code.co_filename
+    return not fn.startswith(C._NCSIM_DIR) or fn.startswith(C._EXAMPLES_DIR)
+
+
+class Idx(int):
+    """A loop index that notes when the kernel's code decides something on it."""
+    __slots__ = ()
+
+    def _flag(self, what):
+        f = sys._getframe(2)
+        if _user_frame(f):
+            tr = C._tracer[0]
+            rec = tr.steady if tr is not None else None
+            if rec is not None:
+                rec.refuse(f"the loop index is used in a {what} at "
+                           f"{f.f_code.co_filename}:{f.f_lineno}")
+
+    def __add__(self, o):
+        r = int.__add__(self, o)
+        return r if r is NotImplemented else Idx(r)
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        r = int.__sub__(self, o)
+        return r if r is NotImplemented else Idx(r)
+
+    def __rsub__(self, o):
+        r = int.__rsub__(self, o)
+        return r if r is NotImplemented else Idx(r)
+
+    def __mul__(self, o):
+        r = int.__mul__(self, o)
+        return r if r is NotImplemented or type(o) is float else Idx(r)
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return Idx(-int(self))
+
+    def __pos__(self):
+        return self
+
+
+def _flagging(name, what):
+    base = getattr(int, name)
+
+    def f(self, *a):
+        self._flag(what)
+        return base(self, *a)
+    f.__name__ = name
+    return f
+
+
+for _n, _w in (("__eq__", "comparison"), ("__ne__", "comparison"), ("__lt__", "comparison"),
+               ("__le__", "comparison"), ("__gt__", "comparison"), ("__ge__", "comparison"),
+               ("__bool__", "truth test"), ("__hash__", "hash (a dict or set key)"),
+               ("__mod__", "modulo"), ("__rmod__", "modulo"), ("__floordiv__", "floor division"),
+               ("__rfloordiv__", "floor division"), ("__divmod__", "divmod"),
+               ("__rdivmod__", "divmod"), ("__truediv__", "division"),
+               ("__rtruediv__", "division"), ("__pow__", "power"), ("__rpow__", "power"),
+               ("__and__", "bit operation"), ("__rand__", "bit operation"),
+               ("__or__", "bit operation"), ("__ror__", "bit operation"),
+               ("__xor__", "bit operation"), ("__rxor__", "bit operation"),
+               ("__lshift__", "shift"), ("__rlshift__", "shift"), ("__rshift__", "shift"),
+               ("__rrshift__", "shift"), ("__invert__", "bit operation"), ("__abs__", "abs"),
+               ("__format__", "string"), ("__str__", "string"), ("__repr__", "string"),
+               ("__float__", "conversion"), ("__int__", "conversion"),
+               ("__round__", "rounding"), ("__trunc__", "rounding"), ("__floor__", "rounding"),
+               ("__ceil__", "rounding")):
+    setattr(Idx, _n, _flagging(_n, _w))
+
+
+# ---- the loop body's code
+
+_MUTATORS = frozenset(("copyto", "place", "putmask", "append", "extend", "insert", "pop", "remove", "clear", "update", "add",
+                       "discard", "setdefault", "sort", "reverse", "popitem", "write", "put",
+                       "send", "appendleft", "extendleft", "popleft", "seed", "shuffle"))
+_BUILTINS_OK = frozenset(("range", "len", "min", "max", "slice", "int", "tuple", "abs",
+                          "divmod", "isinstance", "float", "bool", "zip", "enumerate",
+                          "reversed", "sum", "any", "all", "map", "filter", "getattr",
+                          "hasattr", "type", "AssertionError", "ValueError", "TypeError"))
+_BODY = {}     # (code, FOR_ITER offset) -> None or the reason the body is refused
+
+
+def _ncsim_obj(v):
+    m = getattr(v, "__module__", None)
+    if isinstance(v, types.ModuleType):
+        m = v.__name__
+    return isinstance(m, str) and (m == "ncsim" or m.startswith("ncsim."))
+
+
+def _body_ok(frame):
+    """None if the statically visible code of the loop body only computes and calls the NKI
+    API, else why not."""
+    code = frame.f_code
+    off = frame.f_lasti
+    key = (code, off)
+    if key in _BODY:
+        static = _BODY[key]
+    else:
+        static = _static(code, off)
+        _BODY[key] = static
+    if isinstance(static, str):
+        return static
+    loc = frame.f_locals
+    try:
+        return _names_ok(static[0], loc, frame.f_globals)
+    finally:
+        loc.clear()                # the snapshot must not keep tensors alive
+
+
+def _names_ok(names, loc, g):
+    for kind, name in names:
+        if kind == "module":
+            v = loc[name] if name in loc else g.get(name)
+            if not (isinstance(v, types.ModuleType) and
+                    (_ncsim_obj(v) or v.__name__ in ("numpy", "math"))):
+                return f"the body calls a method of '{name}' that may change it"
+            continue
+        if kind == "fast":
+            if name not in loc:
+                continue
+            v = loc[name]
+        else:
+            if name in loc:
+                v = loc[name]
+            elif name in g:
+                v = g[name]
+            elif hasattr(builtins, name):
+                if name in _BUILTINS_OK:
+                    continue
+                return f"the body calls the builtin {name}"
+            else:
+                continue
+        if isinstance(v, (list, dict, set, bytearray)) or type(v).__name__ == "ndarray":
+            return f"the body uses the mutable {type(v).__name__} '{name}'"
+        if type(v) in (tuple, str, bytes) and len(set(map(id, v))) > 1:
+            # t[i] of a sequence whose items differ: what the body gets need not be periodic
+            return f"the body uses the {type(v).__name__} '{name}', whose items differ"
+        if isinstance(v, types.ModuleType):
+            if not _ncsim_obj(v) and v.__name__ not in ("math", "numpy"):
+                return f"the body uses the module {v.__name__}"
+        elif callable(v) and not isinstance(v, (int, float, C.Tensor)) and not _ncsim_obj(v):
+            return f"the body calls '{name}', which is not an NKI API"
+        elif not (v is None or type(v) in (int, float, bool, complex, tuple, str, bytes) or
+                  isinstance(v, type) or _ncsim_obj(type(v)) or
+                  getattr(type(v), "__module__", "") == "numpy"):
+            # an object of the kernel's: its attributes could change or differ per index
+            return f"the body uses '{name}', a {type(v).__name__} the tracer cannot follow"
+    return None
+
+
+def _static(code, off):
+    ins = list(dis.get_instructions(code))
+    start = next((k for k, x in enumerate(ins) if x.offset == off), None)
+    if start is None or ins[start].opname != "FOR_ITER":
+        return "the loop's code is not a plain for statement"
+    end = ins[start].argval
+    names = set()
+    local = set()
+    seen = set()
+    prev = None
+    for x in ins[start + 1:]:
+        if x.offset >= end:
+            break
+        op = x.opname
+        if op in ("STORE_ATTR", "DELETE_ATTR", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_DEREF",
+                  "DELETE_DEREF", "YIELD_VALUE", "DELETE_SUBSCR", "IMPORT_NAME", "RAISE_VARARGS"):
+            return f"the body has {op} at line {_ln(x)}"
+        if op in ("LOAD_ATTR", "LOAD_METHOD") and x.argval == "random":
+            return f"the body uses a random generator at line {_ln(x)}"
+        if op in ("LOAD_ATTR", "LOAD_METHOD") and x.argval in _MUTATORS:
+            # nl.add is an NKI call; lst.add / lst.append mutate what the tracer cannot see
+            p = prev
+            if p is None or p.opname not in ("LOAD_FAST", "LOAD_GLOBAL", "LOAD_NAME",
+                                             "LOAD_DEREF"):
+                return f"the body calls .{x.argval} at line {_ln(x)}"
+            names.add(("module", p.argval))
+        prev = x
+        if op == "STORE_FAST" and x.argval not in seen:
+            local.add(x.argval)         # bound by the body before any use: not carried
+        if op in ("LOAD_FAST", "STORE_FAST", "DELETE_FAST"):
+            seen.add(x.argval)
+        if op == "LOAD_FAST":
+            names.add(("fast", x.argval))
+        elif op in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLOSURE"):
+            names.add(("global", x.argval))
+    return tuple(sorted(names)), frozenset(local)
+
+
+def _ln(x):
+    return getattr(x, "positions", None) and x.positions.lineno or x.starts_line
+
+
+# ---- the tracer's state at an iteration's end
+
+def _local_names(frame):
+    s = _BODY.get((frame.f_code, frame.f_lasti))
+    return s[1] if isinstance(s, tuple) else frozenset()
+
+
+def _plain_slots(tr, rec):
+    """The buffers other than those of the block tensors the loop uses (which the replay's
+    allocator calls manage): these must be as they were, up to their release ticks."""
+    bsites = {id(bb.site) for bb in rec.bbs.values()}
+    return [s for s in tr.slots if id(s.site) not in bsites]
+
+
+def _snapshot(tr, rec, frame, outer):
+    """(what must be equal, counters that must grow by the same amount per window)."""
+    if tr.pending is not None:
+        rec.refuse("an instruction is pending at the iteration's end")
+    slots = tr.slots
+    allocs = []
+    for k, r in sorted(rec.allocs.items()):
+        a = r()
+        if a is None or a.dead is not None:
+            continue
+        allocs.append((k, a.slot.id if a.slot is not None else None, a.written, a.lazy_zero,
+                       frozenset(a.acc_started), a.spilled))
+    carried = ()
+    if outer:
+        loc = frame.f_locals
+        carried = tuple((n, id(loc[n])) for n in sorted(outer - rec.local) if n in loc)
+        loc.clear()                # the snapshot must not keep tensors alive
+        del loc
+    bbs = [rec.bbs[k] for k in sorted(rec.bbs)]
+    slots = _plain_slots(tr, rec)
+    nblk = len(tr.slots) - len(slots)
+    btok = set()
+    for bb in bbs:
+        for a in bb.allocs.values():
+            btok.add(id(a.token))
+    # a buffer free or held by a block of these tensors: the replay's allocator calls and
+    # releases keep it as the full trace would
+    st = (len(tr.scopes), tuple(s.id for s in slots),
+          tuple("~" if s.owner is None or id(s.owner) in btok else id(s.owner) for s in slots),
+          tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.remat_bytes, bb.scratch is None)
+                for bb in bbs),
+          tuple(s.tag for s in slots),
+          len(tr.sites), tuple(s.rr for s in tr.sites.values()),
+          # (free memory: only the replay's real block allocations carve it)
+          tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
+          len(tr.hbm), tr.hbm_next, tuple((b.written is None, b.read) for b in tr.hbm),
+          len(tr.blockbufs), tr.spill_bytes, tr.reload_bytes, tr.remat_bytes, tr.elided_bytes,
+          len(tr.res), tr.act_func, len(tr.consts), len(tr.const_tiles), len(tr.names),
+          len(tr.prints), tr.shared_idx, frozenset(tr.dirty), tr.line_override, tr.fast,
+          tuple(allocs), carried)
+    nums = (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
+        tuple(tr.count) + (len(tr.uses), nblk) + \
+        tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used)))
+    return st, nums
+
+
+def _period(iters, snaps):
+    """The shortest period P (iterations) whose last NWIN windows agree, with the values'
+    and the counters' steps per window; or None."""
+    n = len(iters)
+    for P in range(1, MAXP + 1):
+        if n - WARM < NWIN * P:
+            break
+        w0 = n - NWIN * P
+        wins = []
+        for w in range(NWIN):
+            ev = []
+            for it in iters[w0 + w * P:w0 + (w + 1) * P]:
+                ev.extend(it)
+            wins.append(ev)
+        tpl = [t for t, _ in wins[0]]
+        if any([t for t, _ in wv] != tpl for wv in wins[1:]):
+            continue
+        steps = [tuple(b - a for a, b in zip(x[1], y[1])) for x, y in zip(wins[0], wins[1])]
+        ok = True
+        for w in range(2, NWIN):
+            for x, y, s in zip(wins[w - 1], wins[w], steps):
+                if tuple(b - a for a, b in zip(x[1], y[1])) != s:
+                    ok = False
+                    break
+            if not ok:
+                break
+        if not ok:
+            continue
+        ss = [snaps[w0 + w * P] for w in range(NWIN + 1)]     # snaps[i]: before iteration i
+        if any(s[0] != ss[0][0] for s in ss[1:]):
+            continue
+        dn = tuple(b - a for a, b in zip(ss[0][1], ss[1][1]))
+        if any(tuple(b - a for a, b in zip(ss[w][1], ss[w + 1][1])) != dn
+               for w in range(1, NWIN)):
+            continue
+        return P, wins[-1], steps, dn
+    return None
+
+
+# ---- replay
+
+def _replay(tr, win, steps, times, rec=None):
+    """Run the bookkeeping of `times` more windows after `win` (the last traced one); rec:
+    the Recorder to forward the replayed events to its enclosing loop's."""
+    sink = [] if rec is not None else None
+    for k in range(1, times + 1):
+        for (tpl, vals), st in zip(win, steps):
+            v = [a + k * s for a, s in zip(vals, st)]
+            if sink is not None:
+                sink.append((tpl, tuple(v)))
+            kind = tpl[0]
+            if kind == "E":
+                _, eng, parts, queue, internal, keys, line, inc, nt, _bk, tmap = tpl
+                p = nt
+                accs = []
+                for key, nd, w in keys:
+                    if type(key) is C.BlockBuf:
+                        a = key.allocs.get(v[p])
+                        if a is None or a.slot is None:
+                            raise Mismatch("a replayed instruction's block has no buffer")
+                        key = a.slot
+                        p += 1
+                    box = tuple((v[p + 2 * j], v[p + 2 * j + 1]) for j in range(nd))
+                    p += 2 * nd
+                    accs.append((key, box, w))
+                tv = v[:nt]
+                if tmap:
+                    tv = list(tv)
+                    for j, q in tmap:         # (k is the window being replayed)
+                        tv[j] += accs[q][0].offset
+                text = _join(parts, tv)
+                brefs = [(bb, v[p + j], w, ld) for j, (bb, w, ld) in enumerate(tpl[9])]
+                tr.replay_emit(eng, text, accs, queue, internal, line, inc, brefs)
+            elif kind == "B":
+                tr.block_alloc(tpl[1], v[0])
+            elif kind == "R":
+                tpl[1].owner = None
+                tpl[1].freed = tr.tick
+            elif kind == "L1":
+                _, bid, parts, dtn, shape, site, n, ref, nt = tpl
+                if type(ref) is C.BlockBuf:
+                    key = (bid, _join(parts, v[:nt - 1]), dtn, shape)
+                    a = ref.allocs.get(v[nt - 1])
+                    if a is None or a.slot is None:
+                        raise Mismatch("a replayed load's block has no buffer")
+                    slot = a.slot
+                else:
+                    key = (bid, _join(parts, v[:nt]), dtn, shape)
+                    slot = ref
+                tr.loads.setdefault(key, []).append((site, v[-1], n))
+                slot.tag = site
+            else:
+                _, bid, parts, dtn, shape = tpl
+                key = (bid, _join(parts, v), dtn, shape)
+                tr.nload[key] = tr.nload.get(key, 0) + 1
+    if sink:
+        rec.forward(sink)
+
+
+def _keeps(tr, win, steps, times):
+    """Would any replayed load (second pass) keep its data resident? Then no replay."""
+    if tr.live is None:
+        return False
+    counts = {}
+    for k in range(1, times + 1):
+        for (tpl, vals), st in zip(win, steps):
+            if tpl[0] != "L2":
+                continue
+            v = [a + k * s for a, s in zip(vals, st)]
+            key = (tpl[1], _join(tpl[2], v), tpl[3], tpl[4])
+            n = counts.get(key)
+            if n is None:
+                n = tr.nload.get(key, 0)
+            n += 1
+            counts[key] = n
+            if tr._keep(key, n - 1):
+                return True
+    return False
+
+
+# ---- the loop
+
+def iterate(tr, r, frame, outer, where):
+    """LoopRange._iterate's body with steady-state tracing: yields the indices the kernel's
+    code sees (all of them, or a prefix and the last ones)."""
+    n = len(r)
+    scopes = tr.scopes
+    depth = len(scopes)
+    parent = tr.steady
+    rec = None
+    why = None
+    if n >= MIN_ITERS:
+        why = _body_ok(frame)
+        if why is None:
+            rec = Recorder()
+            rec.local = _local_names(frame)
+            rec.parent = parent
+    skipped = 0
+    iters, snaps = [], []
+    found = None
+    i = 0
+    tail_check = None
+    try:
+        if rec is not None:
+            tr.steady = rec
+            snaps.append(_snapshot(tr, rec, frame, outer))
+            while i < n and rec.bad is None and i < LIMIT:
+                scopes.append([])
+                yield Idx(r[i])
+                tr.end_iteration(frame, outer, where)
+                i += 1
+                iters.append(rec.ev)
+                rec.ev = []
+                snaps.append(_snapshot(tr, rec, frame, outer))
+                if rec.bad is None and i - WARM >= NWIN:
+                    found = _period(iters, snaps)
+                    if found is not None:
+                        break
+            tr.steady = parent
+            for it in iters:
+                rec.forward(it)
+            why = rec.bad or (None if found is not None else "no steady state within "
+                              f"{i} iterations")
+            if found is not None and rec.bad is None:
+                P, win, steps, dn = found
+                times = (n - i - P) // P          # windows replayed; at least P iterations stay
+                if times > 0 and not _keeps(tr, win, steps, times):
+                    before = snaps[-1][1]
+                    tr.steady = Guard()
+                    try:
+                        _replay(tr, win, steps, times, rec if parent is not None else None)
+                    finally:
+                        tr.steady = parent
+                    after = _snapshot(tr, rec, frame, outer)[1]
+                    want = tuple(b + times * d for b, d in zip(before, dn))
+                    # replayed: tick, nodes, counts; set: the others (loaded, rr, freed)
+                    _set_counters(tr, want)
+                    # (the block tensors' counters -- live blocks, buffers -- are the
+                    # allocator's own, run by the replay)
+                    chk = (0, 4) + tuple(range(5, 5 + len(tr.count)))
+                    if any(after[j] != want[j] for j in chk):
+                        raise Mismatch("the replay's counters differ from the prediction")
+                    i += times * P
+                    skipped = times * P
+                    tail_check = (rec, win, steps, times + 1, P, snaps[-1], dn, times)
+                    tr.stats_steady(times * P)
+        if tail_check is not None:
+            rec, win, steps, k, P, snap0, dn, times = tail_check
+            rec.ev = []
+            rec.bad = None
+            tr.steady = rec
+            got = []
+            for j in range(P):
+                scopes.append([])
+                yield Idx(r[i])
+                tr.end_iteration(frame, outer, where)
+                i += 1
+                got.extend(rec.ev)
+                rec.ev = []
+            tr.steady = parent
+            rec.forward(got)
+            exp = [(t, tuple(a + k * s for a, s in zip(v, st))) for (t, v), st in zip(win, steps)]
+            snap = _snapshot(tr, rec, frame, outer)
+            if rec.bad is not None or got != exp or snap[0] != snap0[0] or \
+                    snap[1][:5 + len(tr.count)] != tuple(
+                        b + (times + 1) * d for b, d in zip(snap0[1], dn))[:5 + len(tr.count)]:
+                raise Mismatch(rec.bad or "the iterations after the replay do not continue it")
+        while i < n:
+            scopes.append([])
+            yield r[i]
+            tr.end_iteration(frame, outer, where)
+            i += 1
+        if n >= MIN_ITERS:
+            _log(tr, where, n, skipped, why)
+    finally:
+        tr.steady = parent
+        del scopes[depth:]
+
+
+def _set_counters(tr, want):
+    tr.loaded = want[1]
+    tr.rr["load"] = want[2]
+    tr.rr["store"] = want[3]
+
+
+def _log(tr, where, n, skipped, why):
+    """Per loop statement (file, line): iterations, how many were replayed, and the first
+    reason one of its runs was traced in full (Lowered.loops)."""
+    e = tr.steady_log.get(where)
+    if e is None:
+        e = tr.steady_log[where] = {"file": where[0], "line": where[1], "runs": 0,
+                                    "iterations": 0, "replayed": 0, "refused": None}
+    e["runs"] += 1
+    e["iterations"] += n
+    e["replayed"] += skipped
+    if not skipped and e["refused"] is None:
+        e["refused"] = why

@@ -1,0 +1,292 @@
+"""Steady-state loop tracing (docs/nki.md, "Loops kept"): a long loop's middle iterations are
+replayed instead of run, and the program is exactly the one of the full trace
+(Policy.steady_state=False). Where the replay cannot be shown to reproduce the iterations,
+every iteration runs, and the program is again the full trace's."""
+import numpy as np
+import pytest
+
+from ncsim import nki
+import ncsim.nki.language as nl
+from ncsim.nki import _steady
+from ncsim.nki.examples.catalog import CASES
+
+
+def _both(kernel, *args, **pol):
+    a = nki.lower(kernel, *args, policy=dict(pol, steady_state=True))
+    b = nki.lower(kernel, *args, policy=dict(pol, steady_state=False))
+    assert a.text == b.text
+    assert a.tensors == b.tensors
+    assert a.spill == b.spill
+    assert b.loops == []
+    return a
+
+
+def _loop(low, line=None):
+    ls = [e for e in low.loops if line is None or e["line"] == line]
+    assert len(ls) == 1, low.loops
+    return ls[0]
+
+
+@pytest.mark.parametrize("min_iters", [4, 12])
+@pytest.mark.parametrize("size", ["small", "moderate"])
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_catalog_same_program(case, size, min_iters, monkeypatch):
+    """Every kernel of the catalog: the same program text, tensor report and spill figures
+    with and without replay (with replay tried on loops of 4 iterations too, so that the
+    small sizes exercise it)."""
+    if size not in case.sizes:
+        pytest.skip(f"{case.name} has no {size} size")
+    monkeypatch.setattr(_steady, "MIN_ITERS", min_iters)
+    kernel, _ = case.load()
+    _both(kernel, *case.args(size, 0, timing=True))
+
+
+def test_catalog_replays_something(monkeypatch):
+    """The comparison above is not vacuous: the moderate catalog replays loop iterations."""
+    monkeypatch.setattr(_steady, "MIN_ITERS", 4)
+    total = 0
+    for case in CASES:
+        if "moderate" not in case.sizes:
+            continue
+        kernel, _ = case.load()
+        low = nki.lower(kernel, *case.args("moderate", 0, timing=True))
+        total += sum(e["replayed"] for e in low.loops)
+    assert total > 100
+
+
+@nki.jit
+def k_scale(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        u = nl.multiply(t, 3.0)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=u)
+    return out
+
+
+def test_replayed_loop_runs_right():
+    a = np.random.default_rng(1).random((128, 128 * 40), dtype=np.float32)
+    low = _both(k_scale, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    out = nki.simulate_kernel(k_scale, a)
+    np.testing.assert_allclose(out, a * 3.0, rtol=1e-6)
+    assert ".loop" in low.text           # the program keeps the loop
+
+
+def test_policy_switch_off_runs_every_iteration():
+    a = np.zeros((128, 128 * 40), np.float32)
+    low = nki.lower(k_scale, a, policy={"steady_state": False})
+    assert low.loops == []
+
+
+@nki.jit
+def k_masked(x):
+    R, C = x.shape
+    out = nl.ndarray((R, C), x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    iff = nl.arange(C)[None, :]
+    for i in nl.affine_range((R + 127) // 128):
+        m = i * 128 + ip < R
+        t = nl.load(x[i * 128 + ip, iff], mask=m)
+        nl.store(out[i * 128 + ip, iff], value=nl.exp(t, mask=m), mask=m)
+    return out
+
+
+def test_mask_on_the_index_changes_once():
+    """One inequality on the loop index changes its truth once over the loop: here in the
+    last iteration, which is traced for real; it does not continue the replayed iterations,
+    so the kernel is lowered again in full."""
+    x = np.random.default_rng(2).random((128 * 20 - 50, 64), dtype=np.float32)
+    low = _both(k_masked, x)
+    assert low.steady_fallback and low.loops == []
+    np.testing.assert_allclose(nki.simulate_kernel(k_masked, x), np.exp(x), rtol=1e-3)
+
+
+@nki.jit
+def k_band(x):
+    R, C = x.shape
+    out = nl.ndarray((R, C), x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    iff = nl.arange(C)[None, :]
+    for i in nl.affine_range(R // 128):
+        t = nl.load(x[i * 128 + ip, iff])
+        m = (i * 128 + ip >= 1280) & (i * 128 + ip < 1920)     # true in the middle only
+        nl.store(out[i * 128 + ip, iff], value=nl.exp(t), mask=m)
+        nl.store(out[i * 128 + ip, iff], value=t, mask=(i * 128 + ip < 1280))
+        nl.store(out[i * 128 + ip, iff], value=t, mask=(i * 128 + ip >= 1920))
+    return out
+
+
+def test_refuses_mask_with_two_conditions_on_the_index():
+    x = np.random.default_rng(6).random((128 * 30, 64), dtype=np.float32)
+    low = _both(k_band, x)
+    e = _loop(low)
+    assert e["replayed"] == 0 and "two conditions" in e["refused"]
+    ref = x.copy()
+    ref[1280:1920] = np.exp(x[1280:1920])
+    np.testing.assert_allclose(nki.simulate_kernel(k_band, x), ref, rtol=1e-3)
+
+
+@nki.jit
+def k_append(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    seen = []
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        seen.append(i)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.multiply(t, 2.0))
+    assert len(seen) == F // 128        # every iteration ran
+    return out
+
+
+def test_refuses_list_append():
+    low = _both(k_append, np.zeros((128, 128 * 30), np.float32))
+    e = _loop(low)
+    assert e["replayed"] == 0 and ("append" in e["refused"] or "seen" in e["refused"])
+
+
+@nki.jit
+def k_carried(a):
+    P, F = a.shape
+    out = nl.ndarray((P, 128), a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((P, 128), a.dtype, buffer=nl.sbuf)
+    for i in nl.sequential_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        acc = nl.add(acc, t)            # rebinds a variable bound before the loop
+    nl.store(out, value=acc)
+    return out
+
+
+def test_refuses_loop_carried_rebinding():
+    a = np.random.default_rng(3).random((128, 128 * 24), dtype=np.float32)
+    low = _both(k_carried, a)
+    e = _loop(low)
+    assert e["replayed"] == 0
+    ref = a.reshape(128, 24, 128).sum(axis=1)
+    np.testing.assert_allclose(nki.simulate_kernel(k_carried, a), ref, rtol=1e-5)
+
+
+@nki.jit
+def k_branch(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        if i == 25:                     # Python control flow on the index
+            t = nl.multiply(t, 5.0)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.multiply(t, 1.0))
+    return out
+
+
+def test_refuses_python_branch_on_index():
+    a = np.random.default_rng(4).random((128, 128 * 30), dtype=np.float32)
+    low = _both(k_branch, a)
+    e = _loop(low)
+    assert e["replayed"] == 0 and "comparison" in e["refused"]
+    ref = a.copy()
+    ref[:, 25 * 128:26 * 128] *= 5.0
+    np.testing.assert_allclose(nki.simulate_kernel(k_branch, a), ref, rtol=1e-6)
+
+
+def test_refuses_period_longer_than_searched():
+    """Five buffers per allocation site: the buffers rotate with a period of five iterations,
+    longer than the longest period searched (MAXP)."""
+    assert _steady.MAXP < 5
+    low = _both(k_scale, np.zeros((128, 128 * 40), np.float32), sbuf_bufs=5)
+    e = _loop(low)
+    assert e["replayed"] == 0 and "no steady state" in e["refused"]
+
+
+@nki.jit
+def k_negative(a):
+    n, P, F = a.shape
+    out = nl.ndarray((n, P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(n):
+        t = nl.load(a[i - 35])          # negative indices wrap: not affine across the loop
+        nl.store(out[i], value=nl.multiply(t, 1.0))
+    return out
+
+
+def test_tail_that_does_not_continue_falls_back():
+    """The last iterations do not continue the replayed steady state (the block index wraps
+    from negative to positive late in the loop): the kernel is lowered again in full."""
+    a = np.random.default_rng(5).random((40, 128, 128), dtype=np.float32)
+    low = _both(k_negative, a)
+    assert low.loops == []             # the full lowering's (no loop replayed)
+    assert low.steady_fallback
+    np.testing.assert_allclose(nki.simulate_kernel(k_negative, a), np.roll(a, 35, axis=0))
+
+
+@nki.jit
+def k_tuple(a, scales):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.multiply(t, scales[i]))
+    return out
+
+
+def test_refuses_a_sequence_indexed_by_the_index():
+    """A tuple indexed by the loop index: its 17th item differs, which no prefix shows."""
+    scales = tuple(2.0 if j == 17 else 1.0 for j in range(30))
+    a = np.random.default_rng(7).random((128, 128 * 30), dtype=np.float32)
+    low = _both(k_tuple, a, scales)
+    e = _loop(low)
+    assert e["replayed"] == 0 and "scales" in e["refused"]
+    ref = a.copy()
+    ref[:, 17 * 128:18 * 128] *= 2.0
+    np.testing.assert_allclose(nki.simulate_kernel(k_tuple, a, scales), ref, rtol=1e-6)
+
+
+@nki.jit
+def k_held(a, b):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    held = nl.ndarray((2, nl.par_dim(P), 512), a.dtype, buffer=nl.sbuf)
+    for j in nl.affine_range(2):
+        held[j, :, :] = nl.load(b[:, j * 512:(j + 1) * 512])
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        u = nl.add(held[0, :, i * 4:i * 4 + 128], held[1, :, i * 8:i * 8 + 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, u))
+    return out
+
+
+def test_replayed_views_of_block_tensors():
+    """Two views of blocks per instruction, each at an offset that moves with the index:
+    many replayed windows place both in their blocks' buffers."""
+    rng = np.random.default_rng(8)
+    a = rng.random((128, 128 * 40), dtype=np.float32)
+    b = rng.random((128, 1024), dtype=np.float32)
+    low = _both(k_held, a, b)
+    e = _loop(low, 252)
+    assert e["replayed"] >= 24, low.loops
+    ref = a.copy()
+    for i in range(40):
+        ref[:, i * 128:(i + 1) * 128] += b[:, i * 4:i * 4 + 128] + b[:, 512 + i * 8:512 + i * 8 + 128]
+    np.testing.assert_allclose(nki.simulate_kernel(k_held, a, b), ref, rtol=1e-5)
+
+
+@nki.jit
+def k_nest(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(24):
+        for j in nl.affine_range(20):
+            c = (i * 20 + j) * 8
+            t = nl.load(a[:, c:c + 8])
+            nl.store(out[:, c:c + 8], value=nl.multiply(t, 2.0))
+    return out
+
+
+def test_nested_loops_replay_the_outer_too():
+    a = np.random.default_rng(9).random((128, 24 * 20 * 8), dtype=np.float32)
+    low = _both(k_nest, a)
+    outer = [e for e in low.loops if e["iterations"] == 24][0]
+    inner = [e for e in low.loops if e["iterations"] != 24][0]
+    assert outer["replayed"] >= 12 and inner["replayed"] > 0, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(k_nest, a), 2 * a, rtol=1e-6)
