@@ -536,12 +536,14 @@ static int64_t reduce_i64(isa_alu_t op, const int64_t *a, size_t n)
 
 ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
+    static const exec_operand_t ops[] = {{SLOT_RED_D, 0}, {SLOT_RED_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_RED_D, SLOT_RED_SRC, &d, &src)) != NCSIM_OK ||
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_RED_OP, 1, &op)) != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const unsigned ndims = src->ndims ? src->ndims : 1;
     const int64_t axes = x->args[SLOT_RED_AXES].present ? x->args[SLOT_RED_AXES].v.i : 0;
     if (axes < 1 || axes > (int64_t)ndims)
@@ -588,12 +590,14 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 
 ncsim_status_t exec_partition_reduce(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
+    static const exec_operand_t ops[] = {{SLOT_PR_D, 0}, {SLOT_PR_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_PR_D, SLOT_PR_SRC, &d, &src)) != NCSIM_OK ||
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_PR_OP, 1, &op)) != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     if (op != ISA_ALU_ADD && op != ISA_ALU_MAX && op != ISA_ALU_BITWISE_AND &&
         op != ISA_ALU_BITWISE_OR)
         return exec_fail(x,
