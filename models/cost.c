@@ -6,8 +6,10 @@
  * tag (docs/cost-model.md lists the tags) and the cells of its row in docs/cost-model.md, which
  * scripts/cost_tables.py writes from the same rows. This file holds what the rows share: the
  * operand accounting, the stride factor, the MIN_II floor and GpSimd start-up, the latency
- * rules, the breakdowns, and the three tensor-engine formulas the COST_PE rows name. Every constant comes from mdl_arch_t; the only literals here are structural
- * (2 FLOPs per MAC, "half of N", a triple of bn_stats values, log2 of a partition count).
+ * rules, the breakdowns, and the three tensor-engine formulas the COST_PE rows name. Every
+ * constant comes from mdl_arch_t; the only literals here and in the rows are structural (2
+ * FLOPs per MAC, "half of N", "two passes", a triple of bn_stats values, log2 of a partition
+ * count).
  *
  * Model decisions shared by every compute engine (justified in docs/cost-model.md):
  *  - II (throughput) is the published cost formula. Latency = II + the ~60-cycle static
