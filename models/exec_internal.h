@@ -4,8 +4,10 @@
  * buffers, ALU kernels. Not part of the public interface of models/.
  *
  * Every instruction follows the same shape: fetch and check all operands (bounds, memory
- * spaces, shapes, types), gather the inputs once into fp32 (or int64) scratch arrays, compute
- * with tight loops whose operator switch sits outside the loop, then scatter the result once.
+ * spaces, shapes, types; the vector handlers through one prologue, exec_operands, from a
+ * small table of their operand slots), gather the inputs once into fp32 (or int64) scratch
+ * arrays, compute with tight loops whose operator switch sits outside the loop, then scatter
+ * the result once.
  * Inputs are read completely before anything is written, so D may alias any input.
  */
 #ifndef NCSIM_MODELS_EXEC_INTERNAL_H

@@ -1853,6 +1853,19 @@ static void test_operand_prologue(void **state)
                "tensor_reduce: missing operand SRC");
     EXPECT_ERR(RUN(f, ISA_OP_PARTITION_REDUCE, ISA_ENGINE_POOL, av(f, pa), av(f, a)),
                "partition_reduce: D is in PSUM; on pool it must be in SBUF");
+    /* the ALU handlers: the same prologue, then their operators */
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_SCALAR, ISA_ENGINE_DVE, av(f, a), av(f, narrow),
+                   ai(ISA_ALU_ADD), af(1.0)),
+               "tensor_scalar: shape mismatch: D has 64 partitions x 16 elements but SRC has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_SCALAR_TENSOR_TENSOR, ISA_ENGINE_DVE, av(f, a), av(f, pa),
+                   ai(ISA_ALU_ADD), af(1.0), ai(ISA_ALU_MULTIPLY), av(f, pb)),
+               "scalar_tensor_tensor: A and B are both in PSUM");
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_SCAN, ISA_ENGINE_DVE, av(f, a), av(f, b), av(f, narrow),
+                   ai(ISA_ALU_ADD), ai(ISA_ALU_ADD), af(0.0)),
+               "tensor_scan: shape mismatch: D has 64 partitions x 16 elements but B has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_TENSOR, ISA_ENGINE_DVE, av(f, a), av(f, b), av(f, b),
+                   ai(ISA_ALU_COUNT)),
+               "tensor_tensor: OP: invalid operator");
 }
 
 /* ---- Generic checks -----------------------------------------------------------------------------
