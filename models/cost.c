@@ -591,7 +591,7 @@ typedef struct cost_row {
 } cost_row_t;
 
 #define ISSUE_ROW(NOTE) {KIND_ISSUE, 0, NULL, NULL, (NOTE)}
-/* One row per (opcode, engine); NULL where ops.def does not allow the pair. */
+/* One row per (opcode, engine); an empty row (has_row 0) where ops.def does not allow the pair. */
 static const cost_row_t ROWS[ISA_OP_COUNT][ISA_ENGINE_COUNT] = {
 #define COST_OPERANDS(...)
 #define COST_PE(OP, FN, NSLOT, ...) [ISA_OP_##OP][ISA_ENGINE_PE] = {KIND_PE, (NSLOT), FN, NULL, NULL},
