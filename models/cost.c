@@ -2,10 +2,14 @@
  * cost.c -- initiation interval and latency of one instruction (models/cost.h), and the shape
  * and efficiency of a DMA transfer, from the published NeuronCore-v2 cost formulas.
  *
- * Every formula cites its source tag of shared/reference/neuroncore-v2.md (section 5 unless
- * stated); docs/cost-model.md has the same formulas as tables, with the config keys and the
- * assumptions. Every constant comes from mdl_arch_t; the only literals here are structural
- * (2 FLOPs per MAC, "half of N", a triple of bn_stats values, log2 of a partition count).
+ * The formulas are the rows of models/cost.def, one per (opcode, engine), each with its source
+ * tag (docs/cost-model.md lists the tags) and the cells of its row in docs/cost-model.md, which
+ * scripts/cost_tables.py writes from the same rows. This file holds what the rows share: the
+ * operand accounting, the stride factor, the MIN_II floor and GpSimd start-up, the latency
+ * rules, the breakdowns, and the three tensor-engine formulas the COST_PE rows name. Every
+ * constant comes from mdl_arch_t; the only literals here and in the rows are structural (2
+ * FLOPs per MAC, "half of N", "two passes", a triple of bn_stats values, log2 of a partition
+ * count).
  *
  * Model decisions shared by every compute engine (justified in docs/cost-model.md):
  *  - II (throughput) is the published cost formula. Latency = II + the ~60-cycle static
@@ -20,9 +24,10 @@
  *    streams at 1/stride_penalty_factor bandwidth; the N-proportional term of the formula is
  *    multiplied by the worst operand's factor.
  *
- * Hot path (mdl_cost_instr): no allocation, no strings, no libm; the breakdown
- * (mdl_cost_explain) records its terms only when asked; a switch over the opcodes of ops.def with no
- * default, so a new row in ops.def fails the -Werror build until it has a cost here.
+ * Hot path (mdl_cost_instr): no allocation, no strings, no libm; one table look-up per
+ * instruction; the breakdown (mdl_cost_explain) records its terms only when asked. A new row in
+ * ops.def needs a row in cost.def: tests/unit/test_cost.c checks that every (opcode, engine)
+ * pair ops.def allows has one.
  */
 #include "cost.h"
 
@@ -332,13 +337,6 @@ static void explain_stream(mdl_cost_terms_t *T, const mdl_arch_t *a, isa_engine_
     term(T, "s", s, stride_note(s));
 }
 
-/* Cost kinds of mdl_cost_instr, which set latency differently. */
-typedef enum cost_kind {
-    KIND_ISSUE,   /* sequencer-only: nop, dma trigger, collectives */
-    KIND_PE,      /* tensor engine */
-    KIND_STREAM   /* act, dve, pool */
-} cost_kind_t;
-
 /*
  * Passes of the PE array a K x M stationary tile needs: ceil(K / pe.rows) x ceil(M / pe.cols).
  * The ISA's tiles (K, M <= 128) fit the 128 x 128 array of NC-v2 in one pass; an architect's
@@ -353,430 +351,349 @@ static double array_passes(const mdl_arch_t *a, uint64_t k, uint64_t m)
     return (double)(pr * pc);
 }
 
+/* ---- the quantities the formulas of cost.def read ---------------------------------------- */
+
+typedef struct cost_q {
+    const isa_arg_t *args;              /* the instruction's slots (NULL: no operands) */
+    const isa_view_t *v[ISA_MAX_SLOTS]; /* views of the slots of the op's COST_OPERANDS row */
+    const isa_view_t *nv;               /* the N operand (the row's N_SLOT), NULL if absent */
+    uint64_t nu;                        /* its free elements per partition */
+    double n;                           /* N */
+    uint32_t stationary_cols;           /* pe: M of the loaded weights, 0 if unknown */
+    operand_acc_t acc;                  /* bytes, ports, the stride factor S, vectors */
+} cost_q_t;
+
+/* Predicates of the formula rows; each reads only slots of its op's COST_OPERANDS row. */
+
+/* tensor_tensor: one input in PSUM and the other in SBUF. */
+static int tt_mixed(const cost_q_t *q)
+{
+    const isa_view_t *x = q->v[SLOT_SRC], *y = q->v[TT_B];
+    return (in_space(x, ISA_SPACE_PSUM) && in_space(y, ISA_SPACE_SBUF)) ||
+           (in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_PSUM));
+}
+
+/* tensor_tensor: A, B in SBUF; A, B, D bf16; add/multiply/subtract; unit innermost strides. */
+static int tt_fast_bf16(const cost_q_t *q)
+{
+    const isa_view_t *x = q->v[SLOT_SRC], *y = q->v[TT_B], *d = q->v[SLOT_D];
+    int64_t alu = slot_int(q->args, TT_OP);
+    return in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_SBUF) &&
+           is_dtype(x, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
+           (alu == ISA_ALU_ADD || alu == ISA_ALU_MULTIPLY || alu == ISA_ALU_SUBTRACT) &&
+           unit_stride(x) && unit_stride(y) && unit_stride(d);
+}
+
+/* scalar_tensor_tensor: A and B bf16, subtract then multiply, N even. */
+static int stt_fast(const cost_q_t *q)
+{
+    return is_dtype(q->v[SLOT_SRC], ISA_DT_BF16) && is_dtype(q->v[STT_B], ISA_DT_BF16) &&
+           slot_int(q->args, STT_OP0) == ISA_ALU_SUBTRACT &&
+           slot_int(q->args, STT_OP1) == ISA_ALU_MULTIPLY && q->nu % 2u == 0;
+}
+
+/* tensor_reduce: SRC and D bf16, add or max. */
+static int reduce_fast(const cost_q_t *q)
+{
+    int64_t alu = slot_int(q->args, RED_OP);
+    return is_dtype(q->v[SLOT_SRC], ISA_DT_BF16) && is_dtype(q->v[SLOT_D], ISA_DT_BF16) &&
+           (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
+}
+
+/* select: the predicate or the source in PSUM. */
+static int select_psum(const cost_q_t *q)
+{
+    return in_space(q->v[SLOT_SRC], ISA_SPACE_PSUM) || in_space(q->v[SEL_A], ISA_SPACE_PSUM);
+}
+
+/* memset: the value 0 into a bf16/fp16 D. */
+static int memset_zero_16(const cost_q_t *q)
+{
+    double value = q->args[MEMSET_VALUE].present ? q->args[MEMSET_VALUE].v.f : 0.0;
+    return value == 0.0 &&
+           (is_dtype(q->v[SLOT_D], ISA_DT_BF16) || is_dtype(q->v[SLOT_D], ISA_DT_FP16));
+}
+
+/* activate: with sum= or sumacc= (activation_reduce). */
+static int act_sum(const cost_q_t *q)
+{
+    return q->v[ACT_SUM] || q->v[ACT_SUMACC];
+}
+
+/* ---- tensor-engine formulas (the functions of the COST_PE rows) -------------------------- */
+
+/*
+ * LoadStationary is "up to 4x faster than an MM with the same free size" [ARCH, PERF], and an
+ * MM of free size M costs max(MM_INIT_LATENCY, M) [ARCH]:
+ *   II = max(MM_INIT_LATENCY, M x stride) / ldweights_speedup x dtype factor x passes.
+ * M = 128 gives 128/4 = 32 cycles (the PERF example); the floor is 64/4 = 16 cycles. The fp32
+ * factor applies as for the MM (assumption: fp32 weights take 4 passes).
+ */
+static double pe_ldweights(const mdl_arch_t *a, cost_q_t *q, mdl_cost_t *out,
+                           mdl_cost_terms_t *T)
+{
+    (void)out;
+    const isa_view_t *stat = q->nv;
+    double s = q->acc.stride, f = pe_dtype_factor(a, stat);
+    double passes = array_passes(a, stat ? stat->pcount : 0, q->nu);
+    if (T) {
+        T->ii = "II = max({MM_INIT}, {M} x {s}) / {speedup} x {f} x {passes}";
+        term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+        term(T, "M", q->n, "STAT free size");
+        term(T, "s", s, stride_note(s));
+        term(T, "speedup", a->pe.ldweights_speedup, "pe.ldweights_speedup");
+        term(T, "f", f, pe_dtype_note(stat));
+        term(T, "passes", passes, "PE array passes");
+    }
+    return max_d(a->pe.mm_init_latency_cycles, q->n * s) / a->pe.ldweights_speedup * f * passes;
+}
+
+/*
+ * MultiplyMoving [ISA-OLD nc_matmul, ARCH]:
+ *   II = max(min(MM_INIT_LATENCY, M_stationary), N x stride) x dtype factor x passes
+ * N = MOV's free size (moving columns), M_stationary = columns of the loaded weights (the
+ * caller's stationary_cols; D's partition count, which equals M, when 0). The dtype is MOV's
+ * (the stationary's is checked equal by the functional model). FLOPs = 2 K M N (2 per MAC
+ * [EXPL schema]), useful and hardware alike. PSUM accumulation (!acc) is a near-memory
+ * read-modify-write [ARCH]: D is also counted as a PSUM read.
+ */
+static double pe_matmul(const mdl_arch_t *a, cost_q_t *q, mdl_cost_t *out, mdl_cost_terms_t *T)
+{
+    const isa_view_t *mov = q->nv, *d = q->v[SLOT_D];
+    if (slot_int(q->args, MM_ACC))
+        touch(a, &q->acc, d, 0);
+    uint64_t m = d ? d->pcount : 0;
+    uint64_t k = mov ? mov->pcount : 0;
+    double m_stat = q->stationary_cols ? (double)q->stationary_cols : (double)m;
+    double s = q->acc.stride, f = pe_dtype_factor(a, mov);
+    double passes = array_passes(a, k, (uint64_t)m_stat);
+    out->flops = 2u * k * m * q->nu;
+    out->hw_flops = out->flops;
+    if (mov && mov->dtype == (uint8_t)ISA_DT_FP32)
+        out->hw_flops_fp32 = out->hw_flops;
+    if (T) {
+        T->ii = "II = max(min({MM_INIT}, {M}), {N} x {s}) x {f} x {passes}";
+        term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+        term(T, "M", m_stat,
+             q->stationary_cols ? "columns of the loaded weights" : "D's partitions");
+        term(T, "N", q->n, "MOV free size");
+        term(T, "s", s, stride_note(s));
+        term(T, "f", f, pe_dtype_note(mov));
+        term(T, "passes", passes, "PE array passes");
+    }
+    return max_d(min_d(a->pe.mm_init_latency_cycles, m_stat), q->n * s) * f * passes;
+}
+
+/*
+ * nc_transpose on TensorE [ISA-OLD]: II = max(P, min(64, F)) x dtype factor x passes, which is
+ * the matmul rule for SRC[P,F] as stationary (M = F) against a P x P identity as moving
+ * (N = P). The stride factor of SRC/D scales the whole II (assumption: the engine reads SRC at
+ * half rate throughout). FLOPs: the identity matmul does 2 P P F hardware FLOPs (HFU) and no
+ * useful ones (MFU) [EXPL].
+ */
+static double pe_transpose(const mdl_arch_t *a, cost_q_t *q, mdl_cost_t *out,
+                           mdl_cost_terms_t *T)
+{
+    const isa_view_t *src = q->nv;
+    uint64_t pu = src ? src->pcount : 0;
+    double pp = (double)pu, s = q->acc.stride, f = pe_dtype_factor(a, src);
+    double passes = array_passes(a, pu, q->nu);
+    out->hw_flops = 2u * pu * pu * q->nu;
+    if (src && src->dtype == (uint8_t)ISA_DT_FP32)
+        out->hw_flops_fp32 = out->hw_flops;
+    if (T) {
+        T->ii = "II = max({P}, min({MM_INIT}, {F})) x {s} x {f} x {passes}";
+        term(T, "P", pp, "SRC partitions");
+        term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
+        term(T, "F", q->n, "SRC free size");
+        term(T, "s", s, stride_note(s));
+        term(T, "f", f, pe_dtype_note(src));
+        term(T, "passes", passes, "PE array passes");
+    }
+    return max_d(pp, min_d(a->pe.mm_init_latency_cycles, q->n)) * s * f * passes;
+}
+
+/* ---- the tables of cost.def -------------------------------------------------------------- */
+
+#define SL(slot) (1u << (slot))
+
+/* Operand accounting per opcode: slot masks. */
+typedef struct cost_operands {
+    uint8_t reads, writes, vectors;
+} cost_operands_t;
+
+static const cost_operands_t OPERANDS[ISA_OP_COUNT] = {
+#define COST_OPERANDS(OP, R, W, V) [ISA_OP_##OP] = {(R), (W), (V)},
+#define COST_PE(...)
+#define COST_STREAM(...)
+#define COST_ISSUE(...)
+#include "cost.def"
+#undef COST_OPERANDS
+#undef COST_PE
+#undef COST_STREAM
+#undef COST_ISSUE
+};
+
+/*
+ * A COST_STREAM row's formula: sets *k, and *knote, *plus_note when the breakdown is asked
+ * for (explain != 0); returns WORK; *plus is PLUS. The row's expressions see N, S, P, k, q and
+ * a as in cost.def's header.
+ */
+typedef double (*stream_fn_t)(const mdl_arch_t *a, const cost_q_t *q, int explain, double *k,
+                              const char **knote, double *plus, const char **plus_note);
+typedef double (*pe_fn_t)(const mdl_arch_t *a, cost_q_t *q, mdl_cost_t *out,
+                          mdl_cost_terms_t *T);
+
+#define N (q->n)
+#define S (q->acc.stride)
+#define P ((uint32_t)(q->nv ? q->nv->pcount : 1u))
+#define COST_OPERANDS(...)
+#define COST_PE(...)
+#define COST_ISSUE(...)
+#define COST_STREAM(OP, ENG, NSLOT, K, KNOTE, WORK, PLUS, PLUS_NOTE, ...)                          \
+    static double stream_##OP##_##ENG(const mdl_arch_t *a, const cost_q_t *q, int explain,       \
+                                      double *kout, const char **knote, double *plus,             \
+                                      const char **plus_note)                                     \
+    {                                                                                             \
+        (void)a;                                                                                  \
+        (void)q;                                                                                  \
+        const double k = (K);                                                                     \
+        *kout = k;                                                                                \
+        *plus = (PLUS);                                                                           \
+        if (explain) {                                                                            \
+            *knote = (KNOTE);                                                                     \
+            *plus_note = (PLUS_NOTE);                                                             \
+        }                                                                                         \
+        return (WORK);                                                                            \
+    }
+#include "cost.def"
+#undef COST_OPERANDS
+#undef COST_PE
+#undef COST_STREAM
+#undef COST_ISSUE
+#undef N
+#undef S
+#undef P
+
+/* Families of rows, which set II and latency differently. */
+typedef enum cost_kind {
+    KIND_ISSUE,  /* sequencer-only: nop, dma trigger, collectives (also: no row) */
+    KIND_PE,     /* tensor engine */
+    KIND_STREAM  /* act, dve, pool */
+} cost_kind_t;
+
+typedef struct cost_row {
+    uint8_t kind;         /* cost_kind_t */
+    uint8_t nslot;        /* the N operand's slot */
+    pe_fn_t pe;           /* KIND_PE */
+    stream_fn_t stream;   /* KIND_STREAM */
+    const char *note;     /* KIND_ISSUE: the breakdown's note on "issue" */
+} cost_row_t;
+
+#define ISSUE_ROW(NOTE) {KIND_ISSUE, 0, NULL, NULL, (NOTE)}
+/* One row per (opcode, engine); an empty row (has_row 0) where ops.def does not allow the pair. */
+static const cost_row_t ROWS[ISA_OP_COUNT][ISA_ENGINE_COUNT] = {
+#define COST_OPERANDS(...)
+#define COST_PE(OP, FN, NSLOT, ...) [ISA_OP_##OP][ISA_ENGINE_PE] = {KIND_PE, (NSLOT), FN, NULL, NULL},
+#define COST_STREAM(OP, ENG, NSLOT, ...)                                                          \
+    [ISA_OP_##OP][ISA_ENGINE_##ENG] = {KIND_STREAM, (NSLOT), NULL, stream_##OP##_##ENG, NULL},
+#define COST_ISSUE(OP, NOTE, ...)                                                                 \
+    [ISA_OP_##OP] = {ISSUE_ROW(NOTE), ISSUE_ROW(NOTE), ISSUE_ROW(NOTE),                           \
+                     ISSUE_ROW(NOTE), ISSUE_ROW(NOTE), ISSUE_ROW(NOTE)},
+#include "cost.def"
+#undef COST_OPERANDS
+#undef COST_PE
+#undef COST_STREAM
+#undef COST_ISSUE
+};
+_Static_assert(ISA_ENGINE_COUNT == 6, "COST_ISSUE rows name one entry per engine");
+
+/* An instruction without a row (an opcode out of range): issue cost only. */
+static const cost_row_t NO_ROW = ISSUE_ROW("sp.issue_cycles");
+
+static int has_row(const cost_row_t *r)
+{
+    return r->pe || r->stream || r->note;
+}
+
+int mdl_cost_has_formula(isa_op_t op, isa_engine_t e)
+{
+    return op < ISA_OP_COUNT && e < ISA_ENGINE_COUNT && has_row(&ROWS[op][e]);
+}
+
+/* The formula with " + {reduce}"-style PLUS of a stream row: [pool][with k]. */
+static const char *const STREAM_PLUS_II[2][2] = {
+    {"II = max({MIN_II}, {N} x {s}) + {reduce}", "II = max({MIN_II}, {k} x {N} x {s}) + {reduce}"},
+    {"II = {GPSIMD_START} + {N} x {s} + {reduce}",
+     "II = {GPSIMD_START} + {k} x {N} x {s} + {reduce}"}};
+
 static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
                        uint32_t stationary_cols, mdl_cost_t *out, mdl_cost_terms_t *T)
 {
     memset(out, 0, sizeof *out);
     isa_engine_t eng = (isa_engine_t)in->engine;
-    const isa_arg_t *args = p->args ? isa_instr_args(p, in) : NULL; /* NULL: no operands */
-    operand_acc_t acc = {out, 1.0, 0};
-    cost_kind_t kind = KIND_STREAM;
+    isa_op_t op = in->op < ISA_OP_COUNT ? (isa_op_t)in->op : ISA_OP_COUNT;
+    const cost_row_t *row = op < ISA_OP_COUNT && eng < ISA_ENGINE_COUNT ? &ROWS[op][eng] : &NO_ROW;
+    if (!has_row(row))
+        row = &NO_ROW; /* a pair ops.def does not allow */
+
+    cost_q_t q = {.args = p->args ? isa_instr_args(p, in) : NULL, /* NULL: no operands */
+                  .stationary_cols = stationary_cols,
+                  .acc = {out, 1.0, 0}};
+    cost_kind_t kind = (cost_kind_t)row->kind;
+    if (kind != KIND_ISSUE && q.args) {
+        /* the operands: bytes and ports of each, the worst stride, the [P,1] vectors */
+        const cost_operands_t *o = &OPERANDS[op];
+        unsigned views = o->reads | o->writes;
+        for (unsigned i = 0; i < ISA_MAX_SLOTS; i++) {
+            if ((views >> i) & 1u)
+                q.v[i] = slot_view(p, q.args, i);
+            else if ((o->vectors >> i) & 1u)
+                q.v[i] = scalar_view(p, q.args, i);
+            if ((o->reads >> i) & 1u)
+                touch(a, &q.acc, q.v[i], 0);
+            if ((o->writes >> i) & 1u)
+                touch(a, &q.acc, q.v[i], 1);
+            if ((o->vectors >> i) & 1u)
+                touch_vector(a, &q.acc, q.v[i]);
+        }
+        q.nv = q.v[row->nslot];
+        q.nu = free_elems(q.nv);
+        q.n = (double)q.nu;
+    }
+
     double cycles = 0.0;
     double raw = 0.0; /* act/dve/pool: the streaming work before the MIN_II floor */
-
-    /* Operands common to most ops; each case reads only the slots its signature has. */
-    const isa_view_t *d = NULL, *src = NULL;
-    double n = 0.0; /* N: free elements per partition of the relevant operand */
-
-    isa_op_t op = in->op < ISA_OP_COUNT ? (isa_op_t)in->op : ISA_OP_COUNT;
-    switch (op) {
-    /* ---- tensor engine ---------------------------------------------------------------- */
-    case ISA_OP_LDWEIGHTS: {
-        /*
-         * LoadStationary is "up to 4x faster than an MM with the same free size" [ARCH,
-         * PERF], and an MM of free size M costs max(MM_INIT_LATENCY, M) [ARCH]:
-         *   II = max(MM_INIT_LATENCY, M x stride) / ldweights_speedup x dtype factor.
-         * M = 128 gives 128/4 = 32 cycles (the PERF example); the floor is 64/4 = 16 cycles.
-         * The fp32 factor applies as for the MM (assumption: fp32 weights take 4 passes).
-         */
-        const isa_view_t *stat = slot_view(p, args, LDW_STAT);
-        kind = KIND_PE;
-        touch(a, &acc, stat, 0);
-        n = (double)free_elems(stat);
-        cycles = max_d(a->pe.mm_init_latency_cycles, n * acc.stride) /
-                 a->pe.ldweights_speedup * pe_dtype_factor(a, stat) *
-                 array_passes(a, stat ? stat->pcount : 0, free_elems(stat));
-        if (T) {
-            T->ii = "II = max({MM_INIT}, {M} x {s}) / {speedup} x {f} x {passes}";
-            term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
-            term(T, "M", n, "STAT free size");
-            term(T, "s", acc.stride, stride_note(acc.stride));
-            term(T, "speedup", a->pe.ldweights_speedup, "pe.ldweights_speedup");
-            term(T, "f", pe_dtype_factor(a, stat), pe_dtype_note(stat));
-            term(T, "passes", array_passes(a, stat ? stat->pcount : 0, free_elems(stat)),
-                 "PE array passes");
+    switch (kind) {
+    case KIND_PE:
+        cycles = row->pe(a, &q, out, T);
+        break;
+    case KIND_STREAM: {
+        double k = 1.0, plus = 0.0;
+        const char *knote = NULL, *plus_note = NULL;
+        double work = row->stream(a, &q, T != NULL, &k, &knote, &plus, &plus_note);
+        explain_stream(T, a, eng, k, knote, q.n, q.acc.stride);
+        cycles = stream_cycles(a, eng, work, &raw);
+        cycles += plus;
+        raw += plus;
+        if (T && plus_note) {
+            T->ii = STREAM_PLUS_II[eng == ISA_ENGINE_POOL][k != 1.0 || knote];
+            term(T, "reduce", plus, plus_note);
         }
         break;
     }
-    case ISA_OP_MATMUL: {
-        /*
-         * MultiplyMoving [ISA-OLD nc_matmul, ARCH]:
-         *   II = max(min(MM_INIT_LATENCY, M_stationary), N x stride) x dtype factor
-         * N = MOV's free size (moving columns), M_stationary = columns of the loaded weights
-         * (the caller's stationary_cols; D's partition count, which equals M, when 0). The
-         * dtype is MOV's (the stationary's is checked equal by the functional model).
-         * FLOPs = 2 K M N (2 per MAC [EXPL schema]), useful and hardware alike.
-         * PSUM accumulation is a near-memory read-modify-write [ARCH]: counted as a PSUM read.
-         */
-        const isa_view_t *mov = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        kind = KIND_PE;
-        touch(a, &acc, mov, 0);
-        touch(a, &acc, d, 1);
-        if (slot_int(args, MM_ACC))
-            touch(a, &acc, d, 0);
-        n = (double)free_elems(mov);
-        uint64_t m = d ? d->pcount : 0;
-        uint64_t k = mov ? mov->pcount : 0;
-        double m_stat = stationary_cols ? (double)stationary_cols : (double)m;
-        cycles = max_d(min_d(a->pe.mm_init_latency_cycles, m_stat), n * acc.stride) *
-                 pe_dtype_factor(a, mov) * array_passes(a, k, (uint64_t)m_stat);
-        out->flops = 2u * k * m * free_elems(mov);
-        out->hw_flops = out->flops;
-        if (mov && mov->dtype == (uint8_t)ISA_DT_FP32)
-            out->hw_flops_fp32 = out->hw_flops;
-        if (T) {
-            T->ii = "II = max(min({MM_INIT}, {M}), {N} x {s}) x {f} x {passes}";
-            term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
-            term(T, "M", m_stat,
-                 stationary_cols ? "columns of the loaded weights" : "D's partitions");
-            term(T, "N", n, "MOV free size");
-            term(T, "s", acc.stride, stride_note(acc.stride));
-            term(T, "f", pe_dtype_factor(a, mov), pe_dtype_note(mov));
-            term(T, "passes", array_passes(a, k, (uint64_t)m_stat), "PE array passes");
-        }
-        break;
-    }
-    case ISA_OP_TRANSPOSE:
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        if (eng == ISA_ENGINE_PE) {
-            /*
-             * nc_transpose on TensorE [ISA-OLD]: II = max(P, min(64, F)) x dtype factor,
-             * which is the matmul rule for SRC[P,F] as stationary (M = F) against a P x P
-             * identity as moving (N = P). The stride factor of SRC/D scales the whole II
-             * (assumption: the engine reads SRC at half rate throughout). FLOPs: the identity
-             * matmul does 2 P P F hardware FLOPs (HFU) and no useful ones (MFU) [EXPL].
-             */
-            kind = KIND_PE;
-            double pp = src ? (double)src->pcount : 0.0;
-            n = (double)free_elems(src);
-            cycles = max_d(pp, min_d(a->pe.mm_init_latency_cycles, n)) * acc.stride *
-                     pe_dtype_factor(a, src) *
-                     array_passes(a, src ? src->pcount : 0, free_elems(src));
-            uint64_t pu = src ? src->pcount : 0;
-            out->hw_flops = 2u * pu * pu * free_elems(src);
-            if (src && src->dtype == (uint8_t)ISA_DT_FP32)
-                out->hw_flops_fp32 = out->hw_flops;
-            if (T) {
-                T->ii = "II = max({P}, min({MM_INIT}, {F})) x {s} x {f} x {passes}";
-                term(T, "P", pp, "SRC partitions");
-                term(T, "MM_INIT", a->pe.mm_init_latency_cycles, NULL);
-                term(T, "F", n, "SRC free size");
-                term(T, "s", acc.stride, stride_note(acc.stride));
-                term(T, "f", pe_dtype_factor(a, src), pe_dtype_note(src));
-                term(T, "passes", array_passes(a, src ? src->pcount : 0, free_elems(src)),
-                     "PE array passes");
-            }
-        } else {
-            /* nc_transpose on VectorE [ISA-OLD]: max(MIN_II, N). */
-            n = (double)free_elems(src);
-            cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-            explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        }
-        break;
-
-    /* ---- scalar engine ---------------------------------------------------------------- */
-    case ISA_OP_ACTIVATE: {
-        /*
-         * activation [ISA-OLD]: max(MIN_II, N), the same with or without scale/bias [ARCH].
-         * With sum=/sumacc= it is activation_reduce = Activate + ActReadAccumulator
-         * [ARCH, ISA-OLD: "max(MIN_II, N) + MIN_II"]: + act_reduce_cycles (about 64).
-         */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        const isa_view_t *sum = slot_view(p, args, ACT_SUM);
-        const isa_view_t *sumacc = slot_view(p, args, ACT_SUMACC);
-        touch(a, &acc, src, 0);
-        touch_vector(a, &acc, scalar_view(p, args, ACT_SCALE));
-        touch_vector(a, &acc, slot_view(p, args, ACT_BIAS));
-        touch(a, &acc, d, 1);
-        touch(a, &acc, sum, 1);
-        touch(a, &acc, sumacc, 0);
-        touch(a, &acc, sumacc, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        if (sum || sumacc) {
-            cycles += a->costs.act_reduce_cycles;
-            raw += a->costs.act_reduce_cycles;
-        }
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        if (T && (sum || sumacc)) {
-            T->ii = eng == ISA_ENGINE_POOL ? "II = {GPSIMD_START} + {N} x {s} + {reduce}"
-                                           : "II = max({MIN_II}, {N} x {s}) + {reduce}";
-            term(T, "reduce", a->costs.act_reduce_cycles, "sum=/sumacc=: costs.act_reduce_cycles");
-        }
-        break;
-    }
-
-    /* ---- ops shared by dve, act and pool ---------------------------------------------- */
-    case ISA_OP_TENSOR_TENSOR: {
-        /*
-         * tensor_tensor on VectorE [ISA-OLD]: max(MIN_II, N) when one input is in PSUM and
-         * the other in SBUF, or both in SBUF with all-bf16 add/multiply/subtract at unit
-         * stride; otherwise max(MIN_II, k N) with k = costs.dve_tensor_tensor_factor (two
-         * inputs through one SBUF read stream: ARCH's rule of thumb "2 inputs: 2N"; the trn1
-         * preset's k is fitted to measured kernels).
-         * On GpSimd: GPSIMD_START + 2N (assumption: each processor reads at most 32 bits per
-         * partition per cycle [ARCH], so two inputs take two cycles per element).
-         */
-        const isa_view_t *x = slot_view(p, args, SLOT_SRC);
-        const isa_view_t *y = slot_view(p, args, TT_B);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, x, 0);
-        touch(a, &acc, y, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(d);
-        double k = 2.0;
-        if (eng == ISA_ENGINE_DVE) {
-            k = a->costs.dve_tensor_tensor_factor; /* the "2N" rule, calibrated */
-            int64_t alu = slot_int(args, TT_OP);
-            int mixed = (in_space(x, ISA_SPACE_PSUM) && in_space(y, ISA_SPACE_SBUF)) ||
-                        (in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_PSUM));
-            int fast_bf16 = in_space(x, ISA_SPACE_SBUF) && in_space(y, ISA_SPACE_SBUF) &&
-                            is_dtype(x, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
-                            is_dtype(d, ISA_DT_BF16) &&
-                            (alu == ISA_ALU_ADD || alu == ISA_ALU_MULTIPLY ||
-                             alu == ISA_ALU_SUBTRACT) &&
-                            unit_stride(x) && unit_stride(y) && unit_stride(d);
-            if (mixed || fast_bf16)
-                k = 1.0;
-            explain_stream(T, a, eng, k,
-                           mixed       ? "one input in PSUM, one in SBUF"
-                           : fast_bf16 ? "bf16 add/multiply/subtract fast path"
-                                       : "2 inputs through the SBUF read stream",
-                           n, acc.stride);
-        } else {
-            explain_stream(T, a, eng, k, "2 inputs", n, acc.stride);
-        }
-        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
-        break;
-    }
-    case ISA_OP_TENSOR_SCALAR:
-        /* tensor_scalar on V or S [ISA-OLD]: max(MIN_II, N), one or two ops alike; on pool
-         * GPSIMD_START + N. */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch_vector(a, &acc, scalar_view(p, args, TS_S0));
-        touch_vector(a, &acc, scalar_view(p, args, TS_S1));
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        break;
-    case ISA_OP_TENSOR_COPY:
-        /* tensor_copy [ISA-OLD]: max(MIN_II, N) on V/S; GPSIMD_START + N on pool. */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        break;
-    case ISA_OP_MEMSET: {
-        /*
-         * memset on VectorE [ISA-OLD]: max(MIN_II, N/2) for value 0 with a bf16/fp16
-         * output, else max(MIN_II, N). On pool GPSIMD_START + N (the N/2 case is a VectorE
-         * figure).
-         */
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(d);
-        double k = 1.0;
-        double value = args[MEMSET_VALUE].present ? args[MEMSET_VALUE].v.f : 0.0;
-        if (eng == ISA_ENGINE_DVE && value == 0.0 &&
-            (is_dtype(d, ISA_DT_BF16) || is_dtype(d, ISA_DT_FP16)))
-            k = 0.5;
-        cycles = stream_cycles(a, eng, k * n * acc.stride, &raw);
-        explain_stream(T, a, eng, k, k < 1.0 ? "zero into bf16/fp16" : NULL, n, acc.stride);
-        break;
-    }
-
-    /* ---- vector engine ------------------------------------------------------------------ */
-    case ISA_OP_SCALAR_TENSOR_TENSOR: {
-        /*
-         * scalar_tensor_tensor [ISA-OLD]: N if data (A) and operand1 (B) are bf16, op0 is
-         * subtract, op1 multiply and N is even; otherwise 2N. Floored at MIN_II.
-         */
-        src = slot_view(p, args, SLOT_SRC);
-        const isa_view_t *y = slot_view(p, args, STT_B);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch_vector(a, &acc, scalar_view(p, args, STT_S0));
-        touch(a, &acc, y, 0);
-        touch(a, &acc, d, 1);
-        uint64_t nu = free_elems(src);
-        n = (double)nu;
-        int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(y, ISA_DT_BF16) &&
-                   slot_int(args, STT_OP0) == ISA_ALU_SUBTRACT &&
-                   slot_int(args, STT_OP1) == ISA_ALU_MULTIPLY && nu % 2u == 0;
-        cycles = stream_cycles(a, eng, (fast ? 1.0 : 2.0) * n * acc.stride, &raw);
-        explain_stream(T, a, eng, fast ? 1.0 : 2.0,
-                       fast ? "bf16 subtract-multiply, N even" : "2 tensor inputs", n,
-                       acc.stride);
-        break;
-    }
-    case ISA_OP_TENSOR_REDUCE: {
-        /* tensor_reduce [ISA-OLD]: N/2 if input and output are bf16 and op is add or max,
-         * otherwise N (N = SRC's free size). Floored at MIN_II. */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        int64_t alu = slot_int(args, RED_OP);
-        int fast = is_dtype(src, ISA_DT_BF16) && is_dtype(d, ISA_DT_BF16) &&
-                   (alu == ISA_ALU_ADD || alu == ISA_ALU_MAX);
-        cycles = stream_cycles(a, eng, (fast ? 0.5 : 1.0) * n * acc.stride, &raw);
-        explain_stream(T, a, eng, fast ? 0.5 : 1.0, fast ? "bf16 add/max" : NULL, n,
-                       acc.stride);
-        break;
-    }
-    case ISA_OP_TENSOR_SCAN:
-        /* tensor_tensor_scan [ISA-OLD]: max(MIN_II, 2N). */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, slot_view(p, args, SCAN_B), 0);
-        touch_vector(a, &acc, scalar_view(p, args, SCAN_INIT));
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, 2.0 * n * acc.stride, &raw);
-        explain_stream(T, a, eng, 2.0, "scan: 2 passes", n, acc.stride);
-        break;
-    case ISA_OP_SELECT: {
-        /* tensor_copy_predicated [ISA-OLD]: max(MIN_II, N) if the predicate or the source
-         * is in PSUM, max(MIN_II, 2N) if both are in SBUF. D is written, not read. */
-        const isa_view_t *pred = slot_view(p, args, SLOT_SRC);
-        const isa_view_t *x = slot_view(p, args, SEL_A);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, pred, 0);
-        touch(a, &acc, x, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(d);
-        int psum = in_space(pred, ISA_SPACE_PSUM) || in_space(x, ISA_SPACE_PSUM);
-        cycles = stream_cycles(a, eng, (psum ? 1.0 : 2.0) * n * acc.stride, &raw);
-        explain_stream(T, a, eng, psum ? 1.0 : 2.0,
-                       psum ? "an input in PSUM" : "predicate and source both in SBUF", n,
-                       acc.stride);
-        break;
-    }
-    case ISA_OP_RECIPROCAL:
-        /* reciprocal on VectorE [ISA-OLD]: max(MIN_II, 8N) (dve_reciprocal_factor). */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.dve_reciprocal_factor * n * acc.stride, &raw);
-        explain_stream(T, a, eng, a->costs.dve_reciprocal_factor, "costs.dve_reciprocal_factor",
-                       n, acc.stride);
-        break;
-    case ISA_OP_BN_AGGR:
-        /* bn_aggr [ISA-OLD]: max(MIN_II, 13 (N/3)): bn_aggr_factor cycles per bn_stats
-         * triple of SRC. */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, a->costs.bn_aggr_factor * (n / 3.0) * acc.stride, &raw);
-        explain_stream(T, a, eng, a->costs.bn_aggr_factor / 3.0,
-                       "costs.bn_aggr_factor per bn_stats triple of 3", n, acc.stride);
-        break;
-    case ISA_OP_BN_STATS:  /* [ISA-OLD] max(MIN_II, N) */
-    case ISA_OP_SHUFFLE:   /* nc_stream_shuffle [ISA-OLD] max(MIN_II, N) */
-    case ISA_OP_MAX8:      /* [ISA-OLD] N, floored at MIN_II */
-    case ISA_OP_DROPOUT:   /* [ISA-OLD] max(MIN_II, N) */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        if (op == ISA_OP_DROPOUT)
-            touch_vector(a, &acc, scalar_view(p, args, DROPOUT_PROB));
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        break;
-    case ISA_OP_FIND_INDEX8:     /* nc_find_index8 [ISA-OLD]: N, floored at MIN_II */
-    case ISA_OP_MATCH_REPLACE8:  /* [ISA-OLD] printed min(MIN_II, N), a typo for max */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, slot_view(p, args, VALS), 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        break;
-
-    /* ---- GpSimd engine ------------------------------------------------------------------ */
-    case ISA_OP_IOTA:
-        /* iota [ISA-OLD]: 150 + N = GPSIMD_START + N, N = D's free size. */
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(d);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        break;
-    case ISA_OP_AFFINE_SELECT:
-        /* affine_select [ISA-OLD]: GPSIMD_START + N. */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * acc.stride, &raw);
-        explain_stream(T, a, eng, 1.0, NULL, n, acc.stride);
-        break;
-    case ISA_OP_PARTITION_REDUCE:
-        /*
-         * tensor_partition_reduce: cost not published (reference, open questions).
-         * Assumption: GPSIMD_START + N x ceil(log2 P): a tree reduction across the P
-         * partitions, one pass over the N free elements per level (7N for P = 128), since
-         * the 8 processors each own 16 partitions and must exchange partial results.
-         */
-        src = slot_view(p, args, SLOT_SRC);
-        d = slot_view(p, args, SLOT_D);
-        touch(a, &acc, src, 0);
-        touch(a, &acc, d, 1);
-        n = (double)free_elems(src);
-        cycles = stream_cycles(a, eng, n * (double)reduction_levels(src ? src->pcount : 1u) *
-                                            acc.stride, &raw);
-        explain_stream(T, a, eng, (double)reduction_levels(src ? src->pcount : 1u),
-                       "tree levels: ceil(log2 P)", n, acc.stride);
-        break;
-
-    /* ---- sequencer-only instructions ---------------------------------------------------- */
-    case ISA_OP_DMA:
-        /* A dma occupies its issuing engine only for the trigger; the transfer is timed by
-         * the DMA model (mdl_dma_shape / mdl_dma_efficiency) on its queue. */
-    case ISA_OP_ALL_REDUCE:
-    case ISA_OP_ALL_GATHER:
-    case ISA_OP_REDUCE_SCATTER:
-    case ISA_OP_ALL_TO_ALL:
-    case ISA_OP_SEND:
-    case ISA_OP_RECV:
-        /* Collectives: issue cost only; their data movement is modelled by cc. */
-    case ISA_OP_NOP:
-    case ISA_OP_COUNT:
+    case KIND_ISSUE:
         /* Sequencer instruction: sp.issue_cycles of the issuing engine's clock (the Sync
-         * engine's cost is not published: assumption in the preset). */
-        kind = KIND_ISSUE;
+         * engine's cost is not published: assumption in the preset). A dma occupies its
+         * issuing engine only for the trigger; the transfer is timed by the DMA model
+         * (mdl_dma_shape / mdl_dma_efficiency) on its queue; collectives by cc. */
         cycles = a->sp.issue_cycles;
         if (T) {
             T->ii = "II = {issue}";
-            term(T, "issue", a->sp.issue_cycles,
-                 op == ISA_OP_DMA ? "sp.issue_cycles: the trigger; the transfer is on its queue"
-                                  : "sp.issue_cycles");
+            term(T, "issue", a->sp.issue_cycles, row->note);
         }
         break;
     }
-
     double clock = mdl_engine_clock_ghz(a, eng);
     double lat_cycles = cycles;
     if (kind == KIND_PE) {
@@ -796,13 +713,13 @@ static void cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_in
          * on II: paid by dependents, hidden between independent instructions. */
         const mdl_engine_cfg_t *cfg = compute_cfg(a, eng);
         if (cfg)
-            lat_cycles = max_d(cycles, raw + cfg->static_overhead_cycles * (1.0 + acc.vectors) +
+            lat_cycles = max_d(cycles, raw + cfg->static_overhead_cycles * (1.0 + q.acc.vectors) +
                                            cfg->latency_cycles);
         if (T && cfg) {
             T->latency = "latency = max(II, {work} + {static} x (1 + {vectors}) + {pipeline})";
             term(T, "work", raw, "the streaming work before the MIN_II floor");
             term(T, "static", cfg->static_overhead_cycles, "static access overhead per access");
-            term(T, "vectors", (double)acc.vectors, "[P,1] scale/bias/scalar vector operands");
+            term(T, "vectors", (double)q.acc.vectors, "[P,1] scale/bias/scalar vector operands");
             term(T, "pipeline", cfg->latency_cycles, "pipeline latency");
         }
     } else if (T) {

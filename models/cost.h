@@ -42,6 +42,9 @@ double mdl_engine_clock_ghz(const mdl_arch_t *a, isa_engine_t e);
  */
 void mdl_cost_instr(const mdl_arch_t *a, const isa_program_t *p, const isa_instr_t *in,
                     uint32_t stationary_cols, mdl_cost_t *out);
+/* 1 when models/cost.def has a formula row for `op` on engine `e` (every pair ops.def allows
+ * must have one; others cost the issue only). */
+int mdl_cost_has_formula(isa_op_t op, isa_engine_t e);
 
 /*
  * The breakdown of a cost: the formula the cost model used, with the values it filled in.

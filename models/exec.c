@@ -174,22 +174,34 @@ ncsim_status_t exec_view(exec_ctx_t *x, unsigned slot, unsigned spaces, const is
     return NCSIM_OK;
 }
 
-ncsim_status_t exec_view_pair(exec_ctx_t *x, unsigned sd, unsigned ss, unsigned sp,
-                              const isa_view_t **d, const isa_view_t **src)
-{
-    ncsim_status_t st;
-    if ((st = exec_view(x, sd, sp, d)) != NCSIM_OK ||
-        (st = exec_view(x, ss, sp, src)) != NCSIM_OK)
-        return st;
-    return exec_same_shape(x, sd, *d, ss, *src);
-}
-
-ncsim_status_t exec_views(exec_ctx_t *x, unsigned sd, unsigned ss, const isa_view_t **d,
-                          const isa_view_t **src)
+ncsim_status_t exec_operands(exec_ctx_t *x, const exec_operand_t *ops, unsigned n,
+                             const isa_view_t **views)
 {
     const unsigned sp = exec_engine_spaces(x);
-    ncsim_status_t st = exec_view(x, sd, sp, d);
-    return st != NCSIM_OK ? st : exec_view(x, ss, sp, src);
+    unsigned last_like = 0; /* the last element-wise operand: shapes are checked once it is in */
+    for (unsigned i = 1; i < n; i++)
+        if (ops[i].rules & EXEC_LIKE_FIRST)
+            last_like = i;
+    ncsim_status_t st;
+    for (unsigned i = 0; i < n; i++) {
+        if ((st = exec_view(x, ops[i].slot, sp, &views[i])) != NCSIM_OK)
+            return st;
+        for (unsigned j = 1; i == last_like && j <= last_like; j++)
+            if ((ops[j].rules & EXEC_LIKE_FIRST) && views[0] && views[j] &&
+                (st = exec_same_shape(x, ops[0].slot, views[0], ops[j].slot, views[j])) !=
+                    NCSIM_OK)
+                return st;
+    }
+    for (unsigned i = 0; i < n; i++)
+        if ((ops[i].rules & EXEC_FP32) && views[i] &&
+            (st = exec_need_dtype(x, ops[i].slot, views[i], ISA_DT_FP32)) != NCSIM_OK)
+            return st;
+    for (unsigned i = 1; i < n; i++)
+        if ((ops[i].rules & EXEC_ONE_PSUM) && views[i - 1] && views[i] &&
+            (st = exec_not_both_psum(x, ops[i - 1].slot, views[i - 1], ops[i].slot, views[i])) !=
+                NCSIM_OK)
+            return st;
+    return NCSIM_OK;
 }
 
 ncsim_status_t exec_need_rows(exec_ctx_t *x, unsigned slot, const isa_view_t *v, uint32_t pc,

@@ -267,23 +267,20 @@ static ncsim_status_t write_int_result(exec_ctx_t *x, const isa_view_t *d, int64
 
 ncsim_status_t exec_tensor_tensor(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *a, *b;
+    static const exec_operand_t ops[] = {{SLOT_TT_D, 0},
+                                         {SLOT_TT_A, EXEC_LIKE_FIRST},
+                                         {SLOT_TT_B, EXEC_LIKE_FIRST | EXEC_ONE_PSUM}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_TT_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_TT_A, sp, &a)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_TT_B, sp, &b)) != NCSIM_OK ||
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_TT_OP, 0, &op)) != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *a = opv[1], *b = opv[2];
     if (x->engine == ISA_ENGINE_POOL && op != ISA_ALU_ADD && op != ISA_ALU_SUBTRACT &&
         op != ISA_ALU_MULTIPLY && op != ISA_ALU_POW)
         return exec_fail(x, "%s is not available on pool (add, subtract, multiply, pow only)",
                          isa_alu_name(op));
-    if ((st = exec_same_shape(x, SLOT_TT_D, d, SLOT_TT_A, a)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_TT_D, d, SLOT_TT_B, b)) != NCSIM_OK ||
-        (st = exec_not_both_psum(x, SLOT_TT_A, a, SLOT_TT_B, b)) != NCSIM_OK)
-        return st;
     const size_t n = (size_t)isa_view_elems(a);
     if (exec_alu_is_bitwise(op)) {
         if ((st = exec_need_int(x, SLOT_TT_A, a, op)) != NCSIM_OK ||
@@ -336,15 +333,14 @@ static void rows_scalar_i64(isa_alu_t op, int64_t *v, uint32_t pcount, size_t f,
 
 ncsim_status_t exec_tensor_scalar(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
+    static const exec_operand_t ops[] = {{SLOT_TS_D, 0}, {SLOT_TS_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     isa_alu_t op0 = ISA_ALU_ADD, op1 = ISA_ALU_ADD;
     ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_TS_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_TS_SRC, sp, &src)) != NCSIM_OK ||
-        (st = get_alu(x, SLOT_TS_OP0, 0, &op0)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_TS_D, d, SLOT_TS_SRC, src)) != NCSIM_OK)
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
+        (st = get_alu(x, SLOT_TS_OP0, 0, &op0)) != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const int has1 = x->args[SLOT_TS_OP1].present;
     if (has1 != x->args[SLOT_TS_S1].present)
         return exec_fail(x, has1 ? "OP1 is given without S1" : "S1 is given without OP1");
@@ -390,18 +386,19 @@ static ncsim_status_t two_stage_operands(exec_ctx_t *x, const unsigned slot[5],
                                          const isa_view_t **b, isa_alu_t *op0, isa_alu_t *op1,
                                          isa_alu_t *why, int *integer)
 {
-    const unsigned sp = exec_engine_spaces(x);
+    const exec_operand_t ops[] = {{(uint8_t)slot[0], 0},
+                                  {(uint8_t)slot[1], EXEC_LIKE_FIRST},
+                                  {(uint8_t)slot[2], EXEC_LIKE_FIRST | EXEC_ONE_PSUM}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     ncsim_status_t st;
     *op0 = *op1 = ISA_ALU_ADD; /* set by get_alu */
-    if ((st = exec_view(x, slot[0], sp, d)) != NCSIM_OK ||
-        (st = exec_view(x, slot[1], sp, a)) != NCSIM_OK ||
-        (st = exec_view(x, slot[2], sp, b)) != NCSIM_OK ||
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
         (st = get_alu(x, slot[3], 0, op0)) != NCSIM_OK ||
-        (st = get_alu(x, slot[4], 0, op1)) != NCSIM_OK ||
-        (st = exec_same_shape(x, slot[0], *d, slot[1], *a)) != NCSIM_OK ||
-        (st = exec_same_shape(x, slot[0], *d, slot[2], *b)) != NCSIM_OK ||
-        (st = exec_not_both_psum(x, slot[1], *a, slot[2], *b)) != NCSIM_OK)
+        (st = get_alu(x, slot[4], 0, op1)) != NCSIM_OK)
         return st;
+    *d = opv[0];
+    *a = opv[1];
+    *b = opv[2];
     *integer = exec_alu_is_bitwise(*op0) || exec_alu_is_bitwise(*op1);
     *why = exec_alu_is_bitwise(*op0) ? *op0 : *op1;
     if (*integer && ((st = exec_need_int(x, slot[1], *a, *why)) != NCSIM_OK ||
@@ -536,12 +533,14 @@ static int64_t reduce_i64(isa_alu_t op, const int64_t *a, size_t n)
 
 ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
+    static const exec_operand_t ops[] = {{SLOT_RED_D, 0}, {SLOT_RED_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_RED_D, SLOT_RED_SRC, &d, &src)) != NCSIM_OK ||
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_RED_OP, 1, &op)) != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const unsigned ndims = src->ndims ? src->ndims : 1;
     const int64_t axes = x->args[SLOT_RED_AXES].present ? x->args[SLOT_RED_AXES].v.i : 0;
     if (axes < 1 || axes > (int64_t)ndims)
@@ -588,12 +587,14 @@ ncsim_status_t exec_tensor_reduce(exec_ctx_t *x)
 
 ncsim_status_t exec_partition_reduce(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
+    static const exec_operand_t ops[] = {{SLOT_PR_D, 0}, {SLOT_PR_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
     isa_alu_t op = ISA_ALU_ADD; /* set by get_alu; initialised for -Wmaybe-uninitialized */
     ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_PR_D, SLOT_PR_SRC, &d, &src)) != NCSIM_OK ||
+    if ((st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv)) != NCSIM_OK ||
         (st = get_alu(x, SLOT_PR_OP, 1, &op)) != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     if (op != ISA_ALU_ADD && op != ISA_ALU_MAX && op != ISA_ALU_BITWISE_AND &&
         op != ISA_ALU_BITWISE_OR)
         return exec_fail(x,

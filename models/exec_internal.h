@@ -4,8 +4,10 @@
  * buffers, ALU kernels. Not part of the public interface of models/.
  *
  * Every instruction follows the same shape: fetch and check all operands (bounds, memory
- * spaces, shapes, types), gather the inputs once into fp32 (or int64) scratch arrays, compute
- * with tight loops whose operator switch sits outside the loop, then scatter the result once.
+ * spaces, shapes, types; the vector handlers through one prologue, exec_operands, from a
+ * small table of their operand slots), gather the inputs once into fp32 (or int64) scratch
+ * arrays, compute with tight loops whose operator switch sits outside the loop, then scatter
+ * the result once.
  * Inputs are read completely before anything is written, so D may alias any input.
  */
 #ifndef NCSIM_MODELS_EXEC_INTERNAL_H
@@ -130,14 +132,27 @@ ncsim_status_t exec_view(exec_ctx_t *x, unsigned slot, unsigned spaces, const is
 /* Element-wise compatibility (ISA.md 5.3): same partitions, same free elements. */
 ncsim_status_t exec_same_shape(exec_ctx_t *x, unsigned sa, const isa_view_t *a, unsigned sb,
                                const isa_view_t *b);
-/* The destination view of slot sd and the source view of slot ss, both in spaces `sp`, with
- * the same shape (element-wise instructions). */
-ncsim_status_t exec_view_pair(exec_ctx_t *x, unsigned sd, unsigned ss, unsigned sp,
-                              const isa_view_t **d, const isa_view_t **src);
-/* The views of slots sd and ss in the engine's memory spaces, with no shape check (for
- * instructions whose D is shaped from SRC in their own way). */
-ncsim_status_t exec_views(exec_ctx_t *x, unsigned sd, unsigned ss, const isa_view_t **d,
-                          const isa_view_t **src);
+/*
+ * The operand prologue of an instruction: the views of `n` slots, in the engine's memory spaces,
+ * checked as exec_view does, then by each operand's rules:
+ *   EXEC_LIKE_FIRST  the same shape as the first operand (element-wise, ISA.md 5.3)
+ *   EXEC_FP32        type fp32
+ *   EXEC_ONE_PSUM    not in PSUM together with the operand before it (a two-input op)
+ * Checks run in a fixed order, so that a program with several faults always gets the same
+ * message: the views are fetched in the listed order; the shape checks run as soon as the last
+ * EXEC_LIKE_FIRST operand is fetched, then the later views; then the type checks, then the
+ * PSUM pairs. An absent optional slot gives NULL and no check. views[i] is ops[i]'s view.
+ */
+#define EXEC_LIKE_FIRST 1u
+#define EXEC_FP32 2u
+#define EXEC_ONE_PSUM 4u
+typedef struct exec_operand {
+    uint8_t slot;
+    uint8_t rules;
+} exec_operand_t;
+ncsim_status_t exec_operands(exec_ctx_t *x, const exec_operand_t *ops, unsigned n,
+                             const isa_view_t **views);
+#define EXEC_NOPERANDS(ops) ((unsigned)(sizeof(ops) / sizeof((ops)[0])))
 /* The slot's view must be [pc, width]: "D has P partitions x N elements; it must be
  * [pc, width]" otherwise. */
 ncsim_status_t exec_need_rows(exec_ctx_t *x, unsigned slot, const isa_view_t *v, uint32_t pc,

@@ -113,16 +113,16 @@ static void apply_func(isa_func_t fn, float *v, size_t n)
 
 ncsim_status_t exec_activate(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src, *bias, *sum, *sumacc;
-    ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_ACT_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_ACT_SRC, sp, &src)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_ACT_D, d, SLOT_ACT_SRC, src)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_ACT_BIAS, sp, &bias)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_ACT_SUM, sp, &sum)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_ACT_SUMACC, sp, &sumacc)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_ACT_D, 0},
+                                         {SLOT_ACT_SRC, EXEC_LIKE_FIRST},
+                                         {SLOT_ACT_BIAS, 0},
+                                         {SLOT_ACT_SUM, 0},
+                                         {SLOT_ACT_SUMACC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1], *bias = opv[2], *sum = opv[3], *sumacc = opv[4];
     const int64_t fn = x->args[SLOT_ACT_FUNC].v.i;
     if (!x->args[SLOT_ACT_FUNC].present || fn < 0 || fn >= ISA_FUNC_COUNT)
         return exec_fail(x, "FUNC: invalid activation function %" PRId64, fn);
@@ -217,20 +217,23 @@ static ncsim_status_t copy_view(exec_ctx_t *x, const isa_view_t *d, const isa_vi
 
 ncsim_status_t exec_tensor_copy(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_view_pair(x, SLOT_CP_D, SLOT_CP_SRC, sp, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_CP_D, 0}, {SLOT_CP_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     return copy_view(x, d, src);
 }
 
 ncsim_status_t exec_memset(exec_ctx_t *x)
 {
-    const isa_view_t *d;
-    ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_MS_D, exec_engine_spaces(x), &d)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_MS_D, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0];
     if (!x->args[SLOT_MS_VALUE].present)
         return exec_fail(x, "missing VALUE");
     const double value = x->args[SLOT_MS_VALUE].v.f;
@@ -256,11 +259,12 @@ ncsim_status_t exec_memset(exec_ctx_t *x)
 
 ncsim_status_t exec_reciprocal(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_view_pair(x, SLOT_UN_D, SLOT_UN_SRC, sp, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_UN_D, 0}, {SLOT_UN_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const size_t n = (size_t)isa_view_elems(src);
     float *v = exec_scratch(x, 0, n);
     if (!v)
@@ -276,16 +280,14 @@ ncsim_status_t exec_reciprocal(exec_ctx_t *x)
 
 ncsim_status_t exec_select(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *pred, *a;
-    ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_SEL_D, sp, &d)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_SEL_PRED, sp, &pred)) != NCSIM_OK ||
-        (st = exec_view(x, SLOT_SEL_A, sp, &a)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_SEL_D, d, SLOT_SEL_PRED, pred)) != NCSIM_OK ||
-        (st = exec_same_shape(x, SLOT_SEL_D, d, SLOT_SEL_A, a)) != NCSIM_OK ||
-        (st = exec_not_both_psum(x, SLOT_SEL_PRED, pred, SLOT_SEL_A, a)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_SEL_D, 0},
+                                         {SLOT_SEL_PRED, EXEC_LIKE_FIRST},
+                                         {SLOT_SEL_A, EXEC_LIKE_FIRST | EXEC_ONE_PSUM}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *pred = opv[1], *a = opv[2];
     const int reverse = exec_flag(x, SLOT_SEL_REVERSE);
     const size_t n = (size_t)isa_view_elems(d);
     float *pv = exec_scratch(x, 0, n);
@@ -322,11 +324,12 @@ ncsim_status_t exec_select(exec_ctx_t *x)
 
 ncsim_status_t exec_bn_stats(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_UN_D, SLOT_UN_SRC, &d, &src)) != NCSIM_OK ||
-        (st = exec_need_dtype(x, SLOT_UN_D, d, ISA_DT_FP32)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_UN_D, EXEC_FP32}, {SLOT_UN_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const uint32_t pc = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src);
     if (f > BN_STATS_MAX_FREE)
@@ -357,11 +360,12 @@ ncsim_status_t exec_bn_stats(exec_ctx_t *x)
 
 ncsim_status_t exec_bn_aggr(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_UN_D, SLOT_UN_SRC, &d, &src)) != NCSIM_OK ||
-        (st = exec_need_dtype(x, SLOT_UN_D, d, ISA_DT_FP32)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_UN_D, EXEC_FP32}, {SLOT_UN_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const uint32_t pc = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src);
     if (f % 3 != 0)
@@ -405,10 +409,12 @@ ncsim_status_t exec_bn_aggr(exec_ctx_t *x)
 
 ncsim_status_t exec_transpose_dve(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_TR_D, SLOT_TR_SRC, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_TR_D, 0}, {SLOT_TR_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const uint32_t p = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src);
     if (p > DVE_TRANSPOSE_MAX || f > DVE_TRANSPOSE_MAX)
@@ -445,11 +451,12 @@ ncsim_status_t exec_transpose_dve(exec_ctx_t *x)
 
 ncsim_status_t exec_shuffle(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_view_pair(x, SLOT_SHUF_D, SLOT_SHUF_SRC, sp, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_SHUF_D, 0}, {SLOT_SHUF_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const isa_arg_t *ma = &x->args[SLOT_SHUF_MASK];
     if (!ma->present || ma->count != SHUFFLE_QUADRANT ||
         (uint64_t)ma->index + ma->count > x->prog->nints)
@@ -509,10 +516,12 @@ static inline int above(float a, float b)
 
 ncsim_status_t exec_max8(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_UN_D, SLOT_UN_SRC, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_UN_D, 0}, {SLOT_UN_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const uint32_t pc = src->pcount;
     const size_t f = (size_t)isa_view_free_elems(src);
     if (f < MAX8_MIN_FREE || f > MAX8_MAX_FREE)
@@ -546,10 +555,12 @@ ncsim_status_t exec_max8(exec_ctx_t *x)
 /* VALS of find_index8 / match_replace8: [P, 8], read as fp32. */
 static ncsim_status_t get_vals(exec_ctx_t *x, unsigned slot, uint32_t pc, float **out)
 {
-    const isa_view_t *vals;
-    ncsim_status_t st = exec_view(x, slot, exec_engine_spaces(x), &vals);
+    const exec_operand_t ops[] = {{(uint8_t)slot, 0}};
+    const isa_view_t *opv[1];
+    ncsim_status_t st = exec_operands(x, ops, 1, opv);
     if (st != NCSIM_OK)
         return st;
+    const isa_view_t *vals = opv[0];
     if ((st = exec_need_rows(x, slot, vals, pc, 8)) != NCSIM_OK)
         return st;
     *out = exec_scratch(x, 1, 8 * (size_t)pc);
@@ -563,10 +574,12 @@ static ncsim_status_t get_vals(exec_ctx_t *x, unsigned slot, uint32_t pc, float 
 
 ncsim_status_t exec_find_index8(exec_ctx_t *x)
 {
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_views(x, SLOT_FI8_D, SLOT_FI8_SRC, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_FI8_D, 0}, {SLOT_FI8_SRC, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     if (d->dtype != ISA_DT_U32 && d->dtype != ISA_DT_I32)
         return exec_fail(x, "D has type %s; find_index8 writes u32 (or i32) indices",
                          isa_dtype_name((isa_dtype_t)d->dtype));
@@ -605,11 +618,12 @@ ncsim_status_t exec_find_index8(exec_ctx_t *x)
 
 ncsim_status_t exec_match_replace8(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_view_pair(x, SLOT_MR8_D, SLOT_MR8_SRC, sp, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_MR8_D, 0}, {SLOT_MR8_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     if (!x->args[SLOT_MR8_IMM].present)
         return exec_fail(x, "missing IMM");
     const uint32_t pc = src->pcount;
@@ -645,11 +659,12 @@ ncsim_status_t exec_match_replace8(exec_ctx_t *x)
 
 ncsim_status_t exec_dropout(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_view_pair(x, SLOT_DROP_D, SLOT_DROP_SRC, sp, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_DROP_D, 0}, {SLOT_DROP_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     if (!x->args[SLOT_DROP_PROB].present)
         return exec_fail(x, "missing prob=");
     const uint32_t pc = src->pcount;
@@ -726,10 +741,12 @@ static ncsim_status_t affine_values(exec_ctx_t *x, const isa_view_t *d, unsigned
 
 ncsim_status_t exec_iota(exec_ctx_t *x)
 {
-    const isa_view_t *d;
-    ncsim_status_t st;
-    if ((st = exec_view(x, SLOT_IOTA_D, exec_engine_spaces(x), &d)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_IOTA_D, 0}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0];
     int64_t *v = exec_scratch_i64(x, 0, (size_t)isa_view_elems(d));
     if (!v)
         return exec_nomem(x);
@@ -741,11 +758,12 @@ ncsim_status_t exec_iota(exec_ctx_t *x)
 
 ncsim_status_t exec_affine_select(exec_ctx_t *x)
 {
-    const unsigned sp = exec_engine_spaces(x);
-    const isa_view_t *d, *src;
-    ncsim_status_t st;
-    if ((st = exec_view_pair(x, SLOT_AS_D, SLOT_AS_SRC, sp, &d, &src)) != NCSIM_OK)
+    static const exec_operand_t ops[] = {{SLOT_AS_D, 0}, {SLOT_AS_SRC, EXEC_LIKE_FIRST}};
+    const isa_view_t *opv[EXEC_NOPERANDS(ops)];
+    ncsim_status_t st = exec_operands(x, ops, EXEC_NOPERANDS(ops), opv);
+    if (st != NCSIM_OK)
         return st;
+    const isa_view_t *d = opv[0], *src = opv[1];
     const int64_t cmp = x->args[SLOT_AS_CMP].v.i;
     if (!x->args[SLOT_AS_CMP].present || cmp < 0 || cmp >= ISA_CMP_COUNT)
         return exec_fail(x, "cmp: invalid comparison %" PRId64, cmp);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerate every document that quotes simulated figures, from the current cost model:
 #   scripts/regen-docs.sh [BUILD_DIR]        (default build; run from anywhere)
-# docs/architecture.md (config table), docs/validation.md (table and docs/img/validation.png),
+# docs/architecture.md (config table), docs/cost-model.md (formula tables, from models/cost.def), docs/validation.md (table and docs/img/validation.png),
 # kernels/README.md (performance table), docs/exploration.md (sweep plots and rows),
 # docs/data-movement.md (collective times; the per-algorithm sweep of scripts/cc_sweep.py),
 # docs/nki.md (the example kernels' table). Takes about two and a half minutes on two cores.
@@ -13,6 +13,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$ROOT"
 /usr/bin/python3 scripts/doc_arch_table.py
+/usr/bin/python3 scripts/cost_tables.py
 # the validation exits 1 when an entry is outside its band: the table says which
 "$NCSIM" validate validation/manifest.json -j 2 -q --csv "$T/validation.csv" \
     --png docs/img/validation.png || true

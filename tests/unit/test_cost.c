@@ -947,6 +947,21 @@ static void test_every_op(void **state)
     }
 }
 
+/* Every (opcode, engine) pair ops.def allows has its formula row in models/cost.def. */
+static void test_every_pair_has_a_row(void **state)
+{
+    (void)state;
+    for (int op = 0; op < ISA_OP_COUNT; op++) {
+        const isa_op_info_t *info = isa_op_info((isa_op_t)op);
+        for (int e = 0; e < ISA_ENGINE_COUNT; e++)
+            if ((info->engines & (1u << e)) && !mdl_cost_has_formula((isa_op_t)op, (isa_engine_t)e))
+                fail_msg("models/cost.def has no row for %s on %s", info->mnemonic,
+                         isa_engine_name((isa_engine_t)e));
+    }
+    assert_false(mdl_cost_has_formula(ISA_OP_COUNT, ISA_ENGINE_PE));
+    assert_false(mdl_cost_has_formula(ISA_OP_ACTIVATE, ISA_ENGINE_DVE)); /* not allowed */
+}
+
 /* The slot positions cost.c relies on (its enum) are those of isa/ops.def. */
 static void test_slot_positions(void **state)
 {
@@ -1158,6 +1173,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_issue_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_every_op, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slot_positions, setup, teardown),
+        cmocka_unit_test(test_every_pair_has_a_row),
         cmocka_unit_test_setup_teardown(test_dma_shape, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dma_efficiency, setup, teardown),
     };

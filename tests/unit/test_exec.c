@@ -1796,6 +1796,78 @@ static void test_dma(void **state)
     free(g8);
 }
 
+/* ---- The operand prologue of the vector handlers (exec_operands) ------------------------------ */
+
+static void test_operand_prologue(void **state)
+{
+    fx_t *f = *state;
+    isa_view_t a = SB(ISA_DT_FP32, 0, 64, 0, 16), b = SB(ISA_DT_FP32, 0, 64, 100, 16);
+    isa_view_t narrow = SB(ISA_DT_FP32, 0, 32, 200, 16), pa = PS(ISA_DT_FP32, 0, 64, 0, 16);
+    isa_view_t pb = PS(ISA_DT_FP32, 0, 64, 64, 16), h = hbm(ISA_DT_FP32, 0, 64, 16);
+    /* element-wise: every operand the shape of the first */
+    EXPECT_ERR(RUN(f, ISA_OP_RECIPROCAL, ISA_ENGINE_DVE, av(f, a), av(f, narrow)),
+               "reciprocal: shape mismatch: D has 64 partitions x 16 elements but SRC has 32 "
+               "partitions x 16 elements");
+    EXPECT_ERR(RUN(f, ISA_OP_DROPOUT, ISA_ENGINE_DVE, av(f, narrow), av(f, a), af(0.5)),
+               "dropout: shape mismatch: D has 32 partitions x 16 elements but SRC has 64");
+    EXPECT_ERR(RUN(f, ISA_OP_SELECT, ISA_ENGINE_DVE, av(f, a), av(f, narrow), av(f, b)),
+               "select: shape mismatch: D has 64 partitions x 16 elements but PRED has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_SELECT, ISA_ENGINE_DVE, av(f, a), av(f, b), av(f, narrow)),
+               "select: shape mismatch: D has 64 partitions x 16 elements but A has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_SELECT, ISA_ENGINE_DVE, av(f, a), av(f, pa), av(f, pb)),
+               "select: PRED and A are both in PSUM; a two-input op may read at most one input "
+               "from PSUM");
+    /* several faults: the views first, then the shapes, then PSUM */
+    EXPECT_ERR(RUN(f, ISA_OP_SELECT, ISA_ENGINE_DVE, av(f, a), av(f, narrow), av(f, h)),
+               "select: A is in HBM; on dve it must be in SBUF or PSUM");
+    EXPECT_ERR(RUN(f, ISA_OP_SELECT, ISA_ENGINE_DVE, av(f, a), av(f, pa),
+                   av(f, PS(ISA_DT_FP32, 0, 32, 64, 16))),
+               "select: shape mismatch: D has 64 partitions x 16 elements but A has 32");
+    /* activate checks D against SRC before it fetches bias, sum= and sumacc= */
+    EXPECT_ERR(RUN(f, ISA_OP_ACTIVATE, ISA_ENGINE_ACT, av(f, a), av(f, narrow), ai(ISA_FUNC_COPY),
+                   NONE, av(f, h)),
+               "activate: shape mismatch: D has 64 partitions x 16 elements but SRC has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_ACTIVATE, ISA_ENGINE_ACT, av(f, a), av(f, b), ai(ISA_FUNC_COPY),
+                   NONE, av(f, h)),
+               "activate: bias is in HBM; on act it must be in SBUF or PSUM");
+    /* views only, D's type checked after both are fetched */
+    EXPECT_ERR(RUN(f, ISA_OP_BN_STATS, ISA_ENGINE_DVE, av(f, SB(ISA_DT_BF16, 0, 64, 0, 3)),
+                   av(f, h)),
+               "bn_stats: SRC is in HBM; on dve it must be in SBUF or PSUM");
+    EXPECT_ERR(RUN(f, ISA_OP_BN_AGGR, ISA_ENGINE_DVE, av(f, SB(ISA_DT_BF16, 0, 64, 0, 2)),
+                   av(f, b)),
+               "bn_aggr: D has type bf16; it must be fp32");
+    EXPECT_ERR(RUN(f, ISA_OP_MAX8, ISA_ENGINE_DVE, av(f, a)), "max8: missing operand SRC");
+    EXPECT_ERR(RUN(f, ISA_OP_TRANSPOSE, ISA_ENGINE_DVE, av(f, h), av(f, a)),
+               "transpose: D is in HBM; on dve it must be in SBUF or PSUM");
+    EXPECT_ERR(RUN(f, ISA_OP_SHUFFLE, ISA_ENGINE_DVE, av(f, a)), "shuffle: missing operand SRC");
+    EXPECT_ERR(RUN(f, ISA_OP_IOTA, ISA_ENGINE_POOL, av(f, pa), ai(0)),
+               "iota: D is in PSUM; on pool it must be in SBUF");
+    EXPECT_ERR(RUN(f, ISA_OP_AFFINE_SELECT, ISA_ENGINE_POOL, av(f, a), av(f, narrow), ai(0)),
+               "affine_select: shape mismatch: D has 64 partitions x 16 elements but SRC has 32");
+    /* VALS is fetched after the checks of D and SRC */
+    EXPECT_ERR(RUN(f, ISA_OP_MATCH_REPLACE8, ISA_ENGINE_DVE, av(f, a), av(f, b), av(f, h),
+                   af(0.0)),
+               "match_replace8: VALS is in HBM; on dve it must be in SBUF or PSUM");
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_REDUCE, ISA_ENGINE_DVE, av(f, a)),
+               "tensor_reduce: missing operand SRC");
+    EXPECT_ERR(RUN(f, ISA_OP_PARTITION_REDUCE, ISA_ENGINE_POOL, av(f, pa), av(f, a)),
+               "partition_reduce: D is in PSUM; on pool it must be in SBUF");
+    /* the ALU handlers: the same prologue, then their operators */
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_SCALAR, ISA_ENGINE_DVE, av(f, a), av(f, narrow),
+                   ai(ISA_ALU_ADD), af(1.0)),
+               "tensor_scalar: shape mismatch: D has 64 partitions x 16 elements but SRC has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_SCALAR_TENSOR_TENSOR, ISA_ENGINE_DVE, av(f, a), av(f, pa),
+                   ai(ISA_ALU_ADD), af(1.0), ai(ISA_ALU_MULTIPLY), av(f, pb)),
+               "scalar_tensor_tensor: A and B are both in PSUM");
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_SCAN, ISA_ENGINE_DVE, av(f, a), av(f, b), av(f, narrow),
+                   ai(ISA_ALU_ADD), ai(ISA_ALU_ADD), af(0.0)),
+               "tensor_scan: shape mismatch: D has 64 partitions x 16 elements but B has 32");
+    EXPECT_ERR(RUN(f, ISA_OP_TENSOR_TENSOR, ISA_ENGINE_DVE, av(f, a), av(f, b), av(f, b),
+                   ai(ISA_ALU_COUNT)),
+               "tensor_tensor: OP: invalid operator");
+}
+
 /* ---- Generic checks -----------------------------------------------------------------------------
  */
 
@@ -1869,6 +1941,7 @@ int main(void)
         T(test_dropout),
         cmocka_unit_test(test_stochastic_rounding),
         T(test_dma),
+        T(test_operand_prologue),
         T(test_generic_errors),
     };
 #undef T
