@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from . import _dtypes as D
+from . import _sched
 from ..builder import raw_view
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -103,6 +104,9 @@ class Policy:
                                          # function set in use holds reciprocal (after sqrt or
                                          # rsqrt: no table switch; the adamw profile), else
                                          # VectorE (silu's, after exp); or "dve" / "act"
+        self.schedule_window = 64        # the instruction scheduler's window (_sched.py): the
+                                         # oldest unscheduled instructions it may reorder; 0 or
+                                         # 1 keeps the kernel's order
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.fast_trace = True           # the tracer's optimised paths; False: the reference
                                          # ones (the same program text, slower; for tests)
@@ -1413,11 +1417,14 @@ class Pending:
 
 
 class Node:
-    __slots__ = ("eng", "text", "line", "waits", "agent", "idx")
+    __slots__ = ("eng", "text", "line", "waits", "agent", "idx", "deps", "cost", "pin")
 
     def __init__(self, eng, text, line, waits, agent, idx):
         self.eng, self.text, self.line, self.waits, self.agent, self.idx = \
             eng, text, line, waits, agent, idx
+        self.deps = None    # for the scheduler (_sched.py): [(agent, trace index)] it follows
+        self.cost = 0.0     # its estimated ns
+        self.pin = False    # traced inside ncc.no_reorder()
 
 
 class Resident:
@@ -1507,6 +1514,8 @@ class Tracer:
         self.consts = {}
         self.act_func = None                   # ScalarE's last function (its table set)
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
+        self.pinned = 0                        # depth of ncc.no_reorder() blocks
+        self.exact = None                      # emit: every earlier access it conflicts with
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -2127,6 +2136,7 @@ class Tracer:
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
+        self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
         blks = None
         # dependences
         for t in reads:
@@ -2200,6 +2210,7 @@ class Tracer:
             vc[ag] = idx
             self.clocks[ag].append(tuple(vc))
         self.count[ag] = idx + 1
+        load0 = self.load[e]
         if queue is None:
             v = writes[0] if writes else (reads[0] if reads else None)
             n = 1
@@ -2210,7 +2221,10 @@ class Tracer:
                     n //= v.shape[v.pdim]
             self.load[e] += (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
         ln = self.line_override
-        self.nodes.append(Node(e, text, self.line() if ln is None else ln, waits, ag, idx))
+        nd = Node(e, text, self.line() if ln is None else ln, waits, ag, idx)
+        if self.pol.schedule_window > 1:
+            _sched.annotate(nd, self.exact, queue, writes, self.load[e] - load0, self.pinned)
+        self.nodes.append(nd)
         if not internal:
             if blks is not None and self.live is not None:
                 self.release_blocks(blks)
@@ -2224,6 +2238,7 @@ class Tracer:
         in every cell it overlaps; the others never matter)."""
         if not _fast[0] or len(box) != 2:
             return self._access_ref(key, box, write, ag, idx, deps)
+        ex = self.exact
         ix = key.recs
         if ix is None:
             ix = key.recs = _Grid2(key, box)
@@ -2255,12 +2270,16 @@ class Tracer:
                     if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
                         continue
                     rag = r[1]
-                    if (r[3] or write) and rag != ag:
-                        if deps.get(rag, -1) < r[2]:
+                    if r[3] or write:
+                        if rag != ag and deps.get(rag, -1) < r[2]:
                             deps[rag] = r[2]
+                        if ex is not None:
+                            ex.append((rag, r[2]))
                     if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
                             l2b >= lb and h2b <= hb:
                         r[4] = True
+                        if ex is not None and not write:
+                            ex.append((rag, r[2]))     # a read covering a read: keep their order
                 alive.append(rec)
                 cells[c] = alive
 
@@ -2268,6 +2287,7 @@ class Tracer:
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
         other agents). Records live in buckets along one dim of the memory (the one along which
         its first access was most selective), so disjoint tiles of a big tensor are not compared."""
+        ex = self.exact
         ix = key.recs
         if ix is None:
             ix = key.recs = _Index(key, box)
@@ -2301,11 +2321,15 @@ class Tracer:
                 if not ov:
                     continue
                 rag = r[1]
-                if (r[3] or write) and rag != ag:
-                    if deps.get(rag, -1) < r[2]:
+                if r[3] or write:
+                    if rag != ag and deps.get(rag, -1) < r[2]:
                         deps[rag] = r[2]
+                    if ex is not None:
+                        ex.append((rag, r[2]))
                 if cov and (write or (not r[3] and rag == ag)):
                     r[4] = True            # covered: later accesses are ordered after this one
+                    if ex is not None and not write:
+                        ex.append((rag, r[2]))     # a read covering a read: keep their order
             buckets[b] = alive
         rec = [box, ag, idx, write, False]
         for b in range(b0, b1 + 1):
@@ -2350,6 +2374,8 @@ class Tracer:
 
     # ---- output
     def finish(self, arch="trn1", comment=None):
+        if self.pol.schedule_window > 1:
+            self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES)
         posted = [set() for _ in range(N_AGENTS)]
         for n in self.nodes:
             if n.waits:
