@@ -104,6 +104,10 @@ class Policy:
                                          # function set in use holds reciprocal (after sqrt or
                                          # rsqrt: no table switch; the adamw profile), else
                                          # VectorE (silu's, after exp); or "dve" / "act"
+        self.lend_buffers = "share"       # a free buffer of another site taken when SBUF is
+                                         # full becomes this site's too ("share": the fixed
+                                         # buffers of a rolled loop body), or is lent for one
+                                         # tensor only ("lend")
         self.schedule_window = 64        # the instruction scheduler's window (_sched.py): the
                                          # oldest unscheduled instructions it may reorder; 0 or
                                          # 1 keeps the kernel's order
@@ -2050,6 +2054,8 @@ class Tracer:
         #    longest ago)
         best = self._other_free(kind, nbytes)
         if best is not None:
+            if self.pol.lend_buffers == "share" and site is not None and best not in site.slots:
+                site.slots.append(best)            # both sites' own from now on
             return best
         if kind == "sbuf" and self.live is not None:
             a = self._victim(kind, nbytes)
