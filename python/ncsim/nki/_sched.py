@@ -79,6 +79,8 @@ def run(nodes, window, n_engines, n_queues):
     """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook)."""
     n_agents = n_engines + n_queues
     order = schedule(nodes, n_engines, n_agents, window)
+    if all(a is b for a, b in zip(order, nodes)):
+        return nodes                # the kernel's order: the tracer's waits stand
     return assign_waits(order, n_engines, n_agents, n_queues)
 
 
@@ -182,10 +184,14 @@ def assign_waits(nodes, n_engines, n_agents, n_queues):
     tracer's rule (Tracer.emit: vector clocks; a transfer is ordered after its issuing engine's
     earlier instructions only as far as semaphores show them complete)."""
     count = [0] * n_agents
-    newidx = [dict() for _ in range(n_agents)]
     for nd in nodes:
-        newidx[nd.agent][nd.idx] = count[nd.agent]
         count[nd.agent] += 1
+    newidx = [[0] * c for c in count]               # agent -> trace index -> new index
+    count = [0] * n_agents
+    for nd in nodes:
+        ag = nd.agent
+        newidx[ag][nd.idx] = count[ag]
+        count[ag] += 1
     vcs = [[-1] * n_agents for _ in range(n_engines)]
     qvc = [[-1] * n_agents for _ in range(n_queues)]
     known = [-1] * n_engines
@@ -208,7 +214,8 @@ def assign_waits(nodes, n_engines, n_agents, n_queues):
         else:
             cur = vc
         waits = None
-        for a2, i2 in sorted(deps.items(), key=lambda x: -x[1]):
+        for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else
+                       deps.items()):
             if cur[a2] >= i2:
                 continue
             if waits is None:
