@@ -78,6 +78,8 @@ def annotate(nd, deps, queue, writes, est, pinned):
 def run(nodes, window, n_engines, n_queues):
     """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook)."""
     n_agents = n_engines + n_queues
+    if any(nd.deps is None for nd in nodes):
+        return nodes                # an instruction without its dependences: keep the order
     order = schedule(nodes, n_engines, n_agents, window)
     if all(a is b for a, b in zip(order, nodes)):
         return nodes                # the kernel's order: the tracer's waits stand

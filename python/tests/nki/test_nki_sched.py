@@ -84,6 +84,17 @@ def test_own_engine_dependence_kept():
     assert a3.waits is None
 
 
+def test_nodes_without_dependences_keep_the_order():
+    """A node the tracer did not annotate (deps None) could hide a dependence: nothing moves."""
+    a1 = N("a1", ACT, 0)
+    d1 = N("d1", DVE, 0, deps=[(ACT, 0)], cost=300.0)
+    a2 = N("a2", ACT, 1, deps=[(DVE, 0)])
+    a3 = N("a3", ACT, 2)
+    a3.deps = None
+    nodes = [a1, d1, a2, a3]
+    assert run(nodes, 64) == nodes
+
+
 def test_pinned_nodes_keep_their_order():
     a1 = N("a1", ACT, 0)
     d1 = N("d1", DVE, 0, deps=[(ACT, 0)], cost=300.0)
