@@ -274,20 +274,10 @@ NK = ("our NKI version of the tutorial kernel (python/ncsim/nki/examples), lower
 # (docs/nki.md, "Calibration"); an entry leaves this table when it is fixed.
 NKI_MISS = {
     "nki-matmul-tiled": "lowered exactly as our NCA port (nca-matmul-tiled): the same unexplained "
-                        "+43% of its 32,768 small lhsT reloads",
+                        "+43% of its 32,768 small lhsT reloads (the lowering's scheduler and "
+                        "buffer policy leave it unchanged: its loads, one after another on the "
+                        "one load queue, bound it)",
     "nki-matmul-hoisted-speedup": "follows nki-matmul-tiled",
-    "nki-layernorm-v1": "VectorE's work is the NCA port's (layernorm-v1, in band; 1.88 ms busy in "
-                        "both) but the run is short (1.95 ms against 2.31): the lowering reuses the dead 32 KiB tiles of other sites, so each "
-                        "tile's 4 MiB load and store overlap the previous tile's VectorE work, where "
-                        "the chip's 72 us per tile is about that work plus a load, as with the port's "
-                        "single-buffered tiles; which the compiler did is not public",
-    "nki-layernorm-v2": "as nki-layernorm-v1: VectorE busy 1.42 ms, as in the port (1.41 ms), the "
-                        "run 1.47 ms against the chip's 1.97 ms",
-    "nki-adamw": "the instruction mix per engine is our NCA port's (adamw-time, in band: ScalarE "
-                 "1.13 ms, VectorE 1.89 ms) but the lowering issues each engine's instructions in "
-                 "the kernel's order, so ScalarE and VectorE hand each sub-tile back and forth "
-                 "three times and hardly overlap (1.44x the chip); the port's order, the next "
-                 "sub-tile's ScalarE scalings ahead of this one's VectorE work, is a scheduler's",
 }
 
 

@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from . import _dtypes as D
+from . import _sched
 from ..builder import raw_view
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -103,6 +104,13 @@ class Policy:
                                          # function set in use holds reciprocal (after sqrt or
                                          # rsqrt: no table switch; the adamw profile), else
                                          # VectorE (silu's, after exp); or "dve" / "act"
+        self.lend_buffers = "share"       # a free buffer of another site taken when SBUF is
+                                         # full becomes this site's too ("share": the fixed
+                                         # buffers of a rolled loop body), or is lent for one
+                                         # tensor only ("lend")
+        self.schedule_window = 64        # the instruction scheduler's window (_sched.py): the
+                                         # oldest unscheduled instructions it may reorder; 0 or
+                                         # 1 keeps the kernel's order
         self.fold_loops = True           # repeated runs of instructions written as .loop nests
         self.fast_trace = True           # the tracer's optimised paths; False: the reference
                                          # ones (the same program text, slower; for tests)
@@ -1446,11 +1454,14 @@ class Pending:
 
 
 class Node:
-    __slots__ = ("eng", "text", "line", "waits", "agent", "idx")
+    __slots__ = ("eng", "text", "line", "waits", "agent", "idx", "deps", "cost", "pin")
 
     def __init__(self, eng, text, line, waits, agent, idx):
         self.eng, self.text, self.line, self.waits, self.agent, self.idx = \
             eng, text, line, waits, agent, idx
+        self.deps = None    # for the scheduler (_sched.py): [(agent, trace index)] it follows
+        self.cost = 0.0     # its estimated ns
+        self.pin = False    # traced inside ncc.no_reorder()
 
 
 class Resident:
@@ -1546,6 +1557,8 @@ class Tracer:
         self.steady = None                     # _steady.Recorder of the loop being recorded
         self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
         self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
+        self.pinned = 0                        # depth of ncc.no_reorder() blocks
+        self.exact = None                      # emit: every earlier access it conflicts with
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -2112,6 +2125,8 @@ class Tracer:
             self.steady.refuse("an allocation takes another site's buffer")
         best = self._other_free(kind, nbytes)
         if best is not None:
+            if self.pol.lend_buffers == "share" and site is not None and best not in site.slots:
+                site.slots.append(best)            # both sites' own from now on
             return best
         if kind == "sbuf" and self.live is not None:
             a = self._victim(kind, nbytes)
@@ -2198,6 +2213,7 @@ class Tracer:
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
+        self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
         blks = None
         rec = self.steady
         accs = [] if rec is not None else None
@@ -2244,6 +2260,8 @@ class Tracer:
                     accs.append((key, bx, True, a.blk if a is not None else None))
         if rec is not None and internal:
             rec.refuse("compiler-made instructions (fills, spills, reloads)")
+        # the scheduler's estimate (and, for a compute engine, the engine's load for "auto"):
+        # ns of an engine's instruction, or (bytes, contiguous rows) of a transfer
         inc = 0.0
         if queue is None and not self.fast:
             v = writes[0] if writes else (reads[0] if reads else None)
@@ -2255,6 +2273,8 @@ class Tracer:
                     n //= v.shape[v.pdim]
             e = ENG_ID[eng]
             inc = (n if n > 64 else 64) / _CLOCK[e] + (107.0 if e == 4 else 0.0)
+        elif not self.fast:
+            inc = _sched.transfer_size(writes[0]) if writes else (0, 1)
         ln = self.line_override
         if not self.fast:
             ln = self.line() if ln is None else ln
@@ -2274,6 +2294,7 @@ class Tracer:
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
+        self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
         blks = None
         for bb, blk, w, ld in brefs:
             a = bb.allocs.get(blk)
@@ -2337,7 +2358,10 @@ class Tracer:
         self.count[ag] = idx + 1
         if queue is None:
             self.load[e] += inc
-        self.nodes.append(Node(e, text, line, waits, ag, idx))
+        nd = Node(e, text, line, waits, ag, idx)
+        if self.pol.schedule_window > 1:
+            _sched.annotate(nd, self.exact, queue, inc, self.pinned)
+        self.nodes.append(nd)
 
     def _access(self, key, box, write, ag, idx, deps):
         """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
@@ -2347,6 +2371,7 @@ class Tracer:
         in every cell it overlaps; the others never matter)."""
         if not _fast[0] or len(box) != 2:
             return self._access_ref(key, box, write, ag, idx, deps)
+        ex = self.exact
         ix = key.recs
         if ix is None:
             ix = key.recs = _Grid2(key, box)
@@ -2378,12 +2403,16 @@ class Tracer:
                     if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
                         continue
                     rag = r[1]
-                    if (r[3] or write) and rag != ag:
-                        if deps.get(rag, -1) < r[2]:
+                    if r[3] or write:
+                        if rag != ag and deps.get(rag, -1) < r[2]:
                             deps[rag] = r[2]
+                        if ex is not None:
+                            ex.append((rag, r[2]))
                     if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
                             l2b >= lb and h2b <= hb:
                         r[4] = True
+                        if ex is not None and not write:
+                            ex.append((rag, r[2]))     # a read covering a read: keep their order
                 alive.append(rec)
                 cells[c] = alive
 
@@ -2391,6 +2420,7 @@ class Tracer:
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of
         other agents). Records live in buckets along one dim of the memory (the one along which
         its first access was most selective), so disjoint tiles of a big tensor are not compared."""
+        ex = self.exact
         ix = key.recs
         if ix is None:
             ix = key.recs = _Index(key, box)
@@ -2424,11 +2454,15 @@ class Tracer:
                 if not ov:
                     continue
                 rag = r[1]
-                if (r[3] or write) and rag != ag:
-                    if deps.get(rag, -1) < r[2]:
+                if r[3] or write:
+                    if rag != ag and deps.get(rag, -1) < r[2]:
                         deps[rag] = r[2]
+                    if ex is not None:
+                        ex.append((rag, r[2]))
                 if cov and (write or (not r[3] and rag == ag)):
                     r[4] = True            # covered: later accesses are ordered after this one
+                    if ex is not None and not write:
+                        ex.append((rag, r[2]))     # a read covering a read: keep their order
             buckets[b] = alive
         rec = [box, ag, idx, write, False]
         for b in range(b0, b1 + 1):
@@ -2473,6 +2507,8 @@ class Tracer:
 
     # ---- output
     def finish(self, arch="trn1", comment=None):
+        if self.pol.schedule_window > 1:
+            self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES)
         posted = [set() for _ in range(N_AGENTS)]
         for n in self.nodes:
             if n.waits:

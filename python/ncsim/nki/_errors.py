@@ -169,6 +169,9 @@ _CHECKS = {
                                 "auto, dve, act or pool"),
     "reciprocal_engine": (lambda v: v in ("table", "dve", "act"), "table, dve or act"),
     "transcendental_engine": (lambda v: v == "act", "act (ScalarE runs the activation table)"),
+    "lend_buffers": (lambda v: v in ("share", "lend"), "share or lend"),
+    "schedule_window": (lambda v: _int(v, 0, 1 << 20), "an integer 0..1048576 (0 or 1: the "
+                        "kernel's order)"),
 }
 
 

@@ -6,7 +6,10 @@ buffer=...)`. ncsim checks their arguments against the chip's SBUF and PSUM and 
 (no initial values on directly allocated tensors), then places the tensors with its own
 allocator (docs/nki.md, "Allocation"): the values a kernel computes are the same; the
 addresses and the modulo depth it asked for are not kept, so the timing is that of ncsim's
-placement. A warning says so once per kernel file."""
+placement. A warning says so once per kernel file.
+
+`ncc.no_reorder()` pins the order of the instructions traced inside it (the lowering's
+scheduler, docs/nki.md "Scheduling", does not reorder them among themselves)."""
 import warnings
 
 import numpy as np
@@ -102,3 +105,26 @@ class _Space:
 
 sbuf = _Space("sbuf")
 psum = _Space("psum")
+
+
+class no_reorder:
+    """`with ncc.no_reorder():` the instructions traced inside keep the kernel's order: the
+    lowering's scheduler (docs/nki.md, "Scheduling") moves other instructions around them but
+    never reorders these among themselves. Outside a kernel's trace it does nothing."""
+
+    def __enter__(self):
+        from . import _core
+        self._tr = _core._tracer[0]
+        if self._tr is not None:
+            self._tr.flush()
+            self._tr.pinned += 1
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        from . import _core
+        tr = self._tr
+        if tr is not None and tr is _core._tracer[0]:
+            if exc_type is None:
+                tr.flush()          # the block's last instruction is emitted inside it
+            tr.pinned -= 1
+        return False

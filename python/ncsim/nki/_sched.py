@@ -1,0 +1,250 @@
+"""The lowering's instruction scheduler (docs/nki.md, "Scheduling").
+
+The tracer emits instructions in the kernel's order. The Neuron compiler's back-end instead
+unrolls the loops and list-schedules each engine's in-order stream, adding semaphore waits for
+the dependences (shared knowledge of the compiler: each engine runs its own stream in order; the
+scheduler may reorder unless the kernel pins the order). This module does the same to the
+tracer's node list:
+
+- a node's dependences are every earlier access it conflicts with, as the tracer finds them
+  (read after write, write after read, write after write, on SBUF, PSUM and HBM, buffer reuse
+  included), on its own engine too: the tracer's waits name only the latest conflicting
+  instruction of each other agent and rely on that agent's order for the rest, which the
+  scheduler changes. Where the tracer drops a read because a later read of the same agent
+  covers it, the two reads keep their order (later writes are checked against the second);
+- nodes traced inside `ncc.no_reorder()` keep their trace order among themselves;
+- a list scheduler with a bounded window: only the `window` oldest unscheduled nodes (in trace
+  order) are candidates, as a back-end schedules a window of unrolled code; among those whose
+  dependences are scheduled, it takes the one that can start earliest by a simple estimate of
+  each engine's and queue's busy time, the oldest on a tie (so without reordering opportunities
+  the trace order stays);
+- the semaphore waits are then computed again for the new order, by the tracer's rule (vector
+  clocks, a transfer not covered by its issuing engine's interlock).
+
+The estimates are the scheduler's own (a compiler's cost guess: `Tracer.emit`'s per-engine
+figure, and a latency plus bandwidth for a transfer); the simulated time comes from the C
+model whatever they are. They decide only the order, and any order the scheduler produces
+respects every dependence, so the results are those of the trace order."""
+import heapq
+
+# A transfer's estimated time, from the trn1 preset's DMA figures (models/presets/trn1.json,
+# docs/cost-model.md section 9): its queue is busy for the larger of its descriptors (one per
+# partition row, 140 ns each, over 16 engines) and its data (16 engines at 18.7 B/ns), and its
+# result arrives ~1.3 us after it starts (the trigger-to-data latency a stream of transfers
+# hides). The scheduler only compares such estimates; it does not read the preset.
+DMA_DESCRIPTOR_NS = 140.0
+DMA_ENGINES = 16
+DMA_BYTES_PER_NS = 16 * 18.7
+DMA_LATENCY_NS = 1300.0
+ISSUE_NS = 50.0            # what issuing a transfer takes its engine in the estimate (the
+                           # preset's sp issue: 60 ns)
+
+
+def dma_estimate(nbytes, rows):
+    """(queue occupancy, latency) of a transfer of nbytes in rows contiguous pieces, in ns."""
+    return max(-(-rows // DMA_ENGINES) * DMA_DESCRIPTOR_NS, nbytes / DMA_BYTES_PER_NS), \
+        DMA_LATENCY_NS
+
+
+# VectorE instructions that take a multiple of the per-element time the tracer's estimate
+# (Tracer.emit: N cycles at the engine's clock) assumes: two input streams (tensor_tensor but
+# on all-bf16 operands, scans, selects, scalar_tensor_tensor), the reciprocal (docs/cost-model.md
+# section 5; the factors round the trn1 preset's).
+DVE = 3
+_DVE_FACTOR = {"tensor_tensor": 2.0, "tensor_scan": 2.0, "select": 2.0,
+               "scalar_tensor_tensor": 2.0, "reciprocal": 3.0}
+
+
+def transfer_size(v):
+    """(bytes, contiguous rows) of a transfer that writes view v (Tracer.emit keeps it with the
+    instruction, so that a replayed loop iteration (_steady.py) carries it without views)."""
+    nbytes = v.dtype.itemsize
+    for d in v.shape:
+        nbytes *= d
+    rows = v.shape[v.pdim] if v.pdim is not None else (v.shape[0] if v.shape else 1)
+    return nbytes, rows
+
+
+def annotate(nd, deps, queue, est, pinned):
+    """Tracer.emit's hook: keep what the scheduler needs of an instruction it just emitted.
+    est: the engine's estimated ns, or (bytes, rows) of a transfer (transfer_size)."""
+    nd.deps = deps
+    nd.pin = pinned > 0
+    if queue is None:
+        if nd.eng == DVE:
+            op = nd.text.split(" ", 1)[0]
+            f = _DVE_FACTOR.get(op)
+            if f is not None and not (op == "tensor_tensor" and nd.text.count("bf16") >= 3):
+                est *= f
+        nd.cost = est
+    else:
+        nd.cost = dma_estimate(*est)
+
+
+def run(nodes, window, n_engines, n_queues):
+    """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook)."""
+    n_agents = n_engines + n_queues
+    if any(nd.deps is None for nd in nodes):
+        return nodes                # an instruction without its dependences: keep the order
+    order = schedule(nodes, n_engines, n_agents, window)
+    if all(a is b for a, b in zip(order, nodes)):
+        return nodes                # the kernel's order: the tracer's waits stand
+    return assign_waits(order, n_engines, n_agents, n_queues)
+
+
+def schedule(nodes, n_engines, n_agents, window):
+    """Return the nodes in a new order (a list). Each node has .eng (issuing engine), .agent
+    (the engine, or n_engines + queue for a transfer), .idx (its index in its agent's trace
+    order), .deps ([(agent, trace index)] of the earlier instructions it must follow, its own
+    agent's included), .cost (estimated ns; (queue occupancy, latency) of a transfer), .pin
+    (traced inside no_reorder)."""
+    n = len(nodes)
+    if n == 0 or window <= 1:
+        return list(nodes)
+    by_agent = [[] for _ in range(n_agents)]        # agent -> positions in trace order
+    for p, nd in enumerate(nodes):
+        by_agent[nd.agent].append(p)
+    preds = [None] * n                              # position -> positions it follows
+    succs = [[] for _ in range(n)]
+    remaining = [0] * n
+    last_pin = -1
+    for p, nd in enumerate(nodes):
+        ps = {by_agent[a][i] for a, i in nd.deps} if nd.deps else set()
+        if nd.pin:
+            if last_pin >= 0:
+                ps.add(last_pin)
+            last_pin = p
+        ps.discard(p)
+        preds[p] = ps
+        remaining[p] = len(ps)
+        for q in ps:
+            succs[q].append(p)
+    finish = [0.0] * n
+    ready_at = [0.0] * n
+    scheduled = [False] * n
+    admitted = 0                                    # positions < admitted are in the window
+    wait_heap = [[] for _ in range(n_engines)]      # engine -> (ready time, position)
+    avail_heap = [[] for _ in range(n_engines)]     # engine -> position (ready by eng_free)
+    eng_free = [0.0] * n_engines
+    q_free = [0.0] * n_agents
+
+    def push(p):
+        r = 0.0
+        for q in preds[p]:
+            if finish[q] > r:
+                r = finish[q]
+        ready_at[p] = r
+        heapq.heappush(wait_heap[nodes[p].eng], (r, p))
+
+    head = 0
+    order = []
+    while len(order) < n:
+        lim = min(n, head + window)                 # admit the window
+        while admitted < lim:
+            p = admitted
+            admitted += 1
+            if remaining[p] == 0:
+                push(p)
+        # each engine's best candidate: the oldest of those that can start when the engine is
+        # free, else the one ready first; then the engine whose candidate starts first
+        best = None
+        for e in range(n_engines):
+            wh, ah, f = wait_heap[e], avail_heap[e], eng_free[e]
+            while wh and wh[0][0] <= f:
+                heapq.heappush(ah, heapq.heappop(wh)[1])
+            if ah:
+                cand = (f, ah[0], e)
+            elif wh:
+                cand = (wh[0][0], wh[0][1], e)
+            else:
+                continue
+            if best is None or cand < best:
+                best = cand
+        start, p, e = best
+        if avail_heap[e] and avail_heap[e][0] == p:
+            heapq.heappop(avail_heap[e])
+        else:
+            heapq.heappop(wait_heap[e])
+        nd = nodes[p]
+        ag = nd.agent
+        if ag >= n_engines:                         # a transfer: issued by e, run by its queue
+            s = max(start, q_free[ag])
+            occ, lat = nd.cost
+            q_free[ag] = s + occ
+            finish[p] = s + occ + lat
+            eng_free[e] = start + ISSUE_NS
+        else:
+            finish[p] = start + nd.cost
+            eng_free[e] = finish[p]
+        scheduled[p] = True
+        order.append(nd)
+        while head < n and scheduled[head]:
+            head += 1
+        for q in succs[p]:
+            remaining[q] -= 1
+            if remaining[q] == 0 and q < admitted:
+                push(q)
+    return order
+
+
+def assign_waits(nodes, n_engines, n_agents, n_queues):
+    """Give nodes in their final order new per-agent indices and recompute their waits by the
+    tracer's rule (Tracer.emit: vector clocks; a transfer is ordered after its issuing engine's
+    earlier instructions only as far as semaphores show them complete)."""
+    count = [0] * n_agents
+    for nd in nodes:
+        count[nd.agent] += 1
+    newidx = [[0] * c for c in count]               # agent -> trace index -> new index
+    count = [0] * n_agents
+    for nd in nodes:
+        ag = nd.agent
+        newidx[ag][nd.idx] = count[ag]
+        count[ag] += 1
+    vcs = [[-1] * n_agents for _ in range(n_engines)]
+    qvc = [[-1] * n_agents for _ in range(n_queues)]
+    known = [-1] * n_engines
+    clocks = [[] for _ in range(n_agents)]
+    for nd in nodes:
+        ag, e = nd.agent, nd.eng
+        idx = newidx[ag][nd.idx]
+        deps = {}
+        for a, i in nd.deps or ():
+            if a != ag:
+                j = newidx[a][i]
+                if deps.get(a, -1) < j:
+                    deps[a] = j
+        vc = vcs[e]
+        queue = ag - n_engines if ag >= n_engines else None
+        if queue is not None:
+            base = list(vc)
+            base[e] = known[e]
+            cur = list(map(max, base, qvc[queue]))
+        else:
+            cur = vc
+        waits = None
+        for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else
+                       deps.items()):
+            if cur[a2] >= i2:
+                continue
+            if waits is None:
+                waits = []
+            waits.append((a2, i2))
+            c2 = clocks[a2][i2]
+            vc[:] = map(max, vc, c2)
+            if c2[e] > known[e]:
+                known[e] = c2[e]
+            if cur is not vc:
+                cur[:] = map(max, cur, c2)
+        if queue is not None:
+            base = list(vc)
+            base[e] = known[e]
+            cur[:] = map(max, cur, base)
+            cur[ag] = idx
+            qvc[queue] = cur
+            clocks[ag].append(tuple(cur))
+        else:
+            vc[ag] = idx
+            clocks[ag].append(tuple(vc))
+        nd.idx = idx
+        nd.waits = waits
+    return nodes
