@@ -18,7 +18,7 @@
 #include "arch.h"
 #include "load.h"
 #include "sim.h"
-#include "sweep.h"
+#include "sweep_internal.h"
 #include "sweep_plot.h"
 #include "testutil.h"
 
