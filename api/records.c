@@ -3,14 +3,18 @@
  * and transfer records as they complete (ncsim_sim_set_record_hooks), exact counters of the
  * statistics by name (ncsim_sim_counter), opcodes by name, and whether two architectures
  * give the same assembled program (ncsim_arch_same_memory). Sweeps and validation
- * (explore/) read their figures through these, and write their files with ncsim_write_file.
+ * (explore/) read their figures through these, write their files with ncsim_write_file and
+ * read the files their data names with ncsim_read_data_file.
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api_internal.h"
+#include "file.h"
 #include "load.h"
 
 /* ---- opcodes ---------------------------------------------------------------------------------- */
@@ -224,4 +228,85 @@ ncsim_status_t ncsim_write_file(const char *path, const void *data, size_t len)
     api_fail(NCSIM_IO, "io", "cannot write %s: %s", path, strerror(e));
     errno = e;
     return NCSIM_IO;
+}
+
+/* The reason is handed back alone (WHY) and in the last error with the path; errno is kept
+ * across both. */
+static ncsim_status_t read_fail(const char *path, const char *reason, int e, char *why,
+                                size_t whylen)
+{
+    if (why && whylen)
+        snprintf(why, whylen, "%s", reason);
+    api_fail_at(NCSIM_IO, "io", path, 0, 0, -1, -1, -1, "cannot read %s: %s", path, reason);
+    errno = e;
+    return NCSIM_IO;
+}
+
+ncsim_status_t ncsim_read_data_file(const char *path, uint64_t max_bytes, unsigned flags,
+                                    void **data, size_t *len, char *why, size_t whylen)
+{
+    if (data)
+        *data = NULL;
+    if (len)
+        *len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (!path || !data || !len)
+        return api_fail(NCSIM_USAGE, "usage", "ncsim_read_data_file: no path or no place for "
+                                              "the data");
+    if (flags & ~NCSIM_READ_NO_SYMLINK)
+        return api_fail(NCSIM_USAGE, "usage", "ncsim_read_data_file: unknown flags 0x%x",
+                        flags & ~NCSIM_READ_NO_SYMLINK);
+    if (max_bytes >= SIZE_MAX)
+        max_bytes = SIZE_MAX - 1;
+    char reason[256];
+    FILE *f = isa_file_open_data(path, max_bytes,
+                                 (flags & NCSIM_READ_NO_SYMLINK) ? ISA_FILE_NO_SYMLINK : 0,
+                                 reason, sizeof reason);
+    if (!f)
+        return read_fail(path, reason, errno, why, whylen);
+    /* The size checked on the descriptor sizes the buffer; a file that grows meanwhile is
+     * read on up to the bound, never past it. */
+    struct stat st;
+    size_t cap = 1 << 16;
+    if (fstat(fileno(f), &st) == 0 && st.st_size >= 0 && (uint64_t)st.st_size <= max_bytes)
+        cap = (size_t)st.st_size + 1;
+    size_t n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        if (n > max_bytes)
+            break;
+        size_t next = cap > (size_t)max_bytes / 2 ? (size_t)max_bytes + 1 : cap * 2;
+        char *t = realloc(buf, next + 1);
+        if (!t) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = t;
+        cap = next;
+    }
+    int bad = !buf ? ENOMEM : ferror(f) ? EIO : n > max_bytes ? EFBIG : 0;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        if (bad == ENOMEM) {
+            api_fail(NCSIM_NOMEM, "memory", "cannot read %s: out of memory", path);
+            errno = ENOMEM;
+            return NCSIM_NOMEM;
+        }
+        if (bad == EFBIG)
+            snprintf(reason, sizeof reason, "grew beyond %llu bytes while read",
+                     (unsigned long long)max_bytes);
+        else
+            snprintf(reason, sizeof reason, "read error");
+        return read_fail(path, reason, bad, why, whylen);
+    }
+    buf[n] = 0;
+    *data = buf;
+    *len = n;
+    return NCSIM_OK;
 }

@@ -13,9 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "arch.h"
-#include "file.h"
 #include "options.h"
+#include "outputs.h"
 #include "sweep.h"
 #include "sweep_plot.h"
 
@@ -211,19 +210,12 @@ static int list_points(const sim_sweep_t *sw)
         printf(",%s", sim_sweep_param_key(sw, k));
     putchar('\n');
     for (uint64_t i = 0; i < sim_sweep_point_count(sw); i++) {
-        mdl_arch_t a;
-        char err[1024];
-        if (sim_sweep_point_arch(sw, i, &a, err, sizeof err) != NCSIM_OK) {
+        char values[8192], err[1024];
+        if (sim_sweep_point_values(sw, i, values, sizeof values, err, sizeof err) != NCSIM_OK) {
             fprintf(stderr, "ncsim sweep: %s\n", err);
             return 2;
         }
-        printf("%" PRIu64, i);
-        for (size_t k = 0; k < sim_sweep_param_count(sw); k++) {
-            char v[128];
-            mdl_arch_get(&a, sim_sweep_param_key(sw, k), v, sizeof v);
-            printf(",%s", v);
-        }
-        putchar('\n');
+        printf("%" PRIu64 "%s%s\n", i, sim_sweep_param_count(sw) ? "," : "", values);
     }
     return 0;
 }
@@ -377,17 +369,16 @@ static int sweep_merge(const sweep_args_t *a, const sim_sweep_t *sw, const char 
 
 /* Run and merge (or one of them). From here a merge follows (unless --index): the CSV and
  * the plot an earlier run left under the requested names are not this run's results. A
- * signal removes them (isa/file.h), and so does a run or merge that fails before rewriting
+ * signal removes them (cli_output_guard), and so does a run or merge that fails before rewriting
  * them. */
 static int sweep_run_merge(const sweep_args_t *a, sim_sweep_t *sw, const char *dir,
                            const char *csv, const sim_plot_options_t *plot)
 {
     int pend_csv = -1, pend_png = -1, csv_written = 0, png_written = 0;
     if (!a->have_index) {
-        if (strcmp(csv, "-") != 0 && !isa_file_is_special(csv))
-            pend_csv = isa_file_pending_add(csv);
-        if (a->png && !isa_file_is_special(a->png))
-            pend_png = isa_file_pending_add(a->png);
+        pend_csv = cli_output_guard(csv);
+        if (a->png)
+            pend_png = cli_output_guard(a->png);
     }
     int rc = a->merge_only ? -1 : sweep_points(a, sw, dir);
     if (rc < 0)
@@ -396,8 +387,8 @@ static int sweep_run_merge(const sweep_args_t *a, sim_sweep_t *sw, const char *d
         unlink(csv);
     if (pend_png >= 0 && !png_written)
         unlink(a->png);
-    isa_file_pending_remove(pend_csv);
-    isa_file_pending_remove(pend_png);
+    cli_output_unguard(pend_csv);
+    cli_output_unguard(pend_png);
     return rc;
 }
 

@@ -319,3 +319,15 @@ int cli_output_end(cli_outputs_t *o, int rc)
 {
     return cli_output_end_keep(o, rc, 0);
 }
+
+int cli_output_guard(const char *path)
+{
+    if (!path || strcmp(path, "-") == 0 || isa_file_is_special(path))
+        return -1;
+    return isa_file_pending_add(path);
+}
+
+void cli_output_unguard(int handle)
+{
+    isa_file_pending_remove(handle);
+}

@@ -69,4 +69,15 @@ int cli_output_close(cli_outputs_t *o, const char *out, FILE *f);
 int cli_output_end(cli_outputs_t *o, int rc);
 int cli_output_end_keep(cli_outputs_t *o, int rc, int keep_on_1);
 
+/*
+ * A file a command will write later through the library (sweep's merged CSV and plot, which
+ * ncsim_write_file puts in place): from cli_output_guard until cli_output_unguard, a signal
+ * that ends the process removes it, so an earlier run's file is not left under the name as if
+ * it were this run's. Returns a handle, or -1 when there is nothing to guard (`-`, an existing
+ * device or FIFO such as /dev/null, or no room in the list); cli_output_unguard(-1) does
+ * nothing. Whether to remove it on a failure is the caller's call (it knows what it wrote).
+ */
+int cli_output_guard(const char *path);
+void cli_output_unguard(int handle);
+
 #endif

@@ -3,7 +3,7 @@
  * forked workers, the per-point result files, the merged CSV and the Slurm script
  * (sweep.h describes the contract, docs/exploration.md the use).
  */
-#include "sweep.h"
+#include "sweep_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "file.h"
 #include "diag.h"
 #include "load.h"
 #include "npy.h"
@@ -28,6 +27,11 @@
 #include "sim.h"
 #include "stats.h"
 #include "util.h"
+
+/* The bounds of the files a spec names (program, arch file: as large as a program may be,
+ * sim/load.h's 1 GiB) and of a point file, which sweep writes itself (docs/security.md). */
+#define SWEEP_MAX_DATA_BYTES (1ull << 30)
+#define SWEEP_MAX_POINT_BYTES (64ull << 20)
 
 /* ---- the spec ----------------------------------------------------------------------------- */
 
@@ -124,23 +128,17 @@ static char *resolve_path(const char *dir, const char *path)
 }
 
 /* Hash a whole file into h; -1 when it cannot be read (why says why). The path came from
- * the spec, which is data: it is opened through the checked helper, so a spec naming
+ * the spec, which is data: it is read through the library's checked reader, so a spec naming
  * /dev/zero or a FIFO is refused at once instead of spinning or blocking. */
 static int hash_file(uint64_t *h, const char *path, char *why, size_t whylen)
 {
-    FILE *f = isa_file_open_data(path, SIM_MAX_READ_BYTES, 0, why, whylen);
-    if (!f)
+    void *data = NULL;
+    size_t len = 0;
+    if (ncsim_read_data_file(path, SWEEP_MAX_DATA_BYTES, 0, &data, &len, why, whylen) !=
+        NCSIM_OK)
         return -1;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        *h = fnv1a(*h, buf, n);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(why, whylen, "read error");
-        return -1;
-    }
+    *h = fnv1a(*h, data, len);
+    ncsim_free(data);
     return 0;
 }
 
@@ -786,6 +784,27 @@ ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_a
     return st;
 }
 
+ncsim_status_t sim_sweep_point_values(const sim_sweep_t *sw, uint64_t index, char *buf,
+                                      size_t buflen, char *err, size_t errlen)
+{
+    if (buflen)
+        buf[0] = 0;
+    mdl_arch_t a;
+    ncsim_status_t st = sim_sweep_point_arch(sw, index, &a, err, errlen);
+    if (st != NCSIM_OK)
+        return st;
+    size_t used = 0;
+    for (size_t k = 0; k < sw->nparams && used < buflen; k++) {
+        char v[128];
+        mdl_arch_get(&a, sw->params[k], v, sizeof v);
+        int n = snprintf(buf + used, buflen - used, "%s%s", k ? "," : "", v);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return NCSIM_OK;
+}
+
 ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last, char *err,
                                  size_t errlen)
 {
@@ -832,13 +851,14 @@ static char *point_path(const char *out_dir, uint64_t index)
  * is missing or not such a file. */
 static json_t *load_point_file(const char *path)
 {
-    char why[256];
-    FILE *f = isa_file_open_data(path, 64ull << 20, ISA_FILE_NO_SYMLINK, why, sizeof why);
-    if (!f)
+    void *text = NULL;
+    size_t len = 0;
+    if (ncsim_read_data_file(path, SWEEP_MAX_POINT_BYTES, NCSIM_READ_NO_SYMLINK, &text, &len,
+                             NULL, 0) != NCSIM_OK)
         return NULL;
     json_error_t jerr;
-    json_t *root = json_loadf(f, 0, &jerr);
-    fclose(f);
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    ncsim_free(text);
     return root;
 }
 
@@ -984,9 +1004,9 @@ static ncsim_status_t write_point(json_t *root, const char *path, char *err, siz
     }
     t2[n] = '\n';
     t2[n + 1] = 0;
-    int rc = sim_write_file(path, t2, n + 1);
+    ncsim_status_t rc = ncsim_write_file(path, t2, n + 1);
     free(t2);
-    if (rc) {
+    if (rc != NCSIM_OK) {
         xp_errf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return NCSIM_IO;
     }
@@ -1442,7 +1462,7 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
                  summary->missing, sw->npoints, out_dir, missing.p ? missing.p : "",
                  summary->missing > 8 ? "\n  ..." : "");
         st = NCSIM_IO;
-    } else if (sim_write_file(csv_path, b.p, b.len)) {
+    } else if (ncsim_write_file(csv_path, b.p, b.len) != NCSIM_OK) {
         xp_errf(err, errlen, "cannot write %s: %s", csv_path, strerror(errno));
         st = NCSIM_IO;
     }

@@ -22,7 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "arch.h"
 #include "ncsim.h"
 
 typedef struct sim_sweep sim_sweep_t;
@@ -58,9 +57,11 @@ const char *sim_sweep_program_path(const sim_sweep_t *sw);
 /* Default output directory: NAME.sweep in the current directory, for spec NAME.json. */
 void sim_sweep_default_out_dir(const sim_sweep_t *sw, char *buf, size_t buflen);
 
-/* The resolved, validated config of point `index`. */
-ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_arch_t *out,
-                                    char *err, size_t errlen);
+/* The values of the varied keys at point `index`, as its resolved and validated config holds
+ * them (the text `ncsim arch --get` prints), in CSV column order joined by commas, into BUF
+ * (truncated to BUFLEN). NCSIM_USAGE for a point that does not exist or is invalid. */
+ncsim_status_t sim_sweep_point_values(const sim_sweep_t *sw, uint64_t index, char *buf,
+                                      size_t buflen, char *err, size_t errlen);
 
 /*
  * Assemble the program for every geometry (memory sizes) used by points first..last, once

@@ -112,6 +112,25 @@ NCSIM_API void ncsim_free(void *p);
  * NCSIM_IO (errno kept) when it cannot be written. */
 NCSIM_API ncsim_status_t ncsim_write_file(const char *path, const void *data, size_t len);
 
+/* ncsim_read_data_file's flags. */
+#define NCSIM_READ_NO_SYMLINK 1u /* refuse PATH when it is a symbolic link */
+
+/*
+ * Read a whole file whose name came from data (a path in a sweep spec, a point file in a
+ * shared folder) with the checks docs/security.md relies on: the file is opened without
+ * blocking and the open descriptor is checked, so only a regular file of at most MAX_BYTES is
+ * read, never a device (/dev/zero), a FIFO, a socket or a directory, and with
+ * NCSIM_READ_NO_SYMLINK never through a symbolic link. On success *DATA (NUL-terminated, so a
+ * text may be parsed as a string; free with ncsim_free) and *LEN (without the NUL). Otherwise
+ * *DATA is NULL, NCSIM_IO with errno kept (ENOENT, EISDIR, EINVAL for another kind of file,
+ * EFBIG, ELOOP for a refused link), the last error "cannot read PATH: WHY" and, when WHY is
+ * not NULL, the reason alone in it (for a caller that words its own message); NCSIM_USAGE
+ * for a NULL argument or an unknown flag.
+ */
+NCSIM_API ncsim_status_t ncsim_read_data_file(const char *path, uint64_t max_bytes,
+                                              unsigned flags, void **data, size_t *len,
+                                              char *why, size_t whylen);
+
 /* ---- Names ------------------------------------------------------------------------------------ */
 
 /* Element types of tensors, in the .ncx numbering. */

@@ -18,7 +18,7 @@
 #include "arch.h"
 #include "load.h"
 #include "sim.h"
-#include "sweep.h"
+#include "sweep_internal.h"
 #include "sweep_plot.h"
 #include "testutil.h"
 
@@ -181,6 +181,21 @@ static void test_point_order(void **state)
     }
     mdl_arch_t a;
     assert_int_equal(sim_sweep_point_arch(sw, 6, &a, err, sizeof err), NCSIM_USAGE);
+    /* the same points as text, as `--list` prints them: the varied keys in column order,
+     * as the resolved config holds them */
+    char values[256];
+    assert_int_equal(sim_sweep_point_values(sw, 0, values, sizeof values, err, sizeof err),
+                     NCSIM_OK);
+    assert_string_equal(values, "410.0,1,1,1");
+    assert_int_equal(sim_sweep_point_values(sw, 4, values, sizeof values, err, sizeof err),
+                     NCSIM_OK);
+    assert_string_equal(values, "820.5,4,2,2");
+    assert_int_equal(sim_sweep_point_values(sw, 4, values, 8, err, sizeof err), NCSIM_OK);
+    assert_string_equal(values, "820.5,4"); /* truncated to the buffer */
+    assert_int_equal(sim_sweep_point_values(sw, 6, values, sizeof values, err, sizeof err),
+                     NCSIM_USAGE);
+    assert_string_equal(values, "");
+    assert_non_null(strstr(err, "point 6 does not exist"));
     assert_int_equal(strlen(sim_sweep_fingerprint(sw)), 16);
     char od[256];
     sim_sweep_default_out_dir(sw, od, sizeof od);
@@ -191,6 +206,9 @@ static void test_point_order(void **state)
     assert_int_equal(load_spec(dir, "", &sw, err, sizeof err), NCSIM_OK);
     assert_int_equal(sim_sweep_point_count(sw), 1);
     assert_int_equal(sim_sweep_param_count(sw), 0);
+    assert_int_equal(sim_sweep_point_values(sw, 0, values, sizeof values, err, sizeof err),
+                     NCSIM_OK);
+    assert_string_equal(values, "");
     sim_sweep_free(sw);
 }
 
