@@ -147,6 +147,7 @@ void trc_report_finish(trc_report_t *rep)
         rpt_bounds_from_totals(rep);
     if (rep->nlines)
         qsort(rep->lines, rep->nlines, sizeof *rep->lines, cmp_line);
+    rpt_line_index(rep, 1); /* the lines moved (out of memory: searched without an index) */
     if (rep->nbounds)
         qsort(rep->bounds, rep->nbounds, sizeof *rep->bounds, cmp_bound);
     if (rep->nstalls)
@@ -168,6 +169,7 @@ void trc_report_free(trc_report_t *rep)
     free(rep->links);
     free(rep->colls);
     free(rep->lines);
+    free(rep->line_slots);
     free(rep->bounds);
     memset(rep, 0, sizeof *rep);
 }

@@ -209,6 +209,8 @@ typedef struct trc_report {
     /* by source line (sorted by trc_report_finish: costliest first) */
     trc_report_line_t *lines;
     size_t nlines;
+    size_t *line_slots; /* the index of lines by number (trc_report_line, _find) */
+    size_t nline_slots;
     /* the verdict: candidates, largest first (trc_report_finish); share of bounds_of_ps */
     trc_report_bound_t *bounds;
     size_t nbounds;
@@ -228,6 +230,9 @@ trc_report_stall_t *trc_report_add_stall(trc_report_t *rep);
 trc_report_link_t *trc_report_add_link(trc_report_t *rep);
 /* The entry of `line`, created (zeroed) when new; NULL when out of memory. */
 trc_report_line_t *trc_report_line(trc_report_t *rep, uint32_t line);
+/* The entry of `line`, NULL when it has none (a hashed look-up, also after
+ * trc_report_finish). */
+const trc_report_line_t *trc_report_line_find(const trc_report_t *rep, uint32_t line);
 /* Add `ps` to the verdict candidate `what` (created with `advice` when new; a name is cut to
  * what[]). 0, or -1 when out of memory. */
 int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, trc_advice_t advice);

@@ -211,5 +211,8 @@ int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n);
 void rpt_bounds_from_totals(trc_report_t *rep);
 /* report_lines.c: the per-line profile from the slices. */
 int rpt_lines_from_slices(model_t *m);
+/* report_lines.c: trc_report_line's index of rep->lines, made to fit one more line, or
+ * rebuilt whole (`rebuild`: the lines moved); -1, and no index, when out of memory. */
+int rpt_line_index(trc_report_t *rep, int rebuild);
 
 #endif

@@ -15,14 +15,73 @@
 
 /* ---- figures --------------------------------------------------------------------------------- */
 
+static size_t line_slot(uint32_t line, size_t cap)
+{
+    return (size_t)(((uint64_t)line * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+/* The line index (line -> position in rep->lines + 1, open addressing), grown to keep it at
+ * most half full; rebuilt whole when the lines have moved (`rebuild`: trc_report_finish). A
+ * linear search made a statistics file of 100,000 lines take tens of seconds. */
+int rpt_line_index(trc_report_t *rep, int rebuild)
+{
+    if (!rebuild && (rep->nlines + 1) * 2 <= rep->nline_slots)
+        return 0;
+    size_t cap = 64;
+    while ((rep->nlines + 1) * 2 > cap)
+        cap *= 2;
+    size_t *slots = calloc(cap, sizeof *slots);
+    if (!slots) {
+        free(rep->line_slots);
+        rep->line_slots = NULL;
+        rep->nline_slots = 0;
+        return -1;
+    }
+    for (size_t i = 0; i < rep->nlines; i++) {
+        size_t j = line_slot(rep->lines[i].line, cap);
+        while (slots[j])
+            j = (j + 1) & (cap - 1);
+        slots[j] = i + 1;
+    }
+    free(rep->line_slots);
+    rep->line_slots = slots;
+    rep->nline_slots = cap;
+    return 0;
+}
+
+/* The slot of the index holding `line`, or the empty one where it would go. */
+static size_t line_slot_of(const trc_report_t *rep, uint32_t line)
+{
+    size_t j = line_slot(line, rep->nline_slots);
+    while (rep->line_slots[j] && rep->lines[rep->line_slots[j] - 1].line != line)
+        j = (j + 1) & (rep->nline_slots - 1);
+    return j;
+}
+
+const trc_report_line_t *trc_report_line_find(const trc_report_t *rep, uint32_t line)
+{
+    if (!rep->nline_slots) { /* no index (out of memory when it was built) */
+        for (size_t i = 0; i < rep->nlines; i++)
+            if (rep->lines[i].line == line)
+                return &rep->lines[i];
+        return NULL;
+    }
+    size_t j = line_slot_of(rep, line);
+    return rep->line_slots[j] ? &rep->lines[rep->line_slots[j] - 1] : NULL;
+}
+
 trc_report_line_t *trc_report_line(trc_report_t *rep, uint32_t line)
 {
-    for (size_t i = 0; i < rep->nlines; i++)
-        if (rep->lines[i].line == line)
-            return &rep->lines[i];
+    if (rpt_line_index(rep, 0))
+        return NULL;
+    size_t j = line_slot_of(rep, line);
+    if (rep->line_slots[j])
+        return &rep->lines[rep->line_slots[j] - 1];
     trc_report_line_t *l = rpt_append((void **)&rep->lines, &rep->nlines, sizeof *rep->lines);
-    if (l)
+    if (l) {
         l->line = line;
+        rep->line_slots[j] = rep->nlines;
+    }
     return l;
 }
 
@@ -40,21 +99,14 @@ uint64_t trc_report_line_cost(const trc_report_line_t *l)
 }
 
 /* The per-line profile from the slices: instructions by their line, transfers by their dma
- * instruction's line. */
+ * instruction's line (any number a .loc may give). */
 int rpt_lines_from_slices(model_t *m)
 {
-    uint32_t max = 0;
-    for (size_t i = 0; i < m->nsl; i++)
-        if (m->sl[i].line > max)
-            max = m->sl[i].line;
-    if (!m->nsl)
-        return 0;
-    trc_report_line_t *dense = calloc((size_t)max + 1, sizeof *dense);
-    if (!dense)
-        return -1;
     for (size_t i = 0; i < m->nsl; i++) {
         const rs_t *x = &m->sl[i];
-        trc_report_line_t *l = &dense[x->line];
+        trc_report_line_t *l = trc_report_line(m->rep, x->line);
+        if (!l)
+            return -1;
         if (x->kind == TRC_SLICE_INSTR) {
             l->instructions++;
             l->busy_ps += x->dur;
@@ -67,21 +119,9 @@ int rpt_lines_from_slices(model_t *m)
             l->dma_wait_ps += x->queued;
         }
     }
-    int rc = 0;
-    for (uint32_t k = 0; k <= max && !rc; k++) {
-        if (!dense[k].instructions && !dense[k].transfers)
-            continue;
-        trc_report_line_t *l = trc_report_line(m->rep, k);
-        if (!l) {
-            rc = -1;
-            break;
-        }
-        *l = dense[k];
-        l->line = k;
-    }
-    free(dense);
-    return rc;
+    return 0;
 }
+
 /* ---- the source text of each line ------------------------------------------------------------ */
 
 /* Line numbers in ascending order: read_line_texts walks them with the file, once. */

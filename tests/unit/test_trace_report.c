@@ -415,6 +415,73 @@ static void test_report_collectives(void **state)
     free(from_stats);
 }
 
+/* ---- the per-line profile ------------------------------------------------------------------------- */
+
+/* Any line number a .loc can give: a dense table of every number up to the largest (the old
+ * way) made a trace with line 4000000000 "out of memory". */
+static void test_report_huge_line(void **state)
+{
+    (void)state;
+    const char *trace =
+        "{\"otherData\":{\"program\":\"p\"},\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"instr\",\"name\":\"a\",\"pid\":1,\"tid\":1001,\"ts\":0,\"dur\":1,"
+        "\"args\":{\"line\":4000000000}},"
+        "{\"ph\":\"X\",\"cat\":\"instr\",\"name\":\"b\",\"pid\":1,\"tid\":1001,\"ts\":1,\"dur\":2,"
+        "\"args\":{\"line\":3}}]}";
+    tu_write_file(tu_join(dir, "hugeline.json"), trace, strlen(trace));
+    char *j = report("hugeline.json --by-line --json -o hugeline-lines.json", 0);
+    free(j);
+    j = tu_read_file(tu_join(dir, "hugeline-lines.json"), NULL);
+    assert_non_null(j);
+    yajl_val root = parse(j);
+    yajl_val lines = get(root, "lines");
+    assert_int_equal(YAJL_GET_ARRAY(lines)->len, 2);
+    assert_int_equal(YAJL_GET_INTEGER(get(YAJL_GET_ARRAY(lines)->values[0], "line")), 3);
+    assert_int_equal(YAJL_GET_INTEGER(get(YAJL_GET_ARRAY(lines)->values[1], "line")),
+                     4000000000ll);
+    yajl_tree_free(root);
+    free(j);
+}
+
+/* trc_report_line and trc_report_line_find through the index, before and after
+ * trc_report_finish moves the lines: many lines in scrambled order, each met twice. */
+static void test_lines_index(void **state)
+{
+    (void)state;
+    enum { N = 50000 };
+    trc_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t line = (i * 7919u) % N * 3u + 1u;
+            trc_report_line_t *l = trc_report_line(&rep, line);
+            assert_non_null(l);
+            assert_int_equal(l->line, line);
+            l->busy_ps += line; /* the cost sorts by it: line order */
+            l->instructions++;
+        }
+    assert_int_equal(rep.nlines, N);
+    trc_report_finish(&rep);
+    for (uint32_t k = 0; k < N; k++) {
+        uint32_t line = k * 3u + 1u;
+        const trc_report_line_t *l = trc_report_line_find(&rep, line);
+        assert_non_null(l);
+        assert_int_equal(l->line, line);
+        assert_int_equal(l->busy_ps, 2ull * line);
+        assert_int_equal(l->instructions, 2);
+        assert_ptr_equal(trc_report_line(&rep, line), l);
+        assert_null(trc_report_line_find(&rep, line + 1));
+    }
+    /* costliest first */
+    assert_int_equal(rep.lines[0].line, (N - 1) * 3 + 1);
+    /* a new line after the sort */
+    trc_report_line_t *l = trc_report_line(&rep, 2);
+    assert_non_null(l);
+    assert_int_equal(rep.nlines, N + 1);
+    assert_ptr_equal(trc_report_line_find(&rep, 2), l);
+    trc_report_free(&rep);
+}
+
 /* ---- advice ------------------------------------------------------------------------------------------ */
 
 /* Every advice is printed whole, in the verdict and in the JSON's "hint": for each advice the
@@ -511,6 +578,8 @@ int main(void)
         cmocka_unit_test(test_critical_path_engine_order),
         cmocka_unit_test(test_report_from_stats),
         cmocka_unit_test(test_report_collectives),
+        cmocka_unit_test(test_report_huge_line),
+        cmocka_unit_test(test_lines_index),
         cmocka_unit_test(test_advice_whole),
         cmocka_unit_test(test_report_errors),
     };
