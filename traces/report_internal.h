@@ -12,7 +12,9 @@
  *   report_text.c     the report as text
  *   report_json.c     the report as JSON, and the JSON helpers report_lines.c uses too
  *
- * Internal names start with rpt_; the public ones (report.h) with trc_report_.
+ * report_load.c (report_load.h) reads a file into a report: a trace through
+ * trc_report_from_trace, a statistics file's totals through the public calls of report.h.
+ * The internal functions start with rpt_; the public ones (report.h) with trc_report_.
  */
 #ifndef NCSIM_TRACES_REPORT_INTERNAL_H
 #define NCSIM_TRACES_REPORT_INTERNAL_H
