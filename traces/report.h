@@ -124,12 +124,51 @@ uint64_t trc_report_line_stall(const trc_report_line_t *l);
  * time it waited for the work of others). */
 uint64_t trc_report_line_cost(const trc_report_line_t *l);
 
+/* What would move each kind of bound (the verdict's advice): XX(ID, text), one whole text per
+ * kind (never cut: the verdict and the JSON's "hint" print it in full). */
+#define TRC_ADVICE_MAP(XX)                                                                     \
+    XX(NONE, "")                                                                               \
+    XX(SYNC, "engines hand work to each other and wait for completion each time: "             \
+             "double-buffer so independent work overlaps the hand-offs, post as early as "     \
+             "possible, fewer larger steps")                                                   \
+    XX(FIXED, "issue transfers earlier (prefetch, deeper buffering) so their fixed cost "      \
+              "overlaps compute; fewer, larger contiguous pieces per DMA (descriptors are "    \
+              "shared by all queues)")                                                         \
+    XX(DMA_ENGINES, "larger contiguous pieces (>= 2 KiB per run) raise DMA efficiency; fewer " \
+                    "small transfers; see what each kind costs")                               \
+    XX(DMA_BW, "the DMA engines move data at their peak: fewer bytes (narrower types, reuse "  \
+               "in SBUF), transfers overlapped with compute (prefetch, double buffering)")     \
+    XX(DMA_OWN, "each transfer uses at most one DMA engine per contiguous piece and the HBM "  \
+                "channels its span covers: more partitions or queues in parallel")             \
+    XX(DMA_BUSY, "the core's DMA was busy: report on a trace to see whether piece sizes "      \
+                 "(efficiency), per-transfer caps or the engines' bandwidth set the "          \
+                 "transfers' rate")                                                            \
+    XX(HBM, "HBM bandwidth: reuse data in SBUF, move fewer or narrower bytes")                 \
+    XX(LINK, "NeuronLink bandwidth: fewer bytes between chips, another algorithm or topology") \
+    XX(ENGINE_PE, "the tensor engine: see what each kind costs (fp32 costs 4x, N < 64 pays "   \
+                  "MM_INIT); at the bf16 rate with N >= 128 this is the roofline")             \
+    XX(ENGINE_SP, "the sync engine issues too much: fewer, larger dma instructions, issued "   \
+                  "from several engines")                                                      \
+    XX(ENGINE_CC, "collectives: fewer and larger, overlapped with compute")                    \
+    XX(ENGINE_OTHER, "move elementwise work to an idle engine (act, dve, pool), larger N per " \
+                     "instruction (MIN_II floor), innermost strides <= 16 B")
+
+typedef enum trc_advice {
+#define XX(id, text) TRC_ADVICE_##id,
+    TRC_ADVICE_MAP(XX)
+#undef XX
+        TRC_ADVICE_COUNT
+} trc_advice_t;
+
+/* The whole advice text of `a` ("" for TRC_ADVICE_NONE or an unknown value). */
+const char *trc_advice_text(trc_advice_t a);
+
 /* What bounds the run, one candidate: its time on the critical path (traces) or its busy
  * time (statistics), and what would move it. */
 typedef struct trc_report_bound {
     char what[64];            /* "engine pe", "DMA engines (piece efficiency)", "HBM", ... */
     uint64_t ps;
-    char hint[200];
+    trc_advice_t advice;
 } trc_report_bound_t;
 
 typedef struct trc_report {
@@ -170,6 +209,8 @@ typedef struct trc_report {
     /* by source line (sorted by trc_report_finish: costliest first) */
     trc_report_line_t *lines;
     size_t nlines;
+    size_t *line_slots; /* the index of lines by number (trc_report_line, _find) */
+    size_t nline_slots;
     /* the verdict: candidates, largest first (trc_report_finish); share of bounds_of_ps */
     trc_report_bound_t *bounds;
     size_t nbounds;
@@ -189,11 +230,20 @@ trc_report_stall_t *trc_report_add_stall(trc_report_t *rep);
 trc_report_link_t *trc_report_add_link(trc_report_t *rep);
 /* The entry of `line`, created (zeroed) when new; NULL when out of memory. */
 trc_report_line_t *trc_report_line(trc_report_t *rep, uint32_t line);
-/* Add `ps` to the verdict candidate `what` (created when new). */
-int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, const char *hint);
+/* The entry of `line`, NULL when it has none (a hashed look-up, also after
+ * trc_report_finish). */
+const trc_report_line_t *trc_report_line_find(const trc_report_t *rep, uint32_t line);
+/* Add `ps` to the verdict candidate `what` (created with `advice` when new; a name is cut to
+ * what[]). 0, or -1 when out of memory. */
+int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, trc_advice_t advice);
+/* A buffer every verdict fits in, terminator included: two candidate names of what[]'s size,
+ * shares of up to 100 x UINT64_MAX % (statistics files are data) and the longest advice take
+ * under 500 bytes (tests/unit/test_trace_report.c builds that verdict for every advice). */
+#define TRC_REPORT_VERDICT_MAX 600
 /* The one-line verdict: "bound by engine pe: 81.2 % of the critical path; to move it: ...".
- * Into buf (always terminated); "" when the report has nothing to say. */
-void trc_report_verdict(const trc_report_t *rep, char *buf, size_t n);
+ * Into buf (always terminated when n > 0); "" when the report has nothing to say. Returns the
+ * length of the whole verdict, as snprintf does. */
+size_t trc_report_verdict(const trc_report_t *rep, char *buf, size_t n);
 /* The largest source text --by-line reads (64 MiB: far beyond any kernel's source). */
 #define TRC_REPORT_MAX_SOURCE_BYTES (64ull << 20)
 /* The source text of each profiled line into lines[].text. SOURCE non-NULL: that file, which

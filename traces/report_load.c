@@ -141,7 +141,8 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
     json_t *ln;
     json_array_foreach(lines, i, ln)
     {
-        trc_report_line_t *l = trc_report_line(rep, (uint32_t)trc_stats_u64(json_object_get(ln, "line")));
+        uint32_t no = (uint32_t)trc_stats_u64(json_object_get(ln, "line"));
+        trc_report_line_t *l = trc_report_line(rep, no);
         if (!l)
             return NCSIM_NOMEM;
         l->instructions = trc_stats_u64(json_object_get(ln, "instructions"));

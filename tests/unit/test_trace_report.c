@@ -1,7 +1,7 @@
 /*
  * test_trace_report.c -- `ncsim report`: the golden report of the golden kernel
  * (kernels/demo_gemm.nca, tests/golden/trace_report/), the critical path of hand-built
- * examples, the report from a statistics file, --json, and errors.
+ * examples, the report from a statistics file, --json, whole advice, and errors.
  *
  * NCSIM_UPDATE_GOLDEN=1 rewrites the golden file (after a deliberate cost-model change;
  * review the diff).
@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <yajl/yajl_tree.h>
 
+#include "report.h"
 #include "testutil.h"
 #include "trace_check.h"
 
@@ -414,6 +415,133 @@ static void test_report_collectives(void **state)
     free(from_stats);
 }
 
+/* ---- the per-line profile ------------------------------------------------------------------------- */
+
+/* Any line number a .loc can give: a dense table of every number up to the largest (the old
+ * way) made a trace with line 4000000000 "out of memory". */
+static void test_report_huge_line(void **state)
+{
+    (void)state;
+    const char *trace =
+        "{\"otherData\":{\"program\":\"p\"},\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"instr\",\"name\":\"a\",\"pid\":1,\"tid\":1001,\"ts\":0,\"dur\":1,"
+        "\"args\":{\"line\":4000000000}},"
+        "{\"ph\":\"X\",\"cat\":\"instr\",\"name\":\"b\",\"pid\":1,\"tid\":1001,\"ts\":1,\"dur\":2,"
+        "\"args\":{\"line\":3}}]}";
+    tu_write_file(tu_join(dir, "hugeline.json"), trace, strlen(trace));
+    char *j = report("hugeline.json --by-line --json -o hugeline-lines.json", 0);
+    free(j);
+    j = tu_read_file(tu_join(dir, "hugeline-lines.json"), NULL);
+    assert_non_null(j);
+    yajl_val root = parse(j);
+    yajl_val lines = get(root, "lines");
+    assert_int_equal(YAJL_GET_ARRAY(lines)->len, 2);
+    assert_int_equal(YAJL_GET_INTEGER(get(YAJL_GET_ARRAY(lines)->values[0], "line")), 3);
+    assert_int_equal(YAJL_GET_INTEGER(get(YAJL_GET_ARRAY(lines)->values[1], "line")),
+                     4000000000ll);
+    yajl_tree_free(root);
+    free(j);
+}
+
+/* trc_report_line and trc_report_line_find through the index, before and after
+ * trc_report_finish moves the lines: many lines in scrambled order, each met twice. */
+static void test_lines_index(void **state)
+{
+    (void)state;
+    enum { N = 50000 };
+    trc_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t line = (i * 7919u) % N * 3u + 1u;
+            trc_report_line_t *l = trc_report_line(&rep, line);
+            assert_non_null(l);
+            assert_int_equal(l->line, line);
+            l->busy_ps += line; /* the cost sorts by it: line order */
+            l->instructions++;
+        }
+    assert_int_equal(rep.nlines, N);
+    trc_report_finish(&rep);
+    for (uint32_t k = 0; k < N; k++) {
+        uint32_t line = k * 3u + 1u;
+        const trc_report_line_t *l = trc_report_line_find(&rep, line);
+        assert_non_null(l);
+        assert_int_equal(l->line, line);
+        assert_int_equal(l->busy_ps, 2ull * line);
+        assert_int_equal(l->instructions, 2);
+        assert_ptr_equal(trc_report_line(&rep, line), l);
+        assert_null(trc_report_line_find(&rep, line + 1));
+    }
+    /* costliest first */
+    assert_int_equal(rep.lines[0].line, (N - 1) * 3 + 1);
+    /* a new line after the sort */
+    trc_report_line_t *l = trc_report_line(&rep, 2);
+    assert_non_null(l);
+    assert_int_equal(rep.nlines, N + 1);
+    assert_ptr_equal(trc_report_line_find(&rep, 2), l);
+    trc_report_free(&rep);
+}
+
+/* ---- advice ------------------------------------------------------------------------------------------ */
+
+/* Every advice is printed whole, in the verdict and in the JSON's "hint": for each advice the
+ * longest verdict there can be (two candidate names as long as what[] holds, shares of
+ * 100 x UINT64_MAX %, the longer "of the run (busy time, from statistics)") fits
+ * TRC_REPORT_VERDICT_MAX and ends with the whole text. */
+static void test_advice_whole(void **state)
+{
+    (void)state;
+    for (int a = 1; a < TRC_ADVICE_COUNT; a++) {
+        const char *text = trc_advice_text((trc_advice_t)a);
+        size_t tl = strlen(text);
+        assert_true(tl > 40);
+        for (int from_path = 0; from_path < 2; from_path++) {
+            trc_report_t rep;
+            memset(&rep, 0, sizeof rep);
+            char w1[sizeof rep.bounds->what], w2[sizeof rep.bounds->what];
+            memset(w1, 'x', sizeof w1 - 1);
+            w1[sizeof w1 - 1] = '\0';
+            memset(w2, 'y', sizeof w2 - 1);
+            w2[sizeof w2 - 1] = '\0';
+            assert_int_equal(trc_report_bound_add(&rep, w1, UINT64_MAX, (trc_advice_t)a), 0);
+            assert_int_equal(trc_report_bound_add(&rep, w2, UINT64_MAX - 1, TRC_ADVICE_NONE), 0);
+            rep.bounds_of_ps = 1;
+            rep.bounds_from_path = from_path;
+            char v[TRC_REPORT_VERDICT_MAX];
+            size_t len = trc_report_verdict(&rep, v, sizeof v);
+            assert_true(len < sizeof v);
+            assert_int_equal(strlen(v), len);
+            assert_true(len > tl);
+            assert_string_equal(v + len - tl, text);
+            assert_non_null(strstr(v, w1));
+            assert_non_null(strstr(v, w2));
+            /* a smaller buffer: cut and terminated, the whole length still returned */
+            char small[16];
+            assert_int_equal(trc_report_verdict(&rep, small, sizeof small), len);
+            assert_int_equal(strlen(small), sizeof small - 1);
+            /* the JSON: both candidates, the first with its whole advice */
+            char *j = trc_report_json(&rep);
+            assert_non_null(j);
+            yajl_val root = parse(j);
+            yajl_val bounds = get(root, "bounds");
+            assert_int_equal(YAJL_GET_ARRAY(bounds)->len, 2);
+            assert_string_equal(YAJL_GET_STRING(get(YAJL_GET_ARRAY(bounds)->values[0], "hint")),
+                                text);
+            assert_string_equal(YAJL_GET_STRING(get(root, "verdict")), v);
+            yajl_tree_free(root);
+            free(j);
+            trc_report_free(&rep);
+        }
+    }
+    /* nothing to say: an empty verdict */
+    trc_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    char v[8] = "junk";
+    assert_int_equal(trc_report_verdict(&rep, v, sizeof v), 0);
+    assert_string_equal(v, "");
+    assert_string_equal(trc_advice_text(TRC_ADVICE_COUNT), "");
+}
+
 static void test_report_errors(void **state)
 {
     (void)state;
@@ -450,6 +578,9 @@ int main(void)
         cmocka_unit_test(test_critical_path_engine_order),
         cmocka_unit_test(test_report_from_stats),
         cmocka_unit_test(test_report_collectives),
+        cmocka_unit_test(test_report_huge_line),
+        cmocka_unit_test(test_lines_index),
+        cmocka_unit_test(test_advice_whole),
         cmocka_unit_test(test_report_errors),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

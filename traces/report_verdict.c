@@ -1,0 +1,215 @@
+/*
+ * report_verdict.c -- the verdict: what bounds the run and what would move it. Its candidates
+ * come from the critical path (report_path.c hands over its steps: each step's time and the
+ * gap before it go to the engine, transfer limit, DMA fixed cost or semaphore chain that
+ * explains them) or, for a statistics file, from each resource's busy time. Each candidate
+ * carries one of the advice texts of TRC_ADVICE_MAP (report.h), kept whole.
+ */
+#include "report_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const advice_texts[] = {
+#define XX(id, text) text,
+    TRC_ADVICE_MAP(XX)
+#undef XX
+};
+
+const char *trc_advice_text(trc_advice_t a)
+{
+    return a < TRC_ADVICE_COUNT ? advice_texts[a] : "";
+}
+
+/* The advice for time on an engine. */
+static trc_advice_t engine_advice(const char *engine)
+{
+    if (strcmp(engine, "pe") == 0)
+        return TRC_ADVICE_ENGINE_PE;
+    if (strcmp(engine, "sp") == 0)
+        return TRC_ADVICE_ENGINE_SP;
+    if (strcmp(engine, "cc") == 0)
+        return TRC_ADVICE_ENGINE_CC;
+    return TRC_ADVICE_ENGINE_OTHER;
+}
+
+int trc_report_bound_add(trc_report_t *rep, const char *what, uint64_t ps, trc_advice_t advice)
+{
+    if (!ps)
+        return 0;
+    for (size_t i = 0; i < rep->nbounds; i++)
+        if (strcmp(rep->bounds[i].what, what) == 0) {
+            rep->bounds[i].ps += ps;
+            return 0;
+        }
+    trc_report_bound_t *b = rpt_append((void **)&rep->bounds, &rep->nbounds, sizeof *rep->bounds);
+    if (!b)
+        return -1;
+    snprintf(b->what, sizeof b->what, "%s", what);
+    b->advice = advice;
+    b->ps = ps;
+    return 0;
+}
+
+size_t trc_report_verdict(const trc_report_t *rep, char *buf, size_t n)
+{
+    if (n)
+        buf[0] = '\0';
+    if (!rep->nbounds || !rep->bounds_of_ps)
+        return 0;
+    const trc_report_bound_t *b = &rep->bounds[0];
+    double of = (double)rep->bounds_of_ps;
+    const char *whole =
+        rep->bounds_from_path ? "critical path" : "run (busy time, from statistics)";
+    int len;
+    if (rep->nbounds > 1)
+        len = snprintf(buf, n, "bound by %s: %.1f %% of the %s; next: %s %.1f %%; to move it: %s",
+                       b->what, 100.0 * (double)b->ps / of, whole, rep->bounds[1].what,
+                       100.0 * (double)rep->bounds[1].ps / of, trc_advice_text(b->advice));
+    else
+        len = snprintf(buf, n, "bound by %s: %.1f %% of the %s; to move it: %s", b->what,
+                       100.0 * (double)b->ps / of, whole, trc_advice_text(b->advice));
+    return len < 0 ? 0 : (size_t)len;
+}
+
+/*
+ * Without a critical path (a statistics file): each resource's busy time, the busiest core
+ * for engines and DMA; HBM as the time its bytes take at peak. A coarser verdict: busy is
+ * not necessarily on the path.
+ */
+void rpt_bounds_from_totals(trc_report_t *rep)
+{
+    rep->bounds_of_ps = rep->total_ps;
+    char what[64];
+    for (size_t i = 0; i < rep->nengines; i++) {
+        const trc_report_engine_t *e = &rep->engines[i];
+        snprintf(what, sizeof what, "engine %s", e->name);
+        uint64_t best = 0;
+        for (size_t j = 0; j < rep->nengines; j++)
+            if (strcmp(rep->engines[j].name, e->name) == 0 && rep->engines[j].busy_ps > best)
+                best = rep->engines[j].busy_ps;
+        int seen = 0;
+        for (size_t j = 0; j < rep->nbounds; j++)
+            seen |= strcmp(rep->bounds[j].what, what) == 0;
+        if (!seen)
+            trc_report_bound_add(rep, what, best, engine_advice(e->name));
+    }
+    uint64_t dma = 0;
+    for (size_t i = 0; i < rep->ndma; i++)
+        if (rep->dma[i].busy_ps > dma)
+            dma = rep->dma[i].busy_ps;
+    uint64_t hbm = rep->hbm_peak_gbps > 0
+                       ? (uint64_t)((double)(rep->hbm_read + rep->hbm_write) /
+                                    (rep->hbm_peak_gbps * 1e-3))
+                       : 0;
+    /* transfers moving while HBM runs at its peak are HBM's: when HBM's time at peak covers
+     * nearly all the DMA busy time, the DMA was waiting for HBM */
+    if (hbm && (double)hbm >= 0.95 * (double)dma) {
+        trc_report_bound_add(rep, "HBM", hbm > dma ? hbm : dma, TRC_ADVICE_HBM);
+    } else {
+        trc_report_bound_add(rep, "DMA transfers", dma, TRC_ADVICE_DMA_BUSY);
+        trc_report_bound_add(rep, "HBM", hbm, TRC_ADVICE_HBM);
+    }
+    uint64_t link = 0;
+    for (size_t i = 0; i < rep->nlinks; i++)
+        if (rep->links[i].busy_ps > link)
+            link = rep->links[i].busy_ps;
+    trc_report_bound_add(rep, "a NeuronLink", link, TRC_ADVICE_LINK);
+}
+/* Below this efficiency the piece size, not the engines' bandwidth, is what to fix. */
+#define GOOD_EFFICIENCY 0.8
+
+/* A DMA step's category, from what set its rate and its piece efficiency. */
+static void dma_bound(const char *limit, double efficiency, const char **what,
+                      trc_advice_t *advice)
+{
+    if (strcmp(limit, "HBM") == 0) {
+        *what = "HBM";
+        *advice = TRC_ADVICE_HBM;
+    } else if (strcmp(limit, "NeuronLink") == 0) {
+        *what = "a NeuronLink";
+        *advice = TRC_ADVICE_LINK;
+    } else if (strcmp(limit, "own cap") == 0) {
+        *what = "DMA queues (per-transfer cap)";
+        *advice = TRC_ADVICE_DMA_OWN;
+    } else if (efficiency > 0 && efficiency >= GOOD_EFFICIENCY) {
+        *what = "DMA engines (bandwidth)";
+        *advice = TRC_ADVICE_DMA_BW;
+    } else {
+        *what = "DMA engines (piece efficiency)";
+        *advice = TRC_ADVICE_DMA_ENGINES;
+    }
+}
+
+/*
+ * The verdict's candidates from the critical path: each step's time [start, release) and the
+ * gap before it go to what explains them -- an engine's II, a transfer's rate limit, DMA
+ * fixed cost and queueing (gaps before a transfer), or the semaphore chain (completion
+ * latency a waiting engine sat through, and the wake-up gaps after posts).
+ */
+int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
+{
+    trc_report_t *rep = m->rep;
+    rep->bounds_from_path = 1;
+    rep->bounds_of_ps = rep->path_end_ps;
+    char what[64];
+    /* transfers limited by the DMA engines are one candidate; whether their pieces or the
+     * engines' bandwidth is the matter follows from their time-weighted efficiency */
+    uint64_t engines_ps = 0;
+    double engines_eff = 0;
+    int engines_eff_known = 1;
+    for (size_t k = 0; k < n; k++) {
+        const rs_t *x = &m->sl[steps[k].slice];
+        const rtrack_t *t = &m->tracks[x->track];
+        uint64_t rel = steps[k].release;
+        uint64_t span = rel > x->ts ? rel - x->ts : 0;
+        int next_via = k ? steps[k - 1].via : VIA_ENGINE;
+        int err = 0;
+        snprintf(what, sizeof what, "engine %s", t->name);
+        if (x->kind == TRC_SLICE_INSTR) {
+            uint64_t busy = span < x->dur ? span : x->dur;
+            err |= trc_report_bound_add(rep, what, busy, engine_advice(t->name));
+            if (next_via == VIA_SEMAPHORE)
+                err |= trc_report_bound_add(rep, "a chain of semaphore waits", span - busy,
+                                            TRC_ADVICE_SYNC);
+            else
+                err |= trc_report_bound_add(rep, what, span - busy, engine_advice(t->name));
+        } else {
+            const char *w;
+            trc_advice_t h;
+            dma_bound(rpt_str_of(m, x->limit), x->efficiency, &w, &h);
+            if (strncmp(w, "DMA engines", 11) == 0) {
+                engines_ps += span;
+                engines_eff += x->efficiency * (double)span;
+                engines_eff_known &= x->efficiency > 0;
+            } else {
+                err |= trc_report_bound_add(rep, w, span, h);
+            }
+        }
+        uint64_t prev = k + 1 < n ? steps[k + 1].release : 0;
+        uint64_t gap = x->ts > prev ? x->ts - prev : 0;
+        switch (steps[k].via) {
+        case VIA_ISSUE:
+        case VIA_QUEUE:
+            err |= trc_report_bound_add(rep, "DMA fixed cost and queueing", gap, TRC_ADVICE_FIXED);
+            break;
+        case VIA_SEMAPHORE:
+            err |= trc_report_bound_add(rep, "a chain of semaphore waits", gap, TRC_ADVICE_SYNC);
+            break;
+        default:
+            err |= trc_report_bound_add(rep, what, gap, engine_advice(t->name));
+            break;
+        }
+        if (err)
+            return -1;
+    }
+    if (engines_ps) {
+        const char *w;
+        trc_advice_t h;
+        double eff = engines_eff_known ? engines_eff / (double)engines_ps : 0.0;
+        dma_bound("DMA engines", eff, &w, &h);
+        if (trc_report_bound_add(rep, w, engines_ps, h))
+            return -1;
+    }
+    return 0;
+}
