@@ -47,14 +47,6 @@ static const trc_report_engine_t *find_engine(const trc_report_t *r, uint32_t co
     return NULL;
 }
 
-static const trc_report_line_t *find_line(const trc_report_t *r, uint32_t line)
-{
-    for (size_t i = 0; i < r->nlines; i++)
-        if (r->lines[i].line == line)
-            return &r->lines[i];
-    return NULL;
-}
-
 static uint64_t track_time(const trc_report_t *r, uint32_t core, const char *track)
 {
     for (size_t i = 0; i < r->npath_tracks; i++)
@@ -124,11 +116,11 @@ static size_t line_pairs(const trc_report_t *A, const trc_report_t *B, line_pair
     for (size_t i = 0; i < A->nlines; i++) {
         p[n].line = A->lines[i].line;
         p[n].a = &A->lines[i];
-        p[n].b = find_line(B, p[n].line);
+        p[n].b = trc_report_line_find(B, p[n].line);
         n++;
     }
     for (size_t i = 0; i < B->nlines; i++)
-        if (!find_line(A, B->lines[i].line)) {
+        if (!trc_report_line_find(A, B->lines[i].line)) {
             p[n].line = B->lines[i].line;
             p[n].b = &B->lines[i];
             n++;
