@@ -12,6 +12,11 @@ program text, slower), to measure what the optimised paths save in one session.
 --full runs every loop iteration (policy steady_state=False: the same program text), to
 measure what steady-state tracing saves in one session. "replayed" is the share of loop
 iterations whose instructions were replayed instead of traced (docs/nki.md, "Loops kept").
+--phases also prints where the lowering's CPU goes: the first (allocation) pass and the second
+pass of the kernel's Python, the replayed loop windows (inside those passes), the scheduler
+(list scheduling, then the waits again) and the folding into loops (inside writing the text).
+The phases are timed by wrapping the lowering's functions in this process; the program text is
+unchanged.
 """
 import argparse
 import os
@@ -25,6 +30,34 @@ import ncsim  # noqa: E402
 from ncsim import nki  # noqa: E402
 from ncsim.nki.examples.catalog import BY_NAME  # noqa: E402
 
+PHASES = ("pass 1", "pass 2", "replay", "schedule", "waits", "fold", "text")
+
+
+def _time_phases(acc):
+    """Wrap the lowering's phase functions so that their CPU seconds add up in acc."""
+    from ncsim.nki import _sched, _fold, _steady, _core, Kernel
+
+    def wrap(obj, attr, phase, pick=None):
+        f = getattr(obj, attr)
+
+        def g(*a, **k):
+            t = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                ph = pick(a) if pick else phase
+                acc[ph] = acc.get(ph, 0.0) + time.process_time() - t
+        setattr(obj, attr, g)
+    wrap(_sched, "schedule", "schedule")
+    wrap(_sched, "assign_waits", "waits")
+    wrap(_fold, "fold", "fold")
+    wrap(_steady, "_replay", "replay")
+    wrap(_core.Tracer, "finish", "text")
+    # Kernel._trace(func, sig, bound, pol, source, prev, grid): prev is None on the first pass
+    wrap(Kernel, "_trace", None, lambda a: "pass 1" if a[5] is None else "pass 2")
+    Kernel._trace = staticmethod(Kernel._trace)
+
+
 NAMES = ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")
 
 
@@ -35,10 +68,16 @@ def main():
                     help="the tracer's reference paths (policy fast_trace=False)")
     ap.add_argument("--full", action="store_true",
                     help="every loop iteration traced (policy steady_state=False)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also CPU seconds per phase of the lowering")
     a = ap.parse_args()
+    acc = {}
+    if a.phases:
+        _time_phases(acc)
     print(f"{'kernel':20} {'lower s':>8} {'run s':>8} {'total s':>8} {'NCA KB':>8} {'simulated ms':>13}"
           f" {'replayed':>9}")
     for name in NAMES:
+        acc.clear()
         case = BY_NAME[name]
         kernel, _ = case.load()
         args = case.args(a.size, 0, timing=True)
@@ -54,6 +93,9 @@ def main():
         rep = sum(e["replayed"] for e in low.loops)
         print(f"{name:20} {c1 - c0:8.2f} {c2 - c1:8.2f} {c2 - c0:8.2f} {len(low.text) / 1024:8.0f} "
               f"{t / 1e6:13.3f} {100.0 * rep / its if its else 0.0:8.0f}%")
+        if a.phases:
+            # "text" includes schedule, waits and fold; the passes include replay
+            print("    " + "  ".join(f"{p} {acc.get(p, 0.0):.2f}" for p in PHASES))
 
 
 if __name__ == "__main__":

@@ -2325,9 +2325,10 @@ class Tracer:
         vc = self.vc[e]
         known = self.selfknown
         if queue is not None:
-            base = list(vc)
-            base[e] = known[e]
-            cur = list(map(max, base, self.qvc[queue]))
+            # max(vc with known[e] at e, the queue's clock), with one list made
+            qv = self.qvc[queue]
+            cur = list(map(max, vc, qv))
+            cur[e] = known[e] if known[e] > qv[e] else qv[e]
         else:
             cur = vc
         waits = None
@@ -2346,9 +2347,12 @@ class Tracer:
                 if cur is not vc:
                     cur[:] = map(max, cur, c2)
         if queue is not None:
-            base = list(vc)
-            base[e] = known[e]
-            cur[:] = map(max, cur, base)        # what the issuing engine knows
+            if waits is not None:
+                # max(cur, vc with known[e] at e); without a wait, vc and known did not
+                # change and cur already holds that maximum
+                ce = cur[e] if cur[e] > known[e] else known[e]
+                cur[:] = map(max, cur, vc)
+                cur[e] = ce        # what the issuing engine knows
             cur[ag] = idx
             self.qvc[queue] = cur
             self.clocks[ag].append(tuple(cur))

@@ -216,9 +216,10 @@ def assign_waits(nodes, n_engines, n_agents, n_queues):
         vc = vcs[e]
         queue = ag - n_engines if ag >= n_engines else None
         if queue is not None:
-            base = list(vc)
-            base[e] = known[e]
-            cur = list(map(max, base, qvc[queue]))
+            # max(vc with known[e] at e, the queue's clock), with one list made
+            qv = qvc[queue]
+            cur = list(map(max, vc, qv))
+            cur[e] = known[e] if known[e] > qv[e] else qv[e]
         else:
             cur = vc
         waits = None
@@ -236,9 +237,12 @@ def assign_waits(nodes, n_engines, n_agents, n_queues):
             if cur is not vc:
                 cur[:] = map(max, cur, c2)
         if queue is not None:
-            base = list(vc)
-            base[e] = known[e]
-            cur[:] = map(max, cur, base)
+            if waits is not None:
+                # max(cur, vc with known[e] at e); without a wait, vc and known did not
+                # change and cur already holds that maximum
+                ce = cur[e] if cur[e] > known[e] else known[e]
+                cur[:] = map(max, cur, vc)
+                cur[e] = ce
             cur[ag] = idx
             qvc[queue] = cur
             clocks[ag].append(tuple(cur))

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Save, or compare against, the NCA program text that nki.lower() gives for every kernel of
+python/ncsim/nki/examples/catalog.py (timing=True arguments, as bench_nki_matmul.py makes them).
+A change meant to make lowering cheaper must leave every text byte-identical.
+
+    NCSIM_LIBRARY=build/libncsim.so /usr/bin/python3 tests/bench/nki_text_oracle.py --save DIR
+    NCSIM_LIBRARY=build/libncsim.so /usr/bin/python3 tests/bench/nki_text_oracle.py --check DIR
+
+DIR receives one file per kernel and size (NAME.SIZE.nca, or NAME.SIZE.err when lowering
+fails: the error must then be the same). --sizes picks sizes (default small,moderate,tutorial);
+--only picks kernels; --skip-slow-tutorial lowers at tutorial size only the four matmuls.
+Prints CPU seconds per lowering; exit 1 when a text differs.
+"""
+import argparse
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+from ncsim import nki  # noqa: E402
+from ncsim.nki.examples.catalog import CASES  # noqa: E402
+
+MATMULS = ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--save", metavar="DIR")
+    g.add_argument("--check", metavar="DIR")
+    ap.add_argument("--sizes", default="small,moderate,tutorial")
+    ap.add_argument("--only", default="", help="comma-separated kernel names")
+    ap.add_argument("--skip-slow-tutorial", action="store_true")
+    a = ap.parse_args()
+    d = a.save or a.check
+    os.makedirs(d, exist_ok=True)
+    only = set(filter(None, a.only.split(",")))
+    bad = 0
+    for size in a.sizes.split(","):
+        for case in CASES:
+            if only and case.name not in only:
+                continue
+            if size not in case.sizes:
+                continue
+            if size == "tutorial" and a.skip_slow_tutorial and case.name not in MATMULS:
+                continue
+            kernel, _ = case.load()
+            args = case.args(size, 0, timing=True)
+            c0 = time.process_time()
+            try:
+                out, ext = nki.lower(kernel, *args).text, "nca"
+            except Exception as e:  # the error text is part of the output too
+                out, ext = f"{type(e).__name__}: {e}\n", "err"
+            cpu = time.process_time() - c0
+            base = os.path.join(d, f"{case.name}.{size}")
+            if a.save:
+                for old in (base + ".nca", base + ".err"):
+                    if os.path.exists(old):
+                        os.remove(old)
+                with open(f"{base}.{ext}", "w") as f:
+                    f.write(out)
+                status = "saved"
+            else:
+                path = f"{base}.{ext}"
+                if not os.path.exists(path):
+                    status, bad = "MISSING (or outcome changed)", bad + 1
+                else:
+                    with open(path) as f:
+                        same = f.read() == out
+                    status = "same" if same else "DIFFERS"
+                    bad += not same
+            print(f"{case.name:20} {size:9} {cpu:7.2f} s  {len(out):9d} B  {status}", flush=True)
+    if a.check:
+        print("all identical" if not bad else f"{bad} differ")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
