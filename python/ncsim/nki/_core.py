@@ -2318,47 +2318,10 @@ class Tracer:
             # a first pass that a second will replace: no dependences, no text
             self.count[ag] = idx + 1
             return
-        # waits (vector clocks). A transfer is ordered after its issuing engine's earlier
-        # instructions only as far as semaphores show them complete (selfknown), not by program
-        # order: the engine's interlock does not cover transfers (docs/check.md).
+        # waits (vector clocks, _sched.clock_waits: the scheduler recomputes them the same way)
         e = ENG_ID[eng]
-        vc = self.vc[e]
-        known = self.selfknown
-        if queue is not None:
-            # max(vc with known[e] at e, the queue's clock), with one list made
-            qv = self.qvc[queue]
-            cur = list(map(max, vc, qv))
-            cur[e] = known[e] if known[e] > qv[e] else qv[e]
-        else:
-            cur = vc
-        waits = None
-        if deps:
-            clocks = self.clocks
-            for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else deps.items()):
-                if cur[a2] >= i2 or a2 == ag:
-                    continue
-                if waits is None:
-                    waits = []
-                waits.append((a2, i2))
-                c2 = clocks[a2][i2]
-                vc[:] = map(max, vc, c2)
-                if c2[e] > known[e]:
-                    known[e] = c2[e]
-                if cur is not vc:
-                    cur[:] = map(max, cur, c2)
-        if queue is not None:
-            if waits is not None:
-                # max(cur, vc with known[e] at e); without a wait, vc and known did not
-                # change and cur already holds that maximum
-                ce = cur[e] if cur[e] > known[e] else known[e]
-                cur[:] = map(max, cur, vc)
-                cur[e] = ce        # what the issuing engine knows
-            cur[ag] = idx
-            self.qvc[queue] = cur
-            self.clocks[ag].append(tuple(cur))
-        else:
-            vc[ag] = idx
-            self.clocks[ag].append(tuple(vc))
+        waits = _sched.clock_waits(self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag, idx,
+                                   queue, deps)
         self.count[ag] = idx + 1
         if queue is None:
             self.load[e] += inc

@@ -187,6 +187,54 @@ def schedule(nodes, n_engines, n_agents, window):
     return order
 
 
+def clock_waits(vc, known, qvc, clocks, e, ag, idx, queue, deps):
+    """The semaphore waits of one instruction, by vector clocks; updates the clocks. The tracer
+    (Tracer._emit_tail, in trace order) and the scheduler (assign_waits, in the new order) both
+    use it. vc: the issuing engine e's clock; known: per engine, how far it knows its own
+    instructions complete (a transfer is ordered after its issuing engine's earlier
+    instructions only as far as semaphores show them complete, not by program order: the
+    engine's interlock does not cover transfers, docs/check.md); qvc: per queue, its clock;
+    clocks: per agent, the clock each of its instructions carried; ag, idx: the instruction's
+    agent and index in it; queue: its DMA queue or None; deps: {agent: latest index} it must
+    follow. Returns [(agent, index)] or None."""
+    if queue is not None:
+        # max(vc with known[e] at e, the queue's clock), with one list made
+        qv = qvc[queue]
+        cur = list(map(max, vc, qv))
+        cur[e] = known[e] if known[e] > qv[e] else qv[e]
+    else:
+        cur = vc
+    waits = None
+    if deps:
+        for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else
+                       deps.items()):
+            if cur[a2] >= i2 or a2 == ag:
+                continue
+            if waits is None:
+                waits = []
+            waits.append((a2, i2))
+            c2 = clocks[a2][i2]
+            vc[:] = map(max, vc, c2)
+            if c2[e] > known[e]:
+                known[e] = c2[e]
+            if cur is not vc:
+                cur[:] = map(max, cur, c2)
+    if queue is not None:
+        if waits is not None:
+            # max(cur, vc with known[e] at e); without a wait, vc and known did not change
+            # and cur already holds that maximum
+            ce = cur[e] if cur[e] > known[e] else known[e]
+            cur[:] = map(max, cur, vc)
+            cur[e] = ce
+        cur[ag] = idx
+        qvc[queue] = cur
+        clocks[ag].append(tuple(cur))
+    else:
+        vc[ag] = idx
+        clocks[ag].append(tuple(vc))
+    return waits
+
+
 def assign_waits(nodes, n_engines, n_agents, n_queues):
     """Give nodes in their final order new per-agent indices and recompute their waits by the
     tracer's rule (Tracer.emit: vector clocks; a transfer is ordered after its issuing engine's
@@ -213,42 +261,8 @@ def assign_waits(nodes, n_engines, n_agents, n_queues):
                 j = newidx[a][i]
                 if deps.get(a, -1) < j:
                     deps[a] = j
-        vc = vcs[e]
         queue = ag - n_engines if ag >= n_engines else None
-        if queue is not None:
-            # max(vc with known[e] at e, the queue's clock), with one list made
-            qv = qvc[queue]
-            cur = list(map(max, vc, qv))
-            cur[e] = known[e] if known[e] > qv[e] else qv[e]
-        else:
-            cur = vc
-        waits = None
-        for a2, i2 in (sorted(deps.items(), key=lambda x: -x[1]) if len(deps) > 1 else
-                       deps.items()):
-            if cur[a2] >= i2:
-                continue
-            if waits is None:
-                waits = []
-            waits.append((a2, i2))
-            c2 = clocks[a2][i2]
-            vc[:] = map(max, vc, c2)
-            if c2[e] > known[e]:
-                known[e] = c2[e]
-            if cur is not vc:
-                cur[:] = map(max, cur, c2)
-        if queue is not None:
-            if waits is not None:
-                # max(cur, vc with known[e] at e); without a wait, vc and known did not
-                # change and cur already holds that maximum
-                ce = cur[e] if cur[e] > known[e] else known[e]
-                cur[:] = map(max, cur, vc)
-                cur[e] = ce
-            cur[ag] = idx
-            qvc[queue] = cur
-            clocks[ag].append(tuple(cur))
-        else:
-            vc[ag] = idx
-            clocks[ag].append(tuple(vc))
+        waits = clock_waits(vcs[e], known, qvc, clocks, e, ag, idx, queue, deps)
         nd.idx = idx
         nd.waits = waits
     return nodes
