@@ -1072,7 +1072,8 @@ static json_t *result_object(ncsim_sim_t *s)
         dma += counter(s, "core.%u.dma_busy_ps", c);
     json_object_set_new(u, "dma", json_real(ratio(dma, denom)));
     json_object_set_new(r, "utilisation", u);
-    json_object_set_new(r, "hbm_read_bytes", json_integer((json_int_t)counter(s, "hbm_read_bytes")));
+    json_object_set_new(r, "hbm_read_bytes",
+                        json_integer((json_int_t)counter(s, "hbm_read_bytes")));
     json_object_set_new(r, "hbm_write_bytes",
                         json_integer((json_int_t)counter(s, "hbm_write_bytes")));
     json_object_set_new(r, "instructions", json_integer((json_int_t)counter(s, "instructions")));

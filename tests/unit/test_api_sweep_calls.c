@@ -24,8 +24,8 @@
 static void write_npy(const char *path, unsigned n, size_t cut)
 {
     char dict[128];
-    int dl = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%u,), }",
-                      n);
+    int dl = snprintf(dict, sizeof dict,
+                      "{'descr': '<f4', 'fortran_order': False, 'shape': (%u,), }", n);
     size_t header = 10 + (size_t)dl + 1;
     size_t pad = (64 - header % 64) % 64;
     FILE *f = fopen(path, "wb");

@@ -426,6 +426,34 @@ static void test_failed_point(void **state)
     sim_sweep_free(sw);
 }
 
+/* An invalid point (unchecked load): sim_sweep_point_arch says why and still gives the config
+ * as far as it was resolved, so the message can show the point's values. */
+static void test_invalid_point_config(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    sim_sweep_t *sw = NULL;
+    char err[4096];
+    const char *spec = write_spec(dir, "bad_clock.json", "\"grid\": {\"pe.clock_ghz\": [1.4, -1]}");
+    assert_int_equal(sim_sweep_load(spec, &sw, err, sizeof err), NCSIM_USAGE);
+    assert_non_null(strstr(err, "point 1 (pe.clock_ghz=-1.0)"));
+    assert_int_equal(sim_sweep_load_unchecked(spec, &sw, err, sizeof err), NCSIM_OK);
+    ncsim_arch_t *a = NULL;
+    assert_int_equal(sim_sweep_point_arch(sw, 1, &a, err, sizeof err), NCSIM_USAGE);
+    assert_non_null(a);
+    char *v = NULL;
+    assert_int_equal(ncsim_arch_get(a, "pe.clock_ghz", &v), NCSIM_OK);
+    assert_string_equal(v, "-1.0");
+    ncsim_free(v);
+    ncsim_arch_free(a);
+    assert_int_equal(sim_sweep_point_arch(sw, 0, &a, err, sizeof err), NCSIM_OK);
+    assert_int_equal(ncsim_arch_get(a, "pe.clock_ghz", &v), NCSIM_OK);
+    assert_string_equal(v, "1.4");
+    ncsim_free(v);
+    ncsim_arch_free(a);
+    sim_sweep_free(sw);
+}
+
 /* A functional sweep binds inputs like `ncsim run --random-inputs`. */
 static void test_functional(void **state)
 {
@@ -692,7 +720,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_point_order),
         cmocka_unit_test(test_jobs_same_bytes), cmocka_unit_test(test_points_and_merge),
-        cmocka_unit_test(test_failed_point),    cmocka_unit_test(test_functional),
+        cmocka_unit_test(test_failed_point),
+        cmocka_unit_test(test_invalid_point_config),    cmocka_unit_test(test_functional),
         cmocka_unit_test(test_slurm_script),
         cmocka_unit_test(test_spec_names_special_files),
         cmocka_unit_test(test_merge_refuses_special_point_files),    cmocka_unit_test(test_plot),
