@@ -193,6 +193,12 @@ ncsim_status_t ncsim_assemble(const char *text, size_t len, const char *name,
 ncsim_status_t ncsim_program_load_file(const char *path, const ncsim_arch_t *arch,
                                        ncsim_program_t **out)
 {
+    return ncsim_program_load_file_max_errors(path, arch, 0, out);
+}
+
+ncsim_status_t ncsim_program_load_file_max_errors(const char *path, const ncsim_arch_t *arch,
+                                                  unsigned max_errors, ncsim_program_t **out)
+{
     if (!out || !path)
         return api_fail(NCSIM_USAGE, "usage", "ncsim_program_load_file: no path or output");
     *out = NULL;
@@ -201,7 +207,7 @@ ncsim_status_t ncsim_program_load_file(const char *path, const ncsim_arch_t *arc
     if (st != NCSIM_OK)
         return st;
     isa_diag_t diag;
-    isa_diag_init(&diag, 0);
+    isa_diag_init(&diag, max_errors);
     isa_program_t *p = NULL;
     double t0 = api_now_seconds();
     st = sim_load_program(path, &g, arch ? NULL : arch_lookup, NULL, &p, &diag);

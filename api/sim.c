@@ -451,6 +451,20 @@ ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *h, uint32_t t, const char *path)
     return bind_npy(h, t, &a, path);
 }
 
+ncsim_status_t ncsim_npy_check_file(const char *path)
+{
+    if (!path)
+        return api_fail(NCSIM_USAGE, "usage", "npy_check_file: no path");
+    char err[2048];
+    mdl_npy_t a;
+    ncsim_status_t st = mdl_npy_read(path, &a, err, sizeof err);
+    if (st != NCSIM_OK)
+        return api_fail_at(st == NCSIM_NOMEM ? st : NCSIM_IO, "input", path, 0, 0, -1, -1, -1,
+                           "%s", err);
+    mdl_npy_free(&a);
+    return NCSIM_OK;
+}
+
 ncsim_status_t ncsim_sim_load_npy_bytes(ncsim_sim_t *h, uint32_t t, const void *bytes,
                                         size_t len, const char *name)
 {

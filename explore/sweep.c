@@ -19,19 +19,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "diag.h"
-#include "load.h"
-#include "npy.h"
 #include "pool.h"
-#include "rng.h"
-#include "sim.h"
-#include "stats.h"
 #include "util.h"
 
 /* The bounds of the files a spec names (program, arch file: as large as a program may be,
  * sim/load.h's 1 GiB) and of a point file, which sweep writes itself (docs/security.md). */
 #define SWEEP_MAX_DATA_BYTES (1ull << 30)
 #define SWEEP_MAX_POINT_BYTES (64ull << 20)
+/* Assembler errors kept in a point's message (and the spec error) before "too many errors". */
+#define SWEEP_MAX_ERRORS 20
 
 /* ---- the spec ----------------------------------------------------------------------------- */
 
@@ -46,14 +42,14 @@ typedef struct sweep_axis {
 typedef struct sweep_input {
     char *name;
     char *path;       /* absolute */
-    int loaded;
-    mdl_npy_t data;
+    int checked;      /* read and parsed once by sim_sweep_prepare (ncsim_npy_check_file) */
 } sweep_input_t;
 
-/* One assembled program per memory geometry (assembly checks sizes against it). */
+/* One assembled program per memory layout (assembly checks sizes against it): `arch` is a
+ * config of that layout (ncsim_arch_same_memory). */
 typedef struct sweep_program {
-    isa_geometry_t geometry;
-    isa_program_t *prog;
+    ncsim_arch_t *arch;
+    ncsim_program_t *prog;
     ncsim_status_t status;
     char *diag;       /* assembler messages when status != NCSIM_OK */
 } sweep_program_t;
@@ -63,7 +59,7 @@ struct sim_sweep {
     char *spec_dir;
     char *name;       /* spec file name without directory and ".json" */
     char *program;    /* absolute */
-    mdl_arch_t base;  /* base config with the spec's "set" applied (not validated) */
+    ncsim_arch_t *base; /* base config with the spec's "set" applied (not validated) */
     char **params;    /* varied keys, CSV column order */
     size_t nparams;
     sweep_axis_t *axes;
@@ -142,8 +138,54 @@ static int hash_file(uint64_t *h, const char *path, char *why, size_t whylen)
     return 0;
 }
 
+/* The whole spec file, NUL-terminated; NULL with errno set when it cannot be read (the
+ * reason of a directory, EISDIR, is kept; a stream that never ends stops at 1 GiB, EFBIG). */
+static char *read_spec(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+        (uint64_t)sb.st_size < SIZE_MAX / 2)
+        cap = (size_t)sb.st_size + 1; /* +1: a file that grew meanwhile still reads to its end */
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) {
+            if (ferror(f)) {
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+        if (cap >= SWEEP_MAX_DATA_BYTES) {
+            free(buf);
+            buf = NULL;
+            errno = EFBIG;
+            break;
+        }
+        cap *= 2;
+        char *t = realloc(buf, cap + 1);
+        if (!t) {
+            free(buf);
+            errno = ENOMEM;
+        }
+        buf = t;
+    }
+    int saved = errno;
+    fclose(f);
+    errno = saved;
+    if (!buf)
+        return NULL;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
 /*
- * A grid or "set" value as the text mdl_arch_set takes: integers in decimal, reals in the
+ * A grid or "set" value as the text ncsim_arch_set takes: integers in decimal, reals in the
  * shortest form that reads back to the same double, strings (enum names) as they are.
  */
 static int value_text(const json_t *v, char *buf, size_t len)
@@ -169,29 +211,40 @@ static int value_text(const json_t *v, char *buf, size_t len)
 }
 
 /* Apply "key=value" to a; the error names the spec file. */
-static ncsim_status_t apply_set(const char *spec, mdl_arch_t *a, const char *key,
+static ncsim_status_t apply_set(const char *spec, ncsim_arch_t *a, const char *key,
                                 const char *value, char *err, size_t errlen)
 {
-    char assignment[512], e[512];
+    char assignment[512];
     snprintf(assignment, sizeof assignment, "%s=%s", key, value);
-    if (mdl_arch_set(a, assignment, e, sizeof e) != NCSIM_OK) {
-        xp_errf(err, errlen, "%s: %s", spec, e);
+    if (ncsim_arch_set(a, assignment) != NCSIM_OK) {
+        xp_errf(err, errlen, "%s: %.511s", spec, ncsim_last_error());
         return NCSIM_USAGE;
     }
     return NCSIM_OK;
 }
 
-static int is_arch_key(const char *key)
+/* The text of `key` in config a, truncated to the buffer as the point files and `--list`
+ * always have (a known key; "" for an unknown one). */
+static void arch_value(const ncsim_arch_t *a, const char *key, char *buf, size_t buflen)
 {
-    for (size_t i = 0; i < mdl_arch_key_count(); i++)
-        if (strcmp(mdl_arch_key_name(i), key) == 0)
-            return 1;
-    return 0;
+    char *v = NULL;
+    buf[0] = 0;
+    if (ncsim_arch_get(a, key, &v) == NCSIM_OK)
+        snprintf(buf, buflen, "%s", v);
+    ncsim_free(v);
+}
+
+static int is_arch_key(const sim_sweep_t *sw, const char *key)
+{
+    char *v = NULL;
+    int known = ncsim_arch_get(sw->base, key, &v) == NCSIM_OK;
+    ncsim_free(v);
+    return known;
 }
 
 static ncsim_status_t add_param(sim_sweep_t *sw, const char *key, char *err, size_t errlen)
 {
-    if (!is_arch_key(key)) {
+    if (!is_arch_key(sw, key)) {
         xp_errf(err, errlen, "%s: grid: unknown key '%s' (`ncsim arch trn1` lists the keys)",
                  sw->spec_path, key);
         return NCSIM_USAGE;
@@ -273,8 +326,11 @@ static ncsim_status_t parse_axis(sim_sweep_t *sw, const char *name, const json_t
                 return NCSIM_USAGE;
             }
             /* check the value now: a bad one is reported before anything runs */
-            mdl_arch_t scratch = sw->base;
-            ncsim_status_t st = apply_set(sw->spec_path, &scratch, key, text, err, errlen);
+            ncsim_arch_t *scratch = NULL;
+            if (ncsim_arch_copy(sw->base, &scratch) != NCSIM_OK)
+                return NCSIM_NOMEM;
+            ncsim_status_t st = apply_set(sw->spec_path, scratch, key, text, err, errlen);
+            ncsim_arch_free(scratch);
             if (st != NCSIM_OK)
                 return st;
             if (!(ax->values[v * ax->nkeys + k] = xp_strdup(text)))
@@ -288,63 +344,52 @@ static const char *const spec_keys[] = {"program", "arch",  "timing_only", "grid
                                         "set",     "inputs", "random_inputs", "seed",
                                         "stochastic_rounding", "description", NULL};
 
-/* The program's `.arch` (assembling it once; the result is kept for points that use the
- * same geometry). */
-static int arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
-{
-    (void)ctx;
-    mdl_arch_t a;
-    char e[256];
-    if (mdl_arch_load(name, &a, e, sizeof e) != NCSIM_OK)
-        return -1;
-    mdl_arch_geometry(&a, g);
-    return 0;
-}
-
-static ncsim_status_t assemble(sim_sweep_t *sw, const isa_geometry_t *g, int use_lookup,
+/* The program assembled (or loaded) for the memory layout of `layout`, which the entry
+ * takes over; with `own_arch` it is assembled against the program's `.arch` (else trn1)
+ * instead, as ncsim_program_load_file does without a config. A failure is kept in the entry
+ * (status and the loader's report) for the points that use the layout. */
+static ncsim_status_t assemble(sim_sweep_t *sw, ncsim_arch_t *layout, int own_arch,
                                sweep_program_t **out)
 {
     sweep_program_t *pp = realloc(sw->progs, (sw->nprogs + 1) * sizeof *pp);
-    if (!pp)
+    if (!pp) {
+        ncsim_arch_free(layout);
         return NCSIM_NOMEM;
+    }
     sw->progs = pp;
     sweep_program_t *e = &pp[sw->nprogs];
     memset(e, 0, sizeof *e);
-    e->geometry = *g;
-    isa_diag_t diag;
-    isa_diag_init(&diag, 20);
-    e->status = sim_load_program(sw->program, g, use_lookup ? arch_lookup : NULL, NULL,
-                                 &e->prog, &diag);
+    e->arch = layout;
+    e->status = ncsim_program_load_file_max_errors(sw->program, own_arch ? NULL : layout,
+                                                   SWEEP_MAX_ERRORS, &e->prog);
     if (e->status != NCSIM_OK) {
-        e->diag = xp_strdup(diag.text ? diag.text : ncsim_status_text(e->status));
+        /* the loader's report, which ends with a newline when it has any line */
+        const char *why = ncsim_last_error();
+        int report = *why && strcmp(why, ncsim_status_text(e->status)) != 0;
+        e->diag = dup_printf("%s%s", *why ? why : ncsim_status_text(e->status),
+                             report ? "\n" : "");
         if (!e->diag) {
-            isa_diag_free(&diag);
+            ncsim_program_free(e->prog);
+            ncsim_arch_free(layout);
             return NCSIM_NOMEM;
         }
     }
-    isa_diag_free(&diag);
     sw->nprogs++;
     *out = e;
     return NCSIM_OK;
 }
 
-static int same_geometry(const isa_geometry_t *a, const isa_geometry_t *b)
+static ncsim_status_t program_for(sim_sweep_t *sw, const ncsim_arch_t *a, sweep_program_t **out)
 {
-    return a->partitions == b->partitions && a->sbuf_bytes == b->sbuf_bytes &&
-           a->psum_bytes == b->psum_bytes && a->psum_bank_bytes == b->psum_bank_bytes &&
-           a->hbm_bytes == b->hbm_bytes;
-}
-
-static ncsim_status_t program_for(sim_sweep_t *sw, const mdl_arch_t *a, sweep_program_t **out)
-{
-    isa_geometry_t g;
-    mdl_arch_geometry(a, &g);
     for (size_t i = 0; i < sw->nprogs; i++)
-        if (same_geometry(&sw->progs[i].geometry, &g)) {
+        if (ncsim_arch_same_memory(sw->progs[i].arch, a)) {
             *out = &sw->progs[i];
             return NCSIM_OK;
         }
-    return assemble(sw, &g, 0, out);
+    ncsim_arch_t *layout = NULL;
+    if (ncsim_arch_copy(a, &layout) != NCSIM_OK)
+        return NCSIM_NOMEM;
+    return assemble(sw, layout, 0, out);
 }
 
 /* Every point of first..last must be a valid config: say which one is not, before anything
@@ -355,14 +400,14 @@ ncsim_status_t sim_sweep_check_points(const sim_sweep_t *sw, uint64_t first, uin
     const char *spec_path = sw->spec_path;
     char e[1024];
     for (uint64_t i = first; i <= last && i < sw->npoints; i++) {
-        mdl_arch_t a;
+        ncsim_arch_t *a = NULL;
         ncsim_status_t st = sim_sweep_point_arch(sw, i, &a, e, sizeof e);
         if (st != NCSIM_OK) {
             char where[512] = "";
             size_t w = 0;
-            for (size_t k = 0; k < sw->nparams && w < sizeof where - 1; k++) {
+            for (size_t k = 0; k < sw->nparams && w < sizeof where - 1 && a; k++) {
                 char v[64];
-                mdl_arch_get(&a, sw->params[k], v, sizeof v);
+                arch_value(a, sw->params[k], v, sizeof v);
                 int n = snprintf(where + w, sizeof where - w, "%s%s=%s", k ? " " : "",
                                  sw->params[k], v);
                 w += n > 0 ? (size_t)n : 0;
@@ -371,8 +416,10 @@ ncsim_status_t sim_sweep_check_points(const sim_sweep_t *sw, uint64_t first, uin
                      sw->nparams > 1 ? "\n(keys that must change together can be varied "
                                        "together: \"k1,k2\": [[v1, v2], ...])"
                                      : "");
+            ncsim_arch_free(a);
             return st;
         }
+        ncsim_arch_free(a);
     }
     return NCSIM_OK;
 }
@@ -426,7 +473,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
     if (nl > 5 && strcmp(sw->name + nl - 5, ".json") == 0)
         sw->name[nl - 5] = 0;
 
-    text = sim_read_file(sw->spec_path, &len);
+    text = read_spec(sw->spec_path, &len);
     if (!text) {
         xp_errf(err, errlen, "%s: %s", spec_path, strerror(errno));
         st = NCSIM_IO;
@@ -566,7 +613,6 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
         xp_errf(err, errlen, "%s: 'arch' must be a preset name or a config file", spec_path);
         goto fail;
     }
-    char e[1024];
     if (jarch) {
         const char *an = json_string_value(jarch);
         int is_file = strchr(an, '/') || (strlen(an) > 5 && !strcmp(an + strlen(an) - 5, ".json"));
@@ -582,24 +628,22 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
             goto fail;
         }
         fp = fnv1a(fp, ap, strlen(ap));
-        st = mdl_arch_load(ap, &sw->base, e, sizeof e);
+        st = ncsim_arch_load(ap, &sw->base);
         free(ap);
         if (st != NCSIM_OK) {
-            xp_errf(err, errlen, "%s: arch: %s", spec_path, e);
+            xp_errf(err, errlen, "%s: arch: %.1023s", spec_path, ncsim_last_error());
             goto fail;
         }
     } else {
         /* assemble once against trn1 sizes with `.arch` lookup, to learn the program's arch */
-        mdl_arch_t trn1;
-        st = mdl_arch_load("trn1", &trn1, e, sizeof e);
+        ncsim_arch_t *trn1 = NULL;
+        st = ncsim_arch_load("trn1", &trn1);
         if (st != NCSIM_OK) {
-            xp_errf(err, errlen, "%s", e);
+            xp_errf(err, errlen, "%.1023s", ncsim_last_error());
             goto fail;
         }
-        isa_geometry_t g;
-        mdl_arch_geometry(&trn1, &g);
         sweep_program_t *pe = NULL;
-        st = assemble(sw, &g, 1, &pe);
+        st = assemble(sw, trn1, 1, &pe);
         if (st != NCSIM_OK)
             goto fail;
         if (pe->status != NCSIM_OK) {
@@ -607,14 +651,19 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
             st = pe->status;
             goto fail;
         }
-        const char *an = pe->prog->arch[0] ? pe->prog->arch : "trn1";
-        st = mdl_arch_load(an, &sw->base, e, sizeof e);
+        const char *an = ncsim_program_arch(pe->prog);
+        st = ncsim_arch_load(an && *an ? an : "trn1", &sw->base);
         if (st != NCSIM_OK) {
-            xp_errf(err, errlen, "%s: %s", spec_path, e);
+            xp_errf(err, errlen, "%s: %.1023s", spec_path, ncsim_last_error());
             goto fail;
         }
         /* the lookup assembled it against the .arch preset's sizes */
-        mdl_arch_geometry(&sw->base, &pe->geometry);
+        ncsim_arch_t *layout = NULL;
+        st = ncsim_arch_copy(sw->base, &layout);
+        if (st != NCSIM_OK)
+            goto fail;
+        ncsim_arch_free(pe->arch);
+        pe->arch = layout;
     }
     /* fixed overrides, in file order */
     j = json_object_get(root, "set");
@@ -632,7 +681,7 @@ static ncsim_status_t sweep_load(const char *spec_path, int check_all, sim_sweep
                 st = NCSIM_USAGE;
                 goto fail;
             }
-            st = apply_set(spec_path, &sw->base, key, vt, err, errlen);
+            st = apply_set(spec_path, sw->base, key, vt, err, errlen);
             if (st != NCSIM_OK)
                 goto fail;
         }
@@ -703,14 +752,14 @@ void sim_sweep_free(sim_sweep_t *sw)
     for (size_t i = 0; i < sw->ninputs; i++) {
         free(sw->inputs[i].name);
         free(sw->inputs[i].path);
-        if (sw->inputs[i].loaded)
-            mdl_npy_free(&sw->inputs[i].data);
     }
     free(sw->inputs);
     for (size_t i = 0; i < sw->nprogs; i++) {
-        isa_program_free(sw->progs[i].prog);
+        ncsim_program_free(sw->progs[i].prog);
+        ncsim_arch_free(sw->progs[i].arch);
         free(sw->progs[i].diag);
     }
+    ncsim_arch_free(sw->base);
     free(sw->progs);
     free(sw);
 }
@@ -751,9 +800,10 @@ void sim_sweep_default_out_dir(const sim_sweep_t *sw, char *buf, size_t buflen)
 }
 
 /* Point index -> the value index of each axis: the last axis varies fastest. */
-ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_arch_t *out,
+ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, ncsim_arch_t **out,
                                     char *err, size_t errlen)
 {
+    *out = NULL;
     if (index >= sw->npoints) {
         xp_errf(err, errlen,
                  "point %" PRIu64 " does not exist (the sweep has %" PRIu64 " points, 0 to %" PRIu64
@@ -761,7 +811,10 @@ ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_a
                  index, sw->npoints, sw->npoints - 1);
         return NCSIM_USAGE;
     }
-    *out = sw->base;
+    if (ncsim_arch_copy(sw->base, out) != NCSIM_OK) {
+        xp_errf(err, errlen, "out of memory");
+        return NCSIM_NOMEM;
+    }
     uint64_t rest = index;
     /* decompose from the last (fastest) axis, but apply in grid order */
     size_t *which = calloc(sw->naxes + 1, sizeof *which);
@@ -775,12 +828,15 @@ ncsim_status_t sim_sweep_point_arch(const sim_sweep_t *sw, uint64_t index, mdl_a
     for (size_t a = 0; a < sw->naxes && st == NCSIM_OK; a++) {
         const sweep_axis_t *ax = &sw->axes[a];
         for (size_t k = 0; k < ax->nkeys && st == NCSIM_OK; k++)
-            st = apply_set(sw->spec_path, out, sw->params[ax->first_param + k],
+            st = apply_set(sw->spec_path, *out, sw->params[ax->first_param + k],
                            ax->values[which[a] * ax->nkeys + k], err, errlen);
     }
     free(which);
-    if (st == NCSIM_OK)
-        st = mdl_arch_validate(out, err, errlen);
+    if (st == NCSIM_OK) {
+        st = ncsim_arch_validate(*out);
+        if (st != NCSIM_OK)
+            xp_errf(err, errlen, "%.1023s", ncsim_last_error());
+    }
     return st;
 }
 
@@ -789,19 +845,22 @@ ncsim_status_t sim_sweep_point_values(const sim_sweep_t *sw, uint64_t index, cha
 {
     if (buflen)
         buf[0] = 0;
-    mdl_arch_t a;
+    ncsim_arch_t *a = NULL;
     ncsim_status_t st = sim_sweep_point_arch(sw, index, &a, err, errlen);
-    if (st != NCSIM_OK)
+    if (st != NCSIM_OK) {
+        ncsim_arch_free(a);
         return st;
+    }
     size_t used = 0;
     for (size_t k = 0; k < sw->nparams && used < buflen; k++) {
         char v[128];
-        mdl_arch_get(&a, sw->params[k], v, sizeof v);
+        arch_value(a, sw->params[k], v, sizeof v);
         int n = snprintf(buf + used, buflen - used, "%s%s", k ? "," : "", v);
         if (n < 0)
             break;
         used += (size_t)n;
     }
+    ncsim_arch_free(a);
     return NCSIM_OK;
 }
 
@@ -811,29 +870,29 @@ ncsim_status_t sim_sweep_prepare(sim_sweep_t *sw, uint64_t first, uint64_t last,
     if (last >= sw->npoints)
         last = sw->npoints - 1;
     for (uint64_t i = first; i <= last && i < sw->npoints; i++) {
-        mdl_arch_t a;
+        ncsim_arch_t *a = NULL;
         ncsim_status_t st = sim_sweep_point_arch(sw, i, &a, err, errlen);
+        sweep_program_t *p;
+        if (st == NCSIM_OK) {
+            st = program_for(sw, a, &p);
+            if (st != NCSIM_OK)
+                xp_errf(err, errlen, "out of memory");
+        }
+        ncsim_arch_free(a);
         if (st != NCSIM_OK)
             return st;
-        sweep_program_t *p;
-        st = program_for(sw, &a, &p);
-        if (st != NCSIM_OK) {
-            xp_errf(err, errlen, "out of memory");
-            return st;
-        }
     }
-    /* functional sweeps read their .npy inputs once, before the workers fork */
+    /* functional sweeps check their .npy inputs once, before anything runs */
     for (size_t i = 0; i < sw->ninputs; i++) {
         sweep_input_t *in = &sw->inputs[i];
-        if (in->loaded)
+        if (in->checked)
             continue;
-        char e[512];
-        ncsim_status_t st = mdl_npy_read(in->path, &in->data, e, sizeof e);
+        ncsim_status_t st = ncsim_npy_check_file(in->path);
         if (st != NCSIM_OK) {
-            xp_errf(err, errlen, "%s: inputs: %s", sw->spec_path, e);
-            return st == NCSIM_NOMEM ? st : NCSIM_IO;
+            xp_errf(err, errlen, "%s: inputs: %.511s", sw->spec_path, ncsim_last_error());
+            return st;
         }
-        in->loaded = 1;
+        in->checked = 1;
     }
     return NCSIM_OK;
 }
@@ -879,57 +938,73 @@ static int point_done(const sim_sweep_t *sw, const char *path, uint64_t index)
     return ok;
 }
 
+/* The HBM tensor of the program called `name` (the first one), or -1. */
+static int32_t hbm_tensor(const ncsim_program_t *p, const char *name)
+{
+    uint32_t n = ncsim_program_tensor_count(p);
+    for (uint32_t t = 0; t < n; t++) {
+        ncsim_tensor_info_t ti;
+        if (ncsim_program_tensor(p, t, &ti) == NCSIM_OK && ti.memory == NCSIM_HBM &&
+            strcmp(ti.name, name) == 0)
+            return (int32_t)t;
+    }
+    return -1;
+}
+
+static int is_input(const ncsim_tensor_info_t *ti)
+{
+    return ti->role == NCSIM_INPUT || ti->role == NCSIM_INOUT;
+}
+
 /* Bind the functional inputs exactly as `ncsim run --in/--random-inputs` does (the same
  * random stream per tensor), so a point reproduces with `ncsim run`. */
-static ncsim_status_t bind_inputs(sim_sweep_t *sw, sim_t *s, const isa_program_t *p, char *err,
-                                  size_t errlen)
+static ncsim_status_t bind_inputs(sim_sweep_t *sw, ncsim_sim_t *s, const ncsim_program_t *p,
+                                  char *err, size_t errlen)
 {
-    uint8_t *bound = calloc(p->ntensors + 1, 1);
+    uint32_t ntensors = ncsim_program_tensor_count(p);
+    uint8_t *bound = calloc(ntensors + 1, 1);
     if (!bound)
         return NCSIM_NOMEM;
     ncsim_status_t st = NCSIM_OK;
     for (size_t i = 0; i < sw->ninputs && st == NCSIM_OK; i++) {
         sweep_input_t *in = &sw->inputs[i];
-        int t = sim_find_hbm_tensor(p, in->name, strlen(in->name));
-        if (t < 0 || (p->tensors[t].kind != ISA_TK_INPUT && p->tensors[t].kind != ISA_TK_INOUT)) {
+        int32_t t = hbm_tensor(p, in->name);
+        ncsim_tensor_info_t ti;
+        if (t < 0 || ncsim_program_tensor(p, (uint32_t)t, &ti) != NCSIM_OK || !is_input(&ti)) {
             xp_errf(err, errlen, "inputs: the program has no input HBM tensor '%s'", in->name);
             st = NCSIM_USAGE;
             break;
         }
-        if (!in->loaded) {
-            st = mdl_npy_read(in->path, &in->data, err, errlen);
-            if (st != NCSIM_OK) {
-                st = st == NCSIM_NOMEM ? st : NCSIM_IO;
-                break;
-            }
-            in->loaded = 1;
-        }
-        st = sim_tensor_write_npy(s, (uint32_t)t, &in->data, in->path, err, errlen);
-        if (st != NCSIM_OK)
+        st = ncsim_sim_load_npy(s, (uint32_t)t, in->path);
+        if (st != NCSIM_OK) {
+            xp_errf(err, errlen, "%s", ncsim_last_error());
             break;
+        }
         bound[t] = 1;
     }
-    for (uint32_t t = 0; t < p->ntensors && st == NCSIM_OK; t++) {
-        int kind = p->tensors[t].kind;
-        if (p->tensors[t].space != ISA_SPACE_HBM || bound[t] ||
-            (kind != ISA_TK_INPUT && kind != ISA_TK_INOUT))
+    for (uint32_t t = 0; t < ntensors && st == NCSIM_OK; t++) {
+        ncsim_tensor_info_t ti;
+        if (ncsim_program_tensor(p, t, &ti) != NCSIM_OK || ti.memory != NCSIM_HBM || bound[t] ||
+            !is_input(&ti))
             continue;
         if (!sw->have_random) {
             xp_errf(err, errlen,
                      "input tensor '%s' is not bound: give it in \"inputs\" or set "
                      "\"random_inputs\"",
-                     isa_string(p, p->tensors[t].name));
+                     ti.name);
             st = NCSIM_USAGE;
             break;
         }
-        st = sim_tensor_fill_random(s, t, sw->random_seed);
+        st = ncsim_sim_fill_random(s, t, sw->random_seed);
+        if (st != NCSIM_OK)
+            xp_errf(err, errlen, "%s", ncsim_last_error());
     }
     free(bound);
     return st;
 }
 
 /* The "sweep" object of a point file, without its result. */
-static json_t *sweep_object(const sim_sweep_t *sw, uint64_t index, const mdl_arch_t *a)
+static json_t *sweep_object(const sim_sweep_t *sw, uint64_t index, const ncsim_arch_t *a)
 {
     json_t *o = json_object();
     json_object_set_new(o, "spec", json_string(sw->spec_path));
@@ -940,7 +1015,7 @@ static json_t *sweep_object(const sim_sweep_t *sw, uint64_t index, const mdl_arc
     for (size_t k = 0; k < sw->nparams; k++) {
         char v[128] = "";
         if (a)
-            mdl_arch_get(a, sw->params[k], v, sizeof v);
+            arch_value(a, sw->params[k], v, sizeof v);
         json_object_set_new(params, sw->params[k], json_string(v));
     }
     json_object_set_new(o, "params", params);
@@ -952,31 +1027,56 @@ static double ratio(uint64_t part, uint64_t whole)
     return whole ? (double)part / (double)whole : 0.0;
 }
 
-/* The CSV numbers of a finished run: utilisation is busy time over (cores used x total). */
-static json_t *result_object(const sim_stats_t *ss)
+/* A counter of a finished run (ncsim_sim_counter); the key is built from a format. */
+static uint64_t counter(ncsim_sim_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static uint64_t counter(ncsim_sim_t *s, const char *fmt, ...)
 {
+    char key[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(key, sizeof key, fmt, ap);
+    va_end(ap);
+    uint64_t v = 0;
+    if (ncsim_sim_counter(s, key, &v) != NCSIM_OK)
+        v = 0;
+    return v;
+}
+
+/* The CSV numbers of a finished run: utilisation is busy time over (cores used x total). */
+static json_t *result_object(ncsim_sim_t *s)
+{
+    ncsim_summary_t sum;
+    if (ncsim_sim_summary(s, &sum) != NCSIM_OK)
+        return NULL;
     json_t *r = json_object();
+    uint32_t ncores = (uint32_t)counter(s, "cores");
+    uint64_t total_ps = counter(s, "total_ps");
     uint32_t used = 0;
-    for (uint32_t c = 0; c < ss->ncores; c++)
-        used += ss->cores[c].used || ss->cores[c].dma_transfers ? 1u : 0u;
-    uint64_t denom = ss->total_ps * (used ? used : 1);
-    json_object_set_new(r, "total_ps", json_integer((json_int_t)ss->total_ps));
-    json_object_set_new(r, "mfu", json_real(ss->mfu));
+    for (uint32_t c = 0; c < ncores; c++)
+        used += counter(s, "core.%u.used", c) || counter(s, "core.%u.dma_transfers", c) ? 1u
+                                                                                       : 0u;
+    uint64_t denom = total_ps * (used ? used : 1);
+    json_object_set_new(r, "total_ps", json_integer((json_int_t)total_ps));
+    json_object_set_new(r, "mfu", json_real(sum.mfu));
     json_t *u = json_object();
-    for (int e = 0; e < ISA_ENGINE_COUNT; e++) {
+    for (int e = 0; e < NCSIM_ENGINE_COUNT; e++) {
+        const char *name = ncsim_engine_name((ncsim_engine_t)e);
         uint64_t busy = 0;
-        for (uint32_t c = 0; c < ss->ncores; c++)
-            busy += ss->cores[c].engines[e].busy_ps;
-        json_object_set_new(u, isa_engine_name((isa_engine_t)e), json_real(ratio(busy, denom)));
+        for (uint32_t c = 0; c < ncores; c++)
+            busy += counter(s, "core.%u.%s.busy_ps", c, name);
+        json_object_set_new(u, name, json_real(ratio(busy, denom)));
     }
     uint64_t dma = 0;
-    for (uint32_t c = 0; c < ss->ncores; c++)
-        dma += ss->cores[c].dma_busy_ps;
+    for (uint32_t c = 0; c < ncores; c++)
+        dma += counter(s, "core.%u.dma_busy_ps", c);
     json_object_set_new(u, "dma", json_real(ratio(dma, denom)));
     json_object_set_new(r, "utilisation", u);
-    json_object_set_new(r, "hbm_read_bytes", json_integer((json_int_t)ss->hbm_read_bytes));
-    json_object_set_new(r, "hbm_write_bytes", json_integer((json_int_t)ss->hbm_write_bytes));
-    json_object_set_new(r, "instructions", json_integer((json_int_t)ss->instructions));
+    json_object_set_new(r, "hbm_read_bytes",
+                        json_integer((json_int_t)counter(s, "hbm_read_bytes")));
+    json_object_set_new(r, "hbm_write_bytes",
+                        json_integer((json_int_t)counter(s, "hbm_write_bytes")));
+    json_object_set_new(r, "instructions", json_integer((json_int_t)counter(s, "instructions")));
     return r;
 }
 
@@ -1036,72 +1136,77 @@ ncsim_status_t sim_sweep_run_point(sim_sweep_t *sw, uint64_t index, const char *
     double t0 = now_seconds();
     char msg[8192] = "";
     ncsim_status_t pst; /* the point's own outcome */
-    mdl_arch_t a;
-    int have_arch = 0;
-    sim_t *s = NULL;
+    ncsim_arch_t *a = NULL;
+    ncsim_sim_t *s = NULL;
     json_t *root = NULL;
     sweep_program_t *sp = NULL;
     pst = sim_sweep_point_arch(sw, index, &a, msg, sizeof msg);
+    int have_arch = pst == NCSIM_OK;
     if (pst == NCSIM_OK) {
-        have_arch = 1;
-        pst = program_for(sw, &a, &sp);
+        pst = program_for(sw, a, &sp);
         if (pst == NCSIM_OK && sp->status != NCSIM_OK) {
             pst = sp->status;
             snprintf(msg, sizeof msg, "%s", sp->diag);
         }
     }
     if (pst == NCSIM_OK) {
-        sim_options_t so;
-        memset(&so, 0, sizeof so);
-        so.arch = &a;
+        ncsim_options_t so;
+        ncsim_options_init(&so);
         so.timing_only = sw->timing_only;
         so.stochastic_rounding = sw->stochastic;
         so.seed = sw->seed;
-        pst = sim_create(sp->prog, &so, &s, msg, sizeof msg);
+        so.program_name = sw->program;
+        pst = ncsim_sim_create(sp->prog, a, &so, &s);
+        if (pst != NCSIM_OK)
+            snprintf(msg, sizeof msg, "%s", ncsim_last_error());
     }
     if (pst == NCSIM_OK && !sw->timing_only)
         pst = bind_inputs(sw, s, sp->prog, msg, sizeof msg);
     if (pst == NCSIM_OK) {
-        pst = sim_run(s, SIM_RUN_UNTIL_IDLE, 0);
+        pst = ncsim_sim_run(s);
         if (pst != NCSIM_OK)
-            snprintf(msg, sizeof msg, "%s", sim_error(s)[0] ? sim_error(s)
-                                                           : ncsim_status_text(pst));
+            snprintf(msg, sizeof msg, "%s", ncsim_sim_error(s)[0] ? ncsim_sim_error(s)
+                                                                 : ncsim_status_text(pst));
     }
     if (pst == NCSIM_NOMEM && !msg[0])
         snprintf(msg, sizeof msg, "out of memory");
     double host = now_seconds() - t0;
     if (pst == NCSIM_OK) {
-        const sim_stats_t *ss = sim_stats(s);
-        sim_run_info_t info = {sw->program, sw->timing_only, sw->seed, host, NULL, 0.0};
-        char *stats = sim_stats_json(ss, &a, sp->prog, &info);
+        char *stats = NULL;
         json_error_t jerr;
-        root = stats ? json_loads(stats, 0, &jerr) : NULL;
-        free(stats);
-        if (root) {
-            json_t *o = sweep_object(sw, index, &a);
+        root = ncsim_sim_stats_json(s, &stats) == NCSIM_OK ? json_loads(stats, 0, &jerr) : NULL;
+        ncsim_free(stats);
+        json_t *result = root ? result_object(s) : NULL;
+        if (root && result) {
+            json_t *o = sweep_object(sw, index, a);
             json_object_set_new(o, "status", json_string("ok"));
-            json_object_set_new(o, "result", result_object(ss));
+            json_object_set_new(o, "result", result);
             json_object_set_new(o, "host_seconds", json_real(host));
             json_object_set_new(root, "sweep", o);
+        } else {
+            json_decref(result);
+            json_decref(root);
+            root = NULL;
         }
     } else {
         /* the failure is the point's result: record it (and the config it ran on) */
         root = json_object();
-        json_t *o = sweep_object(sw, index, have_arch ? &a : NULL);
+        json_t *o = sweep_object(sw, index, have_arch ? a : NULL);
         json_object_set_new(o, "status", json_string("error"));
         json_object_set_new(o, "error", json_string(msg[0] ? msg : ncsim_status_text(pst)));
         json_object_set_new(o, "exit_code", json_integer(ncsim_status_exit_code(pst)));
         json_object_set_new(root, "sweep", o);
-        if (have_arch) {
-            char *cfg = mdl_arch_to_json(&a);
+        char *cfg = NULL;
+        if (have_arch && ncsim_arch_to_json(a, &cfg) == NCSIM_OK) {
             json_error_t jerr;
-            json_t *c = cfg ? json_loads(cfg, 0, &jerr) : NULL;
-            free(cfg);
+            json_t *c = json_loads(cfg, 0, &jerr);
             if (c)
                 json_object_set_new(root, "arch_config", c);
         }
+        ncsim_free(cfg);
     }
-    sim_destroy(s);
+    ncsim_sim_free(s);
+    ncsim_arch_free(a);
     ncsim_status_t st;
     if (!root) {
         xp_errf(err, errlen, "out of memory");
@@ -1397,8 +1502,8 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
         sb_add(&b, ",");
     }
     sb_add(&b, "total_ns,mfu");
-    for (int e = 0; e < ISA_ENGINE_COUNT; e++)
-        sb_add(&b, ",%s_util", isa_engine_name((isa_engine_t)e));
+    for (int e = 0; e < NCSIM_ENGINE_COUNT; e++)
+        sb_add(&b, ",%s_util", ncsim_engine_name((ncsim_engine_t)e));
     sb_add(&b, ",dma_util,hbm_read_bytes,hbm_write_bytes,status\n");
     for (uint64_t i = 0; i < sw->npoints; i++) {
         char *path = point_path(out_dir, i);
@@ -1437,14 +1542,14 @@ ncsim_status_t sim_sweep_merge(const sim_sweep_t *sw, const char *out_dir, const
             uint64_t ps = jint(r, "total_ps");
             sb_add(&b, "%" PRIu64 ".%03" PRIu64 ",%.6f", ps / 1000, ps % 1000, jreal(r, "mfu"));
             const json_t *u = json_object_get(r, "utilisation");
-            for (int e = 0; e < ISA_ENGINE_COUNT; e++)
-                sb_add(&b, ",%.6f", jreal(u, isa_engine_name((isa_engine_t)e)));
+            for (int e = 0; e < NCSIM_ENGINE_COUNT; e++)
+                sb_add(&b, ",%.6f", jreal(u, ncsim_engine_name((ncsim_engine_t)e)));
             sb_add(&b, ",%.6f,%" PRIu64 ",%" PRIu64 ",ok\n", jreal(u, "dma"),
                    jint(r, "hbm_read_bytes"), jint(r, "hbm_write_bytes"));
             summary->ok++;
         } else {
             /* empty total_ns, mfu, engine and DMA utilisation, HBM read and write */
-            for (int f = 0; f < 2 + ISA_ENGINE_COUNT + 3; f++)
+            for (int f = 0; f < 2 + NCSIM_ENGINE_COUNT + 3; f++)
                 sb_add(&b, ",");
             sb_add(&b, "error\n");
             summary->failed++;

@@ -206,6 +206,12 @@ NCSIM_API ncsim_status_t ncsim_assemble(const char *text, size_t len, const char
 /* Read a program file: NCA text is assembled, a .ncx binary is loaded and checked. */
 NCSIM_API ncsim_status_t ncsim_program_load_file(const char *path, const ncsim_arch_t *arch,
                                                  ncsim_program_t **out);
+/* The same, stopping after `max_errors` errors (0: the default, 50) with a last line "note:
+ * too many errors, stopping" in the message. `ncsim sweep` keeps its reports to 20. */
+NCSIM_API ncsim_status_t ncsim_program_load_file_max_errors(const char *path,
+                                                            const ncsim_arch_t *arch,
+                                                            unsigned max_errors,
+                                                            ncsim_program_t **out);
 /* A .ncx image in memory (NCSIM_FORMAT when corrupt). */
 NCSIM_API ncsim_status_t ncsim_program_load(const void *bytes, size_t len, const char *name,
                                             const ncsim_arch_t *arch, ncsim_program_t **out);
@@ -326,6 +332,10 @@ NCSIM_API ncsim_status_t ncsim_sim_load_npy(ncsim_sim_t *sim, uint32_t tensor, c
 NCSIM_API ncsim_status_t ncsim_sim_load_npy_bytes(ncsim_sim_t *sim, uint32_t tensor,
                                                   const void *bytes, size_t len,
                                                   const char *name);
+/* Read and parse a .npy file as ncsim_sim_load_npy does, binding nothing: NCSIM_OK when it
+ * is a .npy file the simulator reads; else NCSIM_IO (NCSIM_NOMEM) with the same message
+ * ncsim_sim_load_npy would give. Checks inputs once before many runs use them. */
+NCSIM_API ncsim_status_t ncsim_npy_check_file(const char *path);
 /* Write an HBM tensor to a .npy file (the rules of `ncsim run --out`). */
 NCSIM_API ncsim_status_t ncsim_sim_save_npy(ncsim_sim_t *sim, uint32_t tensor, const char *path);
 /* Fill one tensor with seeded uniform values in [-1, 1) (the values of --random-inputs). */

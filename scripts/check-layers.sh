@@ -31,13 +31,6 @@ folders="include isa models traces raster sim api viz explore cli"
 # file:header  reason -- the debts of issue #26 (docs/design.md, "Known exceptions")
 exceptions="
 cli/outputs.c:file.h                the output files of a command: isa/file.c's writer
-explore/sweep.c:diag.h              sweeps run on sim/ directly (issue #26, item 1)
-explore/sweep.c:load.h              sweeps run on sim/ directly
-explore/sweep.c:npy.h               sweeps run on sim/ directly
-explore/sweep.c:rng.h               sweeps run on sim/ directly
-explore/sweep.c:sim.h               sweeps run on sim/ directly
-explore/sweep.c:stats.h             sweeps run on sim/ directly
-explore/sweep_internal.h:arch.h     sweep.c and its test hold a point as a models/ config
 "
 
 declare -A where

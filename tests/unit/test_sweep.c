@@ -22,6 +22,15 @@
 #include "sweep_plot.h"
 #include "testutil.h"
 
+/* The models/ config of a point's ncsim_arch_t, through its JSON (for the independent run). */
+static void arch_of(const ncsim_arch_t *h, mdl_arch_t *out)
+{
+    char *json = NULL, err[1024];
+    assert_int_equal(ncsim_arch_to_json(h, &json), NCSIM_OK);
+    assert_int_equal(mdl_arch_parse(json, strlen(json), "point", out, err, sizeof err), NCSIM_OK);
+    ncsim_free(json);
+}
+
 /* Write a spec for kernels/demo_gemm.nca with the given JSON members after "program". */
 static const char *write_spec(const char *dir, const char *name, const char *members)
 {
@@ -172,15 +181,19 @@ static void test_point_order(void **state)
     static const double bw[6] = {410, 410, 410, 820.5, 820.5, 820.5};
     static const unsigned chips[6] = {1, 4, 16, 1, 4, 16};
     for (uint64_t i = 0; i < 6; i++) {
+        ncsim_arch_t *h = NULL;
+        assert_int_equal(sim_sweep_point_arch(sw, i, &h, err, sizeof err), NCSIM_OK);
         mdl_arch_t a;
-        assert_int_equal(sim_sweep_point_arch(sw, i, &a, err, sizeof err), NCSIM_OK);
+        arch_of(h, &a);
+        ncsim_arch_free(h);
         assert_true(a.hbm.bandwidth_gbps == bw[i]);
         assert_int_equal(a.chips, chips[i]);
         assert_int_equal(a.link.torus_x * a.link.torus_y, chips[i]);
         assert_int_equal(a.dma.engines, 8);
     }
-    mdl_arch_t a;
-    assert_int_equal(sim_sweep_point_arch(sw, 6, &a, err, sizeof err), NCSIM_USAGE);
+    ncsim_arch_t *none = NULL;
+    assert_int_equal(sim_sweep_point_arch(sw, 6, &none, err, sizeof err), NCSIM_USAGE);
+    assert_null(none);
     /* the same points as text, as `--list` prints them: the varied keys in column order,
      * as the resolved config holds them */
     char values[256];
@@ -266,8 +279,11 @@ static void test_jobs_same_bytes(void **state)
                         140) == 0);
 
     /* row 5 (hbm 1640... no: 820 x 2.8 is point 5) equals `sim_run` of its config */
+    ncsim_arch_t *h5 = NULL;
+    assert_int_equal(sim_sweep_point_arch(sw, 5, &h5, err, sizeof err), NCSIM_OK);
     mdl_arch_t arch;
-    assert_int_equal(sim_sweep_point_arch(sw, 5, &arch, err, sizeof err), NCSIM_OK);
+    arch_of(h5, &arch);
+    ncsim_arch_free(h5);
     assert_true(arch.hbm.bandwidth_gbps == 820 && arch.pe.clock_ghz == 2.8);
     isa_geometry_t g;
     mdl_arch_geometry(&arch, &g);
@@ -407,6 +423,34 @@ static void test_failed_point(void **state)
     char *text = tu_read_file(csv, NULL);
     assert_non_null(strstr(text, "\n8192,,,,,,,,,,,,error\n"));
     free(text);
+    sim_sweep_free(sw);
+}
+
+/* An invalid point (unchecked load): sim_sweep_point_arch says why and still gives the config
+ * as far as it was resolved, so the message can show the point's values. */
+static void test_invalid_point_config(void **state)
+{
+    (void)state;
+    const char *dir = tu_tmpdir();
+    sim_sweep_t *sw = NULL;
+    char err[4096];
+    const char *spec = write_spec(dir, "bad_clock.json", "\"grid\": {\"pe.clock_ghz\": [1.4, -1]}");
+    assert_int_equal(sim_sweep_load(spec, &sw, err, sizeof err), NCSIM_USAGE);
+    assert_non_null(strstr(err, "point 1 (pe.clock_ghz=-1.0)"));
+    assert_int_equal(sim_sweep_load_unchecked(spec, &sw, err, sizeof err), NCSIM_OK);
+    ncsim_arch_t *a = NULL;
+    assert_int_equal(sim_sweep_point_arch(sw, 1, &a, err, sizeof err), NCSIM_USAGE);
+    assert_non_null(a);
+    char *v = NULL;
+    assert_int_equal(ncsim_arch_get(a, "pe.clock_ghz", &v), NCSIM_OK);
+    assert_string_equal(v, "-1.0");
+    ncsim_free(v);
+    ncsim_arch_free(a);
+    assert_int_equal(sim_sweep_point_arch(sw, 0, &a, err, sizeof err), NCSIM_OK);
+    assert_int_equal(ncsim_arch_get(a, "pe.clock_ghz", &v), NCSIM_OK);
+    assert_string_equal(v, "1.4");
+    ncsim_free(v);
+    ncsim_arch_free(a);
     sim_sweep_free(sw);
 }
 
@@ -676,7 +720,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec_errors),     cmocka_unit_test(test_point_order),
         cmocka_unit_test(test_jobs_same_bytes), cmocka_unit_test(test_points_and_merge),
-        cmocka_unit_test(test_failed_point),    cmocka_unit_test(test_functional),
+        cmocka_unit_test(test_failed_point),
+        cmocka_unit_test(test_invalid_point_config),    cmocka_unit_test(test_functional),
         cmocka_unit_test(test_slurm_script),
         cmocka_unit_test(test_spec_names_special_files),
         cmocka_unit_test(test_merge_refuses_special_point_files),    cmocka_unit_test(test_plot),
