@@ -230,6 +230,25 @@ ncsim_status_t ncsim_write_file(const char *path, const void *data, size_t len)
     return NCSIM_IO;
 }
 
+ncsim_status_t ncsim_read_file(const char *path, void **data, size_t *len)
+{
+    if (data)
+        *data = NULL;
+    if (len)
+        *len = 0;
+    if (!path || !data || !len)
+        return api_fail(NCSIM_USAGE, "usage", "ncsim_read_file: no path or no place for the data");
+    char *buf = sim_read_file(path, len);
+    if (buf) {
+        *data = buf;
+        return NCSIM_OK;
+    }
+    int e = errno;
+    api_fail(NCSIM_IO, "io", "cannot read %s: %s", path, strerror(e));
+    errno = e;
+    return NCSIM_IO;
+}
+
 /* The reason is handed back alone (WHY) and in the last error with the path; errno is kept
  * across both. */
 static ncsim_status_t read_fail(const char *path, const char *reason, int e, char *why,

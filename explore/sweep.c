@@ -139,49 +139,14 @@ static int hash_file(uint64_t *h, const char *path, char *why, size_t whylen)
 }
 
 /* The whole spec file, NUL-terminated; NULL with errno set when it cannot be read (the
- * reason of a directory, EISDIR, is kept; a stream that never ends stops at 1 GiB, EFBIG). */
+ * reason of a directory, EISDIR, is kept; a stream that never ends stops at 1 GiB, EFBIG).
+ * A spec named "-" is a file of that name, not stdin: every worker reads the spec again. */
 static char *read_spec(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
-        (uint64_t)sb.st_size < SIZE_MAX / 2)
-        cap = (size_t)sb.st_size + 1; /* +1: a file that grew meanwhile still reads to its end */
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) {
-            if (ferror(f)) {
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-        if (cap >= SWEEP_MAX_DATA_BYTES) {
-            free(buf);
-            buf = NULL;
-            errno = EFBIG;
-            break;
-        }
-        cap *= 2;
-        char *t = realloc(buf, cap + 1);
-        if (!t) {
-            free(buf);
-            errno = ENOMEM;
-        }
-        buf = t;
-    }
-    int saved = errno;
-    fclose(f);
-    errno = saved;
-    if (!buf)
-        return NULL;
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    void *data = NULL;
+    if (ncsim_read_file(strcmp(path, "-") == 0 ? "./-" : path, &data, len) != NCSIM_OK)
+        return NULL; /* errno kept */
+    return data;
 }
 
 /*

@@ -3,6 +3,8 @@
  */
 #include "util.h"
 
+#include "ncsim.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -31,40 +33,8 @@ char *xp_strdup(const char *s)
 
 char *xp_read_file(const char *path, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) {
-            if (ferror(f)) {
-                free(buf);
-                buf = NULL;
-                errno = EIO;
-            }
-            break;
-        }
-        if (cap >= XP_MAX_READ_BYTES) {
-            free(buf);
-            buf = NULL;
-            errno = EFBIG;
-            break;
-        }
-        cap *= 2;
-        char *t = realloc(buf, cap + 1);
-        if (!t) {
-            free(buf);
-            errno = ENOMEM;
-        }
-        buf = t;
-    }
-    if (f != stdin)
-        fclose(f);
-    if (!buf)
-        return NULL;
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    void *data = NULL;
+    if (ncsim_read_file(path, &data, len) != NCSIM_OK)
+        return NULL; /* errno kept */
+    return data;
 }

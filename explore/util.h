@@ -17,9 +17,8 @@ void xp_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((form
 char *xp_strdup(const char *s);
 
 /* The whole of PATH ("-": stdin), NUL-terminated, malloc'd; *len its length. NULL with errno
- * set when it cannot be read, or (EFBIG) when it is larger than XP_MAX_READ_BYTES: specs,
- * manifests, CSV and statistics files are small, a device or a mistaken path is not. */
-#define XP_MAX_READ_BYTES (1ull << 30)
+ * set when it cannot be read, or (EFBIG) beyond 1 GiB: specs, manifests, CSV and statistics
+ * files are small, a device or a mistaken path is not (ncsim_read_file). */
 char *xp_read_file(const char *path, size_t *len);
 
 #endif

@@ -112,6 +112,14 @@ NCSIM_API void ncsim_free(void *p);
  * NCSIM_IO (errno kept) when it cannot be written. */
 NCSIM_API ncsim_status_t ncsim_write_file(const char *path, const void *data, size_t len);
 
+/* Read a whole file the way the library reads a program: PATH ("-": stdin), any readable
+ * stream, at most 1 GiB (a device such as /dev/zero or a mistaken path stops there, EFBIG).
+ * On success *DATA (NUL-terminated; free with ncsim_free) and *LEN (without the NUL).
+ * Otherwise *DATA is NULL and NCSIM_IO with errno kept (ENOENT, EISDIR, EFBIG, ENOMEM, ...)
+ * and the last error "cannot read PATH: REASON"; NCSIM_USAGE for a NULL argument. For a path
+ * that came from data, use ncsim_read_data_file, which also refuses devices, FIFOs and links. */
+NCSIM_API ncsim_status_t ncsim_read_file(const char *path, void **data, size_t *len);
+
 /* ncsim_read_data_file's flags. */
 #define NCSIM_READ_NO_SYMLINK 1u /* refuse PATH when it is a symbolic link */
 

@@ -53,8 +53,10 @@ char *sim_read_file(const char *path, size_t *len)
         }
         buf = t;
     }
+    int saved = errno; /* the reason of a failed read (EISDIR), which fclose must not change */
     if (f != stdin)
         fclose(f);
+    errno = saved;
     if (!buf)
         return NULL;
     buf[n] = '\0';

@@ -5,6 +5,8 @@
  * blocking), a character device, a directory, a file over the bound, a missing file, a
  * symbolic link with NCSIM_READ_NO_SYMLINK (followed without it) -- each NCSIM_IO with
  * errno, the reason and the last error naming the path; bad arguments are NCSIM_USAGE.
+ * And ncsim_read_file, the unchecked reader of files a user names: any stream, bytes exact,
+ * a missing file and a directory NCSIM_IO with errno and the path in the last error.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -197,6 +199,38 @@ static void test_bad_arguments(void **state)
     assert_null(data);
 }
 
+static void test_read_file(void **state)
+{
+    dir_t *d = *state;
+    static const char bytes[] = {'a', 0, 'b', '\n'};
+    write_bytes(in_dir(d, "good"), bytes, sizeof bytes);
+    void *data = NULL;
+    size_t len = 99;
+    assert_int_equal(ncsim_read_file(in_dir(d, "good"), &data, &len), NCSIM_OK);
+    assert_int_equal(len, sizeof bytes);
+    assert_memory_equal(data, bytes, sizeof bytes);
+    assert_int_equal(((char *)data)[len], 0);
+    ncsim_free(data);
+
+    data = (void *)1;
+    errno = 0;
+    assert_int_equal(ncsim_read_file(in_dir(d, "missing"), &data, &len), NCSIM_IO);
+    assert_int_equal(errno, ENOENT);
+    assert_null(data);
+    assert_int_equal(len, 0);
+    assert_non_null(strstr(ncsim_last_error(), "missing"));
+
+    assert_int_equal(mkdir(in_dir(d, "sub"), 0700), 0);
+    errno = 0;
+    assert_int_equal(ncsim_read_file(in_dir(d, "sub"), &data, &len), NCSIM_IO);
+    assert_int_equal(errno, EISDIR);
+    assert_null(data);
+
+    assert_int_equal(ncsim_read_file(NULL, &data, &len), NCSIM_USAGE);
+    assert_int_equal(ncsim_read_file("/etc/hostname", NULL, &len), NCSIM_USAGE);
+    assert_int_equal(ncsim_read_file("/etc/hostname", &data, NULL), NCSIM_USAGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +240,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_over_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_and_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
