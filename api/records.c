@@ -230,6 +230,21 @@ ncsim_status_t ncsim_write_file(const char *path, const void *data, size_t len)
     return NCSIM_IO;
 }
 
+int ncsim_remove_on_signal(const char *path)
+{
+    return path ? isa_file_pending_add(path) : -1;
+}
+
+void ncsim_remove_on_signal_cancel(int n)
+{
+    isa_file_pending_remove(n);
+}
+
+int ncsim_path_is_special(const char *path)
+{
+    return path ? isa_file_is_special(path) : 0;
+}
+
 ncsim_status_t ncsim_read_file(const char *path, void **data, size_t *len)
 {
     if (data)

@@ -13,7 +13,7 @@
 #define _GNU_SOURCE
 #include "outputs.h"
 
-#include "file.h"
+#include "ncsim.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +82,7 @@ int cli_outputs_validate(cli_outputs_t *o)
         cli_output_t *e = &o->v[i];
         if (e->is_stdout)
             continue;
-        if (isa_file_is_special(e->path)) {
+        if (ncsim_path_is_special(e->path)) {
             /* renaming a temporary over /dev/null would replace the device with a file */
             e->direct = 1;
             continue;
@@ -133,9 +133,9 @@ int cli_outputs_validate(cli_outputs_t *o)
         (void)fchmod(fd, 0666 & ~um);
         close(fd);
         /* a signal from here on removes the temporary, and the target an earlier run left */
-        e->pending_tmp = isa_file_pending_add(e->tmp);
+        e->pending_tmp = ncsim_remove_on_signal(e->tmp);
         if (!e->keep)
-            e->pending_target = isa_file_pending_add(e->path);
+            e->pending_target = ncsim_remove_on_signal(e->path);
     }
     o->validated = 1;
     return 0;
@@ -190,8 +190,8 @@ void cli_outputs_mark_written(cli_outputs_t *o, const char *path)
 /* Out of the list a signal removes. */
 static void forget_pending(cli_output_t *e)
 {
-    isa_file_pending_remove(e->pending_tmp);
-    isa_file_pending_remove(e->pending_target);
+    ncsim_remove_on_signal_cancel(e->pending_tmp);
+    ncsim_remove_on_signal_cancel(e->pending_target);
     e->pending_tmp = e->pending_target = -1;
 }
 
@@ -268,7 +268,7 @@ int cli_output_write(cli_outputs_t *o, const char *out, const void *data, size_t
 {
     int bad = strcmp(out, "-") == 0
                   ? fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0
-                  : isa_file_write(cli_outputs_path(o, out), data, len) != 0;
+                  : ncsim_write_file(cli_outputs_path(o, out), data, len) != NCSIM_OK;
     if (bad) {
         fprintf(stderr, "ncsim %s: cannot write %s: %s\n", o->cmd, out, strerror(errno));
         return 3;
@@ -322,12 +322,12 @@ int cli_output_end(cli_outputs_t *o, int rc)
 
 int cli_output_guard(const char *path)
 {
-    if (!path || strcmp(path, "-") == 0 || isa_file_is_special(path))
+    if (!path || strcmp(path, "-") == 0 || ncsim_path_is_special(path))
         return -1;
-    return isa_file_pending_add(path);
+    return ncsim_remove_on_signal(path);
 }
 
 void cli_output_unguard(int handle)
 {
-    isa_file_pending_remove(handle);
+    ncsim_remove_on_signal_cancel(handle);
 }

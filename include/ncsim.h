@@ -120,6 +120,22 @@ NCSIM_API ncsim_status_t ncsim_write_file(const char *path, const void *data, si
  * that came from data, use ncsim_read_data_file, which also refuses devices, FIFOs and links. */
 NCSIM_API ncsim_status_t ncsim_read_file(const char *path, void **data, size_t *len);
 
+/* The files the library removes when a signal ends the process (its own temporaries are in
+ * this list until committed). A client that writes an output in several steps (a temporary it
+ * renames later, a target it must not leave half made) adds them: on SIGHUP, SIGINT, SIGQUIT,
+ * SIGTERM, SIGPIPE, SIGALRM, SIGUSR1/2, SIGXCPU or SIGXFSZ whose action is still the default
+ * one (a host's own handler, Python's SIGINT, or an ignored signal is left alone), every listed
+ * file is removed and the process ends by the same signal. Thread-safe. ncsim_remove_on_signal
+ * copies PATH and returns the entry's number, or -1 when the list is full (the file is then
+ * not removed); ncsim_remove_on_signal_cancel takes entry N out (N < 0: nothing), leaving the
+ * file alone. */
+NCSIM_API int ncsim_remove_on_signal(const char *path);
+NCSIM_API void ncsim_remove_on_signal_cancel(int n);
+
+/* 1 when PATH exists and is neither a regular file nor a directory (/dev/null, a FIFO): such a
+ * target is written where it is, never replaced by renaming a temporary over it. */
+NCSIM_API int ncsim_path_is_special(const char *path);
+
 /* ncsim_read_data_file's flags. */
 #define NCSIM_READ_NO_SYMLINK 1u /* refuse PATH when it is a symbolic link */
 

@@ -7,6 +7,8 @@
  * errno, the reason and the last error naming the path; bad arguments are NCSIM_USAGE.
  * And ncsim_read_file, the unchecked reader of files a user names: any stream, bytes exact,
  * a missing file and a directory NCSIM_IO with errno and the path in the last error.
+ * And the list of files removed when a signal ends the process (ncsim_remove_on_signal), in a
+ * child killed by SIGTERM, and ncsim_path_is_special.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -16,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -231,6 +235,45 @@ static void test_read_file(void **state)
     assert_int_equal(ncsim_read_file("/etc/hostname", &data, NULL), NCSIM_USAGE);
 }
 
+/* A child lists "good" (and cancels it when `cancel`), then dies of SIGTERM. */
+static void signal_child(dir_t *d, int cancel)
+{
+    write_bytes(in_dir(d, "good"), "x", 1);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int n = ncsim_remove_on_signal(in_dir(d, "good"));
+        if (n < 0)
+            _exit(3);
+        if (cancel)
+            ncsim_remove_on_signal_cancel(n);
+        raise(SIGTERM);
+        _exit(4); /* not reached: the default action ends the process */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    assert_int_equal(WTERMSIG(status), SIGTERM);
+}
+
+static void test_remove_on_signal(void **state)
+{
+    dir_t *d = *state;
+    struct stat st;
+    signal_child(d, 0);
+    assert_int_equal(stat(in_dir(d, "good"), &st), -1);
+    signal_child(d, 1);
+    assert_int_equal(stat(in_dir(d, "good"), &st), 0);
+    assert_int_equal(ncsim_remove_on_signal(NULL), -1);
+    ncsim_remove_on_signal_cancel(-1);
+
+    assert_int_equal(ncsim_path_is_special("/dev/null"), 1);
+    assert_int_equal(ncsim_path_is_special(in_dir(d, "good")), 0);
+    assert_int_equal(ncsim_path_is_special(d->root), 0);
+    assert_int_equal(ncsim_path_is_special(in_dir(d, "missing")), 0);
+    assert_int_equal(ncsim_path_is_special(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +284,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_symlink_and_missing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_on_signal, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
