@@ -38,6 +38,8 @@ ncsim_status_t cli_report_load(const char *path, struct trc_report *rep, char *e
                                size_t errlen);
 /* ncsim diff (cli/cmd_diff.c) */
 int cli_diff(int argc, char **argv);
+/* ncsim viz (cmd_viz.c; without the viewer built, a message and exit 2) */
+int cli_viz(int argc, char **argv);
 /* ncsim check (cli/cmd_check.c) */
 int cli_check(int argc, char **argv);
 /* ncsim validate, ncsim fit (cli/cmd_validate.c) */

@@ -15,9 +15,6 @@
 #include "outputs.h"
 #include "sweep.h"
 #include "ncsim.h"
-#ifdef NCSIM_HAVE_VIZ
-#include "viz.h"
-#endif
 
 static const char usage_main[] =
     "usage: ncsim COMMAND [options]\n"
@@ -346,15 +343,8 @@ int main(int argc, char **argv)
         return cli_diff(sub_argc, sub_argv);
     if (strcmp(cmd, "check") == 0)
         return cli_check(sub_argc, sub_argv);
-    if (strcmp(cmd, "viz") == 0) {
-#ifdef NCSIM_HAVE_VIZ
-        return viz_main(sub_argc, sub_argv);
-#else
-        fputs("ncsim viz: this ncsim was built without the viewer (it needs SDL2: install "
-              "libsdl2-dev and rebuild with -DNCSIM_BUILD_VIZ=ON)\n", stderr);
-        return 2;
-#endif
-    }
+    if (strcmp(cmd, "viz") == 0)
+        return cli_viz(sub_argc, sub_argv);
     if (strcmp(cmd, "sweep") == 0)
         return cli_sweep(sub_argc, sub_argv);
     if (strcmp(cmd, "validate") == 0)

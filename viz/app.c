@@ -1,12 +1,11 @@
 /*
- * app.c -- `ncsim viz`: the command line, the window and its event loop.
+ * app.c -- `ncsim viz`: the window and its event loop (the options are cli/cmd_viz.c's).
  *
  * The window is thin: it turns SDL events into viz_view_* calls and redraws when one of
  * them reports a change. Printable keys arrive as SDL_TEXTINPUT (so '?', '+' and '/' are
  * what the keyboard layout says); the others as SDL_KEYDOWN. `--png` renders the same view
  * headless (canvas.c) and exits.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,52 +15,11 @@
 
 #include "viz_internal.h"
 
-static const char usage_viz[] =
-    "usage: ncsim viz TRACE [TRACE_B] [options]\n"
-    "\n"
-    "Open a trace (.json, .json.gz or .pftrace from `ncsim run --trace`) in the viewer: lanes\n"
-    "per engine, DMA queue, link and collective engine, grouped by chip and core; counters\n"
-    "(HBM bandwidth, SBUF and PSUM in use) under the lanes; press ? in the window for the keys.\n"
-    "With two traces, both runs share one time axis: A's groups above B's, to compare them.\n"
-    "  --png OUT.png       render headless to a PNG file and exit (no display needed)\n"
-    "  --width W           window or picture width in pixels (default 1400)\n"
-    "  --height H          window or picture height in pixels (default 860)\n"
-    "  --start NS          left edge of the time window, in ns (default: the whole trace)\n"
-    "  --end NS            right edge of the time window, in ns\n"
-    "  --colour MODE       engine (default) or stall: colour slices by engine kind or by the\n"
-    "                      cause of the stall before them (also --color)\n"
-    "  --search TEXT       highlight slices matching TEXT (mnemonic, operands, stall cause or\n"
-    "                      'line N') and select the first\n"
-    "  --hover X,Y         (with --png) draw the tooltip for the pointer at X,Y\n"
-    "  --keys TEXT         (with --png) press these keys first, as in the window: '?' shows\n"
-    "                      the help, '+' zooms, 'c' switches colours; \\n is Enter\n"
-    "  -v, --verbose       print load time, frame times and the final window on exit\n";
-
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    double d = strtod(s, &end);
-    if (end == s || *end || d != d)
-        return -1;
-    *out = d;
-    return 0;
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    long n = strtol(s, &end, 10);
-    if (end == s || *end || n < lo || n > hi)
-        return -1;
-    *out = (int)n;
-    return 0;
 }
 
 /* ---- the window ------------------------------------------------------------------------------ */
@@ -260,92 +218,10 @@ static int run_window(viz_view_t *v, const char *path, int width, int height,
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
-int viz_main(int argc, char **argv)
+int viz_run(const viz_options_t *o)
 {
-    static const struct option opts[] = {{"png", required_argument, 0, 'p'},
-                                         {"width", required_argument, 0, 'W'},
-                                         {"height", required_argument, 0, 'H'},
-                                         {"start", required_argument, 0, 's'},
-                                         {"end", required_argument, 0, 'e'},
-                                         {"colour", required_argument, 0, 'c'},
-                                         {"color", required_argument, 0, 'c'},
-                                         {"search", required_argument, 0, 'f'},
-                                         {"hover", required_argument, 0, 'o'},
-                                         {"keys", required_argument, 0, 'k'},
-                                         {"verbose", no_argument, 0, 'v'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    const char *png = NULL, *search = NULL, *keys = NULL;
-    int width = 1400, height = 860, verbose = 0, hover_x = -1, hover_y = -1;
-    double start_ns = -1, end_ns = -1;
-    int have_start = 0, have_end = 0;
-    viz_colour_mode_t mode = VIZ_COLOUR_ENGINE;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': png = optarg; break;
-        case 'W':
-            if (parse_int(optarg, 64, 16384, &width)) {
-                fprintf(stderr, "ncsim viz: --width wants 64 to 16384 pixels, not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'H':
-            if (parse_int(optarg, 200, 16384, &height)) {
-                fprintf(stderr, "ncsim viz: --height wants 200 to 16384 pixels, not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 's':
-            if (parse_double(optarg, &start_ns)) {
-                fprintf(stderr, "ncsim viz: --start wants a time in ns, not '%s'\n", optarg);
-                return 2;
-            }
-            have_start = 1;
-            break;
-        case 'e':
-            if (parse_double(optarg, &end_ns)) {
-                fprintf(stderr, "ncsim viz: --end wants a time in ns, not '%s'\n", optarg);
-                return 2;
-            }
-            have_end = 1;
-            break;
-        case 'c':
-            if (strcmp(optarg, "engine") == 0)
-                mode = VIZ_COLOUR_ENGINE;
-            else if (strcmp(optarg, "stall") == 0)
-                mode = VIZ_COLOUR_STALL;
-            else {
-                fprintf(stderr, "ncsim viz: --colour wants engine or stall, not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'f': search = optarg; break;
-        case 'o':
-            if (sscanf(optarg, "%d,%d", &hover_x, &hover_y) != 2) {
-                fprintf(stderr, "ncsim viz: --hover wants X,Y in pixels, not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'k': keys = optarg; break;
-        case 'v': verbose = 1; break;
-        case 'h': fputs(usage_viz, stdout); return 0;
-        default: fputs(usage_viz, stderr); return 2;
-        }
-    }
-    if (optind != argc - 1 && optind != argc - 2) {
-        fprintf(stderr, "ncsim viz: expected one trace file, or two to compare\n%s", usage_viz);
-        return 2;
-    }
-    const char *path_b = optind == argc - 2 ? argv[optind + 1] : NULL;
-    if (have_start && have_end && !(end_ns > start_ns)) {
-        fprintf(stderr, "ncsim viz: --end (%g ns) must be after --start (%g ns)\n", end_ns,
-                start_ns);
-        return 2;
-    }
-    const char *path = argv[optind];
+    const char *path = o->path, *path_b = o->path_b, *png = o->png, *keys = o->keys;
+    int width = o->width, height = o->height, verbose = o->verbose;
     char err[1024];
     viz_trace_t *t = NULL;
     double t_load = now_s();
@@ -368,22 +244,23 @@ int viz_main(int argc, char **argv)
         viz_trace_free(t);
         return 4;
     }
-    viz_view_set_colour_mode(v, mode);
-    if (have_start || have_end) {
+    viz_view_set_colour_mode(v, o->mode);
+    if (o->have_start || o->have_end) {
         double a, b;
         viz_view_window(v, &a, &b);
-        viz_view_set_window(v, have_start ? start_ns * 1000.0 : a, have_end ? end_ns * 1000.0 : b);
+        viz_view_set_window(v, o->have_start ? o->start_ns * 1000.0 : a,
+                            o->have_end ? o->end_ns * 1000.0 : b);
     }
-    if (search)
-        viz_view_search(v, search);
+    if (o->search)
+        viz_view_search(v, o->search);
     int rc = 0;
     if (png) {
         viz_canvas_t *cv = NULL;
         st = viz_canvas_create(width, height, &cv, err, sizeof err);
         if (st == NCSIM_OK) {
             viz_view_resize(v, width, height);
-            if (hover_x >= 0)
-                viz_view_hover(v, hover_x, hover_y);
+            if (o->hover_x >= 0)
+                viz_view_hover(v, o->hover_x, o->hover_y);
             for (const char *k = keys; k && *k; k++) {
                 if (k[0] == '\\' && k[1] == 'n') {
                     viz_view_key(v, VIZ_KEY_ENTER, 0, 0);

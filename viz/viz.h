@@ -204,7 +204,21 @@ ncsim_status_t viz_canvas_write_png(viz_canvas_t *c, const char *path, char *err
 
 /* ---- the command ----------------------------------------------------------------------------- */
 
-/* `ncsim viz TRACE [options]` (argv[0] is "viz"); returns the exit code. */
-int viz_main(int argc, char **argv);
+/* What `ncsim viz` was asked (its options are parsed by cli/cmd_viz.c). */
+typedef struct viz_options {
+    const char *path, *path_b;   /* the trace, and a second one to compare (or NULL) */
+    const char *png;             /* render headless to this PNG and exit (NULL: a window) */
+    const char *search, *keys;   /* highlight text; keys pressed first (with png) */
+    int width, height;           /* pixels */
+    int hover_x, hover_y;        /* the tooltip's pointer (with png; -1: none) */
+    int have_start, have_end;    /* the time window's edges given */
+    double start_ns, end_ns;
+    viz_colour_mode_t mode;
+    int verbose;                 /* load time, frame times, the final window on stderr */
+} viz_options_t;
+
+/* Open the trace(s) of O in the viewer, or render them to O->png; messages start "ncsim viz:".
+ * Returns the exit code (docs/cli.md). */
+int viz_run(const viz_options_t *o);
 
 #endif

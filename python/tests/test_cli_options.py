@@ -26,6 +26,8 @@ COMMANDS = {
     "fit": ("--key", "--quiet", ["a.json", "b.json"], "expected one manifest file"),
     "arch": ("--set", None, ["trn1", "inf2"],
              "expected at most one preset name or config file"),
+    "viz": ("--width", "--verbose", ["a.json", "b.json", "c.json"],
+            "expected one trace file, or two to compare"),
 }
 
 
@@ -34,9 +36,12 @@ def ncsim(*argv, cwd=None):
 
 
 @pytest.fixture(autouse=True)
-def need_binary():
+def need_binary(request):
     if not os.path.exists(NCSIM):
         pytest.skip("no ncsim executable (NCSIM_BINARY)")
+    cmd = request.node.callspec.params.get("cmd") if hasattr(request.node, "callspec") else None
+    if cmd == "viz" and "built without the viewer" in ncsim("viz", "--help").stderr:
+        pytest.skip("ncsim built without the viewer (NCSIM_BUILD_VIZ=OFF)")
 
 
 def bad_command_lines(cmd):
