@@ -771,6 +771,42 @@ uint64_t sim_tensor_elems(const isa_program_t *p, uint32_t tensor)
     return n;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The by-line statistics' table: one entry per line up to MAX_LINE, or, when that would be
+ * far larger than the program (line numbers from `.loc` or a crafted .ncx are any 32-bit
+ * value), one entry per distinct line its instructions carry (line_ids; sim_line_at finds
+ * them by bisection). The statistics written are the same either way. -1 when out of memory. */
+static int sim_lines_init(sim_stats_t *st, const isa_program_t *prog, uint32_t max_line)
+{
+    uint64_t dense = (uint64_t)max_line + 1;
+    if (dense <= 2 * (uint64_t)prog->ninstrs + 4096) {
+        st->nlines = (uint32_t)dense;
+        st->lines = calloc(st->nlines, sizeof *st->lines);
+        return st->lines ? 0 : -1;
+    }
+    uint32_t *ids = malloc(((size_t)prog->ninstrs + 1) * sizeof *ids);
+    if (!ids)
+        return -1;
+    size_t n = 0;
+    ids[n++] = 0;
+    for (uint32_t i = 0; i < prog->ninstrs; i++)
+        ids[n++] = prog->instrs[i].line;
+    qsort(ids, n, sizeof *ids, cmp_u32);
+    size_t m = 1; /* ids[0] is 0, the smallest */
+    for (size_t i = 1; i < n; i++)
+        if (ids[i] != ids[m - 1])
+            ids[m++] = ids[i];
+    st->line_ids = ids;
+    st->nlines = (uint32_t)m;
+    st->lines = calloc(m, sizeof *st->lines);
+    return st->lines ? 0 : -1;
+}
+
 ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, sim_t **out,
                           char *err, size_t errlen)
 {
@@ -843,9 +879,7 @@ ncsim_status_t sim_create(const isa_program_t *prog, const sim_options_t *opt, s
         for (uint32_t i = 0; i < prog->ninstrs; i++)
             if (prog->instrs[i].line > max_line)
                 max_line = prog->instrs[i].line;
-    s->stats.nlines = max_line + 1;
-    s->stats.lines = calloc(s->stats.nlines, sizeof *s->stats.lines);
-    if (!s->stats.lines)
+    if (sim_lines_init(&s->stats, prog, max_line))
         goto oom;
     s->stats.ncores = s->ncores;
     s->stats.peak_flops_per_core = (double)a->pe.rows * a->pe.cols * 2.0 * a->pe.clock_ghz * 1e9;
@@ -967,6 +1001,7 @@ void sim_destroy(sim_t *s)
     free(s->chips);
     free(s->stats.cores);
     free(s->stats.lines);
+    free(s->stats.line_ids);
     free(s->stats.links);
     free(s->stats.hbm_series);
     free(s->error);

@@ -307,9 +307,11 @@ typedef struct sim_stats {
     uint32_t hbm_series_len;
     uint64_t hbm_series_bucket_ps;
     /* by source line: lines[l] for l in [0, nlines); line 0 gathers instructions with no
-     * line */
+     * line. When line_ids is not NULL (a program whose line numbers are sparse: a `.loc
+     * 4000000000`), entry l is line line_ids[l] instead, line_ids sorted and line_ids[0] = 0. */
     sim_line_stats_t *lines;
     uint32_t nlines;
+    uint32_t *line_ids;
 } sim_stats_t;
 
 /* ---- life cycle ---------------------------------------------------------------------------- */

@@ -226,7 +226,18 @@ void sim_apply_post_list(struct sim *s, core_t *c, const isa_instr_t *in,
 /* The by-line statistics of instruction `in` (never NULL: out-of-range lines go to 0). */
 static inline sim_line_stats_t *sim_line_at(struct sim *s, uint32_t line)
 {
-    return &s->stats.lines[line < s->stats.nlines ? line : 0];
+    const uint32_t *ids = s->stats.line_ids;
+    if (!ids)
+        return &s->stats.lines[line < s->stats.nlines ? line : 0];
+    uint32_t lo = 0, hi = s->stats.nlines; /* sparse lines: the entry whose id is line */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] <= line)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &s->stats.lines[ids[lo] == line ? lo : 0];
 }
 static inline sim_line_stats_t *sim_line(struct sim *s, const isa_instr_t *in)
 {

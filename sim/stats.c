@@ -143,7 +143,7 @@ char *sim_stats_json(const sim_stats_t *st, const mdl_arch_t *arch, const isa_pr
         uint64_t stall = 0;
         for (int k = 0; k < SIM_STALL_COUNT; k++)
             stall += L->stall_by[k];
-        json_object_set_new(o, "line", json_integer(l));
+        json_object_set_new(o, "line", json_integer(st->line_ids ? st->line_ids[l] : l));
         json_object_set_new(o, "instructions", json_integer((json_int_t)L->instructions));
         json_object_set_new(o, "busy_ns", json_real(ns(L->busy_ps)));
         json_object_set_new(o, "stall_ns", json_real(ns(stall)));

@@ -290,3 +290,30 @@ def test_report_killed_while_reading_leaves_no_stale_output(work):
     p.communicate(timeout=60)
     assert not (work / "r.txt").exists()
     assert hidden(work) == []
+
+
+def test_sparse_line_numbers(tmp_path):
+    """`.loc` takes any 32-bit line: a program whose lines are 7 and 4,000,000,000 runs in a few
+    MB (the by-line table holds the lines used, not every number up to the largest) and its
+    statistics give each line its own entry, in order, with the instructions it ran."""
+    src = open(os.path.join(ROOT, "kernels", "gemm_a_tiled.nca")).read().split("\n")
+    out, marks = [], iter([7, 4000000000])
+    for ln in src:
+        t = ln.strip()
+        if t.startswith("matmul") or t.startswith("dma"):
+            m = next(marks, None)
+            if m is not None:
+                out.append(f".loc {m}")
+        out.append(ln)
+    prog = tmp_path / "sparse.nca"
+    prog.write_text("\n".join(out))
+    stats = tmp_path / "s.json"
+    r = subprocess.run([NCSIM, "run", str(prog), "--timing-only", "--stats", str(stats)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    import json
+    lines = [l["line"] for l in json.load(open(stats))["lines"]]
+    assert 7 in lines and 4000000000 in lines, lines
+    assert lines == sorted(lines)
+    by = {l["line"]: l for l in json.load(open(stats))["lines"]}
+    assert by[4000000000]["instructions"] > 0 and by[7]["instructions"] > 0
