@@ -2,8 +2,8 @@
  * cmd_viz.c -- `ncsim viz TRACE [TRACE_B] [options]` (CLI.md): the options, declared as a
  * table (cli/options.h); the viewer itself is viz/ (viz_run).
  */
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -16,11 +16,10 @@ static int opt_size(void *p, const char *name, const char *arg)
 {
     viz_options_t *o = p;
     int height = strcmp(name, "height") == 0;
-    long lo = height ? 200 : 64;
-    char *end;
-    long n = strtol(arg, &end, 10);
-    if (end == arg || *end || n < lo || n > 16384) {
-        fprintf(stderr, "ncsim viz: --%s wants %ld to 16384 pixels, not '%s'\n", name, lo, arg);
+    uint64_t lo = height ? 200 : 64, n;
+    if (cli_parse_u64(arg, &n) || n < lo || n > 16384) {
+        fprintf(stderr, "ncsim viz: --%s wants %d to 16384 pixels, not '%s'\n", name, (int)lo,
+                arg);
         return -1;
     }
     *(height ? &o->height : &o->width) = (int)n;
@@ -31,9 +30,7 @@ static int opt_time(void *p, const char *name, const char *arg)
 {
     viz_options_t *o = p;
     double d;
-    char *end;
-    d = strtod(arg, &end);
-    if (end == arg || *end || d != d) {
+    if (cli_parse_double(arg, &d)) {
         fprintf(stderr, "ncsim viz: --%s wants a time in ns, not '%s'\n", name, arg);
         return -1;
     }
