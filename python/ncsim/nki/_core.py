@@ -2280,11 +2280,7 @@ class Tracer:
             ln = self.line() if ln is None else ln
         if rec is not None:
             _steady.rec_emit(rec, eng, text, queue, internal, accs, ln, inc, brefs)
-        self._emit_tail(eng, text, ag, idx, deps, queue, internal, ln, inc)
-        if not internal:
-            if blks is not None and self.live is not None and not self.fast:
-                self.release_blocks(blks)
-            self.tick += 1
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, ln, inc, blks)
 
     def replay_emit(self, eng, text, accs, queue, internal, line, inc, brefs):
         """emit() of an instruction of a replayed loop iteration (_steady.py): its accesses
@@ -2307,28 +2303,32 @@ class Tracer:
         if not self.fast:
             for key, bx, w in accs:
                 self._access(key, bx, w, ag, idx, deps)
-        self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc)
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc, blks)
+
+    def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc, blks):
+        """What emit and replay_emit share once the dependences are known: the waits and the
+        node (not in a first pass), then, for a kernel instruction, the release of the blocks
+        it used (blks: their Allocs, or None) and the tick."""
+        if self.fast:
+            # a first pass that a second will replace: no dependences, no text
+            self.count[ag] = idx + 1
+        else:
+            # waits (vector clocks, _sched.clock_waits: the scheduler recomputes them the same
+            # way)
+            e = ENG_ID[eng]
+            waits = _sched.clock_waits(self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag,
+                                       idx, queue, deps)
+            self.count[ag] = idx + 1
+            if queue is None:
+                self.load[e] += inc
+            nd = Node(e, text, line, waits, ag, idx)
+            if self.pol.schedule_window > 1:
+                _sched.annotate(nd, self.exact, queue, inc, self.pinned)
+            self.nodes.append(nd)
         if not internal:
             if blks is not None and self.live is not None and not self.fast:
                 self.release_blocks(blks)
             self.tick += 1
-
-    def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc):
-        if self.fast:
-            # a first pass that a second will replace: no dependences, no text
-            self.count[ag] = idx + 1
-            return
-        # waits (vector clocks, _sched.clock_waits: the scheduler recomputes them the same way)
-        e = ENG_ID[eng]
-        waits = _sched.clock_waits(self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag, idx,
-                                   queue, deps)
-        self.count[ag] = idx + 1
-        if queue is None:
-            self.load[e] += inc
-        nd = Node(e, text, line, waits, ag, idx)
-        if self.pol.schedule_window > 1:
-            _sched.annotate(nd, self.exact, queue, inc, self.pinned)
-        self.nodes.append(nd)
 
     def _access(self, key, box, write, ag, idx, deps):
         """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
