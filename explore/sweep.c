@@ -143,10 +143,7 @@ static int hash_file(uint64_t *h, const char *path, char *why, size_t whylen)
  * A spec named "-" is a file of that name, not stdin: every worker reads the spec again. */
 static char *read_spec(const char *path, size_t *len)
 {
-    void *data = NULL;
-    if (ncsim_read_file(strcmp(path, "-") == 0 ? "./-" : path, &data, len) != NCSIM_OK)
-        return NULL; /* errno kept */
-    return data;
+    return xp_read_file(strcmp(path, "-") == 0 ? "./-" : path, len);
 }
 
 /*
