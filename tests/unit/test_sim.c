@@ -711,6 +711,55 @@ static void test_dma_descriptor_stage(void **state)
     }
 }
 
+/* The NKI matmul tutorial's tiled and hoisted kernels in miniature (docs/validation.md,
+ * "The tiled matmul"): strided loads on one queue, [128 x 256 B] lhsT tiles from rows 8 KiB
+ * apart and [128 x 1 KiB] rhs tiles from rows 16 KiB apart. Each row is one piece, so both are
+ * 8 descriptors per engine (1120 ns), which bind over their data (140 + 8 x (256 / 18.7 + 7)
+ * = 305.5 ns and 140 + 494.1 ns): eight of either, or four of each alternating, take the
+ * trigger and HBM latency (1070 ns) + 8 x 1120 ns. The model thus charges the tiled kernel
+ * two of these per step where the hoisted one pays one; the chip's times (51.8 and 42.96 ms)
+ * make an lhsT load cost 0.22 of an rhs load. Rows of 4 KiB, 48 KiB apart (the NKIBench
+ * matmul's B loads), are data-bound: 140 + 8 x 1808.3 / 8 per transfer, one after another. */
+static void test_dma_strided_rows_on_one_queue(void **state)
+{
+    (void)state;
+    double lat = trn1.dma.trigger_latency_ns + trn1.hbm.latency_ns;
+    double desc = 8 * trn1.dma.descriptor_ns, bw = trn1.dma.engine_bandwidth_gbps;
+    double d4k = 8 * (4096 / bw + trn1.dma.piece_overhead_ns);
+    const char *head = ".hbm l bf16 [1024, 4096] input\n.hbm r bf16 [128, 8192] input\n"
+                       ".core 0\n.sbuf ls bf16 [128, 8, 128]\n.sbuf rs bf16 [128, 8, 512]\n"
+                       ".engine sp\n";
+    const char *lhs = "dma ls[:, %d, :], l[%d:%d, 0:128], queue=0\n";
+    const char *rhs = "dma rs[:, %d, :], r[:, %d:%d], queue=0\n";
+    const char *names[3] = {"8 lhsT-like", "8 rhs-like", "4 + 4 alternating"};
+    for (int kind = 0; kind < 3; kind++) {
+        char text[2048];
+        int n = snprintf(text, sizeof text, "%s", head);
+        for (int i = 0; i < 8; i++) {
+            int is_lhs = kind == 0 || (kind == 2 && i % 2 == 0);
+            n += is_lhs ? snprintf(text + n, sizeof text - (size_t)n, lhs, i, i * 128,
+                                   (i + 1) * 128)
+                        : snprintf(text + n, sizeof text - (size_t)n, rhs, i, i * 512,
+                                   (i + 1) * 512);
+        }
+        run_t r = run_text(text, 1);
+        double t = total_ns(&r);
+        const sim_core_stats_t *c = &sim_stats(r.sim)->cores[0];
+        uint64_t nl = kind == 0 ? 8 : kind == 1 ? 0 : 4;
+        assert_int_equal(c->dma_transfers, 8);
+        assert_int_equal(c->dma_bytes, nl * 32768 + (8 - nl) * 131072);
+        run_free(&r);
+        if (!tu_close(t, lat + 8 * desc, 0, 1.0))
+            fail_msg("%s strided loads on one queue: %.3f ns, expected %.3f", names[kind], t,
+                     lat + 8 * desc);
+    }
+    double t = dma_run(".hbm b fp32 [128, 12288] input\n.core 0\n.sbuf s fp32 [128, 4, 1024]\n"
+                       ".engine sp\n.loop i = 0, 4\n"
+                       "dma s[:, i, :], b[:, i * 1024:(i + 1) * 1024], queue=0\n.endloop\n");
+    dma_expect("four [128 x 4 KiB] loads from rows 48 KiB apart", t,
+               lat + trn1.dma.descriptor_ns + 4 * d4k);
+}
+
 /* An instruction waiting on a semaphore starts costs.semaphore_latency_ns after the post: a
  * chain of 10 hand-offs between act and dve is 10 x 2 x 30 ns longer than without it. */
 static void test_semaphore_latency(void **state)
@@ -795,6 +844,7 @@ int main(void)
         cmocka_unit_test(test_dma_descriptor_stage),
         cmocka_unit_test(test_dma_mechanism_by_hand),
         cmocka_unit_test(test_dma_queue_arbitration),
+        cmocka_unit_test(test_dma_strided_rows_on_one_queue),
         cmocka_unit_test(test_semaphore_latency),
         cmocka_unit_test(test_collective_costs),
         cmocka_unit_test(test_active_time),

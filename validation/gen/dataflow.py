@@ -3,9 +3,12 @@
 The kernel generators (adamw.py, silu.py, ...) describe a kernel as the sequence a compiler
 would schedule: engine instructions and DMAs, each with the buffer slots it reads and writes.
 Kernel.emit() assigns every instruction its waits: each engine counts its completed
-instructions on its own semaphore, each DMA queue counts its landed transfers on one
-semaphore, and an instruction waits for the latest writer of every slot it reads (RAW) and for
-the latest writer and readers of every slot it writes (WAR/WAW) on other engines or queues.
+instructions on its own semaphore, each DMA queue counts on one semaphore per issuing
+engine the transfers that engine issued on it (a queue lands in the order the transfers were
+issued, and two engines issue in no fixed order between them, so one count for both would
+let a wait be met by the other engine's transfers), and an instruction waits for the latest
+writer of every slot it reads (RAW) and for the latest writer and readers of every slot it
+writes (WAR/WAW) on other engines or queues.
 Within one engine the interlock orders instructions (ISA.md section 8), so no semaphore is
 needed there. At most two waits fit on an instruction; more become a preceding nop.
 Because every wait refers to an earlier instruction of the sequence, the program cannot
@@ -71,8 +74,9 @@ class Kernel:
         self._emit(engine, text, need, sem)
 
     def dma(self, queue, dst, src, reads=(), writes=(), engine="sp"):
-        """A DMA on `queue` issued by `engine`; its landing counts on the queue's semaphore."""
-        sem = self._sem(f"q{queue}")
+        """A DMA on `queue` issued by `engine`; its landing counts on the semaphore of the
+        queue and that engine (`q0` for sp, `q0pool` for pool...)."""
+        sem = self._sem(f"q{queue}" if engine == "sp" else f"q{queue}{engine}")
         need = self._deps(sem, reads, writes)
         # the issuing engine orders nothing for the transfer itself
         self.count[sem] += 1

@@ -220,12 +220,14 @@ for kn, ms, extra, miss in [
           generate=[PY, "gen/nki_matmul.py", "--kernel", kn],
           known_miss=None if miss is None else
           "the chip takes 1.21x the hoisted kernel's time, and the two differ only by 30,720 "
-          "extra [128 x 256 B] lhsT loads, which would then cost 0.29 us each against 1.31 us "
-          "for each [128 x 1 KiB] rhs load; both have 128 descriptors, and the DMA curve "
-          "(section 1) gives 256 B and 1 KiB per partition the same time per DMA. No "
-          "per-descriptor or per-transfer cost explains both; either the compiler kept part of "
-          "lhsT resident (the tutorial gives no byte counts) or small strided loads overlap in "
-          "a way no published figure describes (docs/validation.md)")
+          "extra [128 x 256 B] lhsT loads, which would then cost 0.29 us each against 1.28 us "
+          "for each [128 x 1 KiB] rhs load (36 against 159 ns per row and engine, where 4 KiB "
+          "rows take ~226): no per-row cost of overhead-plus-rate or max form fits those with "
+          "the fp32 kernels, and a per-DMA cost leaves the ratio at 1.87 whatever its value. "
+          "Two readings fit, each set by this one ratio: a fixed cost per engine transfer with "
+          "small DMAs on fewer engines (if the DMA curve times single DMAs), or the compiler "
+          "reloading each lhsT tile once per 2-4 output tiles (docs/validation.md, 'The tiled "
+          "matmul')")
 
 # ---- section 7: conv1d (Autocomp) ----------------------------------------------------------------
 C = "measurements.md section 7"
@@ -276,7 +278,8 @@ NKI_MISS = {
     "nki-matmul-tiled": "lowered exactly as our NCA port (nca-matmul-tiled): the same unexplained "
                         "+43% of its 32,768 small lhsT reloads (the lowering's scheduler and "
                         "buffer policy leave it unchanged: its loads, one after another on the "
-                        "one load queue, bound it)",
+                        "one load queue, bound it; the candidates: docs/validation.md, 'The "
+                        "tiled matmul')",
     "nki-matmul-hoisted-speedup": "follows nki-matmul-tiled",
 }
 

@@ -18,7 +18,12 @@ NKI kernels show (one IO queue, `qSyncIO0`; measurements.md section 9, nki-alloc
 section 8); PSUM-to-SBUF copies on ScalarE (the AccelOpt profiles show VectorE idle in
 matmul kernels); tiles double-buffered where SBUF allows (the tiled kernel's tiles: 4 buffers
 each; block_free's lhsT block (32 KiB per partition) and rhs block (128 KiB) only once, each
-tile reloaded as soon as the previous block's matmuls have read it)."""
+tile reloaded as soon as the previous block's matmuls have read it).
+
+--lhs-reuse U (tiled only, default 1 = as written) is a study of the compiler-side reading of
+the tiled kernel's measured time (docs/validation.md, "nca-matmul-tiled"): the n loop is taken
+U tiles at a time, each lhsT tile loaded once for those U and the U products accumulated in U
+PSUM banks at once (U <= 4: double-buffered, 2U of the 8 banks). No manifest entry uses it."""
 import argparse
 from dataflow import Kernel
 
@@ -27,7 +32,11 @@ ap.add_argument("--kernel", choices=["tiled", "hoisted", "block_free", "optimize
 ap.add_argument("--m", type=int, default=4096)
 ap.add_argument("--k", type=int, default=8192)
 ap.add_argument("--n", type=int, default=8192)
+ap.add_argument("--lhs-reuse", type=int, default=1, choices=[1, 2, 4],
+                help="tiled: load each lhsT tile once per this many n tiles (a study)")
 a = ap.parse_args()
+if a.lhs_reuse != 1 and a.kernel != "tiled":
+    ap.error("--lhs-reuse applies to --kernel tiled only")
 M, K, N = a.m, a.k, a.n
 MT, KT, NT = M // 128, K // 128, N // 512
 
@@ -55,27 +64,34 @@ def out(m, n, w=512):
 
 if a.kernel == "tiled":
     NB = 4
+    U = a.lhs_reuse
     k = Kernel(hdr + f""".sbuf ls bf16 [128, {NB}, 128]
 .sbuf rs bf16 [128, {NB}, 512]
 .sbuf cs bf16 [128, 2, 512]
-.psum acc fp32 [128, 2, 512]
+.psum acc fp32 [128, {2 * U}, 512]
 """)
     it = 0
+    rt_i = 0
     g = 0
     for m in range(MT):
-        for n in range(NT):
-            u = g % 2
+        for n0 in range(0, NT, U):
+            us = [(g + j) % (2 * U) for j in range(U)]
             for kt in range(KT):
                 b = it % NB
                 k.dma(0, f"ls[:, {b}, :]", lt(kt, m), writes=[f"l{b}"])
-                k.dma(0, f"rs[:, {b}, :]", rt(kt, n), writes=[f"r{b}"])
-                accf = ", acc" if kt else ""
-                k.op("pe", f"matmul acc[:, {u}, :], ls[:, {b}, :], rs[:, {b}, :]{accf}",
-                     [f"l{b}", f"r{b}"], [f"p{u}"])
+                for j in range(U):
+                    r = rt_i % NB
+                    k.dma(0, f"rs[:, {r}, :]", rt(kt, n0 + j), writes=[f"r{r}"])
+                    accf = ", acc" if kt else ""
+                    k.op("pe", f"matmul acc[:, {us[j]}, :], ls[:, {b}, :], rs[:, {r}, :]{accf}",
+                         [f"l{b}", f"r{r}"], [f"p{us[j]}"])
+                    rt_i += 1
                 it += 1
-            k.op("act", f"activate cs[:, {u}, :], acc[:, {u}, :], copy", [f"p{u}"], [f"c{u}"])
-            k.dma(0, out(m, n), f"cs[:, {u}, :]", reads=[f"c{u}"], engine="pool")
-            g += 1
+            for j in range(U):
+                u, c = us[j], (g + j) % 2
+                k.op("act", f"activate cs[:, {c}, :], acc[:, {u}, :], copy", [f"p{u}"], [f"c{c}"])
+                k.dma(0, out(m, n0 + j), f"cs[:, {c}, :]", reads=[f"c{c}"], engine="pool")
+            g += U
 
 elif a.kernel == "hoisted":
     k = Kernel(hdr + f""".sbuf ls bf16 [128, 2, {KT}, 128]
