@@ -2313,17 +2313,20 @@ class Tracer:
             # a first pass that a second will replace: no dependences, no text
             self.count[ag] = idx + 1
         else:
-            # waits (vector clocks, _sched.clock_waits: the scheduler recomputes them the same
-            # way)
             e = ENG_ID[eng]
-            waits = _sched.clock_waits(self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag,
-                                       idx, queue, deps)
+            if self.pol.schedule_window > 1:
+                # the scheduler (_sched.run) computes every node's waits, in its order, by the
+                # same rule: none here
+                nd = Node(e, text, line, None, ag, idx)
+                _sched.annotate(nd, self.exact, queue, inc, self.pinned)
+            else:
+                # waits (vector clocks, _sched.clock_waits) in the kernel's order
+                nd = Node(e, text, line, _sched.clock_waits(
+                    self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag, idx, queue, deps),
+                    ag, idx)
             self.count[ag] = idx + 1
             if queue is None:
                 self.load[e] += inc
-            nd = Node(e, text, line, waits, ag, idx)
-            if self.pol.schedule_window > 1:
-                _sched.annotate(nd, self.exact, queue, inc, self.pinned)
             self.nodes.append(nd)
         if not internal:
             if blks is not None and self.live is not None and not self.fast:

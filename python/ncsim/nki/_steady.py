@@ -23,6 +23,7 @@ import dis
 import re
 import sys
 import types
+from operator import add as _add
 
 from . import _core as C
 
@@ -484,38 +485,62 @@ def _period(iters, snaps):
 
 # ---- replay
 
+def _fmt(parts):
+    """A %-format that _join(parts, vals) equals as `fmt % vals` (ints)."""
+    return "%d".join(p.replace("%", "%%") for p in parts)
+
+
 def _replay(tr, win, steps, times, rec=None):
     """Run the bookkeeping of `times` more windows after `win` (the last traced one); rec:
     the Recorder to forward the replayed events to its enclosing loop's."""
     sink = [] if rec is not None else None
-    for k in range(1, times + 1):
-        for (tpl, vals), st in zip(win, steps):
-            v = [a + k * s for a, s in zip(vals, st)]
+    # per event, what does not change from one window to the next: its template's format
+    # (`_join` as one %-format), and its numbers, advanced by their steps once per window
+    prog = []
+    for (tpl, vals), st in zip(win, steps):
+        kind = tpl[0]
+        if kind == "E":
+            keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
+            prog.append((tpl, st, _fmt(tpl[2]), keys))
+        elif kind in ("L1", "L2"):
+            prog.append((tpl, st, _fmt(tpl[2]), None))
+        else:
+            prog.append((tpl, st, None, None))
+    cur = [vals for _, vals in win]
+    emit = tr.replay_emit
+    BlockBuf = C.BlockBuf
+    for _k in range(times):
+        for j, (tpl, st, fmt, keys) in enumerate(prog):
+            v = cur[j] = tuple(map(_add, cur[j], st))
             if sink is not None:
-                sink.append((tpl, tuple(v)))
+                sink.append((tpl, v))
             kind = tpl[0]
             if kind == "E":
-                _, eng, parts, queue, internal, keys, line, inc, nt, _bk, tmap = tpl
+                nt = tpl[8]
                 p = nt
                 accs = []
-                for key, nd, w in keys:
-                    if type(key) is C.BlockBuf:
+                for key, nd, w, isblk in keys:
+                    if isblk:
                         a = key.allocs.get(v[p])
                         if a is None or a.slot is None:
                             raise Mismatch("a replayed instruction's block has no buffer")
                         key = a.slot
                         p += 1
-                    box = tuple((v[p + 2 * j], v[p + 2 * j + 1]) for j in range(nd))
-                    p += 2 * nd
-                    accs.append((key, box, w))
-                tv = v[:nt]
+                    q = p + 2 * nd
+                    accs.append((key, tuple(zip(v[p:q:2], v[p + 1:q:2])), w))
+                    p = q
+                tmap = tpl[10]
                 if tmap:
-                    tv = list(tv)
-                    for j, q in tmap:         # (k is the window being replayed)
-                        tv[j] += accs[q][0].offset
-                text = _join(parts, tv)
-                brefs = [(bb, v[p + j], w, ld) for j, (bb, w, ld) in enumerate(tpl[9])]
-                tr.replay_emit(eng, text, accs, queue, internal, line, inc, brefs)
+                    tv = list(v[:nt])
+                    for jj, qq in tmap:
+                        tv[jj] += accs[qq][0].offset
+                    text = fmt % tuple(tv)
+                else:
+                    text = fmt % v[:nt]
+                bk = tpl[9]
+                brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld) in enumerate(bk)] \
+                    if bk else ()
+                emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "B":
                 tr.block_alloc(tpl[1], v[0])
             elif kind == "R":
@@ -523,20 +548,19 @@ def _replay(tr, win, steps, times, rec=None):
                 tpl[1].freed = tr.tick
             elif kind == "L1":
                 _, bid, parts, dtn, shape, site, n, ref, nt = tpl
-                if type(ref) is C.BlockBuf:
-                    key = (bid, _join(parts, v[:nt - 1]), dtn, shape)
+                if type(ref) is BlockBuf:
+                    key = (bid, fmt % v[:nt - 1], dtn, shape)
                     a = ref.allocs.get(v[nt - 1])
                     if a is None or a.slot is None:
                         raise Mismatch("a replayed load's block has no buffer")
                     slot = a.slot
                 else:
-                    key = (bid, _join(parts, v[:nt]), dtn, shape)
+                    key = (bid, fmt % v[:nt], dtn, shape)
                     slot = ref
                 tr.loads.setdefault(key, []).append((site, v[-1], n))
                 slot.tag = site
             else:
-                _, bid, parts, dtn, shape = tpl
-                key = (bid, _join(parts, v), dtn, shape)
+                key = (tpl[1], fmt % v, tpl[3], tpl[4])
                 tr.nload[key] = tr.nload.get(key, 0) + 1
     if sink:
         rec.forward(sink)
