@@ -391,18 +391,10 @@ def _local_names(frame):
     return s[1] if isinstance(s, tuple) else frozenset()
 
 
-def _plain_slots(tr, rec):
-    """The buffers other than those of the block tensors the loop uses (which the replay's
-    allocator calls manage): these must be as they were, up to their release ticks."""
-    bsites = {id(bb.site) for bb in rec.bbs.values()}
-    return [s for s in tr.slots if id(s.site) not in bsites]
-
-
 def _snapshot(tr, rec, frame, outer):
     """(what must be equal, counters that must grow by the same amount per window)."""
     if tr.pending is not None:
         rec.refuse("an instruction is pending at the iteration's end")
-    slots = tr.slots
     allocs = []
     for k, r in sorted(rec.allocs.items()):
         a = r()
@@ -416,32 +408,53 @@ def _snapshot(tr, rec, frame, outer):
         carried = tuple((n, id(loc[n])) for n in sorted(outer - rec.local) if n in loc)
         loc.clear()                # the snapshot must not keep tensors alive
         del loc
-    bbs = [rec.bbs[k] for k in sorted(rec.bbs)]
-    slots = _plain_slots(tr, rec)
-    nblk = len(tr.slots) - len(slots)
+    bbs = _bbs(rec)
     btok = set()
+    bsites = set()
     for bb in bbs:
+        bsites.add(id(bb.site))
         for a in bb.allocs.values():
             btok.add(id(a.token))
-    # a buffer free or held by a block of these tensors: the replay's allocator calls and
-    # releases keep it as the full trace would
-    st = (len(tr.scopes), tuple(s.id for s in slots),
-          tuple("~" if s.owner is None or id(s.owner) in btok else id(s.owner) for s in slots),
+    # the buffers other than those of the block tensors the loop uses (whose buffers the
+    # replay's allocator calls manage): these must be as they were, up to their release
+    # ticks. In one pass: their ids, owners (a buffer free or held by a block of these tensors: the replay's allocator calls and
+    # releases keep it as the full trace would) and tags
+    ids, owners, tags = [], [], []
+    for sl in tr.slots:
+        if id(sl.site) in bsites:
+            continue
+        ids.append(sl.id)
+        o = sl.owner
+        owners.append("~" if o is None or id(o) in btok else id(o))
+        tags.append(sl.tag)
+    nblk = len(tr.slots) - len(ids)
+    st = (len(tr.scopes), tuple(ids), tuple(owners),
           tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.remat_bytes, bb.scratch is None)
                 for bb in bbs),
-          tuple(s.tag for s in slots),
-          len(tr.sites), tuple(s.rr for s in tr.sites.values()),
+          tuple(tags),
+          len(tr.sites), tuple([s.rr for s in tr.sites.values()]),
           # (free memory: only the replay's real block allocations carve it)
           tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
-          len(tr.hbm), tr.hbm_next, tuple((b.written is None, b.read) for b in tr.hbm),
+          len(tr.hbm), tr.hbm_next, tuple([(b.written is None, b.read) for b in tr.hbm]),
           len(tr.blockbufs), tr.spill_bytes, tr.reload_bytes, tr.remat_bytes, tr.elided_bytes,
           len(tr.res), tr.act_func, len(tr.consts), len(tr.const_tiles), len(tr.names),
           len(tr.prints), tr.shared_idx, frozenset(tr.dirty), tr.line_override, tr.fast,
           tuple(allocs), carried)
-    nums = (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
+    return st, _nums(tr, bbs, nblk)
+
+
+def _bbs(rec):
+    return [rec.bbs[k] for k in sorted(rec.bbs)]
+
+
+def _nums(tr, bbs, nblk=None):
+    """_snapshot's counters (nblk: the block tensors' buffers, counted here if None)."""
+    if nblk is None:
+        bsites = {id(bb.site) for bb in bbs}
+        nblk = sum(1 for sl in tr.slots if id(sl.site) in bsites) if bsites else 0
+    return (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
         tuple(tr.count) + (len(tr.uses), nblk) + \
         tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used)))
-    return st, nums
 
 
 def _period(iters, snaps):
@@ -612,7 +625,11 @@ def iterate(tr, r, frame, outer, where):
     try:
         if rec is not None:
             tr.steady = rec
-            snaps.append(_snapshot(tr, rec, frame, outer))
+            # (the state before a warm-up iteration is never compared: _period's windows
+            # start after them)
+            if tr.pending is not None:
+                rec.refuse("an instruction is pending at the iteration's end")
+            snaps.append(None if WARM > 0 else _snapshot(tr, rec, frame, outer))
             while i < n and rec.bad is None and i < LIMIT:
                 scopes.append([])
                 yield Idx(r[i])
@@ -620,7 +637,7 @@ def iterate(tr, r, frame, outer, where):
                 i += 1
                 iters.append(rec.ev)
                 rec.ev = []
-                snaps.append(_snapshot(tr, rec, frame, outer))
+                snaps.append(_snapshot(tr, rec, frame, outer) if i >= WARM else None)
                 if rec.bad is None and i - WARM >= NWIN:
                     found = _period(iters, snaps)
                     if found is not None:
@@ -640,7 +657,7 @@ def iterate(tr, r, frame, outer, where):
                         _replay(tr, win, steps, times, rec if parent is not None else None)
                     finally:
                         tr.steady = parent
-                    after = _snapshot(tr, rec, frame, outer)[1]
+                    after = _nums(tr, _bbs(rec))
                     want = tuple(b + times * d for b, d in zip(before, dn))
                     # replayed: tick, nodes, counts; set: the others (loaded, rr, freed)
                     _set_counters(tr, want)
