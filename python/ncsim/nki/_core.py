@@ -2286,7 +2286,8 @@ class Tracer:
         """emit() of an instruction of a replayed loop iteration (_steady.py): its accesses
         [(memory, box, write)] and blocks [(BlockBuf, block, write, loaded)] given, no
         tensors. A loaded block's source views are not made: it is marked so that evicting it
-        later (which would reload it from them) lowers the kernel again in full."""
+        later (which would reload it from them) lowers the kernel again in full. In a first
+        pass that a second replaces (self.fast), text and accs are None: not used."""
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}

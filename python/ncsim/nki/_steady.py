@@ -521,6 +521,7 @@ def _replay(tr, win, steps, times, rec=None):
             prog.append((tpl, st, None, None))
     cur = [vals for _, vals in win]
     emit = tr.replay_emit
+    fast = tr.fast
     BlockBuf = C.BlockBuf
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
@@ -528,7 +529,18 @@ def _replay(tr, win, steps, times, rec=None):
             if sink is not None:
                 sink.append((tpl, v))
             kind = tpl[0]
-            if kind == "E":
+            if kind == "E" and fast:
+                # a first pass that a second will replace: no dependences and no text, only the
+                # blocks' liveness and the counters (Tracer._emit_tail)
+                bk = tpl[9]
+                if bk:
+                    p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
+                                     for _, nd, _, isblk in keys)
+                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld) in enumerate(bk)]
+                else:
+                    brefs = ()
+                emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+            elif kind == "E":
                 nt = tpl[8]
                 p = nt
                 accs = []
