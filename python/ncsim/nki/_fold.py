@@ -13,7 +13,7 @@ from itertools import chain as _chain
 from operator import sub as _sub
 
 # the numbers a period may change: a raw view's offset, a wait's value
-_VAR = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)|(?<=>= )(\d+)")
+_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+)")
 MAXP = 96          # longest period searched, in items
 MIN_LINES = 4      # a run shorter than this many lines stays unfolded
 
@@ -23,15 +23,9 @@ class _Line:
 
     def __init__(self, text):
         parts = _VAR.split(text)
-        # re.split with two groups: text, g1, g2, text, g1, g2, ...
-        tpl, vals = [parts[0]], []
-        for k in range(1, len(parts), 3):
-            v = parts[k] if parts[k] is not None else parts[k + 1]
-            vals.append(int(v))
-            tpl.append(parts[k + 2])
-        self.parts = tuple(tpl)
-        self.key = self.parts
-        self.vals = tuple(vals)
+        # re.split with one group: text, number, text, number, ..., text
+        self.parts = self.key = tuple(parts[0::2])
+        self.vals = tuple(map(int, parts[1::2]))
         self.nlines = 1
 
     def render(self, exprs, depth, out, indent):
