@@ -16,6 +16,7 @@ from operator import sub as _sub
 _VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+)")
 MAXP = 96          # longest period searched, in items
 MIN_LINES = 4      # a run shorter than this many lines stays unfolded
+CAPS = (1, 2, 4, 8, 16, 32, 64, MAXP)   # longest periods of the successive rounds
 
 
 class _Line:
@@ -72,7 +73,8 @@ def _kid(key):
     return k
 
 
-def _fold_once(items):
+def _fold_once(items, maxp=None):
+    maxp = MAXP if maxp is None else maxp
     out = []
     n_items = len(items)
     keys = [_kid(it.key) for it in items]
@@ -82,7 +84,7 @@ def _fold_once(items):
     while i < n_items:
         best = None
         ki = keys[i]
-        hi = min(n_items, i + MAXP + 1)
+        hi = min(n_items, i + maxp + 1)
         for j in range(i + 1, hi):
             if keys[j] != ki:
                 continue
@@ -129,9 +131,10 @@ def _fold_once(items):
     return out, changed
 
 
-def _fold_once_fast(items):
+def _fold_once_fast(items, maxp=None):
     """_fold_once with the same result: the candidate periods found from each key's list of
     positions, and the lines of a run from prefix sums, instead of scanning and summing."""
+    maxp = MAXP if maxp is None else maxp
     out = []
     n_items = len(items)
     keys = [_kid(it.key) for it in items]
@@ -156,7 +159,7 @@ def _fold_once_fast(items):
         best = None
         ki = keys[i]
         plist = pos[ki]
-        hi = min(n_items, i + MAXP + 1)
+        hi = min(n_items, i + maxp + 1)
         for r in range(rank[i] + 1, len(plist)):
             j = plist[r]
             if j >= hi:
@@ -214,10 +217,11 @@ def fold(lines, fast=True):
         items = [_Line(ln) for ln in lines]
     once = _fold_once_fast if fast else _fold_once
     try:
-        for _ in range(6):                 # nesting depth
-            items, changed = once(items)
-            if not changed:
-                break
+        for cap in CAPS:
+            for _ in range(6):                 # nesting depth
+                items, changed = once(items, cap)
+                if not changed:
+                    break
     finally:
         _IDS.clear()
     out = []
