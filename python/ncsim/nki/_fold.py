@@ -202,6 +202,35 @@ def _fold_once_fast(items, maxp=None):
     return out, changed
 
 
+def _fold_runs(items):
+    """_fold_once_fast(items, 1) with the same result, without its position lists: runs of
+    equal keys whose numbers step by the same amounts from one item to the next."""
+    out = []
+    n_items = len(items)
+    keys = [_kid(it.key) for it in items]
+    i = 0
+    changed = False
+    while i < n_items:
+        k = keys[i]
+        j = i + 1
+        if j < n_items and keys[j] == k:
+            it = items[i]
+            d = tuple(map(_sub, items[j].vals, it.vals))
+            e = j + 1
+            while e < n_items and keys[e] == k and \
+                    tuple(map(_sub, items[e].vals, items[e - 1].vals)) == d:
+                e += 1
+            n = e - i
+            if n * it.nlines >= MIN_LINES:
+                out.append(_Loop([it], d, n))
+                i = e
+                changed = True
+                continue
+        out.append(items[i])
+        i += 1
+    return out, changed
+
+
 def fold(lines, fast=True):
     """The lines of one engine's stream (instructions and `.loc`), folded into loops.
     fast=False: the reference search (the same result, slower; for tests)."""
@@ -219,7 +248,7 @@ def fold(lines, fast=True):
     try:
         for cap in CAPS:
             for _ in range(6):                 # nesting depth
-                items, changed = once(items, cap)
+                items, changed = _fold_runs(items) if fast and cap == 1 else once(items, cap)
                 if not changed:
                     break
     finally:
