@@ -14,7 +14,7 @@ measure what steady-state tracing saves in one session. "replayed" is the share 
 iterations whose instructions were replayed instead of traced (docs/nki.md, "Loops kept").
 --phases also prints where the lowering's CPU goes: the first (allocation) pass and the second
 pass of the kernel's Python, the replayed loop windows (inside those passes), the scheduler
-(list scheduling, then the waits again) and the folding into loops (inside writing the text).
+(list scheduling, then every wait, in the final order) and the folding into loops (inside writing the text).
 The phases are timed by wrapping the lowering's functions in this process; the program text is
 unchanged.
 """

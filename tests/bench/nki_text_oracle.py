@@ -10,6 +10,11 @@ DIR receives one file per kernel and size (NAME.SIZE.nca, or NAME.SIZE.err when 
 fails: the error must then be the same). --sizes picks sizes (default small,moderate,tutorial);
 --only picks kernels; --skip-slow-tutorial lowers at tutorial size only the four matmuls.
 Prints CPU seconds per lowering; exit 1 when a text differs.
+
+--assembled (with --check): a text that differs is assembled, and so is the saved one, and the
+two programs' disassemblies (every instruction, in order, with its waits and views: the loops
+unrolled) must be identical ("same program"); for a change that writes the same program as
+other text (the folding into loops).
 """
 import argparse
 import os
@@ -19,10 +24,15 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
+import ncsim  # noqa: E402
 from ncsim import nki  # noqa: E402
 from ncsim.nki.examples.catalog import CASES  # noqa: E402
 
 MATMULS = ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")
+
+
+def _program(text):
+    return ncsim.assemble(text).disassemble()
 
 
 def main():
@@ -33,6 +43,9 @@ def main():
     ap.add_argument("--sizes", default="small,moderate,tutorial")
     ap.add_argument("--only", default="", help="comma-separated kernel names")
     ap.add_argument("--skip-slow-tutorial", action="store_true")
+    ap.add_argument("--assembled", action="store_true",
+                    help="with --check: a different text passes if it assembles to the same "
+                         "program")
     a = ap.parse_args()
     d = a.save or a.check
     os.makedirs(d, exist_ok=True)
@@ -68,8 +81,13 @@ def main():
                     status, bad = "MISSING (or outcome changed)", bad + 1
                 else:
                     with open(path) as f:
-                        same = f.read() == out
+                        saved = f.read()
+                    same = saved == out
                     status = "same" if same else "DIFFERS"
+                    if not same and a.assembled and ext == "nca":
+                        same = _program(saved) == _program(out)
+                        status = (f"same program ({len(saved)} B saved)" if same else
+                                  "DIFFERENT PROGRAM")
                     bad += not same
             print(f"{case.name:20} {size:9} {cpu:7.2f} s  {len(out):9d} B  {status}", flush=True)
     if a.check:

@@ -9,6 +9,7 @@ already implies. `finish()` numbers the posts that some wait observes and writes
 text (docs/nki.md, "Lowering").
 """
 import bisect
+import gc
 import math
 import operator
 import os
@@ -2286,7 +2287,8 @@ class Tracer:
         """emit() of an instruction of a replayed loop iteration (_steady.py): its accesses
         [(memory, box, write)] and blocks [(BlockBuf, block, write, loaded)] given, no
         tensors. A loaded block's source views are not made: it is marked so that evicting it
-        later (which would reload it from them) lowers the kernel again in full."""
+        later (which would reload it from them) lowers the kernel again in full. In a first
+        pass that a second replaces (self.fast), text and accs are None: not used."""
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
@@ -2313,17 +2315,20 @@ class Tracer:
             # a first pass that a second will replace: no dependences, no text
             self.count[ag] = idx + 1
         else:
-            # waits (vector clocks, _sched.clock_waits: the scheduler recomputes them the same
-            # way)
             e = ENG_ID[eng]
-            waits = _sched.clock_waits(self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag,
-                                       idx, queue, deps)
+            if self.pol.schedule_window > 1:
+                # the scheduler (_sched.run) computes every node's waits, in its order, by the
+                # same rule: none here
+                nd = Node(e, text, line, None, ag, idx)
+                _sched.annotate(nd, self.exact, queue, inc, self.pinned)
+            else:
+                # waits (vector clocks, _sched.clock_waits) in the kernel's order
+                nd = Node(e, text, line, _sched.clock_waits(
+                    self.vc[e], self.selfknown, self.qvc, self.clocks, e, ag, idx, queue, deps),
+                    ag, idx)
             self.count[ag] = idx + 1
             if queue is None:
                 self.load[e] += inc
-            nd = Node(e, text, line, waits, ag, idx)
-            if self.pol.schedule_window > 1:
-                _sched.annotate(nd, self.exact, queue, inc, self.pinned)
             self.nodes.append(nd)
         if not internal:
             if blks is not None and self.live is not None and not self.fast:
@@ -2474,6 +2479,19 @@ class Tracer:
 
     # ---- output
     def finish(self, arch="trn1", comment=None):
+        """The program text. The tracing is over, so no decision depends on when an object
+        dies: the cycle collector is paused while the scheduler, the waits and the folding make
+        and drop their several hundred thousand small lists and tuples (its passes over the
+        trace's objects took a third of the tutorial matmuls' scheduling and folding)."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            return self._finish(arch, comment)
+        finally:
+            if was:
+                gc.enable()
+
+    def _finish(self, arch, comment):
         if self.pol.schedule_window > 1:
             self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES)
         posted = [set() for _ in range(N_AGENTS)]

@@ -13,9 +13,10 @@ from itertools import chain as _chain
 from operator import sub as _sub
 
 # the numbers a period may change: a raw view's offset, a wait's value
-_VAR = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)|(?<=>= )(\d+)")
+_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+)")
 MAXP = 96          # longest period searched, in items
 MIN_LINES = 4      # a run shorter than this many lines stays unfolded
+CAPS = (1, 2, 4, 8, 16, 32, 64, MAXP)   # longest periods of the successive rounds
 
 
 class _Line:
@@ -23,15 +24,9 @@ class _Line:
 
     def __init__(self, text):
         parts = _VAR.split(text)
-        # re.split with two groups: text, g1, g2, text, g1, g2, ...
-        tpl, vals = [parts[0]], []
-        for k in range(1, len(parts), 3):
-            v = parts[k] if parts[k] is not None else parts[k + 1]
-            vals.append(int(v))
-            tpl.append(parts[k + 2])
-        self.parts = tuple(tpl)
-        self.key = self.parts
-        self.vals = tuple(vals)
+        # re.split with one group: text, number, text, number, ..., text
+        self.parts = self.key = tuple(parts[0::2])
+        self.vals = tuple(map(int, parts[1::2]))
         self.nlines = 1
 
     def render(self, exprs, depth, out, indent):
@@ -78,7 +73,8 @@ def _kid(key):
     return k
 
 
-def _fold_once(items):
+def _fold_once(items, maxp=None):
+    maxp = MAXP if maxp is None else maxp
     out = []
     n_items = len(items)
     keys = [_kid(it.key) for it in items]
@@ -88,7 +84,7 @@ def _fold_once(items):
     while i < n_items:
         best = None
         ki = keys[i]
-        hi = min(n_items, i + MAXP + 1)
+        hi = min(n_items, i + maxp + 1)
         for j in range(i + 1, hi):
             if keys[j] != ki:
                 continue
@@ -135,9 +131,10 @@ def _fold_once(items):
     return out, changed
 
 
-def _fold_once_fast(items):
+def _fold_once_fast(items, maxp=None):
     """_fold_once with the same result: the candidate periods found from each key's list of
     positions, and the lines of a run from prefix sums, instead of scanning and summing."""
+    maxp = MAXP if maxp is None else maxp
     out = []
     n_items = len(items)
     keys = [_kid(it.key) for it in items]
@@ -162,7 +159,7 @@ def _fold_once_fast(items):
         best = None
         ki = keys[i]
         plist = pos[ki]
-        hi = min(n_items, i + MAXP + 1)
+        hi = min(n_items, i + maxp + 1)
         for r in range(rank[i] + 1, len(plist)):
             j = plist[r]
             if j >= hi:
@@ -205,6 +202,35 @@ def _fold_once_fast(items):
     return out, changed
 
 
+def _fold_runs(items):
+    """_fold_once_fast(items, 1) with the same result, without its position lists: runs of
+    equal keys whose numbers step by the same amounts from one item to the next."""
+    out = []
+    n_items = len(items)
+    keys = [_kid(it.key) for it in items]
+    i = 0
+    changed = False
+    while i < n_items:
+        k = keys[i]
+        j = i + 1
+        if j < n_items and keys[j] == k:
+            it = items[i]
+            d = tuple(map(_sub, items[j].vals, it.vals))
+            e = j + 1
+            while e < n_items and keys[e] == k and \
+                    tuple(map(_sub, items[e].vals, items[e - 1].vals)) == d:
+                e += 1
+            n = e - i
+            if n * it.nlines >= MIN_LINES:
+                out.append(_Loop([it], d, n))
+                i = e
+                changed = True
+                continue
+        out.append(items[i])
+        i += 1
+    return out, changed
+
+
 def fold(lines, fast=True):
     """The lines of one engine's stream (instructions and `.loc`), folded into loops.
     fast=False: the reference search (the same result, slower; for tests)."""
@@ -220,10 +246,11 @@ def fold(lines, fast=True):
         items = [_Line(ln) for ln in lines]
     once = _fold_once_fast if fast else _fold_once
     try:
-        for _ in range(6):                 # nesting depth
-            items, changed = once(items)
-            if not changed:
-                break
+        for cap in CAPS:
+            for _ in range(6):                 # nesting depth
+                items, changed = _fold_runs(items) if fast and cap == 1 else once(items, cap)
+                if not changed:
+                    break
     finally:
         _IDS.clear()
     out = []

@@ -85,10 +85,12 @@ def run(nodes, window, n_engines, n_queues):
     """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook)."""
     n_agents = n_engines + n_queues
     if any(nd.deps is None for nd in nodes):
-        return nodes                # an instruction without its dependences: keep the order
+        # an instruction without its dependences (not the tracer's: it annotates every node
+        # when it leaves the waits to this pass): the order and the waits given stand
+        return nodes
     order = schedule(nodes, n_engines, n_agents, window)
-    if all(a is b for a, b in zip(order, nodes)):
-        return nodes                # the kernel's order: the tracer's waits stand
+    # the tracer leaves the waits to this pass (Tracer._emit_tail): computed here also when
+    # the order is the kernel's, by the rule the tracer applies without a scheduler
     return assign_waits(order, n_engines, n_agents, n_queues)
 
 

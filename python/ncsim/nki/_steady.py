@@ -23,6 +23,7 @@ import dis
 import re
 import sys
 import types
+from operator import add as _add
 
 from . import _core as C
 
@@ -390,18 +391,10 @@ def _local_names(frame):
     return s[1] if isinstance(s, tuple) else frozenset()
 
 
-def _plain_slots(tr, rec):
-    """The buffers other than those of the block tensors the loop uses (which the replay's
-    allocator calls manage): these must be as they were, up to their release ticks."""
-    bsites = {id(bb.site) for bb in rec.bbs.values()}
-    return [s for s in tr.slots if id(s.site) not in bsites]
-
-
 def _snapshot(tr, rec, frame, outer):
     """(what must be equal, counters that must grow by the same amount per window)."""
     if tr.pending is not None:
         rec.refuse("an instruction is pending at the iteration's end")
-    slots = tr.slots
     allocs = []
     for k, r in sorted(rec.allocs.items()):
         a = r()
@@ -415,32 +408,53 @@ def _snapshot(tr, rec, frame, outer):
         carried = tuple((n, id(loc[n])) for n in sorted(outer - rec.local) if n in loc)
         loc.clear()                # the snapshot must not keep tensors alive
         del loc
-    bbs = [rec.bbs[k] for k in sorted(rec.bbs)]
-    slots = _plain_slots(tr, rec)
-    nblk = len(tr.slots) - len(slots)
+    bbs = _bbs(rec)
     btok = set()
+    bsites = set()
     for bb in bbs:
+        bsites.add(id(bb.site))
         for a in bb.allocs.values():
             btok.add(id(a.token))
-    # a buffer free or held by a block of these tensors: the replay's allocator calls and
-    # releases keep it as the full trace would
-    st = (len(tr.scopes), tuple(s.id for s in slots),
-          tuple("~" if s.owner is None or id(s.owner) in btok else id(s.owner) for s in slots),
+    # the buffers other than those of the block tensors the loop uses (whose buffers the
+    # replay's allocator calls manage): these must be as they were, up to their release
+    # ticks. In one pass: their ids, owners (a buffer free or held by a block of these tensors: the replay's allocator calls and
+    # releases keep it as the full trace would) and tags
+    ids, owners, tags = [], [], []
+    for sl in tr.slots:
+        if id(sl.site) in bsites:
+            continue
+        ids.append(sl.id)
+        o = sl.owner
+        owners.append("~" if o is None or id(o) in btok else id(o))
+        tags.append(sl.tag)
+    nblk = len(tr.slots) - len(ids)
+    st = (len(tr.scopes), tuple(ids), tuple(owners),
           tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.remat_bytes, bb.scratch is None)
                 for bb in bbs),
-          tuple(s.tag for s in slots),
-          len(tr.sites), tuple(s.rr for s in tr.sites.values()),
+          tuple(tags),
+          len(tr.sites), tuple([s.rr for s in tr.sites.values()]),
           # (free memory: only the replay's real block allocations carve it)
           tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
-          len(tr.hbm), tr.hbm_next, tuple((b.written is None, b.read) for b in tr.hbm),
+          len(tr.hbm), tr.hbm_next, tuple([(b.written is None, b.read) for b in tr.hbm]),
           len(tr.blockbufs), tr.spill_bytes, tr.reload_bytes, tr.remat_bytes, tr.elided_bytes,
           len(tr.res), tr.act_func, len(tr.consts), len(tr.const_tiles), len(tr.names),
           len(tr.prints), tr.shared_idx, frozenset(tr.dirty), tr.line_override, tr.fast,
           tuple(allocs), carried)
-    nums = (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
+    return st, _nums(tr, bbs, nblk)
+
+
+def _bbs(rec):
+    return [rec.bbs[k] for k in sorted(rec.bbs)]
+
+
+def _nums(tr, bbs, nblk=None):
+    """_snapshot's counters (nblk: the block tensors' buffers, counted here if None)."""
+    if nblk is None:
+        bsites = {id(bb.site) for bb in bbs}
+        nblk = sum(1 for sl in tr.slots if id(sl.site) in bsites) if bsites else 0
+    return (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
         tuple(tr.count) + (len(tr.uses), nblk) + \
         tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used)))
-    return st, nums
 
 
 def _period(iters, snaps):
@@ -484,38 +498,74 @@ def _period(iters, snaps):
 
 # ---- replay
 
+def _fmt(parts):
+    """A %-format that _join(parts, vals) equals as `fmt % vals` (ints)."""
+    return "%d".join(p.replace("%", "%%") for p in parts)
+
+
 def _replay(tr, win, steps, times, rec=None):
     """Run the bookkeeping of `times` more windows after `win` (the last traced one); rec:
     the Recorder to forward the replayed events to its enclosing loop's."""
     sink = [] if rec is not None else None
-    for k in range(1, times + 1):
-        for (tpl, vals), st in zip(win, steps):
-            v = [a + k * s for a, s in zip(vals, st)]
+    # per event, what does not change from one window to the next: its template's format
+    # (`_join` as one %-format), and its numbers, advanced by their steps once per window
+    prog = []
+    for (tpl, vals), st in zip(win, steps):
+        kind = tpl[0]
+        if kind == "E":
+            keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
+            prog.append((tpl, st, _fmt(tpl[2]), keys))
+        elif kind in ("L1", "L2"):
+            prog.append((tpl, st, _fmt(tpl[2]), None))
+        else:
+            prog.append((tpl, st, None, None))
+    cur = [vals for _, vals in win]
+    emit = tr.replay_emit
+    fast = tr.fast
+    BlockBuf = C.BlockBuf
+    for _k in range(times):
+        for j, (tpl, st, fmt, keys) in enumerate(prog):
+            v = cur[j] = tuple(map(_add, cur[j], st))
             if sink is not None:
-                sink.append((tpl, tuple(v)))
+                sink.append((tpl, v))
             kind = tpl[0]
-            if kind == "E":
-                _, eng, parts, queue, internal, keys, line, inc, nt, _bk, tmap = tpl
+            if kind == "E" and fast:
+                # a first pass that a second will replace: no dependences and no text, only the
+                # blocks' liveness and the counters (Tracer._emit_tail)
+                bk = tpl[9]
+                if bk:
+                    p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
+                                     for _, nd, _, isblk in keys)
+                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld) in enumerate(bk)]
+                else:
+                    brefs = ()
+                emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+            elif kind == "E":
+                nt = tpl[8]
                 p = nt
                 accs = []
-                for key, nd, w in keys:
-                    if type(key) is C.BlockBuf:
+                for key, nd, w, isblk in keys:
+                    if isblk:
                         a = key.allocs.get(v[p])
                         if a is None or a.slot is None:
                             raise Mismatch("a replayed instruction's block has no buffer")
                         key = a.slot
                         p += 1
-                    box = tuple((v[p + 2 * j], v[p + 2 * j + 1]) for j in range(nd))
-                    p += 2 * nd
-                    accs.append((key, box, w))
-                tv = v[:nt]
+                    q = p + 2 * nd
+                    accs.append((key, tuple(zip(v[p:q:2], v[p + 1:q:2])), w))
+                    p = q
+                tmap = tpl[10]
                 if tmap:
-                    tv = list(tv)
-                    for j, q in tmap:         # (k is the window being replayed)
-                        tv[j] += accs[q][0].offset
-                text = _join(parts, tv)
-                brefs = [(bb, v[p + j], w, ld) for j, (bb, w, ld) in enumerate(tpl[9])]
-                tr.replay_emit(eng, text, accs, queue, internal, line, inc, brefs)
+                    tv = list(v[:nt])
+                    for jj, qq in tmap:
+                        tv[jj] += accs[qq][0].offset
+                    text = fmt % tuple(tv)
+                else:
+                    text = fmt % v[:nt]
+                bk = tpl[9]
+                brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld) in enumerate(bk)] \
+                    if bk else ()
+                emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "B":
                 tr.block_alloc(tpl[1], v[0])
             elif kind == "R":
@@ -523,20 +573,19 @@ def _replay(tr, win, steps, times, rec=None):
                 tpl[1].freed = tr.tick
             elif kind == "L1":
                 _, bid, parts, dtn, shape, site, n, ref, nt = tpl
-                if type(ref) is C.BlockBuf:
-                    key = (bid, _join(parts, v[:nt - 1]), dtn, shape)
+                if type(ref) is BlockBuf:
+                    key = (bid, fmt % v[:nt - 1], dtn, shape)
                     a = ref.allocs.get(v[nt - 1])
                     if a is None or a.slot is None:
                         raise Mismatch("a replayed load's block has no buffer")
                     slot = a.slot
                 else:
-                    key = (bid, _join(parts, v[:nt]), dtn, shape)
+                    key = (bid, fmt % v[:nt], dtn, shape)
                     slot = ref
                 tr.loads.setdefault(key, []).append((site, v[-1], n))
                 slot.tag = site
             else:
-                _, bid, parts, dtn, shape = tpl
-                key = (bid, _join(parts, v), dtn, shape)
+                key = (tpl[1], fmt % v, tpl[3], tpl[4])
                 tr.nload[key] = tr.nload.get(key, 0) + 1
     if sink:
         rec.forward(sink)
@@ -588,7 +637,11 @@ def iterate(tr, r, frame, outer, where):
     try:
         if rec is not None:
             tr.steady = rec
-            snaps.append(_snapshot(tr, rec, frame, outer))
+            # (the state before a warm-up iteration is never compared: _period's windows
+            # start after them)
+            if tr.pending is not None:
+                rec.refuse("an instruction is pending at the iteration's end")
+            snaps.append(None if WARM > 0 else _snapshot(tr, rec, frame, outer))
             while i < n and rec.bad is None and i < LIMIT:
                 scopes.append([])
                 yield Idx(r[i])
@@ -596,7 +649,7 @@ def iterate(tr, r, frame, outer, where):
                 i += 1
                 iters.append(rec.ev)
                 rec.ev = []
-                snaps.append(_snapshot(tr, rec, frame, outer))
+                snaps.append(_snapshot(tr, rec, frame, outer) if i >= WARM else None)
                 if rec.bad is None and i - WARM >= NWIN:
                     found = _period(iters, snaps)
                     if found is not None:
@@ -616,7 +669,7 @@ def iterate(tr, r, frame, outer, where):
                         _replay(tr, win, steps, times, rec if parent is not None else None)
                     finally:
                         tr.steady = parent
-                    after = _snapshot(tr, rec, frame, outer)[1]
+                    after = _nums(tr, _bbs(rec))
                     want = tuple(b + times * d for b, d in zip(before, dn))
                     # replayed: tick, nodes, counts; set: the others (loaded, rr, freed)
                     _set_counters(tr, want)

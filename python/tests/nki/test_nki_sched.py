@@ -116,6 +116,29 @@ def test_transfer_waits_recomputed():
     assert a2.waits == [(Q0, 0)] and a1.waits == [(Q0, 1)]
 
 
+
+def test_waits_computed_when_the_order_stays():
+    """The tracer leaves every wait to the scheduler: when nothing moves, the scheduler still
+    gives each node the waits of the kernel's order (d1 after a1; a2 after d1)."""
+    a1 = N("a1", ACT, 0)
+    d1 = N("d1", DVE, 0, deps=[(ACT, 0)], cost=300.0)
+    a2 = N("a2", ACT, 1, deps=[(DVE, 0), (ACT, 0)])
+    order = run([a1, d1, a2], 64)
+    assert [n.name for n in order] == ["a1", "d1", "a2"]
+    assert a1.waits is None and d1.waits == [(ACT, 0)] and a2.waits == [(DVE, 0)]
+
+
+@pytest.mark.parametrize("name", ["matmul_basic", "transpose2d", "avgpool2d", "silu"])
+def test_kernel_order_kept_gives_the_tracers_waits(name):
+    """Kernels the scheduler leaves in their order: the program (its waits included) is the
+    one lowered without a scheduler, whose waits the tracer computes as it emits."""
+    kernel, _ = BY_NAME[name].load()
+    args = BY_NAME[name].args("moderate", 0, timing=True)
+    text = nki.lower(kernel, *args).text
+    assert "wait " in text
+    assert text == nki.lower(kernel, *args, policy={"schedule_window": 0}).text
+
+
 # ---- kernels: the same results as in the kernel's order, and check-clean
 
 def _outputs(case, size, policy):
