@@ -827,7 +827,7 @@ def load(src, *, mask=None, dtype=None, **kw):
         tr.dma(dv.restrict(box), sv.restrict(box), "load")
         if key is not None:
             tr.load_done(key, site, dv, sv)
-    if (box is None or box is not False and all(b == (0, n) for b, n in zip(box, shape))) and \
+    if (box is None or box is not False and _bi.all(b == (0, n) for b, n in zip(box, shape))) and \
             tr.pol.dma_split_partitions == 0:
         # a whole load: into a block tensor whose loads are issued at its uses (docs/nki.md,
         # "Spills and reloads"), no instruction here (Tracer.sink_load)
