@@ -91,6 +91,7 @@ def test_slab_too_large_is_loaded_at_its_uses():
     assert len(loads) == MT * 2 * KT
     assert all("[1x512]" in ln for ln in loads)           # half blocks, never whole ones
     assert low.spill["rematerialized_bytes"] == 2 * rhs.nbytes
+    assert low.spill["reissued_loads"] == MT * 2 * KT
     assert low.spill["spill_save_bytes"] == 0
     # two buffers of a block serve the re-issued loads, not 48
     assert r["buffers"] == 2
