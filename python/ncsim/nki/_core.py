@@ -87,8 +87,9 @@ class Policy:
         self.reload_at_uses = True       # a block tensor of input loads that does not fit
                                          # beside the rest of the working set is not kept:
                                          # its loads are issued again at each use, for what
-                                         # the use reads (docs/nki.md, "Spills and reloads");
-                                         # False: only evicted blocks are reloaded
+                                         # the use reads (docs/nki.md, "Loads issued at
+                                         # their uses"); False: only evicted blocks are
+                                         # reloaded
         self.resident_loads = "reuse"    # "reuse": a load's data stays in SBUF until the next
                                          # load of the same data when at most resident_bytes
                                          # per partition are loaded in between; "never"
@@ -1899,7 +1900,7 @@ class Tracer:
             bb.peak = bb.live
         return True
 
-    # ---- loads issued at their uses (docs/nki.md, "Spills and reloads")
+    # ---- loads issued at their uses (docs/nki.md, "Loads issued at their uses")
     def _choose_sunk(self, prev):
         """From the first pass (prev): the SBUF block tensors whose loads are issued at their
         uses. Live bytes per partition at each kernel instruction are the blocks between their

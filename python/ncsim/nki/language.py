@@ -830,7 +830,7 @@ def load(src, *, mask=None, dtype=None, **kw):
     if (box is None or box is not False and _bi.all(b == (0, n) for b, n in zip(box, shape))) and \
             tr.pol.dma_split_partitions == 0:
         # a whole load: into a block tensor whose loads are issued at its uses (docs/nki.md,
-        # "Spills and reloads"), no instruction here (Tracer.sink_load)
+        # "Loads issued at their uses"), no instruction here (Tracer.sink_load)
         emit.sink = (sv, key)
     return _new("sbuf", shape, dt, emit)
 

@@ -1,8 +1,8 @@
-"""Loads issued again at their uses (docs/nki.md, "Spills and reloads"): a block tensor whose
-blocks are loads from a kernel input and that does not fit beside the rest of the working set
-is not kept; each instruction that reads it loads what it reads, and the kernel's own loads of
-it are not issued. The kernels are in the compiler-emitted style (block tensors declared at the
-top, indexed by loop variables); the bytes are computed by hand below."""
+"""Loads issued again at their uses (docs/nki.md, "Loads issued at their uses"): a block
+tensor whose blocks are loads from a kernel input and that does not fit beside the rest of the
+working set is not kept; each instruction that reads it loads what it reads, and the kernel's
+own loads of it are not issued. The kernels are in the compiler-emitted style (block tensors
+declared at the top, indexed by loop variables); the bytes are computed by hand below."""
 import importlib.util
 import os
 import re
