@@ -1620,6 +1620,7 @@ class Tracer:
         self.exact = None                      # emit: every earlier access it conflicts with
         # block tensors whose loads are issued at their uses (second pass; _choose_sunk)
         self.sunk = self._choose_sunk(prev) if prev is not None else frozenset()
+        self.load_whole = False                # in the transfer of a whole nl.load (language.py)
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -2278,12 +2279,12 @@ class Tracer:
                 lst.append(self.tick)
             if write and bb.pure:
                 # can its loads be issued at its uses instead (_choose_sunk)? Only if every
-                # write is the load of a whole block from a kernel input (a replayed
+                # write is an nl.load of a whole block from a kernel input (a replayed
                 # iteration's loads are those of the traced ones, shifted)
                 if load_src is None:
                     bb.pure = False
                 elif load_src is not _steady.REPLAYED:
-                    if _whole_block(bb, load_src[0]):
+                    if self.load_whole and _whole_block(bb, load_src[0]):
                         bb.srcs.add(load_src[1].buf)
                     else:
                         bb.pure = False
