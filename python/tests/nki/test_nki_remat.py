@@ -198,6 +198,33 @@ def test_use_loads_only_the_partitions_and_columns_it_reads():
     assert r["rematerialized_bytes"] == 48 * 64 * 1024 * F32 == x.nbytes // 2
 
 
+@nki.jit
+def k_dma_copy_blocks(x):
+    """k_whole_use with the blocks written by nisa.dma_copy(dst=...) instead of nl.load."""
+    P, N = x.shape
+    T = N // 1024
+    out = nl.ndarray((P, N), dtype=x.dtype, buffer=nl.shared_hbm)
+    xb = nl.ndarray((T, nl.par_dim(128), 1024), dtype=x.dtype, name="x_local", buffer=nl.sbuf)
+    ip, jf = nl.arange(128)[:, None], nl.arange(1024)[None, :]
+    for t in nl.affine_range(T):
+        nisa.dma_copy(dst=xb[t, ip, jf], src=x[ip, 1024 * t + jf])
+    for t in nl.affine_range(T):
+        u = T - 1 - t
+        nl.store(out[ip, 1024 * u + jf], value=nl.multiply(xb[u, ip, jf], 2.0))
+    return out
+
+
+def test_blocks_written_by_dma_copy_are_kept_and_evicted():
+    """A dma_copy's destination is a view the kernel indexes before the copy writes it, as it
+    would to read it: such a tensor is not given up; its evicted blocks are reloaded whole."""
+    x = np.random.default_rng(7).standard_normal((128, 64 * 1024), dtype=np.float32)
+    np.testing.assert_allclose(nki.simulate_kernel(k_dma_copy_blocks, x), 2 * x, rtol=1e-6)
+    low = nki.lower(k_dma_copy_blocks, x)
+    r = next(r for r in low.tensors if r["name"] == "x_local")
+    assert not r["loads_at_uses"] and r["reissued_loads"] == 0
+    assert 0 < r["rematerialized_bytes"] < x.nbytes
+
+
 def test_policy_option_is_checked():
     x = nt.tensor[[128, 1024], np.float32]
     with pytest.raises(nki.NkiError, match=r"err_invalid_policy.*reload_at_uses=1: must be True"):
