@@ -229,6 +229,7 @@ class Kernel:
         low.tensors = tr.report()
         low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
                      "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),
+                     "reissued_loads": sum(r["reissued_loads"] for r in low.tensors),
                      "resident_load_bytes": tr.elided_bytes}
         return low, bound
 

@@ -85,6 +85,12 @@ class Policy:
         self.spill_queue = 2             # their queue (the profiles' qSyncSpillReload0)
         self.rematerialize = True        # an evicted block that holds an input's data is
                                          # reloaded from the input, not spilled
+        self.reload_at_uses = True       # a block tensor of input loads that does not fit
+                                         # beside the rest of the working set is not kept:
+                                         # its loads are issued again at each use, for what
+                                         # the use reads (docs/nki.md, "Loads issued at
+                                         # their uses"); False: only evicted blocks are
+                                         # reloaded
         self.resident_loads = "reuse"    # "reuse": a load's data stays in SBUF until the next
                                          # load of the same data when at most resident_bytes
                                          # per partition are loaded in between; "never"
@@ -546,7 +552,8 @@ class BlockBuf:
     to that block's buffer (index_view)."""
     __slots__ = ("kind", "dtype", "bshape", "nblk", "P", "felems", "fbytes", "name", "ordinal",
                  "allocs", "site", "lazy_zero", "fill", "scratch", "line", "shape", "used",
-                 "spilled", "reloaded", "remat_bytes", "peak", "live")
+                 "spilled", "reloaded", "remat_bytes", "peak", "live", "pure", "srcs", "sunk",
+                 "reissued")
 
     def __init__(self, kind, dt, shape, pdim, name, ordinal, line):
         self.kind = kind
@@ -571,6 +578,10 @@ class BlockBuf:
         self.remat_bytes = 0       # bytes reloaded from the kernel's inputs instead of spilling
         self.peak = 0              # most blocks live at once
         self.live = 0
+        self.pure = True           # first pass: every write was a whole-block input load
+        self.srcs = set()          # first pass: the HBM tensors those loads read
+        self.sunk = False          # its loads are issued at its uses (Tracer._choose_sunk)
+        self.reissued = 0          # loads issued again at uses
 
 
 # --------------------------------------------------------------------------- tensors
@@ -877,9 +888,12 @@ class Tensor:
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        if type(self.buf) is BlockBuf and type(value) is Tensor and value.inplace == "resident" \
-                and T().alias_block(self, key, value):
-            return
+        if type(self.buf) is BlockBuf:
+            if self.buf.sunk and T().sink_load(self, key, value):
+                return
+            if type(value) is Tensor and value.inplace == "resident" and \
+                    T().alias_block(self, key, value):
+                return
         T().assign(self[key], value)
 
     # ---- arithmetic (operators map to nl functions)
@@ -1130,11 +1144,56 @@ def _resolve_block(v):
     blk = lo // bb.felems
     if hi // bb.felems != blk or lo < 0:
         return v
+    if bb.sunk:
+        r = T().sunk_read(bb, blk, v)
+        if r is not None:
+            return r
     a = T().block_alloc(bb, blk)
     r = v.clone_view(off=v.off - blk * bb.felems)
     r.buf = a.slot
     r.alloc = a
     return r
+
+
+def _whole_block(bb, dv):
+    """Does view dv (of one block, offsets within it) cover the whole block, laid out as the
+    block is (partitions from 0, the free elements contiguous in order)?"""
+    pd = dv.pdim
+    if pd is None or dv.off or dv.p0 or dv.shape[pd] != bb.P:
+        return False
+    shape = [n for i, n in enumerate(dv.shape) if i != pd]
+    strides = [st for i, st in enumerate(dv.strides) if i != pd]
+    return _prod(shape) == bb.felems and Tensor._contig(shape, strides)
+
+
+def _read_box(dv, v, lo, hi):
+    """The box of dv's axes (dv: a whole-block load's destination, see _whole_block) that holds
+    what view v of the block reads: v's partitions, and the smallest box of the free axes
+    around elements [lo, hi] (v's span within the block, partitions left out): the axes before
+    the first whose index differs at lo and hi take one index, that one the range, the later
+    ones all of theirs."""
+    pd = dv.pdim
+    free = [i for i in range(len(dv.shape)) if i != pd]
+
+    def unflat(x):
+        idx = []
+        for i in reversed(free):
+            idx.append(x % dv.shape[i])
+            x //= dv.shape[i]
+        return idx[::-1]
+    il, ih = unflat(lo), unflat(hi)
+    box = [None] * len(dv.shape)
+    box[pd] = (v.p0, v.p0 + v.shape[v.pdim])
+    split = False
+    for j, ax in enumerate(free):
+        if split:
+            box[ax] = (0, dv.shape[ax])
+        elif il[j] != ih[j]:
+            box[ax] = (il[j], ih[j] + 1)
+            split = True
+        else:
+            box[ax] = (il[j], il[j] + 1)
+    return box
 
 
 def _block_view_error(v):
@@ -1560,6 +1619,9 @@ class Tracer:
         self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
         self.pinned = 0                        # depth of ncc.no_reorder() blocks
         self.exact = None                      # emit: every earlier access it conflicts with
+        # block tensors whose loads are issued at their uses (second pass; _choose_sunk)
+        self.sunk = self._choose_sunk(prev) if prev is not None else frozenset()
+        self.load_whole = False                # in the transfer of a whole nl.load (language.py)
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -1840,10 +1902,169 @@ class Tracer:
             bb.peak = bb.live
         return True
 
+    # ---- loads issued at their uses (docs/nki.md, "Loads issued at their uses")
+    def _choose_sunk(self, prev):
+        """From the first pass (prev): the SBUF block tensors whose loads are issued at their
+        uses. Live bytes per partition at each kernel instruction are the blocks between their
+        first and last access plus one buffer of each tile allocation site; while their peak
+        exceeds SBUF, the block tensor holding the most bytes at the peak among those whose
+        every write loads a whole block from a kernel input that the kernel never writes is
+        not kept: at its uses it needs only `sbuf_bufs` buffers of a block, from its first
+        access to its last. Ordinals of the chosen tensors."""
+        pol = self.pol
+        if not (pol.rematerialize and pol.reload_at_uses):
+            return frozenset()
+        bbs = prev.blockbufs
+        cand = sorted(bb.ordinal for bb in bbs if bb.kind == "sbuf" and bb.pure and bb.srcs
+                      and all(b.written is None for b in bb.srcs))
+        if not cand:
+            return frozenset()
+        spans = {}
+        for (o, blk), ticks in prev.uses.items():
+            if bbs[o].kind == "sbuf":
+                spans.setdefault(o, []).append((ticks[0], ticks[-1]))
+        tiles = sum(max(sl.size for sl in site.slots) for site in prev.sites.values()
+                    if site.slots and site.slots[0].kind == "sbuf")
+        budget = pol.sbuf_bytes - tiles
+        sunk = set()
+        while True:
+            ev = []
+            for o, sp in spans.items():
+                f = bbs[o].fbytes
+                if o in sunk:
+                    f *= max(1, pol.sbuf_bufs)
+                    sp = [(min(a for a, _ in sp), max(b for _, b in sp))]
+                for a, b in sp:
+                    ev.append((a, f))
+                    ev.append((b + 1, -f))
+            ev.sort()
+            cur = peak = 0
+            at = None
+            for t, d in ev:
+                cur += d
+                if cur > peak:
+                    peak, at = cur, t
+            if peak <= budget:
+                break
+            best = None
+            for o in cand:
+                if o in sunk:
+                    continue
+                live = bbs[o].fbytes * sum(1 for a, b in spans.get(o, ()) if a <= at <= b)
+                if live and (best is None or live > best[0]):
+                    best = (live, o)
+            if best is None:
+                break
+            sunk.add(best[1])
+        return frozenset(sunk)
+
+    def sink_load(self, t, key, value):
+        """t[key] = nl.load(...) into a block tensor whose loads are issued at its uses: no
+        instruction, the block records where its data is. False when the assignment is not
+        such a load: the block then gets a buffer (and its data) as any block, and the
+        assignment is emitted as usual."""
+        bb = t.buf
+        v = index_view.__wrapped__(t, key)
+        if type(v.buf) is not BlockBuf or v.pdim is None:
+            return False
+        lo, hi = _block_span(v)
+        blk = lo // bb.felems
+        if hi // bb.felems != blk or lo < 0:
+            return False
+        a = bb.allocs.get(blk)
+        if a is not None and a.slot is not None and a.slot.id >= 0:
+            return False                   # a block with a buffer (_unsink): as any block
+        sv = lkey = None
+        load = False
+        if type(value) is Tensor:
+            if value.pend is not None and value is self.pending:
+                sk = getattr(value.pend.emit, "sink", None)
+                if sk is not None:
+                    sv, lkey = sk
+                    load = True
+            elif value.inplace == "resident" and value.pend is None and \
+                    type(value.buf.owner) is Resident:
+                sv = value.buf.owner.src      # a kept load's data: its source
+        dv = None
+        if sv is not None:
+            dv = v.clone_view(off=v.off - blk * bb.felems)
+            if dv.shape != sv.shape:
+                dv = _reshape_like(dv, sv.shape)
+            if dv.shape != sv.shape or not _whole_block(bb, dv):
+                dv = None
+        if dv is None:
+            self._unsink(bb, blk)
+            return False
+        if self.steady is not None:
+            self.steady.refuse("a block tensor's loads are issued at its uses")
+        if load:
+            self.take_pending(value)
+            self.tick += 1                 # the first pass's load instruction
+            if lkey is not None:
+                self.nload[lkey] = self.nload.get(lkey, 0) + 1
+        if a is None:
+            a = Alloc(Slot(-1, bb.kind, 0, bb.fbytes, None), bb.kind)    # no memory
+            a.blk = (bb, blk)
+            bb.allocs[blk] = a
+        dv.buf = a.slot
+        dv.alloc = None
+        a.remat = [(dv, sv)]
+        a.written = True
+        return True
+
+    def _unsink(self, bb, blk):
+        """Block blk of a tensor whose loads are issued at its uses is written by something
+        else: it gets a buffer, and the data its loads put there, and is a block as any."""
+        a = bb.allocs.get(blk)
+        if a is None or a.slot is None or a.slot.id >= 0:
+            return
+        if self.steady is not None:
+            self.steady.refuse("a block tensor's loads are issued at its uses")
+        a.slot = None
+        self._block_alloc(bb, blk, a)
+
+    def sunk_read(self, bb, blk, v):
+        """View v of block blk of a tensor whose loads are issued at its uses: the load of
+        what v reads, issued now into a buffer of its own, and v's view of that buffer, which
+        is free again when the view dies. None when the block has a buffer or no data."""
+        a = bb.allocs.get(blk)
+        if a is None or a.slot is None or a.slot.id >= 0:
+            return None
+        if self.steady is not None:
+            self.steady.refuse("a block tensor's loads are issued at its uses")
+        dv, sv = a.remat[0]
+        lo, hi = _block_span(v)
+        base = blk * bb.felems
+        box = _read_box(dv, v, lo - base, hi - base)
+        slot = self._pick_slot(bb.kind, bb.fbytes, bb.site)
+        u = Alloc(slot, bb.kind)
+        u.written = True
+        if self.scopes:
+            self.scopes[-1].append(weakref.ref(u))
+        d = dv.clone_view()
+        d.buf, d.alloc = slot, u
+        d = d.restrict(box)
+        src = sv.restrict(box)
+        pol = self.pol
+
+        def issue():
+            q = pol.load_queues[self.rr["load"] % len(pol.load_queues)]
+            self.rr["load"] += 1
+            self.emit(pol.load_engine, f"dma {d.text()}, {src.text()}, queue={q}",
+                      reads=[src], writes=[d], queue=q, internal=True)
+        self._internal(issue)
+        bb.remat_bytes += _prod(src.shape) * src.dtype.itemsize
+        bb.reissued += 1
+        bb.used.add(slot.id)
+        r = v.clone_view(off=v.off - base)
+        r.buf, r.alloc = slot, u
+        return r
+
     # ---- block tensors
     def new_blocks(self, kind, dt, shape, pdim, name):
         """A tensor with block dimensions: logical; no memory until a block is touched."""
         bb = BlockBuf(kind, dt, shape, pdim, name, len(self.blockbufs), self.line())
+        bb.sunk = bb.ordinal in self.sunk
         if self.steady is not None:
             self.steady.refuse("a block tensor is made")
         if self.live is None:
@@ -1988,7 +2209,7 @@ class Tracer:
         best, bnext = None, -1
         t = self.tick
         for bb in self.blockbufs:
-            if bb.kind != kind:
+            if bb.kind != kind or bb.sunk:
                 continue
             allocs = bb.allocs
             for blk in allocs:
@@ -2057,6 +2278,17 @@ class Tracer:
                 self.uses[(bb.ordinal, blk)] = [self.tick]
             elif lst[-1] != self.tick:
                 lst.append(self.tick)
+            if write and bb.pure:
+                # can its loads be issued at its uses instead (_choose_sunk)? Only if every
+                # write is an nl.load of a whole block from a kernel input (a replayed
+                # iteration's loads are those of the traced ones, shifted)
+                if load_src is None:
+                    bb.pure = False
+                elif load_src is not _steady.REPLAYED:
+                    if self.load_whole and _whole_block(bb, load_src[0]):
+                        bb.srcs.add(load_src[1].buf)
+                    else:
+                        bb.pure = False
         if write and a.remat is not None:
             if load_src is not None:
                 a.remat.append(load_src)
@@ -2087,7 +2319,8 @@ class Tracer:
                         "buffers": len(bb.used), "buffer_bytes": bb.fbytes,
                         "peak_live_blocks": bb.peak,
                         "spilled_bytes": bb.spilled, "reloaded_bytes": bb.reloaded,
-                        "rematerialized_bytes": bb.remat_bytes})
+                        "rematerialized_bytes": bb.remat_bytes,
+                        "loads_at_uses": bb.sunk, "reissued_loads": bb.reissued})
         # tiles without block dimensions: one entry per allocation site (the line that
         # creates them), whose tensors share its buffers
         for key, site in self.sites.items():
@@ -2099,7 +2332,7 @@ class Tracer:
                         "shape": None, "dtype": None, "blocks": 0, "logical_bytes": key[1],
                         "buffers": len(site.slots), "buffer_bytes": site.slots[0].size,
                         "peak_live_blocks": None, "spilled_bytes": 0, "reloaded_bytes": 0,
-                        "rematerialized_bytes": 0})
+                        "rematerialized_bytes": 0, "loads_at_uses": False, "reissued_loads": 0})
         return out
 
     def _pick_slot(self, kind, nbytes, site):
@@ -2518,7 +2751,9 @@ class Tracer:
                        f"{list(r['shape'])} {r['dtype']} (line {r['line']}): {r['blocks']} blocks, "
                        f"{r['logical_bytes']} bytes/partition logical, {r['buffers']} buffers of "
                        f"{r['buffer_bytes']}, spilled {r['spilled_bytes']}, reloaded "
-                       f"{r['reloaded_bytes']}, reloaded from inputs {r['rematerialized_bytes']} bytes")
+                       f"{r['reloaded_bytes']}, reloaded from inputs {r['rematerialized_bytes']} bytes"
+                       + (f" (its loads issued at its {r['reissued_loads']} uses)"
+                          if r['loads_at_uses'] else ""))
         for sl in self.slots:
             if sl.kind == "sbuf":
                 out.append(f".sbuf {sl.name} u8 [128, {sl.size}] +{sl.offset}")

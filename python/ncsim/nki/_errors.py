@@ -170,6 +170,7 @@ _CHECKS = {
     "reciprocal_engine": (lambda v: v in ("table", "dve", "act"), "table, dve or act"),
     "transcendental_engine": (lambda v: v == "act", "act (ScalarE runs the activation table)"),
     "lend_buffers": (lambda v: v in ("share", "lend"), "share or lend"),
+    "reload_at_uses": (lambda v: isinstance(v, bool), "True or False"),
     "schedule_window": (lambda v: _int(v, 0, 1 << 20), "an integer 0..1048576 (0 or 1: the "
                         "kernel's order)"),
 }

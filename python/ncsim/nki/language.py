@@ -815,6 +815,12 @@ def load(src, *, mask=None, dtype=None, **kw):
         if hit is not None:
             return hit
 
+    # a whole load (no mask, or one that keeps everything), in one transfer: into a block
+    # tensor whose loads are issued at its uses (docs/nki.md, "Loads issued at their uses"), no
+    # instruction here (Tracer.sink_load)
+    whole = (box is None or box is not False and _bi.all(b == (0, n) for b, n in zip(box, shape))) \
+        and tr.pol.dma_split_partitions == 0
+
     def emit(d, _b):
         if box is False:
             return
@@ -824,9 +830,15 @@ def load(src, *, mask=None, dtype=None, **kw):
             # a fresh tile that a mask fills partly: zero it first, so that unmasked
             # instructions over the whole tile read defined values (docs/nki.md)
             _memset_into(dv, 0, None)
-        tr.dma(dv.restrict(box), sv.restrict(box), "load")
+        tr.load_whole = whole
+        try:
+            tr.dma(dv.restrict(box), sv.restrict(box), "load")
+        finally:
+            tr.load_whole = False
         if key is not None:
             tr.load_done(key, site, dv, sv)
+    if whole:
+        emit.sink = (sv, key)
     return _new("sbuf", shape, dt, emit)
 
 

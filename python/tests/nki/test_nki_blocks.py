@@ -102,7 +102,7 @@ def test_stream_blocks_larger_than_sbuf():
     assert r["blocks"] == 64 and r["peak_live_blocks"] == 1
     assert 1 <= r["buffers"] <= 3                # double buffering, not 64 blocks
     assert low.spill == {"spill_save_bytes": 0, "spill_reload_bytes": 0, "rematerialized_bytes": 0,
-                         "resident_load_bytes": 0}
+                         "reissued_loads": 0, "resident_load_bytes": 0}
     assert "; block tensor x_local sbuf [64, 128, 1024] float32" in low.text
 
 
