@@ -187,12 +187,13 @@ def _bshape(a, b):
 
 class IndexExpr:
     """An affine index: const + sum(coef[a] * i_a) over the axes a of a broadcast grid."""
-    __slots__ = ("const", "coefs", "shape")
+    __slots__ = ("const", "coefs", "shape", "sk")
 
     def __init__(self, const, coefs, shape):
         self.const = const
         self.coefs = coefs
         self.shape = tuple(shape)
+        self.sk = None          # _expr_sk's cache: the structure (shape, coefficients)
 
     def _aligned(self, n):
         s = n - len(self.shape)
@@ -210,7 +211,9 @@ class IndexExpr:
         if isinstance(other, (int, np.integer)):
             # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
             o = other if isinstance(other, int) else int(other)
-            return IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
+            r = IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
+            r.sk = self.sk          # the same coefficients and shape
+            return r
         return NotImplemented
 
     def __add__(self, o):
@@ -631,7 +634,7 @@ class Tensor:
     None) and `p0` the first partition; `strides` are in elements; `off` the element offset
     (within a partition on chip, from the tensor's start in HBM)."""
     __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
-                 "inplace", "chk", "_txt", "_ab", "__weakref__")
+                 "inplace", "chk", "_txt", "_ab", "_bx", "__weakref__")
 
     def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
         self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
@@ -645,8 +648,9 @@ class Tensor:
         self.pend = None            # a pending instruction (see Tracer.pending)
         self.inplace = False
         self.chk = None             # index ranges to check once masks are applied
-        self._txt = None            # caches of text() and abox() (a view never changes)
-        self._ab = None
+        self._txt = None            # caches of text(), abox() and box() (a view never
+        self._ab = None             # changes; box() is cached on the fast paths only)
+        self._bx = None
 
     # ---- metadata
     @property
@@ -700,6 +704,15 @@ class Tensor:
 
     def box(self):
         """(key, p0, p1, lo_byte, hi_byte): the bounding box of the view."""
+        bx = self._bx
+        if bx is not None:
+            return bx
+        bx = self._box()
+        if _fast[0]:
+            self._bx = bx
+        return bx
+
+    def _box(self):
         self._real()
         if type(self.buf) is BlockBuf:
             _block_view_error(self)
@@ -1048,8 +1061,12 @@ def _index_view_fast(t, key):
     the same views and errors, checked in one pass; anything else goes to the reference."""
     if type(key) is not tuple:
         if key is Ellipsis:
-            return _basic_index(t, (_FULL,) * len(t.shape))
+            return _full_view(t)
         key = (key,)
+    else:
+        v = _adv_index_memo(t, key)
+        if v is not None:
+            return v
     adv = False
     for k in key:
         tk = type(k)
@@ -1130,9 +1147,14 @@ def _resolve_block(v):
     if hi // bb.felems != blk or lo < 0:
         return v
     a = T().block_alloc(bb, blk)
-    r = v.clone_view(off=v.off - blk * bb.felems)
+    shift = blk * bb.felems
+    r = v.clone_view(off=v.off - shift)
     r.buf = a.slot
     r.alloc = a
+    if _fast[0] and v.pdim is not None:
+        # box() of the resolved view, from the span just computed (Tensor._box)
+        sz = v.dtype.itemsize
+        r._bx = (a.slot, v.p0, v.p0 + v.shape[v.pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
     return r
 
 
@@ -1278,6 +1300,106 @@ def _adv_index_fast(t, key):
     return v
 
 
+def _full_view(t):
+    """t[...]: _basic_index(t, all full slices), whose only possible error is t's own bounds."""
+    if t.chk:
+        t.check_bounds()
+    return t.clone_view(strides=list(t.strides))
+
+
+def _expr_sk(k):
+    """The structure of an index expression (its shape and coefficients), cached on it; False
+    when a coefficient is not a plain int (a traced loop index, _steady.Idx)."""
+    sk = k.sk
+    if sk is None:
+        co = k.coefs
+        sk = (k.shape, tuple(co.items())) if all(type(c) is int for c in co.values()) else False
+        k.sk = sk
+    return sk
+
+
+def _adv_index_memo(t, key):
+    """_adv_index_fast for a subscript of plain ints and index expressions (at least one), one
+    per dim: what depends on the tensor's layout and the subscript's structure only (the
+    view's shape and strides, each subscript's stride and bound offsets, the structural
+    errors) is computed once per structure (_adv_memo_entry); per call, the constants give
+    the offset, the first partition and the bounds to check. None: not such a subscript."""
+    sk = [t.shape, t.pdim, tuple(t.strides)]
+    for k in key:
+        tk = type(k)
+        if tk is IndexExpr:
+            if type(k.const) is not int:
+                return None
+            e = k.sk
+            if e is None:
+                e = _expr_sk(k)
+            if e is False:
+                return None
+            sk.append(e)
+        elif tk is int:
+            sk.append(None)
+        else:
+            return None
+    sk = tuple(sk)
+    ent = _ADV_MEMO.get(sk)
+    if ent is None:
+        if len(key) != len(t.shape) or all(type(k) is int for k in key):
+            return None
+        v = _adv_index_fast(t, key)     # errors here are structural: nothing is cached
+        ent = _ADV_MEMO[sk] = _adv_memo_entry(t, key, v)
+    shape, strides, items, pc = ent
+    strides = list(strides)
+    off = t.off
+    chk = None
+    for i, st, neg, pos, size, co in items:
+        k = key[i]
+        c = k if co is None else k.const
+        if st is not None:
+            off += st * c
+        if c + neg < 0 or c + pos >= size:
+            if chk is None:
+                chk = []
+            chk.append((c, {} if co is None else co, size, i))
+    if t.chk:
+        t.check_bounds()
+    if pc is None:
+        v = t.clone_view(shape=shape, strides=strides, off=off)
+    else:
+        k = key[pc]
+        v = t.clone_view(shape=shape, strides=strides, off=off,
+                         p0=t.p0 + (k if type(k) is int else k.const), pdim=0)
+    v.chk = chk
+    return v
+
+
+def _adv_memo_entry(t, key, v):
+    """(shape, strides, [(dim, stride or None on the partition dim, lowest and highest
+    offset of the subscript's values from its constant, the dim's size, its coefficients or
+    None for an int)], the partition dim or None) of the view v = _adv_index_fast(t, key)."""
+    R = 0
+    for k in key:
+        if type(k) is IndexExpr and len(k.shape) > R:
+            R = len(k.shape)
+    # the broadcast shape before the partition dim's fix-up of an empty shape
+    shape = v.shape if not (t.pdim is not None and R == 0) else ()
+    items = []
+    for i, k in enumerate(key):
+        st = None if i == t.pdim else t.strides[i]
+        if type(k) is IndexExpr:
+            co = k.coefs if len(k.shape) == R else k._aligned(R)
+            neg = pos = 0
+            for a, c in co.items():
+                if c < 0:
+                    neg += c * (shape[a] - 1)
+                else:
+                    pos += c * (shape[a] - 1)
+            items.append((i, st, neg, pos, t.shape[i], dict(co)))
+        else:
+            items.append((i, st, 0, 0, t.shape[i], None))
+    return v.shape, v.strides, tuple(items), t.pdim
+
+
+_ADV_MEMO = {}      # _adv_index_memo: structure -> _adv_memo_entry
 _NOCO = {}
 _BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
 _fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
