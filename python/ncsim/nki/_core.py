@@ -200,6 +200,10 @@ class IndexExpr:
         return {a + s: c for a, c in self.coefs.items()}
 
     def _comb(self, other, sign):
+        if type(other) is int:
+            r = IndexExpr(self.const + sign * other, dict(self.coefs), self.shape)
+            r.sk = self.sk if self.sk is not None else _expr_sk(self)   # the same structure
+            return r
         if isinstance(other, IndexExpr):
             shape = _bshape(self.shape, other.shape)
             n = len(shape)
@@ -212,7 +216,7 @@ class IndexExpr:
             # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
             o = other if isinstance(other, int) else int(other)
             r = IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
-            r.sk = self.sk          # the same coefficients and shape
+            r.sk = self.sk if self.sk is not None else _expr_sk(self)   # the same structure
             return r
         return NotImplemented
 
@@ -634,7 +638,7 @@ class Tensor:
     None) and `p0` the first partition; `strides` are in elements; `off` the element offset
     (within a partition on chip, from the tensor's start in HBM)."""
     __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
-                 "inplace", "chk", "_txt", "_ab", "_bx", "__weakref__")
+                 "inplace", "chk", "_txt", "_ab", "_bx", "_sp", "__weakref__")
 
     def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
         self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
@@ -651,6 +655,7 @@ class Tensor:
         self._txt = None            # caches of text(), abox() and box() (a view never
         self._ab = None             # changes; box() is cached on the fast paths only)
         self._bx = None
+        self._sp = None             # _block_span's result, when the view's maker knows it
 
     # ---- metadata
     @property
@@ -777,7 +782,34 @@ class Tensor:
         return t
 
     def _text(self):
-        """The raw NCA view of this tensor."""
+        """The raw NCA view of this tensor: _text_ref, with the free dims' text cached per
+        layout (shape, partition dim, strides, HBM or on chip) once its checks have passed."""
+        if not _fast[0]:
+            return self._text_ref()
+        self._real()
+        b = self.buf
+        tb = type(b)
+        if tb is BlockBuf:
+            _block_view_error(self)
+        if self.chk:
+            self.check_bounds()
+        hbm = tb is HbmBuf
+        k = (self.shape, self.pdim, tuple(self.strides), hbm)
+        d = _DIMS_TEXT.get(k)
+        if d is None:
+            d = self._text_ref()                       # the structural errors, if any
+            d = _DIMS_TEXT[k] = d[d.index("[") + 1:-1]
+        off = self.off * self.dtype.itemsize
+        if hbm:
+            return f"hbm:{self.dtype.nca}+{b.addr + off}[{d}]"
+        p = self.shape[self.pdim]
+        p0 = self.p0
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            self._text_ref()                           # its error
+        sp = "sb" if b.kind == "sbuf" else "ps"
+        return f"{sp}:{self.dtype.nca}@{p0}:{p0 + p}+{b.offset + off}[{d}]"
+
+    def _text_ref(self):
         self._real()
         if type(self.buf) is BlockBuf:
             _block_view_error(self)
@@ -1127,6 +1159,9 @@ index_view.__wrapped__ = _index_view
 def _block_span(v):
     """[lo, hi] element offsets (in the tensor's logical layout) that view v touches, the
     partition dimension left out."""
+    sp = v._sp
+    if sp is not None:
+        return sp
     lo = hi = v.off
     for i, (s, n) in enumerate(zip(v.strides, v.shape)):
         if i == v.pdim or n <= 1 or not s:
@@ -1148,9 +1183,8 @@ def _resolve_block(v):
         return v
     a = T().block_alloc(bb, blk)
     shift = blk * bb.felems
-    r = v.clone_view(off=v.off - shift)
-    r.buf = a.slot
-    r.alloc = a
+    r = Tensor(a.slot, a, v.dtype, v.shape, v.pdim, v.p0, v.strides, v.off - shift)
+    r.chk = v.chk
     if _fast[0] and v.pdim is not None:
         # box() of the resolved view, from the span just computed (Tensor._box)
         sz = v.dtype.itemsize
@@ -1347,7 +1381,7 @@ def _adv_index_memo(t, key):
             return None
         v = _adv_index_fast(t, key)     # errors here are structural: nothing is cached
         ent = _ADV_MEMO[sk] = _adv_memo_entry(t, key, v)
-    shape, strides, items, pc = ent
+    shape, strides, items, pc, elo, ehi = ent
     strides = list(strides)
     off = t.off
     chk = None
@@ -1363,12 +1397,13 @@ def _adv_index_memo(t, key):
     if t.chk:
         t.check_bounds()
     if pc is None:
-        v = t.clone_view(shape=shape, strides=strides, off=off)
+        v = Tensor(t.buf, t.alloc, t.dtype, shape, None, t.p0, strides, off)
     else:
         k = key[pc]
-        v = t.clone_view(shape=shape, strides=strides, off=off,
-                         p0=t.p0 + (k if type(k) is int else k.const), pdim=0)
+        v = Tensor(t.buf, t.alloc, t.dtype, shape, 0, t.p0 + (k if type(k) is int else k.const),
+                   strides, off)
     v.chk = chk
+    v._sp = (off + elo, off + ehi)
     return v
 
 
@@ -1396,10 +1431,12 @@ def _adv_memo_entry(t, key, v):
             items.append((i, st, neg, pos, t.shape[i], dict(co)))
         else:
             items.append((i, st, 0, 0, t.shape[i], None))
-    return v.shape, v.strides, tuple(items), t.pdim
+    lo, hi = _block_span(v)
+    return v.shape, v.strides, tuple(items), t.pdim, lo - v.off, hi - v.off
 
 
 _ADV_MEMO = {}      # _adv_index_memo: structure -> _adv_memo_entry
+_DIMS_TEXT = {}     # Tensor._text: layout -> the text of its free dims
 _NOCO = {}
 _BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
 _fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
@@ -2470,7 +2507,37 @@ class Tracer:
         b0, b1 = lb // wb, (hb - 1) // wb
         rec = [box, ag, idx, write, False]
         cells = ix.map
-        seen = None if a0 == a1 and b0 == b1 else set()
+        if a0 == a1 and b0 == b1:
+            # one cell (the common case): the loop below without the set of records seen
+            c = (a0, b0)
+            lst = cells.get(c)
+            if not lst:
+                cells[c] = [rec]
+                return
+            alive = []
+            keep = alive.append
+            for r in lst:
+                if r[4]:
+                    continue
+                keep(r)
+                (l2a, h2a), (l2b, h2b) = r[0]
+                if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                    continue
+                rag = r[1]
+                if r[3] or write:
+                    if rag != ag and deps.get(rag, -1) < r[2]:
+                        deps[rag] = r[2]
+                    if ex is not None:
+                        ex.append((rag, r[2]))
+                if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                        l2b >= lb and h2b <= hb:
+                    r[4] = True
+                    if ex is not None and not write:
+                        ex.append((rag, r[2]))
+            keep(rec)
+            cells[c] = alive
+            return
+        seen = set()
         for a in range(a0, a1 + 1):
             for b in range(b0, b1 + 1):
                 c = (a, b)
