@@ -370,7 +370,15 @@ _GRID_AXES = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}
 
 
 class Grid(tuple):
-    """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4."""
+    """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4 (set as
+    attributes when made: a kernel reads them in every iteration)."""
+
+    def __new__(cls, items):
+        g = tuple.__new__(cls, items)
+        for name, i in _GRID_AXES.items():
+            if i < len(g):
+                g.__dict__[name] = g[i]
+        return g
 
     def __getattr__(self, name):
         idx = _GRID_AXES.get(name)
@@ -1497,6 +1505,9 @@ def _adv_index_ref(t, key):
 # --------------------------------------------------------------------------- the tracer
 
 _tracer = [None]
+_USER_CODE = {}     # Tracer._site_key: code object -> outside the package (or one of its
+                    # examples); emptied when it grows past _USER_CODE_MAX
+_USER_CODE_MAX = 4096
 
 
 def _deref(r):
@@ -1806,11 +1817,20 @@ class Tracer:
     def _site_key(self, kind, nbytes):
         f = sys._getframe(2)
         key = [kind, nbytes]
+        src = self.source
         while f is not None:
-            fn = f.f_code.co_filename
-            if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
+            code = f.f_code
+            user = _USER_CODE.get(code)
+            if user is None:
+                if len(_USER_CODE) >= _USER_CODE_MAX:
+                    _USER_CODE.clear()
+                fn = code.co_filename
+                user = _USER_CODE[code] = not fn.startswith(_NCSIM_DIR) or \
+                    fn.startswith(_EXAMPLES_DIR)
+            if user:
+                fn = code.co_filename
                 key.append((fn, f.f_lineno))
-                if fn == self.source:
+                if fn == src:
                     break
             f = f.f_back
         return tuple(key)
@@ -2788,11 +2808,9 @@ class Tracer:
             a = dst.alloc
             if a is not None and (a.lazy_zero and key not in a.acc_started):
                 a.acc_started.add(key)
-                self.run_pending(Pending("psum", lambda d, b: nl._emit_matmul(d, stat, mov, acc=False),
-                                         None, None, p.line), dst, None)
+                self._matmul_at(p.line, dst, stat, mov, False)
             elif a is not None and key in a.acc_started:
-                self.run_pending(Pending("psum", lambda d, b: nl._emit_matmul(d, stat, mov, acc=True),
-                                         None, None, p.line), dst, None)
+                self._matmul_at(p.line, dst, stat, mov, True)
             else:
                 # PSUM written by another engine: matmul into a temporary, then add
                 value.pend = p
@@ -2804,6 +2822,17 @@ class Tracer:
         nl._binary_into(dst, op, dst, value, None)
         dst.inplace = True
         return dst
+
+    def _matmul_at(self, line, dst, stat, mov, acc):
+        """The matmul of a pending result into dst, attributed to the line that made it
+        (run_pending of a Pending that emits it, without making one)."""
+        from . import language as nl
+        old = self.line_override
+        self.line_override = line
+        try:
+            nl._emit_matmul(dst, stat, mov, acc=acc)
+        finally:
+            self.line_override = old
 
     def touch_lazy_zero(self, t):
         """A PSUM tensor from nl.zeros read or written by something other than a matmul."""
