@@ -936,7 +936,7 @@ class Tensor:
 
     # ---- arithmetic (operators map to nl functions)
     def _bin(self, other, op, rev=False):
-        from . import language as nl
+        nl = _nl()
         if isinstance(other, Tensor) and other.space == "sbuf" and self.space == "sbuf":
             pass
         a, b = (other, self) if rev else (self, other)
@@ -970,7 +970,7 @@ class Tensor:
         return self._bin(o, "pow")
 
     def __neg__(self):
-        from . import language as nl
+        nl = _nl()
         return nl.negative(self)
 
     def __lt__(self, o):
@@ -1084,6 +1084,10 @@ class Tensor:
 def index_view(t, key):
     """t[key] as a view (basic or affine advanced indexing); a view of one block of a block
     tensor is resolved to that block's buffer."""
+    if _fast[0] and type(key) is tuple and type(t.buf) is BlockBuf:
+        v = _adv_index_memo(t, key, True)
+        if v is not None:
+            return v
     v = _index_view(t, key)
     if type(v.buf) is BlockBuf:
         v = _resolve_block(v)
@@ -1346,7 +1350,9 @@ def _full_view(t):
     """t[...]: _basic_index(t, all full slices), whose only possible error is t's own bounds."""
     if t.chk:
         t.check_bounds()
-    return t.clone_view(strides=list(t.strides))
+    v = Tensor(t.buf, t.alloc, t.dtype, t.shape, t.pdim, t.p0, list(t.strides), t.off)
+    v.chk = t.chk
+    return v
 
 
 def _expr_sk(k):
@@ -1360,12 +1366,14 @@ def _expr_sk(k):
     return sk
 
 
-def _adv_index_memo(t, key):
+def _adv_index_memo(t, key, resolve=False):
     """_adv_index_fast for a subscript of plain ints and index expressions (at least one), one
     per dim: what depends on the tensor's layout and the subscript's structure only (the
     view's shape and strides, each subscript's stride and bound offsets, the structural
     errors) is computed once per structure (_adv_memo_entry); per call, the constants give
-    the offset, the first partition and the bounds to check. None: not such a subscript."""
+    the offset, the first partition and the bounds to check. None: not such a subscript.
+    resolve: a view of a block tensor within one block is made directly as _resolve_block's
+    view of that block's buffer (index_view)."""
     sk = [t.shape, t.pdim, tuple(t.strides)]
     for k in key:
         tk = type(k)
@@ -1404,6 +1412,23 @@ def _adv_index_memo(t, key):
             chk.append((c, {} if co is None else co, size, i))
     if t.chk:
         t.check_bounds()
+    if resolve:
+        bb = t.buf
+        lo, hi = off + elo, off + ehi
+        blk = lo // bb.felems
+        if hi // bb.felems == blk and lo >= 0:
+            a = T().block_alloc(bb, blk)
+            shift = blk * bb.felems
+            if pc is None:
+                v = Tensor(a.slot, a, t.dtype, shape, None, t.p0, strides, off - shift)
+            else:
+                k = key[pc]
+                p0 = t.p0 + (k if type(k) is int else k.const)
+                v = Tensor(a.slot, a, t.dtype, shape, 0, p0, strides, off - shift)
+                sz = t.dtype.itemsize
+                v._bx = (a.slot, p0, p0 + shape[0], (lo - shift) * sz, (hi - shift + 1) * sz)
+            v.chk = chk
+            return v
     if pc is None:
         v = Tensor(t.buf, t.alloc, t.dtype, shape, None, t.p0, strides, off)
     else:
@@ -1505,6 +1530,16 @@ def _adv_index_ref(t, key):
 # --------------------------------------------------------------------------- the tracer
 
 _tracer = [None]
+_NL = []            # _nl(): the language module, once imported
+
+
+def _nl():
+    """ncsim.nki.language (which imports this module: imported on first use, then kept, so
+    that the hot paths do not run an import statement per call)."""
+    if not _NL:
+        from . import language
+        _NL.append(language)
+    return _NL[0]
 _USER_CODE = {}     # Tracer._site_key: code object -> outside the package (or one of its
                     # examples); emptied when it grows past _USER_CODE_MAX
 _USER_CODE_MAX = 4096
@@ -2392,7 +2427,8 @@ class Tracer:
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
-        self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
+        fast = self.fast
+        self.exact = [] if not fast and self.pol.schedule_window > 1 else None
         blks = None
         rec = self.steady
         accs = [] if rec is not None else None
@@ -2412,8 +2448,9 @@ class Tracer:
                         brefs.append((a.blk[0], a.blk[1], False, False))
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
-            if not self.fast:
-                key, bx = t.abox()
+            if not fast:
+                ab = t._ab
+                key, bx = ab if ab is not None else t.abox()
                 self._access(key, bx, False, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, False, a.blk if a is not None else None))
@@ -2432,8 +2469,9 @@ class Tracer:
                         brefs.append((a.blk[0], a.blk[1], True, load_src is not None))
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
-            if not self.fast:
-                key, bx = t.abox()
+            if not fast:
+                ab = t._ab
+                key, bx = ab if ab is not None else t.abox()
                 self._access(key, bx, True, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, True, a.blk if a is not None else None))
@@ -2747,7 +2785,7 @@ class Tracer:
     # ---- assignment and accumulation
     def assign(self, dst, value, mask=None):
         """dst[...] = value (dst already a view)."""
-        from . import language as nl
+        nl = _nl()
         if dst.space == "hbm":
             error("err_unsupported_memory",
                   "cannot assign to an HBM tensor with '='; use nl.store")
@@ -2795,7 +2833,7 @@ class Tracer:
 
     def accumulate(self, dst, value, op):
         """dst += value (and -=, *=, /=): PSUM matmul accumulation, or an element-wise op."""
-        from . import language as nl
+        nl = _nl()
         dst._real()
         if isinstance(value, Tensor) and value.pend is not None and value.pend.matmul is not None \
                 and value is self.pending and op == "add":
@@ -2826,7 +2864,7 @@ class Tracer:
     def _matmul_at(self, line, dst, stat, mov, acc):
         """The matmul of a pending result into dst, attributed to the line that made it
         (run_pending of a Pending that emits it, without making one)."""
-        from . import language as nl
+        nl = _nl()
         old = self.line_override
         self.line_override = line
         try:
