@@ -806,6 +806,8 @@ class Tensor:
         d = _DIMS_TEXT.get(k)
         if d is None:
             d = self._text_ref()                       # the structural errors, if any
+            if len(_DIMS_TEXT) >= _MEMO_MAX:
+                _DIMS_TEXT.clear()
             d = _DIMS_TEXT[k] = d[d.index("[") + 1:-1]
         off = self.off * self.dtype.itemsize
         if hbm:
@@ -1396,6 +1398,8 @@ def _adv_index_memo(t, key, resolve=False):
         if len(key) != len(t.shape) or all(type(k) is int for k in key):
             return None
         v = _adv_index_fast(t, key)     # errors here are structural: nothing is cached
+        if len(_ADV_MEMO) >= _MEMO_MAX:
+            _ADV_MEMO.clear()
         ent = _ADV_MEMO[sk] = _adv_memo_entry(t, key, v)
     shape, strides, items, pc, elo, ehi = ent
     strides = list(strides)
@@ -1470,6 +1474,8 @@ def _adv_memo_entry(t, key, v):
 
 _ADV_MEMO = {}      # _adv_index_memo: structure -> _adv_memo_entry
 _DIMS_TEXT = {}     # Tensor._text: layout -> the text of its free dims
+_MEMO_MAX = 1 << 16  # either cache is emptied when it reaches this many structures (they are
+                     # pure functions of their keys: any entry can be computed again)
 _NOCO = {}
 _BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
 _fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones

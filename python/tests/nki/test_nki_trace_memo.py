@@ -159,3 +159,12 @@ def test_structural_errors_are_not_cached(fresh):
     assert _error(k_partition_coef, x) == first == _error(k_partition_coef, x, fast=False)
     # only x[ip, jf] (loaded) was cached, not the refused subscript of s
     assert [k[0] for k in _core._ADV_MEMO] == [(64, F)]
+
+
+def test_caches_emptied_when_full_give_the_same_text(fresh, monkeypatch):
+    """With room for two structures the caches are emptied again and again; the text stays."""
+    x = np.random.default_rng(3).random((128, 6 * F), dtype=np.float32)
+    ref = _lower(k_blocks, x, fast=False).text
+    monkeypatch.setattr(_core, "_MEMO_MAX", 2)
+    assert _lower(k_blocks, x).text == ref
+    assert 0 < len(_core._ADV_MEMO) <= 2 and 0 < len(_core._DIMS_TEXT) <= 2
