@@ -2455,6 +2455,12 @@ class Tracer:
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
             if not fast:
+                if rec is None and _fast[0] and _among(t, writes):
+                    # read and written (a matmul accumulating, a DMA accumulating): the write
+                    # finds every record the read would and more, and covers the read's own;
+                    # the read's only other effects are entries of self.exact that the
+                    # write's repeat or that name this instruction (which the scheduler drops)
+                    continue
                 ab = t._ab
                 key, bx = ab if ab is not None else t.abox()
                 self._access(key, bx, False, ag, idx, deps)
@@ -2888,6 +2894,14 @@ class Tracer:
             whole = Tensor(a.slot, a, t.dtype, (PMAX, a.slot.size // 4), 0, 0, [None, 1], 0)
             whole.dtype = D.float32
             self.emit("dve", f"memset {whole.text()}, 0.0", writes=[whole])
+
+
+def _among(t, views):
+    """Is the view t (this very object) one of views? (`in` would compare tensors elementwise.)"""
+    for v in views:
+        if v is t:
+            return True
+    return False
 
 
 def _fits(vshape, dshape):
