@@ -1546,6 +1546,8 @@ def _nl():
         from . import language
         _NL.append(language)
     return _NL[0]
+
+
 _USER_CODE = {}     # Tracer._site_key: code object -> outside the package (or one of its
                     # examples); emptied when it grows past _USER_CODE_MAX
 _USER_CODE_MAX = 4096

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from ncsim import nki
-import ncsim.nki.isa as nisa
 import ncsim.nki.language as nl
 from ncsim.nki import _core
 
