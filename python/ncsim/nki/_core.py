@@ -194,18 +194,23 @@ def _bshape(a, b):
 
 class IndexExpr:
     """An affine index: const + sum(coef[a] * i_a) over the axes a of a broadcast grid."""
-    __slots__ = ("const", "coefs", "shape")
+    __slots__ = ("const", "coefs", "shape", "sk")
 
     def __init__(self, const, coefs, shape):
         self.const = const
         self.coefs = coefs
         self.shape = tuple(shape)
+        self.sk = None          # _expr_sk's cache: the structure (shape, coefficients)
 
     def _aligned(self, n):
         s = n - len(self.shape)
         return {a + s: c for a, c in self.coefs.items()}
 
     def _comb(self, other, sign):
+        if type(other) is int:
+            r = IndexExpr(self.const + sign * other, dict(self.coefs), self.shape)
+            r.sk = self.sk if self.sk is not None else _expr_sk(self)   # the same structure
+            return r
         if isinstance(other, IndexExpr):
             shape = _bshape(self.shape, other.shape)
             n = len(shape)
@@ -217,7 +222,9 @@ class IndexExpr:
         if isinstance(other, (int, np.integer)):
             # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
             o = other if isinstance(other, int) else int(other)
-            return IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
+            r = IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
+            r.sk = self.sk if self.sk is not None else _expr_sk(self)   # the same structure
+            return r
         return NotImplemented
 
     def __add__(self, o):
@@ -370,7 +377,15 @@ _GRID_AXES = {"p": 0, "x": 1, "y": 2, "z": 3, "w": 4}
 
 
 class Grid(tuple):
-    """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4."""
+    """Result of nl.mgrid[...]: unpackable, and with .p, .x, .y, .z, .w for axes 0..4 (set as
+    attributes when made: a kernel reads them in every iteration)."""
+
+    def __new__(cls, items):
+        g = tuple.__new__(cls, items)
+        for name, i in _GRID_AXES.items():
+            if i < len(g):
+                g.__dict__[name] = g[i]
+        return g
 
     def __getattr__(self, name):
         idx = _GRID_AXES.get(name)
@@ -643,7 +658,7 @@ class Tensor:
     None) and `p0` the first partition; `strides` are in elements; `off` the element offset
     (within a partition on chip, from the tensor's start in HBM)."""
     __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
-                 "inplace", "chk", "_txt", "_ab", "__weakref__")
+                 "inplace", "chk", "_txt", "_ab", "_bx", "_sp", "__weakref__")
 
     def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
         self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
@@ -657,8 +672,10 @@ class Tensor:
         self.pend = None            # a pending instruction (see Tracer.pending)
         self.inplace = False
         self.chk = None             # index ranges to check once masks are applied
-        self._txt = None            # caches of text() and abox() (a view never changes)
-        self._ab = None
+        self._txt = None            # caches of text(), abox() and box() (a view never
+        self._ab = None             # changes; box() is cached on the fast paths only)
+        self._bx = None
+        self._sp = None             # _block_span's result, when the view's maker knows it
 
     # ---- metadata
     @property
@@ -712,6 +729,15 @@ class Tensor:
 
     def box(self):
         """(key, p0, p1, lo_byte, hi_byte): the bounding box of the view."""
+        bx = self._bx
+        if bx is not None:
+            return bx
+        bx = self._box()
+        if _fast[0]:
+            self._bx = bx
+        return bx
+
+    def _box(self):
         self._real()
         if type(self.buf) is BlockBuf:
             _block_view_error(self)
@@ -776,7 +802,36 @@ class Tensor:
         return t
 
     def _text(self):
-        """The raw NCA view of this tensor."""
+        """The raw NCA view of this tensor: _text_ref, with the free dims' text cached per
+        layout (shape, partition dim, strides, HBM or on chip) once its checks have passed."""
+        if not _fast[0]:
+            return self._text_ref()
+        self._real()
+        b = self.buf
+        tb = type(b)
+        if tb is BlockBuf:
+            _block_view_error(self)
+        if self.chk:
+            self.check_bounds()
+        hbm = tb is HbmBuf
+        k = (self.shape, self.pdim, tuple(self.strides), hbm)
+        d = _DIMS_TEXT.get(k)
+        if d is None:
+            d = self._text_ref()                       # the structural errors, if any
+            if len(_DIMS_TEXT) >= _MEMO_MAX:
+                _DIMS_TEXT.clear()
+            d = _DIMS_TEXT[k] = d[d.index("[") + 1:-1]
+        off = self.off * self.dtype.itemsize
+        if hbm:
+            return f"hbm:{self.dtype.nca}+{b.addr + off}[{d}]"
+        p = self.shape[self.pdim]
+        p0 = self.p0
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            self._text_ref()                           # its error
+        sp = "sb" if b.kind == "sbuf" else "ps"
+        return f"{sp}:{self.dtype.nca}@{p0}:{p0 + p}+{b.offset + off}[{d}]"
+
+    def _text_ref(self):
         self._real()
         if type(self.buf) is BlockBuf:
             _block_view_error(self)
@@ -898,7 +953,7 @@ class Tensor:
 
     # ---- arithmetic (operators map to nl functions)
     def _bin(self, other, op, rev=False):
-        from . import language as nl
+        nl = _nl()
         if isinstance(other, Tensor) and other.space == "sbuf" and self.space == "sbuf":
             pass
         a, b = (other, self) if rev else (self, other)
@@ -932,7 +987,7 @@ class Tensor:
         return self._bin(o, "pow")
 
     def __neg__(self):
-        from . import language as nl
+        nl = _nl()
         return nl.negative(self)
 
     def __lt__(self, o):
@@ -1046,6 +1101,10 @@ class Tensor:
 def index_view(t, key):
     """t[key] as a view (basic or affine advanced indexing); a view of one block of a block
     tensor is resolved to that block's buffer."""
+    if _fast[0] and type(key) is tuple and type(t.buf) is BlockBuf:
+        v = _adv_index_memo(t, key, True)
+        if v is not None:
+            return v
     v = _index_view(t, key)
     if type(v.buf) is BlockBuf:
         v = _resolve_block(v)
@@ -1063,8 +1122,12 @@ def _index_view_fast(t, key):
     the same views and errors, checked in one pass; anything else goes to the reference."""
     if type(key) is not tuple:
         if key is Ellipsis:
-            return _basic_index(t, (_FULL,) * len(t.shape))
+            return _full_view(t)
         key = (key,)
+    else:
+        v = _adv_index_memo(t, key)
+        if v is not None:
+            return v
     adv = False
     for k in key:
         tk = type(k)
@@ -1125,6 +1188,9 @@ index_view.__wrapped__ = _index_view
 def _block_span(v):
     """[lo, hi] element offsets (in the tensor's logical layout) that view v touches, the
     partition dimension left out."""
+    sp = v._sp
+    if sp is not None:
+        return sp
     lo = hi = v.off
     for i, (s, n) in enumerate(zip(v.strides, v.shape)):
         if i == v.pdim or n <= 1 or not s:
@@ -1149,9 +1215,13 @@ def _resolve_block(v):
         if r is not None:
             return r
     a = T().block_alloc(bb, blk)
-    r = v.clone_view(off=v.off - blk * bb.felems)
-    r.buf = a.slot
-    r.alloc = a
+    shift = blk * bb.felems
+    r = Tensor(a.slot, a, v.dtype, v.shape, v.pdim, v.p0, v.strides, v.off - shift)
+    r.chk = v.chk
+    if _fast[0] and v.pdim is not None:
+        # box() of the resolved view, from the span just computed (Tensor._box)
+        sz = v.dtype.itemsize
+        r._bx = (a.slot, v.p0, v.p0 + v.shape[v.pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
     return r
 
 
@@ -1338,6 +1408,134 @@ def _adv_index_fast(t, key):
     return v
 
 
+def _full_view(t):
+    """t[...]: _basic_index(t, all full slices), whose only possible error is t's own bounds."""
+    if t.chk:
+        t.check_bounds()
+    v = Tensor(t.buf, t.alloc, t.dtype, t.shape, t.pdim, t.p0, list(t.strides), t.off)
+    v.chk = t.chk
+    return v
+
+
+def _expr_sk(k):
+    """The structure of an index expression (its shape and coefficients), cached on it; False
+    when a coefficient is not a plain int (a traced loop index, _steady.Idx)."""
+    sk = k.sk
+    if sk is None:
+        co = k.coefs
+        sk = (k.shape, tuple(co.items())) if all(type(c) is int for c in co.values()) else False
+        k.sk = sk
+    return sk
+
+
+def _adv_index_memo(t, key, resolve=False):
+    """_adv_index_fast for a subscript of plain ints and index expressions (at least one), one
+    per dim: what depends on the tensor's layout and the subscript's structure only (the
+    view's shape and strides, each subscript's stride and bound offsets, the structural
+    errors) is computed once per structure (_adv_memo_entry); per call, the constants give
+    the offset, the first partition and the bounds to check. None: not such a subscript.
+    resolve: a view of a block tensor within one block is made directly as _resolve_block's
+    view of that block's buffer (index_view)."""
+    sk = [t.shape, t.pdim, tuple(t.strides)]
+    for k in key:
+        tk = type(k)
+        if tk is IndexExpr:
+            if type(k.const) is not int:
+                return None
+            e = k.sk
+            if e is None:
+                e = _expr_sk(k)
+            if e is False:
+                return None
+            sk.append(e)
+        elif tk is int:
+            sk.append(None)
+        else:
+            return None
+    sk = tuple(sk)
+    ent = _ADV_MEMO.get(sk)
+    if ent is None:
+        if len(key) != len(t.shape) or all(type(k) is int for k in key):
+            return None
+        v = _adv_index_fast(t, key)     # errors here are structural: nothing is cached
+        if len(_ADV_MEMO) >= _MEMO_MAX:
+            _ADV_MEMO.clear()
+        ent = _ADV_MEMO[sk] = _adv_memo_entry(t, key, v)
+    shape, strides, items, pc, elo, ehi = ent
+    strides = list(strides)
+    off = t.off
+    chk = None
+    for i, st, neg, pos, size, co in items:
+        k = key[i]
+        c = k if co is None else k.const
+        if st is not None:
+            off += st * c
+        if c + neg < 0 or c + pos >= size:
+            if chk is None:
+                chk = []
+            chk.append((c, {} if co is None else co, size, i))
+    if t.chk:
+        t.check_bounds()
+    if resolve:
+        bb = t.buf
+        lo, hi = off + elo, off + ehi
+        blk = lo // bb.felems
+        if hi // bb.felems == blk and lo >= 0:
+            a = T().block_alloc(bb, blk)
+            shift = blk * bb.felems
+            if pc is None:
+                v = Tensor(a.slot, a, t.dtype, shape, None, t.p0, strides, off - shift)
+            else:
+                k = key[pc]
+                p0 = t.p0 + (k if type(k) is int else k.const)
+                v = Tensor(a.slot, a, t.dtype, shape, 0, p0, strides, off - shift)
+                sz = t.dtype.itemsize
+                v._bx = (a.slot, p0, p0 + shape[0], (lo - shift) * sz, (hi - shift + 1) * sz)
+            v.chk = chk
+            return v
+    if pc is None:
+        v = Tensor(t.buf, t.alloc, t.dtype, shape, None, t.p0, strides, off)
+    else:
+        k = key[pc]
+        v = Tensor(t.buf, t.alloc, t.dtype, shape, 0, t.p0 + (k if type(k) is int else k.const),
+                   strides, off)
+    v.chk = chk
+    v._sp = (off + elo, off + ehi)
+    return v
+
+
+def _adv_memo_entry(t, key, v):
+    """(shape, strides, [(dim, stride or None on the partition dim, lowest and highest
+    offset of the subscript's values from its constant, the dim's size, its coefficients or
+    None for an int)], the partition dim or None) of the view v = _adv_index_fast(t, key)."""
+    R = 0
+    for k in key:
+        if type(k) is IndexExpr and len(k.shape) > R:
+            R = len(k.shape)
+    # the broadcast shape before the partition dim's fix-up of an empty shape
+    shape = v.shape if not (t.pdim is not None and R == 0) else ()
+    items = []
+    for i, k in enumerate(key):
+        st = None if i == t.pdim else t.strides[i]
+        if type(k) is IndexExpr:
+            co = k.coefs if len(k.shape) == R else k._aligned(R)
+            neg = pos = 0
+            for a, c in co.items():
+                if c < 0:
+                    neg += c * (shape[a] - 1)
+                else:
+                    pos += c * (shape[a] - 1)
+            items.append((i, st, neg, pos, t.shape[i], dict(co)))
+        else:
+            items.append((i, st, 0, 0, t.shape[i], None))
+    lo, hi = _block_span(v)
+    return v.shape, v.strides, tuple(items), t.pdim, lo - v.off, hi - v.off
+
+
+_ADV_MEMO = {}      # _adv_index_memo: structure -> _adv_memo_entry
+_DIMS_TEXT = {}     # Tensor._text: layout -> the text of its free dims
+_MEMO_MAX = 1 << 16  # either cache is emptied when it reaches this many structures (they are
+                     # pure functions of their keys: any entry can be computed again)
 _NOCO = {}
 _BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
 _fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
@@ -1398,6 +1596,21 @@ def _adv_index_ref(t, key):
 # --------------------------------------------------------------------------- the tracer
 
 _tracer = [None]
+_NL = []            # _nl(): the language module, once imported
+
+
+def _nl():
+    """ncsim.nki.language (which imports this module: imported on first use, then kept, so
+    that the hot paths do not run an import statement per call)."""
+    if not _NL:
+        from . import language
+        _NL.append(language)
+    return _NL[0]
+
+
+_USER_CODE = {}     # Tracer._site_key: code object -> outside the package (or one of its
+                    # examples); emptied when it grows past _USER_CODE_MAX
+_USER_CODE_MAX = 4096
 
 
 def _deref(r):
@@ -1710,11 +1923,20 @@ class Tracer:
     def _site_key(self, kind, nbytes):
         f = sys._getframe(2)
         key = [kind, nbytes]
+        src = self.source
         while f is not None:
-            fn = f.f_code.co_filename
-            if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
+            code = f.f_code
+            user = _USER_CODE.get(code)
+            if user is None:
+                if len(_USER_CODE) >= _USER_CODE_MAX:
+                    _USER_CODE.clear()
+                fn = code.co_filename
+                user = _USER_CODE[code] = not fn.startswith(_NCSIM_DIR) or \
+                    fn.startswith(_EXAMPLES_DIR)
+            if user:
+                fn = code.co_filename
                 key.append((fn, f.f_lineno))
-                if fn == self.source:
+                if fn == src:
                     break
             f = f.f_back
         return tuple(key)
@@ -2447,7 +2669,8 @@ class Tracer:
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
-        self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
+        fast = self.fast
+        self.exact = [] if not fast and self.pol.schedule_window > 1 else None
         blks = None
         rec = self.steady
         accs = [] if rec is not None else None
@@ -2467,8 +2690,15 @@ class Tracer:
                         brefs.append((a.blk[0], a.blk[1], False, False))
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
-            if not self.fast:
-                key, bx = t.abox()
+            if not fast:
+                if rec is None and _fast[0] and _among(t, writes):
+                    # read and written (a matmul accumulating, a DMA accumulating): the write
+                    # finds every record the read would and more, and covers the read's own;
+                    # the read's only other effects are entries of self.exact that the
+                    # write's repeat or that name this instruction (which the scheduler drops)
+                    continue
+                ab = t._ab
+                key, bx = ab if ab is not None else t.abox()
                 self._access(key, bx, False, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, False, a.blk if a is not None else None))
@@ -2487,8 +2717,9 @@ class Tracer:
                         brefs.append((a.blk[0], a.blk[1], True, load_src is not None))
                 if rec is not None:
                     _steady.rec_alloc(rec, a)
-            if not self.fast:
-                key, bx = t.abox()
+            if not fast:
+                ab = t._ab
+                key, bx = ab if ab is not None else t.abox()
                 self._access(key, bx, True, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, True, a.blk if a is not None else None))
@@ -2586,7 +2817,37 @@ class Tracer:
         b0, b1 = lb // wb, (hb - 1) // wb
         rec = [box, ag, idx, write, False]
         cells = ix.map
-        seen = None if a0 == a1 and b0 == b1 else set()
+        if a0 == a1 and b0 == b1:
+            # one cell (the common case): the loop below without the set of records seen
+            c = (a0, b0)
+            lst = cells.get(c)
+            if not lst:
+                cells[c] = [rec]
+                return
+            alive = []
+            keep = alive.append
+            for r in lst:
+                if r[4]:
+                    continue
+                keep(r)
+                (l2a, h2a), (l2b, h2b) = r[0]
+                if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                    continue
+                rag = r[1]
+                if r[3] or write:
+                    if rag != ag and deps.get(rag, -1) < r[2]:
+                        deps[rag] = r[2]
+                    if ex is not None:
+                        ex.append((rag, r[2]))
+                if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                        l2b >= lb and h2b <= hb:
+                    r[4] = True
+                    if ex is not None and not write:
+                        ex.append((rag, r[2]))
+            keep(rec)
+            cells[c] = alive
+            return
+        seen = set()
         for a in range(a0, a1 + 1):
             for b in range(b0, b1 + 1):
                 c = (a, b)
@@ -2791,7 +3052,7 @@ class Tracer:
     # ---- assignment and accumulation
     def assign(self, dst, value, mask=None):
         """dst[...] = value (dst already a view)."""
-        from . import language as nl
+        nl = _nl()
         if dst.space == "hbm":
             error("err_unsupported_memory",
                   "cannot assign to an HBM tensor with '='; use nl.store")
@@ -2839,7 +3100,7 @@ class Tracer:
 
     def accumulate(self, dst, value, op):
         """dst += value (and -=, *=, /=): PSUM matmul accumulation, or an element-wise op."""
-        from . import language as nl
+        nl = _nl()
         dst._real()
         if isinstance(value, Tensor) and value.pend is not None and value.pend.matmul is not None \
                 and value is self.pending and op == "add":
@@ -2852,11 +3113,9 @@ class Tracer:
             a = dst.alloc
             if a is not None and (a.lazy_zero and key not in a.acc_started):
                 a.acc_started.add(key)
-                self.run_pending(Pending("psum", lambda d, b: nl._emit_matmul(d, stat, mov, acc=False),
-                                         None, None, p.line), dst, None)
+                self._matmul_at(p.line, dst, stat, mov, False)
             elif a is not None and key in a.acc_started:
-                self.run_pending(Pending("psum", lambda d, b: nl._emit_matmul(d, stat, mov, acc=True),
-                                         None, None, p.line), dst, None)
+                self._matmul_at(p.line, dst, stat, mov, True)
             else:
                 # PSUM written by another engine: matmul into a temporary, then add
                 value.pend = p
@@ -2869,6 +3128,17 @@ class Tracer:
         dst.inplace = True
         return dst
 
+    def _matmul_at(self, line, dst, stat, mov, acc):
+        """The matmul of a pending result into dst, attributed to the line that made it
+        (run_pending of a Pending that emits it, without making one)."""
+        nl = _nl()
+        old = self.line_override
+        self.line_override = line
+        try:
+            nl._emit_matmul(dst, stat, mov, acc=acc)
+        finally:
+            self.line_override = old
+
     def touch_lazy_zero(self, t):
         """A PSUM tensor from nl.zeros read or written by something other than a matmul."""
         a = t.alloc
@@ -2879,6 +3149,14 @@ class Tracer:
             whole = Tensor(a.slot, a, t.dtype, (PMAX, a.slot.size // 4), 0, 0, [None, 1], 0)
             whole.dtype = D.float32
             self.emit("dve", f"memset {whole.text()}, 0.0", writes=[whole])
+
+
+def _among(t, views):
+    """Is the view t (this very object) one of views? (`in` would compare tensors elementwise.)"""
+    for v in views:
+        if v is t:
+            return True
+    return False
 
 
 def _fits(vshape, dshape):
