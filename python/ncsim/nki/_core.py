@@ -1101,7 +1101,9 @@ class Tensor:
 def index_view(t, key):
     """t[key] as a view (basic or affine advanced indexing); a view of one block of a block
     tensor is resolved to that block's buffer."""
-    if _fast[0] and type(key) is tuple and type(t.buf) is BlockBuf:
+    if _fast[0] and type(key) is tuple and type(t.buf) is BlockBuf and not t.buf.sunk:
+        # (a block tensor whose loads are issued at its uses resolves through _resolve_block,
+        # which makes that load: sunk_read)
         v = _adv_index_memo(t, key, True)
         if v is not None:
             return v
