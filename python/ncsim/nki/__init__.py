@@ -19,6 +19,7 @@ The kernel is traced into an NCA program (`nki.lower(kernel, *args).text`), run 
 its numerics and timing, and checked by `ncsim check` on request. See docs/nki.md.
 """
 import functools
+import gc
 import inspect
 import itertools
 import json
@@ -120,9 +121,19 @@ class Kernel:
         if _core._tracer[0] is not None:
             raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
                                 "launched from inside another kernel's trace with a grid")
-        if pol.fast_trace and os.environ.get("NCSIM_NKI_TRACE_ORACLE"):
-            return self._lower_oracle(args, kwargs, grid, pol, arch)
-        return self._lower_pol(args, kwargs, grid, pol, arch)
+        # The cycle collector is paused for the whole lowering (docs/nki.md, "Cost of
+        # lowering"): its passes over the trace's objects took a quarter of the CPU, and no
+        # decision may depend on when it runs (a tile kept alive by a reference cycle is then
+        # released at the end of the lowering, never at a moment set by the collector).
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            if pol.fast_trace and os.environ.get("NCSIM_NKI_TRACE_ORACLE"):
+                return self._lower_oracle(args, kwargs, grid, pol, arch)
+            return self._lower_pol(args, kwargs, grid, pol, arch)
+        finally:
+            if was:
+                gc.enable()
 
     def _lower_oracle(self, args, kwargs, grid, pol, arch):
         """NCSIM_NKI_TRACE_ORACLE=1 (tests): lower with the tracer's optimised paths and again
