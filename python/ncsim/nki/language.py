@@ -932,6 +932,11 @@ def copy(src, *, mask=None, dtype=None, **kw):
     return _new("sbuf", src.shape, dt, emit)
 
 
+# `nisa.activation(op=nl.copy, ...)`: the identity function of ScalarE (with scale and bias),
+# as `np.copy` is; kernels evict PSUM with it (a scaled copy).
+ACT_FUNCS[copy] = "copy"
+
+
 def broadcast_to(src, *, shape, **kw):
     src = _tile(src)
     shape = tuple(split_shape(shape)[0])
