@@ -16,6 +16,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'causal GQA: nc_transpose on PE, QK^T in PSUM banks, activation(copy, scale), affine_select, activation_reduce, P transposes, PV accumulated in PSUM'
 SIZES = {"small": dict(H=2, S=512), "full": dict(H=8, S=2048)}
 TOL = (1e-5, 1e-4)
 

@@ -14,6 +14,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'column statistics by matmuls with a ones column accumulated in PSUM, K=1 broadcast matmuls, a block tensor of the whole input (re-loaded)'
 SIZES = {"small": dict(N=512, C=1024), "full": dict(N=4096, C=4096)}
 TOL = (1e-4, 1e-3)
 EPS = 1e-5

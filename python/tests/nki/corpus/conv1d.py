@@ -10,6 +10,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'depthwise conv as shifted multiply-adds: tensor_scalar and scalar_tensor_tensor with per-partition weights, sequential_range over taps'
 SIZES = {"small": dict(C=256, L=1024, K=4), "full": dict(C=4096, L=4096, K=4)}
 TOL = (1e-5, 1e-5)
 

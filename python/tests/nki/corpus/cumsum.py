@@ -8,6 +8,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'tensor_tensor_scan carried across blocks through a [128, 1] tile in a sequential_range loop'
 SIZES = {"small": dict(R=256, C=2048), "full": dict(R=4096, C=8192)}
 TOL = (2e-3, 1e-4)
 

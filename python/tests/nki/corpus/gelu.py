@@ -8,6 +8,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'element-wise chain: tensor_tensor, two-op tensor_scalar with engine=, activation(tanh, scale)'
 SIZES = {"small": dict(R=256, C=1024), "full": dict(R=4096, C=8192)}
 TOL = (1e-5, 1e-4)
 

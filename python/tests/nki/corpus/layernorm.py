@@ -10,6 +10,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'bn_stats per block, bn_aggr, rsqrt, two-op tensor_scalar with per-partition operands, zero-partition-stride broadcast loads, nki.baremetal'
 SIZES = {"small": dict(R=256, C=1024), "full": dict(R=4096, C=8192)}
 TOL = (1e-4, 1e-4)
 EPS = 1e-5

@@ -11,6 +11,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'square + tensor_reduce + loop_reduce, rsqrt with scale and eps bias, weight row broadcast by a K=1 matmul, scalar_tensor_tensor'
 SIZES = {"small": dict(R=256, C=1024), "full": dict(R=4096, C=8192)}
 TOL = (1e-5, 1e-4)
 EPS = 1e-6

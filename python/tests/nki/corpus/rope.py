@@ -10,6 +10,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = '3-D index grids, zero-stride broadcast loads, element-wise ops on strided half-head views'
 SIZES = {"small": dict(S=256, H=8), "full": dict(S=4096, H=32)}
 TOL = (1e-5, 1e-5)
 

@@ -9,6 +9,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'masked loads and reductions of a ragged last block, nl.mgrid, nl.sum/nl.max, two loop_reduce, two outputs'
 SIZES = {"small": dict(R=256, C=1000), "full": dict(R=4096, C=8000)}
 TOL = (1e-3, 1e-5)
 

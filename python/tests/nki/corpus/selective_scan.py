@@ -12,6 +12,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'Mamba-like scan: exp with per-partition scale, ones-row broadcasts read from PSUM, tensor_tensor_scan with carried state, loop_reduce over states'
 SIZES = {"small": dict(C=256, L=1024, S=4), "full": dict(C=1024, L=4096, S=16)}
 TOL = (1e-4, 1e-3)
 

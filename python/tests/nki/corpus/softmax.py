@@ -10,6 +10,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'row softmax over 512-column blocks: tensor_reduce max, loop_reduce, exp with negated-max bias, reciprocal, per-partition scale'
 SIZES = {"small": dict(R=256, C=1024), "full": dict(R=4096, C=4096)}
 TOL = (1e-6, 1e-4)
 

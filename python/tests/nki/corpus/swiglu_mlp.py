@@ -12,6 +12,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'PE transposes, x W1 and x W3 accumulated in PSUM, silu from PSUM, gate transposed back, W2; weights larger than SBUF together'
 SIZES = {"small": dict(N=256, D=512, F=1024), "full": dict(N=2048, D=1024, F=2048)}
 TOL = (1e-4, 1e-4)
 

@@ -7,6 +7,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'max8 over 4096-element rows, nc_find_index8 (uint32 indices), two outputs'
 SIZES = {"small": dict(R=256, C=2048), "full": dict(R=4096, C=4096)}
 TOL = (0.0, 0.0)
 

@@ -8,6 +8,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
+WHAT = 'nc_matmul(is_transpose=True) against a shared_constant identity, PSUM eviction, stores to transposed places'
 SIZES = {"small": dict(N=1024), "full": dict(N=4096)}
 TOL = (0.0, 0.0)
 
