@@ -201,6 +201,8 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=engine.unkn
     if a.space == "psum" and b.space == "psum":
         error("err_unsupported_memory", "tensor_tensor cannot read both operands from PSUM")
     dt = _dt(dtype, nl.promote(a.dtype, b.dtype))
+    if opn in nl._BITWISE:
+        nl._integer_operands(f"tensor_tensor {opn}", [a, b], dt)
     e = _eng(engine, "pool" if opn == "pow" else "dve", ("dve", "pool"))
     box = _box(mask, a.shape)
     bb = b if b.shape == a.shape else b.reshape(a.shape) if b._contig(b.shape[1:], b.strides[1:]) else b
@@ -236,9 +238,12 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     if o1 is not None and (o0 in nl._BITWISE) != (o1 in nl._BITWISE):
         error("err_tensor_scalar_mixed_ops", "tensor_scalar ops must both be arithmetic or both bitvec")
     e = _eng(engine, None)
-    if integer and e != "dve":
+    if integer and e not in (None, "dve"):
         error("err_unsupported_engine", "bitvec tensor_scalar runs on the Vector engine")
     dt = _dt(dtype, data.dtype)
+    if integer:
+        nl._integer_operands(f"tensor_scalar {o0 if o0 in nl._BITWISE else o1}", [data], dt,
+                             [v for v in (operand0, operand1) if nl._is_scalar(v)])
     box = _box(mask, data.shape)
     P = data.shape[0]
 
@@ -278,7 +283,14 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     # reversed forms, so a reversed non-commutative one is two instructions (docs/nki.md)
     rev0 = bool(reverse0) and o0 not in _COMMUTATIVE
     rev1 = bool(reverse1) and o1 not in _COMMUTATIVE
+    if data.space == "psum" and b.space == "psum":
+        error("err_unsupported_memory", "scalar_tensor_tensor cannot read both tensors from PSUM "
+              "(a Vector-engine instruction reads at most one input from PSUM)")
     dt = _dt(dtype, nl.promote(data.dtype, b.dtype))
+    for o in (o0, o1):
+        if o in nl._BITWISE:
+            nl._integer_operands(f"scalar_tensor_tensor {o}", [data, b], dt,
+                                 [operand0] if nl._is_scalar(operand0) else [])
     box = _box(mask, data.shape)
     P = data.shape[0]
 
@@ -322,6 +334,11 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     if reverse0:
         error("err_unsupported", "tensor_scalar_reduce: reverse0 is not supported yet (as in NKI)")
     dt = _dt(dtype, data.dtype)
+    nl._check_reduce_op(ro, "tensor_scalar_reduce: ")
+    for o in (o0, ro):
+        if o in nl._BITWISE:
+            nl._integer_operands(f"tensor_scalar_reduce {o}", [data], dt,
+                                 [operand0] if nl._is_scalar(operand0) else [])
     box = _box(mask, data.shape)
     P = data.shape[0]
 
@@ -348,8 +365,16 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
               "operator: NCA's tensor_scan has no reversed forms, and a scan cannot be split")
     if a.shape != b.shape:
         error("err_shape_mismatch", f"tensor_tensor_scan operands {a.shape} and {b.shape} differ")
+    if a.space == "psum" and b.space == "psum":
+        error("err_unsupported_memory", "tensor_tensor_scan cannot read both data0 and data1 "
+              "from PSUM (a Vector-engine instruction reads at most one input from PSUM)")
     o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
-    dt = _dt(dtype, a.dtype)
+    # the result's type by NKI's promotion of the two operands (an integer data0 of ones and
+    # fp32 data1 scan to fp32), as tensor_tensor's
+    dt = _dt(dtype, nl.promote(a.dtype, b.dtype))
+    for o in (o0, o1):
+        if o in nl._BITWISE:
+            nl._integer_operands(f"tensor_tensor_scan {o}", [a, b], dt)
     box = _box(mask, a.shape)
     P = a.shape[0]
 

@@ -285,6 +285,18 @@ def _binary_into(d, op, a, b, box, shape=None):
             reads=[av, bv], writes=[dv])
 
 
+# The ALU operators the Vector engine reduces with (isa_alu_can_reduce in isa/: the
+# tensor_reduce instruction's OP); a comparison or a divide accumulates nothing.
+_REDUCIBLE = ("add", "multiply", "max", "min", "bitwise_and", "bitwise_or", "bitwise_xor")
+
+
+def _check_reduce_op(op, what=""):
+    if op not in _REDUCIBLE:
+        error("err_unsupported_reduce_op",
+              f"{what}{op} is not a reduction operator of the Vector engine (it reduces with "
+              "add, multiply, maximum, minimum, bitwise_and, bitwise_or, bitwise_xor)")
+
+
 def _integer_operands(name, tiles, dt, scalars=()):
     """Bitwise operations and shifts act on the bits of integers (the Vector engine's bitvec
     operators): float tiles, float scalars or a float result type are errors at the call."""
@@ -820,6 +832,17 @@ def load(src, *, mask=None, dtype=None, **kw):
             return
         tr = T()
         dv = C._reshape_like(d, shape) if d.shape != shape else d
+        if dv.space == "psum":
+            # `psum_tile[...] = nl.load(...)`: nl.load fills SBUF and a DMA cannot write PSUM
+            # (NeuronCore-v2), so the load goes to an SBUF tile that an engine copies over
+            # (zeroed first under a partial mask, and copied whole, as below)
+            t = tr.new_onchip("sbuf", dt, shape, 0)
+            partial = box is not None and any(b != (0, n) for b, n in zip(box, shape))
+            if partial:
+                _memset_into(t, 0, None)
+            tr.dma(t.restrict(box), sv.restrict(box), "load")
+            _copy_into(dv, t, None if partial else box)
+            return
         if box is not None and any(b != (0, n) for b, n in zip(box, shape)):
             # a fresh tile that a mask fills partly: zero it first, so that unmasked
             # instructions over the whole tile read defined values (docs/nki.md)
@@ -1053,6 +1076,9 @@ def _reduction(op, x, axis, dtype, mask, keepdims, post=None, negate=False, dt_d
     else:
         shape = tuple(n for a, n in enumerate(x.shape) if a not in ax)
     dt = as_dtype(dtype) if dtype is not None else (dt_default or x.dtype)
+    _check_reduce_op(op)
+    if op in _BITWISE:
+        _integer_operands(f"a {op} reduction", [x], dt)
     box = _mask_box(mask, x.shape)
 
     def emit(d, _b):
@@ -1142,6 +1168,8 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
             error("err_invalid_loop_indices", "loop_indices lists loop variables (of the loops "
                   "the reduction runs over)")
     dt = as_dtype(dtype) if dtype is not None else a.dtype
+    if opn in _BITWISE:
+        _integer_operands(f"loop_reduce with {opn}", [a], dt)
     box = _mask_box(mask, a.shape)
 
     def emit(d, _b):

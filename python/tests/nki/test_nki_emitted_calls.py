@@ -1,0 +1,200 @@
+"""Calls that the corpus of compiler-style kernels (and a mutation run over it) found refused,
+wrong or reported at a line of the generated NCA instead of the kernel's call; each checked
+against NumPy, or for the located one-line error at the call with the hardware's reason.
+"""
+import numpy as np
+import pytest
+
+import ncsim.nki as nki
+import ncsim.nki.isa as nisa
+import ncsim.nki.language as nl
+
+IP = nl.arange(128)[:, None]
+JF = nl.arange(512)[None, :]
+
+
+@nki.jit
+def k_activation_copy(x):
+    """nisa.activation(op=nl.copy): ScalarE's identity with scale and bias (a scaled PSUM
+    eviction)."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    a = nl.load(x[IP, nl.arange(128)[None, :]])
+    b = nl.load(x[IP, JF])
+    p = nisa.nc_matmul(a, b)
+    bias = nisa.memset(shape=(128, 1), value=0.25, dtype=np.float32)
+    y = nisa.activation(op=nl.copy, data=p, scale=0.5, bias=bias)
+    nl.store(out, value=y)
+    return out
+
+
+def test_activation_with_nl_copy():
+    x = np.random.default_rng(0).normal(size=(128, 512)).astype(np.float32)
+    want = 0.5 * (x[:, :128].T.astype(np.float64) @ x) + 0.25
+    np.testing.assert_allclose(nki.simulate_kernel(k_activation_copy, x), want, rtol=1e-5, atol=1e-4)
+    assert nki.check(k_activation_copy, x) == []
+    assert "activate" in nki.lower(k_activation_copy, x).text
+
+
+@nki.jit
+def k_load_into_psum(x):
+    """An nl.load assigned to a PSUM tensor: loaded to SBUF (a DMA cannot write PSUM), copied."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    v = nl.ndarray((2, nl.par_dim(128), 512), dtype=np.float32, buffer=nl.psum)
+    for i in nl.affine_range(2):
+        v[i, IP, JF] = nl.load(x[IP, 512 * i + JF], mask=(512 * i + JF < 900))
+    nl.store(out, value=nl.add(v[0, IP, JF], v[1, IP, JF]))
+    return out
+
+
+def test_load_into_psum():
+    x = np.random.default_rng(1).normal(size=(128, 1024)).astype(np.float32)
+    want = x[:, :512] + np.where(np.arange(512) + 512 < 900, x[:, 512:], 0.0)
+    np.testing.assert_allclose(nki.simulate_kernel(k_load_into_psum, x), want, rtol=1e-6)
+    assert nki.check(k_load_into_psum, x) == []
+
+
+@nki.jit
+def k_scan_mixed_types(x):
+    """tensor_tensor_scan of an int32 data0 (ones) and fp32 data1 scans in fp32: the result
+    type is NKI's promotion of the two, not data0's."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    ones = nisa.memset(shape=(128, 512), value=1, dtype=np.int32)
+    t = nl.load(x[IP, JF])
+    y = nisa.tensor_tensor_scan(ones, t, initial=0.0, op0=np.multiply, op1=np.add)
+    nl.store(out, value=y)
+    return out
+
+
+def test_scan_result_type_is_promoted():
+    x = (np.random.default_rng(2).random((128, 512)) - 0.5).astype(np.float32)
+    got = nki.simulate_kernel(k_scan_mixed_types, x)
+    np.testing.assert_allclose(got, np.cumsum(x.astype(np.float64), axis=1), atol=2e-4)
+
+
+@nki.jit
+def k_integer_bitwise(x):
+    """Bitwise calls on integer tiles, the engine left to the compiler."""
+    out = nl.ndarray((128, 512), dtype=np.int32, buffer=nl.shared_hbm)
+    t = nl.load(x[IP, JF])
+    a = nisa.tensor_scalar(t, op0=np.bitwise_and, operand0=255, op1=np.right_shift, operand1=1)
+    b = nisa.tensor_tensor(a, t, op=np.bitwise_xor)
+    acc = nl.ndarray((nl.par_dim(128), 512), dtype=np.int32, buffer=nl.sbuf)
+    for i in nl.affine_range(2):
+        acc[IP, JF] = nl.loop_reduce(b, op=np.bitwise_or, loop_indices=[i])
+    nl.store(out, value=acc)
+    return out
+
+
+def test_integer_bitwise_with_the_default_engine():
+    x = np.random.default_rng(3).integers(0, 1 << 20, size=(128, 512)).astype(np.int32)
+    np.testing.assert_array_equal(nki.simulate_kernel(k_integer_bitwise, x), ((x & 255) >> 1) ^ x)
+    assert nki.check(k_integer_bitwise, x) == []
+
+
+def _float_bitwise(call):
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+        t = nl.load(x[IP, JF])
+        r = nl.ndarray((nl.par_dim(128), 1), dtype=np.float32, buffer=nl.sbuf)
+        acc = nl.ndarray((nl.par_dim(128), 512), dtype=np.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(1):
+            call(t, r, acc, i)
+        nl.store(out, value=acc)
+        return out
+    return k
+
+
+FLOAT_BITWISE = {
+    "tensor_tensor": lambda t, r, acc, i: nisa.tensor_tensor(t, t, op=np.left_shift),
+    "tensor_scalar": lambda t, r, acc, i: nisa.tensor_scalar(t, op0=np.bitwise_and, operand0=3),
+    "scalar_tensor_tensor": lambda t, r, acc, i: nisa.scalar_tensor_tensor(
+        data=t, op0=np.multiply, operand0=2.0, op1=np.bitwise_and, operand1=t),
+    "tensor_reduce": lambda t, r, acc, i: nisa.tensor_reduce(np.bitwise_or, data=t, axis=(1,)),
+    "tensor_scalar_reduce": lambda t, r, acc, i: nisa.tensor_scalar_reduce(
+        data=t, op0=np.multiply, operand0=2.0, reduce_op=np.bitwise_and, reduce_res=r),
+    "tensor_tensor_scan": lambda t, r, acc, i: nisa.tensor_tensor_scan(
+        t, t, initial=0.0, op0=np.multiply, op1=np.bitwise_and),
+    "loop_reduce": lambda t, r, acc, i: acc.__setitem__(
+        (IP, JF), nl.loop_reduce(t, op=np.right_shift, loop_indices=[i])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_BITWISE))
+def test_bitwise_on_floats_is_refused_at_the_call(name):
+    """Bitwise operators act on the bits of integers (the Vector engine's bitvec ALU): on fp32
+    tiles each of these calls is err_unsupported_dtype at the kernel's line, not an assembly or
+    run-time error of the lowered program."""
+    k = _float_bitwise(FLOAT_BITWISE[name])
+    x = np.ones((128, 512), np.float32)
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k, x)
+    msg = str(e.value)
+    assert msg.startswith(f"{__file__}:") and "error: [err_unsupported_dtype]" in msg, msg
+    assert "bitwise operation on integers" in msg and "lowered program" not in msg, msg
+
+
+def _psum_pair(x):
+    a = nl.load(x[IP, nl.arange(128)[None, :]])
+    b = nl.load(x[IP, JF])
+    return nisa.nc_matmul(a, b), nisa.nc_matmul(a, b)
+
+
+@nki.jit
+def k_stt_two_psum(x):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    p, q = _psum_pair(x)
+    y = nisa.scalar_tensor_tensor(data=p, op0=np.multiply, operand0=2.0, op1=np.add, operand1=q)
+    nl.store(out, value=y)
+    return out
+
+
+@nki.jit
+def k_scan_two_psum(x):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    p, q = _psum_pair(x)
+    y = nisa.tensor_tensor_scan(p, q, initial=0.0, op0=np.multiply, op1=np.add)
+    nl.store(out, value=y)
+    return out
+
+
+@nki.jit
+def k_add_two_psum(x):
+    """nl.add of two PSUM tiles is the compiler's to arrange (one goes through SBUF): allowed."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    p, q = _psum_pair(x)
+    nl.store(out, value=nl.add(p, q))
+    return out
+
+
+@pytest.mark.parametrize("kern,line", [(k_stt_two_psum, "y = nisa.scalar_tensor_tensor(data=p"),
+                                       (k_scan_two_psum, "y = nisa.tensor_tensor_scan(p, q")])
+def test_isa_calls_with_two_psum_inputs_are_refused(kern, line):
+    x = np.ones((128, 512), np.float32)
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(kern, x)
+    msg = str(e.value)
+    want = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1) if line in t)
+    assert msg.startswith(f"{__file__}:{want}: error: [err_unsupported_memory]"), msg
+    assert "at most one input from PSUM" in msg, msg
+
+
+def test_nl_add_of_two_psum_tiles():
+    x = np.random.default_rng(4).normal(size=(128, 512)).astype(np.float32)
+    want = 2 * (x[:, :128].T.astype(np.float64) @ x)
+    np.testing.assert_allclose(nki.simulate_kernel(k_add_two_psum, x), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("op", [np.divide, np.greater_equal, np.equal, np.subtract])
+def test_a_reduction_needs_a_reducible_operator(op):
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 1), dtype=np.float32, buffer=nl.shared_hbm)
+        t = nl.load(x[IP, JF])
+        nl.store(out, value=nisa.tensor_reduce(op, data=t, axis=(1,), keepdims=True))
+        return out
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k, np.ones((128, 512), np.float32))
+    msg = str(e.value)
+    assert "error: [err_unsupported_reduce_op]" in msg and "lowered program" not in msg, msg
+    assert msg.startswith(f"{__file__}:"), msg
