@@ -429,8 +429,11 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
         sv = data.restrict(box)
         n = sv.shape[1]
         dv = C._reshape_like(d, (P, 6)) if d.shape != (P, 6) else d
+        dest = None
         if dv.dtype is not float32:
-            error("err_unsupported_type", "bn_stats writes fp32 (pass dtype=nl.float32)")
+            # the Vector engine writes fp32 statistics: into an fp32 tile, then a copy converts
+            # them to the destination's type (an assignment converts, docs/nki.md)
+            dest, dv = dv, tr.new_onchip("sbuf", float32, (P, 6), 0)
         for h in (0, 1):
             part = sv.clone_view(shape=(sv.shape[0], (n - h + 1) // 2), off=sv.off + h * sv.strides[1],
                                  strides=[None, 2 * sv.strides[1]])
@@ -439,6 +442,8 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
                 tr.emit("dve", f"memset {o.text()}, 0.0", writes=[o])
                 continue
             tr.emit("dve", f"bn_stats {o.text()}, {part.text()}", reads=[part], writes=[o])
+        if dest is not None:
+            nl._copy_into(dest, dv, [pr, (0, 6)])
     return _new("sbuf", (P, 6), float32, emit)
 
 
@@ -450,10 +455,18 @@ def bn_aggr(data, *, mask=None, dtype=None, **kw):
     box = _box(mask, (P, 2))
 
     def emit(d, _b):
+        tr = T()
         pr = box[0] if box else (0, P)
-        dv = (C._reshape_like(d, (P, 2)) if d.shape != (P, 2) else d).restrict([pr, (0, 2)])
+        full = C._reshape_like(d, (P, 2)) if d.shape != (P, 2) else d
+        dest = None
+        if full.dtype is not float32:
+            # fp32 results (as bn_stats above), converted by a copy into the destination
+            dest, full = full, tr.new_onchip("sbuf", float32, (P, 2), 0)
+        dv = full.restrict([pr, (0, 2)])
         sv = data.restrict([pr] + [(0, n) for n in data.shape[1:]])
-        T().emit("dve", f"bn_aggr {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+        tr.emit("dve", f"bn_aggr {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+        if dest is not None:
+            nl._copy_into(dest, full, [pr, (0, 2)])
     return _new("sbuf", (P, 2), float32, emit)
 
 
@@ -620,8 +633,20 @@ def max8(*, src, mask=None, dtype=None, **kw):
     return _new("sbuf", (P, 8), _dt(dtype, src.dtype), emit)
 
 
+def _vals8(name, data, vals):
+    """The 8 values per partition that nc_find_index8 / nc_match_replace8 look for: one row
+    of 8 for each partition of data."""
+    if vals.shape[0] != data.shape[0]:
+        error("err_num_partition_mismatch", f"{name}: vals has {vals.shape[0]} partitions and "
+              f"data {data.shape[0]} (the 8 values of each partition are looked for in its row)")
+    if _prod(vals.shape[1:]) != 8:
+        error("err_shape_mismatch", f"{name}: vals holds 8 values per partition (max8's "
+              f"result), not {_prod(vals.shape[1:])}")
+
+
 def nc_find_index8(*, data, vals, mask=None, dtype=None, **kw):
     data, vals = nl._tile(data), nl._tile(vals, "vals")
+    _vals8("nc_find_index8", data, vals)
     P = data.shape[0]
 
     def emit(d, _b):
@@ -631,6 +656,7 @@ def nc_find_index8(*, data, vals, mask=None, dtype=None, **kw):
 
 def nc_match_replace8(*, data, vals, imm, mask=None, dtype=None, **kw):
     data, vals = nl._tile(data), nl._tile(vals, "vals")
+    _vals8("nc_match_replace8", data, vals)
 
     def emit(d, _b):
         T().emit("dve", f"match_replace8 {d.text()}, {data.text()}, {vals.text()}, {nl._fmt(imm)}",

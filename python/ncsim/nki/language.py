@@ -1271,6 +1271,9 @@ def transpose(x, *, dtype=None, mask=None, **kw):
         error("err_unsupported_type", "transpose on the tensor engine takes float tiles")
 
     def emit(d, _b):
+        if d.space == "psum" and not d.dtype.is_float:
+            error("err_unsupported_type", f"a transpose on the Tensor engine writes floating-point "
+                  f"PSUM, not {d.dtype!r} (transpose into an fp32 tile and copy)")
         T().emit("pe", f"transpose {d.text()}, {x.text()}", reads=[x], writes=[d])
         if d.alloc is not None:
             d.alloc.acc_started.add((d.p0, d.off * d.dtype.itemsize))

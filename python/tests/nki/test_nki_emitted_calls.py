@@ -198,3 +198,88 @@ def test_a_reduction_needs_a_reducible_operator(op):
     msg = str(e.value)
     assert "error: [err_unsupported_reduce_op]" in msg and "lowered program" not in msg, msg
     assert msg.startswith(f"{__file__}:"), msg
+
+
+@nki.jit
+def k_bn_into_bf16(x):
+    """bn_stats and bn_aggr assigned to bf16 tiles: computed in fp32 (as the Vector engine
+    does), converted by the assignment."""
+    out = nl.ndarray((128, 2), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(x[IP, JF])
+    st = nl.ndarray((nl.par_dim(128), 6), dtype=nl.bfloat16, buffer=nl.sbuf)
+    st[IP, nl.arange(6)[None, :]] = nisa.bn_stats(t)
+    mv = nl.ndarray((nl.par_dim(128), 2), dtype=nl.bfloat16, buffer=nl.sbuf)
+    mv[IP, nl.arange(2)[None, :]] = nisa.bn_aggr(st)
+    nl.store(out, value=nl.copy(mv, dtype=np.float32))
+    return out
+
+
+def test_bn_stats_and_aggr_into_bf16():
+    x = (np.random.default_rng(5).normal(size=(128, 512)) * 2 + 1).astype(np.float32)
+    got = nki.simulate_kernel(k_bn_into_bf16, x)
+    want = np.stack([x.mean(axis=1), x.var(axis=1)], axis=1)
+    # bf16 keeps 8 bits of mantissa: the statistics, stored as bf16, then aggregated
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    assert nki.check(k_bn_into_bf16, x) == []
+
+
+@nki.jit
+def k_transpose_into_int_psum(x):
+    out = nl.ndarray((128, 128), dtype=np.float32, buffer=nl.shared_hbm)
+    a = nl.load(x[IP, nl.arange(128)[None, :]])
+    s = nl.ndarray((nl.par_dim(128), 128), dtype=np.int32, buffer=nl.psum)
+    s[IP, nl.arange(128)[None, :]] = nisa.nc_transpose(a)      # the refused line
+    nl.store(out, value=nl.copy(s, dtype=np.float32))
+    return out
+
+
+def test_transpose_into_an_integer_psum_tile_is_refused():
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k_transpose_into_int_psum, np.ones((128, 128), np.float32))
+    want = next(i for i, t in enumerate(open(__file__).read().splitlines(), 1)
+                if "# the refused line" in t and "nc_transpose" in t)
+    assert str(e.value).startswith(f"{__file__}:{want}: error: [err_unsupported_type] a transpose "
+                                   "on the Tensor engine writes floating-point PSUM"), str(e.value)
+
+
+@nki.jit
+def k_top16(x):
+    """The 16 largest of each row: max8, nc_match_replace8 (the 8 found replaced by -inf-like
+    -1e30), max8 again; indices of the first 8 with nc_find_index8."""
+    out = nl.ndarray((128, 16), dtype=np.float32, buffer=nl.shared_hbm)
+    idx = nl.ndarray((128, 8), dtype=np.uint32, buffer=nl.shared_hbm)
+    t = nl.load(x[IP, JF])
+    res = nl.ndarray((nl.par_dim(128), 16), dtype=np.float32, buffer=nl.sbuf)
+    m1 = nisa.max8(src=t)
+    res[IP, nl.arange(8)[None, :]] = nl.copy(m1)
+    nl.store(idx, value=nisa.nc_find_index8(data=t, vals=m1))
+    rest = nisa.nc_match_replace8(data=t, vals=m1, imm=-1e30)
+    res[IP, 8 + nl.arange(8)[None, :]] = nisa.max8(src=rest)
+    nl.store(out, value=res)
+    return out, idx
+
+
+def test_top16_with_match_replace8():
+    rng = np.random.default_rng(6)
+    x = (np.argsort(rng.random((128, 512)), axis=1) / 512.0).astype(np.float32)   # distinct
+    got, idx = nki.simulate_kernel(k_top16, x)
+    order = np.argsort(-x, axis=1)
+    np.testing.assert_array_equal(got, np.take_along_axis(x, order[:, :16], axis=1))
+    np.testing.assert_array_equal(idx, order[:, :8].astype(np.uint32))
+    assert nki.check(k_top16, x) == []
+
+
+@pytest.mark.parametrize("vals_shape,code", [((127, 8), "err_num_partition_mismatch"),
+                                             ((128, 4), "err_shape_mismatch")])
+def test_find_index8_needs_8_values_per_partition(vals_shape, code):
+    @nki.jit
+    def k(x, v):
+        out = nl.ndarray((vals_shape[0], 8), dtype=np.uint32, buffer=nl.shared_hbm)
+        t = nl.load(x[IP, JF])
+        vv = nl.load(v)
+        nl.store(out, value=nisa.nc_find_index8(data=t, vals=vv))
+        return out
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k, np.ones((128, 512), np.float32), np.ones(vals_shape, np.float32))
+    msg = str(e.value)
+    assert f"error: [{code}] nc_find_index8: vals" in msg and "lowered program" not in msg, msg
