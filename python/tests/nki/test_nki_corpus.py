@@ -139,7 +139,7 @@ def test_full_size(name):
     args = mod.inputs(mod.SIZES["full"], np.random.default_rng(4))
     t0 = time.process_time()
     nki.lower(mod.kernel, *placeholders(args))
-    assert time.process_time() - t0 < 30
+    assert time.process_time() - t0 < 90
     b = nki.benchmark(mod.kernel)
     b(*placeholders(args))
     us = b.benchmark_result.nc_latency.get_latency_percentile(50)
