@@ -283,3 +283,20 @@ def test_find_index8_needs_8_values_per_partition(vals_shape, code):
         nki.simulate_kernel(k, np.ones((128, 512), np.float32), np.ones(vals_shape, np.float32))
     msg = str(e.value)
     assert f"error: [{code}] nc_find_index8: vals" in msg and "lowered program" not in msg, msg
+
+
+@pytest.mark.parametrize("args", [(-1,), (0,), (5, 5), (0, 10, 0), (4, 0, 1)])
+def test_an_empty_arange_is_refused(args):
+    """nl.arange with no elements (a negative or zero size, a step of 0) would index an empty
+    tile: err_invalid_shape at the call (the tracer's fast and reference paths had gone on to
+    different errors)."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((1, 512), dtype=np.float32, buffer=nl.shared_hbm)
+        row = nl.ndarray((nl.par_dim(1), 512), dtype=np.float32, buffer=nl.sbuf)
+        row[0, nl.arange(*args)[None, :]] = nl.load(x[0, nl.arange(512)[None, :]])
+        nl.store(out, value=row)
+        return out
+    with pytest.raises(nki.NkiError) as e:
+        nki.lower(k, np.ones((1, 512), np.float32))
+    assert "error: [err_invalid_shape] nl.arange(" in str(e.value), str(e.value)
