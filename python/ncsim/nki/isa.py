@@ -650,7 +650,18 @@ def nc_find_index8(*, data, vals, mask=None, dtype=None, **kw):
     P = data.shape[0]
 
     def emit(d, _b):
-        T().emit("dve", f"find_index8 {d.text()}, {data.text()}, {vals.text()}", reads=[data, vals], writes=[d])
+        tr = T()
+        dv = C._reshape_like(d, (P, 8)) if d.shape != (P, 8) else d
+        if dv.dtype is not uint32:
+            # the Vector engine writes uint32 indices; a destination of another type (dtype=
+            # np.uint16, an int32 tile) gets them through a converting copy
+            t = tr.new_onchip("sbuf", uint32, (P, 8), 0)
+            tr.emit("dve", f"find_index8 {t.text()}, {data.text()}, {vals.text()}",
+                    reads=[data, vals], writes=[t])
+            nl._copy_into(dv, t, None)
+            return
+        tr.emit("dve", f"find_index8 {dv.text()}, {data.text()}, {vals.text()}", reads=[data, vals],
+                writes=[dv])
     return _new("sbuf", (P, 8), _dt(dtype, uint32), emit)
 
 

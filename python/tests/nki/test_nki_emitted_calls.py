@@ -300,3 +300,29 @@ def test_an_empty_arange_is_refused(args):
     with pytest.raises(nki.NkiError) as e:
         nki.lower(k, np.ones((1, 512), np.float32))
     assert "error: [err_invalid_shape] nl.arange(" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("dst", ["int32", "uint16", "float32"])
+def test_find_index8_into_other_types(dst):
+    """nc_find_index8's uint32 indices assigned to a tile of another type (or dtype=uint16)
+    are converted by a copy (they failed in assembly: 'D must be u32')."""
+    dt = getattr(np, dst)
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 8), dtype=dt, buffer=nl.shared_hbm)
+        t = nl.load(x[IP, JF])
+        m = nisa.max8(src=t)
+        if dst == "uint16":
+            i = nisa.nc_find_index8(data=t, vals=m, dtype=np.uint16)
+        else:
+            i = nl.ndarray((nl.par_dim(128), 8), dtype=dt, buffer=nl.sbuf)
+            i[IP, nl.arange(8)[None, :]] = nisa.nc_find_index8(data=t, vals=m)
+        nl.store(out, value=i)
+        return out
+    rng = np.random.default_rng(7)
+    x = (np.argsort(rng.random((128, 512)), axis=1) / 512.0).astype(np.float32)
+    got = nki.simulate_kernel(k, x)
+    assert got.dtype == dt
+    np.testing.assert_array_equal(got, np.argsort(-x, axis=1)[:, :8].astype(dt))
+    assert nki.check(k, x) == []
