@@ -168,8 +168,17 @@ def _named(f, name):
 ALU = {}       # callable or name -> NCA ALU op
 
 
+# NCA's ALU operators (isa/: the OP operand of tensor_tensor, tensor_scalar, ...).
+_ALU_NAMES = frozenset(("add subtract multiply divide max min pow is_equal not_equal is_ge is_gt "
+                        "is_le is_lt logical_and logical_or logical_xor bitwise_and bitwise_or "
+                        "bitwise_xor shift_left shift_right mod fmod").split())
+
+
 def _alu_name(op):
     if isinstance(op, str):
+        if op not in _ALU_NAMES:
+            error("err_unsupported_op", f"{op!r} is not an ALU operator (pass a function such as "
+                  "np.add or nl.maximum)")
         return op
     n = ALU.get(op)
     if n is None:
@@ -396,6 +405,11 @@ RECIPROCAL_SET = frozenset({"sqrt", "rsqrt", "reciprocal"})
 
 def _act_name(op):
     if isinstance(op, str):
+        if ACT_FUNCS.get(op):
+            return ACT_FUNCS[op]
+        if op not in {v for v in ACT_FUNCS.values() if v}:
+            error("err_unsupported_activation", f"{op!r} is not a ScalarE activation function "
+                  "supported by ncsim (pass a function such as nl.exp)")
         return op
     n = ACT_FUNCS.get(op)
     if n is None:

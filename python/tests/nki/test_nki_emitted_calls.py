@@ -326,3 +326,20 @@ def test_find_index8_into_other_types(dst):
     assert got.dtype == dt
     np.testing.assert_array_equal(got, np.argsort(-x, axis=1)[:, :8].astype(dt))
     assert nki.check(k, x) == []
+
+
+@pytest.mark.parametrize("call,code", [
+    (lambda t: nisa.tensor_tensor(t, t, op="x"), "err_unsupported_op"),
+    (lambda t: nisa.tensor_scalar(t, op0="mul", operand0=2.0), "err_unsupported_op"),
+    (lambda t: nisa.activation(op="expo", data=t), "err_unsupported_activation")])
+def test_operators_named_by_unknown_strings(call, code):
+    """An operator given as a string that names none (op='x') is refused at the call; it
+    reached the assembler ('unknown ALU operator')."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=call(nl.load(x[IP, JF])))
+        return out
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k, np.ones((128, 512), np.float32))
+    assert f"error: [{code}]" in str(e.value) and "lowered program" not in str(e.value), str(e.value)
