@@ -698,7 +698,7 @@ def iota(expr, dtype, *, mask=None, **kw):
 
     def emit(d, _b):
         steps = [expr.coefs.get(a, 0) for a in range(1, len(shape))]
-        dv = C._reshape_like(d, shape) if d.shape != shape else d
+        dv = nl._checked(C._reshape_like(d, shape) if d.shape != shape else d)
         fd = [(s, n) for s, n in zip(steps, shape[1:])]
         # one steps entry per free dim of D's view as written
         dims = [(s, n) for (s, n) in zip(dv.strides[1:], shape[1:])]
@@ -727,8 +727,8 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
     dt = _dt(dtype, t.dtype)
 
     def emit(d, _b):
-        src = _pool_src(t)
-        dv = C._reshape_like(d, shape) if d.shape != shape else d
+        src = nl._checked(_pool_src(t))
+        dv = nl._checked(C._reshape_like(d, shape) if d.shape != shape else d)
         if dv.space == "psum":
             error("err_unsupported_memory", "affine_select runs on GpSimd, which cannot write PSUM")
         from ..builder import raw_view

@@ -1056,10 +1056,21 @@ def _axes(axis, nd):
     return sorted(set(ax))
 
 
+def _checked(v):
+    """A view about to be written out as a raw NCA view by the caller (not through v.text()):
+    the same checks first -- its out-of-bounds index ranges once the mask has been applied, a
+    view across the blocks of a block tensor."""
+    if v.chk:
+        v.check_bounds()
+    if type(v.buf) is C.BlockBuf:
+        C._block_view_error(v)
+    return v
+
+
 def _reduce_into(d, op, x, ax, box, negate=False):
     """d[P, kept] = reduce x over axes ax (x restricted by box)."""
     tr = T()
-    xv = x.restrict(box)
+    xv = _checked(x.restrict(box))
     P = xv.shape[0]
     kept = [(xv.strides[a], xv.shape[a]) for a in range(1, len(xv.shape)) if a not in ax]
     red = [(xv.strides[a], xv.shape[a]) for a in ax]
@@ -1075,7 +1086,15 @@ def _reduce_into(d, op, x, ax, box, negate=False):
     srct = raw_view(sp, xv.dtype.nca, xv.buf.offset + xv.off * sz, dims, xv.p0, xv.p0 + P)
     nk = _prod([n for _, n in kept])
     pb = [box[0] if box else (0, P)]
-    dv = C._reshape_like(d, d.shape).restrict(pb + [(0, n) for n in d.shape[1:]] if box else None)
+    kept_axes = [a for a in range(len(x.shape)) if a not in ax]
+    if box and tuple(d.shape) == tuple(x.shape[a] for a in kept_axes):
+        # the mask's ranges on the kept axes restrict the destination as they do the source
+        dbox = [box[a] for a in kept_axes]
+    elif box and tuple(d.shape) == tuple(1 if a in ax else n for a, n in enumerate(x.shape)):
+        dbox = [(0, 1) if a in ax else box[a] for a in range(len(x.shape))]     # keepdims
+    else:
+        dbox = pb + [(0, n) for n in d.shape[1:]] if box else None
+    dv = C._reshape_like(d, d.shape).restrict(dbox)
     if _prod(dv.shape[1:]) != nk:
         dv = dv.clone_view()
     txt = f"tensor_reduce {dv.text()}, {srct}, {op}, axes={len(rm)}" + (", negate" if negate else "")

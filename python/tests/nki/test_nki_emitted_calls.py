@@ -343,3 +343,41 @@ def test_operators_named_by_unknown_strings(call, code):
     with pytest.raises(nki.NkiError) as e:
         nki.simulate_kernel(k, np.ones((128, 512), np.float32))
     assert f"error: [{code}]" in str(e.value) and "lowered program" not in str(e.value), str(e.value)
+
+
+def _pool_kernel(src, mask="None"):
+    """A 2 x 2 sum pooling over a 5-D index grid whose row index is `src` (a text, exec'd)."""
+    code = f'''
+@nki.jit
+def k(x):
+    C, H, W = x.shape
+    out = nl.ndarray((C, 3, 3), dtype=x.dtype, buffer=nl.shared_hbm)
+    i0, i1, i2, i3, i4 = nl.mgrid[0:C, 0:3, 0:2, 0:3, 0:2]
+    t = nl.load(x)
+    o = nl.sum(t[i0, {src}, 2 * i3 + i4], axis=[2, 4], mask={mask})
+    nl.store(out, value=o)
+    return out
+'''
+    ns = {"nki": nki, "nl": nl, "np": np}
+    exec(compile(code, "<pool kernel>", "exec"), ns)
+    return ns["k"]
+
+
+@pytest.mark.parametrize("src", ["7", "-1", "2 * i1 + i2 + 1"])
+def test_reduction_of_an_out_of_bounds_view_is_refused(src):
+    """A reduction reads its source through a raw view of its own: its index ranges are checked
+    as every other view's (an index of 7 on a dim of 6 read past the tile, -1 failed in
+    assembly with a negative byte offset)."""
+    x = np.arange(2 * 6 * 6, dtype=np.float32).reshape(2, 6, 6)
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(_pool_kernel(src), x)
+    assert "error: [err_tensor_access_out_of_bound] index range" in str(e.value), str(e.value)
+
+
+def test_a_mask_keeps_a_reduction_inside():
+    """2 * i1 + i2 - 1 reaches -1 in the first output row, which the mask leaves out."""
+    x = np.arange(2 * 6 * 6, dtype=np.float32).reshape(2, 6, 6)
+    got = nki.simulate_kernel(_pool_kernel("2 * i1 + i2 - 1", "(i1 >= 1)"), x)
+    for h in (1, 2):
+        want = sum(x[:, 2 * h + dh - 1, :].reshape(2, 3, 2).sum(axis=2) for dh in range(2))
+        np.testing.assert_array_equal(got[:, h, :], want)
