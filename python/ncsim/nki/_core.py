@@ -151,7 +151,13 @@ class Arange1D:
 
     def __init__(self, start, stop, step=1):
         self.start, self.stop, self.step = int(start), int(stop), int(step)
+        if self.step == 0:
+            error("err_invalid_shape", f"nl.arange({self.start}, {self.stop}, 0): a step of 0")
         self.size = max(0, -(-(self.stop - self.start) // self.step))
+        if self.size == 0:
+            # an index grid of no elements would make an empty tile (shapes are positive)
+            error("err_invalid_shape", f"nl.arange({self.start}, {self.stop}, {self.step}) has no "
+                  "elements")
 
     def __getitem__(self, key):
         if not isinstance(key, tuple):

@@ -201,6 +201,8 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=engine.unkn
     if a.space == "psum" and b.space == "psum":
         error("err_unsupported_memory", "tensor_tensor cannot read both operands from PSUM")
     dt = _dt(dtype, nl.promote(a.dtype, b.dtype))
+    if opn in nl._BITWISE:
+        nl._integer_operands(f"tensor_tensor {opn}", [a, b], dt)
     e = _eng(engine, "pool" if opn == "pow" else "dve", ("dve", "pool"))
     box = _box(mask, a.shape)
     bb = b if b.shape == a.shape else b.reshape(a.shape) if b._contig(b.shape[1:], b.strides[1:]) else b
@@ -236,9 +238,12 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     if o1 is not None and (o0 in nl._BITWISE) != (o1 in nl._BITWISE):
         error("err_tensor_scalar_mixed_ops", "tensor_scalar ops must both be arithmetic or both bitvec")
     e = _eng(engine, None)
-    if integer and e != "dve":
+    if integer and e not in (None, "dve"):
         error("err_unsupported_engine", "bitvec tensor_scalar runs on the Vector engine")
     dt = _dt(dtype, data.dtype)
+    if integer:
+        nl._integer_operands(f"tensor_scalar {o0 if o0 in nl._BITWISE else o1}", [data], dt,
+                             [v for v in (operand0, operand1) if nl._is_scalar(v)])
     box = _box(mask, data.shape)
     P = data.shape[0]
 
@@ -278,7 +283,14 @@ def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, 
     # reversed forms, so a reversed non-commutative one is two instructions (docs/nki.md)
     rev0 = bool(reverse0) and o0 not in _COMMUTATIVE
     rev1 = bool(reverse1) and o1 not in _COMMUTATIVE
+    if data.space == "psum" and b.space == "psum":
+        error("err_unsupported_memory", "scalar_tensor_tensor cannot read both tensors from PSUM "
+              "(a Vector-engine instruction reads at most one input from PSUM)")
     dt = _dt(dtype, nl.promote(data.dtype, b.dtype))
+    for o in (o0, o1):
+        if o in nl._BITWISE:
+            nl._integer_operands(f"scalar_tensor_tensor {o}", [data, b], dt,
+                                 [operand0] if nl._is_scalar(operand0) else [])
     box = _box(mask, data.shape)
     P = data.shape[0]
 
@@ -322,6 +334,11 @@ def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0
     if reverse0:
         error("err_unsupported", "tensor_scalar_reduce: reverse0 is not supported yet (as in NKI)")
     dt = _dt(dtype, data.dtype)
+    nl._check_reduce_op(ro, "tensor_scalar_reduce: ")
+    for o in (o0, ro):
+        if o in nl._BITWISE:
+            nl._integer_operands(f"tensor_scalar_reduce {o}", [data], dt,
+                                 [operand0] if nl._is_scalar(operand0) else [])
     box = _box(mask, data.shape)
     P = data.shape[0]
 
@@ -348,8 +365,16 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1
               "operator: NCA's tensor_scan has no reversed forms, and a scan cannot be split")
     if a.shape != b.shape:
         error("err_shape_mismatch", f"tensor_tensor_scan operands {a.shape} and {b.shape} differ")
+    if a.space == "psum" and b.space == "psum":
+        error("err_unsupported_memory", "tensor_tensor_scan cannot read both data0 and data1 "
+              "from PSUM (a Vector-engine instruction reads at most one input from PSUM)")
     o0, o1 = nl._alu_name(op0), nl._alu_name(op1)
-    dt = _dt(dtype, a.dtype)
+    # the result's type by NKI's promotion of the two operands (an integer data0 of ones and
+    # fp32 data1 scan to fp32), as tensor_tensor's
+    dt = _dt(dtype, nl.promote(a.dtype, b.dtype))
+    for o in (o0, o1):
+        if o in nl._BITWISE:
+            nl._integer_operands(f"tensor_tensor_scan {o}", [a, b], dt)
     box = _box(mask, a.shape)
     P = a.shape[0]
 
@@ -404,8 +429,11 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
         sv = data.restrict(box)
         n = sv.shape[1]
         dv = C._reshape_like(d, (P, 6)) if d.shape != (P, 6) else d
+        dest = None
         if dv.dtype is not float32:
-            error("err_unsupported_type", "bn_stats writes fp32 (pass dtype=nl.float32)")
+            # the Vector engine writes fp32 statistics: into an fp32 tile, then a copy converts
+            # them to the destination's type (an assignment converts, docs/nki.md)
+            dest, dv = dv, tr.new_onchip("sbuf", float32, (P, 6), 0)
         for h in (0, 1):
             part = sv.clone_view(shape=(sv.shape[0], (n - h + 1) // 2), off=sv.off + h * sv.strides[1],
                                  strides=[None, 2 * sv.strides[1]])
@@ -414,6 +442,8 @@ def bn_stats(data, *, mask=None, dtype=None, **kw):
                 tr.emit("dve", f"memset {o.text()}, 0.0", writes=[o])
                 continue
             tr.emit("dve", f"bn_stats {o.text()}, {part.text()}", reads=[part], writes=[o])
+        if dest is not None:
+            nl._copy_into(dest, dv, [pr, (0, 6)])
     return _new("sbuf", (P, 6), float32, emit)
 
 
@@ -425,10 +455,18 @@ def bn_aggr(data, *, mask=None, dtype=None, **kw):
     box = _box(mask, (P, 2))
 
     def emit(d, _b):
+        tr = T()
         pr = box[0] if box else (0, P)
-        dv = (C._reshape_like(d, (P, 2)) if d.shape != (P, 2) else d).restrict([pr, (0, 2)])
+        full = C._reshape_like(d, (P, 2)) if d.shape != (P, 2) else d
+        dest = None
+        if full.dtype is not float32:
+            # fp32 results (as bn_stats above), converted by a copy into the destination
+            dest, full = full, tr.new_onchip("sbuf", float32, (P, 2), 0)
+        dv = full.restrict([pr, (0, 2)])
         sv = data.restrict([pr] + [(0, n) for n in data.shape[1:]])
-        T().emit("dve", f"bn_aggr {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+        tr.emit("dve", f"bn_aggr {dv.text()}, {sv.text()}", reads=[sv], writes=[dv])
+        if dest is not None:
+            nl._copy_into(dest, full, [pr, (0, 2)])
     return _new("sbuf", (P, 2), float32, emit)
 
 
@@ -595,17 +633,41 @@ def max8(*, src, mask=None, dtype=None, **kw):
     return _new("sbuf", (P, 8), _dt(dtype, src.dtype), emit)
 
 
+def _vals8(name, data, vals):
+    """The 8 values per partition that nc_find_index8 / nc_match_replace8 look for: one row
+    of 8 for each partition of data."""
+    if vals.shape[0] != data.shape[0]:
+        error("err_num_partition_mismatch", f"{name}: vals has {vals.shape[0]} partitions and "
+              f"data {data.shape[0]} (the 8 values of each partition are looked for in its row)")
+    if _prod(vals.shape[1:]) != 8:
+        error("err_shape_mismatch", f"{name}: vals holds 8 values per partition (max8's "
+              f"result), not {_prod(vals.shape[1:])}")
+
+
 def nc_find_index8(*, data, vals, mask=None, dtype=None, **kw):
     data, vals = nl._tile(data), nl._tile(vals, "vals")
+    _vals8("nc_find_index8", data, vals)
     P = data.shape[0]
 
     def emit(d, _b):
-        T().emit("dve", f"find_index8 {d.text()}, {data.text()}, {vals.text()}", reads=[data, vals], writes=[d])
+        tr = T()
+        dv = C._reshape_like(d, (P, 8)) if d.shape != (P, 8) else d
+        if dv.dtype is not uint32:
+            # the Vector engine writes uint32 indices; a destination of another type (dtype=
+            # np.uint16, an int32 tile) gets them through a converting copy
+            t = tr.new_onchip("sbuf", uint32, (P, 8), 0)
+            tr.emit("dve", f"find_index8 {t.text()}, {data.text()}, {vals.text()}",
+                    reads=[data, vals], writes=[t])
+            nl._copy_into(dv, t, None)
+            return
+        tr.emit("dve", f"find_index8 {dv.text()}, {data.text()}, {vals.text()}", reads=[data, vals],
+                writes=[dv])
     return _new("sbuf", (P, 8), _dt(dtype, uint32), emit)
 
 
 def nc_match_replace8(*, data, vals, imm, mask=None, dtype=None, **kw):
     data, vals = nl._tile(data), nl._tile(vals, "vals")
+    _vals8("nc_match_replace8", data, vals)
 
     def emit(d, _b):
         T().emit("dve", f"match_replace8 {d.text()}, {data.text()}, {vals.text()}, {nl._fmt(imm)}",
@@ -636,7 +698,7 @@ def iota(expr, dtype, *, mask=None, **kw):
 
     def emit(d, _b):
         steps = [expr.coefs.get(a, 0) for a in range(1, len(shape))]
-        dv = C._reshape_like(d, shape) if d.shape != shape else d
+        dv = nl._checked(C._reshape_like(d, shape) if d.shape != shape else d)
         fd = [(s, n) for s, n in zip(steps, shape[1:])]
         # one steps entry per free dim of D's view as written
         dims = [(s, n) for (s, n) in zip(dv.strides[1:], shape[1:])]
@@ -665,8 +727,8 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
     dt = _dt(dtype, t.dtype)
 
     def emit(d, _b):
-        src = _pool_src(t)
-        dv = C._reshape_like(d, shape) if d.shape != shape else d
+        src = nl._checked(_pool_src(t))
+        dv = nl._checked(C._reshape_like(d, shape) if d.shape != shape else d)
         if dv.space == "psum":
             error("err_unsupported_memory", "affine_select runs on GpSimd, which cannot write PSUM")
         from ..builder import raw_view

@@ -168,8 +168,17 @@ def _named(f, name):
 ALU = {}       # callable or name -> NCA ALU op
 
 
+# NCA's ALU operators (isa/: the OP operand of tensor_tensor, tensor_scalar, ...).
+_ALU_NAMES = frozenset(("add subtract multiply divide max min pow is_equal not_equal is_ge is_gt "
+                        "is_le is_lt logical_and logical_or logical_xor bitwise_and bitwise_or "
+                        "bitwise_xor shift_left shift_right mod fmod").split())
+
+
 def _alu_name(op):
     if isinstance(op, str):
+        if op not in _ALU_NAMES:
+            error("err_unsupported_op", f"{op!r} is not an ALU operator (pass a function such as "
+                  "np.add or nl.maximum)")
         return op
     n = ALU.get(op)
     if n is None:
@@ -285,6 +294,18 @@ def _binary_into(d, op, a, b, box, shape=None):
             reads=[av, bv], writes=[dv])
 
 
+# The ALU operators the Vector engine reduces with (isa_alu_can_reduce in isa/: the
+# tensor_reduce instruction's OP); a comparison or a divide accumulates nothing.
+_REDUCIBLE = ("add", "multiply", "max", "min", "bitwise_and", "bitwise_or", "bitwise_xor")
+
+
+def _check_reduce_op(op, what=""):
+    if op not in _REDUCIBLE:
+        error("err_unsupported_reduce_op",
+              f"{what}{op} is not a reduction operator of the Vector engine (it reduces with "
+              "add, multiply, maximum, minimum, bitwise_and, bitwise_or, bitwise_xor)")
+
+
 def _integer_operands(name, tiles, dt, scalars=()):
     """Bitwise operations and shifts act on the bits of integers (the Vector engine's bitvec
     operators): float tiles, float scalars or a float result type are errors at the call."""
@@ -384,6 +405,11 @@ RECIPROCAL_SET = frozenset({"sqrt", "rsqrt", "reciprocal"})
 
 def _act_name(op):
     if isinstance(op, str):
+        if ACT_FUNCS.get(op):
+            return ACT_FUNCS[op]
+        if op not in {v for v in ACT_FUNCS.values() if v}:
+            error("err_unsupported_activation", f"{op!r} is not a ScalarE activation function "
+                  "supported by ncsim (pass a function such as nl.exp)")
         return op
     n = ACT_FUNCS.get(op)
     if n is None:
@@ -826,6 +852,17 @@ def load(src, *, mask=None, dtype=None, **kw):
             return
         tr = T()
         dv = C._reshape_like(d, shape) if d.shape != shape else d
+        if dv.space == "psum":
+            # `psum_tile[...] = nl.load(...)`: nl.load fills SBUF and a DMA cannot write PSUM
+            # (NeuronCore-v2), so the load goes to an SBUF tile that an engine copies over
+            # (zeroed first under a partial mask, and copied whole, as below)
+            t = tr.new_onchip("sbuf", dt, shape, 0)
+            partial = box is not None and any(b != (0, n) for b, n in zip(box, shape))
+            if partial:
+                _memset_into(t, 0, None)
+            tr.dma(t.restrict(box), sv.restrict(box), "load")
+            _copy_into(dv, t, None if partial else box)
+            return
         if box is not None and any(b != (0, n) for b, n in zip(box, shape)):
             # a fresh tile that a mask fills partly: zero it first, so that unmasked
             # instructions over the whole tile read defined values (docs/nki.md)
@@ -944,6 +981,11 @@ def copy(src, *, mask=None, dtype=None, **kw):
     return _new("sbuf", src.shape, dt, emit)
 
 
+# `nisa.activation(op=nl.copy, ...)`: the identity function of ScalarE (with scale and bias),
+# as `np.copy` is; kernels evict PSUM with it (a scaled copy).
+ACT_FUNCS[copy] = "copy"
+
+
 def broadcast_to(src, *, shape, **kw):
     src = _tile(src)
     shape = tuple(split_shape(shape)[0])
@@ -1026,10 +1068,21 @@ def _axes(axis, nd):
     return sorted(set(ax))
 
 
+def _checked(v):
+    """A view about to be written out as a raw NCA view by the caller (not through v.text()):
+    the same checks first -- its out-of-bounds index ranges once the mask has been applied, a
+    view across the blocks of a block tensor."""
+    if v.chk:
+        v.check_bounds()
+    if type(v.buf) is C.BlockBuf:
+        C._block_view_error(v)
+    return v
+
+
 def _reduce_into(d, op, x, ax, box, negate=False):
     """d[P, kept] = reduce x over axes ax (x restricted by box)."""
     tr = T()
-    xv = x.restrict(box)
+    xv = _checked(x.restrict(box))
     P = xv.shape[0]
     kept = [(xv.strides[a], xv.shape[a]) for a in range(1, len(xv.shape)) if a not in ax]
     red = [(xv.strides[a], xv.shape[a]) for a in ax]
@@ -1045,7 +1098,15 @@ def _reduce_into(d, op, x, ax, box, negate=False):
     srct = raw_view(sp, xv.dtype.nca, xv.buf.offset + xv.off * sz, dims, xv.p0, xv.p0 + P)
     nk = _prod([n for _, n in kept])
     pb = [box[0] if box else (0, P)]
-    dv = C._reshape_like(d, d.shape).restrict(pb + [(0, n) for n in d.shape[1:]] if box else None)
+    kept_axes = [a for a in range(len(x.shape)) if a not in ax]
+    if box and tuple(d.shape) == tuple(x.shape[a] for a in kept_axes):
+        # the mask's ranges on the kept axes restrict the destination as they do the source
+        dbox = [box[a] for a in kept_axes]
+    elif box and tuple(d.shape) == tuple(1 if a in ax else n for a, n in enumerate(x.shape)):
+        dbox = [(0, 1) if a in ax else box[a] for a in range(len(x.shape))]     # keepdims
+    else:
+        dbox = pb + [(0, n) for n in d.shape[1:]] if box else None
+    dv = C._reshape_like(d, d.shape).restrict(dbox)
     if _prod(dv.shape[1:]) != nk:
         dv = dv.clone_view()
     txt = f"tensor_reduce {dv.text()}, {srct}, {op}, axes={len(rm)}" + (", negate" if negate else "")
@@ -1060,6 +1121,9 @@ def _reduction(op, x, axis, dtype, mask, keepdims, post=None, negate=False, dt_d
     else:
         shape = tuple(n for a, n in enumerate(x.shape) if a not in ax)
     dt = as_dtype(dtype) if dtype is not None else (dt_default or x.dtype)
+    _check_reduce_op(op)
+    if op in _BITWISE:
+        _integer_operands(f"a {op} reduction", [x], dt)
     box = _mask_box(mask, x.shape)
 
     def emit(d, _b):
@@ -1149,6 +1213,8 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
             error("err_invalid_loop_indices", "loop_indices lists loop variables (of the loops "
                   "the reduction runs over)")
     dt = as_dtype(dtype) if dtype is not None else a.dtype
+    if opn in _BITWISE:
+        _integer_operands(f"loop_reduce with {opn}", [a], dt)
     box = _mask_box(mask, a.shape)
 
     def emit(d, _b):
@@ -1250,6 +1316,9 @@ def transpose(x, *, dtype=None, mask=None, **kw):
         error("err_unsupported_type", "transpose on the tensor engine takes float tiles")
 
     def emit(d, _b):
+        if d.space == "psum" and not d.dtype.is_float:
+            error("err_unsupported_type", f"a transpose on the Tensor engine writes floating-point "
+                  f"PSUM, not {d.dtype!r} (transpose into an fp32 tile and copy)")
         T().emit("pe", f"transpose {d.text()}, {x.text()}", reads=[x], writes=[d])
         if d.alloc is not None:
             d.alloc.acc_started.add((d.p0, d.off * d.dtype.itemsize))

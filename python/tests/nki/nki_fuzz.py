@@ -18,7 +18,11 @@ size; the outcome is one of
   ESCAPE     any other exception left the package, or an NkiError without a location:
              a finding
 
-    python3 python/tests/nki/nki_fuzz.py [--count N] [--seed S] [--time-limit SEC] [-v]
+    python3 python/tests/nki/nki_fuzz.py [--count N] [--seed S] [--time-limit SEC] [-v] [--emitted]
+
+--emitted mutates the compiler-style kernels of python/tests/nki/corpus/ instead, and also
+counts as a finding an error that names a line of the lowered program (an assembly or
+run-time error of generated NCA that the call should have refused).
 
 prints the findings with the mutation that caused them and exits 1 when there are any
 (scripts/fuzz-nki.sh runs it long; python/tests/nki/test_nki_fuzz.py a fixed seed in CI).
@@ -273,6 +277,73 @@ def fuzz(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, generic=No
     return counts, findings
 
 
+CORPUS_DIR = os.path.join(HERE, "corpus")
+
+
+def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout):
+    """The same mutations on the compiler-style kernels of python/tests/nki/corpus/ (`kernel` of
+    each file), run at the file's small size with inputs from its own `inputs`; returns
+    (outcome counts, findings) as fuzz() does."""
+    import importlib.util
+    import linecache
+    import ncsim.nki as nki
+    nki.install_neuronxcc_alias()
+    names = sorted(f[:-3] for f in os.listdir(CORPUS_DIR) if f.endswith(".py"))
+    sources, args = {}, {}
+    for n in names:
+        path = os.path.join(CORPUS_DIR, n + ".py")
+        with open(path) as f:
+            sources[n] = f.read()
+        spec = importlib.util.spec_from_file_location("nki_fuzz_corpus_" + n, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        args[n] = mod.inputs(mod.SIZES["small"], np.random.default_rng(0))
+    rng = random.Random(seed)
+    counts, findings = {}, []
+    for i in range(count):
+        n = rng.choice(names)
+        tree = ast.parse(sources[n])
+        body = next(x for x in ast.walk(tree) if isinstance(x, ast.FunctionDef) and x.name == "kernel")
+        muts = [m for m in (mutate(body, rng) for _ in range(rng.choice([1, 1, 2, 3]))) if m]
+        ast.fix_missing_locations(tree)
+        try:
+            src = ast.unparse(tree)
+        except Exception:               # noqa: BLE001 -- an edit unparse cannot print
+            continue
+        fn = f"/nki-fuzz/corpus_{n}_{seed}_{i}.py"
+        linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+        ns = {"__name__": "nki_fuzz_mutant", "__file__": fn}
+        old = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, time_limit)
+        exc = None
+        try:
+            try:
+                exec(compile(src, fn, "exec"), ns)
+            except Exception:           # noqa: BLE001 -- the mutated module itself (user code)
+                ns = None
+            if ns is not None:
+                try:
+                    nki.simulate_kernel(ns["kernel"], *args[n])
+                except _Timeout:
+                    raise
+                except Exception as e:  # noqa: BLE001 -- classified below
+                    exc = e
+            outcome, detail = classify(exc) if ns is not None else ("ok", "module fails")
+        except _Timeout:
+            outcome, detail = "slow", f"more than {time_limit} s"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+        counts[outcome] = counts.get(outcome, 0) + 1
+        if outcome == "ESCAPE" or outcome == "nki" and "lowered program" in detail:
+            # an error of the generated NCA, though located, is a finding: the call should
+            # have been refused (or lowered) at the kernel's line
+            findings.append((n, muts, detail, src))
+        if verbose:
+            print(f"{i:5d} {n:15s} {outcome:6s} {'; '.join(muts)} -> {detail[:160]}", file=out)
+    return counts, findings
+
+
 # Hand-written hostile kernels (the fixed corpus): source, the catalog case whose arguments
 # they take, and the outcome they must have.
 CORPUS = [
@@ -397,7 +468,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--emitted", action="store_true",
+                    help="mutate the compiler-style kernels of python/tests/nki/corpus instead")
     a = ap.parse_args(argv)
+    if a.emitted:
+        t0 = time.time()
+        counts, findings = fuzz_emitted(a.count, a.seed, a.time_limit, a.verbose)
+        for case, muts, detail, _src in findings:
+            print(f"FINDING {case}: {'; '.join(muts)}\n    {detail}")
+        print(f"{a.count} mutants of the corpus (seed {a.seed}) in {time.time() - t0:.0f} s: " +
+              ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f"; {len(findings)} findings")
+        return 1 if findings else 0
     t0 = time.time()
     bad = 0
     for name, outcome, detail in run_corpus():

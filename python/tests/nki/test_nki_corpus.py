@@ -1,0 +1,160 @@
+"""The corpus of kernels in the compiler-emitted style (python/tests/nki/corpus/): fp32,
+block tensors declared for the whole problem and used block by block in affine_range loops,
+loop_reduce, transposes through the Tensor engine, nisa calls with and without engine=,
+masks, index grids, shared_hbm outputs returned. Each file has `kernel`, `SIZES`, `inputs`,
+`reference` and `TOL` (atol, rtol; (0, 0) is exact).
+
+Every kernel runs at its small size through the Python API and through the runner command
+(`python3 -m ncsim.nki run FILE kernel --arg ... --out DIR --check`), matches its NumPy
+reference and is `ncsim check` clean. A kernel that must spill (the gated MLP with SBUF
+narrowed by the policy) still matches and reports what it spilled. The full sizes (tens to
+hundreds of MB of HBM) run with NCSIM_NKI_CORPUS_FULL=1 (tests/bench/nki_corpus.py prints
+their figures and the table of docs/nki.md).
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import ncsim.nki as nki
+import ncsim.nki.typing as nt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS_DIR = os.path.join(HERE, "corpus")
+NAMES = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
+               if f.endswith(".py") and not f.startswith("_"))
+FULL = os.environ.get("NCSIM_NKI_CORPUS_FULL") == "1"
+
+
+def load(name):
+    """A corpus module, imported from its file (its `import neuronxcc.nki` through the alias)."""
+    nki.install_neuronxcc_alias()
+    key = "ncsim_nki_corpus_" + name
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, os.path.join(CORPUS_DIR, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def assert_matches(mod, got, want):
+    got, want = as_tuple(got), as_tuple(want)
+    assert len(got) == len(want)
+    atol, rtol = mod.TOL
+    for g, w in zip(got, want):
+        g = np.asarray(g)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if (atol, rtol) == (0.0, 0.0):
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, atol=atol, rtol=rtol)
+
+
+def test_corpus_is_complete():
+    """The families the brief names are all here, each file complete."""
+    assert len(NAMES) >= 10, NAMES
+    for name in NAMES:
+        mod = load(name)
+        for attr in ("kernel", "SIZES", "inputs", "reference", "TOL"):
+            assert hasattr(mod, attr), (name, attr)
+        assert set(mod.SIZES) == {"small", "full"}, name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_small_matches_numpy_and_check_is_clean(name):
+    mod = load(name)
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(1))
+    assert_matches(mod, nki.simulate_kernel(mod.kernel, *args), mod.reference(*args))
+    assert nki.check(mod.kernel, *args) == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_runner_command(tmp_path, name):
+    """The file as it is, through the runner: inputs from .npy files, outputs to --out,
+    ncsim check on the lowered program."""
+    mod = load(name)
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(2))
+    cmd = [sys.executable, "-m", "ncsim.nki", "run", os.path.join(CORPUS_DIR, name + ".py"),
+           "kernel", "--out", str(tmp_path / "out"), "--check"]
+    for i, a in enumerate(args):
+        np.save(tmp_path / f"in{i}.npy", a)
+        cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ncsim check: clean" in r.stdout, r.stdout
+    assert "us simulated" in r.stdout and "bottleneck" in r.stdout, r.stdout
+    want = as_tuple(mod.reference(*args))
+    outs = sorted(os.listdir(tmp_path / "out"))
+    assert len(outs) == len(want), outs
+    got = tuple(np.load(tmp_path / "out" / f) for f in outs)
+    assert_matches(mod, got, want)
+
+
+def test_a_kernel_that_must_spill():
+    """The gated MLP with SBUF narrowed to 24,000 bytes per partition (policy sbuf_bytes): its
+    weights are re-loaded from HBM and intermediate blocks are spilled and reloaded, and the
+    result is still NumPy's, the program still check clean."""
+    mod = load("swiglu_mlp")
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(3))
+    pol = {"sbuf_bytes": 24000}
+    assert_matches(mod, nki.simulate_kernel(mod.kernel, *args, policy=pol), mod.reference(*args))
+    assert nki.check(mod.kernel, *args, policy=pol) == []
+    b = nki.benchmark(mod.kernel, policy=pol)
+    b(*args)
+    st = b.benchmark_result.stats["nki"]
+    assert st["spill_save_bytes"] > 0 and st["spill_reload_bytes"] >= st["spill_save_bytes"]
+    assert st["rematerialized_bytes"] > 0
+    b = nki.benchmark(mod.kernel)
+    b(*args)
+    st = b.benchmark_result.stats["nki"]
+    assert st["spill_save_bytes"] == 0 and st["rematerialized_bytes"] == 0
+
+
+def placeholders(args):
+    return [nt.tensor[[*a.shape], str(a.dtype)] for a in args]
+
+
+def hbm_bytes(args, outs):
+    return sum(a.nbytes for a in args) + sum(o.nbytes for o in outs)
+
+
+@pytest.mark.skipif(not FULL, reason="full sizes: NCSIM_NKI_CORPUS_FULL=1")
+@pytest.mark.parametrize("name", NAMES)
+def test_full_size(name):
+    """At full size: lowered in modest CPU time, timed no faster than its HBM traffic allows at
+    the chip's peak, and functionally equal to NumPy and check clean."""
+    mod = load(name)
+    args = mod.inputs(mod.SIZES["full"], np.random.default_rng(4))
+    t0 = time.process_time()
+    nki.lower(mod.kernel, *placeholders(args))
+    assert time.process_time() - t0 < 90
+    b = nki.benchmark(mod.kernel)
+    b(*placeholders(args))
+    us = b.benchmark_result.nc_latency.get_latency_percentile(50)
+    want = as_tuple(mod.reference(*args))
+    assert us * 1e3 >= hbm_bytes(args, want) / 820.0     # 820 GB/s = bytes per ns
+    assert_matches(mod, nki.simulate_kernel(mod.kernel, *args), want)
+    assert nki.check(mod.kernel, *args) == []
+
+
+def test_mutants_fail_only_at_the_kernels_call():
+    """60 mutants of the corpus (nki_fuzz.py --emitted at a fixed seed): each runs, or fails
+    with a located NkiError or an ncsim error, and no error names a line of the lowered program
+    (scripts and longer runs: python3 python/tests/nki/nki_fuzz.py --emitted --count N)."""
+    sys.path.insert(0, HERE)
+    import nki_fuzz
+    counts, findings = nki_fuzz.fuzz_emitted(60, 5, time_limit=30.0)
+    assert not findings, "\n".join(f"{c}: {'; '.join(m)}: {d}" for c, m, d, _s in findings)
+    assert counts.get("nki", 0) > 10 and counts.get("ok", 0) > 5, counts
