@@ -2825,37 +2825,9 @@ class Tracer:
         b0, b1 = lb // wb, (hb - 1) // wb
         rec = [box, ag, idx, write, False]
         cells = ix.map
-        if a0 == a1 and b0 == b1:
-            # one cell (the common case): the loop below without the set of records seen
-            c = (a0, b0)
-            lst = cells.get(c)
-            if not lst:
-                cells[c] = [rec]
-                return
-            alive = []
-            keep = alive.append
-            for r in lst:
-                if r[4]:
-                    continue
-                keep(r)
-                (l2a, h2a), (l2b, h2b) = r[0]
-                if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
-                    continue
-                rag = r[1]
-                if r[3] or write:
-                    if rag != ag and deps.get(rag, -1) < r[2]:
-                        deps[rag] = r[2]
-                    if ex is not None:
-                        ex.append((rag, r[2]))
-                if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
-                        l2b >= lb and h2b <= hb:
-                    r[4] = True
-                    if ex is not None and not write:
-                        ex.append((rag, r[2]))
-            keep(rec)
-            cells[c] = alive
-            return
-        seen = set()
+        # a record overlapping several cells is met once (the set of records seen; not
+        # needed when the access lies in one cell, the common case)
+        seen = set() if a0 != a1 or b0 != b1 else None
         for a in range(a0, a1 + 1):
             for b in range(b0, b1 + 1):
                 c = (a, b)
