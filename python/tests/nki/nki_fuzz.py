@@ -236,6 +236,24 @@ def run_source(src, filename, case, params, time_limit, policy=None):
     return classify(exc)
 
 
+def _mutant(source, kernel, fn, rng):
+    """(mutated source, the edits) of a file: one to three edits inside function `kernel` (the
+    rest of the file is its test), the text registered as file fn for tracebacks and the
+    tracer's line look-ups; (None, edits) when unparse cannot print an edit."""
+    import linecache
+    tree = ast.parse(source)
+    body = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == kernel),
+                tree)
+    muts = [m for m in (mutate(body, rng) for _ in range(rng.choice([1, 1, 2, 3]))) if m]
+    ast.fix_missing_locations(tree)
+    try:
+        src = ast.unparse(tree)
+    except Exception:               # noqa: BLE001 -- an edit unparse cannot print
+        return None, muts
+    linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+    return src, muts
+
+
 def fuzz(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, generic=None):
     """Run `count` mutants; returns (outcome counts, findings [(case, mutations, detail)])."""
     from ncsim.nki.examples import catalog
@@ -250,19 +268,11 @@ def fuzz(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, generic=No
     cases = sorted(TARGETS)
     for i in range(count):
         case = rng.choice(cases)
-        tree = ast.parse(sources[case])
         kern = next(x for x in catalog.CASES if x.name == case).kernel
-        body = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == kern),
-                    tree)            # edits inside the kernel: the rest of the file is its test
-        muts = [m for m in (mutate(body, rng) for _ in range(rng.choice([1, 1, 2, 3]))) if m]
-        ast.fix_missing_locations(tree)
-        try:
-            src = ast.unparse(tree)
-        except Exception:               # noqa: BLE001 -- an edit unparse cannot print
-            continue
         fn = f"/nki-fuzz/{case}_{seed}_{i}.py"
-        import linecache
-        linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+        src, muts = _mutant(sources[case], kern, fn, rng)
+        if src is None:
+            continue
         policy = random_policy(rng) if rng.random() < 0.15 else None
         if policy:
             muts.append(f"policy {policy!r}")
@@ -285,7 +295,6 @@ def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout):
     each file), run at the file's small size with inputs from its own `inputs`; returns
     (outcome counts, findings) as fuzz() does."""
     import importlib.util
-    import linecache
     import ncsim.nki as nki
     nki.install_neuronxcc_alias()
     names = sorted(f[:-3] for f in os.listdir(CORPUS_DIR) if f.endswith(".py"))
@@ -302,16 +311,10 @@ def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout):
     counts, findings = {}, []
     for i in range(count):
         n = rng.choice(names)
-        tree = ast.parse(sources[n])
-        body = next(x for x in ast.walk(tree) if isinstance(x, ast.FunctionDef) and x.name == "kernel")
-        muts = [m for m in (mutate(body, rng) for _ in range(rng.choice([1, 1, 2, 3]))) if m]
-        ast.fix_missing_locations(tree)
-        try:
-            src = ast.unparse(tree)
-        except Exception:               # noqa: BLE001 -- an edit unparse cannot print
-            continue
         fn = f"/nki-fuzz/corpus_{n}_{seed}_{i}.py"
-        linecache.cache[fn] = (len(src), None, src.splitlines(True), fn)
+        src, muts = _mutant(sources[n], "kernel", fn, rng)
+        if src is None:
+            continue
         ns = {"__name__": "nki_fuzz_mutant", "__file__": fn}
         old = signal.signal(signal.SIGALRM, _alarm)
         signal.setitimer(signal.ITIMER_REAL, time_limit)
