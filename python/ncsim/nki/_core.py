@@ -2336,11 +2336,15 @@ class Tracer:
         rec = self.steady
         if rec is not None:
             if a is not None:
-                rec.refuse("a spilled block is reloaded")
-            elif bb.fill is not None:
-                rec.refuse("a block is filled when first touched")
+                rec.refuse_window("a spilled block is reloaded")
+            # a block filled when first touched: the fill is made by _block_alloc, here and
+            # again when the allocation is replayed, at the line the fill's instruction has
+            # (what emit() would give it), so it is not recorded as an instruction
+            line = None
+            if bb.fill is not None and not self.fast:
+                line = self.line_override if self.line_override is not None else self.line()
             a = self._block_alloc(bb, blk, a)
-            _steady.rec_block(rec, bb, blk, a.slot if self.live is not None else None)
+            _steady.rec_block(rec, bb, blk, line)
             return a
         return self._block_alloc(bb, blk, a)
 
@@ -2365,7 +2369,13 @@ class Tracer:
                 from . import language as nl
                 v = self._block_view(bb, slot)
                 v.alloc = a
-                self._internal(lambda: nl._memset_into(v, bb.fill, None))
+                # (not recorded by a loop's steady-state Recorder, nor checked by a replay's
+                # Guard: the allocation's event stands for it, block_alloc)
+                rec, self.steady = self.steady, None
+                try:
+                    self._internal(lambda: nl._memset_into(v, bb.fill, None))
+                finally:
+                    self.steady = rec
             return a
         a.slot = slot
         slot.owner = a.token
@@ -2469,7 +2479,7 @@ class Tracer:
         if sl is not None:
             return sl
         if self.steady is not None:
-            self.steady.refuse("a block is evicted")
+            self.steady.refuse_window("a block is evicted")
         a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" else None
         if a is not None:
             sl = a.slot
@@ -2732,7 +2742,7 @@ class Tracer:
                 if accs is not None:
                     accs.append((key, bx, True, a.blk if a is not None else None))
         if rec is not None and internal:
-            rec.refuse("compiler-made instructions (fills, spills, reloads)")
+            rec.refuse_window("compiler-made instructions (spills, reloads)")
         # the scheduler's estimate (and, for a compute engine, the engine's load for "auto"):
         # ns of an engine's instruction, or (bytes, contiguous rows) of a transfer
         inc = 0.0
