@@ -491,9 +491,14 @@ class _Index:
         self.map = {}
 
 
+_GRID_REFINE = 256    # records in a memory's only cell beyond which its cells are narrowed
+
+
 class _Grid2:
     """Access records of a memory with two-dimensional regions, in cells along both dims (the
-    tracer's fast path): a cell is the first access's extent, at least 1/64 of the memory's."""
+    tracer's fast path): a cell is the first access's extent, at least 1/64 of the memory's.
+    A record sits in every cell it overlaps, so the cells are only an index: any widths give
+    the same dependences (_access_ref's)."""
     __slots__ = ("wa", "wb", "map")
 
     def __init__(self, key, box):
@@ -502,6 +507,33 @@ class _Grid2:
         self.wa = max(1, ha - la, -(-ext[0] // 64))
         self.wb = max(1, hb - lb, -(-ext[1] // 64))
         self.map = {}
+
+    def refine(self, key):
+        """The first access covered the whole memory (a block's fill) and many small ones
+        followed (a column written per loop iteration), none covering another: every access
+        scanned them all. Narrow the cells along the free dimension to 1/64 of the memory's,
+        and put each live record in the cells it now overlaps (in its order)."""
+        ext = (128, key.size) if isinstance(key, Slot) else key.shape
+        wb = max(1, -(-ext[1] // 64))
+        if wb >= self.wb:
+            return
+        wa = self.wa
+        m = {}
+        for lst in self.map.values():
+            for r in lst:
+                if r[4]:
+                    continue
+                (la, ha), (lb, hb) = r[0]
+                for a in range(la // wa, (ha - 1) // wa + 1):
+                    for b in range(lb // wb, (hb - 1) // wb + 1):
+                        c = (a, b)
+                        q = m.get(c)
+                        if q is None:
+                            m[c] = [r]
+                        else:
+                            q.append(r)
+        self.wb = wb
+        self.map = m
 
 
 class Alloc:
@@ -2864,6 +2896,8 @@ class Tracer:
                         ex.append((rag, r[2]))
             keep(rec)
             cells[c] = alive
+            if len(alive) > _GRID_REFINE and len(cells) == 1:
+                ix.refine(key)
             return
         seen = set()
         for a in range(a0, a1 + 1):

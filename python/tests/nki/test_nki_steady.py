@@ -428,3 +428,24 @@ def test_replays_after_a_spill_in_the_warm_up_iteration(monkeypatch):
     np.testing.assert_allclose(nki.simulate_kernel(mod.kernel, *args,
                                                    policy={"sbuf_bytes": 1600}),
                                mod.reference(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_narrowed_dependence_cells_give_the_reference_dependences(monkeypatch):
+    """A block filled (one access over the whole buffer) and then written a column per
+    iteration: past _GRID_REFINE records the fast path's one cell is narrowed
+    (_Grid2.refine); the program is the one the reference path (_access_ref, fast_trace=False)
+    gives, with and without replay, and still computes the right values."""
+    from ncsim.nki import _core
+    calls = []
+    orig = _core._Grid2.refine
+
+    def spy(self, key):
+        calls.append(self.wb)
+        return orig(self, key)
+    monkeypatch.setattr(_core._Grid2, "refine", spy)
+    a = np.random.default_rng(13).random((128, 600), dtype=np.float32)
+    low = _both(k_fill_first, a)
+    assert calls, "the cells were not narrowed"
+    ref = nki.lower(k_fill_first, a, policy={"fast_trace": False, "steady_state": False})
+    assert low.text == ref.text
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_first, a), 7 * a, rtol=1e-6)
