@@ -103,12 +103,12 @@ def test_runner_command(tmp_path, name):
 
 
 def test_a_kernel_that_must_spill():
-    """The gated MLP with SBUF narrowed to 24,000 bytes per partition (policy sbuf_bytes): its
+    """The gated MLP with SBUF narrowed to 12,000 bytes per partition (policy sbuf_bytes): its
     weights are re-loaded from HBM and intermediate blocks are spilled and reloaded, and the
     result is still NumPy's, the program still check clean."""
     mod = load("swiglu_mlp")
     args = mod.inputs(mod.SIZES["small"], np.random.default_rng(3))
-    pol = {"sbuf_bytes": 24000}
+    pol = {"sbuf_bytes": 12000}
     assert_matches(mod, nki.simulate_kernel(mod.kernel, *args, policy=pol), mod.reference(*args))
     assert nki.check(mod.kernel, *args, policy=pol) == []
     b = nki.benchmark(mod.kernel, policy=pol)
