@@ -449,3 +449,27 @@ def test_narrowed_dependence_cells_give_the_reference_dependences(monkeypatch):
     ref = nki.lower(k_fill_first, a, policy={"fast_trace": False, "steady_state": False})
     assert low.text == ref.text
     np.testing.assert_allclose(nki.simulate_kernel(k_fill_first, a), 7 * a, rtol=1e-6)
+
+
+@nki.jit
+def k_fill_nest(a):
+    """k_fill_each's fill per iteration inside an inner loop, the outer loop replayed too (its
+    windows hold the inner loops' allocation events, which refill the blocks)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((24 * 20, nl.par_dim(P), 8), a.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(24):
+        for j in nl.affine_range(20):
+            c = (i * 20 + j) * 8
+            acc[i * 20 + j, :, :] += nl.load(a[:, c:c + 8])
+            nl.store(out[:, c:c + 8], value=nl.multiply(acc[i * 20 + j, :, :], 2.0))
+    return out
+
+
+def test_nested_loops_replay_fills():
+    a = np.random.default_rng(14).random((128, 24 * 20 * 8), dtype=np.float32)
+    low = _both(k_fill_nest, a)
+    outer = [e for e in low.loops if e["iterations"] == 24][0]
+    inner = [e for e in low.loops if e["iterations"] != 24][0]
+    assert outer["replayed"] >= 12 and inner["replayed"] > 0, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_nest, a), 2 * a, rtol=1e-6)
