@@ -491,9 +491,14 @@ class _Index:
         self.map = {}
 
 
+_GRID_REFINE = 256    # records in a memory's only cell beyond which its cells are narrowed
+
+
 class _Grid2:
     """Access records of a memory with two-dimensional regions, in cells along both dims (the
-    tracer's fast path): a cell is the first access's extent, at least 1/64 of the memory's."""
+    tracer's fast path): a cell is the first access's extent, at least 1/64 of the memory's.
+    A record sits in every cell it overlaps, so the cells are only an index: any widths give
+    the same dependences (_access_ref's)."""
     __slots__ = ("wa", "wb", "map")
 
     def __init__(self, key, box):
@@ -502,6 +507,33 @@ class _Grid2:
         self.wa = max(1, ha - la, -(-ext[0] // 64))
         self.wb = max(1, hb - lb, -(-ext[1] // 64))
         self.map = {}
+
+    def refine(self, key):
+        """The first access covered the whole memory (a block's fill) and many small ones
+        followed (a column written per loop iteration), none covering another: every access
+        scanned them all. Narrow the cells along the free dimension to 1/64 of the memory's,
+        and put each live record in the cells it now overlaps (in its order)."""
+        ext = (128, key.size) if isinstance(key, Slot) else key.shape
+        wb = max(1, -(-ext[1] // 64))
+        if wb >= self.wb:
+            return
+        wa = self.wa
+        m = {}
+        for lst in self.map.values():
+            for r in lst:
+                if r[4]:
+                    continue
+                (la, ha), (lb, hb) = r[0]
+                for a in range(la // wa, (ha - 1) // wa + 1):
+                    for b in range(lb // wb, (hb - 1) // wb + 1):
+                        c = (a, b)
+                        q = m.get(c)
+                        if q is None:
+                            m[c] = [r]
+                        else:
+                            q.append(r)
+        self.wb = wb
+        self.map = m
 
 
 class Alloc:
@@ -2336,11 +2368,15 @@ class Tracer:
         rec = self.steady
         if rec is not None:
             if a is not None:
-                rec.refuse("a spilled block is reloaded")
-            elif bb.fill is not None:
-                rec.refuse("a block is filled when first touched")
+                rec.refuse_window("a spilled block is reloaded")
+            # a block filled when first touched: the fill is made by _block_alloc, here and
+            # again when the allocation is replayed, at the line the fill's instruction has
+            # (what emit() would give it), so it is not recorded as an instruction
+            line = None
+            if bb.fill is not None and not self.fast:
+                line = self.line_override if self.line_override is not None else self.line()
             a = self._block_alloc(bb, blk, a)
-            _steady.rec_block(rec, bb, blk, a.slot if self.live is not None else None)
+            _steady.rec_block(rec, bb, blk, line)
             return a
         return self._block_alloc(bb, blk, a)
 
@@ -2365,7 +2401,13 @@ class Tracer:
                 from . import language as nl
                 v = self._block_view(bb, slot)
                 v.alloc = a
-                self._internal(lambda: nl._memset_into(v, bb.fill, None))
+                # (not recorded by a loop's steady-state Recorder, nor checked by a replay's
+                # Guard: the allocation's event stands for it, block_alloc)
+                rec, self.steady = self.steady, None
+                try:
+                    self._internal(lambda: nl._memset_into(v, bb.fill, None))
+                finally:
+                    self.steady = rec
             return a
         a.slot = slot
         slot.owner = a.token
@@ -2469,7 +2511,7 @@ class Tracer:
         if sl is not None:
             return sl
         if self.steady is not None:
-            self.steady.refuse("a block is evicted")
+            self.steady.refuse_window("a block is evicted")
         a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" else None
         if a is not None:
             sl = a.slot
@@ -2732,7 +2774,7 @@ class Tracer:
                 if accs is not None:
                     accs.append((key, bx, True, a.blk if a is not None else None))
         if rec is not None and internal:
-            rec.refuse("compiler-made instructions (fills, spills, reloads)")
+            rec.refuse_window("compiler-made instructions (spills, reloads)")
         # the scheduler's estimate (and, for a compute engine, the engine's load for "auto"):
         # ns of an engine's instruction, or (bytes, contiguous rows) of a transfer
         inc = 0.0
@@ -2861,6 +2903,8 @@ class Tracer:
                             ex.append((rag, r[2]))     # a read covering a read: keep their order
                 alive.append(rec)
                 cells[c] = alive
+        if seen is None and len(cells) == 1 and len(cells[(a0, b0)]) > _GRID_REFINE:
+            ix.refine(key)      # a memory's only cell holds too many records: narrow it
 
     def _access_ref(self, key, box, write, ag, idx, deps):
         """Record an access and collect the earlier accesses it depends on (RAW, WAR, WAW of

@@ -11,8 +11,15 @@ clocks, semaphores, load counts), so that the program text, waits and statistics
 of the full trace; the last iterations run again for real, with their real indices, and must
 continue the replayed sequence (else the kernel is lowered again without extrapolation).
 
+Block tensors: a block's allocation is an event, replayed by calling the allocator again (the
+text's offsets in the block's buffer move with the buffer it gives); a block filled when first
+touched (nl.zeros) is filled by that call, at the line the full trace gives the fill. An
+eviction, spill or reload in a warm-up iteration (a loop's first, which no compared window
+holds and the replay does not repeat) refuses only the enclosing loops.
+
 A loop is traced in full (refused) when anything in its windows is outside what the replay
-reproduces: block tensors, kept (resident) loads, spills, an allocation that looks beyond its
+reproduces: PSUM block tensors, kept (resident) loads, loads issued at their uses,
+evictions, spills and reloads of blocks, an allocation that looks beyond its
 site's own buffers, a pending instruction at an iteration's end, a
 variable bound before the loop that the body rebinds, a decision taken in the kernel's code
 on the loop index (comparison, truth value, hash, floor division, modulo, formatting ...),
@@ -56,10 +63,12 @@ class Guard:
     def refuse(self, why):
         raise Mismatch("while replaying: " + why)
 
+    refuse_window = refuse
+
 
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
-    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent")
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -69,6 +78,7 @@ class Recorder:
         self.local = frozenset()   # names the body binds before using them
         self.bbs = {}              # ordinal -> BlockBuf used in the recorded iterations
         self.parent = None         # the Recorder of the enclosing loop, or None
+        self.warm = False          # recording a warm-up iteration (before the windows)
 
     def refuse(self, why):
         """No replay for this loop, nor for the loops around it (whose windows hold its
@@ -78,6 +88,17 @@ class Recorder:
             if r.bad is None:
                 r.bad = why
             r = r.parent
+
+    def refuse_window(self, why):
+        """What the replay does not reproduce (an eviction, a spill, a reload): no replay
+        for this loop, unless it happens in a warm-up iteration, which no window compared
+        holds and no replay repeats; the enclosing loops' windows hold it, so they are
+        refused in any case."""
+        if self.warm:
+            if self.parent is not None:
+                self.parent.refuse(why)
+        else:
+            self.refuse(why)
 
     def forward(self, events):
         """Hand events (recorded, replayed or traced after a replay) to the enclosing loop's
@@ -152,12 +173,14 @@ def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
                     tuple(bk), tuple(tmap)), vals + tuple(bv)))
 
 
-def rec_block(rec, bb, blk, slot):
-    """A block gets a buffer (chosen again by the allocator when replayed)."""
+def rec_block(rec, bb, blk, line):
+    """A block gets a buffer (chosen again by the allocator when replayed), and, for a
+    tensor filled when first touched, the fill's instruction at `line` (made again by the
+    allocator when replayed; None in a first pass that a second replaces)."""
     if bb.kind != "sbuf":
         rec.refuse("a PSUM block tensor is used")
     rec.bbs[bb.ordinal] = bb
-    rec.ev.append((("B", bb), (blk,)))
+    rec.ev.append((("B", bb, line), (blk,)))
 
 
 def rec_alloc(rec, a):
@@ -507,6 +530,11 @@ def _replay(tr, win, steps, times, rec=None):
     """Run the bookkeeping of `times` more windows after `win` (the last traced one); rec:
     the Recorder to forward the replayed events to its enclosing loop's."""
     sink = [] if rec is not None else None
+    # (plain ints: values made from the loop index are _steady.Idx, whose comparisons in the
+    # dependence tracking would each be a Python call)
+    _int = int.__int__
+    win = [(tpl, tuple(map(_int, vals))) for tpl, vals in win]
+    steps = [tuple(map(_int, st)) for st in steps]
     # per event, what does not change from one window to the next: its template's format
     # (`_join` as one %-format), and its numbers, advanced by their steps once per window
     prog = []
@@ -567,7 +595,16 @@ def _replay(tr, win, steps, times, rec=None):
                     if bk else ()
                 emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "B":
-                tr.block_alloc(tpl[1], v[0])
+                if tpl[2] is None:
+                    tr.block_alloc(tpl[1], v[0])
+                else:
+                    # its fill's instruction gets the line the full trace gives it
+                    old = tr.line_override
+                    tr.line_override = tpl[2]
+                    try:
+                        tr.block_alloc(tpl[1], v[0])
+                    finally:
+                        tr.line_override = old
             elif kind == "R":
                 tpl[1].owner = None
                 tpl[1].freed = tr.tick
@@ -643,9 +680,11 @@ def iterate(tr, r, frame, outer, where):
                 rec.refuse("an instruction is pending at the iteration's end")
             snaps.append(None if WARM > 0 else _snapshot(tr, rec, frame, outer))
             while i < n and rec.bad is None and i < LIMIT:
+                rec.warm = i < WARM
                 scopes.append([])
                 yield Idx(r[i])
                 tr.end_iteration(frame, outer, where)
+                rec.warm = False
                 i += 1
                 iters.append(rec.ev)
                 rec.ev = []

@@ -290,3 +290,186 @@ def test_nested_loops_replay_the_outer_too():
     inner = [e for e in low.loops if e["iterations"] != 24][0]
     assert outer["replayed"] >= 12 and inner["replayed"] > 0, low.loops
     np.testing.assert_allclose(nki.simulate_kernel(k_nest, a), 2 * a, rtol=1e-6)
+
+
+# ---- block tensors filled when first touched (nl.zeros / nl.full with block dimensions)
+
+def _corpus(name):
+    import os
+    import importlib.util
+    nki.install_neuronxcc_alias()
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    spec = importlib.util.spec_from_file_location("ncsim_steady_corpus_" + name,
+                                                  os.path.join(d, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _corpus_names():
+    import os
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    return sorted(f[:-3] for f in os.listdir(d) if f.endswith(".py") and not f.startswith("_"))
+
+
+@pytest.mark.parametrize("min_iters", [4, 20])
+@pytest.mark.parametrize("name", _corpus_names())
+def test_corpus_same_program(name, min_iters, monkeypatch):
+    """Every kernel of the compiler-style corpus at its small size: the same program text,
+    tensor report and spill figures with and without replay."""
+    monkeypatch.setattr(_steady, "MIN_ITERS", min_iters)
+    mod = _corpus(name)
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(0))
+    _both(mod.kernel, *args)
+
+
+def test_corpus_conv1d_baseline_replays_its_position_loop(monkeypatch):
+    """The conv1d baseline's per-position loop, whose output block is zero-filled when the
+    loop's first iteration touches it, is replayed (it was refused: "a block is filled when
+    first touched"), and the program still computes the convolution."""
+    monkeypatch.setattr(_steady, "MIN_ITERS", 20)
+    mod = _corpus("conv1d_baseline")
+    args = mod.inputs(dict(N=2, C=256, W=96), np.random.default_rng(3))
+    low = _both(mod.kernel, *args)
+    e = [x for x in low.loops if x["iterations"] == 4 * 96][0]
+    assert e["runs"] == 4 and e["replayed"] >= 4 * 60 and e["refused"] is None, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(mod.kernel, *args),
+                               mod.reference(*args), rtol=1e-5, atol=1e-5)
+
+
+@nki.jit
+def k_fill_each(a):
+    """Each iteration touches a new block of a zero-filled block tensor (its fill is an
+    instruction of every iteration) and adds into it."""
+    P, F = a.shape
+    n = F // 128
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((n, nl.par_dim(P), 128), a.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(n):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        acc[i, :, :] += nl.multiply(t, 2.0)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=acc[i, :, :])
+    return out
+
+
+def test_replays_a_fill_in_every_iteration():
+    a = np.random.default_rng(10).random((128, 128 * 40), dtype=np.float32)
+    low = _both(k_fill_each, a)
+    e = _loop(low)
+    assert e["replayed"] >= 24 and e["refused"] is None, low.loops
+    assert low.text.count("memset") >= 1
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_each, a), 2 * a, rtol=1e-6)
+
+
+@nki.jit
+def k_fill_first(a):
+    """A zero-filled output row block, first touched (filled) in the loop's first iteration,
+    written one column per iteration (the conv1d baseline's pattern)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    row = nl.zeros((2, nl.par_dim(P), F), a.dtype, buffer=nl.sbuf)
+    x = nl.load(a)
+    for j in nl.affine_range(2):
+        for i in nl.affine_range(F):
+            row[j, :, i] = nl.multiply(x[:, i], 3.0 + j)
+    nl.store(out, value=nl.add(row[0, :, :], row[1, :, :]))
+    return out
+
+
+def test_replays_a_fill_in_the_first_iteration():
+    a = np.random.default_rng(11).random((128, 48), dtype=np.float32)
+    low = _both(k_fill_first, a)
+    e = _loop(low)
+    assert e["runs"] == 2 and e["replayed"] >= 2 * 24 and e["refused"] is None, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_first, a), 7 * a, rtol=1e-6)
+
+
+@nki.jit
+def k_fill_evict(a):
+    """Zero-filled blocks all kept to the end (read by a second loop) and more of them than
+    SBUF holds: the first loop's allocations evict blocks and the second reloads them,
+    neither of which is replayed."""
+    P, F = a.shape
+    n = F // 2048
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    big = nl.zeros((n, nl.par_dim(P), 2048), a.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(n):
+        big[i, :, 0:512] += nl.load(a[:, i * 2048:i * 2048 + 512])
+    for i in nl.affine_range(n):
+        nl.store(out[:, i * 2048:(i + 1) * 2048], value=big[i, :, :])
+    return out
+
+
+def test_still_refuses_evicting_filled_blocks():
+    a = np.random.default_rng(12).random((128, 2048 * 28), dtype=np.float32)
+    low = _both(k_fill_evict, a, sbuf_bytes=20 * 1024)
+    assert [(e["replayed"], e["refused"]) for e in low.loops] == \
+        [(0, "a block is evicted"), (0, "a spilled block is reloaded")], low.loops
+    assert low.spill["spill_save_bytes"] + low.spill["rematerialized_bytes"] > 0, low.spill
+    ref = np.zeros_like(a)
+    for i in range(28):
+        ref[:, i * 2048:i * 2048 + 512] = a[:, i * 2048:i * 2048 + 512]
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_evict, a,
+                                                   policy={"sbuf_bytes": 20 * 1024}), ref)
+
+
+def test_replays_after_a_spill_in_the_warm_up_iteration(monkeypatch):
+    """The conv1d baseline with SBUF narrowed: filling each output block in the position
+    loop's first iteration evicts (spills) an input block, and later runs of the loop reload
+    one in their first iteration. Both happen in the warm-up iteration, before the windows
+    compared, so the loop is still replayed; the program is the full trace's."""
+    monkeypatch.setattr(_steady, "MIN_ITERS", 20)
+    mod = _corpus("conv1d_baseline")
+    args = mod.inputs(dict(N=2, C=256, W=96), np.random.default_rng(3))
+    low = _both(mod.kernel, *args, sbuf_bytes=1600)
+    assert low.spill["spill_save_bytes"] > 0 and low.spill["spill_reload_bytes"] > 0
+    e = _loop(low)
+    assert e["replayed"] >= 4 * 60 and e["refused"] is None, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(mod.kernel, *args,
+                                                   policy={"sbuf_bytes": 1600}),
+                               mod.reference(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_narrowed_dependence_cells_give_the_reference_dependences(monkeypatch):
+    """A block filled (one access over the whole buffer) and then written a column per
+    iteration: past _GRID_REFINE records the fast path's one cell is narrowed
+    (_Grid2.refine); the program is the one the reference path (_access_ref, fast_trace=False)
+    gives, with and without replay, and still computes the right values."""
+    from ncsim.nki import _core
+    calls = []
+    orig = _core._Grid2.refine
+
+    def spy(self, key):
+        calls.append(self.wb)
+        return orig(self, key)
+    monkeypatch.setattr(_core._Grid2, "refine", spy)
+    a = np.random.default_rng(13).random((128, 600), dtype=np.float32)
+    low = _both(k_fill_first, a)
+    assert calls, "the cells were not narrowed"
+    ref = nki.lower(k_fill_first, a, policy={"fast_trace": False, "steady_state": False})
+    assert low.text == ref.text
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_first, a), 7 * a, rtol=1e-6)
+
+
+@nki.jit
+def k_fill_nest(a):
+    """k_fill_each's fill per iteration inside an inner loop, the outer loop replayed too (its
+    windows hold the inner loops' allocation events, which refill the blocks)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((24 * 20, nl.par_dim(P), 8), a.dtype, buffer=nl.sbuf)
+    for i in nl.affine_range(24):
+        for j in nl.affine_range(20):
+            c = (i * 20 + j) * 8
+            acc[i * 20 + j, :, :] += nl.load(a[:, c:c + 8])
+            nl.store(out[:, c:c + 8], value=nl.multiply(acc[i * 20 + j, :, :], 2.0))
+    return out
+
+
+def test_nested_loops_replay_fills():
+    a = np.random.default_rng(14).random((128, 24 * 20 * 8), dtype=np.float32)
+    low = _both(k_fill_nest, a)
+    outer = [e for e in low.loops if e["iterations"] == 24][0]
+    inner = [e for e in low.loops if e["iterations"] != 24][0]
+    assert outer["replayed"] >= 12 and inner["replayed"] > 0, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(k_fill_nest, a), 2 * a, rtol=1e-6)
