@@ -121,10 +121,10 @@ class Kernel:
         if _core._tracer[0] is not None:
             raise _errors.usage("err_nested_kernel_with_spmd_grid", "a kernel cannot be "
                                 "launched from inside another kernel's trace with a grid")
-        # The cycle collector is paused for the whole lowering (docs/nki.md, "Cost of
-        # lowering"): its passes over the trace's objects took a quarter of the CPU, and no
-        # decision may depend on when it runs (a tile kept alive by a reference cycle is then
-        # released at the end of the lowering, never at a moment set by the collector).
+        # The cycle collector is paused for the whole lowering (docs/nki.md, "Speed"): its
+        # passes over the trace's objects took a quarter of the CPU, and no decision may
+        # depend on when it runs (a tile kept alive by a reference cycle is then released at
+        # the end of the lowering, never at a moment set by the collector).
         was = gc.isenabled()
         gc.disable()
         try:

@@ -1,4 +1,4 @@
-"""The cycle collector is paused while a kernel is lowered (docs/nki.md, "Cost of lowering"),
+"""The cycle collector is paused while a kernel is lowered (docs/nki.md, "Speed"),
 so that no allocation decision can depend on when it runs (a tile kept alive by a reference
 cycle is released at the end of the lowering), and it is restored afterwards."""
 import gc
