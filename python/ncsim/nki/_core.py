@@ -1265,6 +1265,20 @@ def _resolve_block(v):
     return r
 
 
+def _one_block(t, key):
+    """t[key] of a block tensor t as a logical view (not resolved to a buffer), when it has a
+    partition dimension and lies within one block: (view, its first and last element, the
+    block); else None."""
+    v = index_view.__wrapped__(t, key)
+    if type(v.buf) is not BlockBuf or v.pdim is None:
+        return None
+    lo, hi = _block_span(v)
+    blk = lo // t.buf.felems
+    if hi // t.buf.felems != blk:
+        return None
+    return v, lo, hi, blk
+
+
 def _whole_block(bb, dv):
     """Does view dv (of one block, offsets within it) cover the whole block, laid out as the
     block is (partitions from 0, the free elements contiguous in order)?"""
@@ -2131,13 +2145,12 @@ class Tracer:
         """bt[key] = (a kept load): the block takes the copy's buffer, with no instruction,
         when the view is exactly one whole block laid out like the copy."""
         bb = t.buf
-        v = index_view.__wrapped__(t, key)
-        if type(v.buf) is not BlockBuf or v.pdim is None:
+        one = _one_block(t, key)
+        if one is None:
             return False
-        lo, hi = _block_span(v)
-        blk = lo // bb.felems
-        if hi // bb.felems != blk or v.off != blk * bb.felems or v.p0 or \
-                v.shape[v.pdim] != bb.P or value.shape[0] != bb.P:
+        v, _, _, blk = one
+        if v.off != blk * bb.felems or v.p0 or v.shape[v.pdim] != bb.P or \
+                value.shape[0] != bb.P:
             return False
         free = [(s, n) for i, (s, n) in enumerate(zip(v.strides, v.shape)) if i != v.pdim and n > 1]
         vfree = [(s, n) for s, n in zip(value.strides[1:], value.shape[1:]) if n > 1]
@@ -2226,13 +2239,10 @@ class Tracer:
         such a load: the block then gets a buffer (and its data) as any block, and the
         assignment is emitted as usual."""
         bb = t.buf
-        v = index_view.__wrapped__(t, key)
-        if type(v.buf) is not BlockBuf or v.pdim is None:
+        one = _one_block(t, key)
+        if one is None or one[1] < 0:
             return False
-        lo, hi = _block_span(v)
-        blk = lo // bb.felems
-        if hi // bb.felems != blk or lo < 0:
-            return False
+        v, _, _, blk = one
         a = bb.allocs.get(blk)
         if a is not None and a.slot is not None and a.slot.id >= 0:
             return False                   # a block with a buffer (_unsink): as any block
