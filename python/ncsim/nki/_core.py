@@ -213,8 +213,10 @@ class IndexExpr:
         return {a + s: c for a, c in self.coefs.items()}
 
     def _comb(self, other, sign):
-        if type(other) is int:
-            r = IndexExpr(self.const + sign * other, dict(self.coefs), self.shape)
+        if isinstance(other, (int, np.integer)):
+            # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
+            o = other if isinstance(other, int) else int(other)
+            r = IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
             r.sk = self.sk if self.sk is not None else _expr_sk(self)   # the same structure
             return r
         if isinstance(other, IndexExpr):
@@ -225,12 +227,6 @@ class IndexExpr:
                 co[a] = co.get(a, 0) + sign * c
             return IndexExpr(self.const + sign * other.const, {a: c for a, c in co.items() if c},
                              shape)
-        if isinstance(other, (int, np.integer)):
-            # a loop index (_steady.Idx) stays one: a mask that depends on it is noticed
-            o = other if isinstance(other, int) else int(other)
-            r = IndexExpr(self.const + sign * o, dict(self.coefs), self.shape)
-            r.sk = self.sk if self.sk is not None else _expr_sk(self)   # the same structure
-            return r
         return NotImplemented
 
     def __add__(self, o):
@@ -1139,12 +1135,12 @@ class Tensor:
 def index_view(t, key):
     """t[key] as a view (basic or affine advanced indexing); a view of one block of a block
     tensor is resolved to that block's buffer."""
-    if _fast[0] and type(key) is tuple and type(t.buf) is BlockBuf and not t.buf.sunk:
-        # (a block tensor whose loads are issued at its uses resolves through _resolve_block,
-        # which makes that load: sunk_read)
+    if _fast[0] and type(key) is tuple and type(t.buf) is BlockBuf:
         v = _adv_index_memo(t, key, True)
         if v is not None:
-            return v
+            # resolved already, unless it spans blocks or its tensor's loads are issued at
+            # its uses (_resolve_block then makes that load: sunk_read)
+            return v if type(v.buf) is not BlockBuf else _resolve_block(v)
     v = _index_view(t, key)
     if type(v.buf) is BlockBuf:
         v = _resolve_block(v)
@@ -1254,14 +1250,20 @@ def _resolve_block(v):
         r = T().sunk_read(bb, blk, v)
         if r is not None:
             return r
+    return _on_block(bb, blk, v.dtype, v.shape, v.pdim, v.p0, v.strides, v.off, lo, hi, v.chk)
+
+
+def _on_block(bb, blk, dt, shape, pdim, p0, strides, off, lo, hi, chk):
+    """The view (dt, shape, pdim, p0, strides, offset off in the tensor's logical layout,
+    spanning elements [lo, hi] of it) of block blk's buffer, allocated (or reloaded) now."""
     a = T().block_alloc(bb, blk)
     shift = blk * bb.felems
-    r = Tensor(a.slot, a, v.dtype, v.shape, v.pdim, v.p0, v.strides, v.off - shift)
-    r.chk = v.chk
-    if _fast[0] and v.pdim is not None:
-        # box() of the resolved view, from the span just computed (Tensor._box)
-        sz = v.dtype.itemsize
-        r._bx = (a.slot, v.p0, v.p0 + v.shape[v.pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
+    r = Tensor(a.slot, a, dt, shape, pdim, p0, strides, off - shift)
+    r.chk = chk
+    if _fast[0] and pdim is not None:
+        # box() of the resolved view, from the span already computed (Tensor._box)
+        sz = dt.itemsize
+        r._bx = (a.slot, p0, p0 + shape[pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
     return r
 
 
@@ -1530,29 +1532,18 @@ def _adv_index_memo(t, key, resolve=False):
             chk.append((c, {} if co is None else co, size, i))
     if t.chk:
         t.check_bounds()
-    if resolve:
+    if pc is None:
+        pd, p0 = None, t.p0
+    else:
+        k = key[pc]
+        pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
+    if resolve and not t.buf.sunk:
         bb = t.buf
         lo, hi = off + elo, off + ehi
         blk = lo // bb.felems
         if hi // bb.felems == blk and lo >= 0:
-            a = T().block_alloc(bb, blk)
-            shift = blk * bb.felems
-            if pc is None:
-                v = Tensor(a.slot, a, t.dtype, shape, None, t.p0, strides, off - shift)
-            else:
-                k = key[pc]
-                p0 = t.p0 + (k if type(k) is int else k.const)
-                v = Tensor(a.slot, a, t.dtype, shape, 0, p0, strides, off - shift)
-                sz = t.dtype.itemsize
-                v._bx = (a.slot, p0, p0 + shape[0], (lo - shift) * sz, (hi - shift + 1) * sz)
-            v.chk = chk
-            return v
-    if pc is None:
-        v = Tensor(t.buf, t.alloc, t.dtype, shape, None, t.p0, strides, off)
-    else:
-        k = key[pc]
-        v = Tensor(t.buf, t.alloc, t.dtype, shape, 0, t.p0 + (k if type(k) is int else k.const),
-                   strides, off)
+            return _on_block(bb, blk, t.dtype, shape, pd, p0, strides, off, lo, hi, chk)
+    v = Tensor(t.buf, t.alloc, t.dtype, shape, pd, p0, strides, off)
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
