@@ -9,7 +9,6 @@ already implies. `finish()` numbers the posts that some wait observes and writes
 text (docs/nki.md, "Lowering").
 """
 import bisect
-import gc
 import math
 import operator
 import os
@@ -2998,19 +2997,8 @@ class Tracer:
 
     # ---- output
     def finish(self, arch="trn1", comment=None):
-        """The program text. The tracing is over, so no decision depends on when an object
-        dies: the cycle collector is paused while the scheduler, the waits and the folding make
-        and drop their several hundred thousand small lists and tuples (its passes over the
-        trace's objects took a third of the tutorial matmuls' scheduling and folding)."""
-        was = gc.isenabled()
-        gc.disable()
-        try:
-            return self._finish(arch, comment)
-        finally:
-            if was:
-                gc.enable()
-
-    def _finish(self, arch, comment):
+        """The program text (run with the cycle collector paused, as the whole lowering is:
+        Kernel._lower)."""
         if self.pol.schedule_window > 1:
             self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES)
         posted = [set() for _ in range(N_AGENTS)]
