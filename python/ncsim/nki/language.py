@@ -1221,10 +1221,19 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
         if box is False:
             return
         al = d.alloc
-        if al is not None and not al.written and not al.lazy_zero:
+        if al is None:
+            _binary_into(d, opn, d, a, box, shape=a.shape)
+            return
+        # Alloc.written: False, True (an instruction other than a loop_reduce wrote it) or the
+        # frozenset of the boxes loop_reduces alone have written: a reduction into another
+        # part of the tensor (a second column of statistics) starts its own.
+        w, key = al.written, d.box()[1:]
+        if w is not True and not al.lazy_zero and not (w and key in w):
             _copy_into(d, a, mask)
         else:
             _binary_into(d, opn, d, a, box, shape=a.shape)
+        if w is not True:
+            al.written = (w or frozenset()) | {key}
     dst = C.assigned_local(sys._getframe(1))
     if isinstance(dst, Tensor) and dst.pend is None and dst.is_onchip:
         if _prod(dst.shape) != _prod(a.shape):

@@ -381,3 +381,29 @@ def test_a_mask_keeps_a_reduction_inside():
     for h in (1, 2):
         want = sum(x[:, 2 * h + dh - 1, :].reshape(2, 3, 2).sum(axis=2) for dh in range(2))
         np.testing.assert_array_equal(got[:, h, :], want)
+
+
+@nki.jit
+def k_loop_reduce_two_columns(x):
+    """Two nl.loop_reduce into two columns of one block of a block tensor, in a loop whose
+    blocks reuse one buffer (the group-norm statistics): each column starts its own reduction."""
+    T, P, C = x.shape
+    out = nl.ndarray((T, 128, 2), dtype=np.float32, buffer=nl.shared_hbm)
+    st = nl.ndarray((T, nl.par_dim(128), 2), dtype=np.float32, buffer=nl.sbuf)
+    for t in nl.affine_range(T):
+        for j in nl.affine_range(C // 512):
+            a = nl.load(x[t, IP, 512 * j + JF])
+            s = nisa.tensor_reduce(np.add, data=a, axis=(1,))
+            m = nisa.tensor_reduce(np.max, data=a, axis=(1,))
+            st[t, IP, 0] = nl.loop_reduce(s, op=np.add, loop_indices=[j])
+            st[t, IP, 1] = nl.loop_reduce(m, op=np.maximum, loop_indices=[j])
+        nl.store(out[t, IP, nl.arange(2)[None, :]], value=st[t, IP, nl.arange(2)[None, :]])
+    return out
+
+
+def test_loop_reduce_into_columns_of_one_block():
+    x = np.random.default_rng(7).normal(size=(4, 128, 1536)).astype(np.float32)
+    want = np.stack([x.astype(np.float64).sum(axis=-1), x.max(axis=-1)], axis=-1)
+    np.testing.assert_allclose(nki.simulate_kernel(k_loop_reduce_two_columns, x), want,
+                               rtol=1e-5, atol=1e-4)
+    assert nki.check(k_loop_reduce_two_columns, x) == []
