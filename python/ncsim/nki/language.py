@@ -1296,9 +1296,17 @@ def _matmul(stat, mov, mask=None):
         mov = mov.clone_view(shape=(K, N), strides=[None, 1]) if mov._contig(mov.shape[1:], mov.strides[1:]) \
             else _to_sbuf(mov).reshape((K, N))
 
+    # mask: a predicate on the result's axes (partitions M, free N), as on every instruction:
+    # the stationary's columns and the moving's columns outside it are not read
+    box = _mask_box(mask, (M, N))
+    if box:
+        stat = stat.restrict([(0, K), box[0]])
+        mov = mov.restrict([(0, K), box[1]])
+
     def emit(d, _b):
-        _emit_matmul(d, stat, mov, False)
-    return _new("psum", (M, N), float32, emit, matmul=(stat, mov))
+        if box is not False:
+            _emit_matmul(d.restrict(box), stat, mov, False)
+    return _new("psum", (M, N), float32, emit, matmul=(stat, mov) if box is None else (stat, mov, box))
 
 
 def matmul(x, y, *, transpose_x=False, mask=None, **kw):
