@@ -3120,21 +3120,25 @@ class Tracer:
             if dst.space != "psum":
                 error("err_unsupported_memory", "matmul results accumulate in PSUM only")
             p = self.take_pending(value)
-            stat, mov = p.matmul
-            bx = dst.box()
+            stat, mov = p.matmul[0], p.matmul[1]
+            mbox = p.matmul[2] if len(p.matmul) > 2 else None     # the matmul's mask
+            dm = dst.restrict(mbox) if mbox else dst
+            bx = dm.box()
             key = (bx[1], bx[3])
             a = dst.alloc
-            if a is not None and (a.lazy_zero and key not in a.acc_started):
+            if mbox is False:
+                pass
+            elif a is not None and (a.lazy_zero and key not in a.acc_started):
                 a.acc_started.add(key)
-                self._matmul_at(p.line, dst, stat, mov, False)
+                self._matmul_at(p.line, dm, stat, mov, False)
             elif a is not None and key in a.acc_started:
-                self._matmul_at(p.line, dst, stat, mov, True)
+                self._matmul_at(p.line, dm, stat, mov, True)
             else:
                 # PSUM written by another engine: matmul into a temporary, then add
                 value.pend = p
                 self.pending = value
                 self.flush(value)
-                nl._binary_into(dst, "add", dst, value, None)
+                nl._binary_into(dst, "add", dst, value, mbox)
             dst.inplace = True
             return dst
         nl._binary_into(dst, op, dst, value, None)
@@ -3205,7 +3209,12 @@ def _reshape_like(dst, shape):
             if not dims:
                 st.reverse()
                 return dst.clone_view(shape=tuple(shape), strides=[None] + st, pdim=0)
-    return dst.bcast(shape) if len(shape) >= len(dst.shape) else dst
+    if len(shape) >= len(dst.shape):
+        return dst.bcast(shape)
+    if shape and shape[0] != dst.shape[dst.pdim or 0]:
+        error("err_shape_mismatch", f"a result of shape {tuple(shape)} cannot be written to a "
+              f"destination of shape {tuple(dst.shape)} (their partition counts differ)")
+    return dst
 
 
 from . import _steady  # noqa: E402  (it uses this module's names at run time)

@@ -1221,10 +1221,19 @@ def loop_reduce(x, op, loop_indices, *, dtype=None, mask=None, **kw):
         if box is False:
             return
         al = d.alloc
-        if al is not None and not al.written and not al.lazy_zero:
+        if al is None:
+            _binary_into(d, opn, d, a, box, shape=a.shape)
+            return
+        # Alloc.written: False, True (an instruction other than a loop_reduce wrote it) or the
+        # frozenset of the boxes loop_reduces alone have written: a reduction into another
+        # part of the tensor (a second column of statistics) starts its own.
+        w, key = al.written, d.box()[1:]
+        if w is not True and not al.lazy_zero and not (w and key in w):
             _copy_into(d, a, mask)
         else:
             _binary_into(d, opn, d, a, box, shape=a.shape)
+        if w is not True:
+            al.written = (w or frozenset()) | {key}
     dst = C.assigned_local(sys._getframe(1))
     if isinstance(dst, Tensor) and dst.pend is None and dst.is_onchip:
         if _prod(dst.shape) != _prod(a.shape):
@@ -1287,9 +1296,17 @@ def _matmul(stat, mov, mask=None):
         mov = mov.clone_view(shape=(K, N), strides=[None, 1]) if mov._contig(mov.shape[1:], mov.strides[1:]) \
             else _to_sbuf(mov).reshape((K, N))
 
+    # mask: a predicate on the result's axes (partitions M, free N), as on every instruction:
+    # the stationary's columns and the moving's columns outside it are not read
+    box = _mask_box(mask, (M, N))
+    if box:
+        stat = stat.restrict([(0, K), box[0]])
+        mov = mov.restrict([(0, K), box[1]])
+
     def emit(d, _b):
-        _emit_matmul(d, stat, mov, False)
-    return _new("psum", (M, N), float32, emit, matmul=(stat, mov))
+        if box is not False:
+            _emit_matmul(d.restrict(box), stat, mov, False)
+    return _new("psum", (M, N), float32, emit, matmul=(stat, mov) if box is None else (stat, mov, box))
 
 
 def matmul(x, y, *, transpose_x=False, mask=None, **kw):

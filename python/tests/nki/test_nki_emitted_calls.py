@@ -381,3 +381,89 @@ def test_a_mask_keeps_a_reduction_inside():
     for h in (1, 2):
         want = sum(x[:, 2 * h + dh - 1, :].reshape(2, 3, 2).sum(axis=2) for dh in range(2))
         np.testing.assert_array_equal(got[:, h, :], want)
+
+
+@nki.jit
+def k_loop_reduce_two_columns(x):
+    """Two nl.loop_reduce into two columns of one block of a block tensor, in a loop whose
+    blocks reuse one buffer (the group-norm statistics): each column starts its own reduction."""
+    T, P, C = x.shape
+    out = nl.ndarray((T, 128, 2), dtype=np.float32, buffer=nl.shared_hbm)
+    st = nl.ndarray((T, nl.par_dim(128), 2), dtype=np.float32, buffer=nl.sbuf)
+    for t in nl.affine_range(T):
+        for j in nl.affine_range(C // 512):
+            a = nl.load(x[t, IP, 512 * j + JF])
+            s = nisa.tensor_reduce(np.add, data=a, axis=(1,))
+            m = nisa.tensor_reduce(np.max, data=a, axis=(1,))
+            st[t, IP, 0] = nl.loop_reduce(s, op=np.add, loop_indices=[j])
+            st[t, IP, 1] = nl.loop_reduce(m, op=np.maximum, loop_indices=[j])
+        nl.store(out[t, IP, nl.arange(2)[None, :]], value=st[t, IP, nl.arange(2)[None, :]])
+    return out
+
+
+def test_loop_reduce_into_columns_of_one_block():
+    x = np.random.default_rng(7).normal(size=(4, 128, 1536)).astype(np.float32)
+    want = np.stack([x.astype(np.float64).sum(axis=-1), x.max(axis=-1)], axis=-1)
+    np.testing.assert_allclose(nki.simulate_kernel(k_loop_reduce_two_columns, x), want,
+                               rtol=1e-5, atol=1e-4)
+    assert nki.check(k_loop_reduce_two_columns, x) == []
+
+
+@nki.jit
+def k_masked_matmul(a, b, x):
+    """nc_matmul's mask (on the result's partitions and columns, as the generator writes it
+    for a ragged tile) restricts the matmul: a masked accumulation adds only inside the mask,
+    and the stationary's columns outside it, never written, are not read."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    out2 = nl.ndarray((72, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((nl.par_dim(128), 512), dtype=np.float32, buffer=nl.psum, lazy_initialization=True)
+    ta = nl.load(a[IP, nl.arange(128)[None, :]])
+    tb = nl.load(b[IP, JF])
+    acc[IP, JF] += nisa.nc_matmul(ta, tb)
+    acc[IP, JF] += nisa.nc_matmul(tb[IP, nl.arange(128)[None, :]], tb, mask=(JF < 256))
+    nl.store(out, value=nl.copy(acc[IP, JF]))
+    # a ragged tile: 72 rows loaded, its transpose and the matmul masked to them
+    xs = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
+    xs[IP, nl.arange(128)[None, :]] = nl.load(x[IP, nl.arange(128)[None, :]], mask=(IP < 72))
+    xT = nisa.nc_transpose(xs, engine=nki.isa.tensor_engine)
+    xTs = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
+    xTs[IP, nl.arange(128)[None, :]] = nl.copy(xT, mask=(nl.arange(128)[None, :] < 72))
+    r = nl.zeros((nl.par_dim(128), 512), dtype=np.float32, buffer=nl.psum, lazy_initialization=True)
+    r[IP, JF] += nisa.nc_matmul(xTs, tb, mask=(IP < 72))
+    nl.store(out2[nl.arange(72)[:, None], JF], value=nl.copy(r[nl.arange(72)[:, None], JF]))
+    return out, out2
+
+
+def test_masked_nc_matmul_restricts_the_result():
+    rng = np.random.default_rng(8)
+    a = rng.normal(size=(128, 128)).astype(np.float32)
+    b = rng.normal(size=(128, 512)).astype(np.float32)
+    x = rng.normal(size=(128, 128)).astype(np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = a64.T @ b64
+    want[:, :256] += (b64[:, :128].T @ b64)[:, :256]
+    got, got2 = nki.simulate_kernel(k_masked_matmul, a, b, x)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got2, x[:72].astype(np.float64) @ b64, rtol=1e-4, atol=1e-3)
+    assert nki.check(k_masked_matmul, a, b, x) == []
+
+
+@nki.jit
+def k_reduce_into_more_partitions(x):
+    """A reduction of 64 partitions assigned to a column of 128 (a mutant of the softmax)."""
+    out = nl.ndarray((128, 1), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(x[IP, JF])
+    r = nl.ndarray((nl.par_dim(128), 1), dtype=np.float32, buffer=nl.sbuf)
+    r[IP, 0] = nisa.tensor_reduce(np.add, data=t[nl.arange(64)[:, None], JF], axis=(1,))
+    nl.store(out, value=r)
+    return out
+
+
+def test_result_with_other_partition_count_is_refused_at_the_assignment():
+    """A [64] result written to a [128, 1] destination: err_shape_mismatch at the kernel's line
+    (it was an assembly error of the lowered program: SRC has 64 partitions but D has 128)."""
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k_reduce_into_more_partitions, np.ones((128, 512), np.float32))
+    msg = str(e.value)
+    assert msg.startswith(f"{__file__}:") and "error: [err_shape_mismatch]" in msg, msg
+    assert "partition counts differ" in msg and "lowered program" not in msg, msg
