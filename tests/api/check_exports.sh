@@ -13,6 +13,6 @@ fi
 for f in ncsim_version ncsim_assemble ncsim_sim_create ncsim_sim_run ncsim_sim_read_tensor \
          ncsim_sim_write_tensor ncsim_last_error_info ncsim_sim_finding ncsim_arch_load \
          ncsim_profile_summary ncsim_profile_field ncsim_profile_options_init; do
-  echo "$syms" | grep -qx "$f" || { echo "missing export $f"; exit 1; }
+  grep -qx "$f" <<< "$syms" || { echo "missing export $f"; exit 1; }
 done
 echo "ok: $(echo "$syms" | wc -l) ncsim_* symbols, SONAME $soname"
