@@ -258,8 +258,13 @@ class IndexExpr:
 
     def _cmp(self, o, op):
         e = self - o
-        if op in ("==", "!=") and _idx_dep(e):
-            _steady_refuse("a mask tests the loop index for equality")
+        if _idx_dep(e):
+            if op in ("==", "!="):
+                _steady_refuse("a mask tests the loop index for equality")
+            else:
+                tr = _tracer[0]
+                if tr is not None and tr.steady is not None:
+                    tr.steady.masked()      # its truth may change in the last iterations
         return Pred([(e, op)])
 
     def __lt__(self, o):

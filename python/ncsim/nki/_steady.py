@@ -66,10 +66,13 @@ class Guard:
 
     refuse_window = refuse
 
+    def masked(self):
+        pass
+
 
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
-    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm", "psum")
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm", "psum", "mask")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -81,6 +84,15 @@ class Recorder:
         self.parent = None         # the Recorder of the enclosing loop, or None
         self.warm = False          # recording a warm-up iteration (before the windows)
         self.psum = set()          # (ordinal, block) of PSUM blocks allocated or used here
+        self.mask = False          # a mask compares a loop index (masked)
+
+    def masked(self):
+        """A mask compares a loop index with a bound: its truth may change once, in the last
+        iterations (a ragged last tile), so the replay leaves one more period to run freely."""
+        r = self
+        while r is not None:
+            r.mask = True
+            r = r.parent
 
     def refuse(self, why):
         """No replay for this loop, nor for the loops around it (whose windows hold its
@@ -822,7 +834,11 @@ def iterate(tr, r, frame, outer, where):
                               f"{i} iterations")
             if found is not None and rec.bad is None:
                 P, win, steps, dn = found
-                times = (n - i - P) // P          # windows replayed; at least P iterations stay
+                # windows replayed: at least P iterations stay, checked to continue the
+                # replayed sequence; P + 1 when a mask compares the index, the last of them
+                # run freely (a mask's condition on the index changes once at most: a ragged
+                # last tile is the last iteration)
+                times = (n - i - P - (1 if rec.mask else 0)) // P
                 if times > 0 and not _keeps(tr, win, steps, times):
                     before = snaps[-1][1]
                     tr.steady = Guard()
