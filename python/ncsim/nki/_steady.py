@@ -498,28 +498,25 @@ def _snapshot(tr, rec, frame, outer):
         loc.clear()                # the snapshot must not keep tensors alive
         del loc
     bbs = _bbs(rec)
-    btok = set()
-    bsites = set()
-    for bb in bbs:
-        bsites.add(id(bb.site))
-        for a in bb.allocs.values():
-            btok.add(id(a.token))
+    bsites = {id(bb.site) for bb in bbs}
+    # the tokens of these tensors' blocks, which may own a buffer of another site (a first
+    # pass gives every block a private buffer, outside tr.slots, so none there)
+    btok = {id(a.token) for bb in bbs for a in bb.allocs.values()} \
+        if bbs and tr.live is not None else None
     # the buffers other than those of the block tensors the loop uses (whose buffers the
     # replay's allocator calls manage): these must be as they were, up to their release
-    # ticks. In one pass: their ids, owners (a buffer free or held by a block of these tensors: the replay's allocator calls and
-    # releases keep it as the full trace would) and tags
-    ids, owners, tags = [], [], []
-    for sl in tr.slots:
-        if id(sl.site) in bsites:
-            continue
-        ids.append(sl.id)
-        o = sl.owner
-        owners.append("~" if o is None or id(o) in btok else id(o))
-        tags.append(sl.tag)
-    nblk = len(tr.slots) - len(ids)
-    st = (len(tr.scopes), tuple(ids), tuple(owners),
+    # ticks: their ids, owners (a buffer free or held by a block of these tensors: the
+    # replay's allocator calls and releases keep it as the full trace would) and tags
+    slots = [sl for sl in tr.slots if id(sl.site) not in bsites] if bsites else tr.slots
+    if btok:
+        owners = tuple(["~" if o is None or id(o) in btok else id(o)
+                        for o in [sl.owner for sl in slots]])
+    else:
+        owners = tuple(["~" if o is None else id(o) for o in [sl.owner for sl in slots]])
+    nblk = len(tr.slots) - len(slots)
+    st = (len(tr.scopes), tuple([sl.id for sl in slots]), owners,
           tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.scratch is None) for bb in bbs),
-          tuple(tags),
+          tuple([sl.tag for sl in slots]),
           len(tr.sites), tuple([s.rr for s in tr.sites.values()]),
           # (free memory: only the replay's real block allocations carve it)
           tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
