@@ -2289,7 +2289,8 @@ class Tracer:
         if a is None or a.slot is None or a.slot.id >= 0:
             return
         if self.steady is not None:
-            self.steady.refuse("a block tensor's loads are issued at its uses")
+            self.steady.refuse("a block of a tensor whose loads are issued at its uses is "
+                               "written otherwise")
         a.slot = None
         self._block_alloc(bb, blk, a)
 

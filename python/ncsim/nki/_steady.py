@@ -15,10 +15,14 @@ Block tensors: a block's allocation is an event, replayed by calling the allocat
 text's offsets in the block's buffer move with the buffer it gives); a block filled when first
 touched (nl.zeros) is filled by that call, at the line the full trace gives the fill. An
 eviction, spill or reload in a warm-up iteration (a loop's first, which no compared window
-holds and the replay does not repeat) refuses only the enclosing loops.
+holds and the replay does not repeat) refuses only the enclosing loops. A PSUM block's
+accumulation state (lazy zero, groups started) is carried in each instruction's template and
+set again by the replay; a block the recording never saw refuses. A block tensor whose loads
+are issued at its uses: its sunk nl.load ("S": the block's views rebuilt, a tick, a load
+count) and each use's buffer ("U", then the load as an instruction) are events.
 
 A loop is traced in full (refused) when anything in its windows is outside what the replay
-reproduces: PSUM block tensors, kept (resident) loads, loads issued at their uses,
+reproduces: kept (resident) loads, PSUM blocks from before the loop,
 evictions, spills and reloads of blocks, an allocation that looks beyond its
 site's own buffers, a pending instruction at an iteration's end, a
 variable bound before the loop that the body rebinds, a decision taken in the kernel's code
