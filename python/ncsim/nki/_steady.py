@@ -671,6 +671,11 @@ def _replay(tr, win, steps, times, own, rec=None):
                     brefs = ()
                 emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "B":
+                a = tpl[1].allocs.get(v[0])
+                if a is not None and a.slot is not None:
+                    # the full trace allocates nothing here (block_alloc finds the block's
+                    # buffer): the block existed before the loop, unlike the windows' ones
+                    raise Mismatch("a replayed allocation finds its block allocated")
                 if tpl[1].kind == "psum":
                     psum.add((tpl[1].ordinal, v[0]))
                 if tpl[2] is None:

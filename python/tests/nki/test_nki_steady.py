@@ -681,3 +681,29 @@ def k_ragged(a):
         t = nl.load(a[i * 128 + ip, jf], mask=(i * 128 + ip < R))
         nl.store(out[i * 128 + ip, jf], value=nl.multiply(t, 2.0), mask=(i * 128 + ip < R))
     return out
+
+
+@nki.jit
+def k_block_before(a):
+    """A zero-filled block tensor whose block 20 is touched (filled) before the loop: the loop
+    fills block i when it first touches it, except at i = 20, which the windows cannot show.
+    The replay meets that block already allocated and the kernel is lowered again in full."""
+    P, F = a.shape
+    n = F // 128
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((n, nl.par_dim(P), 128), a.dtype, buffer=nl.sbuf)
+    acc[20, :, :] += nl.load(a[:, 0:128])
+    for i in nl.affine_range(n):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        acc[i, :, :] += nl.multiply(t, 2.0)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=acc[i, :, :])
+    return out
+
+
+def test_block_allocated_before_the_loop_falls_back():
+    a = np.random.default_rng(27).random((128, 128 * 30), dtype=np.float32)
+    low = _both(k_block_before, a)
+    assert low.steady_fallback and "allocated" in low.steady_fallback, low.steady_fallback
+    ref = 2 * a
+    ref[:, 20 * 128:21 * 128] += a[:, 0:128]
+    np.testing.assert_allclose(nki.simulate_kernel(k_block_before, a), ref, rtol=1e-6)
