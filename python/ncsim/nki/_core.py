@@ -258,8 +258,13 @@ class IndexExpr:
 
     def _cmp(self, o, op):
         e = self - o
-        if op in ("==", "!=") and _idx_dep(e):
-            _steady_refuse("a mask tests the loop index for equality")
+        if _idx_dep(e):
+            if op in ("==", "!="):
+                _steady_refuse("a mask tests the loop index for equality")
+            else:
+                tr = _tracer[0]
+                if tr is not None and tr.steady is not None:
+                    tr.steady.masked()      # its truth may change in the last iterations
         return Pred([(e, op)])
 
     def __lt__(self, o):
@@ -1874,6 +1879,7 @@ class Tracer:
         self.steady = None                     # _steady.Recorder of the loop being recorded
         self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
         self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
+        self.replayable_internal = False       # emit: a compiler-made load the replay makes too
         self.pinned = 0                        # depth of ncc.no_reorder() blocks
         self.exact = None                      # emit: every earlier access it conflicts with
         # block tensors whose loads are issued at their uses (second pass; _choose_sunk)
@@ -2257,8 +2263,8 @@ class Tracer:
         if dv is None:
             self._unsink(bb, blk)
             return False
-        if self.steady is not None:
-            self.steady.refuse("a block tensor's loads are issued at its uses")
+        if self.steady is not None and not load:
+            self.steady.refuse("a block tensor's load at its uses reads a kept copy")
         if load:
             self.take_pending(value)
             self.tick += 1                 # the first pass's load instruction
@@ -2272,6 +2278,8 @@ class Tracer:
         dv.alloc = None
         a.remat = [(dv, sv)]
         a.written = True
+        if self.steady is not None:
+            _steady.rec_sink(self.steady, bb, blk, dv, sv, lkey)
         return True
 
     def _unsink(self, bb, blk):
@@ -2281,7 +2289,8 @@ class Tracer:
         if a is None or a.slot is None or a.slot.id >= 0:
             return
         if self.steady is not None:
-            self.steady.refuse("a block tensor's loads are issued at its uses")
+            self.steady.refuse("a block of a tensor whose loads are issued at its uses is "
+                               "written otherwise")
         a.slot = None
         self._block_alloc(bb, blk, a)
 
@@ -2292,8 +2301,6 @@ class Tracer:
         a = bb.allocs.get(blk)
         if a is None or a.slot is None or a.slot.id >= 0:
             return None
-        if self.steady is not None:
-            self.steady.refuse("a block tensor's loads are issued at its uses")
         dv, sv = a.remat[0]
         lo, hi = _block_span(v)
         base = blk * bb.felems
@@ -2308,14 +2315,22 @@ class Tracer:
         d = d.restrict(box)
         src = sv.restrict(box)
         pol = self.pol
+        nbytes = _prod(src.shape) * src.dtype.itemsize
+        if self.steady is not None:
+            # (the load below is an instruction of the recorded iteration, replayed as such)
+            _steady.rec_sunk_use(self.steady, bb, slot, nbytes)
 
         def issue():
             q = pol.load_queues[self.rr["load"] % len(pol.load_queues)]
             self.rr["load"] += 1
-            self.emit(pol.load_engine, f"dma {d.text()}, {src.text()}, queue={q}",
-                      reads=[src], writes=[d], queue=q, internal=True)
+            self.replayable_internal = True
+            try:
+                self.emit(pol.load_engine, f"dma {d.text()}, {src.text()}, queue={q}",
+                          reads=[src], writes=[d], queue=q, internal=True)
+            finally:
+                self.replayable_internal = False
         self._internal(issue)
-        bb.remat_bytes += _prod(src.shape) * src.dtype.itemsize
+        bb.remat_bytes += nbytes
         bb.reissued += 1
         bb.used.add(slot.id)
         r = v.clone_view(off=v.off - base)
@@ -2773,7 +2788,7 @@ class Tracer:
                 self._access(key, bx, True, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, True, a.blk if a is not None else None))
-        if rec is not None and internal:
+        if rec is not None and internal and not self.replayable_internal:
             rec.refuse_window("compiler-made instructions (spills, reloads)")
         # the scheduler's estimate (and, for a compute engine, the engine's load for "auto"):
         # ns of an engine's instruction, or (bytes, contiguous rows) of a transfer

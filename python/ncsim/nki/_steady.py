@@ -15,10 +15,14 @@ Block tensors: a block's allocation is an event, replayed by calling the allocat
 text's offsets in the block's buffer move with the buffer it gives); a block filled when first
 touched (nl.zeros) is filled by that call, at the line the full trace gives the fill. An
 eviction, spill or reload in a warm-up iteration (a loop's first, which no compared window
-holds and the replay does not repeat) refuses only the enclosing loops.
+holds and the replay does not repeat) refuses only the enclosing loops. A PSUM block's
+accumulation state (lazy zero, groups started) is carried in each instruction's template and
+set again by the replay; a block the recording never saw refuses. A block tensor whose loads
+are issued at its uses: its sunk nl.load ("S": the block's views rebuilt, a tick, a load
+count) and each use's buffer ("U", then the load as an instruction) are events.
 
 A loop is traced in full (refused) when anything in its windows is outside what the replay
-reproduces: PSUM block tensors, kept (resident) loads, loads issued at their uses,
+reproduces: kept (resident) loads, PSUM blocks from before the loop,
 evictions, spills and reloads of blocks, an allocation that looks beyond its
 site's own buffers, a pending instruction at an iteration's end, a
 variable bound before the loop that the body rebinds, a decision taken in the kernel's code
@@ -54,21 +58,25 @@ REPLAYED = ("replayed",)   # in Alloc.remat: loaded in a replayed iteration (no 
 class Guard:
     """tr.steady while replaying: the allocator's choices the replay cannot stand for
     (another site's buffer, an eviction, a fill) stop it, and the kernel is lowered in full."""
-    __slots__ = ("ev", "bbs")
+    __slots__ = ("ev", "bbs", "psum")
 
     def __init__(self):
         self.ev = []
         self.bbs = {}
+        self.psum = set()
 
     def refuse(self, why):
         raise Mismatch("while replaying: " + why)
 
     refuse_window = refuse
 
+    def masked(self):
+        pass
+
 
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
-    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm")
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm", "psum", "mask")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -79,6 +87,16 @@ class Recorder:
         self.bbs = {}              # ordinal -> BlockBuf used in the recorded iterations
         self.parent = None         # the Recorder of the enclosing loop, or None
         self.warm = False          # recording a warm-up iteration (before the windows)
+        self.psum = set()          # (ordinal, block) of PSUM blocks allocated or used here
+        self.mask = False          # a mask compares a loop index (masked)
+
+    def masked(self):
+        """A mask compares a loop index with a bound: its truth may change once, in the last
+        iterations (a ragged last tile), so the replay leaves one more period to run freely."""
+        r = self
+        while r is not None:
+            r.mask = True
+            r = r.parent
 
     def refuse(self, why):
         """No replay for this loop, nor for the loops around it (whose windows hold its
@@ -108,6 +126,16 @@ class Recorder:
             p.ev.extend(events)
             p.bbs.update(self.bbs)
             p.allocs.update(self.allocs)
+            p.psum |= self.psum
+
+    def seen(self, key):
+        """Has this loop's recording, or an enclosing one's, allocated or used PSUM block key?"""
+        r = self
+        while r is not None:
+            if key in r.psum:
+                return True
+            r = r.parent
+        return False
 
 
 def _split(text):
@@ -164,23 +192,65 @@ def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
         vals = tuple(vals)
     bk = []
     for bb, blk, w, ld in brefs:
-        if bb.kind != "sbuf":
-            rec.refuse("a PSUM block tensor is used")
         rec.bbs[bb.ordinal] = bb
-        bk.append((bb, w, ld))
+        if bb.kind == "psum":
+            # a PSUM block's accumulation state as this instruction finds it (Tracer.accumulate
+            # has set it): whether a matmul starts a group or adds to one. Part of the
+            # template, so the windows must agree on it; the replay sets it again. A block
+            # from before the recording (its state made by code the windows do not show) is
+            # allowed in a warm-up iteration only
+            key = (bb.ordinal, blk)
+            if not rec.warm and not rec.seen(key):
+                rec.refuse("a PSUM block from before the loop is used")
+            rec.psum.add(key)
+            bk.append((bb, w, ld, _acc_state(bb.allocs.get(blk))))
+        else:
+            bk.append((bb, w, ld, None))
         bv.append(blk)
     rec.ev.append((("E", eng, parts, queue, internal, tuple(keys), line, inc, len(vals),
                     tuple(bk), tuple(tmap)), vals + tuple(bv)))
+
+
+def _acc_state(a):
+    """A PSUM block's per-block accumulation state: (lazy zero pending, the regions --
+    (first partition, first byte) within its buffer -- whose accumulation group has started)."""
+    if a is None:
+        return None
+    return a.lazy_zero, tuple(sorted(a.acc_started))
 
 
 def rec_block(rec, bb, blk, line):
     """A block gets a buffer (chosen again by the allocator when replayed), and, for a
     tensor filled when first touched, the fill's instruction at `line` (made again by the
     allocator when replayed; None in a first pass that a second replaces)."""
-    if bb.kind != "sbuf":
-        rec.refuse("a PSUM block tensor is used")
     rec.bbs[bb.ordinal] = bb
+    if bb.kind == "psum":
+        rec.psum.add((bb.ordinal, blk))
     rec.ev.append((("B", bb, line), (blk,)))
+
+
+def rec_sink(rec, bb, blk, dv, sv, lkey):
+    """bt[...] = nl.load(...) into block blk of a tensor whose loads are issued at its uses
+    (Tracer.sink_load): no instruction; the block records its destination view dv (within the
+    block) and source view sv, and the load counts as the first pass's load instruction (a
+    tick) and as a load of lkey (None: not counted)."""
+    rec.bbs[bb.ordinal] = bb
+    if lkey is not None:
+        lparts, lv = _split(lkey[1])
+        lt = (lkey[0], lparts, lkey[2], lkey[3])
+    else:
+        lt, lv = None, ()
+    rec.ev.append((("S", bb, (dv.dtype, dv.shape, dv.pdim, dv.strides),
+                    (sv.buf, sv.dtype, sv.shape, sv.pdim, sv.strides), lt, len(lv)),
+                   lv + (blk, dv.p0, dv.off, sv.p0, sv.off)))
+
+
+def rec_sunk_use(rec, bb, slot, nbytes):
+    """A read of a block of a tensor whose loads are issued at its uses takes `slot` of the
+    tensor's own site for the load of what it reads (nbytes), which follows as an internal
+    instruction (Tracer.sunk_read)."""
+    rec.bbs[bb.ordinal] = bb
+    rec.ev.append((("U", bb, slot, nbytes), ()))
 
 
 def rec_alloc(rec, a):
@@ -432,29 +502,25 @@ def _snapshot(tr, rec, frame, outer):
         loc.clear()                # the snapshot must not keep tensors alive
         del loc
     bbs = _bbs(rec)
-    btok = set()
-    bsites = set()
-    for bb in bbs:
-        bsites.add(id(bb.site))
-        for a in bb.allocs.values():
-            btok.add(id(a.token))
+    bsites = {id(bb.site) for bb in bbs}
+    # the tokens of these tensors' blocks, which may own a buffer of another site (a first
+    # pass gives every block a private buffer, outside tr.slots, so none there)
+    btok = {id(a.token) for bb in bbs for a in bb.allocs.values()} \
+        if bbs and tr.live is not None else None
     # the buffers other than those of the block tensors the loop uses (whose buffers the
     # replay's allocator calls manage): these must be as they were, up to their release
-    # ticks. In one pass: their ids, owners (a buffer free or held by a block of these tensors: the replay's allocator calls and
-    # releases keep it as the full trace would) and tags
-    ids, owners, tags = [], [], []
-    for sl in tr.slots:
-        if id(sl.site) in bsites:
-            continue
-        ids.append(sl.id)
-        o = sl.owner
-        owners.append("~" if o is None or id(o) in btok else id(o))
-        tags.append(sl.tag)
-    nblk = len(tr.slots) - len(ids)
-    st = (len(tr.scopes), tuple(ids), tuple(owners),
-          tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.remat_bytes, bb.scratch is None)
-                for bb in bbs),
-          tuple(tags),
+    # ticks: their ids, owners (a buffer free or held by a block of these tensors: the
+    # replay's allocator calls and releases keep it as the full trace would) and tags
+    slots = [sl for sl in tr.slots if id(sl.site) not in bsites] if bsites else tr.slots
+    if btok:
+        owners = tuple(["~" if o is None or id(o) in btok else id(o)
+                        for o in [sl.owner for sl in slots]])
+    else:
+        owners = tuple(["~" if o is None else id(o) for o in [sl.owner for sl in slots]])
+    nblk = len(tr.slots) - len(slots)
+    st = (len(tr.scopes), tuple([sl.id for sl in slots]), owners,
+          tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.scratch is None) for bb in bbs),
+          tuple([sl.tag for sl in slots]),
           len(tr.sites), tuple([s.rr for s in tr.sites.values()]),
           # (free memory: only the replay's real block allocations carve it)
           tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
@@ -477,7 +543,8 @@ def _nums(tr, bbs, nblk=None):
         nblk = sum(1 for sl in tr.slots if id(sl.site) in bsites) if bsites else 0
     return (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
         tuple(tr.count) + (len(tr.uses), nblk) + \
-        tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used)))
+        tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used),
+                                        bb.remat_bytes, bb.reissued))
 
 
 def _period(iters, snaps):
@@ -526,10 +593,13 @@ def _fmt(parts):
     return "%d".join(p.replace("%", "%%") for p in parts)
 
 
-def _replay(tr, win, steps, times, rec=None):
-    """Run the bookkeeping of `times` more windows after `win` (the last traced one); rec:
-    the Recorder to forward the replayed events to its enclosing loop's."""
+def _replay(tr, win, steps, times, own, rec=None):
+    """Run the bookkeeping of `times` more windows after `win` (the last traced one); own:
+    the loop's Recorder; rec: the Recorder to forward the replayed events to its enclosing
+    loop's (own, or None)."""
     sink = [] if rec is not None else None
+    psum = own.psum        # PSUM blocks the recording saw, and those the replay allocates
+    seen = own.seen
     # (plain ints: values made from the loop index are _steady.Idx, whose comparisons in the
     # dependence tracking would each be a Python call)
     _int = int.__int__
@@ -545,6 +615,8 @@ def _replay(tr, win, steps, times, rec=None):
             prog.append((tpl, st, _fmt(tpl[2]), keys))
         elif kind in ("L1", "L2"):
             prog.append((tpl, st, _fmt(tpl[2]), None))
+        elif kind == "S":
+            prog.append((tpl, st, _fmt(tpl[4][1]) if tpl[4] is not None else None, None))
         else:
             prog.append((tpl, st, None, None))
     cur = [vals for _, vals in win]
@@ -564,7 +636,8 @@ def _replay(tr, win, steps, times, rec=None):
                 if bk:
                     p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
                                      for _, nd, _, isblk in keys)
-                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld) in enumerate(bk)]
+                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
+                    _set_acc(bk, brefs, psum, seen)
                 else:
                     brefs = ()
                 emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
@@ -591,10 +664,20 @@ def _replay(tr, win, steps, times, rec=None):
                 else:
                     text = fmt % v[:nt]
                 bk = tpl[9]
-                brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld) in enumerate(bk)] \
-                    if bk else ()
+                if bk:
+                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
+                    _set_acc(bk, brefs, psum, seen)
+                else:
+                    brefs = ()
                 emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "B":
+                a = tpl[1].allocs.get(v[0])
+                if a is not None and a.slot is not None:
+                    # the full trace allocates nothing here (block_alloc finds the block's
+                    # buffer): the block existed before the loop, unlike the windows' ones
+                    raise Mismatch("a replayed allocation finds its block allocated")
+                if tpl[1].kind == "psum":
+                    psum.add((tpl[1].ordinal, v[0]))
                 if tpl[2] is None:
                     tr.block_alloc(tpl[1], v[0])
                 else:
@@ -608,6 +691,18 @@ def _replay(tr, win, steps, times, rec=None):
             elif kind == "R":
                 tpl[1].owner = None
                 tpl[1].freed = tr.tick
+            elif kind == "S":
+                _replay_sink(tr, tpl, fmt, v)
+            elif kind == "U":
+                _, bb, slot, nbytes = tpl
+                got = tr._pick_slot(bb.kind, bb.fbytes, bb.site)
+                if got is not slot:
+                    raise Mismatch("a replayed load at a use takes another buffer")
+                slot.owner = object()      # an Alloc's token (Tracer.sunk_read's): until its R
+                slot.tag = None
+                bb.remat_bytes += nbytes
+                bb.reissued += 1
+                bb.used.add(slot.id)
             elif kind == "L1":
                 _, bid, parts, dtn, shape, site, n, ref, nt = tpl
                 if type(ref) is BlockBuf:
@@ -628,6 +723,44 @@ def _replay(tr, win, steps, times, rec=None):
         rec.forward(sink)
 
 
+def _set_acc(bk, brefs, psum, seen):
+    """Before a replayed instruction: its PSUM blocks' accumulation state as the recorded
+    instruction found it (rec_emit). A block neither allocated by the replay nor seen by the
+    recording holds a state made before the loop, which the windows did not show: the kernel
+    is lowered again in full."""
+    for (bb, _, _, st), (_, blk, _, _) in zip(bk, brefs):
+        if st is not None:
+            a = bb.allocs.get(blk)
+            if a is None:
+                raise Mismatch("a replayed instruction's PSUM block has no buffer")
+            if (bb.ordinal, blk) not in psum and not seen((bb.ordinal, blk)):
+                raise Mismatch("a replayed instruction uses a PSUM block from before the loop")
+            a.lazy_zero = st[0]
+            a.acc_started = set(st[1])
+
+
+def _replay_sink(tr, tpl, fmt, v):
+    """Tracer.sink_load of a replayed iteration: the block records its views (made from the
+    recorded ones' layouts and the shifted offsets), the load counts as a tick and a load."""
+    _, bb, (ddt, dshape, dpdim, dst), (sbuf, sdt, sshape, spdim, sst), lt, nl = tpl
+    blk, dp0, doff, sp0, soff = v[nl:]
+    a = bb.allocs.get(blk)
+    if a is not None and a.slot is not None and a.slot.id >= 0:
+        raise Mismatch("a replayed load at uses finds a block with a buffer")
+    if a is None:
+        a = C.Alloc(C.Slot(-1, bb.kind, 0, bb.fbytes, None), bb.kind)    # no memory
+        a.blk = (bb, blk)
+        bb.allocs[blk] = a
+    dv = C.Tensor(a.slot, None, ddt, dshape, dpdim, dp0, dst, doff)
+    sv = C.Tensor(sbuf, None, sdt, sshape, spdim, sp0, sst, soff)
+    a.remat = [(dv, sv)]
+    a.written = True
+    tr.tick += 1
+    if lt is not None:
+        key = (lt[0], fmt % v[:nl], lt[2], lt[3])
+        tr.nload[key] = tr.nload.get(key, 0) + 1
+
+
 def _keeps(tr, win, steps, times):
     """Would any replayed load (second pass) keep its data resident? Then no replay."""
     if tr.live is None:
@@ -635,6 +768,13 @@ def _keeps(tr, win, steps, times):
     counts = {}
     for k in range(1, times + 1):
         for (tpl, vals), st in zip(win, steps):
+            if tpl[0] == "S" and tpl[4] is not None:
+                # a load at uses counts as a load of its data (Tracer.sink_load)
+                lt, nl = tpl[4], tpl[5]
+                v = [a + k * s for a, s in zip(vals[:nl], st)]
+                key = (lt[0], _join(lt[1], v), lt[2], lt[3])
+                counts[key] = counts.get(key, tr.nload.get(key, 0)) + 1
+                continue
             if tpl[0] != "L2":
                 continue
             v = [a + k * s for a, s in zip(vals, st)]
@@ -700,12 +840,16 @@ def iterate(tr, r, frame, outer, where):
                               f"{i} iterations")
             if found is not None and rec.bad is None:
                 P, win, steps, dn = found
-                times = (n - i - P) // P          # windows replayed; at least P iterations stay
+                # windows replayed: at least P iterations stay, checked to continue the
+                # replayed sequence; P + 1 when a mask compares the index, the last of them
+                # run freely (a mask's condition on the index changes once at most: a ragged
+                # last tile is the last iteration)
+                times = (n - i - P - (1 if rec.mask else 0)) // P
                 if times > 0 and not _keeps(tr, win, steps, times):
                     before = snaps[-1][1]
                     tr.steady = Guard()
                     try:
-                        _replay(tr, win, steps, times, rec if parent is not None else None)
+                        _replay(tr, win, steps, times, rec, rec if parent is not None else None)
                     finally:
                         tr.steady = parent
                     after = _nums(tr, _bbs(rec))
