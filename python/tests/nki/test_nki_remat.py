@@ -3,7 +3,6 @@ tensor whose blocks are loads from a kernel input and that does not fit beside t
 working set is not kept; each instruction that reads it loads what it reads, and the kernel's
 own loads of it are not issued. The kernels are in the compiler-emitted style (block tensors
 declared at the top, indexed by loop variables); the bytes are computed by hand below."""
-import importlib.util
 import os
 import re
 
@@ -14,6 +13,8 @@ from ncsim import nki
 import ncsim.nki.isa as nisa
 import ncsim.nki.language as nl
 import ncsim.nki.typing as nt
+
+import shared_kernels  # noqa: E402  (python/tests/nki: the public NKIBench kernels)
 
 F32 = 4
 
@@ -237,15 +238,6 @@ def test_policy_option_is_checked():
 # repository): their HBM bytes against the trn1 profiles (measurements in docs/nki.md,
 # "Calibration")
 
-def _shared_dir():
-    d = os.environ.get("NCSIM_NKI_KERNELS")
-    if not d:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))))
-        d = os.path.join(os.path.dirname(root), "shared", "reference", "nki-kernels", "kernels")
-    return d if os.path.isdir(d) else None
-
-
 # name, input shapes (fp32), HBM bytes read and written on trn1 without the spill traffic
 # (bmm's profile adds 33,816,576 B of spill reloads and 12,582,912 B of spill saves, which
 # come from a loop transformation of the compiler's that the frontend does not make)
@@ -261,18 +253,11 @@ SHARED = [
 
 @pytest.mark.parametrize("name,shapes,read,write", SHARED, ids=[s[0].split("_")[0] for s in SHARED])
 def test_shared_kernels_move_the_bytes_the_chip_moved(name, shapes, read, write):
-    d = _shared_dir()
-    if d is None:
-        pytest.skip("the shared NKI kernels are not here (set NCSIM_NKI_KERNELS)")
     if name.startswith("matmul") and os.environ.get("NCSIM_NKI_TRACE_ORACLE"):
         # 110,000 instructions lowered twice, once without replay: minutes; the ordinary
         # run of this test covers it
         pytest.skip("too long under the trace oracle")
-    nki.install_neuronxcc_alias()
-    spec = importlib.util.spec_from_file_location("shared_remat_" + name,
-                                                  os.path.join(d, name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = shared_kernels.kernel_module(name, "shared_remat_" + name)
     b = nki.benchmark(mod.kernel)
     b(*[nt.tensor[list(s), np.float32] for s in shapes])
     st = b.benchmark_result.stats

@@ -1,8 +1,6 @@
 """The lowering's instruction scheduler (python/ncsim/nki/_sched.py, docs/nki.md "Scheduling"):
 an order worked out by hand, the same results as the kernel's order, `ncsim check` clean, and
 `ncc.no_reorder()` pinning the order."""
-import importlib.util
-import os
 
 import numpy as np
 import pytest
@@ -12,6 +10,8 @@ import ncsim.nki.compiler as ncc
 import ncsim.nki.language as nl
 from ncsim.nki import _sched
 from ncsim.nki.examples.catalog import BY_NAME, CASES
+
+import shared_kernels  # noqa: E402  (python/tests/nki: the public NKIBench kernels)
 
 SP, PE, ACT, DVE, POOL = range(5)
 N_ENG, N_Q = 5, 16
@@ -219,35 +219,12 @@ def test_no_reorder_pins_the_order():
 
 # ---- the public NKIBench kernels, run unmodified from where they are kept (not in the repository)
 
-def _shared_dir():
-    d = os.environ.get("NCSIM_NKI_KERNELS")
-    if not d:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))))
-        d = os.path.join(os.path.dirname(root), "shared", "reference", "nki-kernels", "kernels")
-    return d if os.path.isdir(d) else None
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("name", ["adamw_M10944_N2048_0", "silu_M4096_N7168_0"])
 def test_shared_kernels_scheduled(name):
     """The shared adamw and silu at their sizes: scheduled, the program is check-clean and
     computes the NumPy reference's values (both small enough to simulate functionally)."""
-    d = _shared_dir()
-    if d is None:
-        pytest.skip("the shared NKI kernels are not here (set NCSIM_NKI_KERNELS)")
-    nki.install_neuronxcc_alias()
-    mod = _load(os.path.join(d, name + ".py"), "shared_" + name)
-    refdir = os.path.join(os.path.dirname(d), "reference")
-    stem = name.rsplit("_", 1)[0]
-    refs = [f for f in os.listdir(refdir) if f.startswith(stem + "_numpy")]
-    ref = _load(os.path.join(refdir, refs[0]), "ref_" + name)
+    mod = shared_kernels.kernel_module(name, "shared_" + name)
+    ref = shared_kernels.reference_module(name, "ref_" + name)
     np.random.seed(0)
     inputs = ref.get_inputs()
     args = ref.transform_to_nki_inputs(inputs)

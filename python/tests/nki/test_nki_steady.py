@@ -11,6 +11,8 @@ import ncsim.nki.language as nl
 from ncsim.nki import _steady
 from ncsim.nki.examples.catalog import CASES
 
+import shared_kernels  # noqa: E402  (python/tests/nki: the public NKIBench kernels)
+
 
 def _both(kernel, *args, **pol):
     a = nki.lower(kernel, *args, policy=dict(pol, steady_state=True))
@@ -712,24 +714,6 @@ def test_block_allocated_before_the_loop_falls_back():
 # ---- the public NKIBench kernels, run unmodified from where they are kept (not in the
 # repository; skipped when absent)
 
-def _shared_kernel(name):
-    import os
-    import importlib.util
-    d = os.environ.get("NCSIM_NKI_KERNELS")
-    if not d:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__)))))
-        d = os.path.join(os.path.dirname(root), "shared", "reference", "nki-kernels", "kernels")
-    path = os.path.join(d, name + ".py")
-    if not os.path.isfile(path):
-        pytest.skip("the shared NKI kernels are not here (set NCSIM_NKI_KERNELS)")
-    nki.install_neuronxcc_alias()
-    spec = importlib.util.spec_from_file_location("ncsim_steady_shared_" + name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("name,shapes,least", [
     # the m-tile loop (12 runs of 32 iterations): two PSUM block tensors, B's loads at uses
     ("matmul_M4096_N12288_K5120_0", [(32, 128, 40, 128), (40, 128, 12288)], 300),
@@ -741,7 +725,7 @@ def test_shared_kernels_replayed(name, shapes, least):
     import ncsim.nki.typing as nt
     if os.environ.get("NCSIM_NKI_TRACE_ORACLE"):
         pytest.skip("too long under the trace oracle (every lowering done twice more)")
-    mod = _shared_kernel(name)
+    mod = shared_kernels.kernel_module(name, "ncsim_steady_shared_" + name)
     low = _both(mod.kernel, *[nt.tensor[list(s), np.float32] for s in shapes])
     assert low.steady_fallback is None
     assert sum(e["replayed"] for e in low.loops) >= least, low.loops
