@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from . import _dtypes as D
+from . import _native
 from . import _sched
 from ..builder import raw_view
 
@@ -123,6 +124,10 @@ class Policy:
         self.steady_state = True         # long loops: trace until a steady state is shown,
                                          # replay the middle iterations (_steady.py); False:
                                          # every iteration runs (the same program text)
+        self.native_passes = "auto"      # scheduler, waits and loop folding: "auto" = in C
+                                         # when libncsim loads (else Python; $NCSIM_NKI_PASSES
+                                         # overrides), "c", or "python" (_native.py; the same
+                                         # program text)
         self.set(**kw)
 
     def set(self, **kw):
@@ -2999,8 +3004,12 @@ class Tracer:
     def finish(self, arch="trn1", comment=None):
         """The program text (run with the cycle collector paused, as the whole lowering is:
         Kernel._lower)."""
+        # the scheduler, waits and folding in C where the policy lets them (_native.py); the
+        # reference lowering (fast_trace False) keeps the Python passes they are checked against
+        native = self.pol.fast_trace and _native.enabled(self.pol.native_passes)
         if self.pol.schedule_window > 1:
-            self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES)
+            self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES,
+                                    native)
         posted = [set() for _ in range(N_AGENTS)]
         for n in self.nodes:
             if n.waits:
@@ -3058,7 +3067,7 @@ class Tracer:
                 out.append(f".engine {e}")
                 if self.pol.fold_loops:
                     from ._fold import fold
-                    st = fold(st, self.pol.fast_trace)
+                    st = fold(st, self.pol.fast_trace, native)
                 out += st
         return "\n".join(out) + "\n"
 

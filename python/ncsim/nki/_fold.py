@@ -231,9 +231,15 @@ def _fold_runs(items):
     return out, changed
 
 
-def fold(lines, fast=True):
+def fold(lines, fast=True, native=False):
     """The lines of one engine's stream (instructions and `.loc`), folded into loops.
-    fast=False: the reference search (the same result, slower; for tests)."""
+    fast=False: the reference search (the same result, slower; for tests). native (with
+    fast): the fast search in C (_native.py: the same lines), where it takes the text."""
+    if fast and native:
+        from . import _native
+        out = _native.fold(lines)
+        if out is not None:
+            return out
     if fast:
         cache = {}
         items = []

@@ -81,9 +81,14 @@ def annotate(nd, deps, queue, est, pinned):
         nd.cost = dma_estimate(*est)
 
 
-def run(nodes, window, n_engines, n_queues):
-    """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook)."""
+def run(nodes, window, n_engines, n_queues, native=False):
+    """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook). native:
+    do both in C (_native.py: the same order and waits; Tracer.finish passes
+    _native.enabled(policy))."""
     n_agents = n_engines + n_queues
+    if native:
+        from . import _native
+        return _native.run(nodes, window, n_engines, n_queues, ISSUE_NS)
     if any(nd.deps is None for nd in nodes):
         # an instruction without its dependences (not the tracer's: it annotates every node
         # when it leaves the waits to this pass): the order and the waits given stand
