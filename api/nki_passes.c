@@ -1170,14 +1170,12 @@ static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *
     return 0;
 }
 
-ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_lines,
-                                       char **out, size_t *out_len)
+/* The fold of text (n_lines lines separated by '\n'), its lines appended to res, separated by
+ * '\n' (one before the first too unless first). NCSIM_USAGE with a message for a text this
+ * fold does not take; NCSIM_NOMEM. */
+static ncsim_status_t fold_into(const char *fn, const char *text, size_t len, int64_t n_lines,
+                                fbuf_t *res, int first)
 {
-    static const char fn[] = "ncsim_nki_internal_fold";
-    if (!out || !out_len || (len > 0 && !text))
-        return api_fail(NCSIM_USAGE, KIND, "%s: a NULL argument", fn);
-    *out = NULL;
-    *out_len = 0;
     if (n_lines < 0 || n_lines >= INT32_MAX)
         return api_fail(NCSIM_USAGE, KIND, "%s: line count %lld out of range", fn,
                         (long long)n_lines);
@@ -1191,7 +1189,7 @@ ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_l
         return api_fail(NCSIM_USAGE, KIND, "%s: the text holds %lld lines, not %lld", fn,
                         (long long)(len > 0 ? seen : 0), (long long)n_lines);
     folder_t f = {0};
-    fbuf_t tmpl = {0}, vals = {0}, res = {0};
+    fbuf_t tmpl = {0}, vals = {0};
     int32_t *list = malloc(sizeof *list * ((size_t)n_lines + 1));
     int32_t *next = malloc(sizeof *next * ((size_t)n_lines + 1));
     int32_t n_tmpl = 0;
@@ -1263,11 +1261,234 @@ ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_l
             ex[k] = (fexpr_t){digits + at, (size_t)w};
             at += (size_t)w;
         }
-        ok = ok && render(&f, list[x], ex, 0, &res, x == 0);
+        ok = ok && render(&f, list[x], ex, 0, res, first && x == 0);
         free(digits);
         free(ex);
         if (!ok)
             goto out;
+    }
+    st = NCSIM_OK;
+out:
+    if (st == NCSIM_NOMEM)
+        api_fail(NCSIM_NOMEM, "memory", "%s: out of memory", fn);
+    free(list);
+    free(next);
+    free(tmpl.p);
+    free(vals.p);
+    folder_free(&f);
+    return st;
+}
+
+ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_lines,
+                                       char **out, size_t *out_len)
+{
+    static const char fn[] = "ncsim_nki_internal_fold";
+    if (!out || !out_len || (len > 0 && !text))
+        return api_fail(NCSIM_USAGE, KIND, "%s: a NULL argument", fn);
+    *out = NULL;
+    *out_len = 0;
+    fbuf_t res = {0};
+    ncsim_status_t st = fold_into(fn, text, len, n_lines, &res, 1);
+    if (st == NCSIM_OK && !fbuf_add(&res, "", 1))
+        st = api_fail(NCSIM_NOMEM, "memory", "%s: out of memory", fn);
+    if (st != NCSIM_OK) {
+        free(res.p);
+        return st;
+    }
+    *out = res.p;
+    *out_len = res.len - 1;
+    return NCSIM_OK;
+}
+
+/* ---- the program's streams (Tracer.finish) ------------------------------------------------- */
+
+/* n '\n'-separated entries of a text: their starts and lengths. 0 when the count differs. */
+static int split_entries(const char *text, size_t len, int64_t n, size_t *start, size_t *size)
+{
+    size_t a = 0;
+    int64_t k = 0;
+    for (size_t x = 0; x <= len; x++) {
+        if (x < len && text[x] != '\n')
+            continue;
+        if (k >= n)
+            return 0;
+        start[k] = a;
+        size[k] = x - a;
+        k++;
+        a = x + 1;
+    }
+    return k == n;
+}
+
+ncsim_status_t ncsim_nki_internal_streams(int64_t n, const int32_t *agent, const int32_t *engine,
+                                          const int64_t *line, const char *texts,
+                                          size_t texts_len, const int64_t *order,
+                                          const int32_t *new_index, const int64_t *wait_offsets,
+                                          const int32_t *waits, const char *names,
+                                          size_t names_len, int32_t n_engines,
+                                          int32_t n_queues, int fold, char **out,
+                                          size_t *out_len)
+{
+    static const char fn[] = "ncsim_nki_internal_streams";
+    if (!out || !out_len)
+        return api_fail(NCSIM_USAGE, KIND, "%s: a NULL argument", fn);
+    *out = NULL;
+    *out_len = 0;
+    if (n < 0 || n >= INT32_MAX)
+        return api_fail(NCSIM_USAGE, KIND, "%s: node count %lld out of range", fn,
+                        (long long)n);
+    if (n_engines <= 0 || n_engines > 64 || n_queues < 0 || n_queues > 256)
+        return api_fail(NCSIM_USAGE, KIND, "%s: %d engines and %d queues: out of range", fn,
+                        (int)n_engines, (int)n_queues);
+    int32_t n_agents = n_engines + n_queues;
+    size_t na = (size_t)n_agents;
+    if (n > 0 && (!agent || !engine || !line || !texts || !order || !new_index ||
+                  !wait_offsets))
+        return api_fail(NCSIM_USAGE, KIND, "%s: a node array is NULL", fn);
+    if (!names)
+        return api_fail(NCSIM_USAGE, KIND, "%s: the names are NULL", fn);
+    for (size_t x = 0; x < texts_len; x++)
+        if ((unsigned char)texts[x] >= 0x80)
+            return api_fail(NCSIM_USAGE, KIND, "%s: byte %zu of the texts is not ASCII", fn, x);
+    ncsim_status_t st = NCSIM_NOMEM;
+    size_t *tstart = malloc(sizeof *tstart * ((size_t)n + 1));
+    size_t *tsize = malloc(sizeof *tsize * ((size_t)n + 1));
+    size_t nstart[64 + 256 + 64], nsize[64 + 256 + 64];
+    int64_t *astart = malloc(sizeof *astart * (na + 1));
+    int64_t *rank = malloc(sizeof *rank * ((size_t)n + 1)); /* [astart[a] + index] */
+    uint8_t *seen = calloc((size_t)n + 1, 1);
+    fbuf_t *stream = calloc((size_t)n_engines, sizeof *stream);
+    int64_t *lines = calloc((size_t)n_engines, sizeof *lines);
+    int64_t *lastline = malloc(sizeof *lastline * (size_t)n_engines);
+    uint8_t *has_last = calloc((size_t)n_engines, 1);
+    fbuf_t res = {0};
+    if (!tstart || !tsize || !astart || !rank || !seen || !stream || !lines || !lastline ||
+        !has_last)
+        goto out;
+    if (!split_entries(texts, texts_len, n, tstart, tsize)) {
+        st = api_fail(NCSIM_USAGE, KIND, "%s: the texts do not hold %lld lines", fn,
+                      (long long)n);
+        goto out;
+    }
+    if (!split_entries(names, names_len, n_agents + n_engines, nstart, nsize)) {
+        st = api_fail(NCSIM_USAGE, KIND, "%s: the names do not hold %d lines (semaphores, "
+                      "then engines)", fn, (int)(n_agents + n_engines));
+        goto out;
+    }
+    for (int64_t p = 0; p < n; p++)
+        if (agent[p] < 0 || agent[p] >= n_agents || engine[p] < 0 || engine[p] >= n_engines) {
+            st = api_fail(NCSIM_USAGE, KIND, "%s: node %lld: agent %d or engine %d out of "
+                          "range", fn, (long long)p, (int)agent[p], (int)engine[p]);
+            goto out;
+        }
+    agent_offsets(n, agent, n_agents, astart);
+    /* the order is a permutation; new indices in range; waits name existing instructions */
+    if (wait_offsets[0] != 0) {
+        st = api_fail(NCSIM_USAGE, KIND, "%s: wait offsets start at %lld", fn,
+                      (long long)wait_offsets[0]);
+        goto out;
+    }
+    for (int64_t k = 0; k < n; k++) {
+        int64_t p = order[k];
+        if (p < 0 || p >= n || seen[p]) {
+            st = api_fail(NCSIM_USAGE, KIND, "%s: order[%lld] = %lld: out of range or given "
+                          "twice", fn, (long long)k, (long long)p);
+            goto out;
+        }
+        seen[p] = 1;
+        int64_t cnt = astart[agent[p] + 1] - astart[agent[p]];
+        if (new_index[k] < 0 || new_index[k] >= cnt || wait_offsets[k + 1] < wait_offsets[k] ||
+            wait_offsets[k + 1] > INT32_MAX || (wait_offsets[k + 1] > 0 && !waits)) {
+            st = api_fail(NCSIM_USAGE, KIND, "%s: node %lld: new index %d or wait offset %lld "
+                          "out of range", fn, (long long)p, (int)new_index[k],
+                          (long long)wait_offsets[k + 1]);
+            goto out;
+        }
+        for (int64_t w = wait_offsets[k]; w < wait_offsets[k + 1]; w++) {
+            int32_t a = waits[2 * w], i = waits[2 * w + 1];
+            if (a < 0 || a >= n_agents || i < 0 || i >= astart[a + 1] - astart[a]) {
+                st = api_fail(NCSIM_USAGE, KIND, "%s: node %lld: a wait on instruction %d of "
+                              "agent %d, out of range", fn, (long long)p, (int)i, (int)a);
+                goto out;
+            }
+        }
+    }
+    /* posted: the instructions some wait names; rank: their place among their agent's, from
+     * 1 (the semaphore value the wait reads) */
+    memset(seen, 0, (size_t)n + 1);
+    for (int64_t w = 0; w < wait_offsets[n]; w++)
+        seen[astart[waits[2 * w]] + waits[2 * w + 1]] = 1;
+    int first = 1;
+    for (int32_t a = 0; a < n_agents; a++) {
+        int64_t r = 0;
+        for (int64_t i = astart[a]; i < astart[a + 1]; i++)
+            rank[i] = seen[i] ? ++r : 0;
+        if (r > 0) {
+            if ((!first && !fbuf_add(&res, "\n", 1)) || !fbuf_add(&res, ".sem ", 5) ||
+                !fbuf_add(&res, names + nstart[a], nsize[a]))
+                goto out;
+            first = 0;
+        }
+    }
+    /* each engine's lines: .loc when the source line changes, waits beyond two on nops
+     * before the instruction, the instruction with its waits and its post */
+    char num[32];
+    for (int64_t k = 0; k < n; k++) {
+        int64_t p = order[k];
+        int32_t e = engine[p], ag = agent[p];
+        fbuf_t *b = &stream[e];
+        if (!has_last[e] || lastline[e] != line[p]) {
+            int w = snprintf(num, sizeof num, "%lld", (long long)line[p]);
+            if ((lines[e]++ && !fbuf_add(b, "\n", 1)) || !fbuf_add(b, "    .loc ", 9) ||
+                !fbuf_add(b, num, (size_t)w))
+                goto out;
+            lastline[e] = line[p];
+            has_last[e] = 1;
+        }
+        int64_t w0 = wait_offsets[k], w1 = wait_offsets[k + 1];
+        while (w1 - w0 > 2) {
+            if ((lines[e]++ && !fbuf_add(b, "\n", 1)) || !fbuf_add(b, "    nop", 7))
+                goto out;
+            for (int64_t w = w0; w < w0 + 2; w++) {
+                int32_t a = waits[2 * w];
+                int c = snprintf(num, sizeof num, " >= %lld",
+                                 (long long)rank[astart[a] + waits[2 * w + 1]]);
+                if (!fbuf_add(b, " | wait ", 8) || !fbuf_add(b, names + nstart[a], nsize[a]) ||
+                    !fbuf_add(b, num, (size_t)c))
+                    goto out;
+            }
+            w0 += 2;
+        }
+        if ((lines[e]++ && !fbuf_add(b, "\n", 1)) || !fbuf_add(b, "    ", 4) ||
+            !fbuf_add(b, texts + tstart[p], tsize[p]))
+            goto out;
+        for (int64_t w = w0; w < w1; w++) {
+            int32_t a = waits[2 * w];
+            int c = snprintf(num, sizeof num, " >= %lld",
+                             (long long)rank[astart[a] + waits[2 * w + 1]]);
+            if (!fbuf_add(b, " | wait ", 8) || !fbuf_add(b, names + nstart[a], nsize[a]) ||
+                !fbuf_add(b, num, (size_t)c))
+                goto out;
+        }
+        if (rank[astart[ag] + new_index[k]] &&
+            (!fbuf_add(b, " | post ", 8) || !fbuf_add(b, names + nstart[ag], nsize[ag])))
+            goto out;
+    }
+    for (int32_t e = 0; e < n_engines; e++) {
+        if (!lines[e])
+            continue;
+        if ((!first && !fbuf_add(&res, "\n", 1)) || !fbuf_add(&res, ".engine ", 8) ||
+            !fbuf_add(&res, names + nstart[n_agents + e], nsize[n_agents + e]))
+            goto out;
+        first = 0;
+        if (fold) {
+            st = fold_into(fn, stream[e].p, stream[e].len, lines[e], &res, 0);
+            if (st != NCSIM_OK)
+                goto out;
+            st = NCSIM_NOMEM;
+        } else if (!fbuf_add(&res, "\n", 1) || !fbuf_add(&res, stream[e].p, stream[e].len)) {
+            goto out;
+        }
     }
     if (!fbuf_add(&res, "", 1))
         goto out;
@@ -1278,11 +1499,18 @@ ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_l
 out:
     if (st == NCSIM_NOMEM)
         api_fail(NCSIM_NOMEM, "memory", "%s: out of memory", fn);
-    free(list);
-    free(next);
-    free(tmpl.p);
-    free(vals.p);
+    free(tstart);
+    free(tsize);
+    free(astart);
+    free(rank);
+    free(seen);
+    if (stream)
+        for (int32_t e = 0; e < n_engines; e++)
+            free(stream[e].p);
+    free(stream);
+    free(lines);
+    free(lastline);
+    free(has_last);
     free(res.p);
-    folder_free(&f);
     return st;
 }

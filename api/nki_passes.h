@@ -65,4 +65,24 @@ NCSIM_API ncsim_status_t ncsim_nki_internal_waits(
 NCSIM_API ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_lines,
                                                  char **out, size_t *out_len);
 
+/*
+ * The program's semaphore declarations and engine streams (what Tracer.finish writes after the
+ * buffers): for n nodes in trace order, agent[p], engine[p], line[p] (its source line) and
+ * its text (texts: n entries separated by '\n', texts_len bytes, ASCII); order, new_index,
+ * wait_offsets and waits as ncsim_nki_internal_schedule and _waits give them. names: the
+ * n_engines + n_queues semaphore names, then the n_engines engine names, separated by '\n'.
+ * Writes, separated by '\n': ".sem NAME" for each agent some wait names, then per engine
+ * with instructions ".engine NAME" and its lines -- ".loc LINE" where the source line
+ * changes, "nop | wait ... | wait ..." for waits beyond two, the instruction with " | wait
+ * NAME >= VALUE" (the value: the waited instruction's rank among its agent's posting ones)
+ * and " | post NAME" when a wait names it -- folded into loops when fold is nonzero
+ * (ncsim_nki_internal_fold). *out: NUL-terminated (ncsim_free). NCSIM_USAGE on a bad array or
+ * a text the fold does not take.
+ */
+NCSIM_API ncsim_status_t ncsim_nki_internal_streams(
+    int64_t n, const int32_t *agent, const int32_t *engine, const int64_t *line,
+    const char *texts, size_t texts_len, const int64_t *order, const int32_t *new_index,
+    const int64_t *wait_offsets, const int32_t *waits, const char *names, size_t names_len,
+    int32_t n_engines, int32_t n_queues, int fold, char **out, size_t *out_len);
+
 #endif

@@ -16,8 +16,8 @@ iterations whose instructions were replayed instead of traced (docs/nki.md, "Loo
 pass of the kernel's Python, the replayed loop windows (inside those passes), the scheduler
 (list scheduling, then every wait, in the final order) and the folding into loops (inside writing the text).
 With the passes in C (the default where libncsim loads; docs/nki.md, "Cost of lowering"),
-"arrays" is the making of the flat arrays they read, and "schedule", "waits" and "fold" the C
-calls with what surrounds them.
+"arrays" is the making of the flat arrays they read, "schedule" and "waits" the C calls, and
+"write" the C writing of the engine streams, their folding included (then "fold" is 0).
 The phases are timed by wrapping the lowering's functions in this process; the program text is
 unchanged.
 --passes python|c picks the implementation of the scheduler, waits and folding (policy
@@ -35,7 +35,7 @@ import ncsim  # noqa: E402
 from ncsim import nki  # noqa: E402
 from ncsim.nki.examples.catalog import BY_NAME  # noqa: E402
 
-PHASES = ("pass 1", "pass 2", "replay", "arrays", "schedule", "waits", "fold", "text")
+PHASES = ("pass 1", "pass 2", "replay", "arrays", "schedule", "waits", "fold", "write", "text")
 
 
 def _time_phases(acc):
@@ -59,6 +59,7 @@ def _time_phases(acc):
     wrap(_native, "Nodes", "arrays")
     wrap(_native, "schedule_c", "schedule")
     wrap(_native, "waits_c", "waits")
+    wrap(_native, "streams_c", "write")
     wrap(_steady, "_replay", "replay")
     wrap(_core.Tracer, "finish", "text")
     # Kernel._trace(func, sig, bound, pol, source, prev, grid): prev is None on the first pass

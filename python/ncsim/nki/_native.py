@@ -45,6 +45,11 @@ def _load():
             f = lib.ncsim_nki_internal_waits
             f.restype = ctypes.c_int
             f.argtypes = [i64, vp, vp, vp, vp, vp, vp, i32, i32, vp, vp, vp]
+            f = lib.ncsim_nki_internal_streams
+            f.restype = ctypes.c_int
+            f.argtypes = [i64, vp, vp, vp, ctypes.c_char_p, sz, vp, vp, vp, vp,
+                          ctypes.c_char_p, sz, i32, i32, ctypes.c_int, ctypes.POINTER(vp),
+                          ctypes.POINTER(sz)]
             f = lib.ncsim_nki_internal_fold
             f.restype = ctypes.c_int
             f.argtypes = [ctypes.c_char_p, sz, i64, ctypes.POINTER(vp), ctypes.POINTER(sz)]
@@ -81,9 +86,7 @@ def enabled(choice):
 
 
 def _fail(what):
-    lib, L = _load()
-    info = lib.ncsim_last_error_info().contents
-    msg = info.message.decode("utf-8", "replace") if info.message else "unknown error"
+    msg = _message() or "unknown error"
     raise RuntimeError(f"ncsim.nki: the C {what} refused the tracer's nodes (an internal "
                        f"error of the lowering): {msg}")
 
@@ -152,7 +155,66 @@ def run(nodes, window, n_engines, n_queues, issue_ns):
         return nodes
     a = Nodes(nodes)
     order = schedule_c(a, window, n_engines, n_queues, issue_ns)
+    return _apply(nodes, order, *waits_c(a, order, n_engines, n_queues))
+
+
+_text, _line = attrgetter("text"), attrgetter("line")
+
+
+def run_and_write(nodes, window, n_engines, n_queues, issue_ns, sem_names, engine_names,
+                  fold):
+    """Tracer.finish's scheduling, waits and engine streams in C: (nodes, text), the text being
+    the program's .sem declarations and .engine sections (folded into loops if fold), as
+    Tracer.finish writes them from the scheduled nodes. The nodes come back in their new
+    order, their idx and waits not updated (the text has them). (nodes, None) when the C
+    writer does not take these nodes (an instruction without its dependences, a source line
+    that is not an int, a text that is not ASCII or holds a line break, a number the fold does
+    not take): the nodes are then scheduled and given their waits, for Tracer.finish to write."""
+    if not nodes or None in map(_deps, nodes):
+        return run(nodes, window, n_engines, n_queues, issue_ns), None
+    a = Nodes(nodes)
+    order = schedule_c(a, window, n_engines, n_queues, issue_ns)
     new_index, offsets, waits = waits_c(a, order, n_engines, n_queues)
+    text = streams_c(nodes, a, order, new_index, offsets, waits, sem_names, engine_names,
+                     fold)
+    if text is None:
+        return _apply(nodes, order, new_index, offsets, waits), None
+    return list(map(nodes.__getitem__, order)), text
+
+
+def streams_c(nodes, a, order, new_index, offsets, waits, sem_names, engine_names, fold):
+    """The C writer of the .sem lines and engine streams (run_and_write), or None when it
+    does not take these nodes."""
+    try:
+        lines = array("q", map(_line, nodes))
+    except (TypeError, OverflowError):  # a source line that is not an int (of 64 bits)
+        return None
+    texts = "\n".join(map(_text, nodes))
+    if not texts.isascii() or texts.count("\n") != len(nodes) - 1:
+        return None
+    lib, L = _load()
+    tb = texts.encode("ascii")
+    nb = "\n".join(list(sem_names) + list(engine_names)).encode("ascii")
+    out, n = ctypes.c_void_p(), ctypes.c_size_t()
+    st = lib.ncsim_nki_internal_streams(
+        a.n, _addr(a.agent), _addr(a.eng), _addr(lines), tb, len(tb), _addr(order),
+        _addr(new_index), _addr(offsets), _addr(waits), nb, len(nb), len(engine_names),
+        len(sem_names) - len(engine_names), 1 if fold else 0, ctypes.byref(out),
+        ctypes.byref(n))
+    if st == USAGE and "not ASCII" in _message() or st == USAGE and "2^62" in _message():
+        return None
+    if st:
+        _fail("program writer")
+    return L.take_bytes(out, n.value).decode("ascii")
+
+
+def _message():
+    lib, _ = _load()
+    info = lib.ncsim_last_error_info().contents
+    return info.message.decode("utf-8", "replace") if info.message else ""
+
+
+def _apply(nodes, order, new_index, offsets, waits):
     out = list(map(nodes.__getitem__, order))
     wo = offsets.tolist()
     wl = waits.tolist()

@@ -24,11 +24,14 @@ pytestmark = pytest.mark.skipif(not _native.available(), reason="libncsim did no
 
 
 class Node:
-    __slots__ = ("eng", "agent", "idx", "deps", "cost", "pin", "waits", "tag")
+    __slots__ = ("eng", "agent", "idx", "deps", "cost", "pin", "waits", "tag", "text", "line")
 
     def __init__(self, eng, agent, idx, deps, cost, pin, tag):
         self.eng, self.agent, self.idx, self.deps = eng, agent, idx, deps
         self.cost, self.pin, self.waits, self.tag = cost, pin, None, tag
+        # a text whose offset steps with the node's place in its agent, so that runs fold
+        self.text = f"op{agent % 3} sb:fp32@0:128+{64 * idx}[1x8]"
+        self.line = 10 + tag // 50
 
 
 def _fresh(spec):
@@ -119,12 +122,46 @@ def _random_spec(rng, n):
     return spec
 
 
+SEMS = [f"s_{e}" for e in ("sp", "pe", "act", "dve", "pool")] + [f"s_q{q}" for q in range(N_Q)]
+ENGS = ("sp", "pe", "act", "dve", "pool")
+
+
+def _write_both(spec, window, fold=True):
+    """The .sem lines and engine streams written in C (_native.run_and_write) and in Python
+    (_sched.write after _sched.run): the same lines."""
+    py = _sched.write(_sched.run(_fresh(spec), window, N_ENG, N_Q), SEMS, ENGS, fold, True,
+                      False)
+    nodes, tail = _native.run_and_write(_fresh(spec), window, N_ENG, N_Q, _sched.ISSUE_NS,
+                                        SEMS, ENGS, fold)
+    assert tail is not None
+    assert tail.split("\n") == py if py else tail == ""
+    return py
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_node_lists(seed):
     rng = random.Random(seed)
     spec = _random_spec(rng, rng.choice((1, 2, 5, 30, 200, 800)))
     for window in (0, 1, 2, 3, 8, 64):
         _both(spec, window)
+    for window in (2, 64):
+        for fold in (True, False):
+            _write_both(spec, window, fold)
+
+
+def test_writer_declines_what_it_cannot_write():
+    """A source line that is not an int, a text that is not ASCII or holds a line break: the
+    C writer declines, and the nodes come back scheduled with their waits, for the Python
+    writer (what _sched.run gives)."""
+    spec = _random_spec(random.Random(3), 120)
+    want = _result(_sched.run(_fresh(spec), 64, N_ENG, N_Q))
+    for k, attr, value in ((5, "line", None), (7, "line", "file.py:3"), (9, "text", "op \u00e9"),
+                           (11, "text", "op a\nb"), (13, "line", 2 ** 70)):
+        nodes = _fresh(spec)
+        setattr(nodes[k], attr, value)
+        got, tail = _native.run_and_write(nodes, 64, N_ENG, N_Q, _sched.ISSUE_NS, SEMS, ENGS,
+                                          True)
+        assert tail is None and _result(got) == want, (attr, value)
 
 
 def test_random_lists_do_reorder():
@@ -134,6 +171,35 @@ def test_random_lists_do_reorder():
     wide = _both(spec, 64)
     assert [nd.tag for nd in wide] != list(range(400))
     assert sum(1 for nd in wide if nd.waits) > 50
+    # and the writer's: nops for waits beyond two, posts, source lines
+    lines = _write_both(spec, 64)
+    for word in ("nop |", "| post", ".loc"):
+        assert sum(word in ln for ln in lines) > 3, word
+
+
+def _streaming_spec(iters):
+    """A loop of `iters` iterations as the tracer gives it: SP loads a tile on queue 0, ScalarE
+    and VectorE work on it, SP stores the result on queue 1, each following the one before;
+    the next iteration's load overwrites the tile the store reads (double-buffered: two
+    iterations back)."""
+    spec = []
+    for i in range(iters):
+        ld = [(N_ENG + 1, i - 2)] if i >= 2 else []
+        spec.append((0, N_ENG, i, ld, (1000.0, 1300.0), False))
+        spec.append((2, 2, i, [(N_ENG, i)], 300.0, False))
+        spec.append((3, 3, i, [(2, i)], 500.0, False))
+        spec.append((0, N_ENG + 1, i, [(3, i)], (1000.0, 1300.0), False))
+    return spec
+
+
+def test_streaming_loop_written_as_loops():
+    """The writer on a regular loop: the same lines as Python's, folded into .loop nests."""
+    spec = _streaming_spec(60)
+    lines = _write_both(spec, 64)
+    assert sum(".loop" in ln for ln in lines) >= 3
+    assert len(lines) * 2 < 4 * 60      # half the unfolded instruction lines
+    for window in (0, 2, 5):
+        _write_both(spec, window)
 
 
 def _random_stream(rng):
