@@ -1305,6 +1305,8 @@ ncsim_status_t ncsim_nki_internal_fold(const char *text, size_t len, int64_t n_l
 /* n '\n'-separated entries of a text: their starts and lengths. 0 when the count differs. */
 static int split_entries(const char *text, size_t len, int64_t n, size_t *start, size_t *size)
 {
+    if (n == 0)
+        return len == 0;
     size_t a = 0;
     int64_t k = 0;
     for (size_t x = 0; x <= len; x++) {

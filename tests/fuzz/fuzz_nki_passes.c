@@ -5,8 +5,9 @@
  *
  * The first byte picks the case:
  *   0: a node list made well (agents and engines in range, each agent's indices in order,
- *      dependences on earlier instructions): the scheduler must order it, and the waits must
- *      be computed both for that order and for the trace order;
+ *      dependences on earlier instructions): the scheduler must order it, and the waits and
+ *      the program's streams (folded and not) must be written both for that order and for the
+ *      trace order;
  *   1: a node list from raw bytes (any agent, engine, index, dependence, cost): refused with
  *      NCSIM_USAGE and a message, or scheduled;
  *   2: the rest is one engine's stream for the fold: folded, or refused (not ASCII, a number
@@ -113,16 +114,46 @@ static void nodes_case(reader_t *r, int made_well)
         seen[order[k]] = 1;
         ident[k] = k;
     }
+    /* texts whose offsets step with the node's place in its agent (so that runs fold), and
+     * source lines that change now and then */
+    static char texts[MAX_NODES * 32];
+    int64_t line[MAX_NODES];
+    size_t tl = 0;
+    unsigned every = next_byte(r) % 8 + 1;
+    for (int64_t p = 0; p < n; p++) {
+        tl += (size_t)snprintf(texts + tl, sizeof texts - tl, "%sop%d x+%d[1]", p ? "\n" : "",
+                               (int)(agent[p] & 3), 64 * (index[p] & 0xffff));
+        line[p] = (int64_t)((unsigned)p / every);
+    }
     for (int pass = 0; pass < 2; pass++) {
         st = ncsim_nki_internal_waits(n, agent, engine, index, offs, deps, pass ? ident : order,
                                       N_ENG, N_Q, new_index, wo, waits);
         if (made_well)
             fz_check(st == NCSIM_OK, "fuzz_nki_passes", "no waits for a well-made list");
         refused_or_ok(st, "the waits failed otherwise than by refusing");
-        if (st == NCSIM_OK)
-            for (int64_t k = 0; k < n; k++)
-                fz_check(wo[k + 1] >= wo[k] && wo[k + 1] <= offs[n], "fuzz_nki_passes",
-                         "wait offsets out of order");
+        if (st != NCSIM_OK)
+            continue;
+        for (int64_t k = 0; k < n; k++)
+            fz_check(wo[k + 1] >= wo[k] && wo[k + 1] <= offs[n], "fuzz_nki_passes",
+                     "wait offsets out of order");
+        static const char names[] =
+            "s_sp\ns_pe\ns_act\ns_dve\ns_pool\ns_q0\ns_q1\ns_q2\ns_q3\ns_q4\ns_q5\ns_q6\n"
+            "s_q7\ns_q8\ns_q9\ns_q10\ns_q11\ns_q12\ns_q13\ns_q14\ns_q15\nsp\npe\nact\ndve\npool";
+        for (int fold = 0; fold < 2; fold++) {
+            char *out = NULL;
+            size_t len = 0;
+            st = ncsim_nki_internal_streams(n, agent, engine, line, texts, tl,
+                                            pass ? ident : order, new_index, wo, waits, names,
+                                            sizeof names - 1, N_ENG, N_Q, fold, &out, &len);
+            if (made_well)
+                fz_check(st == NCSIM_OK, "fuzz_nki_passes", "no text for a well-made list");
+            refused_or_ok(st, "the writer failed otherwise than by refusing");
+            if (st == NCSIM_OK) {
+                fz_check(out != NULL && out[len] == 0, "fuzz_nki_passes",
+                         "the written text is not terminated at its length");
+                ncsim_free(out);
+            }
+        }
     }
 }
 

@@ -235,6 +235,87 @@ static void test_fold_refusals(void **state)
     ncsim_free(out);
 }
 
+/* The writer: the hand-made case above (a1, d1, a3, a2 after scheduling) with source lines
+ * 7, 7, 8, 7. a1 and d1 post (a wait names them); a3 follows a1 on ScalarE without a new
+ * .loc only if its line is the same. */
+static const char SEMS[] = "s_sp\ns_pe\ns_act\ns_dve\ns_pool\ns_q0\ns_q1\ns_q2\ns_q3\ns_q4\n"
+                           "s_q5\ns_q6\ns_q7\ns_q8\ns_q9\ns_q10\ns_q11\ns_q12\ns_q13\ns_q14\n"
+                           "s_q15\nsp\npe\nact\ndve\npool";
+
+static void test_streams(void **state)
+{
+    (void)state;
+    const int32_t agent[] = {ACT, DVE, ACT, ACT}, engine[] = {ACT, DVE, ACT, ACT};
+    const int64_t line[] = {7, 7, 8, 7};
+    const char texts[] = "exp a\nmul d\nexp b\ntanh c";
+    const int64_t order[] = {0, 1, 3, 2};
+    const int32_t new_index[] = {0, 0, 1, 2};
+    const int64_t wo[] = {0, 0, 1, 1, 2};
+    const int32_t waits[] = {ACT, 0, DVE, 0};
+    char *out = NULL;
+    size_t len = 0;
+    assert_int_equal(ncsim_nki_internal_streams(4, agent, engine, line, texts, strlen(texts),
+                                                order, new_index, wo, waits, SEMS, strlen(SEMS),
+                                                N_ENG, N_Q, 1, &out, &len),
+                     NCSIM_OK);
+    const char *want = ".sem s_act\n"
+                       ".sem s_dve\n"
+                       ".engine act\n"
+                       "    .loc 7\n"
+                       "    exp a | post s_act\n"
+                       "    tanh c\n"
+                       "    .loc 8\n"
+                       "    exp b | wait s_dve >= 1\n"
+                       ".engine dve\n"
+                       "    .loc 7\n"
+                       "    mul d | wait s_act >= 1 | post s_dve";
+    assert_string_equal(out, want);
+    assert_int_equal(len, strlen(want));
+    ncsim_free(out);
+
+    /* three waits: one nop takes the first two */
+    const int32_t agent3[] = {SP, PE, POOL, ACT}, engine3[] = {SP, PE, POOL, ACT};
+    const int64_t line3[] = {1, 1, 1, 1};
+    const char texts3[] = "a\nb\nc\nd";
+    const int64_t order3[] = {0, 1, 2, 3};
+    const int32_t idx3[] = {0, 0, 0, 0};
+    const int64_t wo3[] = {0, 0, 0, 0, 3};
+    const int32_t waits3[] = {POOL, 0, PE, 0, SP, 0};
+    assert_int_equal(ncsim_nki_internal_streams(4, agent3, engine3, line3, texts3,
+                                                strlen(texts3), order3, idx3, wo3, waits3, SEMS,
+                                                strlen(SEMS), N_ENG, N_Q, 0, &out, &len),
+                     NCSIM_OK);
+    assert_non_null(strstr(out, ".engine act\n    .loc 1\n    nop | wait s_pool >= 1 | wait "
+                                "s_pe >= 1\n    d | wait s_sp >= 1"));
+    ncsim_free(out);
+
+    /* refusals */
+    const int64_t bad_order[] = {0, 0, 3, 2};
+    expect_refusal(ncsim_nki_internal_streams(4, agent, engine, line, texts, strlen(texts),
+                                              bad_order, new_index, wo, waits, SEMS,
+                                              strlen(SEMS), N_ENG, N_Q, 1, &out, &len),
+                   "given twice");
+    expect_refusal(ncsim_nki_internal_streams(4, agent, engine, line, texts, strlen(texts) - 7,
+                                              order, new_index, wo, waits, SEMS, strlen(SEMS),
+                                              N_ENG, N_Q, 1, &out, &len),
+                   "texts do not hold 4 lines");
+    expect_refusal(ncsim_nki_internal_streams(4, agent, engine, line, texts, strlen(texts),
+                                              order, new_index, wo, waits, "s_sp", 4, N_ENG,
+                                              N_Q, 1, &out, &len),
+                   "names do not hold");
+    const int32_t bad_waits[] = {ACT, 5, DVE, 0};
+    expect_refusal(ncsim_nki_internal_streams(4, agent, engine, line, texts, strlen(texts),
+                                              order, new_index, wo, bad_waits, SEMS,
+                                              strlen(SEMS), N_ENG, N_Q, 1, &out, &len),
+                   "a wait on instruction 5 of agent 2");
+    const int32_t bad_idx[] = {0, 0, 3, 2};
+    expect_refusal(ncsim_nki_internal_streams(4, agent, engine, line, texts, strlen(texts),
+                                              order, bad_idx, wo, waits, SEMS, strlen(SEMS),
+                                              N_ENG, N_Q, 1, &out, &len),
+                   "new index 3");
+    assert_null(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_bad_arrays),
         cmocka_unit_test(test_fold_nested),
         cmocka_unit_test(test_fold_refusals),
+        cmocka_unit_test(test_streams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
