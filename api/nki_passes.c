@@ -1153,9 +1153,10 @@ static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *
         }
         int64_t v = 0;
         for (size_t x = k; x < e; x++) {
-            v = v * 10 + (s[x] - '0');
-            if (v >= FOLD_MAX_VALUE)
+            int64_t digit = s[x] - '0';
+            if (v > (FOLD_MAX_VALUE - 1 - digit) / 10) /* v * 10 + digit >= 2^62 */
                 return 1;
+            v = v * 10 + digit;
         }
         char mark = FOLD_MARK;
         if (!fbuf_add(tmpl, s + a, k - a) || !fbuf_add(tmpl, &mark, 1) ||
@@ -1195,7 +1196,8 @@ static ncsim_status_t fold_into(const char *fn, const char *text, size_t len, in
     int32_t n_tmpl = 0;
     ncsim_status_t st = NCSIM_NOMEM;
     int nomem = 0;
-    if (!list || !next)
+    /* the pool of numbers is never NULL (a text without numbers still indexes it at 0) */
+    if (!list || !next || !fbuf_reserve(&f.vals_pool, 64))
         goto out;
     /* the lines: their templates interned (ids 0, 1, ... in the key space too) */
     size_t a = 0;

@@ -229,6 +229,12 @@ static void test_fold_refusals(void **state)
     expect_refusal(ncsim_nki_internal_fold("op \xc3\xa9", 5, 1, &out, &len), "not ASCII");
     const char *big = "op x+4611686018427387904[1]";
     expect_refusal(ncsim_nki_internal_fold(big, strlen(big), 1, &out, &len), "2^62");
+    const char *huge = "op x+99999999999999999999999999[1]"; /* would overflow 64 bits */
+    expect_refusal(ncsim_nki_internal_fold(huge, strlen(huge), 1, &out, &len), "2^62");
+    const char *most = "op x+4611686018427387903[1]\nop x+00000000000000000000000001[1]";
+    assert_int_equal(ncsim_nki_internal_fold(most, strlen(most), 2, &out, &len), NCSIM_OK);
+    assert_string_equal(out, "    op x+4611686018427387903[1]\n    op x+1[1]");
+    ncsim_free(out);
     expect_refusal(ncsim_nki_internal_fold("x", 1, 1, NULL, &len), "NULL");
     assert_int_equal(ncsim_nki_internal_fold("", 0, 0, &out, &len), NCSIM_OK);
     assert_string_equal(out, "");
