@@ -7,7 +7,9 @@ grow by the same amount from one period to the next, and writes each run as
 `.loop iD = 0, n` over one period with those numbers as `base + step*iD`. Folding repeats
 on its own output, so nested loops come out nested. The folded text assembles to exactly the
 instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the
-disassemblies); a run it cannot express stays as it is."""
+disassemblies); a run it cannot express stays as it is. fold(native=True) runs the fast search
+in C (_native.py, api/nki_passes.c: the same lines), this module being its reference and
+fallback."""
 import re
 from itertools import chain as _chain
 from operator import sub as _sub

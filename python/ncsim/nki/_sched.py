@@ -21,6 +21,11 @@ tracer's node list:
 - the semaphore waits are then computed again for the new order, by the tracer's rule (vector
   clocks, a transfer not covered by its issuing engine's interlock).
 
+Where libncsim loads, Tracer.finish runs these passes, and the writing of the streams
+(write, below) and their folding, in C (_native.py, api/nki_passes.c: the same results, byte
+for byte); this module is their reference and the fallback (docs/nki.md, "Cost of
+lowering").
+
 The estimates are the scheduler's own (a compiler's cost guess: `Tracer.emit`'s per-engine
 figure, and a latency plus bandwidth for a transfer); the simulated time comes from the C
 model whatever they are. They decide only the order, and any order the scheduler produces
