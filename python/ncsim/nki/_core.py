@@ -124,7 +124,7 @@ class Policy:
         self.steady_state = True         # long loops: trace until a steady state is shown,
                                          # replay the middle iterations (_steady.py); False:
                                          # every iteration runs (the same program text)
-        self.native_passes = "auto"      # scheduler, waits and loop folding: "auto" = in C
+        self.native_passes = "auto"      # scheduler, waits, streams, folding: "auto" = in C
                                          # when libncsim loads (else Python; $NCSIM_NKI_PASSES
                                          # overrides), "c", or "python" (_native.py; the same
                                          # program text)

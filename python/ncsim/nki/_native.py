@@ -113,6 +113,9 @@ class Nodes:
         self.offsets = array("q", [0])
         self.offsets.extend(accumulate(map(len, deps)))
         self.deps = array("i", chain.from_iterable(chain.from_iterable(deps)))
+        if len(self.deps) != 2 * self.offsets[-1]:
+            raise RuntimeError("ncsim.nki: a dependence that is not an (agent, index) pair "
+                               "(an internal error of the lowering)")
         self.cost = array("d", chain.from_iterable(
             c if c.__class__ is tuple else (c, 0.0) for c in map(_cost, nodes)))
         self.pin = array("B", map(_pin, nodes))

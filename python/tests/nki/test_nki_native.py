@@ -293,6 +293,8 @@ def test_bad_arrays_are_refused():
         _native.waits_c(a, _native.array("q", [1, 0]), N_ENG, N_Q)
     with pytest.raises(RuntimeError, match="engines"):
         _native.schedule_c(a, 64, 0, N_Q, 50.0)
+    with pytest.raises(RuntimeError, match="not an .agent, index. pair"):
+        _nodes([(0, 0, 0, [(0, 0, 0)], 1.0, False)])
 
 
 # ---- which implementation runs
