@@ -15,8 +15,13 @@ iterations whose instructions were replayed instead of traced (docs/nki.md, "Loo
 --phases also prints where the lowering's CPU goes: the first (allocation) pass and the second
 pass of the kernel's Python, the replayed loop windows (inside those passes), the scheduler
 (list scheduling, then every wait, in the final order) and the folding into loops (inside writing the text).
+With the passes in C (the default where libncsim loads; docs/nki.md, "Cost of lowering"),
+"arrays" is the making of the flat arrays they read, "schedule" and "waits" the C calls, and
+"write" the C writing of the engine streams, their folding included (then "fold" is 0).
 The phases are timed by wrapping the lowering's functions in this process; the program text is
 unchanged.
+--passes python|c picks the implementation of the scheduler, waits and folding (policy
+native_passes; default auto: C where libncsim loads), to compare them in one session.
 """
 import argparse
 import os
@@ -30,12 +35,12 @@ import ncsim  # noqa: E402
 from ncsim import nki  # noqa: E402
 from ncsim.nki.examples.catalog import BY_NAME  # noqa: E402
 
-PHASES = ("pass 1", "pass 2", "replay", "schedule", "waits", "fold", "text")
+PHASES = ("pass 1", "pass 2", "replay", "arrays", "schedule", "waits", "fold", "write", "text")
 
 
 def _time_phases(acc):
     """Wrap the lowering's phase functions so that their CPU seconds add up in acc."""
-    from ncsim.nki import _sched, _fold, _steady, _core, Kernel
+    from ncsim.nki import _sched, _fold, _steady, _core, _native, Kernel
 
     def wrap(obj, attr, phase, pick=None):
         f = getattr(obj, attr)
@@ -51,6 +56,10 @@ def _time_phases(acc):
     wrap(_sched, "schedule", "schedule")
     wrap(_sched, "assign_waits", "waits")
     wrap(_fold, "fold", "fold")
+    wrap(_native, "Nodes", "arrays")
+    wrap(_native, "schedule_c", "schedule")
+    wrap(_native, "waits_c", "waits")
+    wrap(_native, "streams_c", "write")
     wrap(_steady, "_replay", "replay")
     wrap(_core.Tracer, "finish", "text")
     # Kernel._trace(func, sig, bound, pol, source, prev, grid): prev is None on the first pass
@@ -70,6 +79,8 @@ def main():
                     help="every loop iteration traced (policy steady_state=False)")
     ap.add_argument("--phases", action="store_true",
                     help="also CPU seconds per phase of the lowering")
+    ap.add_argument("--passes", default="auto", choices=("auto", "c", "python"),
+                    help="scheduler, waits and folding in C or Python (policy native_passes)")
     a = ap.parse_args()
     acc = {}
     if a.phases:
@@ -83,7 +94,8 @@ def main():
         args = case.args(a.size, 0, timing=True)
         c0 = time.process_time()
         low = nki.lower(kernel, *args, policy={"fast_trace": not a.reference,
-                                               "steady_state": not a.full})
+                                               "steady_state": not a.full,
+                                               "native_passes": a.passes})
         c1 = time.process_time()
         r = ncsim.run(ncsim.assemble(low.text, name=name), timing_only=True)
         c2 = time.process_time()

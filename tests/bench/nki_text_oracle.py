@@ -9,6 +9,8 @@ A change meant to make lowering cheaper must leave every text byte-identical.
 DIR receives one file per kernel and size (NAME.SIZE.nca, or NAME.SIZE.err when lowering
 fails: the error must then be the same). --sizes picks sizes (default small,moderate,tutorial);
 --only picks kernels; --skip-slow-tutorial lowers at tutorial size only the four matmuls.
+--corpus: the kernels of python/tests/nki/corpus/ instead (tests/bench/nki_corpus.py), at their
+sizes small and full (--sizes), with timing-only placeholders for their inputs.
 Prints CPU seconds per lowering; exit 1 when a text differs.
 
 --assembled (with --check): a text that differs is assembled, and so is the saved one, and the
@@ -27,6 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import ncsim  # noqa: E402
 from ncsim import nki  # noqa: E402
 from ncsim.nki.examples.catalog import CASES  # noqa: E402
+import ncsim.nki.typing as nt  # noqa: E402
 
 MATMULS = ("matmul_tiled", "matmul_hoisted", "matmul_block_free", "matmul_optimized")
 
@@ -35,12 +38,45 @@ def _program(text):
     return ncsim.assemble(text).disassemble()
 
 
+def _catalog_jobs(sizes, only, skip_slow_tutorial):
+    for size in sizes.split(","):
+        for case in CASES:
+            if only and case.name not in only:
+                continue
+            if size not in case.sizes:
+                continue
+            if size == "tutorial" and skip_slow_tutorial and case.name not in MATMULS:
+                continue
+            kernel, _ = case.load()
+            yield case.name, size, kernel, case.args(size, 0, timing=True)
+
+
+def _corpus_jobs(sizes, only):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import nki_corpus
+    import numpy as np
+    names = sorted(f[:-3] for f in os.listdir(nki_corpus.CORPUS)
+                   if f.endswith(".py") and not f.startswith("_"))
+    for size in sizes.split(","):
+        for name in names:
+            if only and name not in only:
+                continue
+            mod = nki_corpus.load(name)
+            if size not in mod.SIZES:
+                continue
+            args = mod.inputs(mod.SIZES[size], np.random.default_rng(0))
+            yield name, size, mod.kernel, [nt.tensor[[*x.shape], str(x.dtype)] for x in args]
+
+
 def main():
     ap = argparse.ArgumentParser()
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--save", metavar="DIR")
     g.add_argument("--check", metavar="DIR")
-    ap.add_argument("--sizes", default="small,moderate,tutorial")
+    ap.add_argument("--sizes", default=None,
+                    help="default small,moderate,tutorial (small,full with --corpus)")
+    ap.add_argument("--corpus", action="store_true",
+                    help="the corpus kernels (python/tests/nki/corpus/) instead of the catalog")
     ap.add_argument("--only", default="", help="comma-separated kernel names")
     ap.add_argument("--skip-slow-tutorial", action="store_true")
     ap.add_argument("--assembled", action="store_true",
@@ -51,45 +87,38 @@ def main():
     os.makedirs(d, exist_ok=True)
     only = set(filter(None, a.only.split(",")))
     bad = 0
-    for size in a.sizes.split(","):
-        for case in CASES:
-            if only and case.name not in only:
-                continue
-            if size not in case.sizes:
-                continue
-            if size == "tutorial" and a.skip_slow_tutorial and case.name not in MATMULS:
-                continue
-            kernel, _ = case.load()
-            args = case.args(size, 0, timing=True)
-            c0 = time.process_time()
-            try:
-                out, ext = nki.lower(kernel, *args).text, "nca"
-            except Exception as e:  # the error text is part of the output too
-                out, ext = f"{type(e).__name__}: {e}\n", "err"
-            cpu = time.process_time() - c0
-            base = os.path.join(d, f"{case.name}.{size}")
-            if a.save:
-                for old in (base + ".nca", base + ".err"):
-                    if os.path.exists(old):
-                        os.remove(old)
-                with open(f"{base}.{ext}", "w") as f:
-                    f.write(out)
-                status = "saved"
+    sizes = a.sizes or ("small,full" if a.corpus else "small,moderate,tutorial")
+    for name, size, kernel, args in (_corpus_jobs(sizes, only) if a.corpus else
+                                     _catalog_jobs(sizes, only, a.skip_slow_tutorial)):
+        c0 = time.process_time()
+        try:
+            out, ext = nki.lower(kernel, *args).text, "nca"
+        except Exception as e:  # the error text is part of the output too
+            out, ext = f"{type(e).__name__}: {e}\n", "err"
+        cpu = time.process_time() - c0
+        base = os.path.join(d, f"{name}.{size}")
+        if a.save:
+            for old in (base + ".nca", base + ".err"):
+                if os.path.exists(old):
+                    os.remove(old)
+            with open(f"{base}.{ext}", "w") as f:
+                f.write(out)
+            status = "saved"
+        else:
+            path = f"{base}.{ext}"
+            if not os.path.exists(path):
+                status, bad = "MISSING (or outcome changed)", bad + 1
             else:
-                path = f"{base}.{ext}"
-                if not os.path.exists(path):
-                    status, bad = "MISSING (or outcome changed)", bad + 1
-                else:
-                    with open(path) as f:
-                        saved = f.read()
-                    same = saved == out
-                    status = "same" if same else "DIFFERS"
-                    if not same and a.assembled and ext == "nca":
-                        same = _program(saved) == _program(out)
-                        status = (f"same program ({len(saved)} B saved)" if same else
-                                  "DIFFERENT PROGRAM")
-                    bad += not same
-            print(f"{case.name:20} {size:9} {cpu:7.2f} s  {len(out):9d} B  {status}", flush=True)
+                with open(path) as f:
+                    saved = f.read()
+                same = saved == out
+                status = "same" if same else "DIFFERS"
+                if not same and a.assembled and ext == "nca":
+                    same = _program(saved) == _program(out)
+                    status = (f"same program ({len(saved)} B saved)" if same else
+                              "DIFFERENT PROGRAM")
+                bad += not same
+        print(f"{name:20} {size:9} {cpu:7.2f} s  {len(out):9d} B  {status}", flush=True)
     if a.check:
         print("all identical" if not bad else f"{bad} differ")
     return 1 if bad else 0

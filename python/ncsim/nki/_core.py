@@ -18,6 +18,7 @@ import weakref
 import numpy as np
 
 from . import _dtypes as D
+from . import _native
 from . import _sched
 from ..builder import raw_view
 
@@ -123,6 +124,10 @@ class Policy:
         self.steady_state = True         # long loops: trace until a steady state is shown,
                                          # replay the middle iterations (_steady.py); False:
                                          # every iteration runs (the same program text)
+        self.native_passes = "auto"      # scheduler, waits, streams, folding: "auto" = in C
+                                         # when libncsim loads (else Python; $NCSIM_NKI_PASSES
+                                         # overrides), "c", or "python" (_native.py; the same
+                                         # program text)
         self.set(**kw)
 
     def set(self, **kw):
@@ -3014,17 +3019,19 @@ class Tracer:
     def finish(self, arch="trn1", comment=None):
         """The program text (run with the cycle collector paused, as the whole lowering is:
         Kernel._lower)."""
-        if self.pol.schedule_window > 1:
-            self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES)
-        posted = [set() for _ in range(N_AGENTS)]
-        for n in self.nodes:
-            if n.waits:
-                for a, i in n.waits:
-                    posted[a].add(i)
-        rank = []
-        for a in range(N_AGENTS):
-            rank.append({i: r + 1 for r, i in enumerate(sorted(posted[a]))})
+        # the scheduler, waits and folding in C where the policy lets them (_native.py); the
+        # reference lowering (fast_trace False) keeps the Python passes they are checked against
+        native = self.pol.fast_trace and _native.enabled(self.pol.native_passes)
         sem_names = [f"s_{e}" for e in ENGINES] + [f"s_q{q}" for q in range(N_QUEUES)]
+        tail = None               # the .sem lines and engine streams, when written in C
+        if self.pol.schedule_window > 1:
+            if native:
+                self.nodes, tail = _native.run_and_write(
+                    self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES,
+                    _sched.ISSUE_NS, sem_names, ENGINES, self.pol.fold_loops)
+            else:
+                self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES),
+                                        N_QUEUES)
         out = []
         if comment:
             out += ["; " + c for c in comment.splitlines()]
@@ -3048,33 +3055,12 @@ class Tracer:
                 out.append(f".sbuf {sl.name} u8 [128, {sl.size}] +{sl.offset}")
             else:
                 out.append(f".psum {sl.name} u8 [128, {sl.size}] +{sl.offset}")
-        for a in range(N_AGENTS):
-            if posted[a]:
-                out.append(f".sem {sem_names[a]}")
-        streams = [[] for _ in ENGINES]
-        lastline = [None] * len(ENGINES)
-        for n in self.nodes:
-            st = streams[n.eng]
-            if lastline[n.eng] != n.line:
-                st.append(f"    .loc {n.line}")
-                lastline[n.eng] = n.line
-            cl = ""
-            if n.waits:
-                ws = [f"wait {sem_names[a]} >= {rank[a][i]}" for a, i in n.waits]
-                while len(ws) > 2:
-                    st.append(f"    nop | {ws[0]} | {ws[1]}")
-                    ws = ws[2:]
-                cl = "".join(" | " + w for w in ws)
-            if n.idx in posted[n.agent]:
-                cl += f" | post {sem_names[n.agent]}"
-            st.append("    " + n.text + cl)
-        for e, st in zip(ENGINES, streams):
-            if st:
-                out.append(f".engine {e}")
-                if self.pol.fold_loops:
-                    from ._fold import fold
-                    st = fold(st, self.pol.fast_trace)
-                out += st
+        if tail is None:
+            # the .sem lines and engine streams in Python (_sched.write)
+            out += _sched.write(self.nodes, sem_names, ENGINES, self.pol.fold_loops,
+                                self.pol.fast_trace, native)
+        elif tail:
+            out.append(tail)
         return "\n".join(out) + "\n"
 
     # ---- assignment and accumulation

@@ -7,7 +7,9 @@ grow by the same amount from one period to the next, and writes each run as
 `.loop iD = 0, n` over one period with those numbers as `base + step*iD`. Folding repeats
 on its own output, so nested loops come out nested. The folded text assembles to exactly the
 instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the
-disassemblies); a run it cannot express stays as it is."""
+disassemblies); a run it cannot express stays as it is. fold(native=True) runs the fast search
+in C (_native.py, api/nki_passes.c: the same lines), this module being its reference and
+fallback."""
 import re
 from itertools import chain as _chain
 from operator import sub as _sub
@@ -231,9 +233,15 @@ def _fold_runs(items):
     return out, changed
 
 
-def fold(lines, fast=True):
+def fold(lines, fast=True, native=False):
     """The lines of one engine's stream (instructions and `.loc`), folded into loops.
-    fast=False: the reference search (the same result, slower; for tests)."""
+    fast=False: the reference search (the same result, slower; for tests). native (with
+    fast): the fast search in C (_native.py: the same lines), where it takes the text."""
+    if fast and native:
+        from . import _native
+        out = _native.fold(lines)
+        if out is not None:
+            return out
     if fast:
         cache = {}
         items = []

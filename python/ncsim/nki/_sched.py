@@ -21,6 +21,11 @@ tracer's node list:
 - the semaphore waits are then computed again for the new order, by the tracer's rule (vector
   clocks, a transfer not covered by its issuing engine's interlock).
 
+Where libncsim loads, Tracer.finish runs these passes, and the writing of the streams
+(write, below) and their folding, in C (_native.py, api/nki_passes.c: the same results, byte
+for byte); this module is their reference and the fallback (docs/nki.md, "Cost of
+lowering").
+
 The estimates are the scheduler's own (a compiler's cost guess: `Tracer.emit`'s per-engine
 figure, and a latency plus bandwidth for a transfer); the simulated time comes from the C
 model whatever they are. They decide only the order, and any order the scheduler produces
@@ -81,9 +86,14 @@ def annotate(nd, deps, queue, est, pinned):
         nd.cost = dma_estimate(*est)
 
 
-def run(nodes, window, n_engines, n_queues):
-    """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook)."""
+def run(nodes, window, n_engines, n_queues, native=False):
+    """Schedule the tracer's nodes and recompute their waits (Tracer.finish's hook). native:
+    do both in C (_native.py: the same order and waits; Tracer.finish passes
+    _native.enabled(policy))."""
     n_agents = n_engines + n_queues
+    if native:
+        from . import _native
+        return _native.run(nodes, window, n_engines, n_queues, ISSUE_NS)
     if any(nd.deps is None for nd in nodes):
         # an instruction without its dependences (not the tracer's: it annotates every node
         # when it leaves the waits to this pass): the order and the waits given stand
@@ -268,3 +278,50 @@ def assign_waits(nodes, n_engines, n_agents, n_queues):
         nd.idx = idx
         nd.waits = waits
     return nodes
+
+
+def write(nodes, sem_names, engine_names, fold_loops, fast=True, native=False):
+    """The program's lines after its buffers (Tracer.finish): a `.sem` line per agent that some
+    wait names, then per engine with instructions `.engine NAME` and its stream, in the nodes'
+    order -- `.loc LINE` where the source line changes, a `nop` per two waits beyond two, the
+    instruction with its waits (`wait s_X >= R`, R the waited instruction's rank among its
+    agent's posting ones) and its `post` when a wait names it -- folded into loops if
+    fold_loops (_fold.fold(lines, fast, native)). _native.run_and_write writes the same in C."""
+    n_agents = len(sem_names)
+    posted = [set() for _ in range(n_agents)]
+    for n in nodes:
+        if n.waits:
+            for a, i in n.waits:
+                posted[a].add(i)
+    rank = []
+    for a in range(n_agents):
+        rank.append({i: r + 1 for r, i in enumerate(sorted(posted[a]))})
+    out = []
+    for a in range(n_agents):
+        if posted[a]:
+            out.append(f".sem {sem_names[a]}")
+    streams = [[] for _ in engine_names]
+    lastline = [None] * len(engine_names)
+    for n in nodes:
+        st = streams[n.eng]
+        if lastline[n.eng] != n.line:
+            st.append(f"    .loc {n.line}")
+            lastline[n.eng] = n.line
+        cl = ""
+        if n.waits:
+            ws = [f"wait {sem_names[a]} >= {rank[a][i]}" for a, i in n.waits]
+            while len(ws) > 2:
+                st.append(f"    nop | {ws[0]} | {ws[1]}")
+                ws = ws[2:]
+            cl = "".join(" | " + w for w in ws)
+        if n.idx in posted[n.agent]:
+            cl += f" | post {sem_names[n.agent]}"
+        st.append("    " + n.text + cl)
+    for e, st in zip(engine_names, streams):
+        if st:
+            out.append(f".engine {e}")
+            if fold_loops:
+                from . import _fold
+                st = _fold.fold(st, fast, native)
+            out += st
+    return out

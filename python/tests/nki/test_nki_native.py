@@ -1,0 +1,354 @@
+"""The lowering's scheduler, waits and loop folding in C (python/ncsim/nki/_native.py over
+libncsim's api/nki_passes.c) against their Python references (_sched.py, _fold.py): the same
+order, the same waits and the same folded lines, on the node lists and streams of the catalog
+and corpus kernels and on random ones; bad arrays refused with a message; the policy and
+environment switches; lowering without the library."""
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ncsim.nki as nki
+import ncsim.nki.typing as nt
+from ncsim.nki import _fold, _native, _sched
+from ncsim.nki.examples.catalog import CASES
+
+from test_nki_corpus import NAMES as CORPUS_NAMES, load as load_corpus
+
+N_ENG, N_Q = 5, 16
+
+pytestmark = pytest.mark.skipif(not _native.available(), reason="libncsim did not load")
+
+
+class Node:
+    __slots__ = ("eng", "agent", "idx", "deps", "cost", "pin", "waits", "tag", "text", "line")
+
+    def __init__(self, eng, agent, idx, deps, cost, pin, tag):
+        self.eng, self.agent, self.idx, self.deps = eng, agent, idx, deps
+        self.cost, self.pin, self.waits, self.tag = cost, pin, None, tag
+        # a text whose offset steps with the node's place in its agent, so that runs fold
+        self.text = f"op{agent % 3} sb:fp32@0:128+{64 * idx}[1x8]"
+        self.line = 10 + tag // 50
+
+
+def _fresh(spec):
+    return [Node(*s, tag=k) for k, s in enumerate(spec)]
+
+
+def _result(order):
+    return [(nd.tag, nd.idx, nd.waits) for nd in order]
+
+
+def _both(spec, window):
+    """Schedule and wait the node list spec both ways; the results must agree."""
+    py = _sched.run(_fresh(spec), window, N_ENG, N_Q, native=False)
+    c = _sched.run(_fresh(spec), window, N_ENG, N_Q, native=True)
+    assert _result(c) == _result(py)
+    return py
+
+
+def _capture(monkeypatch, lower):
+    """The node lists and engine streams that lowering gives the scheduler and the fold."""
+    specs, streams = [], []
+    run, fold = _sched.run, _fold.fold
+
+    def run_spy(nodes, window, n_engines, n_queues, native=False):
+        specs.append(([(nd.eng, nd.agent, nd.idx, list(nd.deps), nd.cost, nd.pin)
+                       for nd in nodes], window))
+        return run(nodes, window, n_engines, n_queues, native)
+
+    def fold_spy(lines, fast=True, native=False):
+        streams.append(list(lines))
+        return fold(lines, fast, native)
+    monkeypatch.setattr(_sched, "run", run_spy)
+    monkeypatch.setattr(_fold, "fold", fold_spy)
+    text = lower()
+    monkeypatch.undo()
+    return text, specs, streams
+
+
+def _check_kernel(monkeypatch, kernel, args):
+    text_py, specs, streams = _capture(
+        monkeypatch, lambda: nki.lower(kernel, *args, policy={"native_passes": "python"}).text)
+    assert specs and streams
+    for spec, window in specs:
+        _both(spec, window)
+        _both(spec, 3)           # a narrow window reorders differently
+    for lines in streams:
+        assert _native.fold(lines) == _fold.fold(lines, True, False)
+    assert nki.lower(kernel, *args, policy={"native_passes": "c"}).text == text_py
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_catalog_kernels_both_ways(monkeypatch, case):
+    """Every catalog kernel at its moderate size (small where it has no moderate one)."""
+    size = "moderate" if "moderate" in case.sizes else "small"
+    kernel, _ = case.load()
+    _check_kernel(monkeypatch, kernel, case.args(size, 0, timing=True))
+
+
+@pytest.mark.parametrize("name", CORPUS_NAMES)
+def test_corpus_kernels_both_ways(monkeypatch, name):
+    mod = load_corpus(name)
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(0))
+    _check_kernel(monkeypatch, mod.kernel, [nt.tensor[[*a.shape], str(a.dtype)] for a in args])
+
+
+# ---- random node lists
+
+def _random_spec(rng, n):
+    """n nodes in trace order: engines and transfers (issued by an engine, on a queue), each
+    depending on a few earlier instructions of any agent (its own included), costs with ties,
+    some pinned."""
+    count = [0] * (N_ENG + N_Q)
+    spec = []
+    for p in range(n):
+        eng = rng.randrange(N_ENG)
+        agent = eng if rng.random() < 0.6 else N_ENG + rng.randrange(4 if rng.random() < .8 else N_Q)
+        deps = []
+        for _ in range(rng.choice((0, 1, 1, 2, 3, 5))):
+            a = rng.randrange(N_ENG + N_Q)
+            if count[a]:
+                deps.append((a, rng.randrange(max(0, count[a] - 6), count[a])))
+        if agent >= N_ENG:
+            cost = (float(rng.choice((100, 140, 280, 1000))), float(rng.choice((1300, 0, 50))))
+        else:
+            cost = float(rng.choice((0, 50, 64 / 1.4, 100, 300))) * rng.choice((1.0, 1.0, 3.0))
+        spec.append((eng, agent, count[agent], deps, cost, rng.random() < 0.05))
+        count[agent] += 1
+    return spec
+
+
+SEMS = [f"s_{e}" for e in ("sp", "pe", "act", "dve", "pool")] + [f"s_q{q}" for q in range(N_Q)]
+ENGS = ("sp", "pe", "act", "dve", "pool")
+
+
+def _write_both(spec, window, fold=True):
+    """The .sem lines and engine streams written in C (_native.run_and_write) and in Python
+    (_sched.write after _sched.run): the same lines."""
+    py = _sched.write(_sched.run(_fresh(spec), window, N_ENG, N_Q), SEMS, ENGS, fold, True,
+                      False)
+    nodes, tail = _native.run_and_write(_fresh(spec), window, N_ENG, N_Q, _sched.ISSUE_NS,
+                                        SEMS, ENGS, fold)
+    assert tail is not None
+    assert tail.split("\n") == py if py else tail == ""
+    return py
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_node_lists(seed):
+    rng = random.Random(seed)
+    spec = _random_spec(rng, rng.choice((1, 2, 5, 30, 200, 800)))
+    for window in (0, 1, 2, 3, 8, 64):
+        _both(spec, window)
+    for window in (2, 64):
+        for fold in (True, False):
+            _write_both(spec, window, fold)
+
+
+def test_writer_declines_what_it_cannot_write():
+    """A source line that is not an int, a text that is not ASCII or holds a line break: the
+    C writer declines, and the nodes come back scheduled with their waits, for the Python
+    writer (what _sched.run gives)."""
+    spec = _random_spec(random.Random(3), 120)
+    want = _result(_sched.run(_fresh(spec), 64, N_ENG, N_Q))
+    for k, attr, value in ((5, "line", None), (7, "line", "file.py:3"), (9, "text", "op \u00e9"),
+                           (11, "text", "op a\nb"), (13, "line", 2 ** 70)):
+        nodes = _fresh(spec)
+        setattr(nodes[k], attr, value)
+        got, tail = _native.run_and_write(nodes, 64, N_ENG, N_Q, _sched.ISSUE_NS, SEMS, ENGS,
+                                          True)
+        assert tail is None and _result(got) == want, (attr, value)
+
+
+def test_random_lists_do_reorder():
+    """The comparison above is not vacuous: on these lists the scheduler changes the order
+    and the waits name other instructions than in the trace order."""
+    spec = _random_spec(random.Random(7), 400)
+    wide = _both(spec, 64)
+    assert [nd.tag for nd in wide] != list(range(400))
+    assert sum(1 for nd in wide if nd.waits) > 50
+    # and the writer's: nops for waits beyond two, posts, source lines
+    lines = _write_both(spec, 64)
+    for word in ("nop |", "| post", ".loc"):
+        assert sum(word in ln for ln in lines) > 3, word
+
+
+def _streaming_spec(iters):
+    """A loop of `iters` iterations as the tracer gives it: SP loads a tile on queue 0, ScalarE
+    and VectorE work on it, SP stores the result on queue 1, each following the one before;
+    the next iteration's load overwrites the tile the store reads (double-buffered: two
+    iterations back)."""
+    spec = []
+    for i in range(iters):
+        ld = [(N_ENG + 1, i - 2)] if i >= 2 else []
+        spec.append((0, N_ENG, i, ld, (1000.0, 1300.0), False))
+        spec.append((2, 2, i, [(N_ENG, i)], 300.0, False))
+        spec.append((3, 3, i, [(2, i)], 500.0, False))
+        spec.append((0, N_ENG + 1, i, [(3, i)], (1000.0, 1300.0), False))
+    return spec
+
+
+def test_streaming_loop_written_as_loops():
+    """The writer on a regular loop: the same lines as Python's, folded into .loop nests."""
+    spec = _streaming_spec(60)
+    lines = _write_both(spec, 64)
+    assert sum(".loop" in ln for ln in lines) >= 3
+    assert len(lines) * 2 < 4 * 60      # half the unfolded instruction lines
+    for window in (0, 2, 5):
+        _write_both(spec, window)
+
+
+def _random_stream(rng):
+    """Lines of one engine's stream with runs that repeat with periods, offsets and wait
+    values stepping, nested, and the odd irregular line."""
+    lines = []
+    for _ in range(rng.randrange(1, 6)):
+        outer, inner = rng.randrange(1, 6), rng.randrange(1, 12)
+        base, so, si = rng.randrange(0, 4096), rng.choice((0, 64, 512, -64)), \
+            rng.choice((0, 4, 128, 1))
+        w = rng.randrange(1, 5)
+        for o in range(outer):
+            if rng.random() < 0.7:
+                lines.append(f"    .loc {rng.choice((10, 11))}")
+            lines.append(f"    act_op sb:fp32@0:128+{base + 4096 + o * so}[1x8] | wait s_pe >= "
+                         f"{w + o}")
+            for i in range(inner):
+                off = base + o * so + i * si
+                if off < 0:
+                    off = 0
+                lines.append(f"    dve_op sb:fp32@0:128+{off}[1x8], p:f32@0:128+00{i}[2x2]")
+                if rng.random() < 0.03:
+                    lines.append("    nop | wait s_q0 >= 3 | post s_dve")
+    return lines
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_streams(seed):
+    lines = _random_stream(random.Random(seed))
+    out = _native.fold(lines)
+    assert out == _fold.fold(lines, True, False) == _fold.fold(lines, False)
+
+
+def test_fold_hand_made():
+    """test_nki_fold.test_inner_loops_first's stream, in C."""
+    lines = []
+    for r in range(2):
+        lines.append(f"    act_op sb:fp32@0:128+{4096 * r}[1x8] | wait s_pe >= {r + 1}")
+        lines += [f"    dve_op sb:fp32@0:128+{4096 * r + 64 * k}[1x8]" for k in range(8)]
+    out = _native.fold(lines)
+    assert out[0] == "    .loop i0 = 0, 2"
+    assert "            dve_op sb:fp32@0:128+((0+4096*i0)+64*i1)[1x8]" in out
+    assert len(out) == 6
+
+
+def test_fold_texts_it_leaves_to_python():
+    """Non-ASCII text, a line break inside a line, a number of 2^62 or more: the C fold
+    declines (None) and _fold.fold gives the Python result."""
+    base = [f"    op x+{64 * k}[1] | wait s_pe >= {k}" for k in range(6)]
+    for lines in (base + ["    op \u00e9+1[2]"], base[:3] + ["    op a\nb"] + base[3:],
+                  base + [f"    op x+{2 ** 62}[1]"]):
+        assert _native.fold(lines) is None
+        assert _fold.fold(lines, True, True) == _fold.fold(lines, True, False)
+    for lines in ([], [""], ["", ""], ["  ", "x"] * 3):
+        assert _native.fold(lines) == _fold.fold(lines, True, False)
+    # leading zeros and blanks: the numbers are rewritten as Python's int() and str() do
+    odd = ["\t  op x+007[1]", "op x+008[1]", "op x+009[1]", "op x+010[1]", "op x+011[1]"]
+    assert _native.fold(odd) == _fold.fold(odd, True, False)
+
+
+# ---- bad arrays: refused with a message, no crash
+
+def _nodes(spec):
+    return _native.Nodes(_fresh(spec))
+
+
+def test_bad_arrays_are_refused():
+    good = [(0, 0, 0, [], 10.0, False), (1, 1, 0, [(0, 0)], 10.0, False)]
+    a = _nodes(good)
+    order = _native.schedule_c(a, 64, N_ENG, N_Q, 50.0)
+    assert list(order) == [0, 1]
+    cases = [
+        ([(0, 0, 0, [], 10.0, False), (1, 1, 0, [(0, 5)], 10.0, False)], "dependence on instruction 5"),
+        ([(0, 0, 0, [], 10.0, False), (1, 1, 0, [(99, 0)], 10.0, False)], "agent 99"),
+        ([(0, 40, 0, [], 10.0, False)], "agent 40"),
+        ([(9, 0, 0, [], 10.0, False)], "engine 9"),
+        ([(0, 0, 0, [], float("nan"), False)], "cost"),
+        ([(0, 0, 0, [(1, 0)], 1.0, False), (1, 1, 0, [(0, 0)], 1.0, False)], "cycle"),
+    ]
+    for spec, words in cases:
+        with pytest.raises(RuntimeError, match=words):
+            _native.schedule_c(_nodes(spec), 64, N_ENG, N_Q, 50.0)
+    # the waits: indices given twice, an order that is not a permutation or puts a
+    # dependence after its node
+    twice = _nodes([(0, 0, 0, [], 1.0, False), (0, 0, 0, [], 1.0, False)])
+    with pytest.raises(RuntimeError, match="given twice"):
+        _native.waits_c(twice, _native.array("q", [0, 1]), N_ENG, N_Q)
+    with pytest.raises(RuntimeError, match="order"):
+        _native.waits_c(a, _native.array("q", [1, 1]), N_ENG, N_Q)
+    with pytest.raises(RuntimeError, match="puts later"):
+        _native.waits_c(a, _native.array("q", [1, 0]), N_ENG, N_Q)
+    with pytest.raises(RuntimeError, match="engines"):
+        _native.schedule_c(a, 64, 0, N_Q, 50.0)
+    with pytest.raises(RuntimeError, match="not an .agent, index. pair"):
+        _nodes([(0, 0, 0, [(0, 0, 0)], 1.0, False)])
+
+
+# ---- which implementation runs
+
+def test_policy_and_environment_pick_the_implementation(monkeypatch):
+    from ncsim.nki.examples.catalog import BY_NAME
+    case = BY_NAME["adamw"]
+    kernel, _ = case.load()
+    args = case.args("small", 0, timing=True)
+    calls = []
+    real = _native.schedule_c
+    monkeypatch.setattr(_native, "schedule_c", lambda *a: calls.append(1) or real(*a))
+    nki.lower(kernel, *args)
+    assert calls, "the default (auto) runs the C passes where libncsim loads"
+    calls.clear()
+    nki.lower(kernel, *args, policy={"native_passes": "python"})
+    nki.lower(kernel, *args, policy={"fast_trace": False})     # the reference: Python
+    monkeypatch.setenv("NCSIM_NKI_PASSES", "python")
+    nki.lower(kernel, *args)
+    assert not calls
+    monkeypatch.setenv("NCSIM_NKI_PASSES", "c")
+    nki.lower(kernel, *args)
+    assert calls
+    monkeypatch.setenv("NCSIM_NKI_PASSES", "fortran")
+    # (errors while lowering reach the user as an NkiError naming the kernel and the cause)
+    with pytest.raises(Exception, match="NCSIM_NKI_PASSES='fortran': expected one of"):
+        nki.lower(kernel, *args)
+    monkeypatch.delenv("NCSIM_NKI_PASSES")
+    with pytest.raises(Exception, match="native_passes='fast': expected one of"):
+        nki.lower(kernel, *args, policy={"native_passes": "fast"})
+    monkeypatch.setattr(_native, "_lib", [False])
+    monkeypatch.setattr(_native, "_why", ["(test: not loaded)"])
+    with pytest.raises(Exception, match="need libncsim, which did not load: .test: not"):
+        nki.lower(kernel, *args, policy={"native_passes": "c"})
+    assert nki.lower(kernel, *args).text      # auto: Python
+
+
+def test_lowering_without_the_library(tmp_path):
+    """With no libncsim to load, lowering to text still works (the Python passes) and gives
+    the text the C passes give."""
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from ncsim import nki\n"
+            "from ncsim.nki import _native\n"
+            "from ncsim.nki.examples.catalog import BY_NAME\n"
+            "c = BY_NAME['matmul_tiled']; k, _ = c.load()\n"
+            "assert not _native.available()\n"
+            "sys.stdout.write(nki.lower(k, *c.args('moderate', 0, timing=True)).text)\n"
+            % os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(nki.__file__)))))
+    env = dict(os.environ, NCSIM_LIBRARY=str(tmp_path / "no-such-libncsim.so"))
+    env.pop("NCSIM_NKI_TRACE_ORACLE", None)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    from ncsim.nki.examples.catalog import BY_NAME
+    c = BY_NAME["matmul_tiled"]
+    k, _ = c.load()
+    assert r.stdout == nki.lower(k, *c.args("moderate", 0, timing=True)).text
