@@ -15,6 +15,9 @@ Prints CPU seconds per lowering; exit 1 when a text differs.
 two programs' disassemblies (every instruction, in order, with its waits and views: the loops
 unrolled) must be identical ("same program"); for a change that writes the same program as
 other text (the folding into loops).
+
+--corpus: the kernels of python/tests/nki/corpus/ instead of the catalog (sizes small and
+full, shape-and-dtype placeholders for their inputs, as nki_corpus.py times them).
 """
 import argparse
 import os
@@ -35,6 +38,37 @@ def _program(text):
     return ncsim.assemble(text).disassemble()
 
 
+class _CorpusCase:
+    """A corpus kernel with the interface of a catalog case that main() uses."""
+
+    def __init__(self, name):
+        self.name = name
+        self.mod = None
+        self.sizes = ("small", "full")
+
+    def load(self):
+        if self.mod is None:
+            import importlib.util
+            nki.install_neuronxcc_alias()
+            path = os.path.join(ROOT, "python", "tests", "nki", "corpus", self.name + ".py")
+            spec = importlib.util.spec_from_file_location("nki_corpus_" + self.name, path)
+            self.mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(self.mod)
+        return self.mod.kernel, self.mod.reference
+
+    def args(self, size, seed=0, timing=False):
+        import numpy as np
+        import ncsim.nki.typing as nt
+        args = self.mod.inputs(self.mod.SIZES[size], np.random.default_rng(seed))
+        return [nt.tensor[[*x.shape], str(x.dtype)] for x in args]
+
+
+def _corpus():
+    d = os.path.join(ROOT, "python", "tests", "nki", "corpus")
+    return [_CorpusCase(f[:-3]) for f in sorted(os.listdir(d))
+            if f.endswith(".py") and not f.startswith("_")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     g = ap.add_mutually_exclusive_group(required=True)
@@ -43,6 +77,8 @@ def main():
     ap.add_argument("--sizes", default="small,moderate,tutorial")
     ap.add_argument("--only", default="", help="comma-separated kernel names")
     ap.add_argument("--skip-slow-tutorial", action="store_true")
+    ap.add_argument("--corpus", action="store_true",
+                    help="the corpus kernels (sizes small,full) instead of the catalog")
     ap.add_argument("--assembled", action="store_true",
                     help="with --check: a different text passes if it assembles to the same "
                          "program")
@@ -50,9 +86,11 @@ def main():
     d = a.save or a.check
     os.makedirs(d, exist_ok=True)
     only = set(filter(None, a.only.split(",")))
+    cases = _corpus() if a.corpus else CASES
+    sizes = "small,full" if a.corpus and a.sizes == ap.get_default("sizes") else a.sizes
     bad = 0
-    for size in a.sizes.split(","):
-        for case in CASES:
+    for size in sizes.split(","):
+        for case in cases:
             if only and case.name not in only:
                 continue
             if size not in case.sizes:

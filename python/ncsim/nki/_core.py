@@ -9,6 +9,7 @@ already implies. `finish()` numbers the posts that some wait observes and writes
 text (docs/nki.md, "Lowering").
 """
 import bisect
+import heapq
 import math
 import operator
 import os
@@ -440,7 +441,8 @@ def is_index(x):
 class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
-    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "freed", "tag")
+    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "_freed",
+                 "tag", "heap")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
@@ -451,8 +453,27 @@ class Slot:
         self.recs = None
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
         self.site = site
-        self.freed = -1
+        self.heap = None            # the tracer's heap of free buffers of this kind and size
+        self._freed = -1
         self.tag = None             # first pass: (site, key) of the load whose data it holds
+
+    @property
+    def freed(self):
+        """The tick at which the buffer was last freed (the allocator prefers the buffer
+        released longest ago)."""
+        return self._freed
+
+    @freed.setter
+    def freed(self, tick):
+        # every release sets owner to None and then the tick: the buffer enters its heap
+        self._freed = tick
+        if self.heap is not None and self.owner is None:
+            heapq.heappush(self.heap, (tick, self.id))
+
+    def now_free(self):
+        """The buffer was freed without a new tick (a resident copy let go of it)."""
+        if self.heap is not None:
+            heapq.heappush(self.heap, (self._freed, self.id))
 
 
 class HbmBuf:
@@ -1798,6 +1819,7 @@ class Resident:
                                  for r in self.users):
             if self.slot.owner is self:
                 self.slot.owner = None
+                self.slot.now_free()
 
 
 def _free_slot(a, tick=-1):
@@ -1851,6 +1873,10 @@ class Tracer:
         self.selfknown = [-1] * len(ENGINES)   # per engine: its own last instruction known complete
         self.clocks = [[] for _ in range(N_AGENTS)]
         self.slots = []
+        # free buffers, for _other_free: per (kind, size) a heap of (tick freed, id), entries
+        # pushed whenever a buffer is freed and dropped, once stale, when met at the top
+        self.free_heaps = {}
+        self.free_sizes = {"sbuf": [], "psum": []}      # per kind: the sizes, ascending
         self.sites = {}
         self.sb_free = [(0, pol.sbuf_bytes)]
         self.ps_free = [True] * PSUM_BANKS
@@ -2523,7 +2549,25 @@ class Tracer:
         """The free buffer of another site to reuse: the smallest that is large enough, of
         those the one released longest ago (whose readers are most likely done, so the new
         writes need not wait for them: the next iteration's tensor can be filled while the
-        current one is still read)."""
+        current one is still read), of those the first made. The heaps of free buffers per
+        size (free_heaps) give it without a pass over every buffer (_other_free_ref)."""
+        if not _fast[0]:
+            return self._other_free_ref(kind, nbytes)
+        slots = self.slots
+        heaps = self.free_heaps
+        for size in self.free_sizes[kind]:
+            if size < nbytes:
+                continue
+            h = heaps[(kind, size)]
+            while h:
+                tick, sid = h[0]
+                sl = slots[sid]
+                if sl.owner is None and sl._freed == tick:
+                    return sl
+                heapq.heappop(h)        # stale: taken again, or freed again since
+        return None
+
+    def _other_free_ref(self, kind, nbytes):
         best = None
         for sl in self.slots:
             if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
@@ -2645,6 +2689,11 @@ class Tracer:
     def _add_slot(self, kind, c, site):
         off, size = c
         sl = Slot(len(self.slots), kind, off, size, site)
+        h = self.free_heaps.get((kind, size))
+        if h is None:
+            h = self.free_heaps[(kind, size)] = []
+            bisect.insort(self.free_sizes[kind], size)
+        sl.heap = h
         self.slots.append(sl)
         site.slots.append(sl)
         site.rr = len(site.slots) % max(1, len(site.slots))
