@@ -1877,6 +1877,7 @@ class Tracer:
         # pushed whenever a buffer is freed and dropped, once stale, when met at the top
         self.free_heaps = {}
         self.free_sizes = {"sbuf": [], "psum": []}      # per kind: the sizes, ascending
+        self.nheaped = 0                                # buffers of self.slots in the heaps
         self.sites = {}
         self.sb_free = [(0, pol.sbuf_bytes)]
         self.ps_free = [True] * PSUM_BANKS
@@ -2554,6 +2555,8 @@ class Tracer:
         if not _fast[0]:
             return self._other_free_ref(kind, nbytes)
         slots = self.slots
+        if self.nheaped != len(slots):
+            self._heap_slots()
         heaps = self.free_heaps
         for size in self.free_sizes[kind]:
             if size < nbytes:
@@ -2566,6 +2569,21 @@ class Tracer:
                     return sl
                 heapq.heappop(h)        # stale: taken again, or freed again since
         return None
+
+    def _heap_slots(self):
+        """Every buffer of self.slots in the heap of its kind and size (those _add_slot did
+        not make: a test's); a free one entered."""
+        for sl in self.slots:
+            if sl.heap is None:
+                key = (sl.kind, sl.size)
+                h = self.free_heaps.get(key)
+                if h is None:
+                    h = self.free_heaps[key] = []
+                    bisect.insort(self.free_sizes[sl.kind], sl.size)
+                sl.heap = h
+                if sl.owner is None:
+                    sl.now_free()
+        self.nheaped = len(self.slots)
 
     def _other_free_ref(self, kind, nbytes):
         best = None
@@ -2695,6 +2713,8 @@ class Tracer:
             bisect.insort(self.free_sizes[kind], size)
         sl.heap = h
         self.slots.append(sl)
+        if self.nheaped == len(self.slots) - 1:
+            self.nheaped += 1
         site.slots.append(sl)
         site.rr = len(site.slots) % max(1, len(site.slots))
         return sl
