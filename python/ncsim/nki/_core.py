@@ -712,7 +712,7 @@ class Tensor:
     None) and `p0` the first partition; `strides` are in elements; `off` the element offset
     (within a partition on chip, from the tensor's start in HBM)."""
     __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
-                 "inplace", "chk", "_txt", "_ab", "_bx", "_sp", "__weakref__")
+                 "inplace", "chk", "_txt", "_ab", "_bx", "_sp", "_lk", "__weakref__")
 
     def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
         self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
@@ -730,6 +730,7 @@ class Tensor:
         self._ab = None             # changes; box() is cached on the fast paths only)
         self._bx = None
         self._sp = None             # _block_span's result, when the view's maker knows it
+        self._lk = None             # _adv_index_memo: (shape, pdim, strides) as a key
 
     # ---- metadata
     @property
@@ -852,8 +853,31 @@ class Tensor:
     def text(self):
         t = self._txt
         if t is None:
+            tr = _tracer[0]
+            if tr is not None and tr.fast and tr.steady is None and _fast[0]:
+                # a first pass that a second replaces keeps no text (and no loop is being
+                # recorded, whose windows compare texts): the view's errors only
+                self._check_text()
+                return ""
             t = self._txt = self._text()
         return t
+
+    def _check_text(self):
+        """_text's errors, without the text (a first pass's instructions are thrown away)."""
+        self._real()
+        b = self.buf
+        tb = type(b)
+        if tb is BlockBuf:
+            _block_view_error(self)
+        if self.chk:
+            self.check_bounds()
+        if (self.shape, self.pdim, tuple(self.strides), tb is HbmBuf) not in _DIMS_TEXT:
+            self._text()                               # its structural errors, then cached
+        elif tb is not HbmBuf:
+            p = self.shape[self.pdim]
+            p0 = self.p0
+            if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+                self._text_ref()                       # its error
 
     def _text(self):
         """The raw NCA view of this tensor: _text_ref, with the free dims' text cached per
@@ -1512,7 +1536,10 @@ def _adv_index_memo(t, key, resolve=False):
     the offset, the first partition and the bounds to check. None: not such a subscript.
     resolve: a view of a block tensor within one block is made directly as _resolve_block's
     view of that block's buffer (index_view)."""
-    sk = [t.shape, t.pdim, tuple(t.strides)]
+    lk = t._lk
+    if lk is None:
+        lk = t._lk = (t.shape, t.pdim, tuple(t.strides))
+    sk = list(lk)
     for k in key:
         tk = type(k)
         if tk is IndexExpr:
@@ -2079,7 +2106,7 @@ class Tracer:
         return False
 
     def load_key(self, sv, dt, shape):
-        return (sv.buf.id, sv.text(), dt.name, tuple(shape))
+        return (sv.buf.id, sv._txt or sv._text(), dt.name, tuple(shape))
 
     def _keep(self, key, n):
         """Second pass: is the data of this (the n-th) load of key kept for the next one? Yes
@@ -2757,6 +2784,7 @@ class Tracer:
         t.pend = None
         t.buf, t.alloc, t.shape, t.pdim, t.p0, t.strides, t.off = \
             real.buf, real.alloc, real.shape, real.pdim, real.p0, real.strides, real.off
+        t._lk = None
         real.alloc = None
         self.run_pending(p, t, None)
 
@@ -2936,6 +2964,45 @@ class Tracer:
         b0, b1 = lb // wb, (hb - 1) // wb
         rec = [box, ag, idx, write, False]
         cells = ix.map
+        if a0 == a1 and b0 == b1:
+            # the access lies in one cell (the common case): the loop below for it, the
+            # cell's list rebuilt only when it holds records covered before this access
+            c = (a0, b0)
+            lst = cells.get(c)
+            if not lst:
+                cells[c] = [rec]
+                return
+            alive = None
+            for i, r in enumerate(lst):
+                if r[4]:
+                    if alive is None:
+                        alive = lst[:i]
+                    continue
+                if alive is not None:
+                    alive.append(r)
+                (l2a, h2a), (l2b, h2b) = r[0]
+                if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                    continue
+                rag = r[1]
+                if r[3] or write:
+                    if ex is not None:
+                        ex.append((rag, r[2]))
+                    elif rag != ag and deps.get(rag, -1) < r[2]:
+                        deps[rag] = r[2]       # (used only without a scheduler: _emit_tail)
+                if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                        l2b >= lb and h2b <= hb:
+                    r[4] = True
+                    if ex is not None and not write:
+                        ex.append((rag, r[2]))     # a read covering a read: keep their order
+            if alive is None:
+                lst.append(rec)
+                alive = lst
+            else:
+                alive.append(rec)
+                cells[c] = alive
+            if len(alive) > _GRID_REFINE and len(cells) == 1:
+                ix.refine(key)  # a memory's only cell holds too many records: narrow it
+            return
         # a record overlapping several cells is met once (the set of records seen; not
         # needed when the access lies in one cell, the common case)
         seen = set() if a0 != a1 or b0 != b1 else None
@@ -2961,10 +3028,10 @@ class Tracer:
                         continue
                     rag = r[1]
                     if r[3] or write:
-                        if rag != ag and deps.get(rag, -1) < r[2]:
-                            deps[rag] = r[2]
                         if ex is not None:
                             ex.append((rag, r[2]))
+                        elif rag != ag and deps.get(rag, -1) < r[2]:
+                            deps[rag] = r[2]
                     if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
                             l2b >= lb and h2b <= hb:
                         r[4] = True

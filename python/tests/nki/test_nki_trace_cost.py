@@ -53,3 +53,84 @@ def test_free_buffer_heaps_are_not_used_by_the_reference_paths():
     sl.owner = None
     tr.free_heaps[("sbuf", 1024)].clear()            # the heaps would miss it
     assert tr._other_free("sbuf", 512) is sl
+
+
+# ---- a first pass (block tensors: a second pass follows) makes no instruction text
+
+import numpy as np                                        # noqa: E402
+import pytest                                             # noqa: E402
+
+from ncsim import nki                                     # noqa: E402
+import ncsim.nki.language as nl                           # noqa: E402
+
+F = 96
+
+
+@nki.jit
+def k_blocks_oob(x):
+    """A block tensor (so the lowering has a first pass), then a load past x's end."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((4, nl.par_dim(128), F), dtype=x.dtype, buffer=nl.sbuf)
+    ip, jf = nl.mgrid[0:128, 0:F]
+    for t in nl.affine_range(4):
+        b[t, ip, jf] = nl.load(x[ip, F * t + jf])
+        nl.store(out[ip, F * t + jf], value=nl.exp(b[t, ip, jf]))
+    return out
+
+
+@nki.jit
+def k_blocks_pstart(x):
+    """A block tensor, then a 64-partition view starting at partition 32 (refused)."""
+    out = nl.ndarray((64, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((2, nl.par_dim(128), F), dtype=x.dtype, buffer=nl.sbuf)
+    ip, jf = nl.mgrid[0:64, 0:F]
+    for k in nl.affine_range(2):
+        b[k, 32 * k + ip, jf] = nl.load(x[ip, jf])
+    nl.store(out[ip, jf], value=b[1, ip, jf])
+    return out
+
+
+def _passes(monkeypatch, kernel, x, fast=True):
+    """Lower; (the error or None, passes traced, the texts a first pass emitted)."""
+    from ncsim.nki import Kernel
+    n, texts = [0], []
+    trace, tail = Kernel._trace, _core.Tracer._emit_tail
+
+    def spy_trace(*a):
+        n[0] += 1
+        return trace(*a)
+
+    def spy_tail(self, eng, text, *a):
+        if self.fast and self.steady is None:
+            texts.append(text)
+        return tail(self, eng, text, *a)
+    monkeypatch.setattr(Kernel, "_trace", staticmethod(spy_trace))
+    monkeypatch.setattr(_core.Tracer, "_emit_tail", spy_tail)
+    try:
+        nki.lower(kernel, x, policy={"fast_trace": fast})
+        err = None
+    except nki.NkiError as e:
+        err = str(e)
+    monkeypatch.undo()
+    return err, n[0], texts
+
+
+def test_first_pass_has_no_text_and_the_same_program(monkeypatch):
+    x = np.zeros((128, 4 * F), dtype=np.float32)
+    err, n, texts = _passes(monkeypatch, k_blocks_oob, x)
+    assert err is None and n == 2
+    assert texts and not any("sb:" in t or "hbm:" in t for t in texts)
+    assert nki.lower(k_blocks_oob, x).text == \
+        nki.lower(k_blocks_oob, x, policy={"fast_trace": False}).text
+
+
+@pytest.mark.parametrize("kernel, shape, code", [
+    (k_blocks_oob, (128, 3 * F + 8), "err_tensor_access_out_of_bound"),
+    (k_blocks_pstart, (64, F), "err_partition_start")])
+def test_first_pass_raises_the_views_errors(monkeypatch, kernel, shape, code):
+    """A view's errors that the text would raise are raised by the first pass, where the
+    reference paths (which write every text) raise them, with the same message."""
+    x = np.zeros(shape, dtype=np.float32)
+    err, n, _ = _passes(monkeypatch, kernel, x)
+    ref, nref, _ = _passes(monkeypatch, kernel, x, fast=False)
+    assert code in err and err == ref and n == nref == 1
