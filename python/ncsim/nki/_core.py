@@ -1540,11 +1540,14 @@ def _adv_index_memo(t, key, resolve=False):
     if lk is None:
         lk = t._lk = (t.shape, t.pdim, tuple(t.strides))
     sk = list(lk)
+    idx = False
     for k in key:
         tk = type(k)
         if tk is IndexExpr:
             if type(k.const) is not int:
-                return None
+                if type(k.const) is not _steady.Idx:
+                    return None
+                idx = True
             e = k.sk
             if e is None:
                 e = _expr_sk(k)
@@ -1553,8 +1556,13 @@ def _adv_index_memo(t, key, resolve=False):
             sk.append(e)
         elif tk is int:
             sk.append(None)
+        elif tk is _steady.Idx:
+            idx = True
+            sk.append(None)
         else:
             return None
+    if idx:
+        key = _plain_key(key)
     sk = tuple(sk)
     ent = _ADV_MEMO.get(sk)
     if ent is None:
@@ -1594,6 +1602,23 @@ def _adv_index_memo(t, key, resolve=False):
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
+
+
+def _plain_key(key):
+    """A subscript with the loop index of a loop being recorded (_steady.Idx, an int that
+    notes what the kernel's code decides on it) as plain ints: ncsim's own arithmetic on it
+    decides nothing the recording must see, and an Idx's operations are Python calls."""
+    out = []
+    for k in key:
+        tk = type(k)
+        if tk is _steady.Idx:
+            k = int.__int__(k)
+        elif tk is IndexExpr and type(k.const) is _steady.Idx:
+            e = IndexExpr(int.__int__(k.const), k.coefs, k.shape)
+            e.sk = k.sk
+            k = e
+        out.append(k)
+    return tuple(out)
 
 
 def _adv_memo_entry(t, key, v):

@@ -134,3 +134,42 @@ def test_first_pass_raises_the_views_errors(monkeypatch, kernel, shape, code):
     err, n, _ = _passes(monkeypatch, kernel, x)
     ref, nref, _ = _passes(monkeypatch, kernel, x, fast=False)
     assert code in err and err == ref and n == nref == 1
+
+
+@nki.jit
+def k_recorded(x):
+    """A loop long enough to be recorded (steady-state tracing), whose subscripts hold its
+    index (a _steady.Idx while its iterations are recorded)."""
+    T = x.shape[1] // F
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((T, nl.par_dim(128), F), dtype=x.dtype, buffer=nl.sbuf)
+    ip, jf = nl.mgrid[0:128, 0:F]
+    for t in nl.affine_range(T):
+        b[t, ip, jf] = nl.load(x[ip, F * t + jf])
+        nl.store(out[ip, F * t + jf], value=nl.exp(b[t, ip, jf]))
+    return out
+
+
+def test_recorded_loop_index_uses_the_memo(monkeypatch):
+    """Subscripts with the index of a loop being recorded are memoised like plain ints:
+    their structure is computed in full once, and the program is the reference paths'."""
+    x = np.zeros((128, 40 * F), dtype=np.float32)
+    n = {"full": 0, "ref": 0}
+    full, ref = _core._adv_index_fast, _core._index_view_ref
+
+    def spy_full(*a):
+        n["full"] += 1
+        return full(*a)
+
+    def spy_ref(*a):
+        n["ref"] += 1
+        return ref(*a)
+    _core._ADV_MEMO.clear()
+    with monkeypatch.context() as m:
+        m.setattr(_core, "_adv_index_fast", spy_full)
+        m.setattr(_core, "_index_view_ref", spy_ref)
+        low = nki.lower(k_recorded, x)
+    assert low.loops and low.loops[0]["replayed"] > 0          # recorded, then replayed
+    assert n["ref"] == 0 and n["full"] <= 3                    # one per structure
+    assert low.text == nki.lower(k_recorded, x, policy={"fast_trace": False,
+                                                        "steady_state": False}).text
