@@ -467,13 +467,37 @@ class Slot:
     def freed(self, tick):
         # every release sets owner to None and then the tick: the buffer enters its heap
         self._freed = tick
-        if self.heap is not None and self.owner is None:
-            heapq.heappush(self.heap, (tick, self.id))
+        h = self.heap
+        if h is not None and self.owner is None:
+            heapq.heappush(h, (tick, self.id, self))
+            if len(h) > h.limit:
+                h.compact()
 
     def now_free(self):
         """The buffer was freed without a new tick (a resident copy let go of it)."""
-        if self.heap is not None:
-            heapq.heappush(self.heap, (self._freed, self.id))
+        h = self.heap
+        if h is not None:
+            heapq.heappush(h, (self._freed, self.id, self))
+            if len(h) > h.limit:
+                h.compact()
+
+
+class _FreeHeap(list):
+    """The free buffers of one kind and size (Tracer._other_free): a heap of (tick freed, id,
+    buffer), an entry pushed whenever a buffer is freed; entries gone stale (the buffer taken,
+    or freed again since) are dropped when met at the top, and all at once when the heap
+    grows past twice what it held after the last such pass (so that it does not grow with
+    every release of a size that is never searched)."""
+    __slots__ = ("limit",)
+
+    def __init__(self):
+        super().__init__()
+        self.limit = 64
+
+    def compact(self):
+        self[:] = [e for e in self if e[2].owner is None and e[2]._freed == e[0]]
+        heapq.heapify(self)
+        self.limit = 2 * len(self) + 64
 
 
 class HbmBuf:
@@ -2615,8 +2639,7 @@ class Tracer:
                 continue
             h = heaps[(kind, size)]
             while h:
-                tick, sid = h[0]
-                sl = slots[sid]
+                tick, _, sl = h[0]
                 if sl.owner is None and sl._freed == tick:
                     return sl
                 heapq.heappop(h)        # stale: taken again, or freed again since
@@ -2630,7 +2653,7 @@ class Tracer:
                 key = (sl.kind, sl.size)
                 h = self.free_heaps.get(key)
                 if h is None:
-                    h = self.free_heaps[key] = []
+                    h = self.free_heaps[key] = _FreeHeap()
                     bisect.insort(self.free_sizes[sl.kind], sl.size)
                 sl.heap = h
                 if sl.owner is None:
@@ -2761,7 +2784,7 @@ class Tracer:
         sl = Slot(len(self.slots), kind, off, size, site)
         h = self.free_heaps.get((kind, size))
         if h is None:
-            h = self.free_heaps[(kind, size)] = []
+            h = self.free_heaps[(kind, size)] = _FreeHeap()
             bisect.insort(self.free_sizes[kind], size)
         sl.heap = h
         self.slots.append(sl)

@@ -47,6 +47,23 @@ def test_free_buffer_heaps_give_the_scan_s_choice():
     assert checked > 500
 
 
+def test_free_buffer_heaps_stay_small_when_never_searched():
+    """A size whose buffers are freed and taken again and again, and never searched for, does
+    not make its heap grow with every release (stale entries are dropped in passes)."""
+    tr = _tracer()
+    slots = [tr._add_slot("sbuf", (i * 1024, 1024), _core.Site()) for i in range(8)]
+    for tick in range(20000):
+        sl = slots[tick % 8]
+        sl.owner = None
+        sl.freed = tick
+        sl.owner = object()
+    h = tr.free_heaps[("sbuf", 1024)]
+    assert len(h) <= 2 * 8 + 64
+    slots[3].owner = None
+    slots[3].freed = 20000
+    assert tr._other_free("sbuf", 1000) is slots[3] is tr._other_free_ref("sbuf", 1000)
+
+
 def test_free_buffer_heaps_are_not_used_by_the_reference_paths():
     tr = _core.Tracer(_core.Policy(fast_trace=False), "kernel.py")
     sl = tr._add_slot("sbuf", (0, 1024), _core.Site())
