@@ -9,6 +9,7 @@ already implies. `finish()` numbers the posts that some wait observes and writes
 text (docs/nki.md, "Lowering").
 """
 import bisect
+import heapq
 import math
 import operator
 import os
@@ -450,7 +451,8 @@ def is_index(x):
 class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
-    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "freed", "tag")
+    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "_freed",
+                 "tag", "heap")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
@@ -461,8 +463,51 @@ class Slot:
         self.recs = None
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
         self.site = site
-        self.freed = -1
+        self.heap = None            # the tracer's heap of free buffers of this kind and size
+        self._freed = -1
         self.tag = None             # first pass: (site, key) of the load whose data it holds
+
+    @property
+    def freed(self):
+        """The tick at which the buffer was last freed (the allocator prefers the buffer
+        released longest ago)."""
+        return self._freed
+
+    @freed.setter
+    def freed(self, tick):
+        # every release sets owner to None and then the tick: the buffer enters its heap
+        self._freed = tick
+        h = self.heap
+        if h is not None and self.owner is None:
+            heapq.heappush(h, (tick, self.id, self))
+            if len(h) > h.limit:
+                h.compact()
+
+    def now_free(self):
+        """The buffer was freed without a new tick (a resident copy let go of it)."""
+        h = self.heap
+        if h is not None:
+            heapq.heappush(h, (self._freed, self.id, self))
+            if len(h) > h.limit:
+                h.compact()
+
+
+class _FreeHeap(list):
+    """The free buffers of one kind and size (Tracer._other_free): a heap of (tick freed, id,
+    buffer), an entry pushed whenever a buffer is freed; entries gone stale (the buffer taken,
+    or freed again since) are dropped when met at the top, and all at once when the heap
+    grows past twice what it held after the last such pass (so that it does not grow with
+    every release of a size that is never searched)."""
+    __slots__ = ("limit",)
+
+    def __init__(self):
+        super().__init__()
+        self.limit = 64
+
+    def compact(self):
+        self[:] = [e for e in self if e[2].owner is None and e[2]._freed == e[0]]
+        heapq.heapify(self)
+        self.limit = 2 * len(self) + 64
 
 
 class HbmBuf:
@@ -701,7 +746,7 @@ class Tensor:
     None) and `p0` the first partition; `strides` are in elements; `off` the element offset
     (within a partition on chip, from the tensor's start in HBM)."""
     __slots__ = ("buf", "alloc", "dtype", "shape", "pdim", "p0", "strides", "off", "pend",
-                 "inplace", "chk", "_txt", "_ab", "_bx", "_sp", "__weakref__")
+                 "inplace", "chk", "_txt", "_ab", "_bx", "_sp", "_lk", "__weakref__")
 
     def __init__(self, buf, alloc, dt, shape, pdim, p0, strides, off):
         self.buf = buf              # HbmBuf, or the Slot for on-chip tensors
@@ -719,6 +764,7 @@ class Tensor:
         self._ab = None             # changes; box() is cached on the fast paths only)
         self._bx = None
         self._sp = None             # _block_span's result, when the view's maker knows it
+        self._lk = None             # _adv_index_memo: (shape, pdim, strides) as a key
 
     # ---- metadata
     @property
@@ -841,8 +887,31 @@ class Tensor:
     def text(self):
         t = self._txt
         if t is None:
+            tr = _tracer[0]
+            if tr is not None and tr.fast and tr.steady is None and _fast[0]:
+                # a first pass that a second replaces keeps no text (and no loop is being
+                # recorded, whose windows compare texts): the view's errors only
+                self._check_text()
+                return ""
             t = self._txt = self._text()
         return t
+
+    def _check_text(self):
+        """_text's errors, without the text (a first pass's instructions are thrown away)."""
+        self._real()
+        b = self.buf
+        tb = type(b)
+        if tb is BlockBuf:
+            _block_view_error(self)
+        if self.chk:
+            self.check_bounds()
+        if (self.shape, self.pdim, tuple(self.strides), tb is HbmBuf) not in _DIMS_TEXT:
+            self._text()                               # its structural errors, then cached
+        elif tb is not HbmBuf:
+            p = self.shape[self.pdim]
+            p0 = self.p0
+            if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+                self._text_ref()                       # its error
 
     def _text(self):
         """The raw NCA view of this tensor: _text_ref, with the free dims' text cached per
@@ -1501,12 +1570,18 @@ def _adv_index_memo(t, key, resolve=False):
     the offset, the first partition and the bounds to check. None: not such a subscript.
     resolve: a view of a block tensor within one block is made directly as _resolve_block's
     view of that block's buffer (index_view)."""
-    sk = [t.shape, t.pdim, tuple(t.strides)]
+    lk = t._lk
+    if lk is None:
+        lk = t._lk = (t.shape, t.pdim, tuple(t.strides))
+    sk = list(lk)
+    idx = False
     for k in key:
         tk = type(k)
         if tk is IndexExpr:
             if type(k.const) is not int:
-                return None
+                if type(k.const) is not _steady.Idx:
+                    return None
+                idx = True
             e = k.sk
             if e is None:
                 e = _expr_sk(k)
@@ -1515,8 +1590,13 @@ def _adv_index_memo(t, key, resolve=False):
             sk.append(e)
         elif tk is int:
             sk.append(None)
+        elif tk is _steady.Idx:
+            idx = True
+            sk.append(None)
         else:
             return None
+    if idx:
+        key = _plain_key(key)
     sk = tuple(sk)
     ent = _ADV_MEMO.get(sk)
     if ent is None:
@@ -1556,6 +1636,23 @@ def _adv_index_memo(t, key, resolve=False):
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
+
+
+def _plain_key(key):
+    """A subscript with the loop index of a loop being recorded (_steady.Idx, an int that
+    notes what the kernel's code decides on it) as plain ints: ncsim's own arithmetic on it
+    decides nothing the recording must see, and an Idx's operations are Python calls."""
+    out = []
+    for k in key:
+        tk = type(k)
+        if tk is _steady.Idx:
+            k = int.__int__(k)
+        elif tk is IndexExpr and type(k.const) is _steady.Idx:
+            e = IndexExpr(int.__int__(k.const), k.coefs, k.shape)
+            e.sk = k.sk
+            k = e
+        out.append(k)
+    return tuple(out)
 
 
 def _adv_memo_entry(t, key, v):
@@ -1808,6 +1905,7 @@ class Resident:
                                  for r in self.users):
             if self.slot.owner is self:
                 self.slot.owner = None
+                self.slot.now_free()
 
 
 def _free_slot(a, tick=-1):
@@ -1861,6 +1959,11 @@ class Tracer:
         self.selfknown = [-1] * len(ENGINES)   # per engine: its own last instruction known complete
         self.clocks = [[] for _ in range(N_AGENTS)]
         self.slots = []
+        # free buffers, for _other_free: per (kind, size) a heap of (tick freed, id), entries
+        # pushed whenever a buffer is freed and dropped, once stale, when met at the top
+        self.free_heaps = {}
+        self.free_sizes = {"sbuf": [], "psum": []}      # per kind: the sizes, ascending
+        self.nheaped = 0                                # buffers of self.slots in the heaps
         self.sites = {}
         self.sb_free = [(0, pol.sbuf_bytes)]
         self.ps_free = [True] * PSUM_BANKS
@@ -2063,7 +2166,7 @@ class Tracer:
         return False
 
     def load_key(self, sv, dt, shape):
-        return (sv.buf.id, sv.text(), dt.name, tuple(shape))
+        return (sv.buf.id, sv._txt or sv._text(), dt.name, tuple(shape))
 
     def _keep(self, key, n):
         """Second pass: is the data of this (the n-th) load of key kept for the next one? Yes
@@ -2543,7 +2646,41 @@ class Tracer:
         """The free buffer of another site to reuse: the smallest that is large enough, of
         those the one released longest ago (whose readers are most likely done, so the new
         writes need not wait for them: the next iteration's tensor can be filled while the
-        current one is still read)."""
+        current one is still read), of those the first made. The heaps of free buffers per
+        size (free_heaps) give it without a pass over every buffer (_other_free_ref)."""
+        if not _fast[0]:
+            return self._other_free_ref(kind, nbytes)
+        slots = self.slots
+        if self.nheaped != len(slots):
+            self._heap_slots()
+        heaps = self.free_heaps
+        for size in self.free_sizes[kind]:
+            if size < nbytes:
+                continue
+            h = heaps[(kind, size)]
+            while h:
+                tick, _, sl = h[0]
+                if sl.owner is None and sl._freed == tick:
+                    return sl
+                heapq.heappop(h)        # stale: taken again, or freed again since
+        return None
+
+    def _heap_slots(self):
+        """Every buffer of self.slots in the heap of its kind and size (those _add_slot did
+        not make: a test's); a free one entered."""
+        for sl in self.slots:
+            if sl.heap is None:
+                key = (sl.kind, sl.size)
+                h = self.free_heaps.get(key)
+                if h is None:
+                    h = self.free_heaps[key] = _FreeHeap()
+                    bisect.insort(self.free_sizes[sl.kind], sl.size)
+                sl.heap = h
+                if sl.owner is None:
+                    sl.now_free()
+        self.nheaped = len(self.slots)
+
+    def _other_free_ref(self, kind, nbytes):
         best = None
         for sl in self.slots:
             if sl.kind == kind and sl.owner is None and sl.size >= nbytes:
@@ -2665,7 +2802,14 @@ class Tracer:
     def _add_slot(self, kind, c, site):
         off, size = c
         sl = Slot(len(self.slots), kind, off, size, site)
+        h = self.free_heaps.get((kind, size))
+        if h is None:
+            h = self.free_heaps[(kind, size)] = _FreeHeap()
+            bisect.insort(self.free_sizes[kind], size)
+        sl.heap = h
         self.slots.append(sl)
+        if self.nheaped == len(self.slots) - 1:
+            self.nheaped += 1
         site.slots.append(sl)
         site.rr = len(site.slots) % max(1, len(site.slots))
         return sl
@@ -2708,6 +2852,7 @@ class Tracer:
         t.pend = None
         t.buf, t.alloc, t.shape, t.pdim, t.p0, t.strides, t.off = \
             real.buf, real.alloc, real.shape, real.pdim, real.p0, real.strides, real.off
+        t._lk = None
         real.alloc = None
         self.run_pending(p, t, None)
 
@@ -2887,6 +3032,45 @@ class Tracer:
         b0, b1 = lb // wb, (hb - 1) // wb
         rec = [box, ag, idx, write, False]
         cells = ix.map
+        if a0 == a1 and b0 == b1:
+            # the access lies in one cell (the common case): the loop below for it, the
+            # cell's list rebuilt only when it holds records covered before this access
+            c = (a0, b0)
+            lst = cells.get(c)
+            if not lst:
+                cells[c] = [rec]
+                return
+            alive = None
+            for i, r in enumerate(lst):
+                if r[4]:
+                    if alive is None:
+                        alive = lst[:i]
+                    continue
+                if alive is not None:
+                    alive.append(r)
+                (l2a, h2a), (l2b, h2b) = r[0]
+                if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
+                    continue
+                rag = r[1]
+                if r[3] or write:
+                    if ex is not None:
+                        ex.append((rag, r[2]))
+                    elif rag != ag and deps.get(rag, -1) < r[2]:
+                        deps[rag] = r[2]       # (used only without a scheduler: _emit_tail)
+                if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
+                        l2b >= lb and h2b <= hb:
+                    r[4] = True
+                    if ex is not None and not write:
+                        ex.append((rag, r[2]))     # a read covering a read: keep their order
+            if alive is None:
+                lst.append(rec)
+                alive = lst
+            else:
+                alive.append(rec)
+                cells[c] = alive
+            if len(alive) > _GRID_REFINE and len(cells) == 1:
+                ix.refine(key)  # a memory's only cell holds too many records: narrow it
+            return
         # a record overlapping several cells is met once (the set of records seen; not
         # needed when the access lies in one cell, the common case)
         seen = set() if a0 != a1 or b0 != b1 else None
@@ -2912,10 +3096,10 @@ class Tracer:
                         continue
                     rag = r[1]
                     if r[3] or write:
-                        if rag != ag and deps.get(rag, -1) < r[2]:
-                            deps[rag] = r[2]
                         if ex is not None:
                             ex.append((rag, r[2]))
+                        elif rag != ag and deps.get(rag, -1) < r[2]:
+                            deps[rag] = r[2]
                     if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
                             l2b >= lb and h2b <= hb:
                         r[4] = True
