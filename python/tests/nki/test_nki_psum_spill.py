@@ -188,3 +188,20 @@ def test_psum_tiles_without_block_dimensions_are_not_spilled():
                        r"PSUM \(8 banks of 2 KiB per partition\) is full.*only blocks of "
                        r"block-dimension tensors are spilled"):
         nki.lower(k, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
+
+
+def test_psum_copies_spill_on_to_hbm_when_sbuf_is_short():
+    """SBUF narrowed: the SBUF buffers holding spilled PSUM blocks are evicted to HBM in turn
+    (ordinary spills on the spill queue), and the sums are still those of the kernel without
+    spills."""
+    a, b = _args(512, 128, 16, seed=3)
+    pol = {"sbuf_bytes": 12288}
+    got = nki.simulate_kernel(k_k_outer, a, b, policy=pol)
+    np.testing.assert_array_equal(got, nki.simulate_kernel(k_n_outer, a, b))
+    assert nki.check(k_k_outer, a, b, policy=pol) == []
+    low = nki.lower(k_k_outer, a, b, policy=pol)
+    save = next(x for x in low.tensors if x["name"] == "psum_spill_acc")
+    assert save["spilled_bytes"] > 0 and save["reloaded_bytes"] == save["spilled_bytes"]
+    assert low.spill["spill_save_bytes"] == save["spilled_bytes"]
+    assert low.spill["psum_spill_bytes"] == _acc(low)["spilled_bytes"] > 0
+    assert "spill_psum_spill_acc" in low.text
