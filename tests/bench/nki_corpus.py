@@ -61,7 +61,7 @@ def measure(name, check):
         "hbm_in_mb": sum(a.nbytes for a in args) / 1e6,
         "cpu_s": cpu_s, "us": r.nc_latency.get_latency_percentile(50),
         "measured_us": getattr(mod, "MEASURED_US", None), "bottleneck": bott or "-",
-        "spill_mb": st["nki"]["spill_save_bytes"] / 1e6,
+        "spill_mb": (st["nki"]["spill_save_bytes"] + st["nki"].get("psum_spill_bytes", 0)) / 1e6,
         "remat_mb": st["nki"]["rematerialized_bytes"] / 1e6,
     }
     if check:

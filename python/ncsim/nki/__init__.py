@@ -241,7 +241,9 @@ class Kernel:
         low.spill = {"spill_save_bytes": tr.spill_bytes, "spill_reload_bytes": tr.reload_bytes,
                      "rematerialized_bytes": sum(r["rematerialized_bytes"] for r in low.tensors),
                      "reissued_loads": sum(r["reissued_loads"] for r in low.tensors),
-                     "resident_load_bytes": tr.elided_bytes}
+                     "resident_load_bytes": tr.elided_bytes,
+                     "psum_spill_bytes": tr.psum_spill_bytes,
+                     "psum_reload_bytes": tr.psum_reload_bytes}
         return low, bound
 
     @staticmethod

@@ -84,6 +84,10 @@ class Policy:
         self.block_bufs = 2              # buffers beyond the live blocks of a block tensor
         self.spill_engine = "sp"         # engine that issues spill and reload DMAs
         self.spill_queue = 2             # their queue (the profiles' qSyncSpillReload0)
+        self.psum_spill = True           # a PSUM block evicted when no bank is free is copied
+                                         # to an SBUF buffer and back (docs/nki.md, "Spills
+                                         # and reloads"); False: err_out_of_memory
+        self.psum_spill_engine = "dve"   # engine of those copies ("dve" or "act")
         self.rematerialize = True        # an evicted block that holds an input's data is
                                          # reloaded from the input, not spilled
         self.reload_at_uses = True       # a block tensor of input loads that does not fit
@@ -135,6 +139,9 @@ class Policy:
         for k, v in kw.items():
             if not hasattr(self, k):
                 raise TypeError(f"unknown lowering policy option {k!r}")
+            if k == "psum_spill_engine" and v not in ("dve", "act"):
+                raise ValueError(f"psum_spill_engine is 'dve' or 'act' (the engines that read "
+                                 f"and write PSUM), not {v!r}")
             setattr(self, k, v)
         return self
 
@@ -656,7 +663,7 @@ class BlockBuf:
     __slots__ = ("kind", "dtype", "bshape", "nblk", "P", "felems", "fbytes", "name", "ordinal",
                  "allocs", "site", "lazy_zero", "fill", "scratch", "line", "shape", "used",
                  "spilled", "reloaded", "remat_bytes", "peak", "live", "pure", "srcs", "sunk",
-                 "reissued")
+                 "reissued", "psave")
 
     def __init__(self, kind, dt, shape, pdim, name, ordinal, line):
         self.kind = kind
@@ -685,6 +692,7 @@ class BlockBuf:
         self.srcs = set()          # first pass: the HBM tensors those loads read
         self.sunk = False          # its loads are issued at its uses (Tracer._choose_sunk)
         self.reissued = 0          # loads issued again at uses
+        self.psave = None          # PSUM: the SBUF BlockBuf its spilled blocks are copied to
 
 
 # --------------------------------------------------------------------------- tensors
@@ -1951,6 +1959,10 @@ class Tracer:
         self.spill_bytes = 0
         self.reload_bytes = 0
         self.remat_bytes = 0
+        self.psum_saves = []           # SBUF BlockBufs holding spilled PSUM blocks (_psum_save)
+        self.psum_ident = {}           # partitions -> SBUF identity tile (_psum_identity)
+        self.psum_spill_bytes = 0      # bytes copied PSUM -> SBUF by spills
+        self.psum_reload_bytes = 0     # bytes copied back SBUF -> PSUM
         self.source = source           # the kernel's file: .source and the lines of .loc
         self.nodes = []
         self.count = [0] * N_AGENTS
@@ -2563,6 +2575,10 @@ class Tracer:
     def _reload(self, a):
         bb, blk = a.blk
         self.line_override = bb.line
+        if bb.kind == "psum" and not a.remat:
+            if a.spilled:
+                self._psum_reload(a)
+            return
         if a.remat:
             for dv, sv in a.remat:
                 d = dv.clone_view()
@@ -2582,8 +2598,11 @@ class Tracer:
         slot = a.slot
         if a.remat and any(x is _steady.REPLAYED for x in a.remat):
             raise _steady.Mismatch("a block loaded in a replayed iteration is evicted")
-        if not (self.pol.rematerialize and a.remat and
-                all(sv.buf.written is None for _, sv in a.remat)):
+        if bb.kind == "psum" and not (self.pol.rematerialize and a.remat and
+                                      all(sv.buf.written is None for _, sv in a.remat)):
+            self._psum_spill(a)
+        elif not (self.pol.rematerialize and a.remat and
+                  all(sv.buf.written is None for _, sv in a.remat)):
             a.remat = None
             old = self.line_override
             self.line_override = bb.line
@@ -2598,12 +2617,101 @@ class Tracer:
         a.slot = None
         bb.live -= 1
 
+    def _psum_save(self, bb):
+        """The SBUF block tensor that holds bb's spilled PSUM blocks (block for block): an SBUF
+        block tensor like the kernel's, so its blocks take buffers through the SBUF allocator
+        and may themselves be evicted to HBM; each block's next access is that of its PSUM
+        block (its reload; _victim)."""
+        s = bb.psave
+        if s is None:
+            s = bb.psave = BlockBuf("sbuf", bb.dtype, bb.shape, len(bb.bshape),
+                                    f"psum_spill_{bb.name or 't'}", ("psum", bb.ordinal), bb.line)
+            self.psum_saves.append(s)
+        return s
+
+    def _save_block(self, s, blk):
+        """Block blk of a PSUM spill buffer, in SBUF (reloaded from HBM if it was evicted)."""
+        sa = s.allocs.get(blk)
+        if sa is None or sa.slot is None:
+            sa = self._block_alloc(s, blk, sa)
+        return sa
+
+    def _psum_spill(self, a):
+        """Copy a PSUM block's data (partial sums included) to an SBUF buffer: the block keeps
+        its accumulation state (lazy_zero, acc_started) and continues after _psum_reload. A block
+        nothing has written yet (a lazy zero) is not copied."""
+        bb, blk = a.blk
+        if self.steady is not None:
+            self.steady.refuse_window("a PSUM block is spilled")
+        if a.remat is not None and not a.remat:
+            a.spilled = False            # no data: it starts again from its lazy zero
+            return
+        s = self._psum_save(bb)
+        sa = self._save_block(s, blk)
+        eng = self.pol.psum_spill_engine
+        old = self.line_override
+        self.line_override = bb.line
+        dst = self._block_view(s, sa.slot)
+        src = self._block_view(bb, a.slot)
+        self._internal(lambda: self.emit(eng, f"tensor_copy {dst.text()}, {src.text()}",
+                                         reads=[src], writes=[dst], internal=True))
+        self.line_override = old
+        a.spilled = True
+        n = bb.P * bb.fbytes
+        bb.spilled += n
+        self.psum_spill_bytes += n
+
+    def _psum_identity(self, n):
+        """An [n, n] fp32 identity in SBUF for reloads of accumulation groups: loaded once from
+        a constant (on the spill queue) into a buffer kept for the rest of the kernel."""
+        t = self.psum_ident.get(n)
+        if t is None:
+            from . import language as nl
+            scopes, self.scopes = self.scopes, []
+            try:
+                t = self.new_onchip("sbuf", D.float32, (n, n), 0, site=("psum_identity", n))
+            finally:
+                self.scopes = scopes
+            self.psum_ident[n] = t
+            src = nl.shared_constant(np.eye(n, dtype=np.float32), dtype=D.float32)
+            self._sdma(t, src)
+        return t
+
+    def _psum_reload(self, a):
+        """Copy a spilled PSUM block back from its SBUF buffer (into a.slot), then free that."""
+        bb, blk = a.blk
+        if self.steady is not None:
+            self.steady.refuse_window("a spilled PSUM block is reloaded")
+        s = bb.psave
+        sa = self._save_block(s, blk)
+        src = self._block_view(s, sa.slot)
+        dst = self._block_view(bb, a.slot)
+        if a.acc_started and bb.dtype.name == "float32" and len(dst.shape) == 2:
+            # an accumulation group continues after the reload: the ISA leaves a matmul that
+            # accumulates onto PSUM another engine wrote undefined, so the data goes back by
+            # a matmul against an identity (exact: one 1.0 term per element), which starts
+            # the group again on the Tensor engine
+            ident = self._psum_identity(bb.P)
+            self.emit("pe", f"matmul {dst.text()}, {ident.text()}, {src.text()}",
+                      reads=[ident, src], writes=[dst], internal=True)
+        else:
+            self.emit(self.pol.psum_spill_engine, f"tensor_copy {dst.text()}, {src.text()}",
+                      reads=[src], writes=[dst], internal=True)
+        _free_slot(sa, self.tick)
+        sa.slot = None
+        s.live -= 1
+        del s.allocs[blk]
+        a.spilled = False
+        n = bb.P * bb.fbytes
+        bb.reloaded += n
+        self.psum_reload_bytes += n
+
     def _victim(self, kind, nbytes):
         """The block to evict for nbytes of `kind`: among blocks no live view refers to, the
         one whose next access is furthest away (known from the first pass)."""
         best, bnext = None, -1
         t = self.tick
-        for bb in self.blockbufs:
+        for bb in (self.blockbufs + self.psum_saves if self.psum_saves else self.blockbufs):
             if bb.kind != kind or bb.sunk:
                 continue
             allocs = bb.allocs
@@ -2612,7 +2720,10 @@ class Tracer:
                 if a.slot is None or a.slot.size < nbytes or a.slot.owner is not a.token or \
                         sys.getrefcount(a) > 3:
                     continue
-                uses = self.live.get((bb.ordinal, blk), ())
+                o = bb.ordinal
+                if type(o) is tuple:
+                    o = o[1]          # a PSUM block's SBUF copy: next needed at its reload
+                uses = self.live.get((o, blk), ())
                 i = bisect.bisect_left(uses, t)
                 nxt = uses[i] if i < len(uses) else 1 << 60
                 if nxt > bnext:
@@ -2635,7 +2746,7 @@ class Tracer:
             return sl
         if self.steady is not None:
             self.steady.refuse_window("a block is evicted")
-        a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" else None
+        a = self._victim(bb.kind, nbytes) if bb.kind == "sbuf" or self.pol.psum_spill else None
         if a is not None:
             sl = a.slot
             self._evict(a)
@@ -2692,8 +2803,10 @@ class Tracer:
         live = sum(sl.size for sl in self.slots if sl.kind == kind and sl.owner is not None)
         what = "PSUM (8 banks of 2 KiB per partition)" if kind == "psum" else \
             f"SBUF ({self.pol.sbuf_bytes} bytes per partition)"
-        extra = "; PSUM is not spilled" if kind == "psum" else \
-            "; only blocks of block-dimension tensors are spilled, and every one is in use"
+        if kind == "psum" and not self.pol.psum_spill:
+            extra = "; PSUM is not spilled (psum_spill=False)"
+        else:
+            extra = "; only blocks of block-dimension tensors are spilled, and every one is in use"
         error("err_out_of_memory",
               f"{what} is full: {live} bytes per partition are held by live tensors and "
               f"{nbytes} more are needed{extra} (free tensors by limiting their scope)")
@@ -2741,7 +2854,7 @@ class Tracer:
     def report(self):
         """Per block tensor and allocation site: logical size, physical buffers, spills."""
         out = []
-        for bb in self.blockbufs:
+        for bb in self.blockbufs + self.psum_saves:
             out.append({"name": bb.name, "line": bb.line, "space": bb.kind, "shape": bb.shape,
                         "dtype": bb.dtype.name, "blocks": bb.nblk,
                         "logical_bytes": bb.nblk * bb.fbytes,
@@ -2791,7 +2904,7 @@ class Tracer:
             if self.pol.lend_buffers == "share" and site is not None and best not in site.slots:
                 site.slots.append(best)            # both sites' own from now on
             return best
-        if kind == "sbuf" and self.live is not None:
+        if (kind == "sbuf" or self.pol.psum_spill) and self.live is not None:
             a = self._victim(kind, nbytes)
             if a is not None:
                 sl = a.slot
@@ -3226,7 +3339,7 @@ class Tracer:
             kind = b.kind
             out.append(f".hbm {b.name} {b.dtype.nca} [{', '.join(str(d) for d in b.shape) or '1'}] "
                        f"{kind} @{b.addr}")
-        for r in self.report()[:len(self.blockbufs)]:
+        for r in self.report()[:len(self.blockbufs) + len(self.psum_saves)]:
             out.append(f"; block tensor {r['name'] or '(unnamed)'} {r['space']} "
                        f"{list(r['shape'])} {r['dtype']} (line {r['line']}): {r['blocks']} blocks, "
                        f"{r['logical_bytes']} bytes/partition logical, {r['buffers']} buffers of "

@@ -102,7 +102,8 @@ def test_stream_blocks_larger_than_sbuf():
     assert r["blocks"] == 64 and r["peak_live_blocks"] == 1
     assert 1 <= r["buffers"] <= 3                # double buffering, not 64 blocks
     assert low.spill == {"spill_save_bytes": 0, "spill_reload_bytes": 0, "rematerialized_bytes": 0,
-                         "reissued_loads": 0, "resident_load_bytes": 0}
+                         "reissued_loads": 0, "resident_load_bytes": 0,
+                         "psum_spill_bytes": 0, "psum_reload_bytes": 0}
     assert "; block tensor x_local sbuf [64, 128, 1024] float32" in low.text
 
 
@@ -211,8 +212,8 @@ def test_block_too_large_errors():
 
 
 def test_psum_shortage_is_a_located_error():
-    """Nine PSUM blocks live at once (each accumulates until the end): PSUM has 8 banks and is
-    not spilled."""
+    """Nine PSUM blocks live at once (each accumulates until the end): PSUM has 8 banks; with
+    psum_spill=False it is not spilled (test_nki_psum_spill.py: spilled by default)."""
     @nki.jit
     def k(a, b):
         out = nl.ndarray((128, 9 * 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -225,8 +226,10 @@ def test_psum_shortage_is_a_located_error():
             nl.store(out[:, 512 * n:512 * (n + 1)], value=nl.copy(acc[n]))
         return out
     with pytest.raises(nki.NkiError, match=r"test_nki_blocks.py:\d+: error: \[err_out_of_memory\] "
-                       r"PSUM \(8 banks of 2 KiB per partition\) is full.*PSUM is not spilled"):
-        nki.lower(k, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32))
+                       r"PSUM \(8 banks of 2 KiB per partition\) is full.*PSUM is not spilled "
+                       r"\(psum_spill=False\)"):
+        nki.lower(k, np.zeros((128, 128), np.float32), np.zeros((128, 512), np.float32),
+                  policy={"psum_spill": False})
 
 
 def test_report_lists_tile_sites():
