@@ -94,10 +94,17 @@ void rpt_bounds_from_totals(trc_report_t *rep)
         if (!seen)
             trc_report_bound_add(rep, what, best, engine_advice(e->name));
     }
-    uint64_t dma = 0;
-    for (size_t i = 0; i < rep->ndma; i++)
+    uint64_t dma = 0, desc = 0;
+    for (size_t i = 0; i < rep->ndma; i++) {
         if (rep->dma[i].busy_ps > dma)
             dma = rep->dma[i].busy_ps;
+        if (rep->dma[i].descriptor_busy_ps > desc)
+            desc = rep->dma[i].descriptor_busy_ps;
+    }
+    /* the descriptor stages are a resource of their own (one descriptor per contiguous
+     * piece, every queue's), busy apart from the data phases they run ahead of: a stream of
+     * small pieces is bound by them while its data moves a fraction of the time */
+    trc_report_bound_add(rep, "DMA descriptors", desc, TRC_ADVICE_DMA_DESC);
     uint64_t hbm = rep->hbm_peak_gbps > 0
                        ? (uint64_t)((double)(rep->hbm_read + rep->hbm_write) /
                                     (rep->hbm_peak_gbps * 1e-3))
