@@ -109,6 +109,7 @@ static void desc_finished(struct sim *s, xfer_t *x)
  * data may move once one descriptor per engine is processed (x->first_ps later). */
 static void begin_desc(struct sim *s, xfer_t *x)
 {
+    x->desc_begin = s->q.now;
     if (x->desc_work <= 0) {
         desc_finished(s, x);
         x->data_ok = 1;
@@ -371,6 +372,8 @@ static void xfer_land(struct sim *s, xfer_t *x)
         r.start_ps = x->start;
         r.end_ps = q->now;
         r.bytes = x->bytes;
+        r.desc_start_ps = x->desc_begin;
+        r.desc_end_ps = x->described;
         xfer_breakdown(s, x, &r);
         s->opt.trace->dma(s->opt.trace->ctx, &r);
     }
@@ -474,7 +477,7 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     x->desc_cap = m->desc_cap;
     x->first_ps = m->first_ps;
     x->issue = s->q.now;
-    x->described = x->start = x->data_end = x->data_ok_at = 0;
+    x->described = x->start = x->data_end = x->data_ok_at = x->desc_begin = 0;
     x->ready_at = s->q.now + m->latency_ps;
     x->desc_state = x->data_state = XFER_WAITING;
     x->eligible = x->data_ok = 0;

@@ -86,6 +86,7 @@ typedef struct sim_trace_dma {
     double dma_share;         /* its mean rate over the core's DMA engines' capacity at its
                                * efficiency: the share of the engines it got */
     double hbm_share;         /* its mean HBM use over the chip's HBM bandwidth (0: no HBM) */
+    uint64_t desc_start_ps, desc_end_ps; /* its descriptors were processed in between */
 } sim_trace_dma_t;
 
 typedef struct sim_trace_sem {

@@ -129,6 +129,7 @@ typedef struct xfer {
     double desc_work, desc_cap;
     uint64_t first_ps;
     uint64_t issue, ready_at, described, data_ok_at, start, data_end;
+    uint64_t desc_begin; /* its descriptors started (traces only) */
     uint64_t pieces;     /* shape, for breakdowns */
     double bytes_per_piece, engines;
 } xfer_t;

@@ -1238,6 +1238,8 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
     a->limited_engines = r->limited_ps[SIM_DMA_LIMIT_ENGINES];
     a->limited_hbm = r->limited_ps[SIM_DMA_LIMIT_HBM];
     a->limited_link = r->limited_ps[SIM_DMA_LIMIT_LINK];
+    a->desc_start = r->desc_start_ps;
+    a->descriptors = r->desc_end_ps > r->desc_start_ps ? r->desc_end_ps - r->desc_start_ps : 0;
     s->stable = text != t->text; /* the rest: literals */
     put(t, &rec);
 }

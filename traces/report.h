@@ -41,6 +41,8 @@ typedef struct trc_report_dma {
     uint32_t core;
     uint64_t transfers, bytes;
     uint64_t busy_ps; /* time with at least one transfer moving data */
+    uint64_t descriptor_busy_ps; /* time the DMA engines had descriptors to process (from a
+                                  * statistics file; 0 from a trace, which does not carry it) */
 } trc_report_dma_t;
 
 typedef struct trc_report_stall {
@@ -131,13 +133,16 @@ uint64_t trc_report_line_cost(const trc_report_line_t *l);
     XX(SYNC, "engines hand work to each other and wait for completion each time: "             \
              "double-buffer so independent work overlaps the hand-offs, post as early as "     \
              "possible, fewer larger steps")                                                   \
-    XX(FIXED, "issue transfers earlier (prefetch, deeper buffering) so their fixed cost "      \
-              "overlaps compute; fewer, larger contiguous pieces per DMA (descriptors are "    \
-              "shared by all queues)")                                                         \
+    XX(FIXED, "issue transfers earlier (prefetch, deeper buffering) so their trigger "         \
+              "latency and queueing overlap compute; fewer, larger transfers")                 \
     XX(DMA_ENGINES, "larger contiguous pieces (>= 2 KiB per run) raise DMA efficiency; fewer " \
                     "small transfers; see what each kind costs")                               \
     XX(DMA_BW, "the DMA engines move data at their peak: fewer bytes (narrower types, reuse "  \
                "in SBUF), transfers overlapped with compute (prefetch, double buffering)")     \
+    XX(DMA_DESC, "the DMA engines' descriptor stages (one descriptor per contiguous piece, "   \
+                 "shared by all queues) were busy: fewer, larger contiguous pieces per DMA "   \
+                 "(whole rows, wider tiles, fewer transfers); neither more queues nor "        \
+                 "prefetch shortens it")                                                       \
     XX(DMA_OWN, "each transfer uses at most one DMA engine per contiguous piece and the HBM "  \
                 "channels its span covers: more partitions or queues in parallel")             \
     XX(DMA_BUSY, "the core's DMA was busy: report on a trace to see whether piece sizes "      \

@@ -89,6 +89,8 @@ typedef struct rs {
     uint32_t limit;     /* transfers: string id of what set their rate */
     float efficiency;   /* transfers: of their piece size (0: unknown) */
     uint64_t queued;    /* transfers: issue to start */
+    uint64_t desc_start, desc_end; /* transfers: its descriptors were processed in between
+                                    * (both 0: a trace older than them) */
 } rs_t;
 
 typedef struct stall_acc {

@@ -134,6 +134,7 @@ static ncsim_status_t report_from_stats(const char *path, json_t *root, trc_repo
             d->transfers = transfers;
             d->bytes = trc_stats_u64(json_object_get(dma, "bytes"));
             d->busy_ps = trc_stats_ps(json_object_get(dma, "busy_ns"));
+            d->descriptor_busy_ps = trc_stats_ps(json_object_get(dma, "descriptor_busy_ns"));
         }
     }
     rep->chips = max_chip;

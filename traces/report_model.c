@@ -268,6 +268,10 @@ static void dma_args(model_t *m, rs_t *x, const trc_slice_t *s)
     x->limit = intern(m, a->limit);
     x->efficiency = (float)a->efficiency;
     x->queued = a->queued;
+    if (a->descriptors) {
+        x->desc_start = a->desc_start;
+        x->desc_end = a->desc_start + a->descriptors;
+    }
     if (a->pieces) {
         char cost[160];
         snprintf(cost, sizeof cost, "%llu pieces x %.0f B, efficiency %.3f, rate set by %s",

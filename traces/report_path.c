@@ -10,7 +10,9 @@
  *     or at its completion when the instruction waited on the interlock), or the post
  *     that released its semaphore wait (the poster's completion: flows mark it);
  *   - a DMA transfer: the transfer ahead of it on its queue when it started the moment that
- *     one ended, otherwise the instruction that issued it.
+ *     one ended, or when its descriptors started (after its issue) the moment that one's
+ *     ended or that one's data started (the queue's descriptor stage held it); otherwise
+ *     the instruction that issued it.
  * The chain ends at a slice with no predecessor. Time between a predecessor's release and
  * the next step's start is "waiting" (DMA fixed cost, port contention, wake-up).
  */
@@ -44,10 +46,22 @@ static int64_t predecessor(const model_t *m, const uint32_t *pos, uint64_t cur, 
             *via = VIA_SEMAPHORE;
         }
     } else {
+        /* the transfer ahead of it in its queue held it when its data followed that one's at
+         * once, or when its descriptors started, after its issue, the moment that one's
+         * ended or that one's data started (the queue's descriptor stage takes the next
+         * transfer then: docs/data-movement.md) */
         const rs_t *prev = p > 0 ? &m->sl[t->s[p - 1]] : NULL;
+        uint64_t issued = x->dma_pred >= 0        ? m->sl[x->dma_pred].ts
+                          : x->ts > x->queued ? x->ts - x->queued
+                                              : 0;
         if (prev && prev->ts + prev->dur == x->ts) {
             best = t->s[p - 1];
             best_t = x->ts;
+            *via = VIA_QUEUE;
+        } else if (prev && x->desc_end && x->desc_start > issued &&
+                   (x->desc_start == prev->desc_end || x->desc_start == prev->ts)) {
+            best = t->s[p - 1];
+            best_t = x->desc_start;
             *via = VIA_QUEUE;
         } else if (x->dma_pred >= 0) {
             best = x->dma_pred;

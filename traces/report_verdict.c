@@ -94,10 +94,17 @@ void rpt_bounds_from_totals(trc_report_t *rep)
         if (!seen)
             trc_report_bound_add(rep, what, best, engine_advice(e->name));
     }
-    uint64_t dma = 0;
-    for (size_t i = 0; i < rep->ndma; i++)
+    uint64_t dma = 0, desc = 0;
+    for (size_t i = 0; i < rep->ndma; i++) {
         if (rep->dma[i].busy_ps > dma)
             dma = rep->dma[i].busy_ps;
+        if (rep->dma[i].descriptor_busy_ps > desc)
+            desc = rep->dma[i].descriptor_busy_ps;
+    }
+    /* the descriptor stages are a resource of their own (one descriptor per contiguous
+     * piece, every queue's), busy apart from the data phases they run ahead of: a stream of
+     * small pieces is bound by them while its data moves a fraction of the time */
+    trc_report_bound_add(rep, "DMA descriptors", desc, TRC_ADVICE_DMA_DESC);
     uint64_t hbm = rep->hbm_peak_gbps > 0
                        ? (uint64_t)((double)(rep->hbm_read + rep->hbm_write) /
                                     (rep->hbm_peak_gbps * 1e-3))
@@ -141,11 +148,21 @@ static void dma_bound(const char *limit, double efficiency, const char **what,
     }
 }
 
+/* The part of [a, b) inside [c, d). */
+static uint64_t overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+    uint64_t lo = a > c ? a : c, hi = b < d ? b : d;
+    return hi > lo ? hi - lo : 0;
+}
+
 /*
  * The verdict's candidates from the critical path: each step's time [start, release) and the
- * gap before it go to what explains them -- an engine's II, a transfer's rate limit, DMA
- * fixed cost and queueing (gaps before a transfer), or the semaphore chain (completion
- * latency a waiting engine sat through, and the wake-up gaps after posts).
+ * gap before it go to what explains them -- an engine's II, a transfer's rate limit, the DMA
+ * descriptor stages (the part of a transfer's gap, and of its data phase when it landed as
+ * its last descriptors were processed, while its descriptors were being processed), DMA
+ * fixed cost and queueing (the rest of the gap before a transfer: trigger latency, waiting
+ * for the queue), or the semaphore chain (completion latency a waiting engine sat through,
+ * and the wake-up gaps after posts).
  */
 int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
 {
@@ -177,6 +194,12 @@ int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
         } else {
             const char *w;
             trc_advice_t h;
+            /* landed when its last descriptors were processed: the descriptors, not the
+             * data, set the end of its data phase (its data waited for them) */
+            uint64_t desc = x->desc_end >= x->end ? overlap(x->ts, rel, x->desc_start, x->desc_end)
+                                                  : 0;
+            err |= trc_report_bound_add(rep, "DMA descriptors", desc, TRC_ADVICE_DMA_DESC);
+            span -= desc;
             dma_bound(rpt_str_of(m, x->limit), x->efficiency, &w, &h);
             if (strncmp(w, "DMA engines", 11) == 0) {
                 engines_ps += span;
@@ -190,9 +213,15 @@ int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
         uint64_t gap = x->ts > prev ? x->ts - prev : 0;
         switch (steps[k].via) {
         case VIA_ISSUE:
-        case VIA_QUEUE:
-            err |= trc_report_bound_add(rep, "DMA fixed cost and queueing", gap, TRC_ADVICE_FIXED);
+        case VIA_QUEUE: {
+            uint64_t desc = x->kind == TRC_SLICE_INSTR
+                                ? 0
+                                : overlap(prev, x->ts, x->desc_start, x->desc_end);
+            err |= trc_report_bound_add(rep, "DMA descriptors", desc, TRC_ADVICE_DMA_DESC);
+            err |= trc_report_bound_add(rep, "DMA fixed cost and queueing", gap - desc,
+                                        TRC_ADVICE_FIXED);
             break;
+        }
         case VIA_SEMAPHORE:
             err |= trc_report_bound_add(rep, "a chain of semaphore waits", gap, TRC_ADVICE_SYNC);
             break;

@@ -161,7 +161,8 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
  * the DMA engines its pieces can use), the shares of the core's DMA engines and of the chip's
  * HBM it got (percent, to 0.1), and how long each limit set its rate (limited_*). Readers
  * rebuild `cost`, the breakdown as text (trc_dma_cost_text, the same text as
- * sim_explain_dma); older traces carry the text itself. */
+ * sim_explain_dma); older traces carry the text itself. desc_start and descriptors: when its
+ * descriptors started being processed and for how long (0: a trace older than them). */
 #define TRC_DMA_FIELDS(XX)                                                                     \
     XX(index, "index", U64, 1)                                                                 \
     XX(issuer, "issuer", STR, 1)                                                               \
@@ -187,7 +188,9 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(limited_engines, "limited_engines_ns", PS, 0)                                           \
     XX(limited_hbm, "limited_hbm_ns", PS, 0)                                                   \
     XX(limited_link, "limited_link_ns", PS, 0)                                                 \
-    XX(cost, "cost", STR, 0)
+    XX(cost, "cost", STR, 0)                                                                   \
+    XX(desc_start, "descriptors_start_ns", PS, 0)                                              \
+    XX(descriptors, "descriptors_ns", PS, 0)
 
 /* A collective's chunk crossing a NeuronLink, on the link's track ("chip C links" process),
  * from the start to the landing of the chunk. src_chip/dst_chip: the link's ends;

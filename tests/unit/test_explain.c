@@ -366,7 +366,7 @@ static void test_verdicts(void **state)
     check_verdict("pe", prog_pe, "", "engine pe", 90.0);
     /* 262,144 descriptors of 4 bytes: 2.3 ms of the engines' descriptor stages, against
      * 118 us of data at 3% piece efficiency; with free descriptors the efficiency binds */
-    check_verdict("dma", prog_dma, "", "DMA fixed cost and queueing", 90.0);
+    check_verdict("dma", prog_dma, "", "DMA descriptors", 90.0);
     check_verdict("dma_pieces", prog_dma, "--set dma.descriptor_ns=0",
                   "DMA engines (piece efficiency)", 90.0);
     check_verdict("hbm", prog_hbm, "--set hbm.bandwidth_gbps=50", "HBM", 90.0);
@@ -961,7 +961,7 @@ static void test_doc_session(void **state)
 {
     (void)state;
     const char *v[] = {"v1_transposed", "v2_layout", "v3_bf16", "v4_overlap"};
-    const char *verdict[] = {"DMA fixed cost and queueing", "DMA engines (bandwidth)",
+    const char *verdict[] = {"DMA descriptors", "DMA engines (bandwidth)",
                              "DMA engines (bandwidth)", "DMA queues (per-transfer cap)"};
     double prev = 0;
     for (int i = 0; i < 4; i++) {
