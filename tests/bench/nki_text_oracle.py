@@ -8,9 +8,10 @@ A change meant to make lowering cheaper must leave every text byte-identical.
 
 DIR receives one file per kernel and size (NAME.SIZE.nca, or NAME.SIZE.err when lowering
 fails: the error must then be the same) and NAME.SIZE.loops, the steady-state decisions
-(nki.lower(...).loops: per loop statement, iterations, replayed ones and why refused; the file
-paths relative to the repository), which must be the same too. --sizes picks sizes (default small,moderate,tutorial);
---only picks kernels; --skip-slow-tutorial lowers at tutorial size only the four matmuls.
+(nki.lower(...).loops: per loop statement, iterations, replayed ones and why refused; the
+file paths relative to the repository), which must be the same too. --sizes picks sizes
+(default small,moderate,tutorial); --only picks kernels; --skip-slow-tutorial lowers at
+tutorial size only the four matmuls.
 --corpus: the kernels of python/tests/nki/corpus/ instead (tests/bench/nki_corpus.py), at their
 sizes small and full (--sizes), with timing-only placeholders for their inputs.
 Prints CPU seconds per lowering; exit 1 when a text differs.
