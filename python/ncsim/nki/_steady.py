@@ -687,6 +687,14 @@ def _period(iters, snaps):
         if n - WARM < NWIN * P:
             break
         w0 = n - NWIN * P
+        # the snapshots first: comparing them costs little (the windows' events more)
+        ss = [snaps[w0 + w * P] for w in range(NWIN + 1)]     # snaps[i]: before iteration i
+        if any(s[0] != ss[0][0] for s in ss[1:]):
+            continue
+        dn = tuple(b - a for a, b in zip(ss[0][1], ss[1][1]))
+        if any(tuple(b - a for a, b in zip(ss[w][1], ss[w + 1][1])) != dn
+               for w in range(1, NWIN)):
+            continue
         wins = []
         for w in range(NWIN):
             ev = []
@@ -706,13 +714,6 @@ def _period(iters, snaps):
             if not ok:
                 break
         if not ok:
-            continue
-        ss = [snaps[w0 + w * P] for w in range(NWIN + 1)]     # snaps[i]: before iteration i
-        if any(s[0] != ss[0][0] for s in ss[1:]):
-            continue
-        dn = tuple(b - a for a, b in zip(ss[0][1], ss[1][1]))
-        if any(tuple(b - a for a, b in zip(ss[w][1], ss[w + 1][1])) != dn
-               for w in range(1, NWIN)):
             continue
         return P, wins[-1], steps, dn
     return None
