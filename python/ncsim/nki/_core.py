@@ -3225,6 +3225,7 @@ class Tracer:
     def finish(self, arch="trn1", comment=None):
         """The program text (run with the cycle collector paused, as the whole lowering is:
         Kernel._lower)."""
+        SLOT_DIRTY.clear()        # (no snapshot follows: the buffers need not stay alive)
         # the scheduler, waits and folding in C where the policy lets them (_native.py); the
         # reference lowering (fast_trace False) keeps the Python passes they are checked against
         native = self.pol.fast_trace and _native.enabled(self.pol.native_passes)

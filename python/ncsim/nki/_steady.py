@@ -559,7 +559,7 @@ def _slot_part(tr, rec, bbs):
         if len(states) >= KEEP_STATES:
             del states[next(iter(states))]       # the one used longest ago
     else:
-        sv.update()
+        sv.update(tr.slots)
     states[key] = sv                             # (last in the order: used last)
     out = tuple(sv.ids), tuple(sv.owners), tuple(sv.tags), sv.nblk
     if rec.check:
@@ -602,11 +602,12 @@ class _SlotState:
     state's `dirty` receives) are looked at again. A buffer's _owner_key can change only
     with its owner: a block's token owns its Alloc's buffer and no other, and an Alloc
     leaves its tensor's blocks (release_blocks) only after giving its buffer up."""
-    __slots__ = ("tr", "bmap", "blocks", "bsites", "n", "pos", "ids", "owners", "tags",
-                 "nblk", "dirty")
+    __slots__ = ("bmap", "blocks", "bsites", "n", "pos", "ids", "owners", "tags", "nblk",
+                 "dirty")
 
+    # (no reference to the tracer, which holds it: a cycle would keep the whole trace alive
+    # after the lowering, for the cycle collector to find)
     def __init__(self, tr, rec, bbs):
-        self.tr = tr
         self.dirty = set()
         self.bmap = {bb.ordinal: bb for bb in bbs}
         self.blocks = _blocks_ok(rec, bbs, tr)
@@ -615,10 +616,9 @@ class _SlotState:
         self.pos = {}
         self.ids, self.owners, self.tags = [], [], []
         self.nblk = 0
-        self._grow()
+        self._grow(tr.slots)
 
-    def _grow(self):
-        slots = self.tr.slots
+    def _grow(self, slots):
         new = slots[self.n:]
         self.n = len(slots)
         bsites = self.bsites
@@ -635,9 +635,9 @@ class _SlotState:
         else:
             self.owners.extend(["~" if o is None else id(o) for o in map(_SL_OWNER, keep)])
 
-    def update(self):
-        if len(self.tr.slots) != self.n:
-            self._grow()
+    def update(self, slots):
+        if len(slots) != self.n:
+            self._grow(slots)
         pos, owners, tags, bmap, blocks = self.pos, self.owners, self.tags, self.bmap, self.blocks
         for sl in self.dirty:
             j = pos.get(sl)
