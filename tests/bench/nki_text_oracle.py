@@ -7,8 +7,11 @@ A change meant to make lowering cheaper must leave every text byte-identical.
     NCSIM_LIBRARY=build/libncsim.so /usr/bin/python3 tests/bench/nki_text_oracle.py --check DIR
 
 DIR receives one file per kernel and size (NAME.SIZE.nca, or NAME.SIZE.err when lowering
-fails: the error must then be the same). --sizes picks sizes (default small,moderate,tutorial);
---only picks kernels; --skip-slow-tutorial lowers at tutorial size only the four matmuls.
+fails: the error must then be the same) and NAME.SIZE.loops, the steady-state decisions
+(nki.lower(...).loops: per loop statement, iterations, replayed ones and why refused; the
+file paths relative to the repository), which must be the same too. --sizes picks sizes
+(default small,moderate,tutorial); --only picks kernels; --skip-slow-tutorial lowers at
+tutorial size only the four matmuls.
 --corpus: the kernels of python/tests/nki/corpus/ instead (tests/bench/nki_corpus.py), at their
 sizes small and full (--sizes), with timing-only placeholders for their inputs.
 Prints CPU seconds per lowering; exit 1 when a text differs.
@@ -19,6 +22,7 @@ unrolled) must be identical ("same program"); for a change that writes the same 
 other text (the folding into loops).
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -68,6 +72,17 @@ def _corpus_jobs(sizes, only):
             yield name, size, mod.kernel, [nt.tensor[[*x.shape], str(x.dtype)] for x in args]
 
 
+def _loops(low):
+    """nki.lower(...).loops as text, file paths relative to the repository."""
+    out = []
+    for e in low.loops:
+        e = dict(e)
+        if isinstance(e.get("file"), str) and e["file"].startswith(ROOT + os.sep):
+            e["file"] = os.path.relpath(e["file"], ROOT)
+        out.append(e)
+    return json.dumps(out, indent=1, sort_keys=True, default=str) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     g = ap.add_mutually_exclusive_group(required=True)
@@ -91,18 +106,24 @@ def main():
     for name, size, kernel, args in (_corpus_jobs(sizes, only) if a.corpus else
                                      _catalog_jobs(sizes, only, a.skip_slow_tutorial)):
         c0 = time.process_time()
+        loops = None
         try:
-            out, ext = nki.lower(kernel, *args).text, "nca"
+            low = nki.lower(kernel, *args)
+            out, ext = low.text, "nca"
+            loops = _loops(low)
         except Exception as e:  # the error text is part of the output too
             out, ext = f"{type(e).__name__}: {e}\n", "err"
         cpu = time.process_time() - c0
         base = os.path.join(d, f"{name}.{size}")
         if a.save:
-            for old in (base + ".nca", base + ".err"):
+            for old in (base + ".nca", base + ".err", base + ".loops"):
                 if os.path.exists(old):
                     os.remove(old)
             with open(f"{base}.{ext}", "w") as f:
                 f.write(out)
+            if loops is not None:
+                with open(base + ".loops", "w") as f:
+                    f.write(loops)
             status = "saved"
         else:
             path = f"{base}.{ext}"
@@ -117,6 +138,11 @@ def main():
                     same = _program(saved) == _program(out)
                     status = (f"same program ({len(saved)} B saved)" if same else
                               "DIFFERENT PROGRAM")
+                if loops is not None and os.path.exists(base + ".loops"):
+                    with open(base + ".loops") as f:
+                        if f.read() != loops:
+                            status += ", LOOPS DIFFER"
+                            same = False
                 bad += not same
         print(f"{name:20} {size:9} {cpu:7.2f} s  {len(out):9d} B  {status}", flush=True)
     if a.check:

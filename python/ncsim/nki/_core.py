@@ -458,8 +458,8 @@ def is_index(x):
 class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
-    __slots__ = ("id", "kind", "offset", "size", "owner", "recs", "name", "site", "_freed",
-                 "tag", "heap")
+    __slots__ = ("id", "kind", "offset", "size", "_owner", "recs", "name", "site", "_freed",
+                 "_tag", "heap")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
@@ -497,6 +497,26 @@ class Slot:
             heapq.heappush(h, (self._freed, self.id, self))
             if len(h) > h.limit:
                 h.compact()
+
+    # owner and tag: read as plain attributes; a change of a buffer of the kernel's (not a
+    # first pass's private one) enters SLOT_DIRTY, from which the steady-state recorder's
+    # snapshot learns what changed since its last one (_steady._SlotState)
+    def _set_owner(self, o):
+        self._owner = o
+        if self.id >= 0:
+            SLOT_DIRTY.add(self)
+
+    def _set_tag(self, t):
+        self._tag = t
+        if self.id >= 0:
+            SLOT_DIRTY.add(self)
+
+
+Slot.owner = property(operator.attrgetter("_owner"), Slot._set_owner,
+                      doc="what holds the buffer (an Alloc's token, a Resident), or None")
+Slot.tag = property(operator.attrgetter("_tag"), Slot._set_tag,
+                    doc="first pass: (site, key) of the load whose data it holds")
+SLOT_DIRTY = set()     # buffers whose owner or tag was set since the recorder last looked
 
 
 class _FreeHeap(list):
@@ -608,7 +628,7 @@ class Alloc:
         self.written = False        # an instruction has written it (nl.loop_reduce)
         self.lazy_zero = False
         self.acc_started = set()
-        self.token = object()
+        self.token = weakref.ref(self)   # unique to this Alloc (_steady._owner_key finds it)
         self.dead = None            # (file, line) of the loop whose iteration ended its life
         slot.owner = self.token     # a token, not the Alloc: the slot must not keep it alive
         slot.tag = None
@@ -1971,6 +1991,7 @@ class Tracer:
         self.selfknown = [-1] * len(ENGINES)   # per engine: its own last instruction known complete
         self.clocks = [[] for _ in range(N_AGENTS)]
         self.slots = []
+        SLOT_DIRTY.clear()             # (another tracer's buffers)
         # free buffers, for _other_free: per (kind, size) a heap of (tick freed, id), entries
         # pushed whenever a buffer is freed and dropped, once stale, when met at the top
         self.free_heaps = {}
@@ -1997,6 +2018,7 @@ class Tracer:
         self.act_func = None                   # ScalarE's last function (its table set)
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
         self.steady = None                     # _steady.Recorder of the loop being recorded
+        self.slot_states = {}                  # _steady._slot_part's kept buffer lists
         self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
         self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
         self.replayable_internal = False       # emit: a compiler-made load the replay makes too
@@ -3316,6 +3338,7 @@ class Tracer:
     def finish(self, arch="trn1", comment=None):
         """The program text (run with the cycle collector paused, as the whole lowering is:
         Kernel._lower)."""
+        SLOT_DIRTY.clear()        # (no snapshot follows: the buffers need not stay alive)
         # the scheduler, waits and folding in C where the policy lets them (_native.py); the
         # reference lowering (fast_trace False) keeps the Python passes they are checked against
         native = self.pol.fast_trace and _native.enabled(self.pol.native_passes)

@@ -31,10 +31,13 @@ or a body whose code calls or mutates something the tracer cannot see (a list's 
 attribute store, a call of a Python function that is not an NKI API; see _body_ok)."""
 import builtins
 import dis
+import os
 import re
 import sys
 import types
-from operator import add as _add
+import weakref
+from itertools import repeat
+from operator import add as _add, attrgetter
 
 from . import _core as C
 
@@ -76,7 +79,8 @@ class Guard:
 
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
-    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm", "psum", "mask")
+    __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm", "psum", "mask",
+                 "cnames", "check")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -89,6 +93,9 @@ class Recorder:
         self.warm = False          # recording a warm-up iteration (before the windows)
         self.psum = set()          # (ordinal, block) of PSUM blocks allocated or used here
         self.mask = False          # a mask compares a loop index (masked)
+        self.cnames = None         # the carried names _snapshot compares, sorted
+        self.check = bool(os.environ.get("NCSIM_NKI_TRACE_ORACLE"))   # (tests) _SlotState
+                                   # checked against the full walk at every snapshot
 
     def masked(self):
         """A mask compares a loop index with a bound: its truth may change once, in the last
@@ -484,6 +491,9 @@ def _local_names(frame):
     return s[1] if isinstance(s, tuple) else frozenset()
 
 
+_MISSING = object()     # a carried name not bound (in _snapshot's ids of the carried values)
+
+
 def _snapshot(tr, rec, frame, outer):
     """(what must be equal, counters that must grow by the same amount per window)."""
     if tr.pending is not None:
@@ -497,30 +507,21 @@ def _snapshot(tr, rec, frame, outer):
                        frozenset(a.acc_started), a.spilled))
     carried = ()
     if outer:
+        # the variables bound before the loop that the body does not bind first: the same
+        # objects (the names are the same at every snapshot of this loop: `outer` and the
+        # body's locals do not change)
+        names = rec.cnames
+        if names is None:
+            names = rec.cnames = tuple(sorted(outer - rec.local))
         loc = frame.f_locals
-        carried = tuple((n, id(loc[n])) for n in sorted(outer - rec.local) if n in loc)
+        carried = tuple(map(id, map(loc.get, names, repeat(_MISSING))))
         loc.clear()                # the snapshot must not keep tensors alive
         del loc
     bbs = _bbs(rec)
-    bsites = {id(bb.site) for bb in bbs}
-    # the tokens of these tensors' blocks, which may own a buffer of another site (a first
-    # pass gives every block a private buffer, outside tr.slots, so none there)
-    btok = {id(a.token) for bb in bbs for a in bb.allocs.values()} \
-        if bbs and tr.live is not None else None
-    # the buffers other than those of the block tensors the loop uses (whose buffers the
-    # replay's allocator calls manage): these must be as they were, up to their release
-    # ticks: their ids, owners (a buffer free or held by a block of these tensors: the
-    # replay's allocator calls and releases keep it as the full trace would) and tags
-    slots = [sl for sl in tr.slots if id(sl.site) not in bsites] if bsites else tr.slots
-    if btok:
-        owners = tuple(["~" if o is None or id(o) in btok else id(o)
-                        for o in [sl.owner for sl in slots]])
-    else:
-        owners = tuple(["~" if o is None else id(o) for o in [sl.owner for sl in slots]])
-    nblk = len(tr.slots) - len(slots)
-    st = (len(tr.scopes), tuple([sl.id for sl in slots]), owners,
+    ids, owners, tags, nblk = _slot_part(tr, rec, bbs)
+    st = (len(tr.scopes), ids, owners,
           tuple((bb.ordinal, bb.spilled, bb.reloaded, bb.scratch is None) for bb in bbs),
-          tuple([sl.tag for sl in slots]),
+          tags,
           len(tr.sites), tuple([s.rr for s in tr.sites.values()]),
           # (free memory: only the replay's real block allocations carve it)
           tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
@@ -530,6 +531,137 @@ def _snapshot(tr, rec, frame, outer):
           len(tr.prints), tr.shared_idx, frozenset(tr.dirty), tr.line_override, tr.fast,
           tuple(allocs), carried)
     return st, _nums(tr, bbs, nblk)
+
+
+KEEP_STATES = 8    # _SlotStates kept per tracer (the last used): one per set of block tensors
+
+
+def _slot_part(tr, rec, bbs):
+    """The buffers' part of a snapshot: the buffers other than those of the block tensors the
+    loop uses (whose buffers the replay's allocator calls manage) must be as they were, up to
+    their release ticks: their ids, owners (_owner_key) and tags; and how many buffers the
+    block tensors have. Kept by the tracer per set of block tensors and brought up to date
+    from the buffers changed since it was last used (_SlotState), so that a snapshot costs
+    what changed, not what exists; the full walk (_slot_walk) with the reference paths, and
+    beside it as a check under NCSIM_NKI_TRACE_ORACLE."""
+    states = tr.slot_states
+    d = C.SLOT_DIRTY
+    if d:
+        for sv in states.values():
+            sv.dirty |= d
+        d.clear()
+    if not C._fast[0]:
+        return _slot_walk(tr, rec, bbs)
+    key = tuple([bb.ordinal for bb in bbs])
+    sv = states.pop(key, None)
+    if sv is None:
+        sv = _SlotState(tr, rec, bbs)
+        if len(states) >= KEEP_STATES:
+            del states[next(iter(states))]       # the one used longest ago
+    else:
+        sv.update(tr.slots)
+    states[key] = sv                             # (last in the order: used last)
+    out = tuple(sv.ids), tuple(sv.owners), tuple(sv.tags), sv.nblk
+    if rec.check:
+        ref = _slot_walk(tr, rec, bbs)
+        if ref != out:
+            raise AssertionError("steady-state snapshot: the buffers kept up to date differ "
+                                 "from a full walk of them")
+    return out
+
+
+def _blocks_ok(rec, bbs, tr):
+    """May an owner be a block's token that counts as free (_owner_key)? Only in a second
+    pass (a first pass gives every block a private buffer, outside tr.slots)."""
+    return bool(bbs) and tr.live is not None
+
+
+def _owner_key(o, bmap, blocks):
+    """A buffer's owner as a snapshot compares it: "~" if the buffer is free or held by a
+    block of the loop's block tensors (bmap: ordinal -> BlockBuf; the replay's allocator
+    calls and releases keep such a buffer as the full trace would), else the owner's id."""
+    if o is None:
+        return "~"
+    if blocks and type(o) is weakref.ref:
+        a = o()                 # an Alloc's token: is the Alloc a live block of these tensors?
+        if a is not None and a.blk is not None:
+            bb, blk = a.blk
+            if bmap.get(bb.ordinal) is bb and bb.allocs.get(blk) is a:
+                return "~"
+    return id(o)
+
+
+_SL_ID, _SL_OWNER, _SL_TAG = attrgetter("id"), attrgetter("_owner"), attrgetter("_tag")
+
+
+class _SlotState:
+    """_slot_part's lists for one set of block tensors: the buffers outside their sites, in
+    tr.slots order, with their ids, owners (_owner_key) and tags as of its last use. Made by
+    one walk; then the buffers made since (tr.slots only grows) are appended and those whose
+    owner or tag was set since (Slot.owner/tag enter _core.SLOT_DIRTY, which every kept
+    state's `dirty` receives) are looked at again. A buffer's _owner_key can change only
+    with its owner: a block's token owns its Alloc's buffer and no other, and an Alloc
+    leaves its tensor's blocks (release_blocks) only after giving its buffer up."""
+    __slots__ = ("bmap", "blocks", "bsites", "n", "pos", "ids", "owners", "tags", "nblk",
+                 "dirty")
+
+    # (no reference to the tracer, which holds it: a cycle would keep the whole trace alive
+    # after the lowering, for the cycle collector to find)
+    def __init__(self, tr, rec, bbs):
+        self.dirty = set()
+        self.bmap = {bb.ordinal: bb for bb in bbs}
+        self.blocks = _blocks_ok(rec, bbs, tr)
+        self.bsites = {id(bb.site) for bb in bbs}
+        self.n = 0
+        self.pos = {}
+        self.ids, self.owners, self.tags = [], [], []
+        self.nblk = 0
+        self._grow(tr.slots)
+
+    def _grow(self, slots):
+        new = slots[self.n:]
+        self.n = len(slots)
+        bsites = self.bsites
+        keep = [sl for sl in new if id(sl.site) not in bsites] if bsites else new
+        self.nblk += len(new) - len(keep)
+        j = len(self.ids)
+        self.pos.update(zip(keep, range(j, j + len(keep))))
+        self.ids.extend(map(_SL_ID, keep))
+        self.tags.extend(map(_SL_TAG, keep))
+        if self.blocks:
+            bmap, wref = self.bmap, weakref.ref
+            self.owners.extend(["~" if o is None else id(o) if type(o) is not wref else
+                                _owner_key(o, bmap, True) for o in map(_SL_OWNER, keep)])
+        else:
+            self.owners.extend(["~" if o is None else id(o) for o in map(_SL_OWNER, keep)])
+
+    def update(self, slots):
+        if len(slots) != self.n:
+            self._grow(slots)
+        pos, owners, tags, bmap, blocks = self.pos, self.owners, self.tags, self.bmap, self.blocks
+        for sl in self.dirty:
+            j = pos.get(sl)
+            if j is not None:
+                owners[j] = _owner_key(sl._owner, bmap, blocks)
+                tags[j] = sl._tag
+        self.dirty.clear()
+
+
+def _slot_walk(tr, rec, bbs):
+    """_slot_part by a walk over every buffer of the kernel (the reference)."""
+    bsites = {id(bb.site) for bb in bbs}
+    # the tokens of these tensors' blocks, which may own a buffer of another site (a first
+    # pass gives every block a private buffer, outside tr.slots, so none there)
+    btok = {id(a.token) for bb in bbs for a in bb.allocs.values()} \
+        if _blocks_ok(rec, bbs, tr) else None
+    slots = [sl for sl in tr.slots if id(sl.site) not in bsites] if bsites else tr.slots
+    if btok:
+        owners = tuple(["~" if o is None or id(o) in btok else id(o)
+                        for o in [sl.owner for sl in slots]])
+    else:
+        owners = tuple(["~" if o is None else id(o) for o in [sl.owner for sl in slots]])
+    return (tuple([sl.id for sl in slots]), owners, tuple([sl.tag for sl in slots]),
+            len(tr.slots) - len(slots))
 
 
 def _bbs(rec):
@@ -555,6 +687,14 @@ def _period(iters, snaps):
         if n - WARM < NWIN * P:
             break
         w0 = n - NWIN * P
+        # the snapshots first: comparing them costs little (the windows' events more)
+        ss = [snaps[w0 + w * P] for w in range(NWIN + 1)]     # snaps[i]: before iteration i
+        if any(s[0] != ss[0][0] for s in ss[1:]):
+            continue
+        dn = tuple(b - a for a, b in zip(ss[0][1], ss[1][1]))
+        if any(tuple(b - a for a, b in zip(ss[w][1], ss[w + 1][1])) != dn
+               for w in range(1, NWIN)):
+            continue
         wins = []
         for w in range(NWIN):
             ev = []
@@ -574,13 +714,6 @@ def _period(iters, snaps):
             if not ok:
                 break
         if not ok:
-            continue
-        ss = [snaps[w0 + w * P] for w in range(NWIN + 1)]     # snaps[i]: before iteration i
-        if any(s[0] != ss[0][0] for s in ss[1:]):
-            continue
-        dn = tuple(b - a for a, b in zip(ss[0][1], ss[1][1]))
-        if any(tuple(b - a for a, b in zip(ss[w][1], ss[w + 1][1])) != dn
-               for w in range(1, NWIN)):
             continue
         return P, wins[-1], steps, dn
     return None
