@@ -139,9 +139,6 @@ class Policy:
         for k, v in kw.items():
             if not hasattr(self, k):
                 raise TypeError(f"unknown lowering policy option {k!r}")
-            if k == "psum_spill_engine" and v not in ("dve", "act"):
-                raise ValueError(f"psum_spill_engine is 'dve' or 'act' (the engines that read "
-                                 f"and write PSUM), not {v!r}")
             setattr(self, k, v)
         return self
 

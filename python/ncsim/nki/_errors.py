@@ -171,6 +171,10 @@ _CHECKS = {
     "transcendental_engine": (lambda v: v == "act", "act (ScalarE runs the activation table)"),
     "lend_buffers": (lambda v: v in ("share", "lend"), "share or lend"),
     "reload_at_uses": (lambda v: isinstance(v, bool), "True or False"),
+    "psum_spill": (lambda v: isinstance(v, bool), "True or False"),
+    "psum_spill_engine": (lambda v: _engine(v, ("dve", "act")),
+                          "dve or act (the engines that read and write PSUM)"),
+    "native_passes": (lambda v: v in ("auto", "c", "python"), "auto, c or python"),
     "schedule_window": (lambda v: _int(v, 0, 1 << 20), "an integer 0..1048576 (0 or 1: the "
                         "kernel's order)"),
 }

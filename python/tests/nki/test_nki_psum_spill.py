@@ -130,7 +130,8 @@ def test_statistics_of_a_run_and_the_engine_switch():
     got_act = nki.simulate_kernel(k_k_outer, a, b, policy={"psum_spill_engine": "act"})
     np.testing.assert_array_equal(got_act, got)
     assert nki.check(k_k_outer, a, b, policy={"psum_spill_engine": "act"}) == []
-    with pytest.raises(ValueError, match="psum_spill_engine is 'dve' or 'act'"):
+    with pytest.raises(nki.NkiError,
+                       match=r"err_invalid_policy.*psum_spill_engine='pool': must be dve or act"):
         nki.lower(k_k_outer, a, b, policy={"psum_spill_engine": "pool"})
     # the switch off: the refusal of before
     with pytest.raises(nki.NkiError, match=r"test_nki_psum_spill.py:\d+: error: \[err_out_of_memory\] "
