@@ -752,7 +752,7 @@ static int32_t intern(fintern_t *t, const char *s, size_t n, int32_t *next, int 
     size_t j = h & (t->cap - 1);
     while (t->slot_off[j] >= 0) {
         if (t->slot_hash[j] == h && (size_t)t->slot_len[j] == n &&
-            memcmp(t->pool.p + t->slot_off[j], s, n) == 0) {
+            (n == 0 || memcmp(t->pool.p + t->slot_off[j], s, n) == 0)) {
             *is_new = 0;
             return t->slot_id[j];
         }
