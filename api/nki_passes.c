@@ -627,7 +627,9 @@ typedef struct fbuf {
 
 static int fbuf_reserve(fbuf_t *b, size_t more)
 {
-    if (b->len + more <= b->cap)
+    /* a buffer exists after any reserve, even of 0 bytes: offsets into a pool of empty
+     * strings are then taken from a real pointer (p + 0 on NULL is undefined) */
+    if (b->p && b->len + more <= b->cap)
         return 1;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + more)
