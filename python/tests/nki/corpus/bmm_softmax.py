@@ -25,8 +25,8 @@ def kernel(v1, v2):
     MT = M // 128
     NB = N // 512
     v3 = nl.ndarray((B, M, N), dtype=np.float32, buffer=nl.shared_hbm)
-    v4 = nl.shared_constant(np.identity(128, dtype=np.float32))
-    v5 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, name='identity_local', buffer=nl.sbuf)
+    v4 = nl.shared_constant(np.eye(128, dtype=np.float32))
+    v5 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
     v6 = nl.ndarray((B, NB, nl.par_dim(K), 512), dtype=np.float32, name='rhs_local', buffer=nl.sbuf)
     v7 = nl.ndarray((B, MT, nl.par_dim(128), K), dtype=np.float32, name='lhs_local', buffer=nl.sbuf)
     v8 = nl.zeros((B, MT, nl.par_dim(K), 128), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
@@ -41,7 +41,7 @@ def kernel(v1, v2):
     v17 = nl.ndarray((B, MT, nl.par_dim(128), 1), dtype=np.float32, name='', buffer=nl.sbuf)
     v18 = nl.ndarray((B, MT, nl.par_dim(128), 1), dtype=np.float32, name='', buffer=nl.sbuf)
     v19 = nl.ndarray((B, MT, NB, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.sbuf)
-    v5[nl.arange(128)[:, None], nl.arange(128)[None, :]] = nl.load(v4[nl.arange(128)[:, None], nl.arange(128)[None, :]], dtype=np.float32, mask=None)
+    v5[:, :] = nl.load(v4[:, :])
     for i0 in nl.affine_range(B):
         for i1 in nl.affine_range(NB):
             v6[i0, i1, nl.arange(K)[:, None], nl.arange(512)[None, :]] = nl.load(v2[i0, nl.arange(K)[:, None], 512 * i1 + nl.arange(512)[None, :]], dtype=np.float32, mask=None)

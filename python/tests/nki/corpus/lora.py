@@ -28,8 +28,8 @@ def kernel(v1, v2, v3, v4):
     KD = D // 128
     FB = F // 1024
     v5 = nl.ndarray((N, F), dtype=np.float32, buffer=nl.shared_hbm)
-    v6 = nl.shared_constant(np.identity(128, dtype=np.float32))
-    v7 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, name='identity_local', buffer=nl.sbuf)
+    v6 = nl.shared_constant(np.eye(128, dtype=np.float32))
+    v7 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
     v8 = nl.ndarray((KD, nl.par_dim(128), R), dtype=np.float32, name='a_local', buffer=nl.sbuf)
     v9 = nl.ndarray((FB, KD, nl.par_dim(128), 1024), dtype=np.float32, name='w_local', buffer=nl.sbuf)
     v10 = nl.ndarray((FB, nl.par_dim(R), 1024), dtype=np.float32, name='b_local', buffer=nl.sbuf)
@@ -40,7 +40,7 @@ def kernel(v1, v2, v3, v4):
     v15 = nl.ndarray((FB, MT, nl.par_dim(R), 128), dtype=np.float32, name='xaT', buffer=nl.sbuf)
     v16 = nl.zeros((FB, MT, 2, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
     v17 = nl.ndarray((FB, MT, nl.par_dim(128), 1024), dtype=np.float32, name='', buffer=nl.sbuf)
-    v7[nl.arange(128)[:, None], nl.arange(128)[None, :]] = nl.load(v6[nl.arange(128)[:, None], nl.arange(128)[None, :]], dtype=np.float32, mask=None)
+    v7[:, :] = nl.load(v6[:, :])
     for i0 in nl.affine_range(KD):
         v8[i0, nl.arange(128)[:, None], nl.arange(R)[None, :]] = nl.load(v3[128 * i0 + nl.arange(128)[:, None], nl.arange(R)[None, :]], dtype=np.float32, mask=None)
         ' end loop i0 '

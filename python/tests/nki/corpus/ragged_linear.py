@@ -25,8 +25,8 @@ def kernel(v1, v2, v3):
     KT = K // 128
     NB = N // 1024
     v4 = nl.ndarray((M, N), dtype=np.float32, buffer=nl.shared_hbm)
-    v5 = nl.shared_constant(np.identity(128, dtype=np.float32))
-    v6 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, name='identity_local', buffer=nl.sbuf)
+    v5 = nl.shared_constant(np.eye(128, dtype=np.float32))
+    v6 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
     v7 = nl.ndarray((nl.par_dim(1), 128), dtype=np.float32, name='ones', buffer=nl.sbuf)
     v8 = nl.ndarray((NB, nl.par_dim(1), 1024), dtype=np.float32, name='b_local', buffer=nl.sbuf)
     v9 = nl.zeros((NB, 2, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
@@ -37,7 +37,7 @@ def kernel(v1, v2, v3):
     v14 = nl.ndarray((MT, KT, nl.par_dim(128), 128), dtype=np.float32, name='xT', buffer=nl.sbuf)
     v15 = nl.zeros((MT, NB, 2, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
     v16 = nl.ndarray((MT, NB, nl.par_dim(128), 1024), dtype=np.float32, name='', buffer=nl.sbuf)
-    v6[nl.arange(128)[:, None], nl.arange(128)[None, :]] = nl.load(v5[nl.arange(128)[:, None], nl.arange(128)[None, :]], dtype=np.float32, mask=None)
+    v6[:, :] = nl.load(v5[:, :])
     v7[0, nl.arange(128)[None, :]] = nisa.memset(shape=(1, 128), value=1.0, dtype=np.float32, mask=None, engine=nki.isa.unknown_engine)
     for i0 in nl.affine_range(NB):
         v8[i0, 0, nl.arange(1024)[None, :]] = nl.load(v3[0, 1024 * i0 + nl.arange(1024)[None, :]], dtype=np.float32, mask=None)

@@ -26,8 +26,8 @@ def kernel(v1, v2, v3, v4):
     NF = F // 512
     ND = D // 512
     v5 = nl.ndarray((T, P, D), dtype=np.float32, buffer=nl.shared_hbm)
-    v6 = nl.shared_constant(np.identity(128, dtype=np.float32))
-    v7 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, name='identity_local', buffer=nl.sbuf)
+    v6 = nl.shared_constant(np.eye(128, dtype=np.float32))
+    v7 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
     v8 = nl.ndarray((KD, nl.par_dim(128), F), dtype=np.float32, name='w1_local', buffer=nl.sbuf)
     v9 = nl.ndarray((KD, nl.par_dim(128), F), dtype=np.float32, name='w3_local', buffer=nl.sbuf)
     v10 = nl.ndarray((KF, nl.par_dim(128), D), dtype=np.float32, name='w2_local', buffer=nl.sbuf)
@@ -42,7 +42,7 @@ def kernel(v1, v2, v3, v4):
     v19 = nl.ndarray((T, KF, nl.par_dim(128), 128), dtype=np.float32, name='gateT', buffer=nl.sbuf)
     v20 = nl.zeros((T, ND, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
     v21 = nl.ndarray((T, nl.par_dim(128), D), dtype=np.float32, name='', buffer=nl.sbuf)
-    v7[nl.arange(128)[:, None], nl.arange(128)[None, :]] = nl.load(v6[nl.arange(128)[:, None], nl.arange(128)[None, :]], dtype=np.float32, mask=None)
+    v7[:, :] = nl.load(v6[:, :])
     for i0 in nl.affine_range(KD):
         v8[i0, nl.arange(128)[:, None], nl.arange(F)[None, :]] = nl.load(v2[i0, nl.arange(128)[:, None], nl.arange(F)[None, :]], dtype=np.float32, mask=None)
         v9[i0, nl.arange(128)[:, None], nl.arange(F)[None, :]] = nl.load(v3[i0, nl.arange(128)[:, None], nl.arange(F)[None, :]], dtype=np.float32, mask=None)

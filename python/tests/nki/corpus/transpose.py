@@ -18,12 +18,12 @@ def kernel(v1):
     T, P, N = v1.shape
     NB = N // 1024
     v2 = nl.ndarray((T, P, N), dtype=np.float32, buffer=nl.shared_hbm)
-    v3 = nl.shared_constant(np.identity(128, dtype=np.float32))
-    v4 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, name='identity_local', buffer=nl.sbuf)
+    v3 = nl.shared_constant(np.eye(128, dtype=np.float32))
+    v4 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
     v5 = nl.ndarray((T, NB, nl.par_dim(128), 1024), dtype=np.float32, name='x_local', buffer=nl.sbuf)
     v6 = nl.zeros((T, NB, 8, nl.par_dim(128), 128), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
     v7 = nl.ndarray((T, NB, 8, nl.par_dim(128), 128), dtype=np.float32, name='', buffer=nl.sbuf)
-    v4[nl.arange(128)[:, None], nl.arange(128)[None, :]] = nl.load(v3[nl.arange(128)[:, None], nl.arange(128)[None, :]], dtype=np.float32, mask=None)
+    v4[:, :] = nl.load(v3[:, :])
     for i0 in nl.affine_range(T):
         for i1 in nl.affine_range(NB):
             v5[i0, i1, nl.arange(128)[:, None], nl.arange(1024)[None, :]] = nl.load(v1[i0, nl.arange(128)[:, None], 1024 * i1 + nl.arange(1024)[None, :]], dtype=np.float32, mask=None)

@@ -25,8 +25,8 @@ def kernel(v1, v2):
     KT = K // 128
     NB = N // 1024
     v3 = nl.ndarray((M, N), dtype=np.float32, buffer=nl.shared_hbm)
-    v4 = nl.shared_constant(np.identity(128, dtype=np.float32))
-    v5 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, name='identity_local', buffer=nl.sbuf)
+    v4 = nl.shared_constant(np.eye(128, dtype=np.float32))
+    v5 = nl.ndarray((nl.par_dim(128), 128), dtype=np.float32, buffer=nl.sbuf)
     v6 = nl.ndarray((NB, 8, nl.par_dim(128), K), dtype=np.float32, name='b_local', buffer=nl.sbuf)
     v7 = nl.ndarray((NB, 8, KT, nl.par_dim(128), 128), dtype=np.float32, name='', buffer=nl.psum)
     v8 = nl.ndarray((NB, KT, nl.par_dim(128), 1024), dtype=np.float32, name='bT', buffer=nl.sbuf)
@@ -35,7 +35,7 @@ def kernel(v1, v2):
     v11 = nl.ndarray((NB, MT, KT, nl.par_dim(128), 128), dtype=np.float32, name='aT', buffer=nl.sbuf)
     v12 = nl.zeros((NB, MT, 2, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.psum, lazy_initialization=True)
     v13 = nl.ndarray((NB, MT, nl.par_dim(128), 1024), dtype=np.float32, name='', buffer=nl.sbuf)
-    v5[nl.arange(128)[:, None], nl.arange(128)[None, :]] = nl.load(v4[nl.arange(128)[:, None], nl.arange(128)[None, :]], dtype=np.float32, mask=None)
+    v5[:, :] = nl.load(v4[:, :])
     for i0 in nl.affine_range(NB):
         for i1 in nl.affine_range(8):
             v6[i0, i1, nl.arange(128)[:, None], nl.arange(K)[None, :]] = nl.load(v2[1024 * i0 + 128 * i1 + nl.arange(128)[:, None], nl.arange(K)[None, :]], dtype=np.float32, mask=None)
