@@ -3164,45 +3164,6 @@ class Tracer:
         b0, b1 = lb // wb, (hb - 1) // wb
         rec = [box, ag, idx, write, False]
         cells = ix.map
-        if a0 == a1 and b0 == b1:
-            # the access lies in one cell (the common case): the loop below for it, the
-            # cell's list rebuilt only when it holds records covered before this access
-            c = (a0, b0)
-            lst = cells.get(c)
-            if not lst:
-                cells[c] = [rec]
-                return
-            alive = None
-            for i, r in enumerate(lst):
-                if r[4]:
-                    if alive is None:
-                        alive = lst[:i]
-                    continue
-                if alive is not None:
-                    alive.append(r)
-                (l2a, h2a), (l2b, h2b) = r[0]
-                if l2a >= ha or la >= h2a or l2b >= hb or lb >= h2b:
-                    continue
-                rag = r[1]
-                if r[3] or write:
-                    if ex is not None:
-                        ex.append((rag, r[2]))
-                    elif rag != ag and deps.get(rag, -1) < r[2]:
-                        deps[rag] = r[2]       # (used only without a scheduler: _emit_tail)
-                if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
-                        l2b >= lb and h2b <= hb:
-                    r[4] = True
-                    if ex is not None and not write:
-                        ex.append((rag, r[2]))     # a read covering a read: keep their order
-            if alive is None:
-                lst.append(rec)
-                alive = lst
-            else:
-                alive.append(rec)
-                cells[c] = alive
-            if len(alive) > _GRID_REFINE and len(cells) == 1:
-                ix.refine(key)  # a memory's only cell holds too many records: narrow it
-            return
         # a record overlapping several cells is met once (the set of records seen; not
         # needed when the access lies in one cell, the common case)
         seen = set() if a0 != a1 or b0 != b1 else None
@@ -3213,11 +3174,14 @@ class Tracer:
                 if not lst:
                     cells[c] = [rec]
                     continue
-                alive = []
-                for r in lst:
+                alive = None        # the cell's list is rebuilt only when it holds records
+                for i, r in enumerate(lst):     # covered before this access
                     if r[4]:
+                        if alive is None:
+                            alive = lst[:i]
                         continue
-                    alive.append(r)
+                    if alive is not None:
+                        alive.append(r)
                     if seen is not None:
                         rid = id(r)
                         if rid in seen:
@@ -3231,14 +3195,17 @@ class Tracer:
                         if ex is not None:
                             ex.append((rag, r[2]))
                         elif rag != ag and deps.get(rag, -1) < r[2]:
-                            deps[rag] = r[2]
+                            deps[rag] = r[2]   # (used only without a scheduler: _emit_tail)
                     if (write or (not r[3] and rag == ag)) and l2a >= la and h2a <= ha and \
                             l2b >= lb and h2b <= hb:
                         r[4] = True
                         if ex is not None and not write:
                             ex.append((rag, r[2]))     # a read covering a read: keep their order
-                alive.append(rec)
-                cells[c] = alive
+                if alive is None:
+                    lst.append(rec)
+                else:
+                    alive.append(rec)
+                    cells[c] = alive
         if seen is None and len(cells) == 1 and len(cells[(a0, b0)]) > _GRID_REFINE:
             ix.refine(key)      # a memory's only cell holds too many records: narrow it
 
