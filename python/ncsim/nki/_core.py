@@ -2563,7 +2563,7 @@ class Tracer:
             # first pass: a private buffer that uses no memory (the text is thrown away)
             slot = Slot(-1, bb.kind, 0, bb.fbytes, bb.site)
         else:
-            slot = self._block_slot(bb)
+            slot = self._block_slot(bb, blk)
         bb.used.add(slot.id)
         bb.live += 1
         if bb.live > bb.peak:
@@ -2831,9 +2831,9 @@ class Tracer:
             site.slots.append(sl)              # (the site's entry in report() counts it)
         return sl
 
-    def _tile_victim(self, n):
-        """The one-bank buffer a plain tile gives up, for new tile n (None: for a block), by
-        the rule above; None when no plain tile can."""
+    def _tile_victim(self, n, with_uses=()):
+        """The one-bank buffer a plain tile gives up, for new tile n (None: for a block, whose
+        uses are with_uses), by the rule above; None when no plain tile can."""
         cands = []
         for sl in self.slots:
             if sl.kind != "psum" or sl.size != PSUM_BANK:
@@ -2852,12 +2852,17 @@ class Tracer:
         if self.steady is not None:
             self.steady.refuse_window("a PSUM tile is spilled")
         co = self.tprev.tco
+        if with_uses:
+            with_uses = set(with_uses)
         best, bnext = None, self.tick
         for sl, r in cands:
             tiles = list(sl.held or ())
             if r is not None:
                 tiles.append(r.pt)
             if n is not None and any(((p, n) if p < n else (n, p)) in co for p in tiles):
+                continue
+            if with_uses and any(not with_uses.isdisjoint(self.tprev.tuses.get(p, ()))
+                                 for p in tiles):
                 continue
             nxt = 1 << 60
             for p in tiles:
@@ -3006,7 +3011,7 @@ class Tracer:
                     best, bnext = a, nxt
         return best
 
-    def _block_slot(self, bb):
+    def _block_slot(self, bb, blk=None):
         site = bb.site
         depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
         nbytes = bb.fbytes
@@ -3028,8 +3033,9 @@ class Tracer:
             self._evict(a)
             return sl
         if bb.kind == "psum" and self.pol.psum_spill and nbytes <= PSUM_BANK:
-            # no block to evict: a plain tile gives up its bank, if one can
-            sl = self._tile_victim(None)
+            # no block to evict: a plain tile gives up its bank, if one can (not one used
+            # by an instruction that uses this block)
+            sl = self._tile_victim(None, self.live.get((bb.ordinal, blk), ()))
             if sl is not None:
                 return sl
         self._oom(bb.kind, nbytes)

@@ -351,3 +351,55 @@ def test_refusals_that_remain():
     with pytest.raises(nki.NkiError, match=r"test_nki_psum_tile_spill.py:\d+: error: "
                        r"\[err_out_of_memory\] PSUM \(8 banks.*psum_spill=False"):
         nki.lower(k_list, a, b, policy={"psum_spill": False})
+
+
+@nki.jit
+def k_pair(lhsT, rhs):
+    """Four accumulators in a block tensor and eight plain tiles open across K; at the end
+    each output is a block plus a tile, read by one instruction (so the block that takes a
+    tile's bank must not be one used together with that tile)."""
+    K, M = lhsT.shape
+    KT = K // 128
+    out = nl.ndarray((M, 8 * 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    blk = nl.zeros((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.psum, name="blk")
+    tiles = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(8)]
+    for k in nl.affine_range(KT):
+        lt = nl.load(lhsT[128 * k:128 * (k + 1), :])
+        for n in range(12):
+            rt = nl.load(rhs[128 * k:128 * (k + 1), 512 * n:512 * (n + 1)])
+            if n < 4:
+                blk[n] += nisa.nc_matmul(lt, rt)
+            else:
+                tiles[n - 4] += nisa.nc_matmul(lt, rt)
+    for n in range(8):
+        nl.store(out[:, 512 * n:512 * (n + 1)], value=nl.add(blk[n % 4], tiles[n]))
+    return out
+
+
+def test_a_block_and_a_tile_read_together():
+    a, b = _args(512, 128, 12, seed=8)
+    got = nki.simulate_kernel(k_pair, a, b)
+    p = a.T.astype(np.float64) @ b
+    want = np.concatenate([p[:, 512 * (n % 4):512 * (n % 4 + 1)] + p[:, 512 * (n + 4):512 * (n + 5)]
+                           for n in range(8)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    assert nki.check(k_pair, a, b) == []
+    low = nki.lower(k_pair, a, b)
+    assert low.spill["psum_spill_bytes"] > 0
+    assert low.spill["psum_reload_bytes"] == low.spill["psum_spill_bytes"]
+
+
+def test_tile_copies_spill_on_to_hbm_when_sbuf_is_short():
+    """SBUF narrowed: the SBUF blocks holding spilled tiles are evicted to HBM in turn, and
+    the sums are still those of the kernel without spills."""
+    a, b = _args(512, 128, 16, seed=3)
+    pol = {"sbuf_bytes": 12288}
+    got = nki.simulate_kernel(k_list, a, b, policy=pol)
+    np.testing.assert_array_equal(got, nki.simulate_kernel(k_one, a, b))
+    assert nki.check(k_list, a, b, policy=pol) == []
+    low = nki.lower(k_list, a, b, policy=pol)
+    save = next(r for r in low.tensors if r["name"].startswith("psum_spill_line"))
+    assert save["spilled_bytes"] > 0 and save["reloaded_bytes"] == save["spilled_bytes"]
+    assert low.spill["spill_save_bytes"] == save["spilled_bytes"]
+    assert low.spill["psum_spill_bytes"] > 0
+    assert "spill_psum_spill_line" in low.text
