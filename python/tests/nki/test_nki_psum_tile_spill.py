@@ -5,6 +5,8 @@ the tiles of a bank take turns in it, copied to SBUF and back (by an identity ma
 accumulation group is open). Next uses come from a first pass that sees every access, so the
 kernel is lowered without loop replay. The results must be those of the same computation with
 fewer tiles live, bit for bit."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -403,3 +405,86 @@ def test_tile_copies_spill_on_to_hbm_when_sbuf_is_short():
     assert low.spill["spill_save_bytes"] == save["spilled_bytes"]
     assert low.spill["psum_spill_bytes"] > 0
     assert "spill_psum_spill_line" in low.text
+
+
+_OPS = []          # the program of k_random (set by the test before each call)
+_NT = [0]
+
+
+@nki.jit
+def k_random(L, R):
+    """9-14 plain [128, 128] PSUM tiles and a random program over them: accumulate a matmul
+    into a tile, replace a tile by a new matmul result, store a tile, store the sum of two
+    (an instruction reading two tiles)."""
+    nout = sum(1 for o in _OPS if o[0] in ("rd", "add"))
+    out = nl.ndarray((128, 128 * nout), dtype=nl.float32, buffer=nl.shared_hbm)
+    lt = nl.load(L)
+    tiles = [nl.zeros((128, 128), nl.float32, buffer=nl.psum) for _ in range(_NT[0])]
+    k = 0
+    for o in _OPS:
+        if o[0] == "mm":
+            tiles[o[1]] += nisa.nc_matmul(lt, nl.load(R[:, 128 * o[2]:128 * (o[2] + 1)]))
+        elif o[0] == "new":
+            tiles[o[1]] = nisa.nc_matmul(lt, nl.load(R[:, 128 * o[2]:128 * (o[2] + 1)]))
+        elif o[0] == "rd":
+            nl.store(out[:, 128 * k:128 * (k + 1)], value=nl.copy(tiles[o[1]]))
+            k += 1
+        else:
+            nl.store(out[:, 128 * k:128 * (k + 1)], value=nl.add(tiles[o[1]], tiles[o[2]]))
+            k += 1
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs_over_more_tiles_than_banks(seed):
+    rng = np.random.default_rng(100 + seed)
+    nt = int(rng.integers(9, 15))
+    ops = []
+    for _ in range(int(rng.integers(30, 60))):
+        r = rng.random()
+        if r < 0.5:
+            ops.append(("mm", int(rng.integers(nt)), int(rng.integers(4))))
+        elif r < 0.6:
+            ops.append(("new", int(rng.integers(nt)), int(rng.integers(4))))
+        elif r < 0.85:
+            ops.append(("rd", int(rng.integers(nt))))
+        else:
+            a, b = rng.choice(nt, 2, replace=False)
+            ops.append(("add", int(a), int(b)))
+    ops.append(("rd", 0))
+    _OPS[:] = ops
+    _NT[0] = nt
+    L = rng.standard_normal((128, 128), dtype=np.float32)
+    R = rng.standard_normal((128, 512), dtype=np.float32)
+    # the model: float64 sums
+    val = [np.zeros((128, 128)) for _ in range(nt)]
+    outs = []
+    for o in ops:
+        if o[0] in ("mm", "new"):
+            m = L.T.astype(np.float64) @ R[:, 128 * o[2]:128 * (o[2] + 1)]
+            val[o[1]] = val[o[1]] + m if o[0] == "mm" else m
+        elif o[0] == "rd":
+            outs.append(val[o[1]].copy())
+        else:
+            outs.append(val[o[1]] + val[o[2]])
+    got = nki.simulate_kernel(k_random, L, R)
+    np.testing.assert_allclose(got, np.concatenate(outs, axis=1), rtol=1e-4, atol=1e-3)
+    # the program reads partial sums (psum-open, the kernel's own doing); nothing else is
+    # found, and none of the spills' copies reads an open group
+    src, first = inspect.getsourcelines(k_random.func)
+    line = first + next(i for i, t in enumerate(src) if "tiles = [" in t)
+    for f in nki.check(k_random, L, R):
+        assert f.kind == "psum-open" and f.second.line != line, f.message
+    low = nki.lower(k_random, L, R)
+    assert low.spill["psum_reload_bytes"] <= low.spill["psum_spill_bytes"]
+    _SPILLED.append(low.spill["psum_spill_bytes"])
+
+
+_SPILLED = []
+
+
+def test_the_random_programs_spilled():
+    """(after them) most of the random programs above had tiles to spill"""
+    if len(_SPILLED) < 6:
+        pytest.skip("run with the random programs")
+    assert sum(1 for n in _SPILLED if n > 0) >= 4
