@@ -1994,7 +1994,7 @@ class Tracer:
         self.trec = live is None and not pol.steady_state and pol.psum_spill
         self.tuses = {}                # first pass: tile number -> [ticks]
         self.tco = set()               # first pass: (tile, tile) used by one instruction
-        self.tsite = []                # first pass: per tile (save key, index under that key)
+        self.tsite = []                # first pass: per tile (save key, index under it, dtype)
         self.tkeys = {}                # first pass: save key -> tiles under it
         self.tile_over = False         # first pass: a tile found PSUM full
         self.tprev = prev if prev is not None and prev.trec else None
