@@ -456,13 +456,14 @@ class Slot:
     """A physical buffer: bytes [offset, offset+size) of every partition of SBUF, or whole PSUM
     banks. Access records for dependences live here, so that reuse by another tensor is ordered."""
     __slots__ = ("id", "kind", "offset", "size", "_owner", "recs", "name", "site", "_freed",
-                 "_tag", "heap")
+                 "_tag", "heap", "held")
 
     def __init__(self, sid, kind, offset, size, site):
         self.id = sid
         self.kind = kind
         self.offset = offset
         self.size = size
+        self.held = None            # PSUM: the plain tiles spilled from this bank, their home
         self.owner = None
         self.recs = None
         self.name = f"{'sb' if kind == 'sbuf' else 'ps'}{sid}"
@@ -499,6 +500,8 @@ class Slot:
     # first pass's private one) enters SLOT_DIRTY, from which the steady-state recorder's
     # snapshot learns what changed since its last one (_steady._SlotState)
     def _set_owner(self, o):
+        if o is None and self.held:
+            o = HELD                # its spilled tiles come back here: not free (Tracer._tile_out)
         self._owner = o
         if self.id >= 0:
             SLOT_DIRTY.add(self)
@@ -514,6 +517,7 @@ Slot.owner = property(operator.attrgetter("_owner"), Slot._set_owner,
 Slot.tag = property(operator.attrgetter("_tag"), Slot._set_tag,
                     doc="first pass: (site, key) of the load whose data it holds")
 SLOT_DIRTY = set()     # buffers whose owner or tag was set since the recorder last looked
+HELD = "held"          # owner of a PSUM bank that only spilled plain tiles call home
 
 
 class _FreeHeap(list):
@@ -614,7 +618,7 @@ class Alloc:
     """A logical on-chip tensor occupying one slot; when the last view of it dies, the slot is
     free for the next tensor of its allocation site."""
     __slots__ = ("slot", "kind", "lazy_zero", "acc_started", "token", "dead", "blk", "remat",
-                 "spilled", "written", "__weakref__")
+                 "spilled", "written", "pt", "__weakref__")
 
     def __init__(self, slot, kind):
         self.slot = slot
@@ -627,6 +631,7 @@ class Alloc:
         self.acc_started = set()
         self.token = weakref.ref(self)   # unique to this Alloc (_steady._owner_key finds it)
         self.dead = None            # (file, line) of the loop whose iteration ended its life
+        self.pt = None              # a PSUM tile without block dimensions: its number (_tile_new)
         slot.owner = self.token     # a token, not the Alloc: the slot must not keep it alive
         slot.tag = None
 
@@ -680,7 +685,7 @@ class BlockBuf:
     __slots__ = ("kind", "dtype", "bshape", "nblk", "P", "felems", "fbytes", "name", "ordinal",
                  "allocs", "site", "lazy_zero", "fill", "scratch", "line", "shape", "used",
                  "spilled", "reloaded", "remat_bytes", "peak", "live", "pure", "srcs", "sunk",
-                 "reissued", "psave")
+                 "reissued", "psave", "tpts")
 
     def __init__(self, kind, dt, shape, pdim, name, ordinal, line):
         self.kind = kind
@@ -710,6 +715,7 @@ class BlockBuf:
         self.sunk = False          # its loads are issued at its uses (Tracer._choose_sunk)
         self.reissued = 0          # loads issued again at uses
         self.psave = None          # PSUM: the SBUF BlockBuf its spilled blocks are copied to
+        self.tpts = None           # SBUF copies of plain PSUM tiles: block -> the tile's number
 
 
 # --------------------------------------------------------------------------- tensors
@@ -1980,6 +1986,22 @@ class Tracer:
         self.psum_ident = {}           # partitions -> SBUF identity tile (_psum_identity)
         self.psum_spill_bytes = 0      # bytes copied PSUM -> SBUF by spills
         self.psum_reload_bytes = 0     # bytes copied back SBUF -> PSUM
+        # PSUM tiles without block dimensions (docs/nki.md, "Spills and reloads"): numbered in
+        # order of allocation; a first pass run without loop replay (so that it sees every
+        # access) records when each is used and which are used together, and gives a tile
+        # that finds PSUM full a buffer that uses no memory; the second spills by those uses
+        self.npt = 0                   # plain PSUM tiles allocated so far
+        self.trec = live is None and not pol.steady_state and pol.psum_spill
+        self.tuses = {}                # first pass: tile number -> [ticks]
+        self.tco = set()               # first pass: (tile, tile) used by one instruction
+        self.tsite = []                # first pass: per tile (save key, index under it, dtype)
+        self.tkeys = {}                # first pass: save key -> tiles under it
+        self.tile_over = False         # first pass: a tile found PSUM full
+        self.tprev = prev if prev is not None and prev.trec else None
+        self.thook = self.trec         # emit calls _tiles_at (recording, or tiles are away)
+        self.away = {}                 # second pass: spilled tile -> (save, block), () or None
+        self.tsaves = {}               # second pass: save key -> SBUF BlockBuf of copies
+        self.tsite_bytes = {}          # second pass: allocation site -> [spilled, reloaded]
         self.source = source           # the kernel's file: .source and the lines of .loc
         self.nodes = []
         self.count = [0] * N_AGENTS
@@ -2172,6 +2194,8 @@ class Tracer:
             s = self.sites[key] = Site()
         slot = self._pick_slot(kind, nbytes, s)
         a = Alloc(slot, kind)
+        if kind == "psum":
+            self._tile_new(a, key, shape, pdim, dt)
         if self.scopes:
             self.scopes[-1].append(weakref.ref(a))
         st, acc = [None] * len(shape), 1
@@ -2184,7 +2208,7 @@ class Tracer:
 
     # ---- repeated loads
     def needs_second_pass(self):
-        if self.blockbufs:
+        if self.blockbufs or self.tile_over:
             return True
         if self.pol.resident_loads == "never":
             return False
@@ -2539,7 +2563,7 @@ class Tracer:
             # first pass: a private buffer that uses no memory (the text is thrown away)
             slot = Slot(-1, bb.kind, 0, bb.fbytes, bb.site)
         else:
-            slot = self._block_slot(bb)
+            slot = self._block_slot(bb, blk)
         bb.used.add(slot.id)
         bb.live += 1
         if bb.live > bb.peak:
@@ -2725,6 +2749,237 @@ class Tracer:
         bb.reloaded += n
         self.psum_reload_bytes += n
 
+    # ---- PSUM tiles without block dimensions (docs/nki.md, "Spills and reloads")
+    #
+    # A plain tile's views name its buffer, so the tile keeps that bank (its home) for its
+    # whole life. When a tile finds PSUM full, a bank held by another plain tile is shared:
+    # the tiles that call a bank home take turns in it, the one an instruction uses copied in
+    # (from SBUF) at that instruction, the one there copied out. Which bank: the one whose
+    # tiles are next needed furthest away, never one whose tiles an instruction uses together
+    # with the new tile (both must be in PSUM at once). Next uses come from a first pass run
+    # without loop replay, which sees every access (_tiles_at).
+    def _tile_new(self, a, key, shape, pdim, dt):
+        """Number a new plain PSUM tile; the first pass notes where its SBUF copy would go
+        (one SBUF block tensor per allocating line, shape and type; a block per tile)."""
+        pt = a.pt = self.npt
+        self.npt = pt + 1
+        if self.trec:
+            sk = (key, tuple(shape), pdim, dt.name)
+            n = self.tkeys.get(sk, 0)
+            self.tkeys[sk] = n + 1
+            self.tsite.append((sk, n, dt))
+
+    def _tiles_at(self, reads, writes):
+        """At a kernel instruction: the first pass records its plain PSUM tiles' use; the
+        second copies back those of them that are spilled (before the instruction)."""
+        allocs = []
+        for ts in (reads, writes):
+            for t in ts:
+                if t is not None:
+                    a = t.alloc
+                    if a is not None and a.pt is not None and not a.dead:
+                        allocs.append(a)
+        if not allocs:
+            return
+        if self.live is None:
+            tick = self.tick
+            seen = []
+            for a in allocs:
+                p = a.pt
+                if p in seen:
+                    continue
+                seen.append(p)
+                lst = self.tuses.get(p)
+                if lst is None:
+                    self.tuses[p] = [tick]
+                elif lst[-1] != tick:
+                    lst.append(tick)
+            for i, p in enumerate(seen):
+                for q in seen[i + 1:]:
+                    self.tco.add((p, q) if p < q else (q, p))
+            return
+        away = self.away
+        for a in allocs:
+            if a.pt in away:
+                self._tile_back(a, allocs)
+
+    def _tile_next(self, pt):
+        """The tick of plain tile pt's next use (from the first pass), or None."""
+        uses = self.tprev.tuses.get(pt, ())
+        i = bisect.bisect_left(uses, self.tick)
+        return uses[i] if i < len(uses) else None
+
+    def _tile_full(self, site, nbytes):
+        """A plain PSUM tile of at most one bank finds PSUM full: the buffer it gets."""
+        if self.live is None:
+            if not self.trec:
+                # next uses need a first pass that sees every access: lower again without
+                # loop replay (Kernel._lower_pol)
+                raise _steady.Mismatch("a PSUM tile without block dimensions is spilled")
+            self.tile_over = True
+            self.fast = True                   # a second pass follows (needs_second_pass)
+            return Slot(-1, "psum", 0, PSUM_BANK, site)
+        a = self._victim("psum", nbytes)       # a block of a block tensor first, as before
+        if a is not None:
+            sl = a.slot
+            self._evict(a)
+            return sl
+        sl = self._tile_victim(self.npt)
+        if sl is None:
+            self._oom("psum", nbytes)
+        if site is not None and sl not in site.slots:
+            site.slots.append(sl)              # (the site's entry in report() counts it)
+        return sl
+
+    def _tile_victim(self, n, with_uses=()):
+        """The one-bank buffer a plain tile gives up, for new tile n (None: for a block, whose
+        uses are with_uses), by the rule above; None when no plain tile can."""
+        cands = []
+        for sl in self.slots:
+            if sl.kind != "psum" or sl.size != PSUM_BANK:
+                continue
+            o = sl.owner
+            if o is HELD:
+                cands.append((sl, None))
+            elif type(o) is weakref.ref:
+                r = o()
+                if r is not None and r.pt is not None:
+                    cands.append((sl, r))
+        if not cands:
+            return None
+        if self.tprev is None:
+            raise _steady.Mismatch("a PSUM tile without block dimensions is spilled")
+        if self.steady is not None:
+            self.steady.refuse_window("a PSUM tile is spilled")
+        co = self.tprev.tco
+        if with_uses:
+            with_uses = set(with_uses)
+        best, bnext = None, self.tick
+        for sl, r in cands:
+            tiles = list(sl.held or ())
+            if r is not None:
+                tiles.append(r.pt)
+            if n is not None and any(((p, n) if p < n else (n, p)) in co for p in tiles):
+                continue
+            if with_uses and any(not with_uses.isdisjoint(self.tprev.tuses.get(p, ()))
+                                 for p in tiles):
+                continue
+            nxt = 1 << 60
+            for p in tiles:
+                u = self._tile_next(p)
+                if u is not None and u < nxt:
+                    nxt = u
+            if nxt > bnext:                    # (a bank needed by this instruction: never)
+                best, bnext = (sl, r), nxt
+        if best is None:
+            return None
+        sl, r = best
+        if r is not None:
+            self._tile_out(r)
+        return sl
+
+    def _tile_view(self, sl, dt, P, F):
+        return Tensor(sl, None, dt, (P, F), 0, 0, [None, 1], 0)
+
+    def _tile_out(self, r):
+        """Plain tile r gives up its home bank: its data is copied to SBUF, unless it holds
+        nothing yet (a lazy zero) or is not used again; it comes back at its next use."""
+        sl = r.slot
+        pt = r.pt
+        nxt = self._tile_next(pt)
+        self.thook = True
+        if self.steady is not None:
+            self.steady.refuse_window("a PSUM tile is spilled")
+        if nxt is None:
+            self.away[pt] = None
+        elif not r.written:
+            self.away[pt] = ()
+        else:
+            sk, idx, dt = self.tprev.tsite[pt]
+            s = self.tsaves.get(sk)
+            shape, pdim = sk[1], sk[2]
+            if s is None:
+                key = sk[0]
+                where = [k for k in key[2:] if isinstance(k, tuple) and k[0] == self.source] \
+                    if isinstance(key, tuple) else []
+                line = where[-1][1] if where else 0
+                P = shape[pdim]
+                F = _prod(shape) // P
+                s = BlockBuf("sbuf", dt, (self.tprev.tkeys[sk], P, F), 1,
+                             f"psum_spill_line{line}", ("tile", len(self.tsaves)), line)
+                s.tpts = {}
+                self.tsaves[sk] = s
+                self.psum_saves.append(s)
+            s.tpts[idx] = pt
+            sa = self._save_block(s, idx)
+            dst = self._block_view(s, sa.slot)
+            src = self._tile_view(sl, dt, s.P, s.felems)
+            eng = self.pol.psum_spill_engine
+            old = self.line_override
+            self.line_override = s.line
+            self._internal(lambda: self.emit(eng, f"tensor_copy {dst.text()}, {src.text()}",
+                                             reads=[src], writes=[dst], internal=True))
+            self.line_override = old
+            n = s.P * s.fbytes
+            self.psum_spill_bytes += n
+            self.tsite_bytes.setdefault(sk[0], [0, 0])[0] += n
+            self.away[pt] = (s, idx)
+        if nxt is not None:
+            if sl.held is None:
+                sl.held = set()
+            sl.held.add(pt)
+        sl.owner = None                        # HELD while tiles call it home
+        sl.freed = self.tick
+
+    def _tile_back(self, a, inuse):
+        """Spilled plain tile a is used: whatever holds its home bank gives it up, and its
+        data (if any) is copied back (by an identity matmul if an accumulation group is open
+        in it, as _psum_reload does)."""
+        ent = self.away.pop(a.pt)
+        if ent is None:
+            raise RuntimeError("internal: a PSUM tile is used after its last use in the first pass")
+        sl = a.slot
+        o = sl.owner
+        if o is not HELD and o is not None:
+            r = o() if type(o) is weakref.ref else None
+            if r is None or any(r is x for x in inuse) or \
+                    (r.blk is not None and sys.getrefcount(r) > 3):
+                error("err_out_of_memory",
+                      "PSUM is full: a spilled PSUM tile and a tensor in use by the same "
+                      "instruction need the same bank")
+            if r.blk is not None:
+                self._evict(r)
+            else:
+                self._tile_out(r)
+        sl.held.discard(a.pt)
+        sl.owner = a.token
+        if not ent:
+            return
+        s, idx = ent
+        sa = self._save_block(s, idx)
+        src = self._block_view(s, sa.slot)
+        dst = self._tile_view(sl, s.dtype, s.P, s.felems)
+
+        def back():
+            if a.acc_started and s.dtype.name == "float32":
+                ident = self._psum_identity(s.P)
+                self.emit("pe", f"matmul {dst.text()}, {ident.text()}, {src.text()}",
+                          reads=[ident, src], writes=[dst], internal=True)
+            else:
+                self.emit(self.pol.psum_spill_engine, f"tensor_copy {dst.text()}, {src.text()}",
+                          reads=[src], writes=[dst], internal=True)
+        old = self.line_override
+        self.line_override = s.line
+        self._internal(back)
+        self.line_override = old
+        _free_slot(sa, self.tick)
+        sa.slot = None
+        s.live -= 1
+        del s.allocs[idx]
+        n = s.P * s.fbytes
+        self.psum_reload_bytes += n
+        self.tsite_bytes.setdefault(self.tprev.tsite[a.pt][0][0], [0, 0])[1] += n
+
     def _victim(self, kind, nbytes):
         """The block to evict for nbytes of `kind`: among blocks no live view refers to, the
         one whose next access is furthest away (known from the first pass)."""
@@ -2741,6 +2996,13 @@ class Tracer:
                     continue
                 o = bb.ordinal
                 if type(o) is tuple:
+                    if o[0] == "tile":
+                        # a plain PSUM tile's SBUF copy: next needed at the tile's next use
+                        nxt = self._tile_next(bb.tpts[blk])
+                        nxt = 1 << 60 if nxt is None else nxt
+                        if nxt > bnext:
+                            best, bnext = a, nxt
+                        continue
                     o = o[1]          # a PSUM block's SBUF copy: next needed at its reload
                 uses = self.live.get((o, blk), ())
                 i = bisect.bisect_left(uses, t)
@@ -2749,7 +3011,7 @@ class Tracer:
                     best, bnext = a, nxt
         return best
 
-    def _block_slot(self, bb):
+    def _block_slot(self, bb, blk=None):
         site = bb.site
         depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
         nbytes = bb.fbytes
@@ -2770,6 +3032,12 @@ class Tracer:
             sl = a.slot
             self._evict(a)
             return sl
+        if bb.kind == "psum" and self.pol.psum_spill and nbytes <= PSUM_BANK:
+            # no block to evict: a plain tile gives up its bank, if one can (not one used
+            # by an instruction that uses this block)
+            sl = self._tile_victim(None, self.live.get((bb.ordinal, blk), ()))
+            if sl is not None:
+                return sl
         self._oom(bb.kind, nbytes)
 
     def _other_free(self, kind, nbytes):
@@ -2824,6 +3092,12 @@ class Tracer:
             f"SBUF ({self.pol.sbuf_bytes} bytes per partition)"
         if kind == "psum" and not self.pol.psum_spill:
             extra = "; PSUM is not spilled (psum_spill=False)"
+        elif kind == "psum" and nbytes > PSUM_BANK:
+            extra = (f"; a PSUM tile of more than one bank ({PSUM_BANK} bytes) is not spilled, "
+                     "nor does one give up its banks")
+        elif kind == "psum":
+            extra = ("; every tensor that could give up a bank is in use, or used together "
+                     "with this one")
         else:
             extra = "; only blocks of block-dimension tensors are spilled, and every one is in use"
         error("err_out_of_memory",
@@ -2889,10 +3163,12 @@ class Tracer:
                     key[0] not in ("sbuf", "psum") or not isinstance(key[1], int):
                 continue
             where = [k for k in key[2:] if isinstance(k, tuple) and k[0] == self.source]
+            moved = self.tsite_bytes.get(key, (0, 0))     # plain PSUM tiles spilled to SBUF
             out.append({"name": "", "line": where[-1][1] if where else 0, "space": key[0],
                         "shape": None, "dtype": None, "blocks": 0, "logical_bytes": key[1],
                         "buffers": len(site.slots), "buffer_bytes": site.slots[0].size,
-                        "peak_live_blocks": None, "spilled_bytes": 0, "reloaded_bytes": 0,
+                        "peak_live_blocks": None, "spilled_bytes": moved[0],
+                        "reloaded_bytes": moved[1],
                         "rematerialized_bytes": 0, "loads_at_uses": False, "reissued_loads": 0})
         return out
 
@@ -2923,6 +3199,8 @@ class Tracer:
             if self.pol.lend_buffers == "share" and site is not None and best not in site.slots:
                 site.slots.append(best)            # both sites' own from now on
             return best
+        if kind == "psum" and self.pol.psum_spill and nbytes <= PSUM_BANK:
+            return self._tile_full(site, nbytes)
         if (kind == "sbuf" or self.pol.psum_spill) and self.live is not None:
             a = self._victim(kind, nbytes)
             if a is not None:
@@ -3013,6 +3291,8 @@ class Tracer:
         (dst, src) of a load from an HBM input (a block written so can be reloaded from it)."""
         if self.pending is not None and not internal:
             self.flush()            # an earlier call's instruction comes first (trace order)
+        if self.thook and not internal:
+            self._tiles_at(reads, writes)      # plain PSUM tiles: uses, or spilled ones back
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
