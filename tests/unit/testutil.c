@@ -173,3 +173,31 @@ struct isa_program *tu_assemble(const char *text, const char *name)
     isa_diag_free(&d);
     return p;
 }
+
+isa_view_t tu_view(isa_space_t space, isa_dtype_t dt, unsigned pstart, unsigned pcount,
+                   uint64_t offset, unsigned nd, const int64_t *strides, const uint32_t *counts)
+{
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = (uint8_t)space;
+    v.dtype = (uint8_t)dt;
+    v.pstart = (uint8_t)pstart;
+    v.pcount = (uint16_t)(space == ISA_SPACE_HBM ? 1 : pcount);
+    v.offset = offset;
+    v.ndims = (uint8_t)nd;
+    for (unsigned i = 0; i < nd; i++) {
+        v.stride[i] = strides[i];
+        v.count[i] = counts[i];
+    }
+    return v;
+}
+
+int tu_load_arch(const char *name, mdl_arch_t *a)
+{
+    char err[512];
+    if (mdl_arch_load(name, a, err, sizeof err) != NCSIM_OK) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return 0;
+}

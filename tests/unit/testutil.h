@@ -5,6 +5,10 @@
 #define NCSIM_TESTUTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "arch.h"
+#include "isa.h"
 
 /* Path inside the source tree (NCSIM_SOURCE_DIR, set by ctest); static buffer. */
 const char *tu_source_path(const char *rel);
@@ -32,5 +36,11 @@ int tu_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Assemble NCA text with the default options, as file `name` (NULL: "t.nca"); NULL on failure,
  * after printing the diagnostics. */
 struct isa_program *tu_assemble(const char *text, const char *name);
+/* A view from (stride, count) pairs, outermost first (an HBM view has one partition). */
+isa_view_t tu_view(isa_space_t space, isa_dtype_t dt, unsigned pstart, unsigned pcount,
+                   uint64_t offset, unsigned nd, const int64_t *strides, const uint32_t *counts);
+/* Load architecture preset `name` into *a; 0, or -1 after printing why (a cmocka setup's
+ * return value). */
+int tu_load_arch(const char *name, mdl_arch_t *a);
 
 #endif
