@@ -1244,3 +1244,14 @@ void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g)
     g->psum_bank_bytes = arch->psum.banks ? arch->psum.bytes_per_partition / arch->psum.banks : 0;
     g->hbm_bytes = arch->hbm.size_bytes;
 }
+
+int mdl_arch_geometry_lookup(void *ctx, const char *name, isa_geometry_t *g)
+{
+    (void)ctx;
+    mdl_arch_t a;
+    char err[256];
+    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
+        return -1;
+    mdl_arch_geometry(&a, g);
+    return 0;
+}
