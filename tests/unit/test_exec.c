@@ -74,10 +74,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (strncmp(f->dir, "/tmp/ncsim-test-", 16) == 0)
-        tu_run(cmd, NULL);
+    tu_rmdir(f->dir);
     fx_close(f);
     free(f);
     return 0;

@@ -412,10 +412,7 @@ static void test_conversions_vs_numpy(void **state)
     if (rc != 0 || !out || !strstr(out, "bad 0"))
         fail_msg("python rc=%d:\n%s", rc, out ? out : "");
     free(out);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (strncmp(dir, "/tmp/ncsim-test-", 16) == 0)
-        tu_run(cmd, NULL);
+    tu_rmdir(dir);
 }
 
 static void test_i64_access(void **state)

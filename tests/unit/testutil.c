@@ -78,6 +78,15 @@ const char *tu_tmpdir(void)
     return buf;
 }
 
+void tu_rmdir(const char *dir)
+{
+    if (strncmp(dir, "/tmp/ncsim-test-", 16) != 0 || strchr(dir, '\''))
+        return;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+}
+
 /* pclose a command's pipe and hand over its output; returns the exit status or -1. */
 static int finish_pipe(FILE *p, char **out)
 {

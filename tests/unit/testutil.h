@@ -18,6 +18,8 @@ char *tu_read_file(const char *path, size_t *len);
 int tu_write_file(const char *path, const void *data, size_t len);
 /* A fresh temporary directory (removed by nothing: under /tmp). Static buffer. */
 const char *tu_tmpdir(void);
+/* Remove a directory tu_tmpdir made, with its contents (nothing for any other path). */
+void tu_rmdir(const char *dir);
 /* Run /usr/bin/python3 with `code` as the program and `args` appended; capture stdout into
  * *out (malloc'd, may be NULL). Returns the exit status, or -1 if it could not run. */
 int tu_python(const char *code, const char *args, char **out);
