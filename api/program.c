@@ -122,20 +122,8 @@ void ncsim_arch_free(ncsim_arch_t *arch)
 
 /* ---- programs ------------------------------------------------------------------------------- */
 
-/* `.arch NAME` in a program: the geometry of that preset. */
-static int arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
-{
-    (void)ctx;
-    mdl_arch_t a;
-    char err[256];
-    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
-        return -1;
-    mdl_arch_geometry(&a, g);
-    return 0;
-}
-
 /* The geometry to check against: the arch given, else trn1 (which the program's `.arch`
- * replaces through arch_lookup). */
+ * replaces through mdl_arch_geometry_lookup). */
 static ncsim_status_t geometry_for(const ncsim_arch_t *arch, isa_geometry_t *g)
 {
     if (arch) {
@@ -176,7 +164,7 @@ ncsim_status_t ncsim_assemble(const char *text, size_t len, const char *name,
     if (st != NCSIM_OK)
         return st;
     opt.filename = name && *name ? name : "<string>";
-    opt.arch_lookup = arch ? NULL : arch_lookup;
+    opt.arch_lookup = arch ? NULL : mdl_arch_geometry_lookup;
     isa_diag_t diag;
     isa_diag_init(&diag, 0);
     isa_program_t *p = NULL;
@@ -210,7 +198,7 @@ ncsim_status_t ncsim_program_load_file_max_errors(const char *path, const ncsim_
     isa_diag_init(&diag, max_errors);
     isa_program_t *p = NULL;
     double t0 = api_now_seconds();
-    st = sim_load_program(path, &g, arch ? NULL : arch_lookup, NULL, &p, &diag);
+    st = sim_load_program(path, &g, arch ? NULL : mdl_arch_geometry_lookup, NULL, &p, &diag);
     if (st != NCSIM_OK) {
         api_fail_diag(st, &diag);
         isa_diag_free(&diag);

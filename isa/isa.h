@@ -409,6 +409,8 @@ uint32_t isa_dtype_size(isa_dtype_t t);
 int isa_dtype_is_float(isa_dtype_t t);
 int isa_dtype_is_signed(isa_dtype_t t);
 const char *isa_space_keyword(isa_space_t s);
+/* "SBUF", "PSUM", "HBM" (messages); "?" for another value. */
+const char *isa_space_label(isa_space_t s);
 const char *isa_alu_name(isa_alu_t a);
 int isa_alu_can_reduce(isa_alu_t a);
 const char *isa_func_name(isa_func_t f);

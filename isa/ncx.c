@@ -259,6 +259,62 @@ static void wb_view(wbuf_t *w, const isa_view_t *v)
         wb_u32(w, v->count[i]);
 }
 
+/* An instruction's present arguments, in slot order: a view argument as the view itself
+ * (vidx NULL: the inline form of an instruction section) or as its index in the view table
+ * (vidx[slot]: the blocks of a table section); the other kinds as FORMAT.md gives them. */
+static void wb_args(wbuf_t *w, const isa_program_t *p, const isa_op_info_t *info,
+                    const isa_arg_t *args, const uint32_t *vidx)
+{
+    for (unsigned i = 0; i < info->nslots; i++) {
+        const isa_arg_t *a = &args[i];
+        if (!a->present)
+            continue;
+        switch (info->slots[i].kind) {
+        case ISA_KIND_VIEW:
+            if (vidx)
+                wb_u32(w, vidx[i]);
+            else
+                wb_view(w, isa_arg_view(p, a));
+            break;
+        case ISA_KIND_SCALAR:
+            if (a->is_view) {
+                wb_u8(w, NCX_SCALAR_VIEW);
+                if (vidx)
+                    wb_u32(w, vidx[i]);
+                else
+                    wb_view(w, isa_arg_view(p, a));
+            } else {
+                wb_u8(w, NCX_SCALAR_IMM);
+                wb_f64(w, a->v.f);
+            }
+            break;
+        case ISA_KIND_FLOAT:
+            wb_f64(w, a->v.f);
+            break;
+        case ISA_KIND_INT:
+            wb_u64(w, (uint64_t)a->v.i);
+            break;
+        case ISA_KIND_LIST:
+            wb_u16(w, a->count);
+            wb_u16(w, 0);
+            for (unsigned j = 0; j < a->count; j++)
+                wb_u64(w, (uint64_t)p->ints[a->index + j]);
+            break;
+        case ISA_KIND_ALU:
+        case ISA_KIND_RED:
+        case ISA_KIND_FUNC:
+        case ISA_KIND_CMP:
+            wb_u8(w, (uint8_t)a->v.i);
+            break;
+        case ISA_KIND_GROUP:
+            wb_u32(w, (uint32_t)a->v.i);
+            break;
+        default: /* ISA_KIND_FLAG: the present bit says it all */
+            break;
+        }
+    }
+}
+
 /* 1 when a name offset of an in-memory program can be written (or is no name). */
 static int name_ok(const isa_program_t *p, uint32_t off)
 {
@@ -410,48 +466,7 @@ static void write_instr(wbuf_t *w, const isa_program_t *p, const isa_instr_t *in
         c[NCX_CLAUSE_OP] = s->op;
         put32(c + NCX_CLAUSE_VALUE, (uint32_t)s->value);
     }
-    for (unsigned i = 0; i < info->nslots; i++) {
-        const isa_arg_t *a = &args[i];
-        if (!a->present)
-            continue;
-        switch (info->slots[i].kind) {
-        case ISA_KIND_VIEW:
-            wb_view(w, isa_arg_view(p, a));
-            break;
-        case ISA_KIND_SCALAR:
-            if (a->is_view) {
-                wb_u8(w, NCX_SCALAR_VIEW);
-                wb_view(w, isa_arg_view(p, a));
-            } else {
-                wb_u8(w, NCX_SCALAR_IMM);
-                wb_f64(w, a->v.f);
-            }
-            break;
-        case ISA_KIND_FLOAT:
-            wb_f64(w, a->v.f);
-            break;
-        case ISA_KIND_INT:
-            wb_u64(w, (uint64_t)a->v.i);
-            break;
-        case ISA_KIND_LIST:
-            wb_u16(w, a->count);
-            wb_u16(w, 0);
-            for (unsigned j = 0; j < a->count; j++)
-                wb_u64(w, (uint64_t)p->ints[a->index + j]);
-            break;
-        case ISA_KIND_ALU:
-        case ISA_KIND_RED:
-        case ISA_KIND_FUNC:
-        case ISA_KIND_CMP:
-            wb_u8(w, (uint8_t)a->v.i);
-            break;
-        case ISA_KIND_GROUP:
-            wb_u32(w, (uint32_t)a->v.i);
-            break;
-        default: /* ISA_KIND_FLAG: the present bit says it all */
-            break;
-        }
-    }
+    wb_args(w, p, info, args, NULL);
 }
 
 /* ---- 1.1 writer: shared tables ---------------------------------------------------------------- */
@@ -603,48 +618,7 @@ static uint32_t table_block(tables_t *t, const isa_program_t *p, const isa_instr
     wb_u16(w, in->op);
     wb_u8(w, present);
     wb_u8(w, 0);
-    for (unsigned i = 0; i < info->nslots; i++) {
-        const isa_arg_t *a = &args[i];
-        if (!a->present)
-            continue;
-        switch (info->slots[i].kind) {
-        case ISA_KIND_VIEW:
-            wb_u32(w, vidx[i]);
-            break;
-        case ISA_KIND_SCALAR:
-            if (a->is_view) {
-                wb_u8(w, NCX_SCALAR_VIEW);
-                wb_u32(w, vidx[i]);
-            } else {
-                wb_u8(w, NCX_SCALAR_IMM);
-                wb_f64(w, a->v.f);
-            }
-            break;
-        case ISA_KIND_FLOAT:
-            wb_f64(w, a->v.f);
-            break;
-        case ISA_KIND_INT:
-            wb_u64(w, (uint64_t)a->v.i);
-            break;
-        case ISA_KIND_LIST:
-            wb_u16(w, a->count);
-            wb_u16(w, 0);
-            for (unsigned j = 0; j < a->count; j++)
-                wb_u64(w, (uint64_t)p->ints[a->index + j]);
-            break;
-        case ISA_KIND_ALU:
-        case ISA_KIND_RED:
-        case ISA_KIND_FUNC:
-        case ISA_KIND_CMP:
-            wb_u8(w, (uint8_t)a->v.i);
-            break;
-        case ISA_KIND_GROUP:
-            wb_u32(w, (uint32_t)a->v.i);
-            break;
-        default:
-            break;
-        }
-    }
+    wb_args(w, p, info, args, vidx);
     uint32_t b = recset_find_or_add(&t->blocks, at);
     if (b != UINT32_MAX) {
         t->memo_key[h] = key;

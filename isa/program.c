@@ -126,6 +126,15 @@ const char *isa_space_keyword(isa_space_t s)
 {
     return (unsigned)s < ISA_SPACE_COUNT ? space_keywords[s] : "?";
 }
+const char *isa_space_label(isa_space_t s)
+{
+    static const char *const labels[] = {
+#define XX(id, kw, dir) #id,
+        ISA_SPACE_MAP(XX)
+#undef XX
+    };
+    return (unsigned)s < ISA_SPACE_COUNT ? labels[s] : "?";
+}
 const char *isa_alu_name(isa_alu_t a)
 {
     return (unsigned)a < ISA_ALU_COUNT ? alus[a].name : "?";

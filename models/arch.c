@@ -817,6 +817,23 @@ static void builtin_keep(size_t i, const mdl_arch_t *a)
     free(copy);
 }
 
+/* Load the config file at `path` (a preset's file when is_preset) into `out`. */
+static ncsim_status_t load_file(const char *path, bool is_preset, int depth, mdl_arch_t *out,
+                                char *err, size_t errlen)
+{
+    arch_source_t src;
+    memset(&src, 0, sizeof src);
+    fill_source(&src, path, is_preset);
+    char *text = NULL;
+    size_t len = 0;
+    ncsim_status_t st = read_file(path, &text, &len, err, errlen);
+    if (st != NCSIM_OK)
+        return st;
+    st = parse_and_apply(text, len, &src, depth, out, err, errlen);
+    free(text);
+    return st;
+}
+
 /*
  * Resolve `name` (a preset name or a file path; a relative "base" path is relative to the
  * directory of the file that names it) and load it into `out`.
@@ -826,8 +843,6 @@ static ncsim_status_t load_config(const char *name, const arch_source_t *from, i
 {
     arch_source_t src;
     memset(&src, 0, sizeof src);
-    char *text = NULL;
-    size_t len = 0;
     ncsim_status_t st;
 
     if (is_path(name)) {
@@ -836,13 +851,7 @@ static ncsim_status_t load_config(const char *name, const arch_source_t *from, i
             snprintf(path, sizeof path, "%s/%s", from->dir, name);
         else
             snprintf(path, sizeof path, "%s", name);
-        fill_source(&src, path, false);
-        st = read_file(path, &text, &len, err, errlen);
-        if (st != NCSIM_OK)
-            return st;
-        st = parse_and_apply(text, len, &src, depth, out, err, errlen);
-        free(text);
-        return st;
+        return load_file(path, false, depth, out, err, errlen);
     }
 
     if (!valid_preset_name(name)) {
@@ -856,13 +865,7 @@ static ncsim_status_t load_config(const char *name, const arch_source_t *from, i
         FILE *probe = fopen(path, "rb");
         if (probe) {
             fclose(probe);
-            fill_source(&src, path, true);
-            st = read_file(path, &text, &len, err, errlen);
-            if (st != NCSIM_OK)
-                return st;
-            st = parse_and_apply(text, len, &src, depth, out, err, errlen);
-            free(text);
-            return st;
+            return load_file(path, true, depth, out, err, errlen);
         }
     }
     for (const mdl_preset_text_t *p = mdl_preset_texts; p->name; p++) {
@@ -1243,4 +1246,15 @@ void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g)
     g->psum_bytes = arch->psum.bytes_per_partition;
     g->psum_bank_bytes = arch->psum.banks ? arch->psum.bytes_per_partition / arch->psum.banks : 0;
     g->hbm_bytes = arch->hbm.size_bytes;
+}
+
+int mdl_arch_geometry_lookup(void *ctx, const char *name, isa_geometry_t *g)
+{
+    (void)ctx;
+    mdl_arch_t a;
+    char err[256];
+    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
+        return -1;
+    mdl_arch_geometry(&a, g);
+    return 0;
 }

@@ -198,5 +198,8 @@ const char *mdl_arch_preset_dir(void);
 uint32_t mdl_arch_chips_per_instance(const mdl_arch_t *arch);
 /* Memory geometry for the assembler and loader. */
 void mdl_arch_geometry(const mdl_arch_t *arch, isa_geometry_t *g);
+/* The assembler's and loader's `.arch NAME` lookup (isa_asm_options_t.arch_lookup): the
+ * geometry of preset or config NAME; -1 when it does not load. ctx is unused. */
+int mdl_arch_geometry_lookup(void *ctx, const char *name, isa_geometry_t *g);
 
 #endif

@@ -114,20 +114,6 @@ unsigned exec_engine_spaces(const exec_ctx_t *x)
     }
 }
 
-static const char *space_label(unsigned space)
-{
-    switch (space) {
-    case ISA_SPACE_SBUF:
-        return "SBUF";
-    case ISA_SPACE_PSUM:
-        return "PSUM";
-    case ISA_SPACE_HBM:
-        return "HBM";
-    default:
-        return "?";
-    }
-}
-
 static void spaces_label(unsigned mask, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -135,7 +121,8 @@ static void spaces_label(unsigned mask, char *buf, size_t len)
     for (unsigned sp = 0; sp < ISA_SPACE_COUNT; sp++) {
         if (!(mask & (1u << sp)))
             continue;
-        int n = snprintf(buf + used, len - used, "%s%s", used ? " or " : "", space_label(sp));
+        int n = snprintf(buf + used, len - used, "%s%s", used ? " or " : "",
+                         isa_space_label((isa_space_t)sp));
         if (n < 0 || (size_t)n >= len - used)
             return;
         used += (size_t)n;
@@ -164,8 +151,9 @@ ncsim_status_t exec_view(exec_ctx_t *x, unsigned slot, unsigned spaces, const is
     if (!(spaces & (1u << v->space))) {
         char allowed[32];
         spaces_label(spaces, allowed, sizeof allowed);
-        return exec_fail(x, "%s is in %s; on %s it must be in %s", d->name, space_label(v->space),
-                         isa_engine_name(x->engine), allowed);
+        return exec_fail(x, "%s is in %s; on %s it must be in %s", d->name,
+                         isa_space_label((isa_space_t)v->space), isa_engine_name(x->engine),
+                         allowed);
     }
     if (isa_view_elems(v) > EXEC_MAX_ELEMS)
         return exec_fail(x, "%s has %" PRIu64 " elements, more than %llu per instruction", d->name,

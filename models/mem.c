@@ -257,20 +257,6 @@ void mdl_onchip_free(mdl_onchip_t *m)
 /* ---- View checks --------------------------------------------------------------------------------
  */
 
-static const char *space_name(unsigned space)
-{
-    switch (space) {
-    case ISA_SPACE_SBUF:
-        return "SBUF";
-    case ISA_SPACE_PSUM:
-        return "PSUM";
-    case ISA_SPACE_HBM:
-        return "HBM";
-    default:
-        return "?";
-    }
-}
-
 static const mdl_onchip_t *onchip_of(const mdl_mem_t *m, unsigned space)
 {
     return space == ISA_SPACE_SBUF ? m->sbuf : space == ISA_SPACE_PSUM ? m->psum : NULL;
@@ -305,7 +291,7 @@ int mdl_view_check(const mdl_mem_t *m, const isa_view_t *v, char *err, size_t er
         snprintf(err, errlen, "view has an invalid memory space (%u)", v->space);
         return -1;
     }
-    const char *name = space_name(v->space);
+    const char *name = isa_space_label((isa_space_t)v->space);
     if (v->dtype >= ISA_DT_COUNT) {
         snprintf(err, errlen, "%s view has an invalid data type (%u)", name, v->dtype);
         return -1;

@@ -221,22 +221,12 @@ static void put_tmpl(ev_t *e, const char *tmpl, const char *vals)
 /* The fields of an args struct as JSON members (no braces); returns how many. */
 static int put_fields(ev_t *e, const trc_field_t *f, unsigned nf, const void *base, int any)
 {
-    const unsigned char *b = base;
     for (unsigned i = 0; i < nf; i++) {
-        const void *m = b + f[i].offset;
-        uint64_t u = 0;
-        double d = 0;
-        const char *s = NULL;
-        switch (f[i].type) {
-        case TRC_FT_U64:
-        case TRC_FT_PS: memcpy(&u, m, sizeof u); break;
-        case TRC_FT_F64: memcpy(&d, m, sizeof d); break;
-        default: memcpy(&s, m, sizeof s); break;
-        }
-        if (!f[i].always && !u && d == 0 && !(s && *s))
+        uint64_t u;
+        double d;
+        const char *s;
+        if (!trc_get_field(&f[i], base, &u, &d, &s))
             continue;
-        if (f[i].type == TRC_FT_STR && !s)
-            s = "";
         if (any++)
             e->p[e->n++] = ',';
         put_str(e, f[i].key);

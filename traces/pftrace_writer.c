@@ -386,19 +386,11 @@ static ncsim_status_t packet_end(trc_writer_t *w, pf_state_t *st)
 static void annotations(pf_state_t *st, const trc_field_t *f, unsigned nf, const void *base,
                         const uint64_t *name_iids)
 {
-    const unsigned char *b = base;
     for (unsigned i = 0; i < nf; i++) {
-        const void *m = b + f[i].offset;
-        uint64_t u = 0;
-        double d = 0;
-        const char *s = NULL;
-        switch (f[i].type) {
-        case TRC_FT_U64:
-        case TRC_FT_PS: memcpy(&u, m, sizeof u); break;
-        case TRC_FT_F64: memcpy(&d, m, sizeof d); break;
-        default: memcpy(&s, m, sizeof s); break;
-        }
-        if (!f[i].always && !u && d == 0 && !(s && *s))
+        uint64_t u;
+        double d;
+        const char *s;
+        if (!trc_get_field(&f[i], base, &u, &d, &s))
             continue;
         size_t a = pb_begin(&st->pkt, PF_TE_DEBUG);
         pb_varint_field(&st->pkt, PF_DA_NAME_IID, name_iids[i]);
@@ -406,7 +398,7 @@ static void annotations(pf_state_t *st, const trc_field_t *f, unsigned nf, const
         case TRC_FT_U64: pb_varint_field(&st->pkt, PF_DA_UINT, u); break;
         case TRC_FT_PS: pb_double_field(&st->pkt, PF_DA_DOUBLE, (double)u / 1000.0); break;
         case TRC_FT_F64: pb_double_field(&st->pkt, PF_DA_DOUBLE, d); break;
-        default: pb_string_field(&st->pkt, PF_DA_STRING, s ? s : ""); break;
+        default: pb_string_field(&st->pkt, PF_DA_STRING, s); break;
         }
         pb_end(&st->pkt, a);
     }

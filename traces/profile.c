@@ -652,13 +652,9 @@ ncsim_status_t trc_profile_load(const char *path, uint32_t core, const isa_progr
         out->from_trace = 1;
         st = from_trace(path, core, flags, &t, out, err, errlen);
     } else {
-        json_error_t jerr;
-        json_t *root = json_load_file(path, 0, &jerr);
-        if (!root) {
-            snprintf(err, errlen, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
-                     jerr.text);
-            st = NCSIM_FORMAT;
-        } else {
+        json_t *root;
+        st = trc_stats_json(path, &root, err, errlen);
+        if (st == NCSIM_OK) {
             st = from_stats(path, root, core, &t, out, err, errlen);
             json_decref(root);
         }

@@ -108,6 +108,25 @@ ncsim_status_t trc_read_flags(const char *path, unsigned flags, trc_record_fn fn
 
 /* ---- fields -------------------------------------------------------------------------------------- */
 
+int trc_get_field(const trc_field_t *f, const void *base, uint64_t *u, double *d, const char **s)
+{
+    const unsigned char *m = (const unsigned char *)base + f->offset;
+    *u = 0;
+    *d = 0;
+    *s = NULL;
+    switch (f->type) {
+    case TRC_FT_U64:
+    case TRC_FT_PS: memcpy(u, m, sizeof *u); break;
+    case TRC_FT_F64: memcpy(d, m, sizeof *d); break;
+    default: memcpy(s, m, sizeof *s); break;
+    }
+    if (!f->always && !*u && *d == 0 && !(*s && **s))
+        return 0;
+    if (f->type == TRC_FT_STR && !*s)
+        *s = "";
+    return 1;
+}
+
 int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key, size_t keylen,
                   const arg_value_t *v)
 {

@@ -134,7 +134,7 @@ uint64_t trc_report_line_cost(const trc_report_line_t *l);
              "double-buffer so independent work overlaps the hand-offs, post as early as "     \
              "possible, fewer larger steps")                                                   \
     XX(FIXED, "issue transfers earlier (prefetch, deeper buffering) so their trigger "         \
-              "latency and queueing overlap compute; fewer, larger transfers")                 \
+              "latency overlaps compute and other transfers; fewer, larger transfers")         \
     XX(DMA_ENGINES, "larger contiguous pieces (>= 2 KiB per run) raise DMA efficiency; fewer " \
                     "small transfers; see what each kind costs")                               \
     XX(DMA_BW, "the DMA engines move data at their peak: fewer bytes (narrower types, reuse "  \

@@ -193,6 +193,16 @@ static int looks_like_trace(const char *path, const char *head, size_t n)
     return strstr(head, "\"traceEvents\"") != NULL;
 }
 
+ncsim_status_t trc_stats_json(const char *path, json_t **root, char *err, size_t errlen)
+{
+    json_error_t jerr;
+    *root = json_load_file(path, 0, &jerr);
+    if (*root)
+        return NCSIM_OK;
+    snprintf(err, errlen, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column, jerr.text);
+    return NCSIM_FORMAT;
+}
+
 ncsim_status_t trc_sniff_trace(const char *path, int *is_trace, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -232,13 +242,9 @@ ncsim_status_t trc_report_load(const char *path, trc_report_t *rep, char *err, s
     if (is_trace) {
         st = trc_report_from_trace(path, rep, err, errlen);
     } else {
-        json_error_t jerr;
-        json_t *root = json_load_file(path, 0, &jerr);
-        if (!root) {
-            snprintf(err, errlen, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
-                     jerr.text);
-            st = NCSIM_FORMAT;
-        } else {
+        json_t *root;
+        st = trc_stats_json(path, &root, err, errlen);
+        if (st == NCSIM_OK) {
             st = report_from_stats(path, root, rep, err, errlen);
             json_decref(root);
             if (st == NCSIM_NOMEM)

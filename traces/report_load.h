@@ -32,4 +32,8 @@ ncsim_status_t trc_stats_head(const char *path, json_t *root, char *program, siz
  * message in err. */
 ncsim_status_t trc_sniff_trace(const char *path, int *is_trace, char *err, size_t errlen);
 
+/* A statistics file's JSON into *root (the caller json_decrefs it); NCSIM_FORMAT with
+ * "PATH:LINE:COL: not valid JSON: ..." in err when it does not parse. */
+ncsim_status_t trc_stats_json(const char *path, json_t **root, char *err, size_t errlen);
+
 #endif

@@ -8,6 +8,7 @@
 #include "report_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const advice_texts[] = {
@@ -155,14 +156,90 @@ static uint64_t overlap(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
     return hi > lo ? hi - lo : 0;
 }
 
+/* An interval of a core's descriptor stages at work (desc_busy below). */
+typedef struct desc_busy {
+    int64_t core;
+    uint64_t a, b;
+} desc_busy_t;
+
+static int desc_busy_cmp(const void *p, const void *q)
+{
+    const desc_busy_t *x = p, *y = q;
+    if (x->core != y->core)
+        return x->core < y->core ? -1 : 1;
+    return x->a < y->a ? -1 : x->a > y->a;
+}
+
+/*
+ * When each core's DMA descriptor stages were at work: the union of the descriptor intervals
+ * of its transfers, sorted by (core, start), disjoint (*n of them; NULL with *n = 0 when the
+ * trace has none, and *oom set when out of memory). "At work" is what the statistics'
+ * descriptor_busy_ns counts: at least one descriptor being processed.
+ */
+static desc_busy_t *desc_busy(const model_t *m, size_t *n, int *oom)
+{
+    size_t k = 0;
+    *n = 0;
+    *oom = 0;
+    for (size_t i = 0; i < m->nsl; i++)
+        k += m->sl[i].kind != TRC_SLICE_INSTR && m->sl[i].desc_end > m->sl[i].desc_start;
+    if (!k)
+        return NULL;
+    desc_busy_t *u = malloc(k * sizeof *u);
+    if (!u) {
+        *oom = 1;
+        return NULL;
+    }
+    k = 0;
+    for (size_t i = 0; i < m->nsl; i++) {
+        const rs_t *x = &m->sl[i];
+        if (x->kind != TRC_SLICE_INSTR && x->desc_end > x->desc_start)
+            u[k++] = (desc_busy_t){rpt_core_of(&m->tracks[x->track]), x->desc_start, x->desc_end};
+    }
+    qsort(u, k, sizeof *u, desc_busy_cmp);
+    size_t w = 0;
+    for (size_t i = 1; i < k; i++) {
+        if (u[i].core == u[w].core && u[i].a <= u[w].b) {
+            if (u[i].b > u[w].b)
+                u[w].b = u[i].b;
+        } else {
+            u[++w] = u[i];
+        }
+    }
+    *n = w + 1;
+    return u;
+}
+
+/* The time in [a, b) during which the descriptor stages of `core` were at work. */
+static uint64_t desc_busy_in(const desc_busy_t *u, size_t n, int64_t core, uint64_t a, uint64_t b)
+{
+    /* the first interval of the core ending after a */
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid].core < core || (u[mid].core == core && u[mid].b <= a))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t t = 0;
+    for (size_t i = lo; i < n && u[i].core == core && u[i].a < b; i++)
+        t += overlap(a, b, u[i].a, u[i].b);
+    return t;
+}
+
 /*
  * The verdict's candidates from the critical path: each step's time [start, release) and the
  * gap before it go to what explains them -- an engine's II, a transfer's rate limit, the DMA
- * descriptor stages (the part of a transfer's gap, and of its data phase when it landed as
- * its last descriptors were processed, while its descriptors were being processed), DMA
- * fixed cost and queueing (the rest of the gap before a transfer: trigger latency, waiting
- * for the queue), or the semaphore chain (completion latency a waiting engine sat through,
- * and the wake-up gaps after posts).
+ * descriptor stages (the part of a transfer's data phase, when it landed as its last
+ * descriptors were processed, while its descriptors were being processed; and the part of
+ * the gap before a transfer while its core's descriptor stages were at work, on its own
+ * descriptors or on other transfers'), the DMA trigger latency (the rest of that gap: the
+ * stages idle, the transfer's trigger and HBM latency running; a transfer held by its queue
+ * is reached from the transfer ahead of it, whose time then explains the wait), or the
+ * semaphore chain (completion latency a waiting engine sat through, and the wake-up gaps
+ * after posts). A trace without descriptor intervals (written before they were recorded)
+ * gives the whole gap to "DMA fixed cost and queueing", as it did then.
  */
 int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
 {
@@ -170,6 +247,12 @@ int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
     rep->bounds_from_path = 1;
     rep->bounds_of_ps = rep->path_end_ps;
     char what[64];
+    size_t nbusy;
+    int oom;
+    desc_busy_t *stages = desc_busy(m, &nbusy, &oom);
+    if (oom)
+        return -1;
+    const char *latency = nbusy ? "DMA trigger latency" : "DMA fixed cost and queueing";
     /* transfers limited by the DMA engines are one candidate; whether their pieces or the
      * engines' bandwidth is the matter follows from their time-weighted efficiency */
     uint64_t engines_ps = 0;
@@ -216,10 +299,9 @@ int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
         case VIA_QUEUE: {
             uint64_t desc = x->kind == TRC_SLICE_INSTR
                                 ? 0
-                                : overlap(prev, x->ts, x->desc_start, x->desc_end);
+                                : desc_busy_in(stages, nbusy, rpt_core_of(t), prev, x->ts);
             err |= trc_report_bound_add(rep, "DMA descriptors", desc, TRC_ADVICE_DMA_DESC);
-            err |= trc_report_bound_add(rep, "DMA fixed cost and queueing", gap - desc,
-                                        TRC_ADVICE_FIXED);
+            err |= trc_report_bound_add(rep, latency, gap - desc, TRC_ADVICE_FIXED);
             break;
         }
         case VIA_SEMAPHORE:
@@ -229,9 +311,12 @@ int rpt_path_bounds(model_t *m, const pstep_t *steps, size_t n)
             err |= trc_report_bound_add(rep, what, gap, engine_advice(t->name));
             break;
         }
-        if (err)
+        if (err) {
+            free(stages);
             return -1;
+        }
     }
+    free(stages);
     if (engines_ps) {
         const char *w;
         trc_advice_t h;

@@ -216,6 +216,10 @@ typedef struct arg_value {
     uint64_t u;
     double d;
 } arg_value_t;
+/* The value of field f of the args struct at base, for the writers: *u (integers and ps),
+ * *d (reals) or *s (strings, "" for none); 0 when it is zero and f is not `always` (the
+ * writers leave it out), else 1. */
+int trc_get_field(const trc_field_t *f, const void *base, uint64_t *u, double *d, const char **s);
 /* Returns the field index set, or -1 when the key is not a field. STR fields point into
  * value text, which must outlive the use of the struct. */
 int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key, size_t keylen,

@@ -52,17 +52,6 @@ static char *read_file(const char *path)
     return buf;
 }
 
-static int arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
-{
-    (void)ctx;
-    mdl_arch_t a;
-    char err[256];
-    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
-        return -1;
-    mdl_arch_geometry(&a, g);
-    return 0;
-}
-
 /* Bind the inputs as `ncsim run --random-inputs 0` does. */
 static int bind_inputs(sim_t *s, const isa_program_t *p)
 {
@@ -187,7 +176,7 @@ int main(int argc, char **argv)
         isa_asm_options_t opt;
         isa_asm_options_default(&opt);
         opt.filename = files[f];
-        opt.arch_lookup = arch_lookup;
+        opt.arch_lookup = mdl_arch_geometry_lookup;
         isa_diag_t diag;
         isa_diag_init(&diag, 0);
         isa_program_t *p = NULL;

@@ -74,10 +74,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx_t *f = *state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
-    if (strncmp(f->dir, "/tmp/ncsim-test-", 16) == 0)
-        tu_run(cmd, NULL);
+    tu_rmdir(f->dir);
     fx_close(f);
     free(f);
     return 0;
@@ -85,23 +82,6 @@ static int teardown(void **state)
 
 /* ---- Views, arguments, execution ----------------------------------------------------------- */
 
-static isa_view_t view(isa_space_t space, isa_dtype_t dt, unsigned pstart, unsigned pcount,
-                       uint64_t offset, unsigned nd, const int64_t *strides, const uint32_t *counts)
-{
-    isa_view_t v;
-    memset(&v, 0, sizeof v);
-    v.space = (uint8_t)space;
-    v.dtype = (uint8_t)dt;
-    v.pstart = (uint8_t)pstart;
-    v.pcount = (uint16_t)(space == ISA_SPACE_HBM ? 1 : pcount);
-    v.offset = offset;
-    v.ndims = (uint8_t)nd;
-    for (unsigned i = 0; i < nd; i++) {
-        v.stride[i] = strides[i];
-        v.count[i] = counts[i];
-    }
-    return v;
-}
 
 /* Contiguous [pcount, n] in SBUF or PSUM at byte offset `off`. */
 static isa_view_t tile(isa_space_t space, isa_dtype_t dt, unsigned p0, unsigned pc, uint64_t off,
@@ -109,7 +89,7 @@ static isa_view_t tile(isa_space_t space, isa_dtype_t dt, unsigned p0, unsigned 
 {
     const int64_t s[] = {1};
     const uint32_t c[] = {n};
-    return view(space, dt, p0, pc, off, 1, s, c);
+    return tu_view(space, dt, p0, pc, off, 1, s, c);
 }
 #define SB(dt, p0, pc, off, n) tile(ISA_SPACE_SBUF, dt, p0, pc, off, n)
 #define PS(dt, p0, pc, off, n) tile(ISA_SPACE_PSUM, dt, p0, pc, off, n)
@@ -118,7 +98,7 @@ static isa_view_t hbm(isa_dtype_t dt, uint64_t off, uint32_t rows, uint32_t cols
 {
     const int64_t s[] = {cols, 1};
     const uint32_t c[] = {rows, cols};
-    return view(ISA_SPACE_HBM, dt, 0, 1, off, 2, s, c);
+    return tu_view(ISA_SPACE_HBM, dt, 0, 1, off, 2, s, c);
 }
 
 static isa_arg_t av(fx_t *f, isa_view_t v)
@@ -1125,9 +1105,9 @@ static void test_tensor_scan(void **state)
     enum { P = 4, O = 3, L = 16, N = P * O * L };
     const int64_t st[] = {L, 1};
     const uint32_t ct[] = {O, L};
-    isa_view_t a = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 0, 2, st, ct);
-    isa_view_t b = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 1024, 2, st, ct);
-    isa_view_t d = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 2048, 2, st, ct);
+    isa_view_t a = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 0, 2, st, ct);
+    isa_view_t b = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 1024, 2, st, ct);
+    isa_view_t d = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 2048, 2, st, ct);
     isa_view_t init = SB(ISA_DT_FP32, 0, P, 4000, 1);
     float *x = put_rand(f, &a, 0.5f, 1.0f), *y = put_rand(f, &b, -1.0f, 1.0f),
           *iv = put_rand(f, &init, -2.0f, 2.0f);
@@ -1172,7 +1152,7 @@ static void test_tensor_reduce(void **state)
     enum { P = 8, A = 4, B = 5, C = 6, N = P * A * B * C };
     const int64_t st[] = {B * C, C, 1};
     const uint32_t ct[] = {A, B, C};
-    isa_view_t src = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 0, 3, st, ct);
+    isa_view_t src = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, P, 0, 3, st, ct);
     float *x = put_rand(f, &src, 0.8f, 1.25f);
     save(f, "x", x, N);
     isa_view_t d1 = SB(ISA_DT_FP32, 0, P, 4096, A * B), d2 = SB(ISA_DT_FP32, 0, P, 8192, A),
@@ -1506,13 +1486,13 @@ static void test_iota(void **state)
     fx_t *f = *state;
     const int64_t st[] = {8, 1};
     const uint32_t ct[] = {4, 8};
-    isa_view_t d = view(ISA_SPACE_SBUF, ISA_DT_I32, 0, 128, 0, 2, st, ct);
+    isa_view_t d = tu_view(ISA_SPACE_SBUF, ISA_DT_I32, 0, 128, 0, 2, st, ct);
     const int64_t steps[2] = {100, -1};
     EXPECT_OK(RUN(f, ISA_OP_IOTA, ISA_ENGINE_POOL, av(f, d), ai(5), ai(3), al(f, steps, 2)));
     int64_t *g = get_i(f, &d);
     save_i(f, "g", g, 128 * 32);
     /* Relative partitions: a view from partition 32 starts at p = 0; bf16 conversion. */
-    isa_view_t d2 = view(ISA_SPACE_SBUF, ISA_DT_BF16, 32, 32, 512, 2, st, ct);
+    isa_view_t d2 = tu_view(ISA_SPACE_SBUF, ISA_DT_BF16, 32, 32, 512, 2, st, ct);
     const int64_t steps2[2] = {1000, 1};
     EXPECT_OK(RUN(f, ISA_OP_IOTA, ISA_ENGINE_POOL, av(f, d2), ai(-7), ai(300), al(f, steps2, 2)));
     float *g2 = get(f, &d2);
@@ -1728,7 +1708,7 @@ static void test_dma(void **state)
     isa_view_t h = hbm(ISA_DT_BF16, 0x100000, 1024, 256);
     const int64_t st[] = {256, 1};
     const uint32_t ct[] = {8, 256};
-    isa_view_t t = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 128, 0, 2, st, ct);
+    isa_view_t t = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 128, 0, 2, st, ct);
     float *x = put_rand(f, &h, -100.0f, 100.0f);
     char msg[512];
     assert_int_equal(mdl_exec_dma(&f->st, &t, &h, 0, msg, sizeof msg), NCSIM_OK);
@@ -1902,7 +1882,7 @@ static void test_generic_errors(void **state)
     /* Huge broadcast views are refused rather than allocating gigabytes. */
     const int64_t z[] = {0, 0};
     const uint32_t big[] = {65535, 65535};
-    isa_view_t bc = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 1, 0, 2, z, big);
+    isa_view_t bc = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 1, 0, 2, z, big);
     EXPECT_ERR(RUN(f, ISA_OP_TENSOR_COPY, ISA_ENGINE_DVE, av(f, bc), av(f, bc)),
                "D has 4294836225 elements, more than 16777216 per instruction");
     EXPECT_OK(run_(f, ISA_OP_NOP, ISA_ENGINE_CC, NULL, 0));

@@ -31,12 +31,7 @@ static mdl_arch_t trn1;
 static int setup(void **state)
 {
     (void)state;
-    char err[512];
-    if (mdl_arch_load("trn1", &trn1, err, sizeof err) != NCSIM_OK) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
-    return 0;
+    return tu_load_arch("trn1", &trn1);
 }
 
 static isa_program_t *assemble(const char *text)

@@ -50,24 +50,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* A view from (stride, count) pairs, outermost first. */
-static isa_view_t view(isa_space_t space, isa_dtype_t dt, unsigned pstart, unsigned pcount,
-                       uint64_t offset, unsigned nd, const int64_t *strides, const uint32_t *counts)
-{
-    isa_view_t v;
-    memset(&v, 0, sizeof v);
-    v.space = (uint8_t)space;
-    v.dtype = (uint8_t)dt;
-    v.pstart = (uint8_t)pstart;
-    v.pcount = (uint16_t)(space == ISA_SPACE_HBM ? 1 : pcount);
-    v.offset = offset;
-    v.ndims = (uint8_t)nd;
-    for (unsigned i = 0; i < nd; i++) {
-        v.stride[i] = strides[i];
-        v.count[i] = counts[i];
-    }
-    return v;
-}
 
 static long resident_kib(void)
 {
@@ -127,7 +109,7 @@ static void test_hbm_view_top_address(void **state)
     /* The last 16 fp32 elements of a 32 GiB HBM, through a view. */
     const int64_t st[] = {1};
     const uint32_t ct[] = {16};
-    isa_view_t v = view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, HBM_32G - 64, 1, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, HBM_32G - 64, 1, st, ct);
     char err[256];
     assert_int_equal(mdl_view_check(&f->mem, &v, err, sizeof err), 0);
     float in[16], out[16];
@@ -162,51 +144,51 @@ static void test_view_check_messages(void **state)
     const uint32_t c4[] = {4}, c128[] = {128};
     isa_view_t v;
 
-    v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 64, 128, 0, 1, s1, c4);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 64, 128, 0, 1, s1, c4);
     check_view_msg(f, &v, "SBUF partitions 64..191 out of range (128 partitions)");
 
-    v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 3, 1, 196600, 1, s1, c4);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 3, 1, 196600, 1, s1, c4);
     check_view_msg(f, &v, "SBUF bytes 196600..196616 of partition 3 beyond 196608");
 
-    v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 128, 196592, 1, s1, c4);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 128, 196592, 1, s1, c4);
     check_view_msg(f, &v, NULL); /* exactly up to the end */
     v.offset += 4;
     check_view_msg(f, &v, "SBUF bytes 196596..196612 of partitions 0..127 beyond 196608");
 
-    v = view(ISA_SPACE_PSUM, ISA_DT_FP32, 0, 1, 16384 - 8, 1, s1, c4);
+    v = tu_view(ISA_SPACE_PSUM, ISA_DT_FP32, 0, 1, 16384 - 8, 1, s1, c4);
     check_view_msg(f, &v, "PSUM bytes 16376..16392 of partition 0 beyond 16384");
 
-    v = view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 0x7ffffff00ull, 1, s1, c128);
+    v = tu_view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 0x7ffffff00ull, 1, s1, c128);
     check_view_msg(f, &v, "HBM bytes 0x7ffffff00-0x800000100 beyond 34359738368");
 
     /* A negative stride walking below the start of the partition. */
     const int64_t sneg[] = {-4};
-    v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 1, 8, 1, sneg, c4);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 1, 8, 1, sneg, c4);
     check_view_msg(f, &v, "SBUF bytes -40..12 of partition 0 start below 0");
     v.offset = 48;
     check_view_msg(f, &v, NULL);
 
     const uint32_t c0[] = {0};
-    v = view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 1, 0, 1, s1, c0);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 1, 0, 1, s1, c0);
     check_view_msg(f, &v, "SBUF view dim 1 has count 0 (must be 1..65535)");
 
     const int64_t s5[] = {1, 1, 1, 1, 1};
     const uint32_t c5[] = {1, 1, 1, 1, 1};
-    v = view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 1, 0, 5, s5, c5);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 1, 0, 5, s5, c5);
     check_view_msg(f, &v, "SBUF view has 5 free dims (at most 4)");
-    v = view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, 0, 5, s5, c5);
+    v = tu_view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, 0, 5, s5, c5);
     check_view_msg(f, &v, NULL);
 
     const int64_t shuge[] = {INT64_MAX / 2};
     const uint32_t c3[] = {3};
-    v = view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 0, 1, shuge, c3);
+    v = tu_view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 0, 1, shuge, c3);
     check_view_msg(f, &v, "HBM view strides overflow the address space");
 
-    v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 0, 0, 1, s1, c4);
+    v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 0, 0, 1, s1, c4);
     check_view_msg(f, &v, "SBUF view has no partitions");
 
     mdl_mem_t nohbm = {&f->sbuf, &f->psum, NULL};
-    v = view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 0, 1, s1, c4);
+    v = tu_view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 0, 1, s1, c4);
     char err[128];
     assert_int_equal(mdl_view_check(&nohbm, &v, err, sizeof err), -1);
     assert_string_equal(err, "no HBM attached");
@@ -258,7 +240,7 @@ static void test_sbuf_strided_read_write(void **state)
      * word 20: exercises a negative innermost stride (staged path). */
     const int64_t st[] = {40, -2};
     const uint32_t ct[] = {3, 5};
-    isa_view_t v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 4, 80, 2, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 4, 80, 2, st, ct);
     check_view_msg(f, &v, NULL);
     float got[60];
     int64_t addrs[60];
@@ -272,7 +254,7 @@ static void test_sbuf_strided_read_write(void **state)
     /* Write through a transposed-like view (stride 7 innermost) and check memory. */
     const int64_t st2[] = {1, 7};
     const uint32_t ct2[] = {7, 9};
-    isa_view_t w = view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 4, 4000, 2, st2, ct2);
+    isa_view_t w = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 4, 4000, 2, st2, ct2);
     float in[4 * 63];
     for (int i = 0; i < 4 * 63; i++)
         in[i] = (float)i + 0.25f;
@@ -295,7 +277,7 @@ static void test_broadcast_and_unit_dims(void **state)
     /* [2, 1x1, 0x300]: each partition's element broadcast 300 times. */
     const int64_t st[] = {1, 0};
     const uint32_t ct[] = {1, 300};
-    isa_view_t v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 2, 16, 2, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 2, 16, 2, st, ct);
     float got[600];
     mdl_view_read_f32(&f->mem, &v, got);
     for (int i = 0; i < 600; i++)
@@ -318,7 +300,7 @@ static void test_hbm_views_across_pages(void **state)
     const uint64_t base = 3 * MDL_HBM_PAGE_SIZE - 1001;
     const int64_t st[] = {800000, 1};
     const uint32_t ct[] = {3, 65535};
-    isa_view_t v = view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, base, 2, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, base, 2, st, ct);
     check_view_msg(f, &v, NULL);
     const size_t n = 3 * 65535;
     float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
@@ -336,7 +318,7 @@ static void test_hbm_views_across_pages(void **state)
     /* Same data through a strided (every 3rd element, reversed) view, compared naively. */
     const int64_t st2[] = {-3};
     const uint32_t ct2[] = {20000};
-    isa_view_t r = view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, base + 2 * 60000, 1, st2, ct2);
+    isa_view_t r = tu_view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, base + 2 * 60000, 1, st2, ct2);
     check_view_msg(f, &r, NULL);
     mdl_view_read_f32(&f->mem, &r, out);
     for (size_t i = 0; i < 20000; i++) {
@@ -348,7 +330,7 @@ static void test_hbm_views_across_pages(void **state)
     const int64_t st3[] = {5};
     const uint32_t ct3[] = {1000};
     isa_view_t w =
-        view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 9 * MDL_HBM_PAGE_SIZE - 10002, 1, st3, ct3);
+        tu_view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 9 * MDL_HBM_PAGE_SIZE - 10002, 1, st3, ct3);
     assert_int_equal(mdl_view_write_f32(&f->mem, &w, in, MDL_ROUND_NEAREST_EVEN, NULL), 0);
     for (size_t i = 0; i < 1000; i++) {
         float m;
@@ -385,7 +367,7 @@ static void test_conversions_vs_numpy(void **state)
     const uint32_t ct[] = {N / 2};
     for (unsigned t = 0; t < 4; t++) {
         /* Two partitions of N/2 at an odd offset. */
-        isa_view_t v = view(ISA_SPACE_SBUF, types[t], 32, 2, 1000 + 2 * t, 1, st, ct);
+        isa_view_t v = tu_view(ISA_SPACE_SBUF, types[t], 32, 2, 1000 + 2 * t, 1, st, ct);
         assert_int_equal(mdl_view_write_f32(&f->mem, &v, in, MDL_ROUND_NEAREST_EVEN, NULL), 0);
         float out[N];
         mdl_view_read_f32(&f->mem, &v, out);
@@ -430,10 +412,7 @@ static void test_conversions_vs_numpy(void **state)
     if (rc != 0 || !out || !strstr(out, "bad 0"))
         fail_msg("python rc=%d:\n%s", rc, out ? out : "");
     free(out);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (strncmp(dir, "/tmp/ncsim-test-", 16) == 0)
-        tu_run(cmd, NULL);
+    tu_rmdir(dir);
 }
 
 static void test_i64_access(void **state)
@@ -442,20 +421,20 @@ static void test_i64_access(void **state)
     const int64_t st[] = {1};
     const uint32_t ct[] = {6};
     const int64_t big[6] = {16777217, -2147483648ll, 2147483647, -1, 5000000000ll, 0};
-    isa_view_t v = view(ISA_SPACE_SBUF, ISA_DT_I32, 5, 1, 12, 1, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_SBUF, ISA_DT_I32, 5, 1, 12, 1, st, ct);
     assert_int_equal(mdl_view_write_i64(&f->mem, &v, big), 0);
     int64_t back[6];
     mdl_view_read_i64(&f->mem, &v, back);
     const int64_t want[6] = {16777217, -2147483648ll, 2147483647, -1, 2147483647, 0};
     assert_memory_equal(back, want, sizeof want);
     /* u8 saturates. */
-    isa_view_t u = view(ISA_SPACE_SBUF, ISA_DT_U8, 5, 1, 100, 1, st, ct);
+    isa_view_t u = tu_view(ISA_SPACE_SBUF, ISA_DT_U8, 5, 1, 100, 1, st, ct);
     assert_int_equal(mdl_view_write_i64(&f->mem, &u, big), 0);
     mdl_view_read_i64(&f->mem, &u, back);
     const int64_t wu[6] = {255, 0, 255, 0, 255, 0};
     assert_memory_equal(back, wu, sizeof wu);
     /* HBM i64 access on an unwritten page is zero. */
-    isa_view_t h = view(ISA_SPACE_HBM, ISA_DT_I16, 0, 1, 12345678, 1, st, ct);
+    isa_view_t h = tu_view(ISA_SPACE_HBM, ISA_DT_I16, 0, 1, 12345678, 1, st, ct);
     mdl_view_read_i64(&f->mem, &h, back);
     for (int i = 0; i < 6; i++)
         assert_int_equal(back[i], 0);
@@ -467,7 +446,7 @@ static void test_ranges_and_bytes(void **state)
     /* [16 partitions, 10 x 3 stride 5, ... ] read in pieces equals one full read. */
     const int64_t st[] = {20, 3, 1};
     const uint32_t ct[] = {4, 5, 3};
-    isa_view_t v = view(ISA_SPACE_SBUF, ISA_DT_FP16, 16, 16, 64, 3, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP16, 16, 16, 64, 3, st, ct);
     check_view_msg(f, &v, NULL);
     const size_t n = isa_view_elems(&v);
     assert_int_equal(n, 16 * 60);
@@ -490,7 +469,7 @@ static void test_ranges_and_bytes(void **state)
         assert_int_equal(raw[i], mdl_f32_to_fp16_bits(in[i]));
     const int64_t hs[] = {1};
     const uint32_t hc[] = {(uint32_t)n};
-    isa_view_t h = view(ISA_SPACE_HBM, ISA_DT_FP16, 0, 1, MDL_HBM_PAGE_SIZE - 100, 1, hs, hc);
+    isa_view_t h = tu_view(ISA_SPACE_HBM, ISA_DT_FP16, 0, 1, MDL_HBM_PAGE_SIZE - 100, 1, hs, hc);
     assert_int_equal(mdl_view_write_bytes_range(&f->mem, &h, 0, n, raw), 0);
     mdl_view_read_bytes_range(&f->mem, &h, 0, n, raw2);
     assert_memory_equal(raw, raw2, n * 2);
@@ -508,7 +487,7 @@ static void test_ranges_and_bytes(void **state)
      * that cut rows: every way gives the values written. */
     const int64_t ts[] = {1};
     const uint32_t tc[] = {24};
-    isa_view_t t = view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 16, 512, 1, ts, tc);
+    isa_view_t t = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 8, 16, 512, 1, ts, tc);
     check_view_msg(f, &t, NULL);
     const size_t tn = isa_view_elems(&t);
     assert_int_equal(tn, 16 * 24);
@@ -591,36 +570,36 @@ static void test_copy_bytes_matches_staged(void **state)
         /* HBM rows crossing page 1 -> 2 into [128, 2, 300] SBUF, bf16 */
         const int64_t hs[] = {600, 1}, ss[] = {700, 1};
         const uint32_t hc[] = {256, 300}, sc[] = {2, 300};
-        cases[nc].s = view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, 2 * P - 1000, 2, hs, hc);
-        cases[nc++].d = view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 128, 6, 2, ss, sc);
+        cases[nc].s = tu_view(ISA_SPACE_HBM, ISA_DT_BF16, 0, 1, 2 * P - 1000, 2, hs, hc);
+        cases[nc++].d = tu_view(ISA_SPACE_SBUF, ISA_DT_BF16, 0, 128, 6, 2, ss, sc);
     }
     {
         /* SBUF every other fp32, reversed rows -> HBM with an element straddling page 2 -> 3 */
         const int64_t ss[] = {-40, 2}, hs[] = {1};
         const uint32_t sc[] = {5, 20}, hc[] = {100 * 64};
-        cases[nc].s = view(ISA_SPACE_SBUF, ISA_DT_FP32, 32, 64, 4000, 2, ss, sc);
-        cases[nc++].d = view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 3 * P - 4 * 3000 - 2, 1, hs, hc);
+        cases[nc].s = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 32, 64, 4000, 2, ss, sc);
+        cases[nc++].d = tu_view(ISA_SPACE_HBM, ISA_DT_FP32, 0, 1, 3 * P - 4 * 3000 - 2, 1, hs, hc);
     }
     {
         /* unwritten HBM page 0 (zeros) and page 1 into SBUF, fp8, strided destination */
         const int64_t hs[] = {4000, 1}, ss[] = {3};
         const uint32_t hc[] = {128, 4000}, sc[] = {4000};
-        cases[nc].s = view(ISA_SPACE_HBM, ISA_DT_FP8E4, 0, 1, P - 128 * 2000, 2, hs, hc);
-        cases[nc++].d = view(ISA_SPACE_SBUF, ISA_DT_FP8E4, 0, 128, 20000, 1, ss, sc);
+        cases[nc].s = tu_view(ISA_SPACE_HBM, ISA_DT_FP8E4, 0, 1, P - 128 * 2000, 2, hs, hc);
+        cases[nc++].d = tu_view(ISA_SPACE_SBUF, ISA_DT_FP8E4, 0, 128, 20000, 1, ss, sc);
     }
     {
         /* SBUF -> HBM strided destination crossing page 4 -> 5 (fresh pages), fp16 */
         const int64_t ss[] = {1}, hs[] = {3, -1};
         const uint32_t sc[] = {1000}, hc[] = {16000, 8};
-        cases[nc].s = view(ISA_SPACE_SBUF, ISA_DT_FP16, 0, 128, 100, 1, ss, sc);
-        cases[nc++].d = view(ISA_SPACE_HBM, ISA_DT_FP16, 0, 1, 5 * P - 60000, 2, hs, hc);
+        cases[nc].s = tu_view(ISA_SPACE_SBUF, ISA_DT_FP16, 0, 128, 100, 1, ss, sc);
+        cases[nc++].d = tu_view(ISA_SPACE_HBM, ISA_DT_FP16, 0, 1, 5 * P - 60000, 2, hs, hc);
     }
     {
         /* a contiguous HBM run spanning whole pages, written and not, into SBUF, i32 */
         const int64_t hs[] = {40000, 1}, ss[] = {1};
         const uint32_t hc[] = {128, 40000}, sc[] = {40000};
-        cases[nc].s = view(ISA_SPACE_HBM, ISA_DT_I32, 0, 1, P + 8, 2, hs, hc);
-        cases[nc++].d = view(ISA_SPACE_SBUF, ISA_DT_I32, 0, 128, 0, 1, ss, sc);
+        cases[nc].s = tu_view(ISA_SPACE_HBM, ISA_DT_I32, 0, 1, P + 8, 2, hs, hc);
+        cases[nc++].d = tu_view(ISA_SPACE_SBUF, ISA_DT_I32, 0, 128, 0, 1, ss, sc);
     }
     for (unsigned i = 0; i < nc; i++) {
         const isa_view_t *d = &cases[i].d, *s = &cases[i].s;
@@ -706,7 +685,7 @@ static void test_runs_merge(void **state)
     /* Whole partitions, contiguous: one run across all 128 partitions. */
     const int64_t st[] = {SBUF_BYTES / 4 / 2, 1};
     const uint32_t ct[] = {2, SBUF_BYTES / 4 / 2};
-    isa_view_t v = view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 128, 0, 2, st, ct);
+    isa_view_t v = tu_view(ISA_SPACE_SBUF, ISA_DT_FP32, 0, 128, 0, 2, st, ct);
     check_view_msg(f, &v, NULL);
     runs_seen_t r = {0, 0, 0};
     assert_int_equal(mdl_view_runs(&f->mem, &v, count_run, &r), 0);
@@ -715,7 +694,7 @@ static void test_runs_merge(void **state)
     /* [64 partitions from 64, 512 contiguous]: one run per partition. */
     const int64_t st2[] = {1};
     const uint32_t ct2[] = {512};
-    v = view(ISA_SPACE_PSUM, ISA_DT_FP32, 64, 64, 2048, 1, st2, ct2);
+    v = tu_view(ISA_SPACE_PSUM, ISA_DT_FP32, 64, 64, 2048, 1, st2, ct2);
     memset(&r, 0, sizeof r);
     assert_int_equal(mdl_view_runs(&f->mem, &v, count_run, &r), 0);
     assert_int_equal(r.runs, 64);

@@ -30,11 +30,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    if (strncmp(tmpdir, "/tmp/ncsim-test-", 16) == 0) {
-        char cmd[300];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-        tu_run(cmd, NULL);
-    }
+    tu_rmdir(tmpdir);
     return 0;
 }
 

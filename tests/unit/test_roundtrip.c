@@ -22,23 +22,12 @@
 #include "ncx.h"
 #include "testutil.h"
 
-static int arch_lookup(void *ctx, const char *name, isa_geometry_t *g)
-{
-    (void)ctx;
-    mdl_arch_t a;
-    char err[256];
-    if (mdl_arch_load(name, &a, err, sizeof err) != NCSIM_OK)
-        return -1;
-    mdl_arch_geometry(&a, g);
-    return 0;
-}
-
 static isa_program_t *assemble(const char *name, const char *text, size_t len, isa_diag_t *d)
 {
     isa_asm_options_t opt;
     isa_asm_options_default(&opt);
     opt.filename = name;
-    opt.arch_lookup = arch_lookup;
+    opt.arch_lookup = mdl_arch_geometry_lookup;
     isa_diag_init(d, 0);
     isa_program_t *p = NULL;
     isa_assemble(text, len, &opt, &p, d);
@@ -86,7 +75,7 @@ static void roundtrip_file(const char *path)
     isa_geometry_t g;
     isa_geometry_default(&g);
     if (p1->arch[0])
-        arch_lookup(NULL, p1->arch, &g);
+        mdl_arch_geometry_lookup(NULL, p1->arch, &g);
     isa_program_t *p3 = NULL;
     isa_diag_init(&d, 0);
     ncsim_status_t st = isa_ncx_read(b1, n1, &g, path, &p3, &d);

@@ -423,6 +423,138 @@ static void test_verdicts_of_known_bounds(void **state)
     }
 }
 
+/* The verdict's candidates of `ncsim report --json TRACE` in *bounds (what, time in ns), their
+ * number as the return value; the run's total in *total. */
+typedef struct bound_got {
+    char what[64];
+    double ns;
+} bound_got_t;
+
+static size_t bounds_of(const char *trace, bound_got_t *got, size_t max, double *total)
+{
+    char args[160];
+    snprintf(args, sizeof args, "%s --json", trace);
+    char *text = report(args, 0);
+    yajl_val root = parse(text);
+    free(text);
+    yajl_val b = get(root, "bounds");
+    assert_true(YAJL_IS_ARRAY(b));
+    size_t n = YAJL_GET_ARRAY(b)->len < max ? YAJL_GET_ARRAY(b)->len : max;
+    for (size_t i = 0; i < n; i++) {
+        yajl_val x = YAJL_GET_ARRAY(b)->values[i];
+        snprintf(got[i].what, sizeof got[i].what, "%s", YAJL_GET_STRING(get(x, "what")));
+        got[i].ns = YAJL_GET_DOUBLE(get(x, "time_ns"));
+    }
+    *total = YAJL_GET_DOUBLE(get(root, "total_ns"));
+    yajl_tree_free(root);
+    return n;
+}
+
+/*
+ * A gap before a transfer on the path goes to the descriptor stages for the part in which its
+ * core's stages were at work (on its descriptors or another transfer's), and to the trigger
+ * latency only for the rest (docs/explain.md, "How the verdict is made"). Three kernels by
+ * hand, trn1 preset (trigger 870 + HBM 200 = 1070 ns; a [128, 128] fp32 load is 128
+ * descriptors of 140 ns over 16 engines = 1120 ns and 128 pieces of 512 B; sp issues a dma in
+ * 60 ns; a semaphore wakes its waiter 30 ns after the post):
+ *   two    sp loads a [128, 128] tile on queue 0 at 0 and another on queue 1 at 60. Both are
+ *          eligible at 1070 and 1130 and share the stages; the second lands last at
+ *          1070 + 2 x 1120 = 3310. Its path: sp's first dma (60), the second's trigger latency
+ *          from 60 to 1070 while the stages are idle (1010), then the stages at work until it
+ *          lands (2240: both loads' descriptors) -- the 60 ns from 1070 to 1130 in which the
+ *          stages worked on the first load while the second's trigger latency ran included.
+ *          The same with dma.queue_round_robin=0 (the stages take the first load whole, the
+ *          second waits for them from 1130 to 2190): the same figures.
+ *   copy   the NKI copy_rows of test_nki_verdict.py in NCA: 32 [128, 128] loads (queue 0, sp)
+ *          and stores (queue 1, pool), double-buffered. Each transfer's trigger latency runs
+ *          while the other buffer's transfer is in its descriptors: the stages work from 1070
+ *          to the end, 64 x 1120 ns, and the path is the first trigger latency (1070), 31
+ *          wake-ups of 30 ns, and descriptors for the rest (64 x 1120 - 930 = 70750).
+ *   chain  8 one-row loads [1, 128] fp32 (one descriptor of 140 ns, 512 B of data), each issued
+ *          when the one before landed: nothing else runs, so each trigger latency is the
+ *          trigger's (8 x 1070), then 8 x 140 of descriptors, 8 x (512 / 18.7 + 7) ns of data
+ *          at the transfer's own cap (one engine) and 7 wake-ups of 30 ns.
+ */
+static void test_verdict_trigger_latency_while_descriptors_busy(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *prog, *set;
+        double total;
+        bound_got_t want[4];
+    } k[] = {
+        {"tl_two",
+         ".arch trn1\n.hbm x fp32 [256, 128] input\n.core 0\n.sbuf a fp32 [128, 128]\n"
+         ".sbuf b fp32 [128, 128]\n.engine sp\n    dma a, x[0:128, :], queue=0\n"
+         "    dma b, x[128:256, :], queue=1\n",
+         "",
+         3310.0,
+         {{"DMA descriptors", 2240.0}, {"DMA trigger latency", 1010.0}, {"engine sp", 60.0}}},
+        {"tl_two_fifo",
+         ".arch trn1\n.hbm x fp32 [256, 128] input\n.core 0\n.sbuf a fp32 [128, 128]\n"
+         ".sbuf b fp32 [128, 128]\n.engine sp\n    dma a, x[0:128, :], queue=0\n"
+         "    dma b, x[128:256, :], queue=1\n",
+         "--set dma.queue_round_robin=0",
+         3310.0,
+         {{"DMA descriptors", 2240.0}, {"DMA trigger latency", 1010.0}, {"engine sp", 60.0}}},
+        {"tl_copy",
+         ".arch trn1\n.hbm x fp32 [4096, 128] input\n.hbm y fp32 [4096, 128] output\n.core 0\n"
+         ".sbuf t fp32 [128, 2, 128]\n.sem ld\n.sem st\n.engine sp\n"
+         "    dma t[:, 0, :], x[0:128, :], queue=0 | post ld\n"
+         "    dma t[:, 1, :], x[128:256, :], queue=0 | post ld\n"
+         "    .loop i = 2, 32\n"
+         "        dma t[:, i%2, :], x[i*128:(i+1)*128, :], queue=0 | wait st >= i-1 | post ld\n"
+         "    .endloop\n.engine pool\n    .loop i = 0, 32\n"
+         "        dma y[i*128:(i+1)*128, :], t[:, i%2, :], queue=1 | wait ld >= i+1 | post st\n"
+         "    .endloop\n",
+         "",
+         1070.0 + 64 * 1120.0,
+         {{"DMA descriptors", 64 * 1120.0 - 31 * 30.0},
+          {"DMA trigger latency", 1070.0},
+          {"a chain of semaphore waits", 31 * 30.0}}},
+        {"tl_chain",
+         ".arch trn1\n.hbm x fp32 [8, 128] input\n.core 0\n.sbuf a fp32 [1, 128]\n.sem ld\n"
+         ".engine sp\n    .loop i = 0, 8\n"
+         "        dma a, x[i:i+1, :], queue=0 | wait ld >= i | post ld\n    .endloop\n",
+         "",
+         8 * (1070.0 + 140.0 + 512 / 18.7 + 7) + 7 * 30.0,
+         {{"DMA trigger latency", 8 * 1070.0},
+          {"DMA descriptors", 8 * 140.0},
+          {"DMA queues (per-transfer cap)", 8 * (512 / 18.7 + 7)},
+          {"a chain of semaphore waits", 7 * 30.0}}},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+        size_t nwant = 0;
+        while (nwant < 4 && k[i].want[nwant].what[0])
+            nwant++;
+        char nca[64];
+        snprintf(nca, sizeof nca, "%s.nca", k[i].name);
+        assert_int_equal(tu_write_file(tu_join(dir, nca), k[i].prog, strlen(k[i].prog)), 0);
+        /* both trace formats carry the descriptor intervals */
+        const char *ext[] = {"json", "pftrace"};
+        for (int f = 0; f < 2; f++) {
+            char tr[64];
+            snprintf(tr, sizeof tr, "%s.%s", k[i].name, ext[f]);
+            assert_int_equal(tu_sh("cd %s && %s run %s --timing-only -q %s --trace %s", dir,
+                                   tu_ncsim(), nca, k[i].set, tr),
+                             0);
+            bound_got_t got[8];
+            double total;
+            size_t n = bounds_of(tr, got, 8, &total);
+            int ok = n == nwant && fabs(total - k[i].total) < 0.01;
+            for (size_t j = 0; ok && j < n; j++)
+                ok = strcmp(got[j].what, k[i].want[j].what) == 0 &&
+                     fabs(got[j].ns - k[i].want[j].ns) < 0.01;
+            if (!ok) {
+                fprintf(stderr, "%s: total %.3f ns (want %.3f)\n", tr, total, k[i].total);
+                for (size_t j = 0; j < n; j++)
+                    fprintf(stderr, "  %s %.3f ns\n", got[j].what, got[j].ns);
+            }
+            assert_true(ok);
+        }
+    }
+}
+
 /* ---- collectives ------------------------------------------------------------------------------------ */
 
 /* Per-link utilisation and collective time, from a trace and from a statistics file. */
@@ -680,6 +812,7 @@ int main(void)
         cmocka_unit_test(test_critical_path_engine_order),
         cmocka_unit_test(test_report_from_stats),
         cmocka_unit_test(test_verdicts_of_known_bounds),
+        cmocka_unit_test(test_verdict_trigger_latency_while_descriptors_busy),
         cmocka_unit_test(test_report_collectives),
         cmocka_unit_test(test_report_huge_line),
         cmocka_unit_test(test_lines_index),

@@ -78,6 +78,15 @@ const char *tu_tmpdir(void)
     return buf;
 }
 
+void tu_rmdir(const char *dir)
+{
+    if (strncmp(dir, "/tmp/ncsim-test-", 16) != 0 || strchr(dir, '\''))
+        return;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    tu_run(cmd, NULL);
+}
+
 /* pclose a command's pipe and hand over its output; returns the exit status or -1. */
 static int finish_pipe(FILE *p, char **out)
 {
@@ -172,4 +181,32 @@ struct isa_program *tu_assemble(const char *text, const char *name)
         fprintf(stderr, "%s", d.text ? d.text : "");
     isa_diag_free(&d);
     return p;
+}
+
+isa_view_t tu_view(isa_space_t space, isa_dtype_t dt, unsigned pstart, unsigned pcount,
+                   uint64_t offset, unsigned nd, const int64_t *strides, const uint32_t *counts)
+{
+    isa_view_t v;
+    memset(&v, 0, sizeof v);
+    v.space = (uint8_t)space;
+    v.dtype = (uint8_t)dt;
+    v.pstart = (uint8_t)pstart;
+    v.pcount = (uint16_t)(space == ISA_SPACE_HBM ? 1 : pcount);
+    v.offset = offset;
+    v.ndims = (uint8_t)nd;
+    for (unsigned i = 0; i < nd; i++) {
+        v.stride[i] = strides[i];
+        v.count[i] = counts[i];
+    }
+    return v;
+}
+
+int tu_load_arch(const char *name, mdl_arch_t *a)
+{
+    char err[512];
+    if (mdl_arch_load(name, a, err, sizeof err) != NCSIM_OK) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    return 0;
 }

@@ -310,6 +310,7 @@ class Kernel:
             inputs[k] = v
         r = _exec.run(low.text, low.name, inputs, arch=arch, timing_only=timing_only, trace=trace,
                       check=check, seed=seed, set=set)
+        _declared_types(low, r.outputs)
         if isinstance(r.stats, dict):
             # what the lowering decided: spills and reloads (docs/nki.md, "Allocation")
             r.stats["nki"] = dict(low.spill, tensors=low.tensors)
@@ -446,6 +447,15 @@ def _lowering_spills(low):
     save = st.get("spill_save_bytes")
     reload_ = st.get("spill_reload_bytes")
     return (None if save is None else int(save)), (None if reload_ is None else int(reload_))
+
+
+def _declared_types(low, outputs):
+    """Outputs as the kernel declared them where the program's type differs: a bool tensor
+    (nl.bool_) is one byte of 0 or 1 on the device and in the NCA program (u8), and comes back
+    as a NumPy bool array. bf16, tf32 and fp8 stay float32 values (NumPy has no such types)."""
+    for name, dt in low.outputs:
+        if dt is _dtypes.bool_ and name in outputs:
+            outputs[name] = np.asarray(outputs[name]) != 0
 
 
 def _write_artifacts(kernel, low, r, trace, tmp):

@@ -6,7 +6,7 @@
 Each --arg is one positional argument of the kernel, in order: FILE.npy, FILE.npy:DTYPE (the
 file's values converted to DTYPE, e.g. a float32 file read as bfloat16), `rand:SHAPE[:DTYPE]`
 (uniform [0, 1) values seeded by the argument's position, e.g. rand:128x512:bfloat16; no
-ml_dtypes needed), or a Python literal (1e-5, (3, 4), True). The file may `import neuronxcc.nki
+ml_dtypes needed; integers in [0, 100), bool True or False about equally often), or a Python literal (1e-5, (3, 4), True). The file may `import neuronxcc.nki
 as nki`, `neuronxcc.nki.language as nl` and `neuronxcc.nki.isa as nisa`: the runner installs
 ncsim's alias for them first, and refuses if a real neuronxcc is importable (use ncsim.nki
 directly then).
@@ -85,7 +85,9 @@ def parse_arg(s, i=0):
                         "elements)", EXIT_USAGE)
         dt = _dtype(parts[2] if len(parts) == 3 else "float32", where)
         v = np.random.default_rng(i).random(shape)     # seeded by the position: arguments differ
-        if dt.is_int:
+        if dt.name == "bool_":
+            v = v < 0.5                                  # True and False about equally often
+        elif dt.is_int:
             v = v * 100
         return _with_type(v, dt)
     try:

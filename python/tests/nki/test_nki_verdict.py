@@ -128,8 +128,10 @@ def test_descriptor_bound_figures(tmp_path):
     """The descriptor-bound stream by hand: 32 loads and 32 stores of [128, 128] fp32, each 128
     descriptors of 140 ns (trn1's dma.descriptor_ns) over the 16 DMA engines = 1120 ns, keep
     the descriptor stages busy 64 x 1120 ns; the data moves a quarter of that time. The verdict's
-    time from statistics is that figure, and the critical path gives the descriptors the largest
-    share (the rest is trigger latency between each load and its store)."""
+    time from statistics is that figure. On the critical path each transfer's trigger latency
+    (870 + 200 ns) runs while the other buffer's transfer keeps the descriptor stages at work, so
+    it is descriptor time; only the first load's latency, before any descriptor, is the
+    trigger latency's (docs/explain.md, "How the verdict is made")."""
     (tmp_path / "k.py").write_text(KERNELS)
     run(tmp_path, "k.py", "copy_rows", "--arg", "rand:4096x128", "--benchmark",
         "--trace", "t.pftrace", "--stats", "s.json")
@@ -145,8 +147,11 @@ def test_descriptor_bound_figures(tmp_path):
     assert b["share_pct"] == pytest.approx(100 * 64 * 1120.0 / st["total_ns"], abs=1e-3)
     trep = ncsim.report(str(tmp_path / "t.pftrace"))
     shares = {x["what"]: x["share_pct"] for x in trep["bounds"]}
+    times = {x["what"]: x["time_ns"] for x in trep["bounds"]}
     assert trep["bounds"][0]["what"] == "DMA descriptors"
-    assert shares["DMA descriptors"] > 45 and shares.get("engine sp", 0) < 5
+    assert trep["total_ns"] == pytest.approx(1070.0 + 64 * 1120.0, abs=1e-3)
+    assert times["DMA trigger latency"] == pytest.approx(1070.0, abs=1e-3)
+    assert shares["DMA descriptors"] > 95 and shares.get("engine sp", 0) < 5
 
 
 def test_matmul_bound_figures(tmp_path):
