@@ -45,13 +45,33 @@ class NkiError(Exception):
     FILE:LINE: of the kernel line that caused it."""
 
 
+def _lineno(f):
+    """f.f_lineno, cached per code object and instruction offset: Python finds a frame's line
+    by scanning its code's line table from the start (about 1 us at the end of an 80-line
+    kernel), and the tracer asks for the kernel's line at every instruction and allocation."""
+    code = f.f_code
+    m = _LINES.get(code)
+    if m is None:
+        if len(_LINES) >= _USER_CODE_MAX:
+            _LINES.clear()
+        m = _LINES[code] = {}
+    i = f.f_lasti
+    ln = m.get(i)
+    if ln is None:
+        ln = m[i] = f.f_lineno
+    return ln
+
+
+_LINES = {}         # _lineno: code object -> {offset of the running instruction: its line}
+
+
 def user_frame():
     """(file, line) of the innermost frame outside the ncsim package (the kernel's code)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
-            return fn, f.f_lineno
+            return fn, _lineno(f)
         f = f.f_back
     return "<unknown>", 0
 
@@ -1077,14 +1097,27 @@ class Tensor:
     # ---- indexing
     def __getitem__(self, key):
         self._real()
+        if key is Ellipsis and _fast[0]:
+            v = _full_view(self)          # index_view's result for `...`, without its tests
+            return v if type(v.buf) is not BlockBuf else _resolve_block(v)
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        if type(self.buf) is BlockBuf:
+        tb = type(self.buf)
+        if tb is BlockBuf:
             if self.buf.sunk and T().sink_load(self, key, value):
                 return
             if type(value) is Tensor and value.inplace == "resident" and \
                     T().alias_block(self, key, value):
+                return
+        elif key is Ellipsis and tb is Slot and type(value) is Tensor and value.inplace and \
+                value.pend is None and not self.chk and _fast[0]:
+            # `t[...] += x`, the write-back of a tile updated in place: assign's test of the
+            # value against the view t[...] (which has t's layout) made against t itself
+            T()
+            if value.buf is self.buf and value.p0 == self.p0 and value.off == self.off and \
+                    value.shape == self.shape and value.strides == list(self.strides):
+                value.inplace = False
                 return
         T().assign(self[key], value)
 
@@ -1861,7 +1894,7 @@ class LoopRange:
 
     def _iterate(self, tr):
         frame = sys._getframe(1)       # the frame running the for statement
-        where = (frame.f_code.co_filename, frame.f_lineno)
+        where = (frame.f_code.co_filename, _lineno(frame))
         outer = None
         if frame.f_code.co_flags & _CO_OPTIMIZED:
             if tr.pending is not None:
@@ -2077,7 +2110,7 @@ class Tracer:
         while f is not None:
             fn = f.f_code.co_filename
             if fn == src:
-                return f.f_lineno
+                return _lineno(f)
             if not best and not fn.startswith(_NCSIM_DIR):
                 best = -1
             f = f.f_back
@@ -2124,7 +2157,7 @@ class Tracer:
                     fn.startswith(_EXAMPLES_DIR)
             if user:
                 fn = code.co_filename
-                key.append((fn, f.f_lineno))
+                key.append((fn, _lineno(f)))
                 if fn == src:
                     break
             f = f.f_back
