@@ -809,7 +809,8 @@ class Tensor:
         self._ab = None             # changes; box() is cached on the fast paths only)
         self._bx = None
         self._sp = None             # _block_span's result, when the view's maker knows it
-        self._lk = None             # _adv_index_memo: (shape, pdim, strides) as a key
+        self._lk = None             # _adv_index_memo: the memo of its layout (shape, pdim,
+                                    # strides), once it has one
 
     # ---- metadata
     @property
@@ -1096,10 +1097,17 @@ class Tensor:
 
     # ---- indexing
     def __getitem__(self, key):
-        self._real()
-        if key is Ellipsis and _fast[0]:
-            v = _full_view(self)          # index_view's result for `...`, without its tests
-            return v if type(v.buf) is not BlockBuf else _resolve_block(v)
+        if self.pend is not None:
+            T().flush(self)
+        if _fast[0]:
+            # index_view's fast paths, without its tests
+            if type(key) is tuple:
+                v = _adv_index_memo(self, key, True)
+                if v is not None:
+                    return v if type(v.buf) is not BlockBuf else _resolve_block(v)
+            elif key is Ellipsis:
+                v = _full_view(self)
+                return v if type(v.buf) is not BlockBuf else _resolve_block(v)
         return index_view(self, key)
 
     def __setitem__(self, key, value):
@@ -1615,7 +1623,16 @@ def _expr_sk(k):
     sk = k.sk
     if sk is None:
         co = k.coefs
-        sk = (k.shape, tuple(co.items())) if all(type(c) is int for c in co.values()) else False
+        sk = False
+        if all(type(c) is int for c in co.values()):
+            # a number per structure, so that a subscript's key is a tuple of small ints
+            # (never renumbered: expressions keep theirs; past _SK_MAX, no more are cached)
+            s = (k.shape, tuple(co.items()))
+            sk = _SK_IDS.get(s)
+            if sk is None:
+                sk = False
+                if len(_SK_IDS) < _SK_MAX:
+                    sk = _SK_IDS[s] = len(_SK_IDS) + 1
         k.sk = sk
     return sk
 
@@ -1628,10 +1645,10 @@ def _adv_index_memo(t, key, resolve=False):
     the offset, the first partition and the bounds to check. None: not such a subscript.
     resolve: a view of a block tensor within one block is made directly as _resolve_block's
     view of that block's buffer (index_view)."""
-    lk = t._lk
-    if lk is None:
-        lk = t._lk = (t.shape, t.pdim, tuple(t.strides))
-    sk = list(lk)
+    m = t._lk
+    if m is None:
+        m = t._lk = _ADV_MEMO.get((t.shape, t.pdim, tuple(t.strides)))
+    sk = []
     idx = False
     for k in key:
         tk = type(k)
@@ -1656,14 +1673,22 @@ def _adv_index_memo(t, key, resolve=False):
     if idx:
         key = _plain_key(key)
     sk = tuple(sk)
-    ent = _ADV_MEMO.get(sk)
+    ent = m.get(sk) if m is not None else None
     if ent is None:
         if len(key) != len(t.shape) or all(type(k) is int for k in key):
             return None
         v = _adv_index_fast(t, key)     # errors here are structural: nothing is cached
-        if len(_ADV_MEMO) >= _MEMO_MAX:
-            _ADV_MEMO.clear()
-        ent = _ADV_MEMO[sk] = _adv_memo_entry(t, key, v)
+        if m is None:
+            lk = (t.shape, t.pdim, tuple(t.strides))
+            m = _ADV_MEMO.get(lk)
+            if m is None:
+                if len(_ADV_MEMO) >= _MEMO_MAX:
+                    _ADV_MEMO.clear()
+                m = _ADV_MEMO[lk] = {}
+            t._lk = m
+        if len(m) >= _MEMO_MAX:
+            m.clear()
+        ent = m[sk] = _adv_memo_entry(t, key, v)
     shape, strides, items, pc, elo, ehi = ent
     strides = list(strides)
     off = t.off
@@ -1684,13 +1709,25 @@ def _adv_index_memo(t, key, resolve=False):
     else:
         k = key[pc]
         pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
-    if resolve and not t.buf.sunk:
-        bb = t.buf
+    bb = t.buf
+    if resolve and type(bb) is BlockBuf and not bb.sunk:
         lo, hi = off + elo, off + ehi
-        blk = lo // bb.felems
-        if hi // bb.felems == blk and lo >= 0:
-            return _on_block(bb, blk, t.dtype, shape, pd, p0, strides, off, lo, hi, chk)
-    v = Tensor(t.buf, t.alloc, t.dtype, shape, pd, p0, strides, off)
+        fe = bb.felems
+        blk = lo // fe
+        if hi // fe == blk and lo >= 0:
+            # _on_block, its block's buffer taken directly when it has one
+            a = bb.allocs.get(blk)
+            if a is None or a.slot is None or _tracer[0] is None:
+                a = T().block_alloc(bb, blk)
+            shift = blk * fe
+            dt = t.dtype
+            r = Tensor(a.slot, a, dt, shape, pd, p0, strides, off - shift)
+            r.chk = chk
+            if pd is not None:
+                sz = dt.itemsize
+                r._bx = (a.slot, p0, p0 + shape[pd], (lo - shift) * sz, (hi - shift + 1) * sz)
+            return r
+    v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, strides, off)
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
@@ -1741,7 +1778,9 @@ def _adv_memo_entry(t, key, v):
     return v.shape, v.strides, tuple(items), t.pdim, lo - v.off, hi - v.off
 
 
-_ADV_MEMO = {}      # _adv_index_memo: structure -> _adv_memo_entry
+_ADV_MEMO = {}      # _adv_index_memo: layout -> {subscript's structure -> _adv_memo_entry}
+_SK_IDS = {}        # _expr_sk: an index expression's structure -> its number
+_SK_MAX = 1 << 20
 _DIMS_TEXT = {}     # Tensor._text: layout -> the text of its free dims
 _MEMO_MAX = 1 << 16  # either cache is emptied when it reaches this many structures (they are
                      # pure functions of their keys: any entry can be computed again)
@@ -3431,6 +3470,10 @@ class Tracer:
 
     def accumulate(self, dst, value, op):
         """dst += value (and -=, *=, /=): PSUM matmul accumulation, or an element-wise op."""
+        if value is self.pending and value is not None and op == "add" and _fast[0] and \
+                dst.pend is None and self._matmul_acc(dst, value):
+            dst.inplace = True
+            return dst
         nl = _nl()
         dst._real()
         if isinstance(value, Tensor) and value.pend is not None and value.pend.matmul is not None \
@@ -3462,6 +3505,52 @@ class Tracer:
         nl._binary_into(dst, op, dst, value, None)
         dst.inplace = True
         return dst
+
+    def _matmul_acc(self, dst, value):
+        """accumulate's common case, `psum_tile[...] += nisa.nc_matmul(...)` with the
+        pending matmul of two 2-D tiles, no mask, into a [M, N] fp32 PSUM view within one
+        bank that starts or continues an accumulation group: the matmul emitted as
+        _matmul_at would emit it. False (nothing done) for any other case."""
+        p = value.pend
+        mm = p.matmul
+        if mm is None or len(mm) != 2:
+            return False
+        b = dst.buf
+        if type(b) is not Slot or b.kind != "psum" or dst.dtype is not D.float32:
+            return False
+        a = dst.alloc
+        if a is None:
+            return False
+        stat, mov = mm
+        shape = dst.shape
+        if len(shape) != 2 or shape[0] != stat.shape[1] or shape[1] != mov.shape[1]:
+            return False
+        bx = dst._bx
+        if bx is None:
+            bx = dst.box()
+        p0, lo = bx[1], bx[3]
+        if (b.offset + lo) // PSUM_BANK != (b.offset + bx[4] - 1) // PSUM_BANK:
+            return False
+        key = (p0, lo)
+        started = a.acc_started
+        if key in started:
+            acc = True
+        elif a.lazy_zero:
+            acc = False
+        else:
+            return False
+        self.pending = None                     # take_pending
+        value.pend = None
+        started.add(key)
+        old = self.line_override
+        self.line_override = p.line
+        try:
+            self.emit("pe", f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else
+                      f"matmul {dst.text()}, {stat.text()}, {mov.text()}",
+                      reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
+        finally:
+            self.line_override = old
+        return True
 
     def _matmul_at(self, line, dst, stat, mov, acc):
         """The matmul of a pending result into dst, attributed to the line that made it
