@@ -1649,12 +1649,14 @@ def _adv_index_memo(t, key, resolve=False):
     if m is None:
         m = t._lk = _ADV_MEMO.get((t.shape, t.pdim, tuple(t.strides)))
     sk = []
+    cs = []                             # each subscript's constant
     idx = False
     for k in key:
         tk = type(k)
         if tk is IndexExpr:
-            if type(k.const) is not int:
-                if type(k.const) is not _steady.Idx:
+            c = k.const
+            if type(c) is not int:
+                if type(c) is not _steady.Idx:
                     return None
                 idx = True
             e = k.sk
@@ -1663,15 +1665,19 @@ def _adv_index_memo(t, key, resolve=False):
             if e is False:
                 return None
             sk.append(e)
+            cs.append(c)
         elif tk is int:
             sk.append(None)
+            cs.append(k)
         elif tk is _steady.Idx:
             idx = True
             sk.append(None)
+            cs.append(k)
         else:
             return None
     if idx:
         key = _plain_key(key)
+        cs = [int.__int__(c) if type(c) is _steady.Idx else c for c in cs]
     sk = tuple(sk)
     ent = m.get(sk) if m is not None else None
     if ent is None:
@@ -1689,26 +1695,23 @@ def _adv_index_memo(t, key, resolve=False):
         if len(m) >= _MEMO_MAX:
             m.clear()
         ent = m[sk] = _adv_memo_entry(t, key, v)
-    shape, strides, items, pc, elo, ehi = ent
-    strides = list(strides)
-    off = t.off
+    shape, strides, sts, mins, maxs, items, pc, elo, ehi = ent
+    # the offset and the bounds test over every dim at once (in C: map over the constants)
+    off = t.off + sum(map(_MUL, sts, cs))
     chk = None
-    for i, st, neg, pos, size, co in items:
-        k = key[i]
-        c = k if co is None else k.const
-        if st is not None:
-            off += st * c
-        if c + neg < 0 or c + pos >= size:
-            if chk is None:
-                chk = []
-            chk.append((c, {} if co is None else co, size, i))
+    if not (all(map(_LE, mins, cs)) and all(map(_LE, cs, maxs))):
+        chk = []
+        for i, neg, pos, size, co in items:
+            c = cs[i]
+            if c + neg < 0 or c + pos >= size:
+                chk.append((c, {} if co is None else co, size, i))
     if t.chk:
         t.check_bounds()
     if pc is None:
         pd, p0 = None, t.p0
     else:
-        k = key[pc]
-        pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
+        pd, p0 = 0, t.p0 + cs[pc]
+    strides = list(strides)
     bb = t.buf
     if resolve and type(bb) is BlockBuf and not bb.sunk:
         lo, hi = off + elo, off + ehi
@@ -1733,6 +1736,10 @@ def _adv_index_memo(t, key, resolve=False):
     return v
 
 
+_MUL = operator.mul
+_LE = operator.le
+
+
 def _plain_key(key):
     """A subscript with the loop index of a loop being recorded (_steady.Idx, an int that
     notes what the kernel's code decides on it) as plain ints: ncsim's own arithmetic on it
@@ -1751,9 +1758,11 @@ def _plain_key(key):
 
 
 def _adv_memo_entry(t, key, v):
-    """(shape, strides, [(dim, stride or None on the partition dim, lowest and highest
-    offset of the subscript's values from its constant, the dim's size, its coefficients or
-    None for an int)], the partition dim or None) of the view v = _adv_index_fast(t, key)."""
+    """(shape, strides, per dim its stride (0 on the partition dim), per dim the lowest and
+    the highest constant whose values stay in bounds, [(dim, lowest and highest offset of the
+    subscript's values from its constant, the dim's size, its coefficients or None for an
+    int)], the partition dim or None, the lowest and highest element from the view's offset)
+    of the view v = _adv_index_fast(t, key)."""
     R = 0
     for k in key:
         if type(k) is IndexExpr and len(k.shape) > R:
@@ -1775,7 +1784,13 @@ def _adv_memo_entry(t, key, v):
         else:
             items.append((i, st, 0, 0, t.shape[i], None))
     lo, hi = _block_span(v)
-    return v.shape, v.strides, tuple(items), t.pdim, lo - v.off, hi - v.off
+    # per dim: the stride (0 on the partition dim) and the lowest and highest constant in
+    # bounds, for the test of all dims at once; items for the bounds to check otherwise
+    sts = tuple(0 if st is None else st for _, st, _, _, _, _ in items)
+    mins = tuple(-neg for _, _, neg, _, _, _ in items)
+    maxs = tuple(size - 1 - pos for _, _, _, pos, size, _ in items)
+    items = tuple((i, neg, pos, size, co) for i, _, neg, pos, size, co in items)
+    return v.shape, v.strides, sts, mins, maxs, items, t.pdim, lo - v.off, hi - v.off
 
 
 _ADV_MEMO = {}      # _adv_index_memo: layout -> {subscript's structure -> _adv_memo_entry}
