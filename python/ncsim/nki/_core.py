@@ -10,6 +10,7 @@ text (docs/nki.md, "Lowering").
 """
 import bisect
 import heapq
+import itertools
 import math
 import operator
 import os
@@ -259,6 +260,13 @@ class IndexExpr:
         return NotImplemented
 
     def __add__(self, o):
+        if type(o) is int:
+            # _comb's common case (`bm * 128 + i.x`); coefficient dicts are never changed in
+            # place, so the new expression shares this one's
+            r = IndexExpr(self.const + o, self.coefs, self.shape)
+            sk = self.sk
+            r.sk = sk if sk is not None else _expr_sk(self)
+            return r
         return self._comb(o, 1)
 
     __radd__ = __add__
@@ -944,7 +952,8 @@ class Tensor:
 
     def _check_text(self):
         """_text's errors, without the text (a first pass's instructions are thrown away)."""
-        self._real()
+        if self.pend is not None:
+            T().flush(self)
         b = self.buf
         tb = type(b)
         if tb is BlockBuf:
@@ -1726,7 +1735,9 @@ def _adv_index_memo(t, key, resolve=False):
             dt = t.dtype
             r = Tensor(a.slot, a, dt, shape, pd, p0, strides, off - shift)
             r.chk = chk
-            if pd is not None:
+            if pd is not None and not a.slot.id < 0:
+                # its box(), from the span computed here (Tensor._box); not in a first pass,
+                # whose private buffers (id -1) no dependence is recorded on
                 sz = dt.itemsize
                 r._bx = (a.slot, p0, p0 + shape[pd], (lo - shift) * sz, (hi - shift + 1) * sz)
             return r
@@ -1917,6 +1928,13 @@ def _out_of_scope(a):
 _CO_OPTIMIZED = 0x1
 
 
+def _tensor_items(loc):
+    """The (name, value) pairs of the dict loc whose value is a Tensor, in order, picked in C
+    (a kernel's frame has tens of variables; its loops read them at every iteration's end)."""
+    return itertools.compress(loc.items(), map(operator.is_, map(type, loc.values()),
+                                               itertools.repeat(Tensor)))
+
+
 class LoopRange:
     """nl.affine_range / sequential_range / static_range: a range whose iterations are scopes.
 
@@ -1955,9 +1973,11 @@ class LoopRange:
                 tr.flush()
             loc = frame.f_locals
             # the variables of the enclosing scope; a name that still holds a dead tensor of an
-            # earlier loop's iteration is not one
-            outer = frozenset(n for n, v in loc.items()
-                              if not (type(v) is Tensor and v.alloc is not None and v.alloc.dead))
+            # earlier loop's iteration is not one (the tensors picked from the variables in C)
+            outer = frozenset(loc)
+            dead = [n for n, v in _tensor_items(loc) if v.alloc is not None and v.alloc.dead]
+            if dead:
+                outer = outer.difference(dead)
             loc.clear()
             del loc
         if tr.pol.steady_state:
@@ -2131,8 +2151,8 @@ class Tracer:
         if loc is not None:
             names = {}
             v = None
-            for name, v in loc.items():
-                if type(v) is Tensor and v.alloc is not None:
+            for name, v in _tensor_items(loc):
+                if v.alloc is not None:
                     names.setdefault(id(v), [v, 0])[1] += 1
                     if name in outer:
                         carried.add(id(v.alloc))
