@@ -1623,6 +1623,16 @@ def _full_view(t):
         t.check_bounds()
     v = Tensor(t.buf, t.alloc, t.dtype, t.shape, t.pdim, t.p0, list(t.strides), t.off)
     v.chk = t.chk
+    if type(t.buf) is Slot:
+        # the same layout: the same box, region, span and text, computed once on t (a tile
+        # updated in place, `t[...] += ...`, is viewed so at every step)
+        bx = t._bx
+        if bx is None:
+            bx = t._bx = t._box()
+        tr = _tracer[0]
+        if t._ab is None and tr is not None and not tr.fast:
+            t.abox()
+        v._bx, v._ab, v._sp, v._txt = bx, t._ab, t._sp, t._txt
     return v
 
 
