@@ -906,6 +906,19 @@ class Tensor:
             return k, ((p0, p1), (lo, hi))
         shape = b.shape
         n = len(shape)
+        if n == 2 and len(self.shape) == 2 and shape[1] > 1 and _fast[0]:
+            # a 2-D view of a 2-D tensor along its rows and columns (every tile of a matrix):
+            # what the loops below find for it, when it lies within the tensor (the fast
+            # paths; the reference ones, fast_trace=False, take the loops)
+            W = shape[1]
+            s0, s1 = self.strides
+            if s0 == W and s1 == 1:
+                r, c = self.shape
+                lo0, lo1 = divmod(self.off, W)
+                hi0 = lo0 + r if r > 1 else lo0 + 1
+                hi1 = lo1 + c if c > 1 else lo1 + 1
+                if lo0 >= 0 and hi0 <= shape[0] and hi1 <= W:
+                    return b, ((lo0, hi0), (lo1, hi1))
         bst = [1] * n
         for i in range(n - 2, -1, -1):
             bst[i] = bst[i + 1] * shape[i + 1]
@@ -973,7 +986,8 @@ class Tensor:
         layout (shape, partition dim, strides, HBM or on chip) once its checks have passed."""
         if not _fast[0]:
             return self._text_ref()
-        self._real()
+        if self.pend is not None:
+            T().flush(self)
         b = self.buf
         tb = type(b)
         if tb is BlockBuf:
