@@ -3604,9 +3604,17 @@ class Tracer:
         old = self.line_override
         self.line_override = p.line
         try:
-            self.emit("pe", f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else
-                      f"matmul {dst.text()}, {stat.text()}, {mov.text()}",
-                      reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
+            if self.fast and self.steady is None:
+                # a first pass that a second replaces: the views' errors only (Tensor.text),
+                # and the text text() would give, empty views
+                dst._check_text()
+                stat._check_text()
+                mov._check_text()
+                txt = "matmul , , , acc" if acc else "matmul , , "
+            else:
+                txt = f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else \
+                    f"matmul {dst.text()}, {stat.text()}, {mov.text()}"
+            self.emit("pe", txt, reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
         finally:
             self.line_override = old
         return True
