@@ -1682,14 +1682,12 @@ def _adv_index_memo(t, key, resolve=False):
     if m is None:
         m = t._lk = _ADV_MEMO.get((t.shape, t.pdim, tuple(t.strides)))
     sk = []
-    cs = []                             # each subscript's constant
     idx = False
     for k in key:
         tk = type(k)
         if tk is IndexExpr:
-            c = k.const
-            if type(c) is not int:
-                if type(c) is not _steady.Idx:
+            if type(k.const) is not int:
+                if type(k.const) is not _steady.Idx:
                     return None
                 idx = True
             e = k.sk
@@ -1698,19 +1696,15 @@ def _adv_index_memo(t, key, resolve=False):
             if e is False:
                 return None
             sk.append(e)
-            cs.append(c)
         elif tk is int:
             sk.append(None)
-            cs.append(k)
         elif tk is _steady.Idx:
             idx = True
             sk.append(None)
-            cs.append(k)
         else:
             return None
     if idx:
         key = _plain_key(key)
-        cs = [int.__int__(c) if type(c) is _steady.Idx else c for c in cs]
     sk = tuple(sk)
     ent = m.get(sk) if m is not None else None
     if ent is None:
@@ -1728,22 +1722,25 @@ def _adv_index_memo(t, key, resolve=False):
         if len(m) >= _MEMO_MAX:
             m.clear()
         ent = m[sk] = _adv_memo_entry(t, key, v)
-    shape, strides, sts, mins, maxs, items, pc, elo, ehi = ent
-    # the offset and the bounds test over every dim at once (in C: map over the constants)
-    off = t.off + sum(map(_MUL, sts, cs))
+    shape, strides, items, pc, elo, ehi = ent
+    off = t.off
     chk = None
-    if not (all(map(_LE, mins, cs)) and all(map(_LE, cs, maxs))):
-        chk = []
-        for i, neg, pos, size, co in items:
-            c = cs[i]
-            if c + neg < 0 or c + pos >= size:
-                chk.append((c, {} if co is None else co, size, i))
+    for i, st, neg, pos, size, co in items:
+        k = key[i]
+        c = k if co is None else k.const
+        if st is not None:
+            off += st * c
+        if c + neg < 0 or c + pos >= size:
+            if chk is None:
+                chk = []
+            chk.append((c, {} if co is None else co, size, i))
     if t.chk:
         t.check_bounds()
     if pc is None:
         pd, p0 = None, t.p0
     else:
-        pd, p0 = 0, t.p0 + cs[pc]
+        k = key[pc]
+        pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
     strides = list(strides)
     bb = t.buf
     if resolve and type(bb) is BlockBuf and not bb.sunk:
@@ -1771,10 +1768,6 @@ def _adv_index_memo(t, key, resolve=False):
     return v
 
 
-_MUL = operator.mul
-_LE = operator.le
-
-
 def _plain_key(key):
     """A subscript with the loop index of a loop being recorded (_steady.Idx, an int that
     notes what the kernel's code decides on it) as plain ints: ncsim's own arithmetic on it
@@ -1793,11 +1786,10 @@ def _plain_key(key):
 
 
 def _adv_memo_entry(t, key, v):
-    """(shape, strides, per dim its stride (0 on the partition dim), per dim the lowest and
-    the highest constant whose values stay in bounds, [(dim, lowest and highest offset of the
-    subscript's values from its constant, the dim's size, its coefficients or None for an
-    int)], the partition dim or None, the lowest and highest element from the view's offset)
-    of the view v = _adv_index_fast(t, key)."""
+    """(shape, strides, [(dim, stride or None on the partition dim, lowest and highest
+    offset of the subscript's values from its constant, the dim's size, its coefficients or
+    None for an int)], the partition dim or None, the lowest and highest element from the
+    view's offset) of the view v = _adv_index_fast(t, key)."""
     R = 0
     for k in key:
         if type(k) is IndexExpr and len(k.shape) > R:
@@ -1819,13 +1811,7 @@ def _adv_memo_entry(t, key, v):
         else:
             items.append((i, st, 0, 0, t.shape[i], None))
     lo, hi = _block_span(v)
-    # per dim: the stride (0 on the partition dim) and the lowest and highest constant in
-    # bounds, for the test of all dims at once; items for the bounds to check otherwise
-    sts = tuple(0 if st is None else st for _, st, _, _, _, _ in items)
-    mins = tuple(-neg for _, _, neg, _, _, _ in items)
-    maxs = tuple(size - 1 - pos for _, _, _, pos, size, _ in items)
-    items = tuple((i, neg, pos, size, co) for i, _, neg, pos, size, co in items)
-    return v.shape, v.strides, sts, mins, maxs, items, t.pdim, lo - v.off, hi - v.off
+    return v.shape, v.strides, tuple(items), t.pdim, lo - v.off, hi - v.off
 
 
 _ADV_MEMO = {}      # _adv_index_memo: layout -> {subscript's structure -> _adv_memo_entry}
@@ -1954,7 +1940,7 @@ _CO_OPTIMIZED = 0x1
 
 def _tensor_items(loc):
     """The (name, value) pairs of the dict loc whose value is a Tensor, in order, picked in C
-    (a kernel's frame has tens of variables; its loops read them at every iteration's end)."""
+    (a kernel's frame has tens of variables, few of them tensors)."""
     return itertools.compress(loc.items(), map(operator.is_, map(type, loc.values()),
                                                itertools.repeat(Tensor)))
 
@@ -2175,8 +2161,8 @@ class Tracer:
         if loc is not None:
             names = {}
             v = None
-            for name, v in _tensor_items(loc):
-                if v.alloc is not None:
+            for name, v in loc.items():
+                if type(v) is Tensor and v.alloc is not None:
                     names.setdefault(id(v), [v, 0])[1] += 1
                     if name in outer:
                         carried.add(id(v.alloc))
