@@ -10,6 +10,7 @@ text (docs/nki.md, "Lowering").
 """
 import bisect
 import heapq
+import itertools
 import math
 import operator
 import os
@@ -45,13 +46,33 @@ class NkiError(Exception):
     FILE:LINE: of the kernel line that caused it."""
 
 
+def _lineno(f):
+    """f.f_lineno, cached per code object and instruction offset: Python finds a frame's line
+    by scanning its code's line table from the start (about 1 us at the end of an 80-line
+    kernel), and the tracer asks for the kernel's line at every instruction and allocation."""
+    code = f.f_code
+    m = _LINES.get(code)
+    if m is None:
+        if len(_LINES) >= _USER_CODE_MAX:
+            _LINES.clear()
+        m = _LINES[code] = {}
+    i = f.f_lasti
+    ln = m.get(i)
+    if ln is None:
+        ln = m[i] = f.f_lineno
+    return ln
+
+
+_LINES = {}         # _lineno: code object -> {offset of the running instruction: its line}
+
+
 def user_frame():
     """(file, line) of the innermost frame outside the ncsim package (the kernel's code)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR):
-            return fn, f.f_lineno
+            return fn, _lineno(f)
         f = f.f_back
     return "<unknown>", 0
 
@@ -239,6 +260,13 @@ class IndexExpr:
         return NotImplemented
 
     def __add__(self, o):
+        if type(o) is int:
+            # _comb's common case (`bm * 128 + i.x`); coefficient dicts are never changed in
+            # place, so the new expression shares this one's
+            r = IndexExpr(self.const + o, self.coefs, self.shape)
+            sk = self.sk
+            r.sk = sk if sk is not None else _expr_sk(self)
+            return r
         return self._comb(o, 1)
 
     __radd__ = __add__
@@ -795,7 +823,8 @@ class Tensor:
         self._ab = None             # changes; box() is cached on the fast paths only)
         self._bx = None
         self._sp = None             # _block_span's result, when the view's maker knows it
-        self._lk = None             # _adv_index_memo: (shape, pdim, strides) as a key
+        self._lk = None             # _adv_index_memo: the memo of its layout (shape, pdim,
+                                    # strides), once it has one
 
     # ---- metadata
     @property
@@ -883,6 +912,19 @@ class Tensor:
             return k, ((p0, p1), (lo, hi))
         shape = b.shape
         n = len(shape)
+        if n == 2 and len(self.shape) == 2 and shape[1] > 1 and _fast[0]:
+            # a 2-D view of a 2-D tensor along its rows and columns (every tile of a matrix):
+            # what the loops below find for it, when it lies within the tensor (the fast
+            # paths; the reference ones, fast_trace=False, take the loops)
+            W = shape[1]
+            s0, s1 = self.strides
+            if s0 == W and s1 == 1:
+                r, c = self.shape
+                lo0, lo1 = divmod(self.off, W)
+                hi0 = lo0 + r if r > 1 else lo0 + 1
+                hi1 = lo1 + c if c > 1 else lo1 + 1
+                if lo0 >= 0 and hi0 <= shape[0] and hi1 <= W:
+                    return b, ((lo0, hi0), (lo1, hi1))
         bst = [1] * n
         for i in range(n - 2, -1, -1):
             bst[i] = bst[i + 1] * shape[i + 1]
@@ -929,7 +971,8 @@ class Tensor:
 
     def _check_text(self):
         """_text's errors, without the text (a first pass's instructions are thrown away)."""
-        self._real()
+        if self.pend is not None:
+            T().flush(self)
         b = self.buf
         tb = type(b)
         if tb is BlockBuf:
@@ -949,7 +992,8 @@ class Tensor:
         layout (shape, partition dim, strides, HBM or on chip) once its checks have passed."""
         if not _fast[0]:
             return self._text_ref()
-        self._real()
+        if self.pend is not None:
+            T().flush(self)
         b = self.buf
         tb = type(b)
         if tb is BlockBuf:
@@ -1082,15 +1126,35 @@ class Tensor:
 
     # ---- indexing
     def __getitem__(self, key):
-        self._real()
+        if self.pend is not None:
+            T().flush(self)
+        if _fast[0]:
+            # index_view's fast paths, without its tests
+            if type(key) is tuple:
+                v = _adv_index_memo(self, key, True)
+                if v is not None:
+                    return v if type(v.buf) is not BlockBuf else _resolve_block(v)
+            elif key is Ellipsis:
+                v = _full_view(self)
+                return v if type(v.buf) is not BlockBuf else _resolve_block(v)
         return index_view(self, key)
 
     def __setitem__(self, key, value):
-        if type(self.buf) is BlockBuf:
+        tb = type(self.buf)
+        if tb is BlockBuf:
             if self.buf.sunk and T().sink_load(self, key, value):
                 return
             if type(value) is Tensor and value.inplace == "resident" and \
                     T().alias_block(self, key, value):
+                return
+        elif key is Ellipsis and tb is Slot and type(value) is Tensor and value.inplace and \
+                value.pend is None and not self.chk and _fast[0]:
+            # `t[...] += x`, the write-back of a tile updated in place: assign's test of the
+            # value against the view t[...] (which has t's layout) made against t itself
+            T()
+            if value.buf is self.buf and value.p0 == self.p0 and value.off == self.off and \
+                    value.shape == self.shape and value.strides == list(self.strides):
+                value.inplace = False
                 return
         T().assign(self[key], value)
 
@@ -1579,6 +1643,16 @@ def _full_view(t):
         t.check_bounds()
     v = Tensor(t.buf, t.alloc, t.dtype, t.shape, t.pdim, t.p0, list(t.strides), t.off)
     v.chk = t.chk
+    if type(t.buf) is Slot:
+        # the same layout: the same box, region, span and text, computed once on t (a tile
+        # updated in place, `t[...] += ...`, is viewed so at every step)
+        bx = t._bx
+        if bx is None:
+            bx = t._bx = t._box()
+        tr = _tracer[0]
+        if t._ab is None and tr is not None and not tr.fast:
+            t.abox()
+        v._bx, v._ab, v._sp, v._txt = bx, t._ab, t._sp, t._txt
     return v
 
 
@@ -1588,7 +1662,16 @@ def _expr_sk(k):
     sk = k.sk
     if sk is None:
         co = k.coefs
-        sk = (k.shape, tuple(co.items())) if all(type(c) is int for c in co.values()) else False
+        sk = False
+        if all(type(c) is int for c in co.values()):
+            # a number per structure, so that a subscript's key is a tuple of small ints
+            # (never renumbered: expressions keep theirs; past _SK_MAX, no more are cached)
+            s = (k.shape, tuple(co.items()))
+            sk = _SK_IDS.get(s)
+            if sk is None:
+                sk = False
+                if len(_SK_IDS) < _SK_MAX:
+                    sk = _SK_IDS[s] = len(_SK_IDS) + 1
         k.sk = sk
     return sk
 
@@ -1601,10 +1684,10 @@ def _adv_index_memo(t, key, resolve=False):
     the offset, the first partition and the bounds to check. None: not such a subscript.
     resolve: a view of a block tensor within one block is made directly as _resolve_block's
     view of that block's buffer (index_view)."""
-    lk = t._lk
-    if lk is None:
-        lk = t._lk = (t.shape, t.pdim, tuple(t.strides))
-    sk = list(lk)
+    m = t._lk
+    if m is None:
+        m = t._lk = _ADV_MEMO.get((t.shape, t.pdim, tuple(t.strides)))
+    sk = []
     idx = False
     for k in key:
         tk = type(k)
@@ -1629,16 +1712,23 @@ def _adv_index_memo(t, key, resolve=False):
     if idx:
         key = _plain_key(key)
     sk = tuple(sk)
-    ent = _ADV_MEMO.get(sk)
+    ent = m.get(sk) if m is not None else None
     if ent is None:
         if len(key) != len(t.shape) or all(type(k) is int for k in key):
             return None
         v = _adv_index_fast(t, key)     # errors here are structural: nothing is cached
-        if len(_ADV_MEMO) >= _MEMO_MAX:
-            _ADV_MEMO.clear()
-        ent = _ADV_MEMO[sk] = _adv_memo_entry(t, key, v)
+        if m is None:
+            lk = (t.shape, t.pdim, tuple(t.strides))
+            m = _ADV_MEMO.get(lk)
+            if m is None:
+                if len(_ADV_MEMO) >= _MEMO_MAX:
+                    _ADV_MEMO.clear()
+                m = _ADV_MEMO[lk] = {}
+            t._lk = m
+        if len(m) >= _MEMO_MAX:
+            m.clear()
+        ent = m[sk] = _adv_memo_entry(t, key, v)
     shape, strides, items, pc, elo, ehi = ent
-    strides = list(strides)
     off = t.off
     chk = None
     for i, st, neg, pos, size, co in items:
@@ -1657,13 +1747,28 @@ def _adv_index_memo(t, key, resolve=False):
     else:
         k = key[pc]
         pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
-    if resolve and not t.buf.sunk:
-        bb = t.buf
+    strides = list(strides)
+    bb = t.buf
+    if resolve and type(bb) is BlockBuf and not bb.sunk:
         lo, hi = off + elo, off + ehi
-        blk = lo // bb.felems
-        if hi // bb.felems == blk and lo >= 0:
-            return _on_block(bb, blk, t.dtype, shape, pd, p0, strides, off, lo, hi, chk)
-    v = Tensor(t.buf, t.alloc, t.dtype, shape, pd, p0, strides, off)
+        fe = bb.felems
+        blk = lo // fe
+        if hi // fe == blk and lo >= 0:
+            # _on_block, its block's buffer taken directly when it has one
+            a = bb.allocs.get(blk)
+            if a is None or a.slot is None or _tracer[0] is None:
+                a = T().block_alloc(bb, blk)
+            shift = blk * fe
+            dt = t.dtype
+            r = Tensor(a.slot, a, dt, shape, pd, p0, strides, off - shift)
+            r.chk = chk
+            if pd is not None and not a.slot.id < 0:
+                # its box(), from the span computed here (Tensor._box); not in a first pass,
+                # whose private buffers (id -1) no dependence is recorded on
+                sz = dt.itemsize
+                r._bx = (a.slot, p0, p0 + shape[pd], (lo - shift) * sz, (hi - shift + 1) * sz)
+            return r
+    v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, strides, off)
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
@@ -1689,7 +1794,8 @@ def _plain_key(key):
 def _adv_memo_entry(t, key, v):
     """(shape, strides, [(dim, stride or None on the partition dim, lowest and highest
     offset of the subscript's values from its constant, the dim's size, its coefficients or
-    None for an int)], the partition dim or None) of the view v = _adv_index_fast(t, key)."""
+    None for an int)], the partition dim or None, the lowest and highest element from the
+    view's offset) of the view v = _adv_index_fast(t, key)."""
     R = 0
     for k in key:
         if type(k) is IndexExpr and len(k.shape) > R:
@@ -1714,7 +1820,9 @@ def _adv_memo_entry(t, key, v):
     return v.shape, v.strides, tuple(items), t.pdim, lo - v.off, hi - v.off
 
 
-_ADV_MEMO = {}      # _adv_index_memo: structure -> _adv_memo_entry
+_ADV_MEMO = {}      # _adv_index_memo: layout -> {subscript's structure -> _adv_memo_entry}
+_SK_IDS = {}        # _expr_sk: an index expression's structure -> its number
+_SK_MAX = 1 << 20
 _DIMS_TEXT = {}     # Tensor._text: layout -> the text of its free dims
 _MEMO_MAX = 1 << 16  # either cache is emptied when it reaches this many structures (they are
                      # pure functions of their keys: any entry can be computed again)
@@ -1836,6 +1944,13 @@ def _out_of_scope(a):
 _CO_OPTIMIZED = 0x1
 
 
+def _tensor_items(loc):
+    """The (name, value) pairs of the dict loc whose value is a Tensor, in order, picked in C
+    (a kernel's frame has tens of variables, few of them tensors)."""
+    return itertools.compress(loc.items(), map(operator.is_, map(type, loc.values()),
+                                               itertools.repeat(Tensor)))
+
+
 class LoopRange:
     """nl.affine_range / sequential_range / static_range: a range whose iterations are scopes.
 
@@ -1867,16 +1982,18 @@ class LoopRange:
 
     def _iterate(self, tr):
         frame = sys._getframe(1)       # the frame running the for statement
-        where = (frame.f_code.co_filename, frame.f_lineno)
+        where = (frame.f_code.co_filename, _lineno(frame))
         outer = None
         if frame.f_code.co_flags & _CO_OPTIMIZED:
             if tr.pending is not None:
                 tr.flush()
             loc = frame.f_locals
             # the variables of the enclosing scope; a name that still holds a dead tensor of an
-            # earlier loop's iteration is not one
-            outer = frozenset(n for n, v in loc.items()
-                              if not (type(v) is Tensor and v.alloc is not None and v.alloc.dead))
+            # earlier loop's iteration is not one (the tensors picked from the variables in C)
+            outer = frozenset(loc)
+            dead = [n for n, v in _tensor_items(loc) if v.alloc is not None and v.alloc.dead]
+            if dead:
+                outer = outer.difference(dead)
             loc.clear()
             del loc
         if tr.pol.steady_state:
@@ -2099,7 +2216,7 @@ class Tracer:
         while f is not None:
             fn = f.f_code.co_filename
             if fn == src:
-                return f.f_lineno
+                return _lineno(f)
             if not best and not fn.startswith(_NCSIM_DIR):
                 best = -1
             f = f.f_back
@@ -2146,7 +2263,7 @@ class Tracer:
                     fn.startswith(_EXAMPLES_DIR)
             if user:
                 fn = code.co_filename
-                key.append((fn, f.f_lineno))
+                key.append((fn, _lineno(f)))
                 if fn == src:
                     break
             f = f.f_back
@@ -3678,6 +3795,10 @@ class Tracer:
 
     def accumulate(self, dst, value, op):
         """dst += value (and -=, *=, /=): PSUM matmul accumulation, or an element-wise op."""
+        if value is self.pending and value is not None and op == "add" and _fast[0] and \
+                dst.pend is None and self._matmul_acc(dst, value):
+            dst.inplace = True
+            return dst
         nl = _nl()
         dst._real()
         if isinstance(value, Tensor) and value.pend is not None and value.pend.matmul is not None \
@@ -3709,6 +3830,60 @@ class Tracer:
         nl._binary_into(dst, op, dst, value, None)
         dst.inplace = True
         return dst
+
+    def _matmul_acc(self, dst, value):
+        """accumulate's common case, `psum_tile[...] += nisa.nc_matmul(...)` with the
+        pending matmul of two 2-D tiles, no mask, into a [M, N] fp32 PSUM view within one
+        bank that starts or continues an accumulation group: the matmul emitted as
+        _matmul_at would emit it. False (nothing done) for any other case."""
+        p = value.pend
+        mm = p.matmul
+        if mm is None or len(mm) != 2:
+            return False
+        b = dst.buf
+        if type(b) is not Slot or b.kind != "psum" or dst.dtype is not D.float32:
+            return False
+        a = dst.alloc
+        if a is None:
+            return False
+        stat, mov = mm
+        shape = dst.shape
+        if len(shape) != 2 or shape[0] != stat.shape[1] or shape[1] != mov.shape[1]:
+            return False
+        bx = dst._bx
+        if bx is None:
+            bx = dst.box()
+        p0, lo = bx[1], bx[3]
+        if (b.offset + lo) // PSUM_BANK != (b.offset + bx[4] - 1) // PSUM_BANK:
+            return False
+        key = (p0, lo)
+        started = a.acc_started
+        if key in started:
+            acc = True
+        elif a.lazy_zero:
+            acc = False
+        else:
+            return False
+        self.pending = None                     # take_pending
+        value.pend = None
+        started.add(key)
+        old = self.line_override
+        self.line_override = p.line
+        try:
+            if self.fast and self.steady is None:
+                # a first pass that a second replaces: the views' errors only (Tensor.text),
+                # and the text text() would give, empty views
+                dst._check_text()
+                stat._check_text()
+                mov._check_text()
+                txt = "matmul , , , acc" if acc else "matmul , , "
+            else:
+                txt = f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else \
+                    f"matmul {dst.text()}, {stat.text()}, {mov.text()}"
+            self.emit("pe", txt, reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
+        finally:
+            self.line_override = old
+        return True
 
     def _matmul_at(self, line, dst, stat, mov, acc):
         """The matmul of a pending result into dst, attributed to the line that made it

@@ -1274,6 +1274,21 @@ def _emit_matmul(d, stat, mov, acc):
 
 
 def _matmul(stat, mov, mask=None):
+    if mask is None and type(stat) is Tensor and type(mov) is Tensor and C._fast[0]:
+        # the common call (two [K, M] and [K, N] SBUF tiles, no mask), tested at once; any
+        # other goes the general way below, which raises the errors
+        ss, ms = stat.shape, mov.shape
+        sb, mb = stat.buf, mov.buf
+        if len(ss) == 2 and len(ms) == 2 and type(sb) is C.Slot and type(mb) is C.Slot and \
+                sb.kind == "sbuf" and mb.kind == "sbuf" and stat.pdim == 0 and mov.pdim == 0 and \
+                ss[0] == ms[0] and ss[1] <= tile_size.gemm_stationary_fmax and \
+                ms[1] <= tile_size.gemm_moving_fmax and stat.dtype.kind == "f" and \
+                mov.dtype.kind == "f" and stat.pend is None and mov.pend is None and \
+                (stat.alloc is None or not stat.alloc.lazy_zero) and \
+                (mov.alloc is None or not mov.alloc.lazy_zero):
+            def emit(d, _b):
+                _emit_matmul(d, stat, mov, False)
+            return T().make_pending("psum", (ss[1], ms[1]), float32, emit, matmul=(stat, mov))
     stat, mov = _tile(stat, "stationary"), _tile(mov, "moving")
     for t, nm in ((stat, "stationary"), (mov, "moving")):
         if t.space != "sbuf":

@@ -193,3 +193,136 @@ def test_recorded_loop_index_uses_the_memo(monkeypatch):
     assert n["ref"] == 0 and n["full"] <= 3                    # one per structure
     assert low.text == nki.lower(k_recorded, x, policy={"fast_trace": False,
                                                         "steady_state": False}).text
+
+
+# ---- per-instruction shortcuts of the traced path (docs/nki.md, "Outside the replay")
+
+import sys                                                # noqa: E402
+
+import ncsim.nki.isa as nisa                              # noqa: E402
+
+
+def _lines_of_calls():
+    """(cached line, Python's line) of the caller at several call sites, some in a loop."""
+    def here():
+        f = sys._getframe(1)
+        return _core._lineno(f), f.f_lineno
+    out = [here()]
+    for _ in range(3):
+        out.append(here())
+        out.append(here())
+    out.append(here())
+    return out
+
+
+def test_cached_line_is_python_s_line():
+    got = _lines_of_calls() + _lines_of_calls()
+    assert all(a == b for a, b in got), got
+    assert len({b for _, b in got}) == 4                     # four call sites, four lines
+    assert _lines_of_calls.__code__ in _core._LINES          # kept per code object
+
+
+@nki.jit
+def k_psum_acc(a, b):
+    """Matmuls accumulated in PSUM tiles (the common form, `ps[...] += nc_matmul(...)`),
+    one masked, one into a tile another engine wrote first (both take the general path),
+    and block views as operands."""
+    K, M = a.shape
+    _, N = b.shape
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    at = nl.ndarray((K // 128, nl.par_dim(128), M), dtype=a.dtype, buffer=nl.sbuf)
+    bt = nl.ndarray((K // 128, nl.par_dim(128), N), dtype=b.dtype, buffer=nl.sbuf)
+    ip, im = nl.mgrid[0:128, 0:M]
+    _, jn = nl.mgrid[0:128, 0:N]
+    for k in nl.affine_range(K // 128):
+        at[k, ip, im] = nl.load(a[k * 128 + ip, im])
+        bt[k, ip, jn] = nl.load(b[k * 128 + ip, jn])
+    ps = nl.zeros((M, N), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        ps[...] += nisa.nc_matmul(at[k, ip, im], bt[k, ip, jn])
+    ps2 = nl.zeros((M, N), dtype=nl.float32, buffer=nl.psum)
+    ps2[...] = nl.add(ps, 1.0)                                # written by VectorE first
+    ps2[...] += nisa.nc_matmul(at[0, ip, im], bt[0, ip, jn])
+    ps3 = nl.zeros((M, N), dtype=nl.float32, buffer=nl.psum)
+    ps3[...] += nl.matmul(at[1, ip, im], bt[1, ip, jn], transpose_x=True,
+                          mask=(nl.arange(N)[None, :] < N // 2))
+    s = nl.add(nl.add(ps2, ps3), 0.0)
+    nl.store(out, value=s)
+    return out
+
+
+def test_matmul_accumulation_shortcut_gives_the_reference_program(monkeypatch):
+    """`ps[...] += nc_matmul(...)` is emitted by Tracer._matmul_acc, the other forms by the
+    general path; the program and the result are the reference paths' and NumPy's."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    rng = np.random.default_rng(5)
+    a = rng.random((512, 128), dtype=np.float32)
+    b = rng.random((512, 256), dtype=np.float32)
+    seen = []
+    acc = _core.Tracer._matmul_acc
+
+    def spy(self, dst, value):
+        r = acc(self, dst, value)
+        seen.append(r)
+        return r
+    with monkeypatch.context() as m:
+        m.setattr(_core.Tracer, "_matmul_acc", spy)
+        low = nki.lower(k_psum_acc, a, b)
+    assert seen.count(True) >= 4 and seen.count(False) >= 1, seen
+    assert low.text == nki.lower(k_psum_acc, a, b, policy={"fast_trace": False}).text
+    out = np.asarray(nki.simulate_kernel(k_psum_acc, a, b))
+    ref = a.T @ b + 1.0 + a[0:128].T @ b[0:128]
+    half = a[128:256].T @ b[128:256]
+    ref[:, :128] += half[:, :128]
+    np.testing.assert_allclose(out, ref, rtol=1e-4)
+
+
+@nki.jit
+def k_acc_into_sbuf(a, b):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    t = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    t[...] += nisa.nc_matmul(x, y)
+    nl.store(out, value=t)
+    return out
+
+
+@nki.jit
+def k_psum_operand(a, b):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    p = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+    p[...] += nisa.nc_matmul(x, y)
+    q = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+    q[...] += nisa.nc_matmul(p, y)
+    nl.store(out, value=q)
+    return out
+
+
+@nki.jit
+def k_contraction_mismatch(a, b):
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b[0:64, :])
+    p = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.psum)
+    p[...] += nisa.nc_matmul(x, y)
+    nl.store(out, value=p)
+    return out
+
+
+@pytest.mark.parametrize("kernel, code", [
+    (k_acc_into_sbuf, "err_unsupported_memory"),
+    (k_psum_operand, "err_unsupported_memory"),
+    (k_contraction_mismatch, "err_num_partition_mismatch")])
+def test_matmul_errors_are_the_general_path_s(monkeypatch, kernel, code):
+    """Calls the shortcuts do not take raise the general path's errors, at the same line."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    a = np.zeros((128, 128), dtype=np.float32)
+    msgs = []
+    for fast in (True, False):
+        with pytest.raises(nki.NkiError) as e:
+            nki.lower(kernel, a, a, policy={"fast_trace": fast})
+        msgs.append(str(e.value))
+    assert code in msgs[0] and msgs[0] == msgs[1]
