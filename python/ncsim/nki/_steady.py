@@ -744,7 +744,10 @@ def _replay(tr, win, steps, times, own, rec=None):
     for (tpl, vals), st in zip(win, steps):
         kind = tpl[0]
         if kind == "E":
-            keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
+            # per access: its memory (a BlockBuf for a block's buffer), dims, write flag,
+            # whether a block, and its flags in the access log (Tracer._log)
+            keys = tuple((key, nd, w, type(key) is C.BlockBuf, 2 * nd + (1 if w else 0))
+                         for key, nd, w in tpl[5])
             prog.append((tpl, st, _fmt(tpl[2]), keys))
         elif kind in ("L1", "L2"):
             prog.append((tpl, st, _fmt(tpl[2]), None))
@@ -755,6 +758,7 @@ def _replay(tr, win, steps, times, own, rec=None):
     cur = [vals for _, vals in win]
     emit = tr.replay_emit
     fast = tr.fast
+    log = tr.acclog is not None and not fast
     BlockBuf = C.BlockBuf
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
@@ -768,17 +772,55 @@ def _replay(tr, win, steps, times, own, rec=None):
                 bk = tpl[9]
                 if bk:
                     p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
-                                     for _, nd, _, isblk in keys)
+                                     for _, nd, _, isblk, _ in keys)
                     brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
                     _set_acc(bk, brefs, psum, seen)
                 else:
                     brefs = ()
                 emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+            elif kind == "E" and log:
+                # the accesses go to the tracer's access log as they are (memory number,
+                # flags, the box's bounds: the event's numbers, already flat)
+                nt = tpl[8]
+                p = nt
+                accs = [0, 0]           # (agent, index: replay_emit sets them)
+                tmap = tpl[10]
+                mems = [] if tmap else None
+                for key, nd, w, isblk, fl in keys:
+                    if isblk:
+                        a = key.allocs.get(v[p])
+                        if a is None or a.slot is None:
+                            raise Mismatch("a replayed instruction's block has no buffer")
+                        key = a.slot
+                        p += 1
+                    m = key.recs
+                    if m is None:
+                        m = tr._mem(key)
+                    q = p + 2 * nd
+                    accs += (m, fl)
+                    accs += v[p:q]
+                    p = q
+                    if mems is not None:
+                        mems.append(key)
+                if tmap:
+                    tv = list(v[:nt])
+                    for jj, qq in tmap:
+                        tv[jj] += mems[qq].offset
+                    text = fmt % tuple(tv)
+                else:
+                    text = fmt % v[:nt]
+                bk = tpl[9]
+                if bk:
+                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
+                    _set_acc(bk, brefs, psum, seen)
+                else:
+                    brefs = ()
+                emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "E":
                 nt = tpl[8]
                 p = nt
                 accs = []
-                for key, nd, w, isblk in keys:
+                for key, nd, w, isblk, _ in keys:
                     if isblk:
                         a = key.allocs.get(v[p])
                         if a is None or a.slot is None:
