@@ -163,8 +163,8 @@ static void nodes_case(reader_t *r, int made_well)
 
 /* ---- the dependence pass (ncsim_nki_internal_deps) ---------------------------------------- */
 
-#define DEP_NODES 255
-#define DEP_ACCS 7
+#define DEP_NODES 128
+#define DEP_ACCS 5
 #define DEP_MEMS 3
 #define DEP_LOG (DEP_NODES * (3 + DEP_ACCS * 8))
 
@@ -183,6 +183,7 @@ static void deps_case(reader_t *r, int made_well)
     static int32_t rnode[DEP_NODES * DEP_ACCS];
     static uint8_t rmem[DEP_NODES * DEP_ACCS], rnd[DEP_NODES * DEP_ACCS],
         rw[DEP_NODES * DEP_ACCS], rdead[DEP_NODES * DEP_ACCS];
+    static int32_t node_of[N_ENG + N_Q][DEP_NODES];
     int32_t agent[DEP_NODES], index[DEP_NODES], count[N_ENG + N_Q] = {0};
     int64_t n = next_byte(r) % (DEP_NODES + 1), nl = 0, nrec = 0;
     int64_t *offs = NULL;
@@ -215,6 +216,7 @@ static void deps_case(reader_t *r, int made_well)
         unsigned b = next_byte(r);
         agent[p] = (int32_t)(b % (N_ENG + N_Q));
         index[p] = count[agent[p]]++;
+        node_of[agent[p]][index[p]] = (int32_t)p;
         log[nl++] = agent[p];
         log[nl++] = index[p];
         unsigned na = next_byte(r) % (DEP_ACCS + 1);
@@ -272,11 +274,11 @@ static void deps_case(reader_t *r, int made_well)
         memset(got, 0, sizeof got);
         fz_check(offs[p + 1] >= offs[p], "fuzz_nki_passes", "dependence offsets decrease");
         for (int64_t k = offs[p]; k < offs[p + 1]; k++) {
-            int64_t q = -1;
-            for (int64_t j = 0; j < p; j++)
-                if (agent[j] == deps[2 * k] && index[j] == deps[2 * k + 1])
-                    q = j;
-            fz_check(q >= 0, "fuzz_nki_passes", "a dependence on no earlier node");
+            int32_t a = deps[2 * k], i = deps[2 * k + 1];
+            fz_check(a >= 0 && a < N_ENG + N_Q && i >= 0 && i < count[a], "fuzz_nki_passes",
+                     "a dependence on no node");
+            int64_t q = node_of[a][i];
+            fz_check(q < p, "fuzz_nki_passes", "a dependence on no earlier node");
             fz_check(!got[q], "fuzz_nki_passes", "a dependence given twice");
             got[q] = 1;
         }
