@@ -37,6 +37,7 @@ import sys
 import types
 import weakref
 from itertools import repeat
+import operator
 from operator import add as _add, attrgetter
 
 from . import _core as C
@@ -741,13 +742,13 @@ def _replay(tr, win, steps, times, own, rec=None):
     # per event, what does not change from one window to the next: its template's format
     # (`_join` as one %-format), and its numbers, advanced by their steps once per window
     prog = []
+    log = tr.acclog is not None and not tr.fast
     for (tpl, vals), st in zip(win, steps):
         kind = tpl[0]
-        if kind == "E":
-            # per access: its memory (a BlockBuf for a block's buffer), dims, write flag,
-            # whether a block, and its flags in the access log (Tracer._log)
-            keys = tuple((key, nd, w, type(key) is C.BlockBuf, 2 * nd + (1 if w else 0))
-                         for key, nd, w in tpl[5])
+        if kind == "E" and log:
+            prog.append((tpl, st, _fmt(tpl[2]), _log_plan(tr, tpl, len(vals))))
+        elif kind == "E":
+            keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
             prog.append((tpl, st, _fmt(tpl[2]), keys))
         elif kind in ("L1", "L2"):
             prog.append((tpl, st, _fmt(tpl[2]), None))
@@ -758,7 +759,6 @@ def _replay(tr, win, steps, times, own, rec=None):
     cur = [vals for _, vals in win]
     emit = tr.replay_emit
     fast = tr.fast
-    log = tr.acclog is not None and not fast
     BlockBuf = C.BlockBuf
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
@@ -772,40 +772,38 @@ def _replay(tr, win, steps, times, own, rec=None):
                 bk = tpl[9]
                 if bk:
                     p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
-                                     for _, nd, _, isblk, _ in keys)
+                                     for _, nd, _, isblk in keys)
                     brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
                     _set_acc(bk, brefs, psum, seen)
                 else:
                     brefs = ()
                 emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "E" and log:
-                # the accesses go to the tracer's access log as they are (memory number,
-                # flags, the box's bounds: the event's numbers, already flat)
-                nt = tpl[8]
-                p = nt
-                accs = [0, 0]           # (agent, index: replay_emit sets them)
-                tmap = tpl[10]
-                mems = [] if tmap else None
-                for key, nd, w, isblk, fl in keys:
-                    if isblk:
-                        a = key.allocs.get(v[p])
+                # the node's entry of the access log, picked from the event's numbers (the
+                # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
+                consts, blocks, pick, tmap, p = keys
+                if blocks:
+                    ms = []
+                    for bb, pos in blocks:
+                        a = bb.allocs.get(v[pos])
                         if a is None or a.slot is None:
                             raise Mismatch("a replayed instruction's block has no buffer")
-                        key = a.slot
-                        p += 1
-                    m = key.recs
-                    if m is None:
-                        m = tr._mem(key)
-                    q = p + 2 * nd
-                    accs += (m, fl)
-                    accs += v[p:q]
-                    p = q
-                    if mems is not None:
-                        mems.append(key)
+                        sl = a.slot
+                        m = sl.recs
+                        ms.append(m if m is not None else tr._mem(sl))
+                        if tmap:
+                            ms.append(sl.offset)
+                    x = v + consts + tuple(ms)
+                else:
+                    x = v + consts
+                accs = [0, 0]           # (agent, index: replay_emit sets them)
+                if pick is not None:
+                    accs += pick(x)
+                nt = tpl[8]
                 if tmap:
                     tv = list(v[:nt])
                     for jj, qq in tmap:
-                        tv[jj] += mems[qq].offset
+                        tv[jj] += x[qq]
                     text = fmt % tuple(tv)
                 else:
                     text = fmt % v[:nt]
@@ -820,7 +818,7 @@ def _replay(tr, win, steps, times, own, rec=None):
                 nt = tpl[8]
                 p = nt
                 accs = []
-                for key, nd, w, isblk, _ in keys:
+                for key, nd, w, isblk in keys:
                     if isblk:
                         a = key.allocs.get(v[p])
                         if a is None or a.slot is None:
@@ -896,6 +894,48 @@ def _replay(tr, win, steps, times, own, rec=None):
                 tr.nload[key] = tr.nload.get(key, 0) + 1
     if sink:
         rec.forward(sink)
+
+
+def _log_plan(tr, tpl, nvals):
+    """How a replayed instruction (event template tpl, its numbers nvals long) makes its entry
+    of the tracer's access log (Tracer._log: per access its memory's number, write + 2 * dims,
+    the box's bounds) from its numbers v: (consts, blocks, pick, tmap, p). The entry's accesses
+    are pick(v + consts + ms): consts the memories' numbers and the flags known now, ms per
+    block access its buffer's number (followed by the buffer's offset when tmap), the buffer
+    found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j, where in that
+    tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit); p: where the
+    blocks of brefs start in v."""
+    p = tpl[8]
+    consts = []
+    blocks = []
+    idx = []
+    boff = {}               # access -> where its block buffer's offset is
+    per = 2 if tpl[10] else 1
+    for k, (key, nd, w) in enumerate(tpl[5]):
+        if type(key) is C.BlockBuf:
+            b = per * len(blocks)
+            blocks.append((key, p))
+            p += 1
+            idx.append(("m", b))
+            boff[k] = ("m", b + 1)
+        else:
+            m = key.recs
+            consts.append(m if m is not None else tr._mem(key))
+            idx.append(("c", len(consts) - 1))
+        consts.append(2 * nd + (1 if w else 0))
+        idx.append(("c", len(consts) - 1))
+        idx.extend(range(p, p + 2 * nd))
+        p += 2 * nd
+    nc = len(consts)
+
+    def at(x):
+        if type(x) is int:
+            return x
+        return nvals + x[1] if x[0] == "c" else nvals + nc + x[1]
+    idx = [at(x) for x in idx]
+    pick = operator.itemgetter(*idx) if idx else None      # (never one index: two per access)
+    tmap = tuple((j, at(boff[q])) for j, q in tpl[10])
+    return tuple(consts), tuple(blocks), pick, tmap, p
 
 
 def _set_acc(bk, brefs, psum, seen):
