@@ -3155,6 +3155,40 @@ class Tracer:
                 self._access(key, bx, w, ag, idx, deps)
         self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc, blks)
 
+    def replay_log(self, e, ag, queue, internal, line, inc, cost, text, accs, brefs):
+        """replay_emit with the access log (self.acclog, so not in a first pass and with the
+        scheduler), its _emit_tail inlined: e the engine, ag the agent, cost the scheduler's
+        estimate (_sched.annotate's, which the replay computes once per event); accs the node's
+        entry of the log, its first two values left for the agent and index."""
+        idx = self.count[ag]
+        accs[0] = ag
+        accs[1] = idx
+        blks = None
+        for bb, blk, w, ld in brefs:
+            a = bb.allocs.get(blk)
+            if a is None or a.slot is None:
+                raise _steady.Mismatch("a replayed instruction's block has no buffer")
+            if w:
+                a.written = True
+            self.block_used(a, w, _steady.REPLAYED if ld else None)
+            if blks is None:
+                blks = [a]
+            else:
+                blks.append(a)
+        nd = Node(e, text, line, None, ag, idx)
+        nd.pin = self.pinned > 0
+        nd.cost = cost
+        accs.append(-1)
+        self.acclog += accs
+        self.count[ag] = idx + 1
+        if queue is None:
+            self.load[e] += inc
+        self.nodes.append(nd)
+        if not internal:
+            if blks is not None and self.live is not None:
+                self.release_blocks(blks)
+            self.tick += 1
+
     def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc, blks):
         """What emit and replay_emit share once the dependences are known: the waits and the
         node (not in a first pass), then, for a kernel instruction, the release of the blocks

@@ -746,7 +746,7 @@ def _replay(tr, win, steps, times, own, rec=None):
     for (tpl, vals), st in zip(win, steps):
         kind = tpl[0]
         if kind == "E" and log:
-            prog.append((tpl, st, _fmt(tpl[2]), _log_plan(tr, tpl, len(vals))))
+            prog.append((tpl, st, _fmt(tpl[2]), _log_plan(tr, tpl, vals)))
         elif kind == "E":
             keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
             prog.append((tpl, st, _fmt(tpl[2]), keys))
@@ -758,6 +758,7 @@ def _replay(tr, win, steps, times, own, rec=None):
             prog.append((tpl, st, None, None))
     cur = [vals for _, vals in win]
     emit = tr.replay_emit
+    emit_log = tr.replay_log
     fast = tr.fast
     BlockBuf = C.BlockBuf
     for _k in range(times):
@@ -781,7 +782,7 @@ def _replay(tr, win, steps, times, own, rec=None):
             elif kind == "E" and log:
                 # the node's entry of the access log, picked from the event's numbers (the
                 # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
-                consts, blocks, pick, tmap, p = keys
+                consts, blocks, pick, tmap, p, head = keys
                 if blocks:
                     ms = []
                     for bb, pos in blocks:
@@ -813,7 +814,7 @@ def _replay(tr, win, steps, times, own, rec=None):
                     _set_acc(bk, brefs, psum, seen)
                 else:
                     brefs = ()
-                emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+                emit_log(*head, text, accs, brefs)
             elif kind == "E":
                 nt = tpl[8]
                 p = nt
@@ -896,15 +897,17 @@ def _replay(tr, win, steps, times, own, rec=None):
         rec.forward(sink)
 
 
-def _log_plan(tr, tpl, nvals):
-    """How a replayed instruction (event template tpl, its numbers nvals long) makes its entry
+def _log_plan(tr, tpl, vals):
+    """How a replayed instruction (event template tpl, vals its numbers in a window) makes its entry
     of the tracer's access log (Tracer._log: per access its memory's number, write + 2 * dims,
     the box's bounds) from its numbers v: (consts, blocks, pick, tmap, p). The entry's accesses
     are pick(v + consts + ms): consts the memories' numbers and the flags known now, ms per
     block access its buffer's number (followed by the buffer's offset when tmap), the buffer
     found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j, where in that
     tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit); p: where the
-    blocks of brefs start in v."""
+    blocks of brefs start in v; head: Tracer.replay_log's first arguments (the engine, agent,
+    queue, internal, line, estimate and the scheduler's cost, which is the event's: its
+    instruction's name and operand types are the template's)."""
     p = tpl[8]
     consts = []
     blocks = []
@@ -927,15 +930,22 @@ def _log_plan(tr, tpl, nvals):
         idx.extend(range(p, p + 2 * nd))
         p += 2 * nd
     nc = len(consts)
+    nv = len(vals)
 
     def at(x):
         if type(x) is int:
             return x
-        return nvals + x[1] if x[0] == "c" else nvals + nc + x[1]
+        return nv + x[1] if x[0] == "c" else nv + nc + x[1]
     idx = [at(x) for x in idx]
     pick = operator.itemgetter(*idx) if idx else None      # (never one index: two per access)
     tmap = tuple((j, at(boff[q])) for j, q in tpl[10])
-    return tuple(consts), tuple(blocks), pick, tmap, p
+    eng, queue, inc = tpl[1], tpl[3], tpl[7]
+    e = C.ENG_ID[eng]
+    ag = e if queue is None else len(C.ENGINES) + queue
+    nd = C.Node(e, _fmt(tpl[2]) % vals[:tpl[8]], 0, None, ag, 0)
+    C._sched.annotate(nd, None, queue, inc, 0)
+    head = (e, ag, queue, tpl[4], tpl[6], inc, nd.cost)
+    return tuple(consts), tuple(blocks), pick, tmap, p, head
 
 
 def _set_acc(bk, brefs, psum, seen):
