@@ -6,7 +6,9 @@ instruction records the memory it reads and writes (bounding boxes of its views 
 SBUF/PSUM slots or HBM tensors), from which the tracer derives the waits it needs (RAW, WAR,
 WAW across engines and DMA queues), using vector clocks to drop waits that an earlier wait
 already implies. `finish()` numbers the posts that some wait observes and writes the program
-text (docs/nki.md, "Lowering").
+text (docs/nki.md, "Lowering"). With the C passes the accesses are only logged as they are
+made and `finish()` has every dependence found in one C pass (Tracer.acclog; docs/nki.md,
+"Cost of lowering").
 """
 import bisect
 import heapq

@@ -1,6 +1,11 @@
-"""The lowering's list scheduler, semaphore waits and loop folding in C (libncsim's
-api/nki_passes.c), called through ctypes with the nodes as flat arrays (docs/nki.md, "Cost of
-lowering").
+"""The lowering's dependence pass, list scheduler, semaphore waits and loop folding in C
+(libncsim's api/nki_passes.c), called through ctypes with the nodes as flat arrays (docs/nki.md,
+"Cost of lowering").
+
+The dependences: with the C passes the tracer logs every access (Tracer.acclog) instead of
+finding each instruction's dependences as it emits it, and deps_c finds them all at the end;
+the Python tracer's online search (Tracer._access, _access_ref) is the reference and the
+fallback (fast_trace=False, native_passes="python", no libncsim, schedule_window 0 or 1).
 
 The Python implementations (_sched.schedule and assign_waits, _fold.fold) stay: they are the
 reference the C follows step by step (python/tests/nki/test_nki_native.py compares the two on
