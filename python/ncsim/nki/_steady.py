@@ -757,13 +757,18 @@ def _replay(tr, win, steps, times, own, rec=None):
         else:
             prog.append((tpl, st, None, None))
     cur = [vals for _, vals in win]
+    prog = [(tpl, st if any(st) else None, fmt, keys) for tpl, st, fmt, keys in prog]
+    memo = [None] * len(prog)   # per event whose numbers do not move: its log entry and text
     emit = tr.replay_emit
     emit_log = tr.replay_log
     fast = tr.fast
     BlockBuf = C.BlockBuf
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
-            v = cur[j] = tuple(map(_add, cur[j], st))
+            if st is None:
+                v = cur[j]      # (numbers that do not move: a release, a fixed load)
+            else:
+                v = cur[j] = tuple(map(_add, cur[j], st))
             if sink is not None:
                 sink.append((tpl, v))
             kind = tpl[0]
@@ -783,37 +788,43 @@ def _replay(tr, win, steps, times, own, rec=None):
                 # the node's entry of the access log, picked from the event's numbers (the
                 # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
                 consts, blocks, pick, tmap, p, head = keys
-                if blocks:
-                    ms = []
-                    for bb, pos in blocks:
-                        a = bb.allocs.get(v[pos])
-                        if a is None or a.slot is None:
-                            raise Mismatch("a replayed instruction's block has no buffer")
-                        sl = a.slot
-                        m = sl.recs
-                        ms.append(m if m is not None else tr._mem(sl))
-                        if tmap:
-                            ms.append(sl.offset)
-                    x = v + consts + tuple(ms)
+                got = memo[j] if st is None else None
+                if got is not None:
+                    # numbers that do not move and no block's buffer: the same accesses and
+                    # text as the last time
+                    picked, text, brefs = got
                 else:
-                    x = v + consts
-                accs = [0, 0]           # (agent, index: replay_emit sets them)
-                if pick is not None:
-                    accs += pick(x)
-                nt = tpl[8]
-                if tmap:
-                    tv = list(v[:nt])
-                    for jj, qq in tmap:
-                        tv[jj] += x[qq]
-                    text = fmt % tuple(tv)
-                else:
-                    text = fmt % v[:nt]
-                bk = tpl[9]
-                if bk:
-                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
-                    _set_acc(bk, brefs, psum, seen)
-                else:
-                    brefs = ()
+                    if blocks:
+                        ms = []
+                        for bb, pos in blocks:
+                            a = bb.allocs.get(v[pos])
+                            if a is None or a.slot is None:
+                                raise Mismatch("a replayed instruction's block has no buffer")
+                            sl = a.slot
+                            m = sl.recs
+                            ms.append(m if m is not None else tr._mem(sl))
+                            if tmap:
+                                ms.append(sl.offset)
+                        x = v + consts + tuple(ms)
+                    else:
+                        x = v + consts
+                    picked = pick(x) if pick is not None else ()
+                    nt = tpl[8]
+                    if tmap:
+                        tv = list(v[:nt])
+                        for jj, qq in tmap:
+                            tv[jj] += x[qq]
+                        text = fmt % tuple(tv)
+                    else:
+                        text = fmt % v[:nt]
+                    brefs = tuple((bb, v[p + jj], w, ld)
+                                  for jj, (bb, w, ld, _) in enumerate(tpl[9]))
+                    if st is None and not blocks:
+                        memo[j] = (picked, text, brefs)
+                if brefs:
+                    _set_acc(tpl[9], brefs, psum, seen)
+                accs = [0, 0]           # (agent, index: replay_log sets them)
+                accs += picked
                 emit_log(*head, text, accs, brefs)
             elif kind == "E":
                 nt = tpl[8]
