@@ -1769,7 +1769,9 @@ ncsim_status_t ncsim_nki_internal_deps(int64_t n, const int64_t *log, int64_t n_
             if (!m->cells) {
                 int64_t w[2];
                 for (int k = 0; k < 2; k++) {
-                    int64_t e = k < nd ? box[2 * k + 1] - box[2 * k] : 1;
+                    /* (from 0 at most: bounds of +-2^62 apart would overflow) */
+                    int64_t lo = k < nd && box[2 * k] > 0 ? box[2 * k] : 0;
+                    int64_t e = k < nd ? box[2 * k + 1] - lo : 1;
                     int64_t wmin = m->ext[k] / DEPS_CELLS + (m->ext[k] % DEPS_CELLS != 0);
                     w[k] = e > wmin ? e : wmin;
                     if (w[k] < 1)

@@ -198,8 +198,12 @@ static void deps_case(reader_t *r, int made_well)
         int64_t len = next_byte(r) % 200;
         for (int64_t k = 0; k < len; k++) {
             unsigned b = next_byte(r);
-            log[k] = b == 255 ? INT64_MAX : b == 254 ? INT64_MIN : b == 253 ? ((int64_t)1 << 62) + 1
-                   : (int64_t)(int8_t)b;
+            log[k] = b == 254   ? INT64_MAX
+                     : b == 253 ? INT64_MIN
+                     : b == 252 ? ((int64_t)1 << 62) + 1
+                     : b == 251 ? -((int64_t)1 << 62)
+                     : b == 250 ? ((int64_t)1 << 62)
+                                : (int64_t)(int8_t)b; /* 255: the end of a node, -1 */
         }
         ncsim_status_t st = ncsim_nki_internal_deps(n % 8, len ? log : NULL, len, n_mem,
                                                     n_mem ? ext : NULL, n_agents, &offs, &deps);

@@ -486,6 +486,19 @@ static void test_deps_refusals(void **state)
                    "out of range (+-2^62)");
     assert_null(offs);
     assert_null(deps);
+    /* the widest bounds taken: a first access from -2^62 to 2^62 (its extent not computed
+     * as their difference, which overflows), then one inside it */
+    const int64_t wide[] = {ACT, 0, R2(0, 1, -((int64_t)1 << 62), (int64_t)1 << 62, 0, 1), -1,
+                            DVE, 0, R2(0, 0, 5, 6, 0, 1), -1};
+    assert_int_equal(ncsim_nki_internal_deps(2, wide, 18, 1, ext, N_ENG + N_Q, &offs, &deps),
+                     NCSIM_OK);
+    char got[64];
+    node_deps(offs, deps, 1, got, sizeof got);
+    assert_string_equal(got, "2:0");
+    ncsim_free(offs);
+    ncsim_free(deps);
+    offs = NULL;
+    deps = NULL;
     /* no nodes: empty arrays, not NULL ones */
     assert_int_equal(ncsim_nki_internal_deps(0, NULL, 0, 0, NULL, N_ENG + N_Q, &offs, &deps),
                      NCSIM_OK);
