@@ -3130,19 +3130,13 @@ class Tracer:
         tensors. A loaded block's source views are not made: it is marked so that evicting it
         later (which would reload it from them) lowers the kernel again in full. In a first
         pass that a second replaces (self.fast), text and accs are None: not used. With the
-        access log (self.acclog), accs is the node's entry of the log, its first two values
-        (agent, index) left for this function to set."""
+        access log (self.acclog) the replay calls replay_log instead."""
+        if self.acclog is not None and not self.fast:
+            raise RuntimeError("internal: replay_emit with the access log (replay_log)")
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
-        lg = self.acclog if not self.fast else None
-        if lg is not None:
-            accs[0] = ag
-            accs[1] = idx
-            deps = accs
-            self.exact = None
-        else:
-            deps = {}
-            self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
+        deps = {}
+        self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
         blks = None
         for bb, blk, w, ld in brefs:
             a = bb.allocs.get(blk)
@@ -3152,7 +3146,7 @@ class Tracer:
                 a.written = True
             self.block_used(a, w, _steady.REPLAYED if ld else None)
             blks = (blks or []) + [a]
-        if lg is None and not self.fast:
+        if not self.fast:
             for key, bx, w in accs:
                 self._access(key, bx, w, ag, idx, deps)
         self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc, blks)
