@@ -1520,3 +1520,347 @@ out:
     free(res.p);
     return st;
 }
+
+/* ---- dependences from the access log (Tracer._access) ------------------------------------- */
+
+#define DEPS_MAX_DIMS 16
+#define DEPS_REFINE 256   /* records in a cell beyond which its memory's cells are narrowed */
+#define DEPS_CELLS 64     /* a cell is at least 1/64 of the memory's extent along a dim */
+#define DEPS_MAX_BOUND ((int64_t)1 << 62)
+
+/* A growing array of int32 values (a cell's records). */
+typedef struct dvec {
+    int32_t *v;
+    int32_t len, cap;
+} dvec_t;
+
+static int dvec_push(dvec_t *d, int32_t x)
+{
+    if (d->len == d->cap) {
+        int32_t cap = d->cap ? 2 * d->cap : 4;
+        int32_t *v = realloc(d->v, sizeof *v * (size_t)cap);
+        if (!v)
+            return 0;
+        d->v = v;
+        d->cap = cap;
+    }
+    d->v[d->len++] = x;
+    return 1;
+}
+
+/* A memory's records, in cells along its dims 0 and 1 (_core._Grid2): a cell is the first
+ * access's extent, at least 1/DEPS_CELLS of the memory's; a record sits in every cell it
+ * overlaps (indices clamped into the grid), so the cells are only an index. */
+typedef struct dmem {
+    int64_t ext[2];
+    int64_t w[2];       /* cell widths; 0 until the memory's first access */
+    int64_t n[2];       /* cells along each dim */
+    dvec_t *cells;      /* n[0] * n[1] */
+} dmem_t;
+
+/* The cells along grid dim k that a box of nd dims overlaps: an extent of its own dim k (an
+ * empty one taken as one element wide, so that every record the overlap test finds shares a
+ * cell with the access), all cells when the box has no dim k. */
+static void cell_range(const dmem_t *m, int k, const int64_t *box, int nd, int64_t *c0,
+                       int64_t *c1)
+{
+    if (k >= nd) {
+        *c0 = 0;
+        *c1 = m->n[k] - 1;
+        return;
+    }
+    int64_t lo = box[2 * k], hi = box[2 * k + 1];
+    if (hi <= lo)
+        hi = lo + 1;
+    int64_t a = lo <= 0 ? 0 : lo / m->w[k];
+    int64_t b = hi - 1 <= 0 ? 0 : (hi - 1) / m->w[k];
+    *c0 = a < m->n[k] ? a : m->n[k] - 1;
+    *c1 = b < m->n[k] ? b : m->n[k] - 1;
+}
+
+static int dmem_grid(dmem_t *m, int64_t w0, int64_t w1)
+{
+    m->w[0] = w0;
+    m->w[1] = w1;
+    for (int k = 0; k < 2; k++) {
+        int64_t c = m->ext[k] / m->w[k] + (m->ext[k] % m->w[k] != 0);
+        m->n[k] = c < 1 ? 1 : c;
+    }
+    m->cells = calloc((size_t)(m->n[0] * m->n[1]), sizeof *m->cells);
+    return m->cells != NULL;
+}
+
+static void dmem_free(dmem_t *m)
+{
+    if (m->cells)
+        for (int64_t c = 0; c < m->n[0] * m->n[1]; c++)
+            free(m->cells[c].v);
+    free(m->cells);
+    m->cells = NULL;
+}
+
+typedef struct deps_state {
+    const int64_t *log;
+    int64_t *rbox;      /* per record: where its box starts in the log */
+    int32_t *rnode;     /* its node */
+    uint8_t *rnd;       /* its number of dims */
+    uint8_t *rflag;     /* bit 0: a write; bit 1: covered (no longer met) */
+    int64_t *rstamp;    /* the last access that met it, or a refine's mark */
+} deps_state_t;
+
+/* Put record r into every cell of m it overlaps. */
+static int place(const deps_state_t *s, dmem_t *m, int32_t r)
+{
+    int64_t a0, a1, b0, b1;
+    const int64_t *box = s->log + s->rbox[r];
+    cell_range(m, 0, box, s->rnd[r], &a0, &a1);
+    cell_range(m, 1, box, s->rnd[r], &b0, &b1);
+    for (int64_t a = a0; a <= a1; a++)
+        for (int64_t b = b0; b <= b1; b++)
+            if (!dvec_push(&m->cells[a * m->n[1] + b], r))
+                return 0;
+    return 1;
+}
+
+/* _Grid2.refine: narrow the cells along dim 1 to 1/DEPS_CELLS of the memory's extent and put
+ * each live record in the cells it now overlaps. mark: a stamp no access uses. */
+static int refine(deps_state_t *s, dmem_t *m, int64_t mark)
+{
+    int64_t wmin = m->ext[1] / DEPS_CELLS + (m->ext[1] % DEPS_CELLS != 0);
+    if (wmin < 1)
+        wmin = 1;
+    if (wmin >= m->w[1])
+        return 1;
+    dmem_t old = *m;
+    if (!dmem_grid(m, old.w[0], wmin)) {
+        *m = old;
+        return 0;
+    }
+    int ok = 1;
+    for (int64_t c = 0; c < old.n[0] * old.n[1] && ok; c++)
+        for (int32_t j = 0; j < old.cells[c].len && ok; j++) {
+            int32_t r = old.cells[c].v[j];
+            if ((s->rflag[r] & 2) || s->rstamp[r] == mark)
+                continue;
+            s->rstamp[r] = mark;
+            ok = place(s, m, r);
+        }
+    dmem_free(&old);
+    return ok;
+}
+
+ncsim_status_t ncsim_nki_internal_deps(int64_t n, const int64_t *log, int64_t n_log,
+                                       int64_t n_mem, const int64_t *mem_ext, int32_t n_agents,
+                                       int64_t **dep_offsets, int32_t **deps)
+{
+    static const char fn[] = "ncsim_nki_internal_deps";
+    if (!dep_offsets || !deps)
+        return api_fail(NCSIM_USAGE, KIND, "%s: a NULL argument", fn);
+    *dep_offsets = NULL;
+    *deps = NULL;
+    if (n < 0 || n >= INT32_MAX)
+        return api_fail(NCSIM_USAGE, KIND, "%s: node count %lld out of range", fn,
+                        (long long)n);
+    if (n_log < 0 || (n_log > 0 && !log))
+        return api_fail(NCSIM_USAGE, KIND, "%s: a log of %lld values at %p", fn,
+                        (long long)n_log, (const void *)log);
+    if (n_mem < 0 || n_mem >= INT32_MAX || (n_mem > 0 && !mem_ext))
+        return api_fail(NCSIM_USAGE, KIND, "%s: %lld memories: out of range, or no extents",
+                        fn, (long long)n_mem);
+    if (n_agents <= 0 || n_agents > 320)
+        return api_fail(NCSIM_USAGE, KIND, "%s: %d agents: out of range", fn, (int)n_agents);
+    for (int64_t k = 0; k < 2 * n_mem; k++)
+        if (mem_ext[k] < 1)
+            return api_fail(NCSIM_USAGE, KIND, "%s: memory %lld: extent %lld along dim %d is "
+                            "not positive", fn, (long long)(k / 2), (long long)mem_ext[k],
+                            (int)(k % 2));
+    /* the log's shape: per node, agent, index, its accesses (memory, flags, bounds), -1 */
+    int64_t n_rec = 0, pos = 0;
+    for (int64_t p = 0; p < n; p++) {
+        if (n_log - pos < 3)
+            return api_fail(NCSIM_USAGE, KIND, "%s: the log ends at node %lld of %lld", fn,
+                            (long long)p, (long long)n);
+        if (log[pos] < 0 || log[pos] >= n_agents)
+            return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: agent %lld out of range 0..%d",
+                            fn, (long long)p, (long long)log[pos], (int)n_agents - 1);
+        if (log[pos + 1] < 0 || log[pos + 1] >= INT32_MAX)
+            return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: index %lld out of range", fn,
+                            (long long)p, (long long)log[pos + 1]);
+        pos += 2;
+        for (;;) {
+            if (pos >= n_log)
+                return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: the log ends inside its "
+                                "accesses", fn, (long long)p);
+            int64_t mem = log[pos];
+            if (mem == -1) {
+                pos++;
+                break;
+            }
+            if (mem < 0 || mem >= n_mem)
+                return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: memory %lld out of range "
+                                "0..%lld (log value %lld)", fn, (long long)p, (long long)mem,
+                                (long long)n_mem - 1, (long long)pos);
+            if (n_log - pos < 2)
+                return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: the log ends inside an "
+                                "access", fn, (long long)p);
+            int64_t fl = log[pos + 1];
+            if (fl < 0 || (fl >> 1) > DEPS_MAX_DIMS)
+                return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: access flags %lld (a write "
+                                "bit and at most %d dims)", fn, (long long)p, (long long)fl,
+                                DEPS_MAX_DIMS);
+            int64_t nb = 2 * (fl >> 1);
+            if (n_log - pos - 2 < nb)
+                return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: the log ends inside an "
+                                "access's bounds", fn, (long long)p);
+            for (int64_t k = 0; k < nb; k++)
+                if (log[pos + 2 + k] < -DEPS_MAX_BOUND || log[pos + 2 + k] > DEPS_MAX_BOUND)
+                    return api_fail(NCSIM_USAGE, KIND, "%s: node %lld: bound %lld out of range "
+                                    "(+-2^62)", fn, (long long)p, (long long)log[pos + 2 + k]);
+            pos += 2 + nb;
+            if (++n_rec >= INT32_MAX)
+                return api_fail(NCSIM_USAGE, KIND, "%s: too many accesses", fn);
+        }
+    }
+    if (pos != n_log)
+        return api_fail(NCSIM_USAGE, KIND, "%s: %lld log values after the last node's", fn,
+                        (long long)(n_log - pos));
+
+    ncsim_status_t st = NCSIM_OK;
+    deps_state_t s = {log, NULL, NULL, NULL, NULL, NULL};
+    size_t nr = (size_t)n_rec + 1;
+    s.rbox = malloc(sizeof *s.rbox * nr);
+    s.rnode = malloc(sizeof *s.rnode * nr);
+    s.rnd = malloc(nr);
+    s.rflag = malloc(nr);
+    s.rstamp = malloc(sizeof *s.rstamp * nr);
+    dmem_t *mems = calloc((size_t)n_mem + 1, sizeof *mems);
+    int32_t *dstamp = malloc(sizeof *dstamp * ((size_t)n + 1));
+    int32_t *nagent = malloc(sizeof *nagent * ((size_t)n + 1));
+    int32_t *nindex = malloc(sizeof *nindex * ((size_t)n + 1));
+    int64_t *offs = malloc(sizeof *offs * ((size_t)n + 1));
+    fbuf_t out = {0};
+    if (!s.rbox || !s.rnode || !s.rnd || !s.rflag || !s.rstamp || !mems || !dstamp ||
+        !nagent || !nindex || !offs || !fbuf_reserve(&out, 0))
+        goto nomem;
+    for (int64_t k = 0; k < n_mem; k++) {
+        mems[k].ext[0] = mem_ext[2 * k];
+        mems[k].ext[1] = mem_ext[2 * k + 1];
+    }
+    int32_t r = 0;
+    pos = 0;
+    offs[0] = 0;
+    for (int64_t p = 0; p < n; p++) {
+        int32_t ag = (int32_t)log[pos];
+        nagent[p] = ag;
+        nindex[p] = (int32_t)log[pos + 1];
+        dstamp[p] = (int32_t)p; /* its own accesses: no dependence */
+        pos += 2;
+        while (log[pos] != -1) {
+            dmem_t *m = &mems[log[pos]];
+            int write = (int)(log[pos + 1] & 1);
+            int nd = (int)(log[pos + 1] >> 1);
+            const int64_t *box = log + pos + 2;
+            s.rbox[r] = pos + 2;
+            s.rnode[r] = (int32_t)p;
+            s.rnd[r] = (uint8_t)nd;
+            s.rflag[r] = (uint8_t)write;
+            s.rstamp[r] = r;
+            pos += 2 + 2 * nd;
+            if (!m->cells) {
+                int64_t w[2];
+                for (int k = 0; k < 2; k++) {
+                    /* (from 0 at most: bounds of +-2^62 apart would overflow) */
+                    int64_t lo = k < nd && box[2 * k] > 0 ? box[2 * k] : 0;
+                    int64_t e = k < nd ? box[2 * k + 1] - lo : 1;
+                    int64_t wmin = m->ext[k] / DEPS_CELLS + (m->ext[k] % DEPS_CELLS != 0);
+                    w[k] = e > wmin ? e : wmin;
+                    if (w[k] < 1)
+                        w[k] = 1;
+                }
+                if (!dmem_grid(m, w[0], w[1]))
+                    goto nomem;
+            }
+            int64_t a0, a1, b0, b1;
+            cell_range(m, 0, box, nd, &a0, &a1);
+            cell_range(m, 1, box, nd, &b0, &b1);
+            int crowded = 0;
+            for (int64_t a = a0; a <= a1; a++)
+                for (int64_t b = b0; b <= b1; b++) {
+                    dvec_t *cell = &m->cells[a * m->n[1] + b];
+                    int32_t kept = 0;
+                    for (int32_t j = 0; j < cell->len; j++) {
+                        int32_t q = cell->v[j];
+                        if (s.rflag[q] & 2)
+                            continue; /* covered before this access */
+                        cell->v[kept++] = q;
+                        if (s.rstamp[q] == r)
+                            continue; /* met in another cell */
+                        s.rstamp[q] = r;
+                        /* _access_ref's test over the dims both boxes have */
+                        const int64_t *qb = log + s.rbox[q];
+                        int qnd = s.rnd[q] < nd ? s.rnd[q] : nd;
+                        int ov = 1, cov = 1;
+                        for (int k = 0; k < qnd; k++) {
+                            int64_t l1 = box[2 * k], h1 = box[2 * k + 1];
+                            int64_t l2 = qb[2 * k], h2 = qb[2 * k + 1];
+                            if (l2 >= h1 || l1 >= h2) {
+                                ov = 0;
+                                break;
+                            }
+                            if (l2 < l1 || h2 > h1)
+                                cov = 0;
+                        }
+                        if (!ov)
+                            continue;
+                        int32_t qn = s.rnode[q];
+                        int qw = s.rflag[q] & 1;
+                        int same = nagent[qn] == ag;
+                        int dep = qw || write;
+                        if (cov && (write || (!qw && same))) {
+                            s.rflag[q] |= 2; /* covered: later accesses follow this one */
+                            dep = 1;         /* a read covering a read: keep their order */
+                        }
+                        if (dep && dstamp[qn] != (int32_t)p) {
+                            dstamp[qn] = (int32_t)p;
+                            int32_t pair[2] = {nagent[qn], nindex[qn]};
+                            if (!fbuf_add(&out, pair, sizeof pair))
+                                goto nomem;
+                        }
+                    }
+                    cell->len = kept;
+                    if (!dvec_push(cell, r))
+                        goto nomem;
+                    if (cell->len > DEPS_REFINE)
+                        crowded = 1;
+                }
+            if (crowded && !refine(&s, m, -2 - (int64_t)r))
+                goto nomem;
+            r++;
+        }
+        pos++;
+        offs[p + 1] = (int64_t)(out.len / (2 * sizeof(int32_t)));
+    }
+    *dep_offsets = offs;
+    *deps = (int32_t *)(void *)out.p;
+    offs = NULL;
+    out.p = NULL;
+    goto done;
+nomem:
+    st = api_fail(NCSIM_NOMEM, "memory", "%s: out of memory for %lld nodes", fn, (long long)n);
+done:
+    if (mems)
+        for (int64_t k = 0; k < n_mem; k++)
+            dmem_free(&mems[k]);
+    free(mems);
+    free(s.rbox);
+    free(s.rnode);
+    free(s.rnd);
+    free(s.rflag);
+    free(s.rstamp);
+    free(dstamp);
+    free(nagent);
+    free(nindex);
+    free(offs);
+    free(out.p);
+    return st;
+}

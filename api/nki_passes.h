@@ -85,4 +85,24 @@ NCSIM_API ncsim_status_t ncsim_nki_internal_streams(
     const int64_t *wait_offsets, const int32_t *waits, const char *names, size_t names_len,
     int32_t n_engines, int32_t n_queues, int fold, char **out, size_t *out_len);
 
+/*
+ * Every node's dependences from the accesses the tracer logged (Tracer.emit with the access
+ * log; the semantics of _core.Tracer._access_ref). log: n_log values, per node in trace order
+ * its agent (< n_agents), its index in that agent's trace order, its accesses in the order made
+ * (each: the memory, 0 .. n_mem-1; flags, bit 0 set for a write, the rest the number of dims d,
+ * at most 16; then d (lo, hi) pairs of the box, each bound within +-2^62), then -1. mem_ext: per
+ * memory its extents along dims 0 and 1 (positive; only the cells of the index depend on them).
+ * An access meets every earlier record of its memory that is not covered and whose box
+ * overlaps its own (over the dims both have): a dependence on it when either is a write, or
+ * when the access covers an earlier read of the same agent (the two reads keep their order);
+ * a write covers, and so retires, every record its box contains, a read those reads of its
+ * own agent. Writes *dep_offsets (n + 1 entries) and *deps (pairs agent, index, each node's
+ * distinct, its own accesses left out), both to be freed with ncsim_free, in the form
+ * ncsim_nki_internal_schedule reads. NCSIM_USAGE on a malformed log.
+ */
+NCSIM_API ncsim_status_t ncsim_nki_internal_deps(int64_t n, const int64_t *log, int64_t n_log,
+                                                 int64_t n_mem, const int64_t *mem_ext,
+                                                 int32_t n_agents, int64_t **dep_offsets,
+                                                 int32_t **deps);
+
 #endif

@@ -16,8 +16,10 @@ iterations whose instructions were replayed instead of traced (docs/nki.md, "Loo
 pass of the kernel's Python, the replayed loop windows (inside those passes), the scheduler
 (list scheduling, then every wait, in the final order) and the folding into loops (inside writing the text).
 With the passes in C (the default where libncsim loads; docs/nki.md, "Cost of lowering"),
-"arrays" is the making of the flat arrays they read, "schedule" and "waits" the C calls, and
-"write" the C writing of the engine streams, their folding included (then "fold" is 0).
+"deps" is the C dependence pass over the tracer's access log (its conversion to an array
+included), "arrays" the making of the other flat arrays they read, "schedule" and "waits" the
+C calls, and "write" the C writing of the engine streams, their folding included (then "fold"
+is 0).
 The phases are timed by wrapping the lowering's functions in this process; the program text is
 unchanged.
 --passes python|c picks the implementation of the scheduler, waits and folding (policy
@@ -35,7 +37,8 @@ import ncsim  # noqa: E402
 from ncsim import nki  # noqa: E402
 from ncsim.nki.examples.catalog import BY_NAME  # noqa: E402
 
-PHASES = ("pass 1", "pass 2", "replay", "arrays", "schedule", "waits", "fold", "write", "text")
+PHASES = ("pass 1", "pass 2", "replay", "deps", "arrays", "schedule", "waits", "fold", "write",
+          "text")
 
 
 def _time_phases(acc):
@@ -57,6 +60,7 @@ def _time_phases(acc):
     wrap(_sched, "assign_waits", "waits")
     wrap(_fold, "fold", "fold")
     wrap(_native, "Nodes", "arrays")
+    wrap(_native, "deps_c", "deps")
     wrap(_native, "schedule_c", "schedule")
     wrap(_native, "waits_c", "waits")
     wrap(_native, "streams_c", "write")

@@ -2,7 +2,8 @@
  * test_nki_passes.c -- the NKI lowering's passes in C (api/nki_passes.c): the list scheduler
  * and the waits on node lists worked out by hand (the same cases as
  * python/tests/nki/test_nki_sched.py), the fold on a stream whose loops are written out by
- * hand, and every refusal of a bad array with its message. The Python tests
+ * hand, the dependence pass on access logs worked out by hand, and every refusal of a bad array
+ * with its message. The Python tests
  * (test_nki_native.py) compare these functions with the Python passes on real kernels.
  */
 #include <setjmp.h>
@@ -322,6 +323,192 @@ static void test_streams(void **state)
     assert_null(out);
 }
 
+/* ---- the dependence pass ------------------------------------------------------------------ */
+
+/* The dependences the pass gives node p, as "agent:index" words in its order, sorted. */
+static void node_deps(const int64_t *offs, const int32_t *deps, int64_t p, char *out,
+                      size_t size)
+{
+    int64_t k0 = offs[p], k1 = offs[p + 1];
+    int32_t pairs[64][2];
+    int64_t n = k1 - k0;
+    assert_true(n >= 0 && n <= 64);
+    for (int64_t k = 0; k < n; k++) {
+        pairs[k][0] = deps[2 * (k0 + k)];
+        pairs[k][1] = deps[2 * (k0 + k) + 1];
+    }
+    for (int64_t a = 1; a < n; a++) /* insertion sort by (agent, index) */
+        for (int64_t b = a; b > 0 && (pairs[b - 1][0] > pairs[b][0] ||
+                                      (pairs[b - 1][0] == pairs[b][0] &&
+                                       pairs[b - 1][1] > pairs[b][1]));
+             b--) {
+            int32_t t0 = pairs[b][0], t1 = pairs[b][1];
+            pairs[b][0] = pairs[b - 1][0];
+            pairs[b][1] = pairs[b - 1][1];
+            pairs[b - 1][0] = t0;
+            pairs[b - 1][1] = t1;
+        }
+    size_t len = 0;
+    out[0] = 0;
+    for (int64_t k = 0; k < n; k++)
+        len += (size_t)snprintf(out + len, size - len, "%s%d:%d", k ? " " : "",
+                                (int)pairs[k][0], (int)pairs[k][1]);
+}
+
+#define R2(m, w, a, b, c, d) (m), 4 + (w), (a), (b), (c), (d)
+
+/* A load, a matmul, reads that cover reads, a write that retires what it covers, accesses of
+ * 1 and 3 dims to one memory, an accumulating read-and-write: each node's dependences worked
+ * out by hand (memory 0: an SBUF buffer, 1: an HBM input, 2: a PSUM buffer, 3: an HBM output,
+ * 4: a 3-dim HBM tensor). */
+static void test_deps_hand_made(void **state)
+{
+    (void)state;
+    const int64_t ext[] = {128, 2048, 256, 512, 128, 2048, 256, 512, 4, 8};
+    const int64_t log[] = {
+        Q0, 0, R2(1, 0, 0, 128, 0, 512), R2(0, 1, 0, 128, 0, 1024), -1,       /* 0: load */
+        PE, 0, R2(0, 0, 0, 128, 0, 512), R2(2, 1, 0, 128, 0, 2048), -1,       /* 1: matmul */
+        ACT, 0, R2(2, 0, 0, 128, 0, 2048), R2(0, 1, 0, 64, 0, 1024), -1,      /* 2 */
+        ACT, 1, R2(2, 0, 0, 128, 0, 1024), -1,                                /* 3 */
+        ACT, 2, R2(2, 0, 0, 128, 0, 2048), -1,                                /* 4 */
+        DVE, 0, R2(2, 1, 0, 128, 0, 2048), -1,                                /* 5 */
+        POOL, 0, R2(2, 0, 0, 128, 0, 16), -1,                                 /* 6 */
+        Q0 + 1, 0, R2(1, 0, 0, 128, 0, 512), R2(3, 1, 0, 128, 0, 512), -1,    /* 7 */
+        SP, 0, 4, 7, 0, 4, 0, 8, 0, 2, -1,                                    /* 8: 3 dims */
+        SP, 1, 4, 2, 2, 3, -1,                                                /* 9: 1 dim */
+        ACT, 3, R2(0, 0, 0, 64, 0, 1024), R2(0, 1, 0, 64, 0, 1024), -1,       /* 10 */
+        PE, 1, -1,                                                            /* 11: none */
+    };
+    const char *want[] = {
+        "",
+        "5:0",                  /* RAW on the load */
+        "1:0 5:0",              /* RAW on the matmul's PSUM; WAR and WAW on SBUF */
+        "1:0",                  /* RAW; the earlier read of ACT is not contained */
+        "1:0 2:0 2:1",          /* RAW; it covers ACT's two earlier reads: their order kept */
+        "1:0 2:2",              /* WAW; WAR on the one read left (the covered ones not met) */
+        "3:0",                  /* RAW on the write that retired the matmul's */
+        "",                     /* another queue's read of the input: none */
+        "",
+        "0:0",                  /* over the dim both have */
+        "1:0 2:0 5:0",          /* read: RAW on 0 and 2; write: WAR on 1, WAW on 2 */
+        "",
+    };
+    int64_t *offs = NULL;
+    int32_t *deps = NULL;
+    int64_t n = (int64_t)(sizeof want / sizeof *want);
+    assert_int_equal(ncsim_nki_internal_deps(n, log, (int64_t)(sizeof log / sizeof *log), 5,
+                                             ext, N_ENG + N_Q, &offs, &deps),
+                     NCSIM_OK);
+    char got[256];
+    for (int64_t p = 0; p < n; p++) {
+        node_deps(offs, deps, p, got, sizeof got);
+        if (strcmp(got, want[p]))
+            fail_msg("node %lld: dependences '%s', expected '%s'", (long long)p, got, want[p]);
+    }
+    ncsim_free(offs);
+    ncsim_free(deps);
+}
+
+/* A write of the whole buffer, then 400 reads of disjoint columns of it (the index's only cell
+ * fills up and is narrowed), then a write of one column and a read of the whole: the
+ * dependences after the narrowing are those of the rule. */
+static void test_deps_many_records(void **state)
+{
+    (void)state;
+    enum { READS = 400 };
+    const int64_t ext[] = {128, 16 * READS};
+    static int64_t log[9 + READS * 9 + 18];
+    int64_t nl = 0;
+    int64_t head[] = {Q0, 0, R2(0, 1, 0, 128, 0, 16 * READS), -1};
+    memcpy(log, head, sizeof head);
+    nl += 9;
+    for (int k = 0; k < READS; k++) {
+        int64_t rd[] = {SP, k, R2(0, 0, 0, 128, 16 * k, 16 * k + 16), -1};
+        memcpy(log + nl, rd, sizeof rd);
+        nl += 9;
+    }
+    int64_t tail[] = {DVE, 0, R2(0, 1, 0, 128, 80, 96), -1,
+                      ACT, 0, R2(0, 0, 0, 128, 0, 16 * READS), -1};
+    memcpy(log + nl, tail, sizeof tail);
+    nl += 18;
+    int64_t *offs = NULL;
+    int32_t *deps = NULL;
+    assert_int_equal(ncsim_nki_internal_deps(READS + 3, log, nl, 1, ext, N_ENG + N_Q, &offs,
+                                             &deps),
+                     NCSIM_OK);
+    char got[256];
+    node_deps(offs, deps, 1, got, sizeof got);
+    assert_string_equal(got, "5:0");
+    node_deps(offs, deps, READS, got, sizeof got);
+    assert_string_equal(got, "5:0");
+    node_deps(offs, deps, READS + 1, got, sizeof got); /* WAR on column 5's read; WAW */
+    assert_string_equal(got, "0:5 5:0");
+    node_deps(offs, deps, READS + 2, got, sizeof got); /* RAW on both writes */
+    assert_string_equal(got, "3:0 5:0");
+    ncsim_free(offs);
+    ncsim_free(deps);
+}
+
+static void test_deps_refusals(void **state)
+{
+    (void)state;
+    const int64_t ext[] = {128, 64}, bad_ext[] = {128, 0};
+    int64_t *offs = NULL;
+    int32_t *deps = NULL;
+    const int64_t ok[] = {ACT, 0, R2(0, 1, 0, 1, 0, 1), -1};
+    expect_refusal(ncsim_nki_internal_deps(1, ok, 9, 1, ext, N_ENG + N_Q, NULL, &deps),
+                   "NULL argument");
+    expect_refusal(ncsim_nki_internal_deps(-1, ok, 9, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "node count -1");
+    expect_refusal(ncsim_nki_internal_deps(1, ok, 9, 1, bad_ext, N_ENG + N_Q, &offs, &deps),
+                   "extent 0 along dim 1");
+    expect_refusal(ncsim_nki_internal_deps(1, ok, 9, 1, ext, 0, &offs, &deps), "0 agents");
+    expect_refusal(ncsim_nki_internal_deps(2, ok, 9, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "the log ends at node 1");
+    expect_refusal(ncsim_nki_internal_deps(1, ok, 7, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "ends inside an access's bounds");
+    expect_refusal(ncsim_nki_internal_deps(1, ok, 8, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "the log ends inside its accesses");
+    expect_refusal(ncsim_nki_internal_deps(0, ok, 9, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "9 log values after the last node's");
+    expect_refusal(ncsim_nki_internal_deps(1, ok, 9, 0, NULL, N_ENG + N_Q, &offs, &deps),
+                   "memory 0 out of range");
+    const int64_t bad_agent[] = {N_ENG + N_Q, 0, -1};
+    expect_refusal(ncsim_nki_internal_deps(1, bad_agent, 3, 0, NULL, N_ENG + N_Q, &offs,
+                                           &deps),
+                   "agent 21 out of range");
+    const int64_t bad_dims[] = {ACT, 0, 0, 2 * 17, -1};
+    expect_refusal(ncsim_nki_internal_deps(1, bad_dims, 5, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "at most 16 dims");
+    const int64_t big[] = {ACT, 0, R2(0, 1, 0, (int64_t)1 << 62, 0, ((int64_t)1 << 62) + 1),
+                           -1};
+    expect_refusal(ncsim_nki_internal_deps(1, big, 9, 1, ext, N_ENG + N_Q, &offs, &deps),
+                   "out of range (+-2^62)");
+    assert_null(offs);
+    assert_null(deps);
+    /* the widest bounds taken: a first access from -2^62 to 2^62 (its extent not computed
+     * as their difference, which overflows), then one inside it */
+    const int64_t wide[] = {ACT, 0, R2(0, 1, -((int64_t)1 << 62), (int64_t)1 << 62, 0, 1), -1,
+                            DVE, 0, R2(0, 0, 5, 6, 0, 1), -1};
+    assert_int_equal(ncsim_nki_internal_deps(2, wide, 18, 1, ext, N_ENG + N_Q, &offs, &deps),
+                     NCSIM_OK);
+    char got[64];
+    node_deps(offs, deps, 1, got, sizeof got);
+    assert_string_equal(got, "2:0");
+    ncsim_free(offs);
+    ncsim_free(deps);
+    offs = NULL;
+    deps = NULL;
+    /* no nodes: empty arrays, not NULL ones */
+    assert_int_equal(ncsim_nki_internal_deps(0, NULL, 0, 0, NULL, N_ENG + N_Q, &offs, &deps),
+                     NCSIM_OK);
+    assert_non_null(offs);
+    assert_non_null(deps);
+    assert_int_equal(offs[0], 0);
+    ncsim_free(offs);
+    ncsim_free(deps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +518,9 @@ int main(void)
         cmocka_unit_test(test_fold_nested),
         cmocka_unit_test(test_fold_refusals),
         cmocka_unit_test(test_streams),
+        cmocka_unit_test(test_deps_hand_made),
+        cmocka_unit_test(test_deps_many_records),
+        cmocka_unit_test(test_deps_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

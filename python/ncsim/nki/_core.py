@@ -6,7 +6,9 @@ instruction records the memory it reads and writes (bounding boxes of its views 
 SBUF/PSUM slots or HBM tensors), from which the tracer derives the waits it needs (RAW, WAR,
 WAW across engines and DMA queues), using vector clocks to drop waits that an earlier wait
 already implies. `finish()` numbers the posts that some wait observes and writes the program
-text (docs/nki.md, "Lowering").
+text (docs/nki.md, "Lowering"). With the C passes the accesses are only logged as they are
+made and `finish()` has every dependence found in one C pass (Tracer.acclog; docs/nki.md,
+"Cost of lowering").
 """
 import bisect
 import heapq
@@ -1829,6 +1831,7 @@ _MEMO_MAX = 1 << 16  # either cache is emptied when it reaches this many structu
 _NOCO = {}
 _BSHAPES = {}       # (shape, shape) -> their broadcast shape, for those that broadcast
 _fast = [True]      # the tracer's optimised paths (Policy.fast_trace); False: the reference ones
+_DEPS_IN_C = [True]  # with them and the C passes: dependences from the access log (Tracer.acclog)
 
 
 def _adv_index_ref(t, key):
@@ -2160,6 +2163,22 @@ class Tracer:
         self.replayable_internal = False       # emit: a compiler-made load the replay makes too
         self.pinned = 0                        # depth of ncc.no_reorder() blocks
         self.exact = None                      # emit: every earlier access it conflicts with
+        # The access log (docs/nki.md, "Cost of lowering"): with the optimised paths and the C
+        # passes, emit does not look for dependences but logs every access, and one C pass
+        # (_native.deps_c) finds them all in Tracer.finish, as _access_ref would. Per node, in
+        # the nodes' order: agent, index, its accesses (memory number, write + 2 * dims, the
+        # box's (lo, hi) bounds), -1. A memory's number is kept in its .recs (which holds the
+        # records of _access/_access_ref otherwise); mem_ext: per memory its extents along
+        # dims 0 and 1 (the C pass's index cells follow them).
+        self.acclog = None
+        self.mem_ext = None
+        if pol.fast_trace and pol.schedule_window > 1 and _DEPS_IN_C[0]:
+            try:
+                if _native.enabled(pol.native_passes):
+                    self.acclog = []
+                    self.mem_ext = []
+            except (ValueError, ImportError):
+                pass        # (Tracer.finish raises it, as without the log)
         # block tensors whose loads are issued at their uses (second pass; _choose_sunk)
         self.sunk = self._choose_sunk(prev) if prev is not None else frozenset()
         self.load_whole = False                # in the transfer of a whole nl.load (language.py)
@@ -3412,9 +3431,14 @@ class Tracer:
             self._tiles_at(reads, writes)      # plain PSUM tiles: uses, or spilled ones back
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
-        deps = {}
         fast = self.fast
-        self.exact = [] if not fast and self.pol.schedule_window > 1 else None
+        lg = self.acclog if not fast else None
+        if lg is not None:
+            deps = [ag, idx]        # the node's entry of the access log (_emit_tail)
+            self.exact = None
+        else:
+            deps = {}
+            self.exact = [] if not fast and self.pol.schedule_window > 1 else None
         blks = None
         rec = self.steady
         accs = [] if rec is not None else None
@@ -3443,7 +3467,10 @@ class Tracer:
                     continue
                 ab = t._ab
                 key, bx = ab if ab is not None else t.abox()
-                self._access(key, bx, False, ag, idx, deps)
+                if lg is not None:
+                    self._log(deps, key, bx, 0)
+                else:
+                    self._access(key, bx, False, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, False, a.blk if a is not None else None))
         for t in writes:
@@ -3464,7 +3491,10 @@ class Tracer:
             if not fast:
                 ab = t._ab
                 key, bx = ab if ab is not None else t.abox()
-                self._access(key, bx, True, ag, idx, deps)
+                if lg is not None:
+                    self._log(deps, key, bx, 1)
+                else:
+                    self._access(key, bx, True, ag, idx, deps)
                 if accs is not None:
                     accs.append((key, bx, True, a.blk if a is not None else None))
         if rec is not None and internal and not self.replayable_internal:
@@ -3496,7 +3526,10 @@ class Tracer:
         [(memory, box, write)] and blocks [(BlockBuf, block, write, loaded)] given, no
         tensors. A loaded block's source views are not made: it is marked so that evicting it
         later (which would reload it from them) lowers the kernel again in full. In a first
-        pass that a second replaces (self.fast), text and accs are None: not used."""
+        pass that a second replaces (self.fast), text and accs are None: not used. With the
+        access log (self.acclog) the replay calls replay_log instead."""
+        if self.acclog is not None and not self.fast:
+            raise RuntimeError("internal: replay_emit with the access log (replay_log)")
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
@@ -3515,10 +3548,45 @@ class Tracer:
                 self._access(key, bx, w, ag, idx, deps)
         self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc, blks)
 
+    def replay_log(self, e, ag, queue, internal, line, inc, cost, text, accs, brefs):
+        """replay_emit with the access log (self.acclog, so not in a first pass and with the
+        scheduler), its _emit_tail inlined: e the engine, ag the agent, cost the scheduler's
+        estimate (_sched.annotate's, which the replay computes once per event); accs the node's
+        entry of the log, its first two values left for the agent and index."""
+        idx = self.count[ag]
+        accs[0] = ag
+        accs[1] = idx
+        blks = None
+        for bb, blk, w, ld in brefs:
+            a = bb.allocs.get(blk)
+            if a is None or a.slot is None:
+                raise _steady.Mismatch("a replayed instruction's block has no buffer")
+            if w:
+                a.written = True
+            self.block_used(a, w, _steady.REPLAYED if ld else None)
+            if blks is None:
+                blks = [a]
+            else:
+                blks.append(a)
+        nd = Node(e, text, line, None, ag, idx)
+        nd.pin = self.pinned > 0
+        nd.cost = cost
+        accs.append(-1)
+        self.acclog += accs
+        self.count[ag] = idx + 1
+        if queue is None:
+            self.load[e] += inc
+        self.nodes.append(nd)
+        if not internal:
+            if blks is not None and self.live is not None:
+                self.release_blocks(blks)
+            self.tick += 1
+
     def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc, blks):
         """What emit and replay_emit share once the dependences are known: the waits and the
         node (not in a first pass), then, for a kernel instruction, the release of the blocks
-        it used (blks: their Allocs, or None) and the tick."""
+        it used (blks: their Allocs, or None) and the tick. deps: with the access log, the
+        node's entry of it (appended here, with the node)."""
         if self.fast:
             # a first pass that a second will replace: no dependences, no text
             self.count[ag] = idx + 1
@@ -3529,6 +3597,10 @@ class Tracer:
                 # same rule: none here
                 nd = Node(e, text, line, None, ag, idx)
                 _sched.annotate(nd, self.exact, queue, inc, self.pinned)
+                lg = self.acclog
+                if lg is not None:
+                    deps.append(-1)
+                    lg += deps
             else:
                 # waits (vector clocks, _sched.clock_waits) in the kernel's order
                 nd = Node(e, text, line, _sched.clock_waits(
@@ -3542,6 +3614,30 @@ class Tracer:
             if blks is not None and self.live is not None and not self.fast:
                 self.release_blocks(blks)
             self.tick += 1
+
+    def _mem(self, key):
+        """The access log's number of memory key (a Slot or an HbmBuf), given at its first
+        access: kept in key.recs, its extents along dims 0 and 1 in self.mem_ext."""
+        m = key.recs = len(self.mem_ext) // 2
+        if type(key) is Slot:
+            self.mem_ext += (128, max(1, key.size))
+        else:
+            sh = key.shape
+            self.mem_ext += (max(1, sh[0]) if sh else 1, max(1, sh[1]) if len(sh) > 1 else 1)
+        return m
+
+    def _log(self, ent, key, box, write):
+        """Append an access to ent, a node's entry of the access log (Tracer.acclog)."""
+        m = key.recs
+        if m is None:
+            m = self._mem(key)
+        if len(box) == 2:
+            (la, ha), (lb, hb) = box
+            ent += (m, 4 + write, la, ha, lb, hb)
+        else:
+            ent += (m, 2 * len(box) + write)
+            for lo, hi in box:
+                ent += (lo, hi)
 
     def _access(self, key, box, write, ag, idx, deps):
         """_access_ref for memories with two-dimensional regions (every on-chip buffer, 2-D HBM
@@ -3702,14 +3798,21 @@ class Tracer:
         SLOT_DIRTY.clear()        # (no snapshot follows: the buffers need not stay alive)
         # the scheduler, waits and folding in C where the policy lets them (_native.py); the
         # reference lowering (fast_trace False) keeps the Python passes they are checked against
-        native = self.pol.fast_trace and _native.enabled(self.pol.native_passes)
+        native = self.pol.fast_trace and _native.enabled(self.pol.native_passes) or \
+            self.acclog is not None     # (the nodes' dependences are in the access log)
         sem_names = [f"s_{e}" for e in ENGINES] + [f"s_q{q}" for q in range(N_QUEUES)]
         tail = None               # the .sem lines and engine streams, when written in C
         if self.pol.schedule_window > 1:
             if native:
+                deps = None
+                if self.acclog is not None:
+                    # every node's dependences from the access log, in one C pass
+                    deps = _native.deps_c(self.acclog, len(self.nodes), self.mem_ext,
+                                          len(ENGINES) + N_QUEUES)
+                    self.acclog = None
                 self.nodes, tail = _native.run_and_write(
                     self.nodes, self.pol.schedule_window, len(ENGINES), N_QUEUES,
-                    _sched.ISSUE_NS, sem_names, ENGINES, self.pol.fold_loops)
+                    _sched.ISSUE_NS, sem_names, ENGINES, self.pol.fold_loops, deps)
             else:
                 self.nodes = _sched.run(self.nodes, self.pol.schedule_window, len(ENGINES),
                                         N_QUEUES)

@@ -1,6 +1,11 @@
-"""The lowering's list scheduler, semaphore waits and loop folding in C (libncsim's
-api/nki_passes.c), called through ctypes with the nodes as flat arrays (docs/nki.md, "Cost of
-lowering").
+"""The lowering's dependence pass, list scheduler, semaphore waits and loop folding in C
+(libncsim's api/nki_passes.c), called through ctypes with the nodes as flat arrays (docs/nki.md,
+"Cost of lowering").
+
+The dependences: with the C passes the tracer logs every access (Tracer.acclog) instead of
+finding each instruction's dependences as it emits it, and deps_c finds them all at the end;
+the Python tracer's online search (Tracer._access, _access_ref) is the reference and the
+fallback (fast_trace=False, native_passes="python", no libncsim, schedule_window 0 or 1).
 
 The Python implementations (_sched.schedule and assign_waits, _fold.fold) stay: they are the
 reference the C follows step by step (python/tests/nki/test_nki_native.py compares the two on
@@ -53,6 +58,9 @@ def _load():
             f = lib.ncsim_nki_internal_fold
             f.restype = ctypes.c_int
             f.argtypes = [ctypes.c_char_p, sz, i64, ctypes.POINTER(vp), ctypes.POINTER(sz)]
+            f = lib.ncsim_nki_internal_deps
+            f.restype = ctypes.c_int
+            f.argtypes = [i64, vp, i64, i64, vp, i32, ctypes.POINTER(vp), ctypes.POINTER(vp)]
             _lib[0] = (lib, L)
         except (ImportError, OSError, AttributeError) as e:
             # AttributeError: a libncsim older than these entry points
@@ -102,23 +110,49 @@ _agent, _eng, _idx, _deps, _cost, _pin = (attrgetter(x) for x in
 class Nodes:
     """The tracer's nodes as the flat arrays the C passes read: agent, issuing engine, trace
     index, dependences (offsets + (agent, index) pairs), estimated cost (two per node: an
-    engine's ns and 0, or a transfer's occupancy and latency), pinned."""
+    engine's ns and 0, or a transfer's occupancy and latency), pinned. deps: the dependences
+    as deps_c gives them ((offsets, pairs)), or None to take the nodes' .deps."""
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, deps=None):
         self.n = len(nodes)
         self.agent = array("i", map(_agent, nodes))
         self.eng = array("i", map(_eng, nodes))
         self.idx = array("i", map(_idx, nodes))
-        deps = list(map(_deps, nodes))
-        self.offsets = array("q", [0])
-        self.offsets.extend(accumulate(map(len, deps)))
-        self.deps = array("i", chain.from_iterable(chain.from_iterable(deps)))
-        if len(self.deps) != 2 * self.offsets[-1]:
+        if deps is not None:
+            self.offsets, self.deps = deps
+        else:
+            deps = list(map(_deps, nodes))
+            self.offsets = array("q", [0])
+            self.offsets.extend(accumulate(map(len, deps)))
+            self.deps = array("i", chain.from_iterable(chain.from_iterable(deps)))
+        if len(self.offsets) != self.n + 1 or len(self.deps) != 2 * self.offsets[-1]:
             raise RuntimeError("ncsim.nki: a dependence that is not an (agent, index) pair "
                                "(an internal error of the lowering)")
         self.cost = array("d", chain.from_iterable(
             c if c.__class__ is tuple else (c, 0.0) for c in map(_cost, nodes)))
         self.pin = array("B", map(_pin, nodes))
+
+
+def deps_c(log, n, mem_ext, n_agents):
+    """Every node's dependences from the tracer's access log (Tracer.emit with
+    Tracer.acclog; api/nki_passes.h, ncsim_nki_internal_deps): (offsets, pairs), arrays of n + 1
+    int64 and 2 * offsets[n] int32, each node's distinct (agent, index) pairs. log: a sequence
+    of ints (per node: agent, index, its accesses as (memory, write + 2 * dims, lo, hi, ...),
+    -1); mem_ext: per memory its extents along dims 0 and 1."""
+    lib, L = _load()
+    lg = array("q", log)
+    ext = array("q", mem_ext)
+    po, pd = ctypes.c_void_p(), ctypes.c_void_p()
+    st = lib.ncsim_nki_internal_deps(n, _addr(lg) if lg else None, len(lg), len(ext) // 2,
+                                     _addr(ext) if ext else None, n_agents, ctypes.byref(po),
+                                     ctypes.byref(pd))
+    if st:
+        _fail("dependence pass")
+    offsets = array("q")
+    offsets.frombytes(L.take_bytes(po, 8 * (n + 1)))
+    deps = array("i")
+    deps.frombytes(L.take_bytes(pd, 8 * offsets[-1]))
+    return offsets, deps
 
 
 def schedule_c(a, window, n_engines, n_queues, issue_ns):
@@ -148,15 +182,16 @@ def waits_c(a, order, n_engines, n_queues):
     return new_index, offsets, waits
 
 
-def run(nodes, window, n_engines, n_queues, issue_ns):
+def run(nodes, window, n_engines, n_queues, issue_ns, deps=None):
     """_sched.run's scheduling and waits in C: the nodes in their new order, each with its new
-    index and waits (None or [(agent, index)]), as the Python passes leave them."""
+    index and waits (None or [(agent, index)]), as the Python passes leave them. deps: the
+    nodes' dependences as deps_c gives them, or None to take their .deps."""
     if not nodes:
         return list(nodes)
-    if None in map(_deps, nodes):
+    if deps is None and None in map(_deps, nodes):
         # an instruction without its dependences (_sched.run): the order and waits given stand
         return nodes
-    a = Nodes(nodes)
+    a = Nodes(nodes, deps)
     order = schedule_c(a, window, n_engines, n_queues, issue_ns)
     return _apply(nodes, order, *waits_c(a, order, n_engines, n_queues))
 
@@ -165,17 +200,18 @@ _text, _line = attrgetter("text"), attrgetter("line")
 
 
 def run_and_write(nodes, window, n_engines, n_queues, issue_ns, sem_names, engine_names,
-                  fold):
+                  fold, deps=None):
     """Tracer.finish's scheduling, waits and engine streams in C: (nodes, text), the text being
     the program's .sem declarations and .engine sections (folded into loops if fold), as
     Tracer.finish writes them from the scheduled nodes. The nodes come back in their new
     order, their idx and waits not updated (the text has them). (nodes, None) when the C
     writer does not take these nodes (an instruction without its dependences, a source line
     that is not an int, a text that is not ASCII or holds a line break, a number the fold does
-    not take): the nodes are then scheduled and given their waits, for Tracer.finish to write."""
-    if not nodes or None in map(_deps, nodes):
-        return run(nodes, window, n_engines, n_queues, issue_ns), None
-    a = Nodes(nodes)
+    not take): the nodes are then scheduled and given their waits, for Tracer.finish to write.
+    deps: the nodes' dependences as deps_c gives them, or None to take their .deps."""
+    if not nodes or deps is None and None in map(_deps, nodes):
+        return run(nodes, window, n_engines, n_queues, issue_ns, deps), None
+    a = Nodes(nodes, deps)
     order = schedule_c(a, window, n_engines, n_queues, issue_ns)
     new_index, offsets, waits = waits_c(a, order, n_engines, n_queues)
     text = streams_c(nodes, a, order, new_index, offsets, waits, sem_names, engine_names,

@@ -37,6 +37,7 @@ import sys
 import types
 import weakref
 from itertools import repeat
+import operator
 from operator import add as _add, attrgetter
 
 from . import _core as C
@@ -741,9 +742,12 @@ def _replay(tr, win, steps, times, own, rec=None):
     # per event, what does not change from one window to the next: its template's format
     # (`_join` as one %-format), and its numbers, advanced by their steps once per window
     prog = []
+    log = tr.acclog is not None and not tr.fast
     for (tpl, vals), st in zip(win, steps):
         kind = tpl[0]
-        if kind == "E":
+        if kind == "E" and log:
+            prog.append((tpl, st, _fmt(tpl[2]), _log_plan(tr, tpl, vals)))
+        elif kind == "E":
             keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
             prog.append((tpl, st, _fmt(tpl[2]), keys))
         elif kind in ("L1", "L2"):
@@ -753,12 +757,18 @@ def _replay(tr, win, steps, times, own, rec=None):
         else:
             prog.append((tpl, st, None, None))
     cur = [vals for _, vals in win]
+    prog = [(tpl, st if any(st) else None, fmt, keys) for tpl, st, fmt, keys in prog]
+    memo = [None] * len(prog)   # per event whose numbers do not move: its log entry and text
     emit = tr.replay_emit
+    emit_log = tr.replay_log
     fast = tr.fast
     BlockBuf = C.BlockBuf
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
-            v = cur[j] = tuple(map(_add, cur[j], st))
+            if st is None:
+                v = cur[j]      # (numbers that do not move: a release, a fixed load)
+            else:
+                v = cur[j] = tuple(map(_add, cur[j], st))
             if sink is not None:
                 sink.append((tpl, v))
             kind = tpl[0]
@@ -774,6 +784,48 @@ def _replay(tr, win, steps, times, own, rec=None):
                 else:
                     brefs = ()
                 emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+            elif kind == "E" and log:
+                # the node's entry of the access log, picked from the event's numbers (the
+                # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
+                consts, blocks, pick, tmap, p, head = keys
+                got = memo[j] if st is None else None
+                if got is not None:
+                    # numbers that do not move and no block's buffer: the same accesses and
+                    # text as the last time
+                    picked, text, brefs = got
+                else:
+                    if blocks:
+                        ms = []
+                        for bb, pos in blocks:
+                            a = bb.allocs.get(v[pos])
+                            if a is None or a.slot is None:
+                                raise Mismatch("a replayed instruction's block has no buffer")
+                            sl = a.slot
+                            m = sl.recs
+                            ms.append(m if m is not None else tr._mem(sl))
+                            if tmap:
+                                ms.append(sl.offset)
+                        x = v + consts + tuple(ms)
+                    else:
+                        x = v + consts
+                    picked = pick(x) if pick is not None else ()
+                    nt = tpl[8]
+                    if tmap:
+                        tv = list(v[:nt])
+                        for jj, qq in tmap:
+                            tv[jj] += x[qq]
+                        text = fmt % tuple(tv)
+                    else:
+                        text = fmt % v[:nt]
+                    brefs = tuple((bb, v[p + jj], w, ld)
+                                  for jj, (bb, w, ld, _) in enumerate(tpl[9]))
+                    if st is None and not blocks:
+                        memo[j] = (picked, text, brefs)
+                if brefs:
+                    _set_acc(tpl[9], brefs, psum, seen)
+                accs = [0, 0]           # (agent, index: replay_log sets them)
+                accs += picked
+                emit_log(*head, text, accs, brefs)
             elif kind == "E":
                 nt = tpl[8]
                 p = nt
@@ -854,6 +906,57 @@ def _replay(tr, win, steps, times, own, rec=None):
                 tr.nload[key] = tr.nload.get(key, 0) + 1
     if sink:
         rec.forward(sink)
+
+
+def _log_plan(tr, tpl, vals):
+    """How a replayed instruction (event template tpl, vals its numbers in a window) makes its entry
+    of the tracer's access log (Tracer._log: per access its memory's number, write + 2 * dims,
+    the box's bounds) from its numbers v: (consts, blocks, pick, tmap, p). The entry's accesses
+    are pick(v + consts + ms): consts the memories' numbers and the flags known now, ms per
+    block access its buffer's number (followed by the buffer's offset when tmap), the buffer
+    found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j, where in that
+    tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit); p: where the
+    blocks of brefs start in v; head: Tracer.replay_log's first arguments (the engine, agent,
+    queue, internal, line, estimate and the scheduler's cost, which is the event's: its
+    instruction's name and operand types are the template's)."""
+    p = tpl[8]
+    consts = []
+    blocks = []
+    idx = []
+    boff = {}               # access -> where its block buffer's offset is
+    per = 2 if tpl[10] else 1
+    for k, (key, nd, w) in enumerate(tpl[5]):
+        if type(key) is C.BlockBuf:
+            b = per * len(blocks)
+            blocks.append((key, p))
+            p += 1
+            idx.append(("m", b))
+            boff[k] = ("m", b + 1)
+        else:
+            m = key.recs
+            consts.append(m if m is not None else tr._mem(key))
+            idx.append(("c", len(consts) - 1))
+        consts.append(2 * nd + (1 if w else 0))
+        idx.append(("c", len(consts) - 1))
+        idx.extend(range(p, p + 2 * nd))
+        p += 2 * nd
+    nc = len(consts)
+    nv = len(vals)
+
+    def at(x):
+        if type(x) is int:
+            return x
+        return nv + x[1] if x[0] == "c" else nv + nc + x[1]
+    idx = [at(x) for x in idx]
+    pick = operator.itemgetter(*idx) if idx else None      # (never one index: two per access)
+    tmap = tuple((j, at(boff[q])) for j, q in tpl[10])
+    eng, queue, inc = tpl[1], tpl[3], tpl[7]
+    e = C.ENG_ID[eng]
+    ag = e if queue is None else len(C.ENGINES) + queue
+    nd = C.Node(e, _fmt(tpl[2]) % vals[:tpl[8]], 0, None, ag, 0)
+    C._sched.annotate(nd, None, queue, inc, 0)
+    head = (e, ag, queue, tpl[4], tpl[6], inc, nd.cost)
+    return tuple(consts), tuple(blocks), pick, tmap, p, head
 
 
 def _set_acc(bk, brefs, psum, seen):

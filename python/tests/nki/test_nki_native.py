@@ -1,8 +1,9 @@
-"""The lowering's scheduler, waits and loop folding in C (python/ncsim/nki/_native.py over
-libncsim's api/nki_passes.c) against their Python references (_sched.py, _fold.py): the same
-order, the same waits and the same folded lines, on the node lists and streams of the catalog
-and corpus kernels and on random ones; bad arrays refused with a message; the policy and
-environment switches; lowering without the library."""
+"""The lowering's dependence pass, scheduler, waits and loop folding in C
+(python/ncsim/nki/_native.py over libncsim's api/nki_passes.c) against their Python references
+(Tracer._access and _access_ref, _sched.py, _fold.py): the same dependences, order, waits and
+folded lines, on the accesses, node lists and streams of the catalog and corpus kernels and on
+random ones; bad arrays and logs refused with a message; the policy and environment switches;
+lowering without the library."""
 import os
 import random
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 
 import ncsim.nki as nki
 import ncsim.nki.typing as nt
-from ncsim.nki import _fold, _native, _sched
+from ncsim.nki import _core, _fold, _native, _sched
 from ncsim.nki.examples.catalog import CASES
 
 from test_nki_corpus import NAMES as CORPUS_NAMES, load as load_corpus
@@ -79,7 +80,34 @@ def _check_kernel(monkeypatch, kernel, args):
         _both(spec, 3)           # a narrow window reorders differently
     for lines in streams:
         assert _native.fold(lines) == _fold.fold(lines, True, False)
+    # with the C passes the tracer logs the accesses and the C dependence pass reads the log:
+    # per node, the dependences the Python tracer found (its own accesses left out)
+    logs = []
+    real = _native.deps_c
+
+    def deps_spy(log, n, mem_ext, n_agents):
+        got = real(log, n, mem_ext, n_agents)
+        logs.append(got)
+        return got
+    monkeypatch.setattr(_native, "deps_c", deps_spy)
     assert nki.lower(kernel, *args, policy={"native_passes": "c"}).text == text_py
+    monkeypatch.undo()
+    # (under NCSIM_NKI_TRACE_ORACLE each lowering runs the reference paths too: a second spec,
+    # their dependences, which must be the same)
+    assert len(logs) == 1 and len(specs) in (1, 2)
+    for spec, _ in specs:
+        _same_deps(spec, *logs[0])
+
+
+def _same_deps(spec, offsets, pairs):
+    """The C pass's dependences (offsets, pairs) are, node by node, the distinct ones of spec
+    [(eng, agent, index, deps, ...)] less the node's own."""
+    assert len(offsets) == len(spec) + 1
+    for p, (_, ag, idx, deps, *_) in enumerate(spec):
+        got = list(zip(pairs[2 * offsets[p]:2 * offsets[p + 1]:2],
+                       pairs[2 * offsets[p] + 1:2 * offsets[p + 1]:2]))
+        assert len(got) == len(set(got)), f"node {p}: a dependence given twice"
+        assert set(got) == set(deps) - {(ag, idx)}, f"node {p}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -260,6 +288,131 @@ def test_fold_texts_it_leaves_to_python():
     assert _native.fold(odd) == _fold.fold(odd, True, False)
 
 
+# ---- the dependence pass on random access logs
+
+class _RefTracer:
+    """What Tracer._access and _access_ref read of the tracer."""
+    _access = _core.Tracer._access
+    _access_ref = _core.Tracer._access_ref
+
+    def __init__(self):
+        self.exact = None
+
+
+def _memories():
+    """Two SBUF buffers and HBM tensors of 1, 2 and 3 dims; per memory its box's dims."""
+    return [(_core.Slot(0, "sbuf", 0, 256, None), 2), (_core.Slot(1, "sbuf", 256, 64, None), 2),
+            (_core.HbmBuf("a", None, (300, 40), "input", 0), 2),
+            (_core.HbmBuf("b", None, (4, 6, 10), "output", 0), 3),
+            (_core.HbmBuf("c", None, (50,), "input", 0), 1)]
+
+
+def _extents(key):
+    if isinstance(key, _core.Slot):
+        return [128, key.size]
+    sh = key.shape
+    return [sh[0], sh[1] if len(sh) > 1 else 1]
+
+
+def _random_box(rng, ext):
+    box = []
+    for n in ext:
+        k = rng.random()
+        if k < 0.2:
+            lo, hi = 0, n                            # the whole dim
+        elif k < 0.6:
+            lo = rng.randrange(n)
+            hi = lo + 1 + rng.randrange(max(1, min(n - lo, 4)))   # a narrow slice
+        else:
+            lo = rng.randrange(n)
+            hi = rng.randrange(lo + 1, n + 1)
+        box.append((lo, hi))
+    return tuple(box)
+
+
+def _random_log(rng, n):
+    """n nodes of 0-3 accesses each to the memories of _memories: [(agent, index, [(memory,
+    box, write)])]."""
+    count = [0] * (N_ENG + N_Q)
+    out = []
+    mems = _memories()
+    for _ in range(n):
+        ag = rng.randrange(N_ENG + N_Q) if rng.random() < 0.5 else rng.randrange(4)
+        accs = []
+        for _ in range(rng.randrange(4)):
+            m = rng.randrange(len(mems))
+            key, nd = mems[m]
+            ext = [128, key.size] if isinstance(key, _core.Slot) else list(key.shape)
+            accs.append((m, _random_box(rng, ext), rng.random() < 0.4))
+        out.append((ag, count[ag], accs))
+        count[ag] += 1
+    return out
+
+
+def _python_deps(nodes, grid):
+    """Per node, the dependences Tracer._access (grid) or _access_ref finds: a spec as
+    _same_deps reads it."""
+    mems = [k for k, _ in _memories()]
+    t = _RefTracer()
+    spec = []
+    for ag, idx, accs in nodes:
+        t.exact = []
+        for m, box, w in accs:
+            (t._access if grid else t._access_ref)(mems[m], box, w, ag, idx, {})
+        spec.append((0, ag, idx, list(t.exact)))
+    return spec
+
+
+def _c_deps(nodes):
+    mems = [k for k, _ in _memories()]
+    log = []
+    for ag, idx, accs in nodes:
+        log += [ag, idx]
+        for m, box, w in accs:
+            log += [m, 2 * len(box) + w]
+            for lo, hi in box:
+                log += [lo, hi]
+        log.append(-1)
+    ext = [e for k in mems for e in _extents(k)]
+    return _native.deps_c(log, len(nodes), ext, N_ENG + N_Q)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_access_logs(seed):
+    """The C dependence pass against Tracer._access and _access_ref on random accesses (boxes
+    of whole dims, narrow slices and ranges; reads and writes; many agents and few)."""
+    rng = random.Random(seed)
+    nodes = _random_log(rng, rng.choice((5, 40, 400)))
+    got = _c_deps(nodes)
+    _same_deps(_python_deps(nodes, True), *got)
+    _same_deps(_python_deps(nodes, False), *got)
+
+
+def test_many_records_in_one_cell():
+    """A write of a whole buffer, then hundreds of reads of its columns by one engine, none
+    covering another (the index's cells narrowed in both passes), then writes and reads."""
+    rng = random.Random(5)
+    nodes = [(0, 0, [(0, ((0, 128), (0, 256)), True)])]
+    for k in range(600):
+        c = rng.randrange(256)
+        nodes.append((1, k, [(0, ((0, 128), (c, c + 1)), False)]))
+    for k in range(50):
+        lo = rng.randrange(256)
+        nodes.append((2 + k % 2, k // 2, [(0, ((0, 128), (lo, min(256, lo + 5))), k % 3 == 0)]))
+    got = _c_deps(nodes)
+    _same_deps(_python_deps(nodes, True), *got)
+    _same_deps(_python_deps(nodes, False), *got)
+
+
+def test_bad_logs_are_refused():
+    with pytest.raises(RuntimeError, match="dependence pass refused.*memory 3 out of range"):
+        _native.deps_c([0, 0, 3, 4, 0, 1, 0, 1, -1], 1, [128, 64], N_ENG + N_Q)
+    with pytest.raises(RuntimeError, match="the log ends at node 1"):
+        _native.deps_c([0, 0, -1], 2, [], N_ENG + N_Q)
+    offsets, pairs = _native.deps_c([], 0, [], N_ENG + N_Q)
+    assert list(offsets) == [0] and len(pairs) == 0
+
+
 # ---- bad arrays: refused with a message, no crash
 
 def _nodes(spec):
@@ -307,14 +460,19 @@ def test_policy_and_environment_pick_the_implementation(monkeypatch):
     calls = []
     real = _native.schedule_c
     monkeypatch.setattr(_native, "schedule_c", lambda *a: calls.append(1) or real(*a))
+    logged = []
+    real_deps = _native.deps_c
+    monkeypatch.setattr(_native, "deps_c", lambda *a: logged.append(1) or real_deps(*a))
     nki.lower(kernel, *args)
     assert calls, "the default (auto) runs the C passes where libncsim loads"
+    assert logged, "... and finds the dependences from the access log in C"
     calls.clear()
     nki.lower(kernel, *args, policy={"native_passes": "python"})
     nki.lower(kernel, *args, policy={"fast_trace": False})     # the reference: Python
     monkeypatch.setenv("NCSIM_NKI_PASSES", "python")
     nki.lower(kernel, *args)
     assert not calls
+    assert len(logged) == 1, "the access log goes with the C passes"
     monkeypatch.setenv("NCSIM_NKI_PASSES", "c")
     nki.lower(kernel, *args)
     assert calls

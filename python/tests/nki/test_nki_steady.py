@@ -439,7 +439,9 @@ def test_narrowed_dependence_cells_give_the_reference_dependences(monkeypatch):
     """A block filled (one access over the whole buffer) and then written a column per
     iteration: past _GRID_REFINE records the fast path's one cell is narrowed
     (_Grid2.refine); the program is the one the reference path (_access_ref, fast_trace=False)
-    gives, with and without replay, and still computes the right values."""
+    gives, with and without replay, and still computes the right values. The same with the
+    access log and the C dependence pass (the default with libncsim; it narrows its cells
+    likewise, tests/unit/test_nki_passes.c)."""
     from ncsim.nki import _core
     calls = []
     orig = _core._Grid2.refine
@@ -449,10 +451,11 @@ def test_narrowed_dependence_cells_give_the_reference_dependences(monkeypatch):
         return orig(self, key)
     monkeypatch.setattr(_core._Grid2, "refine", spy)
     a = np.random.default_rng(13).random((128, 600), dtype=np.float32)
-    low = _both(k_fill_first, a)
+    low = _both(k_fill_first, a, native_passes="python")    # the dependences in Python
     assert calls, "the cells were not narrowed"
     ref = nki.lower(k_fill_first, a, policy={"fast_trace": False, "steady_state": False})
     assert low.text == ref.text
+    assert _both(k_fill_first, a).text == ref.text
     np.testing.assert_allclose(nki.simulate_kernel(k_fill_first, a), 7 * a, rtol=1e-6)
 
 
