@@ -987,6 +987,8 @@ ACT_FUNCS[copy] = "copy"
 
 
 def broadcast_to(src, *, shape, **kw):
+    if getattr(src, "space", None) == "hbm":
+        return src.broadcast_to(shape)          # a zero-stride HBM view, for a broadcast load
     src = _tile(src)
     shape = tuple(split_shape(shape)[0])
     if len(shape) < len(src.shape):

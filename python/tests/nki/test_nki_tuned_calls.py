@@ -1,0 +1,115 @@
+"""Calls that the third corpus (kernels as optimising tools rewrite them: python/tests/nki/
+corpus/tuned_*.py) found refused, wrong or reported unclearly; each checked against NumPy, or for
+the located one-line error at the call.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ncsim.nki as nki
+import ncsim.nki.isa as nisa
+import ncsim.nki.language as nl
+
+IP = nl.arange(128)[:, None]
+
+
+@nki.jit
+def k_broadcast_load(x, b):
+    """A bias row broadcast to 128 partitions by the load itself: broadcast_to of an HBM view
+    (a zero partition stride), as method and as nl.broadcast_to."""
+    C = x.shape[1]
+    ic = nl.arange(C)[None, :]
+    out = nl.ndarray((128, C), dtype=np.float32, buffer=nl.shared_hbm)
+    out2 = nl.ndarray((128, C), dtype=np.float32, buffer=nl.shared_hbm)
+    bias = nl.load(b[nl.arange(1)[:, None], ic].broadcast_to((128, C)))
+    bias2 = nl.load(nl.broadcast_to(b[nl.arange(1)[:, None], ic], shape=(128, C)))
+    xt = nl.load(x[IP, ic])
+    nl.store(out, value=nisa.tensor_tensor(xt, bias, op=np.add))
+    nl.store(out2, value=nisa.tensor_tensor(xt, bias2, op=np.multiply))
+    return out, out2
+
+
+def test_broadcast_to_of_an_hbm_view_is_a_broadcast_load():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(128, 384)).astype(np.float32)
+    b = rng.normal(size=(1, 384)).astype(np.float32)
+    got, got2 = nki.simulate_kernel(k_broadcast_load, x, b)
+    np.testing.assert_array_equal(got, x + b)
+    np.testing.assert_array_equal(got2, x * b)
+    assert nki.check(k_broadcast_load, x, b) == []
+    # no Tensor-engine broadcast: the partition broadcast is the DMA's
+    assert "matmul" not in nki.lower(k_broadcast_load, x, b).text
+
+
+@nki.jit
+def k_broadcast_bad(b):
+    out = nl.ndarray((128, 64), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(b[nl.arange(2)[:, None], nl.arange(64)[None, :]].broadcast_to((128, 64)))
+    nl.store(out, value=t)
+    return out
+
+
+def test_broadcast_of_an_hbm_view_along_a_longer_axis_is_refused():
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k_broadcast_bad, np.ones((2, 64), np.float32))
+    msg = str(e.value)
+    assert msg.startswith(f"{__file__}:") and "[err_shape_mismatch]" in msg, msg
+    assert "(2, 64)" in msg and "(128, 64)" in msg, msg
+
+
+@nki.jit
+def k_operand_mask(x, y):
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    a = nl.load(x[IP, nl.arange(128)[None, :]])
+    b = nl.load(y[IP, nl.arange(512)[None, :]])
+    r = nl.matmul(a[nl.arange(128)[None, :] < 64], b, transpose_x=True)
+    nl.store(out, value=nl.copy(r))
+    return out
+
+
+def test_operand_masking_by_a_predicate_index_is_refused_clearly():
+    """`x[pred]` (NKI's matmul operand masking) was a TypeError reported as 'tensor indexing
+    cannot take these arguments'; it is now refused with the instruction's mask= to use."""
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(k_operand_mask, np.ones((128, 128), np.float32),
+                            np.ones((128, 512), np.float32))
+    msg = str(e.value)
+    assert msg.startswith(f"{__file__}:") and "[err_unsupported_by_ncsim]" in msg, msg
+    assert "operand masking" in msg and "mask=" in msg, msg
+
+
+KERNEL_WITH_SCRATCH = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+@nki.jit
+def kernel(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.arange(128)[:, None], nl.arange(64)[None, :]
+    nl.store(scratch[ip, jf], value=nl.multiply(nl.load(x[ip, jf]), 2.0))
+    nl.store(out[ip, jf], value=nl.add(nl.load(scratch[ip, jf]), 1.0))
+    return out
+'''
+
+
+def test_runner_writes_the_results_not_a_scratch_tensor(tmp_path):
+    """A shared_hbm scratch tensor the kernel writes and reads back is not one of its results:
+    `--out` holds the returned tensor only (it held the scratch too)."""
+    src = tmp_path / "k.py"
+    src.write_text(KERNEL_WITH_SCRATCH)
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-m", "ncsim.nki", "run", str(src), "kernel", "--arg",
+                        str(tmp_path / "x.npy"), "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    outs = os.listdir(tmp_path / "out")
+    assert len(outs) == 1, outs
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / outs[0]), 2.0 * x + 1.0)
