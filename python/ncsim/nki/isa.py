@@ -611,13 +611,14 @@ def memset(shape, value, dtype, *, mask=None, engine=engine.unknown, **kw):
     e = _eng(engine, T().pol.memset_engine, ("dve", "pool"))
     box = _box(mask, dims)
 
+    v = int(nl._fill_text(value, dt)) if dt.is_int else value    # the memset's own type first
+
     def emit(d, _b):
         if box is False:
             return
         dv = d.restrict(box)
         ee = "dve" if (e == "pool" and dv.space == "psum") else e
-        T().emit(ee, f"memset {dv.text()}, {nl._fmt(value, dv.dtype.is_int and float(value).is_integer())}",
-                 writes=[dv])
+        T().emit(ee, f"memset {dv.text()}, {nl._fill_text(v, dv.dtype)}", writes=[dv])
     return _new("sbuf", dims, dt, emit)
 
 

@@ -113,3 +113,36 @@ def test_runner_writes_the_results_not_a_scratch_tensor(tmp_path):
     outs = os.listdir(tmp_path / "out")
     assert len(outs) == 1, outs
     np.testing.assert_array_equal(np.load(tmp_path / "out" / outs[0]), 2.0 * x + 1.0)
+
+
+@nki.jit
+def k_memset_other_types(x):
+    """memsets assigned to tiles of other types (mutants of the online softmax's -1e30 start):
+    the constant is the memset's own type's value, converted to the destination's."""
+    o8 = nl.ndarray((128, 4), dtype=np.int8, buffer=nl.shared_hbm)
+    of = nl.ndarray((128, 4), dtype=np.float32, buffer=nl.shared_hbm)
+    oi = nl.ndarray((128, 4), dtype=np.int32, buffer=nl.shared_hbm)
+    a = nl.ndarray((nl.par_dim(128), 4), dtype=np.int8, buffer=nl.sbuf)
+    a[...] = nisa.memset(shape=(128, 4), value=-1.0e30, dtype=np.float32)
+    b = nl.ndarray((nl.par_dim(128), 4), dtype=np.float32, buffer=nl.sbuf)
+    b[...] = nisa.memset(shape=(128, 4), value=300, dtype=np.uint8)
+    c = nl.ndarray((nl.par_dim(128), 4), dtype=np.int32, buffer=nl.sbuf)
+    c[...] = nisa.memset(shape=(128, 4), value=2.5, dtype=np.int32)
+    c[:, 0:2] = nl.full((128, 2), 1.0e12, dtype=np.int32)
+    nl.store(o8, value=a)
+    nl.store(of, value=b)
+    nl.store(oi, value=nl.add(c, nl.load(x), dtype=np.int32))
+    return o8, of, oi
+
+
+def test_memset_constants_saturate_into_integer_tiles():
+    """-1e30 into an int8 tile was written as a 31-digit integer literal (an assembler error
+    at a line of the lowered program); it saturates to -128, as the conversion does."""
+    x = np.zeros((128, 4), np.int32)
+    o8, of, oi = nki.simulate_kernel(k_memset_other_types, x)
+    np.testing.assert_array_equal(o8, np.full((128, 4), -128, np.int8))
+    np.testing.assert_array_equal(of, np.full((128, 4), 255.0, np.float32))
+    want = np.full((128, 4), 2, np.int32)            # 2.5 rounds to nearest even
+    want[:, :2] = np.iinfo(np.int32).max
+    np.testing.assert_array_equal(oi, want)
+    assert nki.check(k_memset_other_types, x) == []
