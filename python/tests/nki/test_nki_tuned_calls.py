@@ -146,3 +146,33 @@ def test_memset_constants_saturate_into_integer_tiles():
     want[:, :2] = np.iinfo(np.int32).max
     np.testing.assert_array_equal(oi, want)
     assert nki.check(k_memset_other_types, x) == []
+
+
+@nki.jit
+def k_unbound_accumulator(x):
+    """A mutant of the online softmax: the PSUM accumulator's declaration deleted, so the `+=`
+    reads an unbound local. The loop before it warms the code up (CPython 3.11 then fuses the
+    store of `t` with the load of `acc`)."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    for i in nl.static_range(32):
+        w = nl.load(x[IP, nl.arange(512)[None, :]])
+    for j in nl.affine_range(2):
+        t = nl.multiply(w, 2.0)
+        acc += t                                    # noqa: F821 -- the error under test
+    nl.store(out, value=w)
+    return out
+
+
+def test_an_unbound_local_is_reported_at_its_line_every_time():
+    """The same kernel traced three times names the line of the `+=` each time (the second
+    and later traces named the statement before it, under CPython 3.11)."""
+    import inspect
+    lines, first = inspect.getsourcelines(k_unbound_accumulator.func)
+    want = first + next(i for i, l in enumerate(lines) if "acc += t" in l)
+    x = np.ones((128, 512), np.float32)
+    for _ in range(3):
+        with pytest.raises(nki.NkiError) as e:
+            nki.lower(k_unbound_accumulator, x)
+        msg = str(e.value)
+        assert msg.startswith(f"{__file__}:{want}: error: [err_kernel_exception] "
+                              "UnboundLocalError"), msg
