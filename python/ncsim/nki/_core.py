@@ -1077,11 +1077,9 @@ class Tensor:
     # ---- indexing
     def __getitem__(self, key):
         self._real()
-        if key.__class__ is Pred:
-            return self._pred_view(key)
         return index_view(self, key)
 
-    def _pred_view(self, pred):
+    def _pred_view(self, key):
         """`tile[pred]`, NKI's operand masking of a matmul (`nl.matmul(x[i_f < 64], y)`): the
         operand keeps its shape and the instruction skips the elements outside the predicate.
         ncsim's views have no such per-operand mask; the instruction's own mask= does it."""
@@ -1328,6 +1326,8 @@ _FULL = slice(None)
 def _index_view_ref(t, key):
     if not isinstance(key, tuple):
         key = (key,)
+    if any(type(k) is Pred for k in key):
+        t._pred_view(key)           # refused by name (operand masking)
     # nl.ds and Ellipsis
     k2 = []
     for k in key:
