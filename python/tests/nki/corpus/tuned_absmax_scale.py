@@ -15,7 +15,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.isa as nisa
 
-WHAT = ('two passes through a private_hbm scratch: running |max| carried in sequential_range, '
+WHAT = ('two passes through a private_hbm scratch: running absolute maximum carried in sequential_range, '
         'tensor_partition_reduce, broadcast by ones matmuls, dma_copy of a [1, 1] result, '
         'nki.jit(mode="simulation")')
 SIZES = {"small": dict(R=512, C=512), "full": dict(R=4096, C=4096)}
