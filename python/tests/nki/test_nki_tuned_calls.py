@@ -176,3 +176,50 @@ def test_an_unbound_local_is_reported_at_its_line_every_time():
         msg = str(e.value)
         assert msg.startswith(f"{__file__}:{want}: error: [err_kernel_exception] "
                               "UnboundLocalError"), msg
+
+
+@nki.jit
+def k_reverse1_without_op1(x):
+    """A mutant of the gated scan's `1 - s h`: op1 dropped, reverse1=True kept."""
+    out = nl.ndarray((128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.tensor_scalar(data=t, op0=np.multiply, operand0=0.75,
+                                           operand1=1.0, reverse1=True))
+    return out
+
+
+@nki.jit
+def k_partition_reduce_bitwise(x):
+    """A mutant of the column softmax: the partition sum of fp32 values made a bitwise_and."""
+    out = nl.ndarray((1, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.tensor_partition_reduce(np.bitwise_and, data=t))
+    return out
+
+
+@nki.jit
+def k_partition_reduce_int(x):
+    out = nl.ndarray((1, 512), dtype=np.int32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nisa.tensor_partition_reduce(np.bitwise_or, data=t))
+    return out
+
+
+@pytest.mark.parametrize("kern, code, words", [
+    (k_reverse1_without_op1, "err_invalid_argument", "op1 is not given"),
+    (k_partition_reduce_bitwise, "err_unsupported_dtype", "bitwise operation on integers"),
+])
+def test_calls_the_assembler_refused_are_refused_at_the_call(kern, code, words):
+    """Both reached the assembler (an error at a line of the lowered program: 'rev1 needs OP1
+    and S1', 'bitwise_and needs integer operands'); they are refused at the kernel's line."""
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(kern, np.ones((128, 512), np.float32))
+    msg = str(e.value)
+    assert msg.startswith(f"{__file__}:") and f"[{code}]" in msg and words in msg, msg
+    assert "lowered program" not in msg, msg
+
+
+def test_partition_reduce_of_integers_with_a_bitwise_operator():
+    x = np.random.default_rng(5).integers(0, 1 << 20, size=(128, 512)).astype(np.int32)
+    got = nki.simulate_kernel(k_partition_reduce_int, x)
+    np.testing.assert_array_equal(got, np.bitwise_or.reduce(x, axis=0, keepdims=True))
