@@ -7,11 +7,15 @@ verdict of `ncsim report` on the run's statistics), the HBM bytes of its inputs 
 what the lowering spilled or re-loaded.
 
     NCSIM_LIBRARY=build/libncsim.so /usr/bin/python3 tests/bench/nki_corpus.py [NAME ...]
-        [--check] [--docs docs/nki.md]
+        [--check] [--docs docs/nki.md] [--roofline]
 
 --check also runs each kernel functionally at full size against its NumPy reference and
 `ncsim check` (minutes). --docs rewrites the table between the markers
-<!-- nki-corpus-table:begin --> and <!-- nki-corpus-table:end --> of that file.
+<!-- nki-corpus-table:begin --> and <!-- nki-corpus-table:end --> of that file. --roofline
+prints instead, for each kernel, its simulated time against its roofline bounds from the run's
+statistics: the HBM bytes its DMAs moved at 190 GB/s and at the 820 GB/s peak, the Tensor
+engine's hardware FLOPs (matmuls and transposes) at 22.9 TFLOP/s for fp32 and 91.75 for 16-bit
+operands, and the busy time of each engine and of the DMA descriptors (the model's own figures).
 """
 import argparse
 import importlib.util
@@ -55,7 +59,15 @@ def measure(name, check):
     st = r.stats
     bott, _why = nki._stats_verdict(st)
     want = mod.reference(*args) if check else None
+    core = st["cores"][0]
+    fl = core.get("tensor_hw_flops", 0)
+    fl32 = core.get("tensor_hw_flops_fp32", 0)
+    hbm = core["memory"]["hbm_read_bytes"] + core["memory"]["hbm_write_bytes"]
     row = {
+        "hbm_moved_mb": hbm / 1e6, "hbm190_us": hbm / 190e3, "hbm820_us": hbm / 820e3,
+        "pe_flop_us": fl32 / 22.9375e6 + (fl - fl32) / 91.75e6,
+        "busy_us": {e: v["busy_ns"] / 1e3 for e, v in core["engines"].items()},
+        "desc_us": core["dma"]["descriptor_busy_ns"] / 1e3,
         "name": name, "what": mod.WHAT,
         "size": ", ".join("%s=%s" % kv for kv in mod.SIZES["full"].items()),
         "hbm_in_mb": sum(a.nbytes for a in args) / 1e6,
@@ -90,11 +102,27 @@ def table(rows):
     return "\n".join(lines)
 
 
+def roofline(rows):
+    lines = ["| kernel | simulated µs | HBM MB moved | HBM at 190 GB/s, µs | HBM at 820 GB/s, µs "
+             "| PE FLOP bound, µs | PE busy µs | ACT busy µs | DVE busy µs | Pool busy µs "
+             "| DMA descriptors busy µs | simulated / largest of HBM (190 GB/s) and PE bounds |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        b = r["busy_us"]
+        lines.append("| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f "
+                     "| %.2f |" % (r["name"], r["us"], r["hbm_moved_mb"], r["hbm190_us"],
+                                   r["hbm820_us"], r["pe_flop_us"], b["pe"], b["act"], b["dve"],
+                                   b["pool"], r["desc_us"],
+                                   r["us"] / max(r["hbm190_us"], r["pe_flop_us"])))
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--docs")
+    ap.add_argument("--roofline", action="store_true")
     a = ap.parse_args()
     names = a.names or sorted(f[:-3] for f in os.listdir(CORPUS) if f.endswith(".py"))
     rows = []
@@ -109,8 +137,8 @@ def main():
         print("%-16s %6.2f s CPU  %10.1f us  %-16s spill %6.1f MB  re-load %7.1f MB%s" % (
             n, r["cpu_s"], r["us"], r["bottleneck"], r["spill_mb"], r["remat_mb"], extra),
             flush=True)
-    t = table(rows)
-    if a.docs:
+    t = roofline(rows) if a.roofline else table(rows)
+    if a.docs and not a.roofline:
         text = open(a.docs).read()
         i, j = text.index(BEGIN), text.index(END)
         open(a.docs, "w").write(text[:i + len(BEGIN)] + "\n" + t + "\n" + text[j:])

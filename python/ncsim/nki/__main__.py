@@ -200,6 +200,23 @@ def _npy_writer(v):
     return w
 
 
+def _result_names(low):
+    """The HBM tensors that are the kernel's results: those it returns and those passed in as
+    outputs (2.20 style); a shared_hbm scratch tensor it writes and reads back is not one. None
+    when the kernel names none (every written tensor is written out then)."""
+    names = set()
+
+    def walk(r):
+        if isinstance(r, str):
+            names.add(r)
+        elif isinstance(r, (tuple, list)):
+            for x in r:
+                walk(x)
+    walk(low.ret)
+    names.update(t for _host, t in low.legacy)
+    return names or None
+
+
 def _run(a):
     from . import NkiError, install_neuronxcc_alias, _exec, _summary
     try:
@@ -244,8 +261,10 @@ def _run(a):
             os.makedirs(a.out, exist_ok=True)
         except OSError as e:
             raise _Fail(f"{a.out}: cannot make the output folder: {e.strerror or e}", EXIT_IO) from None
+        keep = _result_names(low)
         for name, v in res.outputs.items():
-            _write(os.path.join(a.out, name + ".npy"), "output", _npy_writer(v))
+            if keep is None or name in keep:
+                _write(os.path.join(a.out, name + ".npy"), "output", _npy_writer(v))
     s = _summary(res, low, report_from=a.trace or a.stats)
     eng = ", ".join(f"{e} {v['utilisation'] * 100:.0f}%" for e, v in s["engines"].items())
     print(f"{low.name}: {res.time_ns / 1000:.3f} us simulated, {low.instructions} instructions; "

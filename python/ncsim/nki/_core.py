@@ -1141,6 +1141,14 @@ class Tensor:
                 return v if type(v.buf) is not BlockBuf else _resolve_block(v)
         return index_view(self, key)
 
+    def _pred_view(self, key):
+        """`tile[pred]`, NKI's operand masking of a matmul (`nl.matmul(x[i_f < 64], y)`): the
+        operand keeps its shape and the instruction skips the elements outside the predicate.
+        ncsim's views have no such per-operand mask; the instruction's own mask= does it."""
+        error("err_unsupported_by_ncsim", "indexing a tile with a predicate (operand masking) "
+              "is not supported: give the instruction mask= (for a matmul, a predicate on the "
+              "result's partitions and columns)")
+
     def __setitem__(self, key, value):
         tb = type(self.buf)
         if tb is BlockBuf:
@@ -1295,7 +1303,31 @@ class Tensor:
 
     def broadcast_to(self, shape):
         from . import language as nl
+        if self.space == "hbm":
+            return self._hbm_broadcast(shape)
         return nl.broadcast_to(self, shape=shape)
+
+    def _hbm_broadcast(self, shape):
+        """An HBM view broadcast along its size-1 axes: a zero stride there (a DMA from it reads
+        the same elements again, as a broadcast load on the chip does)."""
+        self._real()
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != len(self.shape):
+            error("err_shape_mismatch", f"cannot broadcast {self.shape} to {shape}: an HBM view "
+                  "is broadcast to a shape of as many axes")
+        strides = list(self.strides)
+        wide = set()
+        for a, (have, want) in enumerate(zip(self.shape, shape)):
+            if have != want:
+                if have != 1:
+                    error("err_shape_mismatch", f"cannot broadcast {self.shape} to {shape}")
+                strides[a] = 0
+                wide.add(a)
+        t = self.clone_view(shape=shape, strides=strides)
+        if self.chk:
+            t.chk = [(c, {a: v for a, v in co.items() if a not in wide}, size, dim)
+                     for c, co, size, dim in self.chk]
+        return t
 
     def expand_dims(self, axis):
         from . import language as nl
@@ -1366,6 +1398,8 @@ _FULL = slice(None)
 def _index_view_ref(t, key):
     if not isinstance(key, tuple):
         key = (key,)
+    if any(type(k) is Pred for k in key):
+        t._pred_view(key)           # refused by name (operand masking)
     # nl.ds and Ellipsis
     k2 = []
     for k in key:

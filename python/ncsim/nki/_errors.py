@@ -3,7 +3,9 @@ exceptions that are not the frontend's own, all turned into `NkiError`s located 
 
 Every exception that leaves `ncsim.nki` is an `NkiError` ("FILE:LINE: error: [code] ...") or
 one of the `ncsim` errors (docs/nki.md, "Errors")."""
+import dis
 import os
+import re
 import traceback
 
 import numpy as np
@@ -236,6 +238,29 @@ def _api_call(frames):
     return f"{mod}.{name}" if mod != "tensor" else f"tensor.{name}"
 
 
+def _unbound_line(e, source, ln):
+    """The line of the read of an unbound local. CPython 3.11 fuses a STORE_FAST and the
+    LOAD_FAST after it into one instruction once the code has run a few times (a kernel traced
+    twice), and a failing load is then reported at the store's line, the statement before."""
+    m = re.search(r"local variable '(\w+)'", str(e))
+    tb = e.__traceback__
+    last = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == source:
+            last = tb
+        tb = tb.tb_next
+    if m is None or last is None:
+        return ln
+    ins = list(dis.get_instructions(last.tb_frame.f_code))
+    for a, b in zip(ins, ins[1:]):
+        if a.offset == last.tb_lasti:
+            if a.opname == "STORE_FAST" and b.opname.startswith("LOAD_FAST") and \
+                    b.argval == m.group(1) and b.positions and b.positions.lineno:
+                return b.positions.lineno
+            break
+    return ln
+
+
 def located(e, source, def_line):
     """An exception raised while tracing or lowering that is not an NkiError, as one located
     at the kernel: the innermost frame of the kernel's file (else outside the package).
@@ -249,6 +274,8 @@ def located(e, source, def_line):
         if fr.filename == source:
             fn, ln, found = fr.filename, fr.lineno, True
             break
+    if found and isinstance(e, UnboundLocalError):
+        ln = _unbound_line(e, source, ln)
     if not found:
         for fr in reversed(frames):
             if not _in_package(fr.filename):

@@ -237,6 +237,9 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     integer = o0 in nl._BITWISE or (o1 in nl._BITWISE)
     if o1 is not None and (o0 in nl._BITWISE) != (o1 in nl._BITWISE):
         error("err_tensor_scalar_mixed_ops", "tensor_scalar ops must both be arithmetic or both bitvec")
+    if reverse1 and o1 is None:
+        error("err_invalid_argument", "reverse1=True reverses the operands of op1, and op1 is not "
+              "given (give op1 and operand1, or drop reverse1)")
     e = _eng(engine, None)
     if integer and e not in (None, "dve"):
         error("err_unsupported_engine", "bitvec tensor_scalar runs on the Vector engine")
@@ -611,13 +614,14 @@ def memset(shape, value, dtype, *, mask=None, engine=engine.unknown, **kw):
     e = _eng(engine, T().pol.memset_engine, ("dve", "pool"))
     box = _box(mask, dims)
 
+    v = int(nl._fill_text(value, dt)) if dt.is_int else value    # the memset's own type first
+
     def emit(d, _b):
         if box is False:
             return
         dv = d.restrict(box)
         ee = "dve" if (e == "pool" and dv.space == "psum") else e
-        T().emit(ee, f"memset {dv.text()}, {nl._fmt(value, dv.dtype.is_int and float(value).is_integer())}",
-                 writes=[dv])
+        T().emit(ee, f"memset {dv.text()}, {nl._fill_text(v, dv.dtype)}", writes=[dv])
     return _new("sbuf", dims, dt, emit)
 
 
@@ -750,6 +754,8 @@ def tensor_partition_reduce(op, data, *, mask=None, dtype=None, **kw):
     opn = nl._alu_name(op)
     if opn not in ("add", "max", "bitwise_and", "bitwise_or"):
         error("err_unsupported_reduce_op", "tensor_partition_reduce takes add, max, bitwise_or or bitwise_and")
+    if opn in nl._BITWISE:
+        nl._integer_operands(f"tensor_partition_reduce {opn}", [data], _dt(dtype, data.dtype))
     shape = (1,) + tuple(data.shape[1:])
 
     def emit(d, _b):

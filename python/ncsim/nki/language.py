@@ -74,6 +74,23 @@ def _fmt(v, integer=False):
     return repr(f)
 
 
+def _fill_text(value, dt):
+    """A memset's constant as written into a tile of type dt: into an integer type, a value
+    outside the type's range saturates to it (NaN gives 0) and a fraction rounds to nearest even,
+    as the engines' conversion does (a softmax's starting maximum -1e30 into an integer tile was
+    written as a 31-digit integer literal, which the assembler refused)."""
+    if not dt.is_int:
+        return _fmt(value, False)
+    f = float(value)
+    if math.isnan(f):
+        return "0"
+    if f <= dt.min:
+        return str(dt.min)
+    if f >= dt.max:
+        return str(dt.max)
+    return str(int(value)) if isinstance(value, (int, np.integer)) else str(round(f))
+
+
 def _tile(x, what="operand"):
     """x as a real on-chip tile (pending results are materialised)."""
     if not isinstance(x, Tensor):
@@ -728,8 +745,7 @@ def _memset_into(d, value, mask):
         error("err_unsupported_memory", "memset of an HBM tensor")
     if dv.alloc is not None and dv.alloc.lazy_zero:
         dv.alloc.lazy_zero = False
-    tr.emit(eng, f"memset {dv.text()}, {_fmt(value, dv.dtype.is_int and float(value).is_integer())}",
-            writes=[dv])
+    tr.emit(eng, f"memset {dv.text()}, {_fill_text(value, dv.dtype)}", writes=[dv])
 
 
 def shared_constant(constant, dtype=None, **kw):
@@ -987,6 +1003,8 @@ ACT_FUNCS[copy] = "copy"
 
 
 def broadcast_to(src, *, shape, **kw):
+    if getattr(src, "space", None) == "hbm":
+        return src.broadcast_to(shape)          # a zero-stride HBM view, for a broadcast load
     src = _tile(src)
     shape = tuple(split_shape(shape)[0])
     if len(shape) < len(src.shape):

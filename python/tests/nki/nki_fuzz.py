@@ -290,14 +290,15 @@ def fuzz(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, generic=No
 CORPUS_DIR = os.path.join(HERE, "corpus")
 
 
-def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout):
+def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, prefix=""):
     """The same mutations on the compiler-style kernels of python/tests/nki/corpus/ (`kernel` of
-    each file), run at the file's small size with inputs from its own `inputs`; returns
-    (outcome counts, findings) as fuzz() does."""
+    each file, or of the files whose names start with `prefix`), run at the file's small size
+    with inputs from its own `inputs`; returns (outcome counts, findings) as fuzz() does."""
     import importlib.util
     import ncsim.nki as nki
     nki.install_neuronxcc_alias()
-    names = sorted(f[:-3] for f in os.listdir(CORPUS_DIR) if f.endswith(".py"))
+    names = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
+                   if f.endswith(".py") and f.startswith(prefix))
     sources, args = {}, {}
     for n in names:
         path = os.path.join(CORPUS_DIR, n + ".py")
@@ -473,10 +474,12 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--emitted", action="store_true",
                     help="mutate the compiler-style kernels of python/tests/nki/corpus instead")
+    ap.add_argument("--prefix", default="",
+                    help="with --emitted: only the corpus files whose names start with it")
     a = ap.parse_args(argv)
     if a.emitted:
         t0 = time.time()
-        counts, findings = fuzz_emitted(a.count, a.seed, a.time_limit, a.verbose)
+        counts, findings = fuzz_emitted(a.count, a.seed, a.time_limit, a.verbose, prefix=a.prefix)
         for case, muts, detail, _src in findings:
             print(f"FINDING {case}: {'; '.join(muts)}\n    {detail}")
         print(f"{a.count} mutants of the corpus (seed {a.seed}) in {time.time() - t0:.0f} s: " +

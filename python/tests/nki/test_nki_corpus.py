@@ -2,7 +2,8 @@
 block tensors declared for the whole problem and used block by block in affine_range loops,
 loop_reduce, transposes through the Tensor engine, nisa calls with and without engine=,
 masks, index grids, shared_hbm outputs returned. Each file has `kernel`, `SIZES`, `inputs`,
-`reference` and `TOL` (atol, rtol; (0, 0) is exact).
+`reference` and `TOL` (atol, rtol; (0, 0) is exact). The files `tuned_*.py` are a third set in
+the style of kernel-optimising tools' rewrites (docs/nki.md, "the corpus").
 
 Every kernel runs at its small size through the Python API and through the runner command
 (`python3 -m ncsim.nki run FILE kernel --arg ... --out DIR --check`), matches its NumPy
