@@ -15,6 +15,9 @@ from ncsim import nki
 import ncsim.nki.isa as nisa
 import ncsim.nki.language as nl
 
+# the same sums in the same order, one accumulator live at a time (no spill): the reference
+from test_nki_psum_spill import k_n_outer as k_one  # noqa: E402  (python/tests/nki)
+
 
 @nki.jit
 def k_list(lhsT, rhs):
@@ -32,23 +35,6 @@ def k_list(lhsT, rhs):
             accs[n] += nisa.nc_matmul(lt, rt)
     for n in range(NT):
         nl.store(out[:, 512 * n:512 * (n + 1)], value=nl.copy(accs[n]))
-    return out
-
-
-@nki.jit
-def k_one(lhsT, rhs):
-    """The same sums in the same order, one accumulator live at a time (no spill)."""
-    K, M = lhsT.shape
-    _, N = rhs.shape
-    KT, NT = K // 128, N // 512
-    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
-    for n in nl.affine_range(NT):
-        acc = nl.zeros((M, 512), dtype=nl.float32, buffer=nl.psum)
-        for k in nl.affine_range(KT):
-            lt = nl.load(lhsT[128 * k:128 * (k + 1), :])
-            rt = nl.load(rhs[128 * k:128 * (k + 1), 512 * n:512 * (n + 1)])
-            acc += nisa.nc_matmul(lt, rt)
-        nl.store(out[:, 512 * n:512 * (n + 1)], value=nl.copy(acc))
     return out
 
 
