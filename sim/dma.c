@@ -295,6 +295,7 @@ size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
     trc_dma_args_t a;
     memset(&a, 0, sizeof a);
     a.bytes = r->bytes;
+    a.src_bytes = r->src_bytes != r->bytes ? r->src_bytes : 0;
     a.pieces = r->pieces;
     a.piece_bytes = r->bytes_per_piece;
     a.efficiency = r->efficiency;

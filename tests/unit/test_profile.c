@@ -254,6 +254,25 @@ static void test_converting_transfers(void **state)
                            "--trace c.json",
                            dir, tu_ncsim(), tu_ncsim()),
                      0);
+    /* the JSON trace names src_bytes for the two converting transfers only: the load's 128
+     * KiB of fp32 and the z store's 64 KiB of bf16 */
+    char *trace = tu_read_file(tu_join(dir, "c.json"), NULL);
+    assert_non_null(trace);
+    const char *p = trace;
+    int n_src = 0, load = 0, store = 0;
+    while ((p = strstr(p, "\"src_bytes\"")) != NULL) {
+        p += strlen("\"src_bytes\"");
+        while (*p == ':' || *p == ' ')
+            p++;
+        long v = strtol(p, NULL, 10);
+        n_src++;
+        load += v == 128 * 1024;
+        store += v == 64 * 1024;
+    }
+    free(trace);
+    assert_int_equal(n_src, 2);
+    assert_int_equal(load, 1);
+    assert_int_equal(store, 1);
     const char *sources[] = {"c.pftrace", "c.json", "c_stats.json"};
     for (size_t i = 0; i < 3; i++) {
         char args[256];
