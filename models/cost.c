@@ -855,12 +855,17 @@ void mdl_dma_shape(const isa_view_t *dst, const isa_view_t *src, mdl_dma_shape_t
     uint64_t db, dp, sb, sp;
     side_pieces(dst, &db, &dp);
     side_pieces(src, &sb, &sp);
-    /* The worse side has more pieces; on a tie, the smaller pieces. */
-    int src_worse = sp > dp || (sp == dp && sb < db);
-    uint64_t wb = src_worse ? sb : db, wp = src_worse ? sp : dp;
+    /* The worse side has more pieces. A piece's engine time is set by the larger of its two
+     * sides: the engine reads the source bytes and writes the destination bytes of a
+     * converting transfer at once (docs/cost-model.md 9.1), so the bytes per piece are the
+     * larger side's over the worse side's pieces (the worse side's run size when the types
+     * match). */
+    uint64_t wp = sp > dp ? sp : dp;
+    uint64_t mb = sb > db ? sb : db;
     out->bytes = db;
+    out->src_bytes = sb;
     out->pieces = wp;
-    out->bytes_per_piece = wp ? (double)wb / (double)wp : 0.0;
+    out->bytes_per_piece = wp ? (double)mb / (double)wp : 0.0;
     uint32_t parts = 0;
     if (dst->space != (uint8_t)ISA_SPACE_HBM)
         parts = dst->pcount;

@@ -80,9 +80,12 @@ size_t mdl_cost_terms_format(const mdl_cost_terms_t *t, const mdl_cost_t *c, cha
 
 /* Description of a DMA transfer's shape, for the DMA model. */
 typedef struct mdl_dma_shape {
-    uint64_t bytes;            /* payload bytes moved (destination side) */
+    uint64_t bytes;            /* bytes written: the destination side, in its type */
+    uint64_t src_bytes;        /* bytes read: the source side, in its type (differs from
+                                * bytes when the transfer converts types) */
     uint64_t pieces;           /* contiguous runs (descriptors) on the worse of the two sides */
-    double bytes_per_piece;    /* average */
+    double bytes_per_piece;    /* bytes the engines move per piece: the larger side's bytes
+                                * over `pieces` (docs/cost-model.md 9.1) */
     uint32_t partitions;       /* SBUF partitions touched (1 for HBM<->HBM) */
     uint8_t src_space, dst_space;
 } mdl_dma_shape_t;

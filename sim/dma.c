@@ -21,10 +21,14 @@
  *   - the core's DMA engines (engines x engine bandwidth), split evenly among the core's
  *     moving transfers and collective traffic (round-robin between queues), at the
  *     efficiency the transfer's piece size allows (dma.piece_overhead_ns per piece);
- *   - the chip's HBM, shared by the transfers of both cores and collectives; a transfer
- *     reading and writing HBM uses it twice, an accumulate into HBM three times;
+ *   - the chip's HBM, shared by the transfers of both cores and collectives; each HBM side
+ *     carries its own bytes: a transfer reading and writing HBM uses it twice, an accumulate
+ *     into HBM three times;
  * and a transfer can use at most as many engines as it has contiguous pieces, and at most
  * the HBM channels its address span covers (hbm.channels, hbm.interleave_bytes).
+ * A transfer that converts types reads the source's bytes and writes the destination's: the
+ * flow's size is the larger side (the engines move both sides at once, each at their rate),
+ * and HBM and the statistics are charged each side's own bytes.
  */
 #include "sim_internal.h"
 #include "trace.h"
@@ -91,10 +95,10 @@ static void begin_data(struct sim *s, xfer_t *x)
     core_t *c = x->core;
     x->data_state = XFER_RUNNING;
     x->start = s->q.now;
-    flow_init(&x->flow, (double)x->bytes, x->data_cap, NULL, x);
+    flow_init(&x->flow, x->data_bytes, x->data_cap, NULL, x);
     flow_use(&x->flow, res_dma(s, c->id), 1.0, x->eff);
-    if (x->hbm_uses)
-        flow_use(&x->flow, res_hbm(s, c->chip), x->hbm_uses, 1.0);
+    if (x->hbm_weight > 0)
+        flow_use(&x->flow, res_hbm(s, c->chip), x->hbm_weight, 1.0);
     if (flow_start(s, &s->net, &x->flow))
         sim_fail(s, "out of memory");
 }
@@ -270,13 +274,11 @@ static void xfer_breakdown(const struct sim *s, const xfer_t *x, sim_trace_dma_t
     r->engines = x->engines;
     const flow_t *f = &x->flow;
     uint64_t data = s->q.now > x->start ? s->q.now - x->start : 0;
-    double rate = data ? (double)x->bytes / (double)data : 0.0; /* bytes per ps */
+    double rate = data ? x->data_bytes / (double)data : 0.0; /* flow bytes per ps */
     double engines_cap = s->arch->dma.engines * gbps_to_bytes_per_ps(s->arch->dma.engine_bandwidth_gbps);
     r->dma_share = engines_cap > 0 && x->eff > 0 ? rate / (engines_cap * x->eff) : 0.0;
     double hbm_cap = gbps_to_bytes_per_ps(s->arch->hbm.bandwidth_gbps);
-    int hbm_uses = (x->src->space == ISA_SPACE_HBM) +
-                   (x->dst->space == ISA_SPACE_HBM ? (x->accumulate ? 2 : 1) : 0);
-    r->hbm_share = hbm_cap > 0 ? rate * hbm_uses / hbm_cap : 0.0;
+    r->hbm_share = hbm_cap > 0 ? rate * x->hbm_weight / hbm_cap : 0.0;
     r->limited_ps[SIM_DMA_LIMIT_OWN] = f->bound_ps[FLOW_MAX_RES];
     for (unsigned i = 0; i < f->nres; i++) {
         uint32_t id = f->res[i];
@@ -293,6 +295,7 @@ size_t sim_explain_dma(const sim_trace_dma_t *r, char *buf, size_t n)
     trc_dma_args_t a;
     memset(&a, 0, sizeof a);
     a.bytes = r->bytes;
+    a.src_bytes = r->src_bytes != r->bytes ? r->src_bytes : 0;
     a.pieces = r->pieces;
     a.piece_bytes = r->bytes_per_piece;
     a.efficiency = r->efficiency;
@@ -347,14 +350,16 @@ static void xfer_land(struct sim *s, xfer_t *x)
     ls->dma_bytes += x->bytes;
     ls->dma_ps += q->now - x->start;
     ls->dma_wait_ps += x->start - x->issue;
+    /* each side its own bytes: a converting transfer reads the source's type and writes the
+     * destination's (docs/data-movement.md, "Type conversion") */
     if (x->src->space == ISA_SPACE_HBM)
-        s->stats.hbm_read_bytes += x->bytes;
+        s->stats.hbm_read_bytes += x->src_bytes;
     if (x->dst->space == ISA_SPACE_HBM) {
         s->stats.hbm_write_bytes += x->bytes;
         if (x->accumulate)
             s->stats.hbm_read_bytes += x->bytes;
     }
-    core_memory_traffic(c->st, x->src->space, x->bytes, 0);
+    core_memory_traffic(c->st, x->src->space, x->src_bytes, 0);
     core_memory_traffic(c->st, x->dst->space, x->bytes, 1);
     if (x->accumulate) /* read-modify-write of the destination */
         core_memory_traffic(c->st, x->dst->space, x->bytes, 0);
@@ -372,6 +377,7 @@ static void xfer_land(struct sim *s, xfer_t *x)
         r.start_ps = x->start;
         r.end_ps = q->now;
         r.bytes = x->bytes;
+        r.src_bytes = x->src_bytes;
         r.desc_start_ps = x->desc_begin;
         r.desc_end_ps = x->described;
         xfer_breakdown(s, x, &r);
@@ -409,6 +415,11 @@ void dma_memo_fill(const struct sim *s, const isa_instr_t *in, dma_memo_t *m)
     mdl_dma_shape_t shape;
     mdl_dma_shape(m->dst, m->src, &shape);
     m->bytes = shape.bytes;
+    m->src_bytes = shape.src_bytes;
+    /* The engines read the source and write the destination of a piece at once, each side at
+     * the engine's rate, so the larger side bounds the data time (docs/data-movement.md,
+     * "Type conversion"); shape.bytes_per_piece is that side's bytes per piece. */
+    m->data_bytes = (double)(shape.src_bytes > shape.bytes ? shape.src_bytes : shape.bytes);
     m->eff = mdl_dma_efficiency(a, shape.bytes_per_piece);
     double engines = (double)a->dma.engines;
     if ((double)shape.pieces < engines)
@@ -427,19 +438,26 @@ void dma_memo_fill(const struct sim *s, const isa_instr_t *in, dma_memo_t *m)
     m->desc_work = pieces * a->dma.descriptor_ns * 1000.0;
     m->desc_cap = engines;
     m->first_ps = (uint64_t)llround(a->dma.descriptor_ns * 1000.0);
-    /* the data phase: at most the HBM channels each HBM side spans; HBM used once per side,
-     * twice for an accumulate into HBM (it reads, then writes) */
+    /* the data phase: at most the HBM channels each HBM side spans; HBM carries each HBM
+     * side's own bytes (the source's read, the destination's written; an accumulate into HBM
+     * reads the destination too), per byte of the flow (data_bytes) */
     double cap = m->cap;
     const isa_view_t *sides[2] = {m->src, m->dst};
+    const uint64_t side_bytes[2] = {m->src_bytes, m->bytes};
+    double hbm_bytes = 0.0;
     for (int i = 0; i < 2; i++)
         if (sides[i]->space == ISA_SPACE_HBM) {
             int64_t lo, hi;
             isa_view_byte_range(sides[i], &lo, &hi);
+            /* this side moves side_bytes per data_bytes of the flow */
             double ch = channel_cap(a, lo, hi);
+            if (side_bytes[i] > 0)
+                ch *= m->data_bytes / (double)side_bytes[i];
             if (ch < cap)
                 cap = ch;
-            m->hbm_uses = (uint8_t)(m->hbm_uses + ((i == 1 && m->accumulate) ? 2 : 1));
+            hbm_bytes += (double)side_bytes[i] * ((i == 1 && m->accumulate) ? 2 : 1);
         }
+    m->hbm_weight = m->data_bytes > 0 ? hbm_bytes / m->data_bytes : 0.0;
     m->data_cap = cap;
 }
 
@@ -465,10 +483,12 @@ int dma_issue(struct sim *s, core_t *c, engine_t *e, const isa_instr_t *in, uint
     x->src = m->src;
     x->accumulate = m->accumulate;
     x->bytes = m->bytes;
+    x->src_bytes = m->src_bytes;
+    x->data_bytes = m->data_bytes;
+    x->hbm_weight = m->hbm_weight;
     x->eff = m->eff;
     x->cap = m->cap;
     x->data_cap = m->data_cap;
-    x->hbm_uses = m->hbm_uses;
     x->pieces = m->pieces;
     x->bytes_per_piece = m->bytes_per_piece;
     x->engines = m->engines;

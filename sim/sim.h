@@ -71,7 +71,9 @@ typedef struct sim_trace_dma {
     uint32_t index;        /* the dma instruction's index in its engine stream */
     const isa_instr_t *instr;
     uint64_t issue_ps, start_ps, end_ps;
-    uint64_t bytes;
+    uint64_t bytes;           /* written: the destination side, in its type */
+    uint64_t src_bytes;       /* read: the source side, in its type (a conversion makes the
+                               * two differ) */
     /* the breakdown of its time: issue + fixed + queue wait = start; start + data = end */
     uint64_t pieces;          /* contiguous runs on the worse side (descriptors) */
     double bytes_per_piece;

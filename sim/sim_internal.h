@@ -35,8 +35,10 @@ typedef struct box {
  * allocated in first-use order (sim.c sim_memo). */
 typedef struct dma_memo {
     const isa_view_t *dst, *src;
-    uint8_t queue, accumulate, touches_hbm, hbm_uses;
-    uint64_t bytes, pieces, latency_ps;
+    uint8_t queue, accumulate, touches_hbm;
+    uint64_t bytes, src_bytes, pieces, latency_ps; /* bytes: written; src_bytes: read */
+    double data_bytes;          /* the data flow's size: the larger of the two sides */
+    double hbm_weight;          /* HBM bytes per byte of data_bytes (0: no HBM) */
     uint64_t first_ps;          /* one descriptor: its data may start moving after it */
     double desc_work, desc_cap; /* descriptor work (engine-ps) and the engines it can use */
     double eff, cap, data_cap, bytes_per_piece, engines;
@@ -116,13 +118,16 @@ typedef struct xfer {
     uint32_t line;       /* instr's, and its posts: read when it lands, without instr */
     uint8_t npost;
     isa_sync_t post[ISA_MAX_POSTS];
-    uint8_t engine, queue, touches_hbm, hbm_uses;
+    uint8_t engine, queue, touches_hbm;
     uint8_t desc_state, data_state; /* XFER_WAITING, XFER_RUNNING, XFER_DONE */
     uint8_t eligible;    /* its trigger latency has passed */
     uint8_t data_ok;     /* its first descriptors are processed */
     const isa_view_t *dst, *src;
     int accumulate;
-    uint64_t bytes;
+    uint64_t bytes;      /* written (the destination side, in its type) */
+    uint64_t src_bytes;  /* read (the source side, in its type) */
+    double data_bytes;   /* its data flow: the larger side (dma_memo_fill) */
+    double hbm_weight;   /* HBM bytes per byte of data_bytes */
     double eff;          /* efficiency for its piece size */
     double cap;          /* bytes per ps the engines it can use allow */
     double data_cap;     /* cap, and at most what the HBM channels it spans deliver */

@@ -1212,6 +1212,7 @@ static void on_dma(void *ctx, const sim_trace_dma_t *r)
         s->operand_values = t->vals;
     }
     a->bytes = r->bytes;
+    a->src_bytes = r->src_bytes != r->bytes ? r->src_bytes : 0; /* only when it converts */
     a->src = space_name(src->space);
     a->dst = space_name(dst->space);
     a->accumulate = args[3].present ? 1 : 0;

@@ -497,12 +497,14 @@ static void on_dma(scan_t *s, const trc_slice_t *sl)
     exec_span(s, sl->ts_ps, end);
     t->dma_transfers++;
     t->dma_bytes += a->bytes;
-    on_space(t, a->src, a->bytes, 0);
+    /* each side its own bytes (a converting transfer reads the source's type) */
+    uint64_t read = trc_dma_src_bytes(a);
+    on_space(t, a->src, read, 0);
     on_space(t, a->dst, a->bytes, 1);
     if (a->accumulate)
         on_space(t, a->dst, a->bytes, 0);
     if (a->src && !strcmp(a->src, "hbm"))
-        s->in_queue += a->bytes;
+        s->in_queue += read;
     if (a->dst && !strcmp(a->dst, "hbm"))
         s->out_queue += a->bytes;
     s->packet_ps += sl->dur_ps;

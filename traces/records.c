@@ -143,7 +143,10 @@ size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, si
         TRC_DMA_LIMIT_MAP(XX)
 #undef XX
     };
-    double gbps = dur_ps ? (double)a->bytes / (double)dur_ps * 1000.0 : 0.0;
+    /* the rate of its data flow: the larger side of a converting transfer, the one its cap
+     * and shares are in (docs/cost-model.md 9.3) */
+    uint64_t moved = trc_dma_src_bytes(a) > a->bytes ? trc_dma_src_bytes(a) : a->bytes;
+    double gbps = dur_ps ? (double)moved / (double)dur_ps * 1000.0 : 0.0;
     int at = snprintf(buf, n,
                       "fixed %.3f ns, queue wait %.3f ns, %llu pieces x %.0f B at efficiency "
                       "%.3f, data %.3f ns at %.3f GB/s (own cap %.3f GB/s: %.0f engines; got "

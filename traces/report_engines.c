@@ -207,7 +207,7 @@ static int dma_figures(model_t *m, rtrack_t **order, size_t norder)
                     d->transfers++;
                     d->bytes += x->bytes;
                     if (x->src == SP_HBM)
-                        rep->hbm_read += x->bytes;
+                        rep->hbm_read += x->src_bytes;
                     if (x->dst == SP_HBM) {
                         rep->hbm_write += x->bytes;
                         if (x->acc)

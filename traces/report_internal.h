@@ -83,7 +83,8 @@ typedef struct rs {
     uint64_t ts, dur, end; /* end: completion */
     uint64_t index;
     uint64_t wait[TRC_STALL_COUNT];
-    uint64_t bytes, flops, hw_flops;
+    uint64_t bytes, flops, hw_flops; /* transfers: bytes written */
+    uint64_t src_bytes;  /* transfers: bytes read (trc_dma_src_bytes) */
     int64_t sem_pred, dma_pred; /* slice index of the flow source, -1 when none */
     uint32_t cost;      /* string id of its cost breakdown (transfers: shape and limit) */
     uint32_t limit;     /* transfers: string id of what set their rate */

@@ -262,6 +262,7 @@ static void dma_args(model_t *m, rs_t *x, const trc_slice_t *s)
     x->index = a->index;
     x->line = (uint32_t)a->line;
     x->bytes = a->bytes;
+    x->src_bytes = trc_dma_src_bytes(a);
     x->src = space_code(a->src);
     x->dst = space_code(a->dst);
     x->acc = a->accumulate != 0;

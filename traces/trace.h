@@ -162,7 +162,9 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
  * HBM it got (percent, to 0.1), and how long each limit set its rate (limited_*). Readers
  * rebuild `cost`, the breakdown as text (trc_dma_cost_text, the same text as
  * sim_explain_dma); older traces carry the text itself. desc_start and descriptors: when its
- * descriptors started being processed and for how long (0: a trace older than them). */
+ * descriptors started being processed and for how long (0: a trace older than them).
+ * bytes: the bytes written (destination side, in its type); src_bytes: the bytes read from
+ * the source when a type conversion makes them differ, else 0 (trc_dma_src_bytes). */
 #define TRC_DMA_FIELDS(XX)                                                                     \
     XX(index, "index", U64, 1)                                                                 \
     XX(issuer, "issuer", STR, 1)                                                               \
@@ -190,7 +192,8 @@ typedef enum trc_field_type { TRC_FT_U64, TRC_FT_F64, TRC_FT_STR, TRC_FT_PS } tr
     XX(limited_link, "limited_link_ns", PS, 0)                                                 \
     XX(cost, "cost", STR, 0)                                                                   \
     XX(desc_start, "descriptors_start_ns", PS, 0)                                              \
-    XX(descriptors, "descriptors_ns", PS, 0)
+    XX(descriptors, "descriptors_ns", PS, 0)                                                   \
+    XX(src_bytes, "src_bytes", U64, 0)
 
 /* A collective's chunk crossing a NeuronLink, on the link's track ("chip C links" process),
  * from the start to the landing of the chunk. src_chip/dst_chip: the link's ends;
@@ -291,6 +294,12 @@ trc_slice_kind_t trc_slice_kind_lookup(const char *cat, size_t len);
  * data phase) into buf (always terminated); returns the length it needed, like snprintf.
  * Readers fill trc_dma_args_t.cost with it when a trace carries the numbers only. */
 size_t trc_dma_cost_text(const trc_dma_args_t *a, uint64_t dur_ps, char *buf, size_t n);
+/* The bytes a transfer read from its source: src_bytes when the trace gives it (a converting
+ * transfer), else bytes (both sides of the same type). */
+static inline uint64_t trc_dma_src_bytes(const trc_dma_args_t *a)
+{
+    return a->src_bytes ? a->src_bytes : a->bytes;
+}
 
 /* ---- records ------------------------------------------------------------------------------------ */
 

@@ -1099,15 +1099,31 @@ static void test_dma_shape(void **state)
     mdl_dma_shape(&v1, &bc, &s);
     assert_int_equal(s.pieces, 16u * 256);
 
-    /* HBM <-> HBM: 1 partition; type conversion: bytes on the destination side */
+    /* HBM <-> HBM: 1 partition; type conversion: bytes written on the destination side,
+     * bytes read on the source side, and the engines move the larger side per piece */
     isa_view_t h16 = view1(ISA_SPACE_HBM, ISA_DT_BF16, 1, 1 << 20, 1);
     isa_view_t h32 = view1(ISA_SPACE_HBM, ISA_DT_FP32, 1, 1 << 20, 1);
     mdl_dma_shape(&h16, &h32, &s);
     assert_int_equal(s.bytes, 2u << 20);
+    assert_int_equal(s.src_bytes, 4u << 20);
     assert_int_equal(s.pieces, 1);
     assert_int_equal(s.partitions, 1);
-    /* tie on pieces: the smaller pieces (the bf16 side) */
-    ASSERT_NEAR(s.bytes_per_piece, 2u << 20);
+    ASSERT_NEAR(s.bytes_per_piece, 4u << 20);
+    mdl_dma_shape(&h32, &h16, &s);
+    assert_int_equal(s.bytes, 4u << 20);
+    assert_int_equal(s.src_bytes, 2u << 20);
+    ASSERT_NEAR(s.bytes_per_piece, 4u << 20);
+    /* a casting store SBUF fp32 [128, 512] -> HBM bf16: 128 pieces (the SBUF side) of the
+     * fp32 side's 2 KiB */
+    isa_view_t hb = view1(ISA_SPACE_HBM, ISA_DT_BF16, 1, 128 * 512, 1);
+    mdl_dma_shape(&hb, &sbuf, &s);
+    assert_int_equal(s.bytes, 128u * 512 * 2);
+    assert_int_equal(s.src_bytes, 128u * 512 * 4);
+    assert_int_equal(s.pieces, 128);
+    ASSERT_NEAR(s.bytes_per_piece, 2048);
+    /* no conversion: both sides the same bytes */
+    mdl_dma_shape(&sbuf, &hbm, &s);
+    assert_int_equal(s.src_bytes, s.bytes);
 
     /* SBUF -> SBUF: the larger partition count; one partition of 64 KiB is one piece */
     isa_view_t s64 = sb(ISA_DT_FP32, 64, 100);

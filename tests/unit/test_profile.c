@@ -225,6 +225,91 @@ static void test_trace_and_stats_agree(void **state)
     yajl_tree_free(rc);
 }
 
+/* Transfers that convert types (docs/cost-model.md 9.3): each side counts its own bytes, in
+ * the summary from a Perfetto trace, a JSON trace and a statistics file, and in `ncsim
+ * report`'s HBM figures from a trace. By hand:
+ *   sp    dma s, x   fp32 HBM [128, 256] -> bf16 SBUF: reads 128 KiB of HBM, writes 64 KiB
+ *   pool  dma y, s   bf16 SBUF -> bf16 HBM: reads 64 KiB, writes 64 KiB (no conversion)
+ *   pool  dma z, s   bf16 SBUF -> fp32 HBM: reads 64 KiB of SBUF, writes 128 KiB of HBM */
+static const char cast_kernel[] = ".arch trn1\n"
+                                  ".hbm x fp32 [128, 256] input\n"
+                                  ".hbm y bf16 [128, 256] output\n"
+                                  ".hbm z fp32 [128, 256] output\n"
+                                  ".core 0\n"
+                                  ".sbuf s bf16 [128, 256]\n"
+                                  ".sem ld\n"
+                                  ".engine sp\n"
+                                  "    dma s, x, queue=0 | post ld\n"
+                                  ".engine pool\n"
+                                  "    dma y, s, queue=1 | wait ld >= 1\n"
+                                  "    dma z, s, queue=2 | wait ld >= 1\n";
+
+static void test_converting_transfers(void **state)
+{
+    (void)state;
+    assert_int_equal(tu_write_file(tu_join(dir, "cast.nca"), cast_kernel, strlen(cast_kernel)),
+                     0);
+    assert_int_equal(tu_sh("cd %s && %s run cast.nca --random-inputs 1 -q --trace c.pftrace "
+                           "--stats c_stats.json && %s run cast.nca --random-inputs 1 -q "
+                           "--trace c.json",
+                           dir, tu_ncsim(), tu_ncsim()),
+                     0);
+    /* the JSON trace names src_bytes for the two converting transfers only: the load's 128
+     * KiB of fp32 and the z store's 64 KiB of bf16 */
+    char *trace = tu_read_file(tu_join(dir, "c.json"), NULL);
+    assert_non_null(trace);
+    const char *p = trace;
+    int n_src = 0, load = 0, store = 0;
+    while ((p = strstr(p, "\"src_bytes\"")) != NULL) {
+        p += strlen("\"src_bytes\"");
+        while (*p == ':' || *p == ' ')
+            p++;
+        long v = strtol(p, NULL, 10);
+        n_src++;
+        load += v == 128 * 1024;
+        store += v == 64 * 1024;
+    }
+    free(trace);
+    assert_int_equal(n_src, 2);
+    assert_int_equal(load, 1);
+    assert_int_equal(store, 1);
+    const char *sources[] = {"c.pftrace", "c.json", "c_stats.json"};
+    for (size_t i = 0; i < 3; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "%s --format neuron-profile --program cast.nca", sources[i]);
+        yajl_val root;
+        yajl_val s = summary_of(args, &root);
+        expect(s, "hbm_read_bytes", 128 * KIB);
+        expect(s, "hbm_write_bytes", (64 + 128) * KIB);
+        expect(s, "sbuf_read_bytes", (64 + 64) * KIB);
+        expect(s, "sbuf_write_bytes", 64 * KIB);
+        expect(s, "mbu_estimated_percent",
+               (128 + 192) * KIB / num(s, "total_time") / 410e9);
+        if (i < 2) { /* the per-transfer fields a trace adds */
+            expect(s, "input_queue_bytes", 128 * KIB);
+            expect(s, "output_queue_bytes", (64 + 128) * KIB);
+            /* what the transfers delivered: the destinations' bytes */
+            expect(s, "dma_transfer_total_bytes", (64 + 64 + 128) * KIB);
+        }
+        yajl_tree_free(root);
+        /* ncsim report's HBM traffic, from the trace or the statistics */
+        snprintf(args, sizeof args, "%s --format json", sources[i]);
+        char *text = NULL;
+        assert_int_equal(report(args, &text), 0);
+        char err[256];
+        yajl_val r = yajl_tree_parse(text, err, sizeof err);
+        free(text);
+        assert_non_null(r);
+        const char *rd[] = {"hbm", "read_bytes", NULL}, *wr[] = {"hbm", "write_bytes", NULL};
+        yajl_val vr = yajl_tree_get(r, rd, yajl_t_number), vw = yajl_tree_get(r, wr, yajl_t_number);
+        assert_non_null(vr);
+        assert_non_null(vw);
+        assert_int_equal(YAJL_GET_INTEGER(vr), 128 * 1024);
+        assert_int_equal(YAJL_GET_INTEGER(vw), 192 * 1024);
+        yajl_tree_free(r);
+    }
+}
+
 static void test_json_records(void **state)
 {
     (void)state;
@@ -378,6 +463,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_against_hand),
         cmocka_unit_test(test_trace_and_stats_agree),
+        cmocka_unit_test(test_converting_transfers),
         cmocka_unit_test(test_json_records),
         cmocka_unit_test(test_published_profiles),
         cmocka_unit_test(test_partial_and_failed_runs),

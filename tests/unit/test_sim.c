@@ -755,6 +755,102 @@ static void test_dma_strided_rows_on_one_queue(void **state)
                lat + trn1.dma.descriptor_ns + 4 * d4k);
 }
 
+/* Memory traffic of one run: the chip's HBM bytes and core 0's by space. */
+typedef struct traffic {
+    uint64_t hbm_read, hbm_write, core_hbm_read, core_hbm_write, sbuf_read, sbuf_write;
+    uint64_t dma_bytes;
+    double ns;
+} traffic_t;
+
+static traffic_t traffic_of(const char *text)
+{
+    run_t r = run_text(text, 1);
+    assert_int_equal(r.status, NCSIM_OK);
+    const sim_stats_t *st = sim_stats(r.sim);
+    const sim_core_stats_t *c = &st->cores[0];
+    traffic_t t = {st->hbm_read_bytes, st->hbm_write_bytes, c->hbm_read_bytes,
+                   c->hbm_write_bytes, c->sbuf_read_bytes, c->sbuf_write_bytes, c->dma_bytes,
+                   total_ns(&r)};
+    run_free(&r);
+    return t;
+}
+
+static void traffic_expect(const char *what, traffic_t t, uint64_t hbm_read, uint64_t hbm_write,
+                           uint64_t sbuf_read, uint64_t sbuf_write, uint64_t dma_bytes)
+{
+    if (t.hbm_read != hbm_read || t.hbm_write != hbm_write || t.core_hbm_read != hbm_read ||
+        t.core_hbm_write != hbm_write || t.sbuf_read != sbuf_read ||
+        t.sbuf_write != sbuf_write || t.dma_bytes != dma_bytes)
+        fail_msg("%s: HBM read %llu (core %llu) write %llu (core %llu), SBUF read %llu write "
+                 "%llu, DMA %llu; expected HBM %llu / %llu, SBUF %llu / %llu, DMA %llu",
+                 what, (unsigned long long)t.hbm_read, (unsigned long long)t.core_hbm_read,
+                 (unsigned long long)t.hbm_write, (unsigned long long)t.core_hbm_write,
+                 (unsigned long long)t.sbuf_read, (unsigned long long)t.sbuf_write,
+                 (unsigned long long)t.dma_bytes, (unsigned long long)hbm_read,
+                 (unsigned long long)hbm_write, (unsigned long long)sbuf_read,
+                 (unsigned long long)sbuf_write, (unsigned long long)dma_bytes);
+}
+
+/* A transfer that converts types (docs/data-movement.md, "Type conversion"): each side is
+ * charged its own bytes (the source's read in its type, the destination's written in its
+ * type) and the engines' data time is set by the larger side. [128, 1024] elements: 512 KiB
+ * in fp32, 256 KiB in bf16; the SBUF side is 128 pieces, so every case below is 8 pieces per
+ * engine of 4 KiB on the fp32 side: lat + 140 + 8 x (4096 / 18.7 + 7) = 3018.3 ns, the time
+ * of the fp32 copy (test_dma_mechanism_by_hand). Before this rule a fp32 -> bf16 load counted
+ * 256 KiB read from HBM and took 2190 ns, as if it had read bf16. */
+static void test_dma_conversion_by_hand(void **state)
+{
+    (void)state;
+    const uint64_t f32 = 128u * 1024 * 4, b16 = 128u * 1024 * 2;
+    double lat = 870 + 200, bw = 18.7;
+    double fp32_copy = lat + 140 + 8 * (4096 / bw + 7); /* 3018.3 */
+    /* the control: no conversion */
+    traffic_t t = traffic_of(".hbm a fp32 [128, 1024] input\n.sbuf s fp32 [128, 1024]\n"
+                             ".engine sp\ndma s, a\n");
+    traffic_expect("fp32 -> fp32 load", t, f32, 0, 0, f32, f32);
+    dma_expect("fp32 -> fp32 load", t.ns, fp32_copy);
+    /* a casting load fp32 -> bf16: reads 512 KiB of HBM, writes 256 KiB of SBUF */
+    t = traffic_of(".hbm a fp32 [128, 1024] input\n.sbuf s bf16 [128, 1024]\n"
+                   ".engine sp\ndma s, a\n");
+    traffic_expect("fp32 -> bf16 load", t, f32, 0, 0, b16, b16);
+    dma_expect("fp32 -> bf16 load", t.ns, fp32_copy);
+    /* bf16 -> fp32: reads 256 KiB of HBM, writes 512 KiB of SBUF */
+    t = traffic_of(".hbm a bf16 [128, 1024] input\n.sbuf s fp32 [128, 1024]\n"
+                   ".engine sp\ndma s, a\n");
+    traffic_expect("bf16 -> fp32 load", t, b16, 0, 0, f32, f32);
+    dma_expect("bf16 -> fp32 load", t.ns, fp32_copy);
+    /* a casting store fp32 SBUF -> bf16 HBM: reads 512 KiB of SBUF, writes 256 KiB of HBM */
+    t = traffic_of(".hbm o bf16 [128, 1024] output\n.sbuf s fp32 [128, 1024]\n"
+                   ".engine sp\ndma o, s\n");
+    traffic_expect("fp32 -> bf16 store", t, 0, b16, f32, 0, b16);
+    dma_expect("fp32 -> bf16 store", t.ns, fp32_copy);
+    /* an accumulating store bf16 -> fp32 HBM reads and writes the fp32 destination */
+    t = traffic_of(".hbm o fp32 [128, 1024] output\n.sbuf s bf16 [128, 1024]\n"
+                   ".engine sp\ndma o, s, accumulate\n");
+    traffic_expect("bf16 -> fp32 accumulating store", t, f32, f32, b16, 0, f32);
+
+    /* HBM carries each side's own bytes: with HBM at 50 GB/s it binds, and a bf16 -> fp32
+     * load draws 256 KiB from it (5242.88 ns, where the engines would take 1808.3), not the
+     * 512 KiB it writes into SBUF (10485.76 ns); a fp32 -> bf16 load draws 512 KiB */
+    mdl_arch_t saved = trn1;
+    char err[128];
+    assert_int_equal(mdl_arch_set(&trn1, "hbm.bandwidth_gbps=50", err, sizeof err), NCSIM_OK);
+    t = traffic_of(".hbm a bf16 [128, 1024] input\n.sbuf s fp32 [128, 1024]\n"
+                   ".engine sp\ndma s, a\n");
+    dma_expect("bf16 -> fp32 load, HBM at 50 GB/s", t.ns, lat + 140 + (double)b16 / 50);
+    t = traffic_of(".hbm a fp32 [128, 1024] input\n.sbuf s bf16 [128, 1024]\n"
+                   ".engine sp\ndma s, a\n");
+    dma_expect("fp32 -> bf16 load, HBM at 50 GB/s", t.ns, lat + 140 + (double)f32 / 50);
+    /* HBM to HBM fp32 -> bf16 (one piece a side, one engine): HBM carries 512 + 256 KiB,
+     * at 5 GB/s 157286.4 ns, where the one engine would take 524288 / 18.7 = 28036.8 */
+    assert_int_equal(mdl_arch_set(&trn1, "hbm.bandwidth_gbps=5", err, sizeof err), NCSIM_OK);
+    t = traffic_of(".hbm a fp32 [128, 1024] input\n.hbm o bf16 [128, 1024] output\n"
+                   ".engine sp\ndma o, a\n");
+    traffic_expect("fp32 -> bf16 HBM copy", t, f32, b16, 0, 0, b16);
+    dma_expect("fp32 -> bf16 HBM copy, HBM at 5 GB/s", t.ns, lat + 140 + (double)(f32 + b16) / 5);
+    trn1 = saved;
+}
+
 /* An instruction waiting on a semaphore starts costs.semaphore_latency_ns after the post: a
  * chain of 10 hand-offs between act and dve is 10 x 2 x 30 ns longer than without it. */
 static void test_semaphore_latency(void **state)
@@ -840,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_dma_mechanism_by_hand),
         cmocka_unit_test(test_dma_queue_arbitration),
         cmocka_unit_test(test_dma_strided_rows_on_one_queue),
+        cmocka_unit_test(test_dma_conversion_by_hand),
         cmocka_unit_test(test_semaphore_latency),
         cmocka_unit_test(test_collective_costs),
         cmocka_unit_test(test_active_time),

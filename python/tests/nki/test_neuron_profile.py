@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ncsim import nki
+import ncsim.nki.language as nl
 import ncsim
 from ncsim.nki.examples.matmul_basic import nki_matmul_basic_, reference
 
@@ -283,3 +284,52 @@ def test_a_failing_kernel_leaves_no_files(tmp_path):
                       save_trace_name=str(tmp_path / "profile.ntff"))(
             np.zeros((256, 64), np.float32))
     assert os.listdir(tmp_path) == []
+
+
+def _bf16_round(a):
+    """fp32 -> bf16 -> fp32 by hand: round to nearest, ties to even, on the upper 16 bits."""
+    u = a.astype(np.float32).view(np.uint32)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def _cast_kernel(out_dtype):
+    @nki.jit
+    def cast_load_store(x):
+        """An fp32 input loaded as bf16 (a converting load), stored into an `out_dtype` output
+        (a converting store for fp32)."""
+        out = nl.ndarray(x.shape, dtype=out_dtype, buffer=nl.shared_hbm)
+        t = nl.load(x, dtype=nl.bfloat16)
+        nl.store(out, value=t)
+        return out
+    return cast_load_store
+
+
+@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
+def test_converting_transfers_count_each_side(tmp_path, out_dtype):
+    """A load that converts fp32 -> bf16 reads 4 bytes per element of HBM and writes 2 of SBUF;
+    a store of that bf16 tile into an fp32 output reads 2 of SBUF and writes 4 of HBM
+    (docs/cost-model.md 9.3). The profile summary (from the trace) and the statistics (from
+    the run) agree on every figure, counted by hand."""
+    x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
+    kern = _cast_kernel(getattr(nl, out_dtype))
+    ntff, neff = str(tmp_path / f"{out_dtype}.ntff"), str(tmp_path / f"{out_dtype}.neff")
+    out = nki.baremetal(kern, save_neff_name=neff, save_trace_name=ntff)(x)
+    # the values: x rounded to bf16 (and back to fp32 for an fp32 output)
+    got = np.asarray(out, dtype=np.float32)
+    np.testing.assert_array_equal(got, _bf16_round(x))
+    n = 128 * 512
+    out_bytes = 4 * n if out_dtype == "float32" else 2 * n
+    p = _command("view", "--output-format", "summary-json", "-n", neff, "-s", ntff)
+    assert p.returncode == 0, p.stderr
+    s = next(iter(json.loads(p.stdout).values()))
+    assert s["hbm_read_bytes"] == 4 * n            # the fp32 source, not the bf16 tile
+    assert s["hbm_write_bytes"] == out_bytes
+    assert s["input_queue_bytes"] == 4 * n
+    assert s["output_queue_bytes"] == out_bytes
+    assert s["sbuf_write_bytes"] == 2 * n          # the bf16 tile, written once
+    assert s["sbuf_read_bytes"] == 2 * n           # and read once by the store
+    r = ncsim.run(ncsim.load(neff), {"x": x}, timing_only=True)
+    assert r.summary["hbm_read_bytes"] == 4 * n
+    assert r.summary["hbm_write_bytes"] == out_bytes
+    assert r.summary["dma_bytes"] == 2 * n + out_bytes  # what the two transfers delivered
