@@ -10,13 +10,14 @@ import inspect
 import numpy as np
 import pytest
 
-import ncsim
 from ncsim import nki
 import ncsim.nki.isa as nisa
 import ncsim.nki.language as nl
 
 # the same sums in the same order, one accumulator live at a time (no spill): the reference
 from test_nki_psum_spill import k_n_outer as k_one  # noqa: E402  (python/tests/nki)
+# its inputs and its per-engine listing of a lowered program
+from test_nki_psum_spill import _args, _by_engine  # noqa: E402
 
 
 @nki.jit
@@ -80,23 +81,6 @@ def k_named(lhsT, rhs):
         a15 += nisa.nc_matmul(lt, nl.load(rhs[128 * k:128 * (k + 1), 7680:8192]))
     for n, t in enumerate((a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)):
         nl.store(out[:, 512 * n:512 * (n + 1)], value=nl.copy(t))
-    return out
-
-
-def _args(K, M, NT, seed=0):
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal((K, M), dtype=np.float32),
-            rng.standard_normal((K, 512 * NT), dtype=np.float32))
-
-
-def _by_engine(low):
-    """engine -> its instructions (the program assembled, loops unrolled)."""
-    out, eng = {}, None
-    for ln in ncsim.assemble(low.text).disassemble().splitlines():
-        if ln.startswith(".engine "):
-            eng = ln.split()[1]
-        elif ln.startswith(" ") and eng is not None:
-            out.setdefault(eng, []).append(ln.strip())
     return out
 
 
