@@ -1464,13 +1464,17 @@ def _resolve_block(v):
 
 def _on_block(bb, blk, dt, shape, pdim, p0, strides, off, lo, hi, chk):
     """The view (dt, shape, pdim, p0, strides, offset off in the tensor's logical layout,
-    spanning elements [lo, hi] of it) of block blk's buffer, allocated (or reloaded) now."""
-    a = T().block_alloc(bb, blk)
+    spanning elements [lo, hi] of it) of block blk's buffer, allocated (or reloaded) now;
+    the block's buffer taken directly when it has one (Tracer.block_alloc's first test)."""
+    a = bb.allocs.get(blk)
+    if a is None or a.slot is None or _tracer[0] is None:
+        a = T().block_alloc(bb, blk)
     shift = blk * bb.felems
     r = Tensor(a.slot, a, dt, shape, pdim, p0, strides, off - shift)
     r.chk = chk
-    if _fast[0] and pdim is not None:
-        # box() of the resolved view, from the span already computed (Tensor._box)
+    if _fast[0] and pdim is not None and a.slot.id >= 0:
+        # box() of the resolved view, from the span already computed (Tensor._box); not in
+        # a first pass, whose private buffers (id -1) no dependence is recorded on
         sz = dt.itemsize
         r._bx = (a.slot, p0, p0 + shape[pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
     return r
@@ -1790,20 +1794,7 @@ def _adv_index_memo(t, key, resolve=False):
         fe = bb.felems
         blk = lo // fe
         if hi // fe == blk and lo >= 0:
-            # _on_block, its block's buffer taken directly when it has one
-            a = bb.allocs.get(blk)
-            if a is None or a.slot is None or _tracer[0] is None:
-                a = T().block_alloc(bb, blk)
-            shift = blk * fe
-            dt = t.dtype
-            r = Tensor(a.slot, a, dt, shape, pd, p0, strides, off - shift)
-            r.chk = chk
-            if pd is not None and not a.slot.id < 0:
-                # its box(), from the span computed here (Tensor._box); not in a first pass,
-                # whose private buffers (id -1) no dependence is recorded on
-                sz = dt.itemsize
-                r._bx = (a.slot, p0, p0 + shape[pd], (lo - shift) * sz, (hi - shift + 1) * sz)
-            return r
+            return _on_block(bb, blk, t.dtype, shape, pd, p0, strides, off, lo, hi, chk)
     v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, strides, off)
     v.chk = chk
     v._sp = (off + elo, off + ehi)
