@@ -3559,7 +3559,16 @@ class Tracer:
         idx = self.count[ag]
         deps = {}
         self.exact = [] if self.pol.schedule_window > 1 and not self.fast else None
-        blks = None
+        blks = self._replayed_blocks(brefs) if brefs else None
+        if not self.fast:
+            for key, bx, w in accs:
+                self._access(key, bx, w, ag, idx, deps)
+        self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc, blks)
+
+    def _replayed_blocks(self, brefs):
+        """The block uses of a replayed instruction (brefs: [(BlockBuf, block, write, loaded)]),
+        made as emit makes them: their Allocs, in order."""
+        blks = []
         for bb, blk, w, ld in brefs:
             a = bb.allocs.get(blk)
             if a is None or a.slot is None:
@@ -3567,11 +3576,8 @@ class Tracer:
             if w:
                 a.written = True
             self.block_used(a, w, _steady.REPLAYED if ld else None)
-            blks = (blks or []) + [a]
-        if not self.fast:
-            for key, bx, w in accs:
-                self._access(key, bx, w, ag, idx, deps)
-        self._emit_tail(eng, text, ag, idx, deps, queue, internal, line, inc, blks)
+            blks.append(a)
+        return blks
 
     def replay_log(self, e, ag, queue, internal, line, inc, cost, text, accs, brefs):
         """replay_emit with the access log (self.acclog, so not in a first pass and with the
@@ -3581,18 +3587,7 @@ class Tracer:
         idx = self.count[ag]
         accs[0] = ag
         accs[1] = idx
-        blks = None
-        for bb, blk, w, ld in brefs:
-            a = bb.allocs.get(blk)
-            if a is None or a.slot is None:
-                raise _steady.Mismatch("a replayed instruction's block has no buffer")
-            if w:
-                a.written = True
-            self.block_used(a, w, _steady.REPLAYED if ld else None)
-            if blks is None:
-                blks = [a]
-            else:
-                blks.append(a)
+        blks = self._replayed_blocks(brefs) if brefs else None
         nd = Node(e, text, line, None, ag, idx)
         nd.pin = self.pinned > 0
         nd.cost = cost
