@@ -587,3 +587,31 @@ int pb_next(pb_in_t *in, pb_field_t *f)
     default: return -1;
     }
 }
+
+/* ---- busy time -------------------------------------------------------------------------------- */
+
+static int interval_cmp(const void *x, const void *y)
+{
+    const trc_interval_t *p = x, *q = y;
+    if (p->start != q->start)
+        return p->start < q->start ? -1 : 1;
+    return p->end < q->end ? -1 : p->end > q->end;
+}
+
+uint64_t trc_interval_union(trc_interval_t *v, size_t n)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, interval_cmp);
+    uint64_t sum = 0, cs = v[0].start, ce = v[0].end;
+    for (size_t i = 1; i < n; i++) {
+        if (v[i].start > ce) {
+            sum += ce - cs;
+            cs = v[i].start;
+            ce = v[i].end;
+        } else if (v[i].end > ce) {
+            ce = v[i].end;
+        }
+    }
+    return sum + (ce - cs);
+}

@@ -16,6 +16,7 @@
 
 #include "report_load.h"
 #include "trace.h"
+#include "trace_internal.h"
 
 static const struct {
     const char *key;
@@ -296,9 +297,7 @@ static ncsim_status_t from_stats(const char *path, json_t *root, uint32_t core, 
 
 /* ---- from a trace ------------------------------------------------------------------------- */
 
-typedef struct interval {
-    uint64_t start, end;
-} interval_t;
+typedef trc_interval_t interval_t;
 
 typedef struct intervals {
     interval_t *v;
@@ -319,33 +318,6 @@ static int iv_add(intervals_t *s, uint64_t start, uint64_t end)
     s->v[s->n].end = end;
     s->n++;
     return 0;
-}
-
-static int iv_cmp(const void *a, const void *b)
-{
-    const interval_t *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return x->end < y->end ? -1 : x->end > y->end;
-}
-
-/* Length of the union of the intervals (sorts them). */
-static uint64_t iv_union(intervals_t *s)
-{
-    if (!s->n)
-        return 0;
-    qsort(s->v, s->n, sizeof *s->v, iv_cmp);
-    uint64_t sum = 0, cs = s->v[0].start, ce = s->v[0].end;
-    for (size_t i = 1; i < s->n; i++) {
-        if (s->v[i].start > ce) {
-            sum += ce - cs;
-            cs = s->v[i].start;
-            ce = s->v[i].end;
-        } else if (s->v[i].end > ce) {
-            ce = s->v[i].end;
-        }
-    }
-    return sum + (ce - cs);
 }
 
 typedef struct scan {
@@ -593,10 +565,10 @@ static ncsim_status_t from_trace(const char *path, uint32_t core, unsigned flags
     if (st == NCSIM_OK) {
         t->have_memory = 1;
         for (int e = 0; e < ISA_ENGINE_COUNT; e++)
-            t->engine_active_ps[e] = iv_union(&s.engine[e]);
-        t->dma_active_ps = iv_union(&s.dma);
+            t->engine_active_ps[e] = trc_interval_union(s.engine[e].v, s.engine[e].n);
+        t->dma_active_ps = trc_interval_union(s.dma.v, s.dma.n);
         double T = secs(t->total_ps);
-        double active = secs(iv_union(&s.all));
+        double active = secs(trc_interval_union(s.all.v, s.all.n));
         trc_profile_set(p, TRC_PF_TOTAL_EXEC_TIME,
                         s.have_exec ? secs(s.exec_end - s.exec_start) : 0.0);
         trc_profile_set(p, TRC_PF_TOTAL_ACTIVE_TIME, active);

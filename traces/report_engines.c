@@ -12,34 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_interval(const void *x, const void *y)
-{
-    const interval_t *p = x, *q = y;
-    if (p->a != q->a)
-        return p->a < q->a ? -1 : 1;
-    return p->b < q->b ? -1 : p->b > q->b;
-}
-
-/* Time covered by a set of intervals (sorted here). */
-static uint64_t union_length(interval_t *iv, size_t n)
-{
-    if (!n)
-        return 0;
-    qsort(iv, n, sizeof *iv, cmp_interval);
-    uint64_t total = 0, a = iv[0].a, b = iv[0].b;
-    for (size_t k = 1; k < n; k++) {
-        if (iv[k].a <= b) {
-            if (iv[k].b > b)
-                b = iv[k].b;
-            continue;
-        }
-        total += b - a;
-        a = iv[k].a;
-        b = iv[k].b;
-    }
-    return total + (b - a);
-}
-
 /* One slice into its track's instruction kinds. */
 static int kind_add(rtrack_t *t, const rs_t *x)
 {
@@ -213,11 +185,11 @@ static int dma_figures(model_t *m, rtrack_t **order, size_t norder)
                         if (x->acc)
                             rep->hbm_read += x->bytes;
                     }
-                    iv[n].a = x->ts;
-                    iv[n++].b = x->ts + x->dur;
+                    iv[n].start = x->ts;
+                    iv[n++].end = x->ts + x->dur;
                 }
             }
-            d->busy_ps = union_length(iv, n);
+            d->busy_ps = trc_interval_union(iv, n);
             free(iv);
         }
         i = j;
@@ -239,7 +211,7 @@ static int link_and_collective_figures(model_t *m)
         o->gbps = l->gbps;
         o->transfers = l->transfers;
         o->bytes = l->bytes;
-        o->busy_ps = union_length(l->iv, l->niv);
+        o->busy_ps = trc_interval_union(l->iv, l->niv);
     }
     for (size_t i = 0; i < m->ncolls; i++) {
         const rcoll_t *c = &m->colls[i];

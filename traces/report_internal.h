@@ -26,6 +26,7 @@
 
 #include "report.h"
 #include "trace.h"
+#include "trace_internal.h"
 
 /* ---- lists (report.c) ------------------------------------------------------------------------ */
 
@@ -121,9 +122,7 @@ typedef struct rtrack {
     size_t nkinds, cap_kinds;
 } rtrack_t;
 
-typedef struct interval {
-    uint64_t a, b;
-} interval_t;
+typedef trc_interval_t interval_t;
 
 /* A NeuronLink direction seen in link slices. */
 typedef struct rlink {

@@ -165,8 +165,8 @@ static int link_slice(model_t *m, const trc_slice_t *s)
     interval_t *iv = rpt_push((void **)&l->iv, &l->niv, &l->cap_iv, sizeof *l->iv);
     if (!iv)
         return -1;
-    iv->a = s->ts_ps;
-    iv->b = s->ts_ps + s->dur_ps;
+    iv->start = s->ts_ps;
+    iv->end = s->ts_ps + s->dur_ps;
     return 0;
 }
 

@@ -220,6 +220,13 @@ typedef struct arg_value {
  * *d (reals) or *s (strings, "" for none); 0 when it is zero and f is not `always` (the
  * writers leave it out), else 1. */
 int trc_get_field(const trc_field_t *f, const void *base, uint64_t *u, double *d, const char **s);
+/* A span of time [start, end) in picoseconds, and the time a set of them covers (overlaps
+ * counted once; sorts the array). Engine busy time in the report and the profile summary. */
+typedef struct trc_interval {
+    uint64_t start, end;
+} trc_interval_t;
+uint64_t trc_interval_union(trc_interval_t *v, size_t n);
+
 /* Returns the field index set, or -1 when the key is not a field. STR fields point into
  * value text, which must outlive the use of the struct. */
 int trc_set_field(const trc_field_t *f, unsigned nf, void *base, const char *key, size_t keylen,

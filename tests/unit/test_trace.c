@@ -1720,9 +1720,28 @@ static void test_deadlock_trace(void **state)
     assert_true(st.slices == 1);
 }
 
+/* trc_interval_union: the time a set of spans covers, overlaps and repeats counted once
+ * (values worked by hand). */
+static void test_interval_union(void **state)
+{
+    (void)state;
+    assert_int_equal(trc_interval_union(NULL, 0), 0);
+    trc_interval_t one[] = {{5, 9}};
+    assert_int_equal(trc_interval_union(one, 1), 4);
+    /* unsorted; [0,10) and [4,6) nested; [10,12) touches [0,10); [20,25) apart; [22,30)
+     * overlaps it; an empty span [40,40): 12 + 10 = 22 */
+    trc_interval_t v[] = {{20, 25}, {4, 6}, {10, 12}, {0, 10}, {22, 30}, {40, 40}, {4, 6}};
+    assert_int_equal(trc_interval_union(v, sizeof v / sizeof *v), 22);
+    /* sorted by start, then end */
+    assert_int_equal(v[0].start, 0);
+    assert_int_equal(v[1].start, 4);
+    assert_int_equal(v[6].start, 40);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_interval_union),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_roundtrip_json),
         cmocka_unit_test(test_roundtrip_json_gz),
