@@ -157,13 +157,13 @@ def _check_tile(buf, idx, P, fbytes, itemsize, place):
     """The rules of one placed tile (docs/nki.md, "Direct allocation"): located errors."""
     bank, part, addr = place
     at = f"tile {idx} of {buf!r}" if idx else f"the tensor in {buf!r}"
-    if part < 0 or part + P > C.PMAX:
-        error("err_invalid_allocation", f"{at}: partitions {part}..{part + P - 1} are outside "
-              f"the {C.PMAX} partitions")
     if part and (P > 64 or (P > 32 and part % 64) or part % 32):
         error("err_invalid_allocation", f"{at}: a tile of {P} partitions cannot start at "
               f"partition {part} (starts allowed: 0 for more than 64 partitions, 0 or 64 for "
               "33..64, a multiple of 32 for 32 or fewer)")
+    if part < 0 or part + P > C.PMAX:
+        error("err_invalid_allocation", f"{at}: partitions {part}..{part + P - 1} are outside "
+              f"the {C.PMAX} partitions")
     if buf.kind == "sbuf":
         if addr < 0 or addr >= SBUF_USABLE:
             error("err_invalid_allocation", f"{at}: byte address {addr} is outside [0, "
@@ -330,8 +330,9 @@ def _api_name():
         mod = f.f_globals.get("__name__", "")
         if mod.startswith("ncsim.nki."):
             short = {"ncsim.nki.language": "nl", "ncsim.nki.isa": "nisa"}.get(mod)
-            if short and not f.f_code.co_name.startswith("_"):
-                name = f"{short}.{f.f_code.co_name}"
+            fn = getattr(f.f_code, "co_qualname", f.f_code.co_name).split(".")[0]
+            if short and not fn.startswith("_"):
+                name = f"{short}.{fn}"       # (a deferred result's emit: its call's name)
         elif name is not None or not mod.startswith("ncsim"):
             break
         f = f.f_back
@@ -351,11 +352,16 @@ def _refuse_auto(tr, kind, dt, shape, pdim, site=None, name=""):
         error("err_mixed_allocation", "automatic and direct allocation cannot be mixed in one "
               "kernel: this instruction's result is not placed (write it into a directly "
               "allocated tensor, t[...] = ..., instead of binding a new name)")
+    hidden_tensor("an intermediate result")
+
+
+def hidden_tensor(what):
+    """A call that needs a tensor the compiler would make, in a kernel with direct allocation."""
     api = _api_name() or "this call"
     error("err_direct_allocation_hidden_tensor", f"{api} needs a tensor the compiler would "
-          "allocate itself (an identity matrix, an intermediate result), which a kernel with "
-          "direct allocation cannot have (automatic and direct allocation cannot be mixed): "
-          "write it with calls whose every operand and result is placed")
+          f"allocate itself ({what}), which a kernel with direct allocation cannot have "
+          "(automatic and direct allocation cannot be mixed): write it with calls whose "
+          "every operand and result is placed")
 
 
 def auto_declared(tr, kind):

@@ -1366,6 +1366,8 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kw):
 
 def transpose(x, *, dtype=None, mask=None, **kw):
     x = _tile(x)
+    if T().direct is not None:
+        _cc().hidden_tensor("the identity matrix of a transpose on the Tensor engine")
     if len(x.shape) != 2:
         error("err_unsupported_shape", "nl.transpose takes a 2-D tile")
     P, F = x.shape
