@@ -3965,6 +3965,10 @@ class Tracer:
                 self._matmul_at(p.line, dm, stat, mov, True)
             else:
                 # PSUM written by another engine: matmul into a temporary, then add
+                if self.direct is not None:
+                    from . import compiler
+                    compiler.hidden_tensor("a temporary for the product, added to PSUM that "
+                                           "another engine wrote", "this += of a matmul")
                 value.pend = p
                 self.pending = value
                 self.flush(value)

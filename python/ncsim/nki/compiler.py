@@ -355,9 +355,9 @@ def _refuse_auto(tr, kind, dt, shape, pdim, site=None, name=""):
     hidden_tensor("an intermediate result")
 
 
-def hidden_tensor(what):
+def hidden_tensor(what, api=None):
     """A call that needs a tensor the compiler would make, in a kernel with direct allocation."""
-    api = _api_name() or "this call"
+    api = api or _api_name() or "this call"
     error("err_direct_allocation_hidden_tensor", f"{api} needs a tensor the compiler would "
           f"allocate itself ({what}), which a kernel with direct allocation cannot have "
           "(automatic and direct allocation cannot be mixed): write it with calls whose "

@@ -517,3 +517,43 @@ def test_block_tensor_in_a_loop_is_not_replayed():
     np.testing.assert_array_equal(nki.simulate_kernel(k, x), x)
     loops = nki.lower(k, x).loops
     assert loops and all("directly allocated" in str(lp) for lp in loops), loops
+
+
+def test_matmul_onto_vector_written_psum_refused():
+    """+= of a matmul onto PSUM another engine wrote needs a temporary: refused."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 128), nl.float32, buffer=nl.shared_hbm)
+        a = nl.ndarray((128, 128), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+        p = nl.ndarray((128, 128), nl.float32, buffer=ncc.psum.mod_alloc(base_bank=0))
+        r = nl.ndarray((128, 128), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=512))
+        a[...] = nl.load(x)
+        p[...] = nl.add(a, a)
+        p += nisa.nc_matmul(a, a)  # HERE
+        r[...] = nl.copy(p)
+        nl.store(out, value=r)
+        return out
+    _raises(k, [XS], "err_direct_allocation_hidden_tensor", "+= of a matmul", "HERE")
+
+
+def test_lower_reports_placements():
+    ents = [e for e in nki.lower(ring_exp(3), X).tensors if "placement" in e]
+    assert [(e["space"], e["blocks"], e["buffers"], e["buffer_bytes"], e["logical_bytes"])
+            for e in ents] == [("sbuf", NT, 3, C * 4, NT * C * 4)] * 2
+    assert ents[0]["placement"].startswith("ncc.sbuf.mod_alloc(base_addr=0,")
+    assert ents[1]["placement"].startswith(f"ncc.sbuf.mod_alloc(base_addr={3 * C * 4},")
+
+
+def test_force_auto_alloc_above_jit():
+    """@ncc.force_auto_alloc over @nki.jit works too, and allows initial values."""
+    @ncc.force_auto_alloc
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 128), nl.float32, buffer=nl.shared_hbm)
+        z = nl.zeros((128, 128), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+        a = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
+        a[...] = nl.load(x)
+        z[...] = nl.add(z, a)
+        nl.store(out, value=z)
+        return out
+    np.testing.assert_array_equal(nki.simulate_kernel(k, XS), XS)
