@@ -557,3 +557,40 @@ def test_force_auto_alloc_above_jit():
         nl.store(out, value=z)
         return out
     np.testing.assert_array_equal(nki.simulate_kernel(k, XS), XS)
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_plain_placed_tiles_in_a_long_loop(inside):
+    """Tiles without block dimensions, declared before a 40-iteration loop (replayed: their
+    places do not change) or inside it (not replayed), are one physical tile each: values as
+    NumPy, and every load of x waits for the exp that read the previous one."""
+    n = 40
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((n * 128, 64), nl.float32, buffer=nl.shared_hbm)
+        if not inside:
+            a = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+            e = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=256))
+        for i in nl.affine_range(n):
+            if inside:
+                a = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+                e = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=256))
+            a[...] = nl.load(x[i * 128:(i + 1) * 128, :])
+            e[...] = nl.exp(a)
+            nl.store(out[i * 128:(i + 1) * 128, :], value=e)
+        return out
+    x = RNG.normal(size=(n * 128, 64)).astype(np.float32)
+    np.testing.assert_allclose(nki.simulate_kernel(k, x), np.exp(x), rtol=2e-6)
+    loops = nki.lower(k, x).loops
+    assert len(loops) == 1
+    if inside:
+        assert "directly allocated tensor is declared" in str(loops[0]["refused"]), loops
+    else:
+        assert loops[0]["replayed"] > 0 and loops[0]["refused"] is None, loops
+    text = _unrolled(k, x)
+    loads = [s for s in _engine_lines(text, "sp") if s.startswith("dma ")]
+    assert len(loads) == n
+    for i, s in enumerate(loads):
+        assert s.startswith("dma sb:fp32@0:128+0[1x64]"), s
+        assert re.findall(r"wait s_act >= (\d+)", s) == ([str(i)] if i else []), s
