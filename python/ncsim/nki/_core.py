@@ -3345,9 +3345,9 @@ class Tracer:
                         "reloaded_bytes": moved[1],
                         "rematerialized_bytes": 0, "loads_at_uses": False, "reissued_loads": 0})
         # directly allocated tensors (compiler.py): where the kernel placed them
-        for name, line, kind, shape, dt, buf, table, fbytes in self.direct_tensors:
+        for name, line, kind, shape, dt, buf, table, fbytes, nblk in self.direct_tensors:
             out.append({"name": name, "line": line, "space": kind, "shape": shape,
-                        "dtype": dt.name, "blocks": len(table) if len(table) > 1 else 0,
+                        "dtype": dt.name, "blocks": nblk,
                         "logical_bytes": len(table) * fbytes, "buffers": len(set(table)),
                         "buffer_bytes": fbytes, "peak_live_blocks": None, "spilled_bytes": 0,
                         "reloaded_bytes": 0, "rematerialized_bytes": 0, "loads_at_uses": False,
@@ -3875,6 +3875,10 @@ class Tracer:
                        f"{r['reloaded_bytes']}, reloaded from inputs {r['rematerialized_bytes']} bytes"
                        + (f" (its loads issued at its {r['reissued_loads']} uses)"
                           if r['loads_at_uses'] else ""))
+        for name, line, kind, shape, dt, buf, table, fbytes, nblk in self.direct_tensors:
+            out.append(f"; placed tensor {name or '(unnamed)'} {kind} {list(shape)} {dt.name} "
+                       f"(line {line}): {buf!r}, {len(table)} tiles of {fbytes} bytes on "
+                       f"{len(set(table))} physical tiles")
         for sl in self.slots:
             if sl.kind == "sbuf":
                 out.append(f".sbuf {sl.name} u8 [128, {sl.size}] +{sl.offset}")

@@ -268,7 +268,8 @@ def new_direct(tr, buf, dt, dims, pd, name):
         st[i] = acc
         acc *= dims[i]
     line = tr.line()
-    tr.direct_tensors.append((name, line, kind, tuple(dims), dt, buf, table, fbytes))
+    tr.direct_tensors.append((name, line, kind, tuple(dims), dt, buf, table, fbytes,
+                              C._prod(bshape) if bshape else 0))
     if not bshape:
         part, eoff = table[0]
         return C.Tensor(slot, _alloc(tr, slot, kind), dt, dims, 0, part, st, eoff)

@@ -542,6 +542,9 @@ def test_lower_reports_placements():
             for e in ents] == [("sbuf", NT, 3, C * 4, NT * C * 4)] * 2
     assert ents[0]["placement"].startswith("ncc.sbuf.mod_alloc(base_addr=0,")
     assert ents[1]["placement"].startswith(f"ncc.sbuf.mod_alloc(base_addr={3 * C * 4},")
+    text = nki.lower(ring_exp(3), X).text
+    assert f"8 tiles of {C * 4} bytes on 3 physical tiles" in text
+    assert ".sbuf sb0 u8 [128, 180224] +0" in text and ".psum" not in text
 
 
 def test_force_auto_alloc_above_jit():
