@@ -169,6 +169,8 @@ class Kernel:
             raise NkiError(f"{source}:{_def_line(func)}: error: [err_invalid_arguments] "
                            f"{func.__name__}: {e}") from None
         bound.apply_defaults()
+        if getattr(func, "_ncc_skip_middle_end", False):
+            pol = pol.copy(resident_loads="never")     # (ncc.skip_middle_end_transformations)
         # Pass 1 traces with block tensors unallocated and records when each block is used;
         # if the kernel has block tensors, pass 2 traces again, allocating by that liveness
         # (docs/nki.md, "Allocation").
@@ -202,6 +204,8 @@ class Kernel:
                 return type(r)(conv(x) for x in r)
             return r
         retn = conv(ret)
+        if tr.direct is not None:
+            compiler.check_outputs(tr, out_names)     # (direct allocation: no other HBM tensor)
         for b in tr.hbm:
             if b.name in out_names and b.written is None:
                 raise NkiError(f"{source}:{_def_line(func)}: error: "
@@ -249,6 +253,7 @@ class Kernel:
     @staticmethod
     def _trace(func, sig, bound, pol, source, prev, grid):
         tr = _core.Tracer(pol, source, prev=prev)
+        tr.force_auto = getattr(func, "_ncc_force_auto_alloc", False)
         params = {}
         _core._tracer[0] = tr
         try:

@@ -715,7 +715,7 @@ class BlockBuf:
     __slots__ = ("kind", "dtype", "bshape", "nblk", "P", "felems", "fbytes", "name", "ordinal",
                  "allocs", "site", "lazy_zero", "fill", "scratch", "line", "shape", "used",
                  "spilled", "reloaded", "remat_bytes", "peak", "live", "pure", "srcs", "sunk",
-                 "reissued", "psave", "tpts")
+                 "reissued", "psave", "tpts", "direct")
 
     def __init__(self, kind, dt, shape, pdim, name, ordinal, line):
         self.kind = kind
@@ -746,6 +746,8 @@ class BlockBuf:
         self.reissued = 0          # loads issued again at uses
         self.psave = None          # PSUM: the SBUF BlockBuf its spilled blocks are copied to
         self.tpts = None           # SBUF copies of plain PSUM tiles: block -> the tile's number
+        self.direct = None         # compiler.Placed of a directly allocated tensor (with sunk
+                                   # set, so that its views resolve through sunk_read)
 
 
 # --------------------------------------------------------------------------- tensors
@@ -2207,6 +2209,12 @@ class Tracer:
         # block tensors whose loads are issued at their uses (second pass; _choose_sunk)
         self.sunk = self._choose_sunk(prev) if prev is not None else frozenset()
         self.load_whole = False                # in the transfer of a whole nl.load (language.py)
+        # direct allocation (compiler.py): {kind: the Slot covering that memory} once the
+        # kernel places a tensor itself, and the placed tensors for report()
+        self.direct = None
+        self.direct_tensors = []
+        self.force_auto = False                # @ncc.force_auto_alloc
+        self.shared_lines = {}                 # shared_hbm tensor name -> its declaration's line
 
     # ---- loop scopes (LoopRange)
     def end_iteration(self, frame, outer, where):
@@ -2559,6 +2567,8 @@ class Tracer:
         such a load: the block then gets a buffer (and its data) as any block, and the
         assignment is emitted as usual."""
         bb = t.buf
+        if bb.direct is not None:
+            return False                   # a directly allocated tensor (compiler.Placed)
         one = _one_block(t, key)
         if one is None or one[1] < 0:
             return False
@@ -2621,7 +2631,10 @@ class Tracer:
     def sunk_read(self, bb, blk, v):
         """View v of block blk of a tensor whose loads are issued at its uses: the load of
         what v reads, issued now into a buffer of its own, and v's view of that buffer, which
-        is free again when the view dies. None when the block has a buffer or no data."""
+        is free again when the view dies. None when the block has a buffer or no data. A
+        directly allocated tensor's view: that of the block's placed tile (compiler.Placed)."""
+        if bb.direct is not None:
+            return bb.direct.view(self, bb, blk, v)
         a = bb.allocs.get(blk)
         if a is None or a.slot is None or a.slot.id >= 0:
             return None
@@ -3331,6 +3344,14 @@ class Tracer:
                         "peak_live_blocks": None, "spilled_bytes": moved[0],
                         "reloaded_bytes": moved[1],
                         "rematerialized_bytes": 0, "loads_at_uses": False, "reissued_loads": 0})
+        # directly allocated tensors (compiler.py): where the kernel placed them
+        for name, line, kind, shape, dt, buf, table, fbytes, nblk in self.direct_tensors:
+            out.append({"name": name, "line": line, "space": kind, "shape": shape,
+                        "dtype": dt.name, "blocks": nblk,
+                        "logical_bytes": len(table) * fbytes, "buffers": len(set(table)),
+                        "buffer_bytes": fbytes, "peak_live_blocks": None, "spilled_bytes": 0,
+                        "reloaded_bytes": 0, "rematerialized_bytes": 0, "loads_at_uses": False,
+                        "reissued_loads": 0, "placement": repr(buf)})
         return out
 
     def _pick_slot(self, kind, nbytes, site):
@@ -3854,6 +3875,10 @@ class Tracer:
                        f"{r['reloaded_bytes']}, reloaded from inputs {r['rematerialized_bytes']} bytes"
                        + (f" (its loads issued at its {r['reissued_loads']} uses)"
                           if r['loads_at_uses'] else ""))
+        for name, line, kind, shape, dt, buf, table, fbytes, nblk in self.direct_tensors:
+            out.append(f"; placed tensor {name or '(unnamed)'} {kind} {list(shape)} {dt.name} "
+                       f"(line {line}): {buf!r}, {len(table)} tiles of {fbytes} bytes on "
+                       f"{len(set(table))} physical tiles")
         for sl in self.slots:
             if sl.kind == "sbuf":
                 out.append(f".sbuf {sl.name} u8 [128, {sl.size}] +{sl.offset}")
@@ -3944,6 +3969,10 @@ class Tracer:
                 self._matmul_at(p.line, dm, stat, mov, True)
             else:
                 # PSUM written by another engine: matmul into a temporary, then add
+                if self.direct is not None:
+                    from . import compiler
+                    compiler.hidden_tensor("a temporary for the product, added to PSUM that "
+                                           "another engine wrote", "this += of a matmul")
                 value.pend = p
                 self.pending = value
                 self.flush(value)
@@ -4024,8 +4053,8 @@ class Tracer:
         a = t.alloc
         if a is not None and a.lazy_zero:
             a.lazy_zero = False
-            if a.acc_started:
-                return
+            if a.acc_started or a.slot.owner == "direct":
+                return              # (a directly placed tile starts with what its bytes hold)
             whole = Tensor(a.slot, a, t.dtype, (PMAX, a.slot.size // 4), 0, 0, [None, 1], 0)
             whole.dtype = D.float32
             self.emit("dve", f"memset {whole.text()}, 0.0", writes=[whole])

@@ -657,9 +657,18 @@ def ndarray(shape, dtype, *, buffer=None, name="", **kw):
     dt = as_dtype(dtype)
     kind = _buf_kind(buffer)
     tr = T()
+    if type(buffer) is not _Buffer and getattr(buffer, "direct", False) and not tr.force_auto:
+        return _cc().new_direct(tr, buffer, dt, dims, pd, name)
+    if tr.direct is not None and kind != "shared_hbm":
+        _cc().auto_declared(tr, kind)
     if kind in ("hbm", "shared_hbm"):
         return _hbm_new(tr, dims, dt, kind, name)
     return tr.new_onchip(kind, dt, dims, pd, name=name)
+
+
+def _cc():
+    from . import compiler
+    return compiler
 
 
 def _hbm_new(tr, dims, dt, kind, name):
@@ -673,19 +682,22 @@ def _hbm_new(tr, dims, dt, kind, name):
         else:
             b = tr.new_hbm(name or f"out{i}", dt, dims, "output")
             tr.shared_outputs.append(b)
+            tr.shared_lines[b.name] = tr.line()      # (direct allocation: returned?)
         return tr.hbm_tensor(b)
     b = tr.new_hbm(name or "scratch", dt, dims, "scratch")
     return tr.hbm_tensor(b)
 
 
 def _filled(shape, value, dtype, buffer, name):
-    if getattr(buffer, "direct", False):
+    tr = T()
+    if getattr(buffer, "direct", False) and not tr.force_auto:
         error("err_direct_allocation_init_value", f"a tensor in {buffer!r} cannot be created with "
               "an initial value (direct allocation): declare it with nl.ndarray and fill it")
     dims, pd = split_shape(shape)
     dt = as_dtype(dtype)
     kind = _buf_kind(buffer)
-    tr = T()
+    if tr.direct is not None:
+        _cc().auto_declared(tr, kind)
     if kind in ("hbm", "shared_hbm"):
         error("err_hbm_tensor_with_init_value_not_supported",
               "HBM tensors cannot be created with an initial value; nl.store a value into them")
@@ -1354,6 +1366,8 @@ def matmul(x, y, *, transpose_x=False, mask=None, **kw):
 
 def transpose(x, *, dtype=None, mask=None, **kw):
     x = _tile(x)
+    if T().direct is not None:
+        _cc().hidden_tensor("the identity matrix of a transpose on the Tensor engine")
     if len(x.shape) != 2:
         error("err_unsupported_shape", "nl.transpose takes a 2-D tile")
     P, F = x.shape

@@ -181,9 +181,8 @@ def test_calls_still_refused_say_why():
 
 
 def test_direct_allocation():
-    """ncc allocations run (ncsim places the tensors itself: the values are the same), their
-    arguments are checked, and initial values are refused as NKI does."""
-    import warnings
+    """ncc allocations run at the places they give (test_nki_direct_alloc.py has the rest),
+    their arguments are checked, and initial values are refused as NKI does."""
     import ncsim.nki.compiler as ncc
 
     @nki.jit
@@ -191,19 +190,20 @@ def test_direct_allocation():
         out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
         t = nl.ndarray((2, nl.par_dim(128), 64), nl.float32,
                        buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+        e = nl.ndarray((128, 64), nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=512))
         ps = nl.ndarray((128, 64), nl.float32, buffer=ncc.psum.mod_alloc(base_bank=2))
         for i in nl.affine_range(2):
             t[i] = nl.load(a[:, 64 * i:64 * (i + 1)])
         ps[...] = nl.add(t[0], t[1])
-        nl.store(out[:, 0:64], value=nl.exp(ps))
+        e[...] = nl.exp(ps)
+        nl.store(out[:, 0:64], value=e)
         nl.store(out[:, 64:128], value=t[1])
         return out
     x = np.linspace(-2, 2, 128 * 128, dtype=np.float32).reshape(128, 128)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        y = nki.simulate_kernel(k, x)
+    y = nki.simulate_kernel(k, x)
     np.testing.assert_allclose(y[:, :64], np.exp(x[:, :64] + x[:, 64:]), rtol=1e-6)
     np.testing.assert_array_equal(y[:, 64:], x[:, 64:])
+    assert "ps:fp32@0:128+4096[" in nki.lower(k, x).text        # bank 2
 
     for bad, needle in [(lambda: ncc.sbuf.mod_alloc(base_addr=-4), "base_addr"),
                         (lambda: ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(0,)), "num_free_tiles"),
