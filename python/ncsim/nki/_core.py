@@ -2056,12 +2056,12 @@ class Pending:
 class Node:
     __slots__ = ("eng", "text", "line", "waits", "agent", "idx", "deps", "cost", "pin")
 
-    def __init__(self, eng, text, line, waits, agent, idx):
+    def __init__(self, eng, text, line, waits, agent, idx, cost=0.0, pin=False):
         self.eng, self.text, self.line, self.waits, self.agent, self.idx = \
             eng, text, line, waits, agent, idx
         self.deps = None    # for the scheduler (_sched.py): [(agent, trace index)] it follows
-        self.cost = 0.0     # its estimated ns
-        self.pin = False    # traced inside ncc.no_reorder()
+        self.cost = cost    # its estimated ns
+        self.pin = pin      # traced inside ncc.no_reorder()
 
 
 class Resident:
@@ -3587,10 +3587,26 @@ class Tracer:
         idx = self.count[ag]
         accs[0] = ag
         accs[1] = idx
-        blks = self._replayed_blocks(brefs) if brefs else None
-        nd = Node(e, text, line, None, ag, idx)
-        nd.pin = self.pinned > 0
-        nd.cost = cost
+        if not brefs:
+            blks = None
+        elif self.live is not None:
+            # _replayed_blocks with block_used's second-pass part, inlined
+            blks = []
+            for bb, blk, w, ld in brefs:
+                a = bb.allocs.get(blk)
+                if a is None or a.slot is None:
+                    raise _steady.Mismatch("a replayed instruction's block has no buffer")
+                if w:
+                    a.written = True
+                    if a.remat is not None:
+                        if ld:
+                            a.remat.append(_steady.REPLAYED)
+                        else:
+                            a.remat = None
+                blks.append(a)
+        else:
+            blks = self._replayed_blocks(brefs)
+        nd = Node(e, text, line, None, ag, idx, cost, self.pinned > 0)
         accs.append(-1)
         self.acclog += accs
         self.count[ag] = idx + 1

@@ -38,6 +38,8 @@ import types
 import weakref
 from itertools import repeat
 import operator
+
+import numpy as np
 from operator import add as _add, attrgetter
 
 from . import _core as C
@@ -747,6 +749,13 @@ def _replay(tr, win, steps, times, own, rec=None):
         kind = tpl[0]
         if kind == "E" and log:
             prog.append((tpl, st, _fmt(tpl[2]), _log_plan(tr, tpl, vals)))
+        elif kind == "E" and tr.fast:
+            # (ag, internal, where the blocks' numbers start, the blocks (BlockBuf, write,
+            # loaded), whether any carries a PSUM accumulation state)
+            pb = tpl[8] + sum(2 * nd + (type(key) is C.BlockBuf) for key, nd, _ in tpl[5])
+            ag = C.ENG_ID[tpl[1]] if tpl[3] is None else len(C.ENGINES) + tpl[3]
+            prog.append((tpl, st, None, (ag, tpl[4], pb, tuple(x[:3] for x in tpl[9]),
+                                         any(x[3] is not None for x in tpl[9]))))
         elif kind == "E":
             keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
             prog.append((tpl, st, _fmt(tpl[2]), keys))
@@ -759,10 +768,32 @@ def _replay(tr, win, steps, times, own, rec=None):
     cur = [vals for _, vals in win]
     prog = [(tpl, st if any(st) else None, fmt, keys) for tpl, st, fmt, keys in prog]
     memo = [None] * len(prog)   # per event whose numbers do not move: its log entry and text
+    if times >= BULK_MIN and (log or tr.fast) and _bulk_ok(prog):
+        # windows without allocator decisions: the first two replayed event by event, the
+        # middle ones made in bulk from them (_bulk), the last event by event again (its
+        # releases leave the buffers as the full trace does)
+        n0, a0 = len(tr.nodes), len(tr.acclog) if log else 0
+        _windows(tr, prog, cur, memo, 1, sink, psum, seen, log)
+        n1, a1, t1, c1 = len(tr.nodes), len(tr.acclog) if log else 0, tr.tick, list(tr.count)
+        _windows(tr, prog, cur, memo, 1, sink, psum, seen, log)
+        _bulk(tr, prog, cur, times - 3, sink, log, (n0, n1, len(tr.nodes)),
+              (a0, a1, len(tr.acclog) if log else 0), tr.tick - t1,
+              [b - a for a, b in zip(c1, tr.count)])
+        _windows(tr, prog, cur, memo, 1, sink, psum, seen, log)
+    else:
+        _windows(tr, prog, cur, memo, times, sink, psum, seen, log)
+    if sink:
+        rec.forward(sink)
+
+
+def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
+    """_replay's event-by-event path: `times` windows, cur (each event's numbers in the last
+    window done) advanced."""
     emit = tr.replay_emit
     emit_log = tr.replay_log
     fast = tr.fast
     BlockBuf = C.BlockBuf
+    uses, count = tr.uses, tr.count
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
             if st is None:
@@ -774,16 +805,38 @@ def _replay(tr, win, steps, times, own, rec=None):
             kind = tpl[0]
             if kind == "E" and fast:
                 # a first pass that a second will replace: no dependences and no text, only the
-                # blocks' liveness and the counters (Tracer._emit_tail)
-                bk = tpl[9]
+                # blocks' liveness and the counters (Tracer.replay_emit, _replayed_blocks,
+                # block_used's first-pass part and _emit_tail, inlined)
+                ag, internal, p, bk, acc = keys
                 if bk:
-                    p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
-                                     for _, nd, _, isblk in keys)
-                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
-                    _set_acc(bk, brefs, psum, seen)
-                else:
-                    brefs = ()
-                emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+                    if acc:
+                        _set_acc(tpl[9], [(bb, v[p + jj], w, ld)
+                                          for jj, (bb, w, ld) in enumerate(bk)], psum, seen)
+                    tick = tr.tick
+                    for bb, w, ld in bk:
+                        blk = v[p]
+                        p += 1
+                        a = bb.allocs.get(blk)
+                        if a is None or a.slot is None:
+                            raise Mismatch("a replayed instruction's block has no buffer")
+                        ukey = (bb.ordinal, blk)
+                        lst = uses.get(ukey)
+                        if lst is None:
+                            uses[ukey] = [tick]
+                        elif lst[-1] != tick:
+                            lst.append(tick)
+                        if w:
+                            a.written = True
+                            if not ld:
+                                bb.pure = False
+                            if a.remat is not None:
+                                if ld:
+                                    a.remat.append(REPLAYED)
+                                else:
+                                    a.remat = None
+                count[ag] += 1
+                if not internal:
+                    tr.tick += 1
             elif kind == "E" and log:
                 # the node's entry of the access log, picked from the event's numbers (the
                 # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
@@ -904,8 +957,148 @@ def _replay(tr, win, steps, times, own, rec=None):
             else:
                 key = (tpl[1], fmt % v, tpl[3], tpl[4])
                 tr.nload[key] = tr.nload.get(key, 0) + 1
-    if sink:
-        rec.forward(sink)
+
+
+BULK_MIN = 4       # replayed windows from which the middle ones are made in bulk (_bulk)
+
+
+def _bulk_ok(prog):
+    """May _bulk make this loop's middle windows? Only when no event of a window asks the
+    allocator or a block anything: instructions that use no block, load records of plain
+    tiles, load counts and releases (of tiles the replay never takes again)."""
+    for tpl, st, fmt, keys in prog:
+        kind = tpl[0]
+        if kind == "E":
+            if tpl[9] or tpl[10] or any(type(key) is C.BlockBuf for key, _, _ in tpl[5]):
+                return False
+        elif kind == "L1":
+            if type(tpl[7]) is C.BlockBuf:
+                return False
+        elif kind not in ("L2", "R"):
+            return False
+    return True
+
+
+def _cols(v, st, m):
+    """Per number of an event, its values in the m windows after the one of v (st its steps
+    per window): ranges, or repeats of a number that does not move."""
+    return [range(a + s, a + (m + 1) * s, s) if s else repeat(a, m) for a, s in zip(v, st)]
+
+
+def _kmajor(per, m):
+    """Lists of m items per event -> one list, window by window (the events' order within)."""
+    n = len(per)
+    out = [None] * (n * m)
+    for i, x in enumerate(per):
+        out[i::n] = x
+    return out
+
+
+def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
+    """The m windows after the last replayed one (cur: each event's numbers there) made in bulk
+    from the two replayed before them, event by event (_bulk_ok: no allocator decisions):
+    each node a copy of that window's with its index moved by its agent's instructions per
+    window and its text's numbers by their steps; the access log's entries (every number in
+    them moves by the same amount from one window to the next: the agents' indices, the
+    boxes' bounds; the memories' numbers and flags do not) that window's plus a multiple of
+    the difference from the one before; the load records and counts made from the keys'
+    formats, window by window in the events' order as the event path makes them; the
+    counters (tick, instructions per agent) advanced by m windows' worth, each engine's
+    estimated load by its instructions' estimates added one by one (floats: the same sums).
+    Releases are not repeated: the last window (event by event) frees the same buffers at
+    the ticks the full trace gives, and the heaps' entries of the middle windows' releases
+    would be stale."""
+    n0, n1, n2 = nodes
+    if m <= 0:
+        return
+    evs = [(tpl, st, fmt) for tpl, st, fmt, _ in prog]
+    if log:
+        nds = tr.nodes
+        w1, w2 = nds[n0:n1], nds[n1:n2]
+        es, texts, lines, ags, idxs, costs, pins = [], [], [], [], [], [], []
+        k = 0
+        for j, (tpl, st, fmt) in enumerate(evs):
+            if tpl[0] != "E":
+                continue
+            nd, nd1 = w2[k], w1[k]
+            k += 1
+            es.append(repeat(nd.eng, m))
+            lines.append(repeat(nd.line, m))
+            ags.append(repeat(nd.agent, m))
+            costs.append(repeat(nd.cost, m))
+            pins.append(repeat(nd.pin, m))
+            d = nd.idx - nd1.idx
+            idxs.append(range(nd.idx + d, nd.idx + (m + 1) * d, d) if d else repeat(nd.idx, m))
+            nt = tpl[8]
+            if st is None or not any(st[:nt]):
+                texts.append(repeat(nd.text, m))
+            else:
+                texts.append(map(fmt.__mod__, zip(*_cols(cur[j][:nt], st[:nt], m))))
+        if len(w2) != k or len(w1) != k:
+            raise Mismatch("internal: a bulk window's nodes are not its instructions")
+        cols = [_kmajor([list(x) for x in col], m)
+                for col in (es, texts, lines, ags, idxs, costs, pins)]
+        cols.insert(3, repeat(None))
+        nds += map(C.Node, *cols)
+        a0, a1, a2 = acc
+        lg = tr.acclog
+        s1 = np.asarray(lg[a0:a1], dtype=np.int64)
+        s2 = np.asarray(lg[a1:a2], dtype=np.int64)
+        if s1.shape != s2.shape:
+            raise Mismatch("internal: a bulk window's log entries differ in length")
+        lg += (s2 + np.arange(1, m + 1, dtype=np.int64)[:, None] * (s2 - s1)).ravel().tolist()
+        load = tr.load
+        incs = [(C.ENG_ID[tpl[1]], tpl[7]) for tpl, _, _ in evs
+                if tpl[0] == "E" and tpl[3] is None]
+        for _ in range(m):
+            for e, inc in incs:
+                load[e] += inc
+    # load records (first pass) and load counts (second), window by window
+    recs = []
+    for j, (tpl, st, fmt) in enumerate(evs):
+        kind = tpl[0]
+        if kind == "L1":
+            nt = tpl[8]
+            v = cur[j]
+            s = st if st is not None else (0,) * len(v)
+            keys = map(fmt.__mod__, zip(*_cols(v[:nt], s[:nt], m)))
+            bid, dtn, shape, site, n = tpl[1], tpl[3], tpl[4], tpl[5], tpl[6]
+            b = v[-1]
+            ds = s[-1]
+            bs = range(b + ds, b + (m + 1) * ds, ds) if ds else repeat(b, m)
+            recs.append([((bid, key, dtn, shape), (site, bb, n)) for key, bb in zip(keys, bs)])
+        elif kind == "L2":
+            v = cur[j]
+            s = st if st is not None else (0,) * len(v)
+            bid, dtn, shape = tpl[1], tpl[3], tpl[4]
+            recs.append([((bid, key, dtn, shape), None)
+                         for key in map(fmt.__mod__, zip(*_cols(v, s, m)))])
+    if recs:
+        loads, nload = tr.loads, tr.nload
+        for key, r in _kmajor(recs, m):
+            if r is None:
+                nload[key] = nload.get(key, 0) + 1
+            else:
+                x = loads.get(key)
+                if x is None:
+                    loads[key] = [r]
+                else:
+                    x.append(r)
+    if sink is not None:
+        per = []
+        for j, (tpl, st, fmt) in enumerate(evs):
+            v = cur[j]
+            per.append(list(zip(repeat(tpl, m), zip(*_cols(v, st, m)) if st is not None
+                                else repeat(v, m))))
+        sink += _kmajor(per, m)
+    for j, (tpl, st, fmt) in enumerate(evs):
+        if st is not None:
+            cur[j] = tuple(a + m * s for a, s in zip(cur[j], st))
+    tr.tick += m * dtick
+    cnt = tr.count
+    for ag, d in enumerate(dcount):
+        if d:
+            cnt[ag] += m * d
 
 
 def _log_plan(tr, tpl, vals):
@@ -1001,26 +1194,32 @@ def _keeps(tr, win, steps, times):
     """Would any replayed load (second pass) keep its data resident? Then no replay."""
     if tr.live is None:
         return False
+    # per load count of the windows: its key's parts, %-format, numbers and steps (plain ints)
+    evs = []
+    _int = int.__int__
+    for (tpl, vals), st in zip(win, steps):
+        if tpl[0] == "S" and tpl[4] is not None:
+            # a load at uses counts as a load of its data (Tracer.sink_load)
+            lt, nl = tpl[4], tpl[5]
+            evs.append((False, lt[0], _fmt(lt[1]), lt[2], lt[3],
+                        tuple(map(_int, vals[:nl])), tuple(map(_int, st[:nl]))))
+        elif tpl[0] == "L2":
+            evs.append((True, tpl[1], _fmt(tpl[2]), tpl[3], tpl[4],
+                        tuple(map(_int, vals)), tuple(map(_int, st))))
+    if not evs:
+        return False
     counts = {}
+    nload = tr.nload
+    keep = tr._keep
     for k in range(1, times + 1):
-        for (tpl, vals), st in zip(win, steps):
-            if tpl[0] == "S" and tpl[4] is not None:
-                # a load at uses counts as a load of its data (Tracer.sink_load)
-                lt, nl = tpl[4], tpl[5]
-                v = [a + k * s for a, s in zip(vals[:nl], st)]
-                key = (lt[0], _join(lt[1], v), lt[2], lt[3])
-                counts[key] = counts.get(key, tr.nload.get(key, 0)) + 1
-                continue
-            if tpl[0] != "L2":
-                continue
-            v = [a + k * s for a, s in zip(vals, st)]
-            key = (tpl[1], _join(tpl[2], v), tpl[3], tpl[4])
+        for chk, bid, fmt, dtn, shape, vals, st in evs:
+            key = (bid, fmt % tuple([a + k * s for a, s in zip(vals, st)]), dtn, shape)
             n = counts.get(key)
             if n is None:
-                n = tr.nload.get(key, 0)
+                n = nload.get(key, 0)
             n += 1
             counts[key] = n
-            if tr._keep(key, n - 1):
+            if chk and keep(key, n - 1):
                 return True
     return False
 
