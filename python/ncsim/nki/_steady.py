@@ -790,10 +790,12 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
     """_replay's event-by-event path: `times` windows, cur (each event's numbers in the last
     window done) advanced."""
     emit = tr.replay_emit
-    emit_log = tr.replay_log
     fast = tr.fast
     BlockBuf = C.BlockBuf
-    uses, count = tr.uses, tr.count
+    Node = C.Node
+    uses, count, live, load, nodes = tr.uses, tr.count, tr.live, tr.load, tr.nodes
+    acclog = tr.acclog
+    pin = tr.pinned > 0
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
             if st is None:
@@ -840,7 +842,7 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
             elif kind == "E" and log:
                 # the node's entry of the access log, picked from the event's numbers (the
                 # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
-                consts, blocks, pick, tmap, p, head = keys
+                consts, blocks, pick, tmap, bpos, acc, head = keys
                 got = memo[j] if st is None else None
                 if got is not None:
                     # numbers that do not move and no block's buffer: the same accesses and
@@ -862,23 +864,54 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                     else:
                         x = v + consts
                     picked = pick(x) if pick is not None else ()
-                    nt = tpl[8]
                     if tmap:
-                        tv = list(v[:nt])
+                        tv = list(v[:tpl[8]])
                         for jj, qq in tmap:
                             tv[jj] += x[qq]
                         text = fmt % tuple(tv)
                     else:
-                        text = fmt % v[:nt]
-                    brefs = tuple((bb, v[p + jj], w, ld)
-                                  for jj, (bb, w, ld, _) in enumerate(tpl[9]))
+                        text = fmt % v[:tpl[8]]
+                    brefs = [(bb, v[q], w, ld) for bb, q, w, ld in bpos] if bpos else ()
                     if st is None and not blocks:
                         memo[j] = (picked, text, brefs)
+                # Tracer.replay_emit's work with the log, inlined: the blocks' uses
+                # (_replayed_blocks, block_used's second-pass part), the log entry, the node,
+                # the counters, the release of blocks last used here (release_blocks)
+                e, ag, queue, internal, line, inc, cost = head
                 if brefs:
-                    _set_acc(tpl[9], brefs, psum, seen)
-                accs = [0, 0]           # (agent, index: replay_log sets them)
-                accs += picked
-                emit_log(*head, text, accs, brefs)
+                    if acc:
+                        _set_acc(tpl[9], brefs, psum, seen)
+                    if live is not None:
+                        blks = []
+                        for bb, blk, w, ld in brefs:
+                            a = bb.allocs.get(blk)
+                            if a is None or a.slot is None:
+                                raise Mismatch("a replayed instruction's block has no buffer")
+                            if w:
+                                a.written = True
+                                if a.remat is not None:
+                                    if ld:
+                                        a.remat.append(REPLAYED)
+                                    else:
+                                        a.remat = None
+                            blks.append(a)
+                    else:
+                        blks = tr._replayed_blocks(brefs)
+                else:
+                    blks = None
+                idx = count[ag]
+                acclog.append(ag)
+                acclog.append(idx)
+                acclog += picked
+                acclog.append(-1)
+                nodes.append(Node(e, text, line, None, ag, idx, cost, pin))
+                count[ag] = idx + 1
+                if queue is None:
+                    load[e] += inc
+                if not internal:
+                    if blks and live is not None:
+                        tr.release_blocks(blks)
+                    tr.tick += 1
             elif kind == "E":
                 nt = tpl[8]
                 p = nt
@@ -916,14 +949,18 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                     raise Mismatch("a replayed allocation finds its block allocated")
                 if tpl[1].kind == "psum":
                     psum.add((tpl[1].ordinal, v[0]))
+                if a is not None:
+                    # (Tracer.block_alloc would reload it: not what the windows did)
+                    raise Mismatch("while replaying: a spilled block is reloaded")
+                # Tracer.block_alloc without its recording (tr.steady is the replay's Guard)
                 if tpl[2] is None:
-                    tr.block_alloc(tpl[1], v[0])
+                    tr._block_alloc(tpl[1], v[0], None)
                 else:
                     # its fill's instruction gets the line the full trace gives it
                     old = tr.line_override
                     tr.line_override = tpl[2]
                     try:
-                        tr.block_alloc(tpl[1], v[0])
+                        tr._block_alloc(tpl[1], v[0], None)
                     finally:
                         tr.line_override = old
             elif kind == "R":
@@ -1104,14 +1141,15 @@ def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
 def _log_plan(tr, tpl, vals):
     """How a replayed instruction (event template tpl, vals its numbers in a window) makes its entry
     of the tracer's access log (Tracer._log: per access its memory's number, write + 2 * dims,
-    the box's bounds) from its numbers v: (consts, blocks, pick, tmap, p). The entry's accesses
-    are pick(v + consts + ms): consts the memories' numbers and the flags known now, ms per
-    block access its buffer's number (followed by the buffer's offset when tmap), the buffer
-    found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j, where in that
-    tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit); p: where the
-    blocks of brefs start in v; head: Tracer.replay_log's first arguments (the engine, agent,
-    queue, internal, line, estimate and the scheduler's cost, which is the event's: its
-    instruction's name and operand types are the template's)."""
+    the box's bounds) from its numbers v: (consts, blocks, pick, tmap, bpos, acc, head). The
+    entry's accesses are pick(v + consts + ms): consts the memories' numbers and the flags
+    known now, ms per block access its buffer's number (followed by the buffer's offset when
+    tmap), the buffer found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j,
+    where in that tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit);
+    bpos: the blocks the instruction uses, (BlockBuf, where its number is in v, write,
+    loaded); acc: whether one of them carries a PSUM accumulation state (_set_acc); head: the
+    engine, agent, queue, internal, line, estimate and the scheduler's cost, which is the
+    event's (its instruction's name and operand types are the template's)."""
     p = tpl[8]
     consts = []
     blocks = []
@@ -1149,7 +1187,9 @@ def _log_plan(tr, tpl, vals):
     nd = C.Node(e, _fmt(tpl[2]) % vals[:tpl[8]], 0, None, ag, 0)
     C._sched.annotate(nd, None, queue, inc, 0)
     head = (e, ag, queue, tpl[4], tpl[6], inc, nd.cost)
-    return tuple(consts), tuple(blocks), pick, tmap, p, head
+    bpos = tuple((bb, p + jj, w, ld) for jj, (bb, w, ld, _) in enumerate(tpl[9]))
+    acc = any(x[3] is not None for x in tpl[9])
+    return tuple(consts), tuple(blocks), pick, tmap, bpos, acc, head
 
 
 def _set_acc(bk, brefs, psum, seen):
