@@ -1016,6 +1016,10 @@ def _bulk_ok(prog):
     return True
 
 
+_IDX, _ENG, _LINE, _AGENT, _COST, _PIN = (attrgetter(x) for x in
+                                          ("idx", "eng", "line", "agent", "cost", "pin"))
+
+
 def _cols(v, st, m):
     """Per number of an event, its values in the m windows after the one of v (st its steps
     per window): ranges, or repeats of a number that does not move."""
@@ -1052,20 +1056,13 @@ def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
     if log:
         nds = tr.nodes
         w1, w2 = nds[n0:n1], nds[n1:n2]
-        es, texts, lines, ags, idxs, costs, pins = [], [], [], [], [], [], []
+        texts = []
         k = 0
         for j, (tpl, st, fmt) in enumerate(evs):
             if tpl[0] != "E":
                 continue
-            nd, nd1 = w2[k], w1[k]
+            nd = w2[k]
             k += 1
-            es.append(repeat(nd.eng, m))
-            lines.append(repeat(nd.line, m))
-            ags.append(repeat(nd.agent, m))
-            costs.append(repeat(nd.cost, m))
-            pins.append(repeat(nd.pin, m))
-            d = nd.idx - nd1.idx
-            idxs.append(range(nd.idx + d, nd.idx + (m + 1) * d, d) if d else repeat(nd.idx, m))
             nt = tpl[8]
             if st is None or not any(st[:nt]):
                 texts.append(repeat(nd.text, m))
@@ -1073,10 +1070,14 @@ def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
                 texts.append(map(fmt.__mod__, zip(*_cols(cur[j][:nt], st[:nt], m))))
         if len(w2) != k or len(w1) != k:
             raise Mismatch("internal: a bulk window's nodes are not its instructions")
-        cols = [_kmajor([list(x) for x in col], m)
-                for col in (es, texts, lines, ags, idxs, costs, pins)]
-        cols.insert(3, repeat(None))
-        nds += map(C.Node, *cols)
+        # per window the same engines, lines, agents, costs and pins; the indices moved by
+        # their agents' instructions per window
+        i2 = np.fromiter(map(_IDX, w2), np.int64, k)
+        di = i2 - np.fromiter(map(_IDX, w1), np.int64, k)
+        idxs = (i2 + np.arange(1, m + 1, dtype=np.int64)[:, None] * di).ravel().tolist()
+        nds += map(C.Node, list(map(_ENG, w2)) * m, _kmajor([list(x) for x in texts], m),
+                   list(map(_LINE, w2)) * m, repeat(None), list(map(_AGENT, w2)) * m, idxs,
+                   list(map(_COST, w2)) * m, list(map(_PIN, w2)) * m)
         a0, a1, a2 = acc
         lg = tr.acclog
         s1 = np.asarray(lg[a0:a1], dtype=np.int64)
