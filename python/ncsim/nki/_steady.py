@@ -10,6 +10,10 @@ replayed, shifted, through the tracer's own bookkeeping (access records, depende
 clocks, semaphores, load counts), so that the program text, waits and statistics are those
 of the full trace; the last iterations run again for real, with their real indices, and must
 continue the replayed sequence (else the kernel is lowered again without extrapolation).
+Windows whose events ask the allocator nothing (no block allocated or used, no load at a
+use) are replayed event by event for the first two and the last; the ones between are made
+in bulk from those two (_bulk: the nodes, access-log entries, load records and counters they
+would make).
 
 Block tensors: a block's allocation is an event, replayed by calling the allocator again (the
 text's offsets in the block's buffer move with the buffer it gives); a block filled when first
