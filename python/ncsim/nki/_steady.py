@@ -1030,6 +1030,12 @@ def _cols(v, st, m):
     return [range(a + s, a + (m + 1) * s, s) if s else repeat(a, m) for a, s in zip(v, st)]
 
 
+def _rows(v, st, m):
+    """The numbers of an event in the m windows after the one of v, one tuple per window
+    (m copies of v when none moves, or when there are none)."""
+    return zip(*_cols(v, st, m)) if any(st) else repeat(tuple(v), m)
+
+
 def _kmajor(per, m):
     """Lists of m items per event -> one list, window by window (the events' order within)."""
     n = len(per)
@@ -1103,7 +1109,7 @@ def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
             nt = tpl[8]
             v = cur[j]
             s = st if st is not None else (0,) * len(v)
-            keys = map(fmt.__mod__, zip(*_cols(v[:nt], s[:nt], m)))
+            keys = map(fmt.__mod__, _rows(v[:nt], s[:nt], m))
             bid, dtn, shape, site, n = tpl[1], tpl[3], tpl[4], tpl[5], tpl[6]
             b = v[-1]
             ds = s[-1]
@@ -1114,7 +1120,7 @@ def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
             s = st if st is not None else (0,) * len(v)
             bid, dtn, shape = tpl[1], tpl[3], tpl[4]
             recs.append([((bid, key, dtn, shape), None)
-                         for key in map(fmt.__mod__, zip(*_cols(v, s, m)))])
+                         for key in map(fmt.__mod__, _rows(v, s, m))])
     if recs:
         loads, nload = tr.loads, tr.nload
         for key, r in _kmajor(recs, m):

@@ -1011,3 +1011,26 @@ def test_windows_with_allocator_decisions_replay_event_by_event(monkeypatch):
     assert not calls
     assert any("B" in kinds for kinds in windows)
     assert not _steady._bulk_ok([(("B", None, None), None, None, None)])
+
+
+@nki.jit
+def k_fixed_load(a, b):
+    """A load that repeats the same data in every iteration (a key whose numbers do not move)
+    beside one that moves."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        c = nl.load(b[:, 0:128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, c))
+    return out
+
+
+def test_bulk_windows_with_a_load_that_does_not_move(monkeypatch):
+    rng = np.random.default_rng(5)
+    a = rng.random((128, 128 * 40), dtype=np.float32)
+    b = rng.random((128, 128), dtype=np.float32)
+    calls, low = _bulk_vs_events(monkeypatch, k_fixed_load, a, b)
+    assert calls, "no window made in bulk"
+    np.testing.assert_allclose(nki.simulate_kernel(k_fixed_load, a, b),
+                               a + np.tile(b, 40), rtol=1e-5)
