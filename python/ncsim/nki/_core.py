@@ -2058,12 +2058,12 @@ class Pending:
 class Node:
     __slots__ = ("eng", "text", "line", "waits", "agent", "idx", "deps", "cost", "pin")
 
-    def __init__(self, eng, text, line, waits, agent, idx):
+    def __init__(self, eng, text, line, waits, agent, idx, cost=0.0, pin=False):
         self.eng, self.text, self.line, self.waits, self.agent, self.idx = \
             eng, text, line, waits, agent, idx
         self.deps = None    # for the scheduler (_sched.py): [(agent, trace index)] it follows
-        self.cost = 0.0     # its estimated ns
-        self.pin = False    # traced inside ncc.no_reorder()
+        self.cost = cost    # its estimated ns
+        self.pin = pin      # traced inside ncc.no_reorder()
 
 
 class Resident:
@@ -3572,10 +3572,11 @@ class Tracer:
         [(memory, box, write)] and blocks [(BlockBuf, block, write, loaded)] given, no
         tensors. A loaded block's source views are not made: it is marked so that evicting it
         later (which would reload it from them) lowers the kernel again in full. In a first
-        pass that a second replaces (self.fast), text and accs are None: not used. With the
-        access log (self.acclog) the replay calls replay_log instead."""
+        pass that a second replaces (self.fast), text and accs are None: not used. Neither
+        with the access log (self.acclog) nor in a first pass does the replay call it
+        (_steady._windows does that work inline)."""
         if self.acclog is not None and not self.fast:
-            raise RuntimeError("internal: replay_emit with the access log (replay_log)")
+            raise RuntimeError("internal: replay_emit with the access log")
         ag = ENG_ID[eng] if queue is None else len(ENGINES) + queue
         idx = self.count[ag]
         deps = {}
@@ -3599,29 +3600,6 @@ class Tracer:
             self.block_used(a, w, _steady.REPLAYED if ld else None)
             blks.append(a)
         return blks
-
-    def replay_log(self, e, ag, queue, internal, line, inc, cost, text, accs, brefs):
-        """replay_emit with the access log (self.acclog, so not in a first pass and with the
-        scheduler), its _emit_tail inlined: e the engine, ag the agent, cost the scheduler's
-        estimate (_sched.annotate's, which the replay computes once per event); accs the node's
-        entry of the log, its first two values left for the agent and index."""
-        idx = self.count[ag]
-        accs[0] = ag
-        accs[1] = idx
-        blks = self._replayed_blocks(brefs) if brefs else None
-        nd = Node(e, text, line, None, ag, idx)
-        nd.pin = self.pinned > 0
-        nd.cost = cost
-        accs.append(-1)
-        self.acclog += accs
-        self.count[ag] = idx + 1
-        if queue is None:
-            self.load[e] += inc
-        self.nodes.append(nd)
-        if not internal:
-            if blks is not None and self.live is not None:
-                self.release_blocks(blks)
-            self.tick += 1
 
     def _emit_tail(self, eng, text, ag, idx, deps, queue, internal, line, inc, blks):
         """What emit and replay_emit share once the dependences are known: the waits and the

@@ -10,6 +10,10 @@ replayed, shifted, through the tracer's own bookkeeping (access records, depende
 clocks, semaphores, load counts), so that the program text, waits and statistics are those
 of the full trace; the last iterations run again for real, with their real indices, and must
 continue the replayed sequence (else the kernel is lowered again without extrapolation).
+Windows whose events ask the allocator nothing (no block allocated or used, no load at a
+use) are replayed event by event for the first two and the last; the ones between are made
+in bulk from those two (_bulk: the nodes, access-log entries, load records and counters they
+would make).
 
 Block tensors: a block's allocation is an event, replayed by calling the allocator again (the
 text's offsets in the block's buffer move with the buffer it gives); a block filled when first
@@ -38,6 +42,8 @@ import types
 import weakref
 from itertools import repeat
 import operator
+
+import numpy as np
 from operator import add as _add, attrgetter
 
 from . import _core as C
@@ -747,6 +753,13 @@ def _replay(tr, win, steps, times, own, rec=None):
         kind = tpl[0]
         if kind == "E" and log:
             prog.append((tpl, st, _fmt(tpl[2]), _log_plan(tr, tpl, vals)))
+        elif kind == "E" and tr.fast:
+            # (ag, internal, where the blocks' numbers start, the blocks (BlockBuf, write,
+            # loaded), whether any carries a PSUM accumulation state)
+            pb = tpl[8] + sum(2 * nd + (type(key) is C.BlockBuf) for key, nd, _ in tpl[5])
+            ag = C.ENG_ID[tpl[1]] if tpl[3] is None else len(C.ENGINES) + tpl[3]
+            prog.append((tpl, st, None, (ag, tpl[4], pb, tuple(x[:3] for x in tpl[9]),
+                                         any(x[3] is not None for x in tpl[9]))))
         elif kind == "E":
             keys = tuple((key, nd, w, type(key) is C.BlockBuf) for key, nd, w in tpl[5])
             prog.append((tpl, st, _fmt(tpl[2]), keys))
@@ -759,10 +772,34 @@ def _replay(tr, win, steps, times, own, rec=None):
     cur = [vals for _, vals in win]
     prog = [(tpl, st if any(st) else None, fmt, keys) for tpl, st, fmt, keys in prog]
     memo = [None] * len(prog)   # per event whose numbers do not move: its log entry and text
+    if times >= BULK_MIN and (log or tr.fast) and _bulk_ok(prog):
+        # windows without allocator decisions: the first two replayed event by event, the
+        # middle ones made in bulk from them (_bulk), the last event by event again (its
+        # releases leave the buffers as the full trace does)
+        n0, a0 = len(tr.nodes), len(tr.acclog) if log else 0
+        _windows(tr, prog, cur, memo, 1, sink, psum, seen, log)
+        n1, a1, t1, c1 = len(tr.nodes), len(tr.acclog) if log else 0, tr.tick, list(tr.count)
+        _windows(tr, prog, cur, memo, 1, sink, psum, seen, log)
+        _bulk(tr, prog, cur, times - 3, sink, log, (n0, n1, len(tr.nodes)),
+              (a0, a1, len(tr.acclog) if log else 0), tr.tick - t1,
+              [b - a for a, b in zip(c1, tr.count)])
+        _windows(tr, prog, cur, memo, 1, sink, psum, seen, log)
+    else:
+        _windows(tr, prog, cur, memo, times, sink, psum, seen, log)
+    if sink:
+        rec.forward(sink)
+
+
+def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
+    """_replay's event-by-event path: `times` windows, cur (each event's numbers in the last
+    window done) advanced."""
     emit = tr.replay_emit
-    emit_log = tr.replay_log
     fast = tr.fast
     BlockBuf = C.BlockBuf
+    Node = C.Node
+    uses, count, live, load, nodes = tr.uses, tr.count, tr.live, tr.load, tr.nodes
+    acclog = tr.acclog
+    pin = tr.pinned > 0
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
             if st is None:
@@ -774,20 +811,42 @@ def _replay(tr, win, steps, times, own, rec=None):
             kind = tpl[0]
             if kind == "E" and fast:
                 # a first pass that a second will replace: no dependences and no text, only the
-                # blocks' liveness and the counters (Tracer._emit_tail)
-                bk = tpl[9]
+                # blocks' liveness and the counters (Tracer.replay_emit, _replayed_blocks,
+                # block_used's first-pass part and _emit_tail, inlined)
+                ag, internal, p, bk, acc = keys
                 if bk:
-                    p = tpl[8] + sum(1 + 2 * nd if isblk else 2 * nd
-                                     for _, nd, _, isblk in keys)
-                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
-                    _set_acc(bk, brefs, psum, seen)
-                else:
-                    brefs = ()
-                emit(tpl[1], None, None, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
+                    if acc:
+                        _set_acc(tpl[9], [(bb, v[p + jj], w, ld)
+                                          for jj, (bb, w, ld) in enumerate(bk)], psum, seen)
+                    tick = tr.tick
+                    for bb, w, ld in bk:
+                        blk = v[p]
+                        p += 1
+                        a = bb.allocs.get(blk)
+                        if a is None or a.slot is None:
+                            raise Mismatch("a replayed instruction's block has no buffer")
+                        ukey = (bb.ordinal, blk)
+                        lst = uses.get(ukey)
+                        if lst is None:
+                            uses[ukey] = [tick]
+                        elif lst[-1] != tick:
+                            lst.append(tick)
+                        if w:
+                            a.written = True
+                            if not ld:
+                                bb.pure = False
+                            if a.remat is not None:
+                                if ld:
+                                    a.remat.append(REPLAYED)
+                                else:
+                                    a.remat = None
+                count[ag] += 1
+                if not internal:
+                    tr.tick += 1
             elif kind == "E" and log:
                 # the node's entry of the access log, picked from the event's numbers (the
                 # boxes' bounds, already flat), its memories' numbers and flags (_log_plan)
-                consts, blocks, pick, tmap, p, head = keys
+                consts, blocks, pick, tmap, bpos, acc, head = keys
                 got = memo[j] if st is None else None
                 if got is not None:
                     # numbers that do not move and no block's buffer: the same accesses and
@@ -809,23 +868,54 @@ def _replay(tr, win, steps, times, own, rec=None):
                     else:
                         x = v + consts
                     picked = pick(x) if pick is not None else ()
-                    nt = tpl[8]
                     if tmap:
-                        tv = list(v[:nt])
+                        tv = list(v[:tpl[8]])
                         for jj, qq in tmap:
                             tv[jj] += x[qq]
                         text = fmt % tuple(tv)
                     else:
-                        text = fmt % v[:nt]
-                    brefs = tuple((bb, v[p + jj], w, ld)
-                                  for jj, (bb, w, ld, _) in enumerate(tpl[9]))
+                        text = fmt % v[:tpl[8]]
+                    brefs = [(bb, v[q], w, ld) for bb, q, w, ld in bpos] if bpos else ()
                     if st is None and not blocks:
                         memo[j] = (picked, text, brefs)
+                # Tracer.replay_emit's work with the log, inlined: the blocks' uses
+                # (_replayed_blocks, block_used's second-pass part), the log entry, the node,
+                # the counters, the release of blocks last used here (release_blocks)
+                e, ag, queue, internal, line, inc, cost = head
                 if brefs:
-                    _set_acc(tpl[9], brefs, psum, seen)
-                accs = [0, 0]           # (agent, index: replay_log sets them)
-                accs += picked
-                emit_log(*head, text, accs, brefs)
+                    if acc:
+                        _set_acc(tpl[9], brefs, psum, seen)
+                    if live is not None:
+                        blks = []
+                        for bb, blk, w, ld in brefs:
+                            a = bb.allocs.get(blk)
+                            if a is None or a.slot is None:
+                                raise Mismatch("a replayed instruction's block has no buffer")
+                            if w:
+                                a.written = True
+                                if a.remat is not None:
+                                    if ld:
+                                        a.remat.append(REPLAYED)
+                                    else:
+                                        a.remat = None
+                            blks.append(a)
+                    else:
+                        blks = tr._replayed_blocks(brefs)
+                else:
+                    blks = None
+                idx = count[ag]
+                acclog.append(ag)
+                acclog.append(idx)
+                acclog += picked
+                acclog.append(-1)
+                nodes.append(Node(e, text, line, None, ag, idx, cost, pin))
+                count[ag] = idx + 1
+                if queue is None:
+                    load[e] += inc
+                if not internal:
+                    if blks and live is not None:
+                        tr.release_blocks(blks)
+                    tr.tick += 1
             elif kind == "E":
                 nt = tpl[8]
                 p = nt
@@ -863,14 +953,18 @@ def _replay(tr, win, steps, times, own, rec=None):
                     raise Mismatch("a replayed allocation finds its block allocated")
                 if tpl[1].kind == "psum":
                     psum.add((tpl[1].ordinal, v[0]))
+                if a is not None:
+                    # (Tracer.block_alloc would reload it: not what the windows did)
+                    raise Mismatch("while replaying: a spilled block is reloaded")
+                # Tracer.block_alloc without its recording (tr.steady is the replay's Guard)
                 if tpl[2] is None:
-                    tr.block_alloc(tpl[1], v[0])
+                    tr._block_alloc(tpl[1], v[0], None)
                 else:
                     # its fill's instruction gets the line the full trace gives it
                     old = tr.line_override
                     tr.line_override = tpl[2]
                     try:
-                        tr.block_alloc(tpl[1], v[0])
+                        tr._block_alloc(tpl[1], v[0], None)
                     finally:
                         tr.line_override = old
             elif kind == "R":
@@ -904,21 +998,169 @@ def _replay(tr, win, steps, times, own, rec=None):
             else:
                 key = (tpl[1], fmt % v, tpl[3], tpl[4])
                 tr.nload[key] = tr.nload.get(key, 0) + 1
-    if sink:
-        rec.forward(sink)
+
+
+BULK_MIN = 4       # replayed windows from which the middle ones are made in bulk (_bulk)
+
+
+def _bulk_ok(prog):
+    """May _bulk make this loop's middle windows? Only when no event of a window asks the
+    allocator or a block anything: instructions that use no block, load records of plain
+    tiles, load counts and releases (of tiles the replay never takes again)."""
+    for tpl, st, fmt, keys in prog:
+        kind = tpl[0]
+        if kind == "E":
+            if tpl[9] or tpl[10] or any(type(key) is C.BlockBuf for key, _, _ in tpl[5]):
+                return False
+        elif kind == "L1":
+            if type(tpl[7]) is C.BlockBuf:
+                return False
+        elif kind not in ("L2", "R"):
+            return False
+    return True
+
+
+_IDX, _ENG, _LINE, _AGENT, _COST, _PIN = (attrgetter(x) for x in
+                                          ("idx", "eng", "line", "agent", "cost", "pin"))
+
+
+def _cols(v, st, m):
+    """Per number of an event, its values in the m windows after the one of v (st its steps
+    per window): ranges, or repeats of a number that does not move."""
+    return [range(a + s, a + (m + 1) * s, s) if s else repeat(a, m) for a, s in zip(v, st)]
+
+
+def _rows(v, st, m):
+    """The numbers of an event in the m windows after the one of v, one tuple per window
+    (m copies of v when none moves, or when there are none)."""
+    return zip(*_cols(v, st, m)) if any(st) else repeat(tuple(v), m)
+
+
+def _kmajor(per, m):
+    """Lists of m items per event -> one list, window by window (the events' order within)."""
+    n = len(per)
+    out = [None] * (n * m)
+    for i, x in enumerate(per):
+        out[i::n] = x
+    return out
+
+
+def _bulk(tr, prog, cur, m, sink, log, nodes, acc, dtick, dcount):
+    """The m windows after the last replayed one (cur: each event's numbers there) made in bulk
+    from the two replayed before them, event by event (_bulk_ok: no allocator decisions):
+    each node a copy of that window's with its index moved by its agent's instructions per
+    window and its text's numbers by their steps; the access log's entries (every number in
+    them moves by the same amount from one window to the next: the agents' indices, the
+    boxes' bounds; the memories' numbers and flags do not) that window's plus a multiple of
+    the difference from the one before; the load records and counts made from the keys'
+    formats, window by window in the events' order as the event path makes them; the
+    counters (tick, instructions per agent) advanced by m windows' worth, each engine's
+    estimated load by its instructions' estimates added one by one (floats: the same sums).
+    Releases are not repeated: the last window (event by event) frees the same buffers at
+    the ticks the full trace gives, and the heaps' entries of the middle windows' releases
+    would be stale."""
+    n0, n1, n2 = nodes
+    if m <= 0:
+        return
+    evs = [(tpl, st, fmt) for tpl, st, fmt, _ in prog]
+    if log:
+        nds = tr.nodes
+        w1, w2 = nds[n0:n1], nds[n1:n2]
+        texts = []
+        k = 0
+        for j, (tpl, st, fmt) in enumerate(evs):
+            if tpl[0] != "E":
+                continue
+            nd = w2[k]
+            k += 1
+            nt = tpl[8]
+            if st is None or not any(st[:nt]):
+                texts.append(repeat(nd.text, m))
+            else:
+                texts.append(map(fmt.__mod__, zip(*_cols(cur[j][:nt], st[:nt], m))))
+        if len(w2) != k or len(w1) != k:
+            raise Mismatch("internal: a bulk window's nodes are not its instructions")
+        # per window the same engines, lines, agents, costs and pins; the indices moved by
+        # their agents' instructions per window
+        i2 = np.fromiter(map(_IDX, w2), np.int64, k)
+        di = i2 - np.fromiter(map(_IDX, w1), np.int64, k)
+        idxs = (i2 + np.arange(1, m + 1, dtype=np.int64)[:, None] * di).ravel().tolist()
+        nds += map(C.Node, list(map(_ENG, w2)) * m, _kmajor([list(x) for x in texts], m),
+                   list(map(_LINE, w2)) * m, repeat(None), list(map(_AGENT, w2)) * m, idxs,
+                   list(map(_COST, w2)) * m, list(map(_PIN, w2)) * m)
+        a0, a1, a2 = acc
+        lg = tr.acclog
+        s1 = np.asarray(lg[a0:a1], dtype=np.int64)
+        s2 = np.asarray(lg[a1:a2], dtype=np.int64)
+        if s1.shape != s2.shape:
+            raise Mismatch("internal: a bulk window's log entries differ in length")
+        lg += (s2 + np.arange(1, m + 1, dtype=np.int64)[:, None] * (s2 - s1)).ravel().tolist()
+        load = tr.load
+        incs = [(C.ENG_ID[tpl[1]], tpl[7]) for tpl, _, _ in evs
+                if tpl[0] == "E" and tpl[3] is None]
+        for _ in range(m):
+            for e, inc in incs:
+                load[e] += inc
+    # load records (first pass) and load counts (second), window by window
+    recs = []
+    for j, (tpl, st, fmt) in enumerate(evs):
+        kind = tpl[0]
+        if kind == "L1":
+            nt = tpl[8]
+            v = cur[j]
+            s = st if st is not None else (0,) * len(v)
+            keys = map(fmt.__mod__, _rows(v[:nt], s[:nt], m))
+            bid, dtn, shape, site, n = tpl[1], tpl[3], tpl[4], tpl[5], tpl[6]
+            b = v[-1]
+            ds = s[-1]
+            bs = range(b + ds, b + (m + 1) * ds, ds) if ds else repeat(b, m)
+            recs.append([((bid, key, dtn, shape), (site, bb, n)) for key, bb in zip(keys, bs)])
+        elif kind == "L2":
+            v = cur[j]
+            s = st if st is not None else (0,) * len(v)
+            bid, dtn, shape = tpl[1], tpl[3], tpl[4]
+            recs.append([((bid, key, dtn, shape), None)
+                         for key in map(fmt.__mod__, _rows(v, s, m))])
+    if recs:
+        loads, nload = tr.loads, tr.nload
+        for key, r in _kmajor(recs, m):
+            if r is None:
+                nload[key] = nload.get(key, 0) + 1
+            else:
+                x = loads.get(key)
+                if x is None:
+                    loads[key] = [r]
+                else:
+                    x.append(r)
+    if sink is not None:
+        per = []
+        for j, (tpl, st, fmt) in enumerate(evs):
+            v = cur[j]
+            per.append(list(zip(repeat(tpl, m), zip(*_cols(v, st, m)) if st is not None
+                                else repeat(v, m))))
+        sink += _kmajor(per, m)
+    for j, (tpl, st, fmt) in enumerate(evs):
+        if st is not None:
+            cur[j] = tuple(a + m * s for a, s in zip(cur[j], st))
+    tr.tick += m * dtick
+    cnt = tr.count
+    for ag, d in enumerate(dcount):
+        if d:
+            cnt[ag] += m * d
 
 
 def _log_plan(tr, tpl, vals):
     """How a replayed instruction (event template tpl, vals its numbers in a window) makes its entry
     of the tracer's access log (Tracer._log: per access its memory's number, write + 2 * dims,
-    the box's bounds) from its numbers v: (consts, blocks, pick, tmap, p). The entry's accesses
-    are pick(v + consts + ms): consts the memories' numbers and the flags known now, ms per
-    block access its buffer's number (followed by the buffer's offset when tmap), the buffer
-    found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j, where in that
-    tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit); p: where the
-    blocks of brefs start in v; head: Tracer.replay_log's first arguments (the engine, agent,
-    queue, internal, line, estimate and the scheduler's cost, which is the event's: its
-    instruction's name and operand types are the template's)."""
+    the box's bounds) from its numbers v: (consts, blocks, pick, tmap, bpos, acc, head). The
+    entry's accesses are pick(v + consts + ms): consts the memories' numbers and the flags
+    known now, ms per block access its buffer's number (followed by the buffer's offset when
+    tmap), the buffer found by blocks [(BlockBuf, where its block number is in v)]; tmap [(j,
+    where in that tuple)]: the text's numbers j moved by a block buffer's offset (rec_emit);
+    bpos: the blocks the instruction uses, (BlockBuf, where its number is in v, write,
+    loaded); acc: whether one of them carries a PSUM accumulation state (_set_acc); head: the
+    engine, agent, queue, internal, line, estimate and the scheduler's cost, which is the
+    event's (its instruction's name and operand types are the template's)."""
     p = tpl[8]
     consts = []
     blocks = []
@@ -956,7 +1198,9 @@ def _log_plan(tr, tpl, vals):
     nd = C.Node(e, _fmt(tpl[2]) % vals[:tpl[8]], 0, None, ag, 0)
     C._sched.annotate(nd, None, queue, inc, 0)
     head = (e, ag, queue, tpl[4], tpl[6], inc, nd.cost)
-    return tuple(consts), tuple(blocks), pick, tmap, p, head
+    bpos = tuple((bb, p + jj, w, ld) for jj, (bb, w, ld, _) in enumerate(tpl[9]))
+    acc = any(x[3] is not None for x in tpl[9])
+    return tuple(consts), tuple(blocks), pick, tmap, bpos, acc, head
 
 
 def _set_acc(bk, brefs, psum, seen):
@@ -1001,26 +1245,32 @@ def _keeps(tr, win, steps, times):
     """Would any replayed load (second pass) keep its data resident? Then no replay."""
     if tr.live is None:
         return False
+    # per load count of the windows: its key's parts, %-format, numbers and steps (plain ints)
+    evs = []
+    _int = int.__int__
+    for (tpl, vals), st in zip(win, steps):
+        if tpl[0] == "S" and tpl[4] is not None:
+            # a load at uses counts as a load of its data (Tracer.sink_load)
+            lt, nl = tpl[4], tpl[5]
+            evs.append((False, lt[0], _fmt(lt[1]), lt[2], lt[3],
+                        tuple(map(_int, vals[:nl])), tuple(map(_int, st[:nl]))))
+        elif tpl[0] == "L2":
+            evs.append((True, tpl[1], _fmt(tpl[2]), tpl[3], tpl[4],
+                        tuple(map(_int, vals)), tuple(map(_int, st))))
+    if not evs:
+        return False
     counts = {}
+    nload = tr.nload
+    keep = tr._keep
     for k in range(1, times + 1):
-        for (tpl, vals), st in zip(win, steps):
-            if tpl[0] == "S" and tpl[4] is not None:
-                # a load at uses counts as a load of its data (Tracer.sink_load)
-                lt, nl = tpl[4], tpl[5]
-                v = [a + k * s for a, s in zip(vals[:nl], st)]
-                key = (lt[0], _join(lt[1], v), lt[2], lt[3])
-                counts[key] = counts.get(key, tr.nload.get(key, 0)) + 1
-                continue
-            if tpl[0] != "L2":
-                continue
-            v = [a + k * s for a, s in zip(vals, st)]
-            key = (tpl[1], _join(tpl[2], v), tpl[3], tpl[4])
+        for chk, bid, fmt, dtn, shape, vals, st in evs:
+            key = (bid, fmt % tuple([a + k * s for a, s in zip(vals, st)]), dtn, shape)
             n = counts.get(key)
             if n is None:
-                n = tr.nload.get(key, 0)
+                n = nload.get(key, 0)
             n += 1
             counts[key] = n
-            if tr._keep(key, n - 1):
+            if chk and keep(key, n - 1):
                 return True
     return False
 

@@ -868,3 +868,169 @@ def test_no_tracer_left_for_the_cycle_collector(monkeypatch):
     finally:
         if was:
             gc.enable()
+
+
+# ---- the middle windows made in bulk (_steady._bulk) against the event-by-event replay
+
+_BULK, _BULK_MIN = _steady._bulk, _steady.BULK_MIN
+
+
+def _tracer_states(monkeypatch, kernel, *args):
+    """Lower kernel; per tracer (a first pass's, then the second's) its state at the end of
+    tracing: every node's fields, the access log, the load records and counts, the liveness,
+    the counters."""
+    from ncsim.nki import _core
+    made = []
+    init, finish = _core.Tracer.__init__, _core.Tracer.finish
+
+    def init2(self, *a, **k):
+        init(self, *a, **k)
+        made.append(self)
+        self.acclog_kept = None
+
+    def finish2(self, *a, **k):
+        self.acclog_kept = list(self.acclog) if self.acclog is not None else None
+        self.nodes_kept = [(n.eng, n.text, n.line, n.waits, n.agent, n.idx, n.cost, n.pin)
+                           for n in self.nodes]
+        return finish(self, *a, **k)
+    monkeypatch.setattr(_core.Tracer, "__init__", init2)
+    monkeypatch.setattr(_core.Tracer, "finish", finish2)
+    low = nki.lower(kernel, *args)
+    monkeypatch.setattr(_core.Tracer, "__init__", init)
+    monkeypatch.setattr(_core.Tracer, "finish", finish)
+    out = []
+    for tr in made:
+        out.append({"nodes": getattr(tr, "nodes_kept", None), "acclog": tr.acclog_kept,
+                    "loads": {k: list(v) for k, v in tr.loads.items()},
+                    "loads_order": list(tr.loads), "nload": dict(tr.nload),
+                    "nload_order": list(tr.nload), "uses": {k: list(v) for k, v in tr.uses.items()},
+                    "tick": tr.tick, "count": list(tr.count), "load": list(tr.load),
+                    "freed": [(s.id, s.freed, s.owner is None, s.tag) for s in tr.slots]})
+    return low, out
+
+
+def _bulk_vs_events(monkeypatch, kernel, *args, min_iters=None):
+    """The same kernel with the middle windows made in bulk and with every window replayed
+    event by event: the same tracer states, node by node, and the same program. Returns the
+    bulk calls per pass kind ("fast": a first pass, "log": with the access log)."""
+    if min_iters is not None:
+        monkeypatch.setattr(_steady, "MIN_ITERS", min_iters)
+    calls = []
+    bulk = _BULK
+    monkeypatch.setattr(_steady, "BULK_MIN", _BULK_MIN)
+
+    def spy(tr, prog, cur, m, sink, log, *a):
+        calls.append(("fast" if tr.fast else "log", m, sink is not None))
+        return bulk(tr, prog, cur, m, sink, log, *a)
+    monkeypatch.setattr(_steady, "_bulk", spy)
+    low_b, st_b = _tracer_states(monkeypatch, kernel, *args)
+    monkeypatch.setattr(_steady, "BULK_MIN", 10 ** 9)
+    n = len(calls)
+    low_e, st_e = _tracer_states(monkeypatch, kernel, *args)
+    assert len(calls) == n                # the event path made every window
+    assert low_b.text == low_e.text
+    assert low_b.tensors == low_e.tensors
+    assert len(st_b) == len(st_e)
+    for b, e in zip(st_b, st_e):
+        if b["nodes"] is not None:
+            assert len(b["nodes"]) == len(e["nodes"])
+            for x, y in zip(b["nodes"], e["nodes"]):
+                assert x == y
+        assert b == e
+    return calls, low_b
+
+
+def test_bulk_windows_are_the_event_path_node_by_node(monkeypatch):
+    """A loop of plain tiles (loads, instructions, stores, releases) and nested loops: the
+    bulk path makes the middle windows, with and without an enclosing loop recording them."""
+    a = np.random.default_rng(3).random((128, 128 * 40), dtype=np.float32)
+    calls, low = _bulk_vs_events(monkeypatch, k_scale, a)
+    assert any(c[0] == "log" and c[1] >= 8 for c in calls), calls
+    a = np.random.default_rng(9).random((128, 24 * 20 * 8), dtype=np.float32)
+    calls, low = _bulk_vs_events(monkeypatch, k_nest, a)
+    assert any(c[2] for c in calls) and any(not c[2] for c in calls), calls
+    np.testing.assert_allclose(nki.simulate_kernel(k_nest, a), 2 * a, rtol=1e-6)
+
+
+def test_bulk_windows_of_the_tiled_matmul(monkeypatch):
+    """The tiled tutorial matmul (loads recorded for the kept-load decision, PSUM
+    accumulation into one tile, copies out, stores) at its moderate size, loops from 4
+    iterations replayed."""
+    case = [c for c in CASES if c.name == "matmul_tiled"][0]
+    kernel, _ = case.load()
+    calls, _ = _bulk_vs_events(monkeypatch, kernel, *case.args("moderate", 0, timing=True),
+                               min_iters=4)
+    assert calls, "no window made in bulk"
+
+
+@nki.jit
+def k_two_pass(a, b):
+    """A block tensor (so two tracing passes) and a long loop of plain tiles: the first
+    pass's replay (no text, no log) records the loads, the second counts them."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    held = nl.ndarray((2, nl.par_dim(P), 512), a.dtype, buffer=nl.sbuf)
+    for j in nl.affine_range(2):
+        held[j, :, :] = nl.load(b[:, j * 512:(j + 1) * 512])
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.multiply(t, 2.0))
+    u = nl.add(held[0, :, 0:128], held[1, :, 0:128])
+    nl.store(out[:, 0:128], value=u)
+    return out
+
+
+def test_bulk_windows_in_both_passes(monkeypatch):
+    rng = np.random.default_rng(4)
+    a = rng.random((128, 128 * 40), dtype=np.float32)
+    b = rng.random((128, 1024), dtype=np.float32)
+    calls, low = _bulk_vs_events(monkeypatch, k_two_pass, a, b)
+    kinds = {c[0] for c in calls}
+    assert kinds == {"fast", "log"}, calls
+    ref = 2 * a
+    ref[:, 0:128] = b[:, 0:128] + b[:, 512:640]
+    np.testing.assert_allclose(nki.simulate_kernel(k_two_pass, a, b), ref, rtol=1e-5)
+
+
+def test_windows_with_allocator_decisions_replay_event_by_event(monkeypatch):
+    """Windows that allocate blocks or use them (the hoisted tutorial matmul's loops) are not
+    made in bulk: the event path replays them, and the program is the full trace's."""
+    case = [c for c in CASES if c.name == "matmul_hoisted"][0]
+    kernel, _ = case.load()
+    monkeypatch.setattr(_steady, "MIN_ITERS", 4)
+    calls = []
+    monkeypatch.setattr(_steady, "_bulk", lambda *a: calls.append(a))
+    windows = []
+    w = _steady._windows
+    monkeypatch.setattr(_steady, "_windows",
+                        lambda tr, prog, *a: (windows.append([t[0][0] for t in prog]),
+                                              w(tr, prog, *a))[1])
+    args = case.args("moderate", 0, timing=True)
+    low = _both(kernel, *args)
+    assert sum(e["replayed"] for e in low.loops) > 0
+    assert not calls
+    assert any("B" in kinds for kinds in windows)
+    assert not _steady._bulk_ok([(("B", None, None), None, None, None)])
+
+
+@nki.jit
+def k_fixed_load(a, b):
+    """A load that repeats the same data in every iteration (a key whose numbers do not move)
+    beside one that moves."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        c = nl.load(b[:, 0:128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, c))
+    return out
+
+
+def test_bulk_windows_with_a_load_that_does_not_move(monkeypatch):
+    rng = np.random.default_rng(5)
+    a = rng.random((128, 128 * 40), dtype=np.float32)
+    b = rng.random((128, 128), dtype=np.float32)
+    calls, low = _bulk_vs_events(monkeypatch, k_fixed_load, a, b)
+    assert calls, "no window made in bulk"
+    np.testing.assert_allclose(nki.simulate_kernel(k_fixed_load, a, b),
+                               a + np.tile(b, 40), rtol=1e-5)
