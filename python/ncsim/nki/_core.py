@@ -53,11 +53,10 @@ def _lineno(f):
     by scanning its code's line table from the start (about 1 us at the end of an 80-line
     kernel), and the tracer asks for the kernel's line at every instruction and allocation."""
     code = f.f_code
-    m = _LINES.get(code)
-    if m is None:
-        if len(_LINES) >= _USER_CODE_MAX:
-            _LINES.clear()
-        m = _LINES[code] = {}
+    r = _CODES.get(id(code))
+    if r is None:
+        r = _code_rec(code)
+    m = r[2]
     i = f.f_lasti
     ln = m.get(i)
     if ln is None:
@@ -65,7 +64,22 @@ def _lineno(f):
     return ln
 
 
-_LINES = {}         # _lineno: code object -> {offset of the running instruction: its line}
+def _code_rec(code):
+    """_CODES's entry of a code object, made now."""
+    if len(_CODES) >= _USER_CODE_MAX:
+        _CODES.clear()
+    fn = code.co_filename
+    r = _CODES[id(code)] = (code, not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR),
+                            {})
+    return r
+
+
+# _lineno, Tracer._site_key: id of a code object -> (the code object, kept so that its id is
+# not reused while the entry exists; whether it is outside the package or one of its examples;
+# {offset of the running instruction: its line}). Keyed by id: a code object's hash is
+# computed from its contents at every lookup (0.1 us for a kernel's).
+_CODES = {}
+_USER_CODE_MAX = 4096   # _CODES is emptied when it grows past this
 
 
 def user_frame():
@@ -218,6 +232,9 @@ class Arange1D:
         __ge__ = _bad
 
 
+_ADDS_MAX = 256     # IndexExpr.__add__'s sums kept per expression
+
+
 def _bshape(a, b):
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)
@@ -232,13 +249,14 @@ def _bshape(a, b):
 
 class IndexExpr:
     """An affine index: const + sum(coef[a] * i_a) over the axes a of a broadcast grid."""
-    __slots__ = ("const", "coefs", "shape", "sk")
+    __slots__ = ("const", "coefs", "shape", "sk", "adds")
 
     def __init__(self, const, coefs, shape):
         self.const = const
         self.coefs = coefs
         self.shape = tuple(shape)
         self.sk = None          # _expr_sk's cache: the structure (shape, coefficients)
+        self.adds = None        # __add__'s: {int: self + int} (expressions never change)
 
     def _aligned(self, n):
         s = n - len(self.shape)
@@ -264,10 +282,21 @@ class IndexExpr:
     def __add__(self, o):
         if type(o) is int:
             # _comb's common case (`bm * 128 + i.x`); coefficient dicts are never changed in
-            # place, so the new expression shares this one's
+            # place, so the new expression shares this one's. An expression is never changed
+            # once made, so the sum is kept per int (a loop body adds the same few to a grid's
+            # `.x`), up to _ADDS_MAX of them
+            m = self.adds
+            if m is None:
+                m = self.adds = {}
+            else:
+                r = m.get(o)
+                if r is not None:
+                    return r
             r = IndexExpr(self.const + o, self.coefs, self.shape)
             sk = self.sk
             r.sk = sk if sk is not None else _expr_sk(self)
+            if len(m) < _ADDS_MAX:
+                m[o] = r
             return r
         return self._comb(o, 1)
 
@@ -1926,10 +1955,6 @@ def _nl():
     return _NL[0]
 
 
-_USER_CODE = {}     # Tracer._site_key: code object -> outside the package (or one of its
-                    # examples); emptied when it grows past _USER_CODE_MAX
-_USER_CODE_MAX = 4096
-
 
 def _deref(r):
     return r()
@@ -2214,6 +2239,8 @@ class Tracer:
         if self.pending is not None:
             self.flush()
         refs = self.scopes.pop()
+        if not refs:
+            return                     # nothing allocated in the iteration (a loop of matmuls)
         live = [a for a in map(_deref, refs) if a is not None]
         if not live:
             return
@@ -2298,16 +2325,18 @@ class Tracer:
         src = self.source
         while f is not None:
             code = f.f_code
-            user = _USER_CODE.get(code)
-            if user is None:
-                if len(_USER_CODE) >= _USER_CODE_MAX:
-                    _USER_CODE.clear()
+            r = _CODES.get(id(code))
+            if r is None:
+                r = _code_rec(code)
+            if r[1]:
+                # (_lineno, inlined)
+                m = r[2]
+                i = f.f_lasti
+                ln = m.get(i)
+                if ln is None:
+                    ln = m[i] = f.f_lineno
                 fn = code.co_filename
-                user = _USER_CODE[code] = not fn.startswith(_NCSIM_DIR) or \
-                    fn.startswith(_EXAMPLES_DIR)
-            if user:
-                fn = code.co_filename
-                key.append((fn, _lineno(f)))
+                key.append((fn, ln))
                 if fn == src:
                     break
             f = f.f_back

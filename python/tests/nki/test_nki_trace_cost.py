@@ -219,7 +219,8 @@ def test_cached_line_is_python_s_line():
     got = _lines_of_calls() + _lines_of_calls()
     assert all(a == b for a, b in got), got
     assert len({b for _, b in got}) == 4                     # four call sites, four lines
-    assert _lines_of_calls.__code__ in _core._LINES          # kept per code object
+    code = _lines_of_calls.__code__
+    assert _core._CODES[id(code)][0] is code                 # kept per code object
 
 
 @nki.jit
