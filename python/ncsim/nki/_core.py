@@ -249,7 +249,7 @@ def _bshape(a, b):
 
 class IndexExpr:
     """An affine index: const + sum(coef[a] * i_a) over the axes a of a broadcast grid."""
-    __slots__ = ("const", "coefs", "shape", "sk", "adds")
+    __slots__ = ("const", "coefs", "shape", "sk", "adds", "uid")
 
     def __init__(self, const, coefs, shape):
         self.const = const
@@ -257,6 +257,7 @@ class IndexExpr:
         self.shape = tuple(shape)
         self.sk = None          # _expr_sk's cache: the structure (shape, coefficients)
         self.adds = None        # __add__'s: {int: self + int} (expressions never change)
+        self.uid = None         # _adv_index_memo: this expression's number in subscript keys
 
     def _aligned(self, n):
         s = n - len(self.shape)
@@ -1750,12 +1751,49 @@ def _adv_index_memo(t, key, resolve=False):
     per dim: what depends on the tensor's layout and the subscript's structure only (the
     view's shape and strides, each subscript's stride and bound offsets, the structural
     errors) is computed once per structure (_adv_memo_entry); per call, the constants give
-    the offset, the first partition and the bounds to check. None: not such a subscript.
+    the offset, the first partition and the bounds to check. A subscript seen before (the
+    same ints and the same expression objects: a loop body's `bm * 128 + i.x` is one object
+    per value of bm, IndexExpr.__add__) takes those too from the memo, by its key (ints as
+    they are, each expression by its number, a float n + 0.5 that no int equals, so that no
+    expression is ever compared). None: not such a subscript.
     resolve: a view of a block tensor within one block is made directly as _resolve_block's
     view of that block's buffer (index_view)."""
     m = t._lk
     if m is None:
         m = t._lk = _ADV_MEMO.get((t.shape, t.pdim, tuple(t.strides)))
+    kk = []
+    ne = 0
+    for k in key:
+        tk = type(k)
+        if tk is int:
+            kk.append(k)
+        elif tk is IndexExpr:
+            ne = 1
+            u = k.uid
+            if u is None:
+                if type(k.const) is not int:
+                    kk = None
+                    break
+                e = k.sk
+                if e is None:
+                    e = _expr_sk(k)
+                if e is False:
+                    return None
+                u = k.uid = next(_UIDS) + 0.5
+            kk.append(u)
+        else:
+            kk = None
+            break
+    if kk is not None and ne:
+        kk = tuple(kk)
+        if m is not None:
+            hit = m.get(kk)
+            if hit is not None:
+                shape, strides, pd, dp0, doff, chk, elo, ehi = hit
+                if t.chk:
+                    t.check_bounds()
+                return _adv_view(t, shape, list(strides), pd, t.p0 + dp0, t.off + doff, chk,
+                                 elo, ehi, resolve)
     sk = []
     idx = False
     for k in key:
@@ -1816,7 +1854,19 @@ def _adv_index_memo(t, key, resolve=False):
     else:
         k = key[pc]
         pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
-    strides = list(strides)
+    if kk is not None and ne:
+        # (the structure's entry and this subscript's share the layout's dict: their keys,
+        # tuples of ints and None against tuples holding a non-integer float, never compare
+        # equal)
+        if len(m) >= _MEMO_MAX:
+            m.clear()
+        m[kk] = (shape, strides, pd, p0 - t.p0, off - t.off, chk, elo, ehi)
+    return _adv_view(t, shape, list(strides), pd, p0, off, chk, elo, ehi, resolve)
+
+
+def _adv_view(t, shape, strides, pd, p0, off, chk, elo, ehi, resolve):
+    """_adv_index_memo's view of t, from its layout, first partition, offset, bounds to check
+    and lowest and highest element from the offset."""
     bb = t.buf
     if resolve and type(bb) is BlockBuf and not bb.sunk:
         lo, hi = off + elo, off + ehi
@@ -1828,6 +1878,9 @@ def _adv_index_memo(t, key, resolve=False):
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
+
+
+_UIDS = itertools.count(1)   # IndexExpr.uid
 
 
 def _plain_key(key):
@@ -3426,15 +3479,16 @@ class Tracer:
         return best or "dve"
 
     # ---- pending results
-    def make_pending(self, space, shape, dt, emit, matmul=None):
-        """A result tensor whose instruction is emitted once its destination is known."""
+    def make_pending(self, space, shape, dt, emit, matmul=None, nbytes=None):
+        """A result tensor whose instruction is emitted once its destination is known (nbytes:
+        its bytes per partition, when the caller has them)."""
         if self.pending is not None:
             self.flush()
-        site = self._site_key(space, _prod(shape[1:]) * dt.itemsize)
+        site = self._site_key(space, _prod(shape[1:]) * dt.itemsize if nbytes is None else nbytes)
         last = site[-1]
         t = Tensor(None, None, dt, shape, 0, 0, None, 0)
         t.pend = Pending(space, emit, site, matmul,
-                         last[1] if isinstance(last, tuple) and last[0] == self.source else 0)
+                         last[1] if type(last) is tuple and last[0] == self.source else 0)
         self.pending = t
         return t
 
@@ -3507,7 +3561,10 @@ class Tracer:
                     _out_of_scope(a)
                 if a.blk is not None and not internal:
                     self.block_used(a, False, None)
-                    blks = (blks or []) + [a]
+                    if blks is None:
+                        blks = [a]
+                    else:
+                        blks.append(a)
                     if rec is not None:
                         brefs.append((a.blk[0], a.blk[1], False, False))
                 if rec is not None:
@@ -3537,7 +3594,10 @@ class Tracer:
                     self.dirty.add(a.slot.tag)     # a loaded tile written over (first pass)
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
-                    blks = (blks or []) + [a]
+                    if blks is None:
+                        blks = [a]
+                    else:
+                        blks.append(a)
                     if rec is not None:
                         brefs.append((a.blk[0], a.blk[1], True, load_src is not None))
                 if rec is not None:
