@@ -34,6 +34,7 @@ ENGINES = ("sp", "pe", "act", "dve", "pool")
 N_QUEUES = 16
 N_AGENTS = len(ENGINES) + N_QUEUES
 ENG_ID = {e: i for i, e in enumerate(ENGINES)}
+_PE = ENG_ID["pe"]
 _CLOCK = (1.4, 2.8, 1.4, 1.12, 1.4)      # GHz of sp pe act dve pool (trn1), for load estimates
 PMAX = 128
 PSUM_BANK = 2048
@@ -4088,6 +4089,11 @@ class Tracer:
                 dst._check_text()
                 stat._check_text()
                 mov._check_text()
+                if not self.thook:
+                    # what emit does in such a pass (no text, no dependences, no node): the
+                    # blocks' uses, the tick
+                    self._emit_first(stat, mov, dst, acc)
+                    return True
                 txt = "matmul , , , acc" if acc else "matmul , , "
             else:
                 txt = f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else \
@@ -4096,6 +4102,30 @@ class Tracer:
         finally:
             self.line_override = old
         return True
+
+    def _emit_first(self, stat, mov, dst, acc):
+        """emit("pe", ..., reads=[stat, mov] (+ [dst] when acc), writes=[dst]) in a first pass
+        that a second replaces (self.fast, no loop recorded, no PSUM tile hook, nothing
+        pending): the same checks and bookkeeping in the same order, without the parts such
+        a pass skips (dependences, accesses, the estimate, the line, the node)."""
+        for t in (stat, mov, dst) if acc else (stat, mov):
+            a = t.alloc
+            if a is not None:
+                if a.dead:
+                    _out_of_scope(a)
+                if a.blk is not None:
+                    self.block_used(a, False, None)
+        a = dst.alloc
+        if a.dead:
+            _out_of_scope(a)
+        a.written = True
+        sl = a.slot
+        if sl is not None and sl.tag is not None:
+            self.dirty.add(sl.tag)
+        if a.blk is not None:
+            self.block_used(a, True, None)
+        self.count[_PE] += 1
+        self.tick += 1
 
     def _matmul_at(self, line, dst, stat, mov, acc):
         """The matmul of a pending result into dst, attributed to the line that made it
