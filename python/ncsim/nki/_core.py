@@ -1721,8 +1721,18 @@ def _full_view(t):
         if bx is None:
             bx = t._bx = t._box()
         tr = _tracer[0]
-        if t._ab is None and tr is not None and not tr.fast:
-            t.abox()
+        if tr is not None and not tr.fast:
+            if t._ab is None:
+                t.abox()
+            if t._txt is None and not t.chk and t.pdim is not None and _fast[0]:
+                # t's text, when computing it cannot fail (its layout's checks passed before,
+                # a partition start the engines take): the view's is the same, and every
+                # later t[...] takes it too
+                p = t.shape[t.pdim]
+                p0 = t.p0
+                if not (p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32))) and \
+                        (t.shape, t.pdim, tuple(t.strides), False) in _DIMS_TEXT:
+                    t._txt = t._text()
         v._bx, v._ab, v._sp, v._txt = bx, t._ab, t._sp, t._txt
     return v
 
