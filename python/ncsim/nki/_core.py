@@ -1800,11 +1800,29 @@ def _adv_index_memo(t, key, resolve=False):
         if m is not None:
             hit = m.get(kk)
             if hit is not None:
-                shape, strides, pd, dp0, doff, chk, elo, ehi = hit
+                shape, strides, pd, dp0, doff, chk, elo, ehi, tc = hit
                 if t.chk:
                     t.check_bounds()
-                return _adv_view(t, shape, list(strides), pd, t.p0 + dp0, t.off + doff, chk,
-                                 elo, ehi, resolve)
+                # (_adv_view, inlined)
+                off = t.off + doff
+                p0 = t.p0 + dp0
+                bb = t.buf
+                if resolve and type(bb) is BlockBuf and not bb.sunk:
+                    lo, hi = off + elo, off + ehi
+                    fe = bb.felems
+                    blk = lo // fe
+                    if hi // fe == blk and lo >= 0:
+                        v = _on_block(bb, blk, t.dtype, shape, pd, p0, list(strides), off, lo,
+                                      hi, chk)
+                        if chk is None and pd is not None:
+                            _known_text(v, tc)
+                        return v
+                v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, list(strides), off)
+                v.chk = chk
+                v._sp = (off + elo, off + ehi)
+                if chk is None and pd is not None and type(bb) is Slot:
+                    _known_text(v, tc)
+                return v
     sk = []
     idx = False
     for k in key:
@@ -1871,7 +1889,7 @@ def _adv_index_memo(t, key, resolve=False):
         # equal)
         if len(m) >= _MEMO_MAX:
             m.clear()
-        m[kk] = (shape, strides, pd, p0 - t.p0, off - t.off, chk, elo, ehi)
+        m[kk] = (shape, strides, pd, p0 - t.p0, off - t.off, chk, elo, ehi, {})
     return _adv_view(t, shape, list(strides), pd, p0, off, chk, elo, ehi, resolve)
 
 
@@ -1892,6 +1910,35 @@ def _adv_view(t, shape, strides, pd, p0, off, chk, elo, ehi, resolve):
 
 
 _UIDS = itertools.count(1)   # IndexExpr.uid
+
+
+def _known_text(v, tc):
+    """Give the on-chip view v (from _adv_index_memo's key memo, no bounds left to check) its
+    text now, from tc, the texts of that key's views (keyed by what the text holds besides
+    the layout: the byte offset in the buffer, the first partition, the type's name and the
+    buffer's kind), when a second pass or a single one will write it; computed here when it
+    cannot fail (the layout's checks passed before, a partition start the engines take)."""
+    tr = _tracer[0]
+    if tr is None or tr.fast:
+        return                          # a first pass (or no kernel): no text kept
+    b = v.buf
+    dt = v.dtype
+    p0 = v.p0
+    k = (b.offset + v.off * dt.itemsize, p0, dt.nca, b.kind)
+    txt = tc.get(k)
+    if txt is None:
+        p = v.shape[v.pdim]
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            return                      # text() raises the error when asked
+        if (v.shape, v.pdim, tuple(v.strides), False) not in _DIMS_TEXT:
+            return
+        txt = v._text()
+        if len(tc) < _TEXTS_MAX:
+            tc[k] = txt
+    v._txt = txt
+
+
+_TEXTS_MAX = 64     # _known_text: texts kept per subscript key
 
 
 def _plain_key(key):
