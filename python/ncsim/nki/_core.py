@@ -1503,11 +1503,17 @@ def _on_block(bb, blk, dt, shape, pdim, p0, strides, off, lo, hi, chk):
     shift = blk * bb.felems
     r = Tensor(a.slot, a, dt, shape, pdim, p0, strides, off - shift)
     r.chk = chk
-    if _fast[0] and pdim is not None and a.slot.id >= 0:
-        # box() of the resolved view, from the span already computed (Tensor._box); not in
-        # a first pass, whose private buffers (id -1) no dependence is recorded on
+    sl = a.slot
+    if _fast[0] and pdim is not None and sl.id >= 0:
+        # box() and abox() of the resolved view, from the span already computed
+        # (Tensor._box, _abox); not in a first pass, whose private buffers (id -1) no
+        # dependence is recorded on
         sz = dt.itemsize
-        r._bx = (a.slot, p0, p0 + shape[pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
+        p1 = p0 + shape[pdim]
+        blo = (lo - shift) * sz
+        bhi = (hi - shift + 1) * sz
+        r._bx = (sl, p0, p1, blo, bhi)
+        r._ab = (sl, ((p0, p1), (blo, bhi)))
     return r
 
 
