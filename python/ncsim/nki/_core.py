@@ -1821,13 +1821,17 @@ def _adv_index_memo(t, key, resolve=False):
                         v = _on_block(bb, blk, t.dtype, shape, pd, p0, list(strides), off, lo,
                                       hi, chk)
                         if chk is None and pd is not None:
-                            _known_text(v, tc)
+                            tr = _tracer[0]
+                            if tr is not None and not tr.fast:
+                                _known_text(v, tc)
                         return v
                 v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, list(strides), off)
                 v.chk = chk
                 v._sp = (off + elo, off + ehi)
                 if chk is None and pd is not None and type(bb) is Slot:
-                    _known_text(v, tc)
+                    tr = _tracer[0]
+                    if tr is not None and not tr.fast:
+                        _known_text(v, tc)
                 return v
     sk = []
     idx = False
@@ -1923,10 +1927,8 @@ def _known_text(v, tc):
     text now, from tc, the texts of that key's views (keyed by what the text holds besides
     the layout: the byte offset in the buffer, the first partition, the type's name and the
     buffer's kind), when a second pass or a single one will write it; computed here when it
-    cannot fail (the layout's checks passed before, a partition start the engines take)."""
-    tr = _tracer[0]
-    if tr is None or tr.fast:
-        return                          # a first pass (or no kernel): no text kept
+    cannot fail (the layout's checks passed before, a partition start the engines take).
+    (Not called in a first pass, which keeps no text.)"""
     b = v.buf
     dt = v.dtype
     p0 = v.p0
