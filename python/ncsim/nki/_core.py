@@ -2169,7 +2169,6 @@ class LoopRange:
             loc.clear()
             del loc
         if tr.pol.steady_state:
-            from . import _steady
             return (yield from _steady.iterate(tr, self.r, frame, outer, where))
         if tr.steady is not None:
             tr.steady.refuse("the body has a nested NKI loop")
