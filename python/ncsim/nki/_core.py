@@ -4162,6 +4162,9 @@ class Tracer:
             else:
                 txt = f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else \
                     f"matmul {dst.text()}, {stat.text()}, {mov.text()}"
+                if self.acclog is not None and self.steady is None and not self.thook:
+                    self._emit_logged(txt, stat, mov, dst, acc)
+                    return True
             self.emit("pe", txt, reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
         finally:
             self.line_override = old
@@ -4190,6 +4193,60 @@ class Tracer:
             self.block_used(a, True, None)
         self.count[_PE] += 1
         self.tick += 1
+
+    def _emit_logged(self, text, stat, mov, dst, acc):
+        """emit("pe", text, reads=[stat, mov] (+ [dst] when acc), writes=[dst]) with the access
+        log (a second or single pass with the C passes), no loop recorded, no PSUM tile hook,
+        nothing pending: the same checks, block uses, log entry and estimate, in the same
+        order, then _emit_tail. (dst's read, when acc, is left out of the log as emit leaves
+        a view both read and written.)"""
+        ag = _PE
+        idx = self.count[ag]
+        deps = [ag, idx]
+        self.exact = None
+        blks = None
+        for t in (stat, mov, dst) if acc else (stat, mov):
+            a = t.alloc
+            if a is not None:
+                if a.dead:
+                    _out_of_scope(a)
+                if a.blk is not None:
+                    self.block_used(a, False, None)
+                    if blks is None:
+                        blks = [a]
+                    else:
+                        blks.append(a)
+            if t is dst:
+                continue
+            ab = t._ab
+            key, bx = ab if ab is not None else t.abox()
+            self._log(deps, key, bx, 0)
+        a = dst.alloc
+        if a.dead:
+            _out_of_scope(a)
+        a.written = True
+        sl = a.slot
+        if sl is not None and sl.tag is not None:
+            self.dirty.add(sl.tag)
+        if a.blk is not None:
+            self.block_used(a, True, None)
+            if blks is None:
+                blks = [a]
+            else:
+                blks.append(a)
+        ab = dst._ab
+        key, bx = ab if ab is not None else dst.abox()
+        self._log(deps, key, bx, 1)
+        # the scheduler's estimate (emit's): ns of the instruction on the PE
+        shape = dst.shape
+        n = shape[0] * shape[1]
+        if dst.pdim is not None:
+            n //= shape[dst.pdim]
+        inc = (n if n > 64 else 64) / _CLOCK[_PE] + 0.0
+        ln = self.line_override
+        if ln is None:
+            ln = self.line()
+        self._emit_tail("pe", text, ag, idx, deps, None, False, ln, inc, blks)
 
     def _matmul_at(self, line, dst, stat, mov, acc):
         """The matmul of a pending result into dst, attributed to the line that made it

@@ -490,3 +490,64 @@ def test_key_memo_keeps_the_bounds_to_check(monkeypatch):
             nki.lower(k_unmasked_after_masked, x, policy={"fast_trace": fast})
         msgs.append(str(e.value))
     assert "err_tensor_access_out_of_bound" in msgs[0] and msgs[0] == msgs[1]
+
+
+def _second_pass_state(monkeypatch, kernel, *args, general=False):
+    """Lower; the last pass's access log, nodes (engine, text, line, estimate, pin), counts
+    and tick, and the program text. general: psum[...] += nc_matmul(...) with the access
+    log through emit, not _emit_logged."""
+    from ncsim.nki import Kernel
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    got = {}
+    trace = Kernel._trace
+    n = [0]
+
+    def spy_trace(*a):
+        r = trace(*a)
+        tr = r[0]
+        got["log"] = list(tr.acclog) if tr.acclog is not None else None
+        got["nodes"] = [(nd.eng, nd.text, nd.line, nd.cost, nd.pin) for nd in tr.nodes]
+        got["count"], got["tick"] = list(tr.count), tr.tick
+        return r
+
+    def through_emit(self, text, stat, mov, dst, acc):
+        n[0] += 1
+        self.emit("pe", text, reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
+    logged = _core.Tracer._emit_logged
+
+    def spy_logged(self, *a):
+        n[0] += 1
+        return logged(self, *a)
+    with monkeypatch.context() as m:
+        m.setattr(Kernel, "_trace", staticmethod(spy_trace))
+        m.setattr(_core.Tracer, "_emit_logged", through_emit if general else spy_logged)
+        got["text"] = nki.lower(kernel, *args).text
+    got["calls"] = n[0]
+    return got
+
+
+def test_logged_matmul_shortcut_keeps_emit_s_log_and_nodes(monkeypatch):
+    """With the access log (the C passes), `ps[...] += nc_matmul(...)` is emitted by
+    Tracer._emit_logged: the same log entries, nodes (text, line, estimate), counts and
+    tick as through emit, and the reference paths' program."""
+    from ncsim.nki import _native
+    try:
+        if not _native.enabled("auto"):
+            pytest.skip("no libncsim: no access log")
+    except (ValueError, ImportError):
+        pytest.skip("no libncsim: no access log")
+    from ncsim.nki.examples.catalog import BY_NAME
+    rng = np.random.default_rng(6)
+    a = rng.random((512, 128), dtype=np.float32)
+    b = rng.random((512, 256), dtype=np.float32)
+    case = BY_NAME["matmul_optimized"]
+    kernel, _ = case.load()
+    for k, args in ((k_psum_acc, (a, b)), (kernel, case.args("small", 0, timing=True))):
+        fast = _second_pass_state(monkeypatch, k, *args)
+        gen = _second_pass_state(monkeypatch, k, *args, general=True)
+        assert fast["calls"] >= 4 and fast["calls"] == gen["calls"]
+        assert fast["log"] and fast["log"] == gen["log"]
+        assert fast["nodes"] == gen["nodes"]
+        assert (fast["count"], fast["tick"]) == (gen["count"], gen["tick"])
+        assert fast["text"] == gen["text"] == \
+            nki.lower(k, *args, policy={"fast_trace": False}).text
