@@ -234,6 +234,7 @@ class Arange1D:
 
 
 _ADDS_MAX = 256     # IndexExpr.__add__'s sums kept per expression
+_UIDS = itertools.count(1)   # IndexExpr.uid
 
 
 def _bshape(a, b):
@@ -285,8 +286,14 @@ class IndexExpr:
         if type(o) is int:
             # _comb's common case (`bm * 128 + i.x`); coefficient dicts are never changed in
             # place, so the new expression shares this one's. An expression is never changed
-            # once made, so the sum is kept per int (a loop body adds the same few to a grid's
-            # `.x`), up to _ADDS_MAX of them
+            # once made, so the sum of a numbered one (an mgrid axis, such a sum, one seen in
+            # a subscript before: uid) is kept per int (a loop body adds the same few to a
+            # grid's `.x`), up to _ADDS_MAX of them, and numbered too
+            if self.uid is None:
+                r = IndexExpr(self.const + o, self.coefs, self.shape)
+                sk = self.sk
+                r.sk = sk if sk is not None else _expr_sk(self)
+                return r
             m = self.adds
             if m is None:
                 m = self.adds = {}
@@ -297,6 +304,7 @@ class IndexExpr:
             r = IndexExpr(self.const + o, self.coefs, self.shape)
             sk = self.sk
             r.sk = sk if sk is not None else _expr_sk(self)
+            r.uid = next(_UIDS) + 0.5
             if len(m) < _ADDS_MAX:
                 m[o] = r
             return r
@@ -500,7 +508,9 @@ class _MGrid:
                 error("err_unsupported_index", "nl.mgrid takes slices")
             st, step, size = _grid_slice(s, i)
             shape = tuple(size if j == i else 1 for j in range(n))
-            out.append(IndexExpr(st, {i: step}, shape))
+            e = IndexExpr(st, {i: step}, shape)
+            e.uid = next(_UIDS) + 0.5       # kept by the kernel: its sums are kept too
+            out.append(e)
         return Grid(out)
 
 
@@ -1785,18 +1795,18 @@ def _adv_index_memo(t, key, resolve=False):
         if tk is int:
             kk.append(k)
         elif tk is IndexExpr:
-            ne = 1
+            if type(k.const) is not int:
+                kk = None
+                break
             u = k.uid
             if u is None:
-                if type(k.const) is not int:
-                    kk = None
-                    break
-                e = k.sk
-                if e is None:
-                    e = _expr_sk(k)
-                if e is False:
-                    return None
-                u = k.uid = next(_UIDS) + 0.5
+                # an expression not numbered yet (made for this subscript, as
+                # `nl.arange(128)[:, None]` is, or kept and seen for the first time): no
+                # earlier subscript holds it; numbered now, keyed from its next one on
+                k.uid = next(_UIDS) + 0.5
+                kk = None
+                break
+            ne = 1
             kk.append(u)
         else:
             kk = None
@@ -1917,9 +1927,6 @@ def _adv_view(t, shape, strides, pd, p0, off, chk, elo, ehi, resolve):
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
-
-
-_UIDS = itertools.count(1)   # IndexExpr.uid
 
 
 def _known_text(v, tc):

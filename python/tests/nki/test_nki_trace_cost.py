@@ -456,10 +456,45 @@ def test_key_memo_never_takes_an_all_int_subscript():
 
 
 def test_index_expression_sums_are_kept_and_unchanged():
+    """Sums of an mgrid axis (numbered) are kept per int; those of an expression made for
+    one subscript (`nl.arange(n)[None, :]`) are not (nothing would find them again)."""
     ip, jf = nl.mgrid[0:128, 0:64]
     a, b = 64 + jf, jf + 64
     assert a is b and a.const == 64 and a.coefs == jf.coefs and jf.const == 0
     assert (128 + jf) is not a and (128 + jf).const == 128
+    assert a.uid is not None and a.uid % 1 == 0.5
+    r = nl.arange(64)[None, :]
+    assert (64 + r) is not (64 + r) and r.adds is None and (64 + r).const == 64
+
+
+@nki.jit
+def k_fresh_aranges(x):
+    """Subscripts in the compiler-emitted style: a new `nl.arange(...)` expression in every
+    subscript, so no subscript comes back with the same objects."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((4, nl.par_dim(128), F), dtype=x.dtype, buffer=nl.sbuf)
+    for r in nl.affine_range(2):
+        for j in nl.affine_range(4):
+            b[j, nl.arange(128)[:, None], nl.arange(F)[None, :]] = nl.load(
+                x[nl.arange(128)[:, None], F * j + nl.arange(F)[None, :]])
+        for j in nl.affine_range(4):
+            nl.store(out[nl.arange(128)[:, None], F * j + nl.arange(F)[None, :]],
+                     value=nl.exp(b[j, nl.arange(128)[:, None], nl.arange(F)[None, :]]))
+    return out
+
+
+def test_fresh_expressions_are_not_keyed(monkeypatch):
+    """Subscripts whose expressions are new objects are not looked up or kept by key (they
+    cannot come back): the layouts' memos hold only their structures, and the program is
+    the reference paths'."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    x = np.random.default_rng(8).random((128, 4 * F), dtype=np.float32)
+    _core._ADV_MEMO.clear()
+    low = nki.lower(k_fresh_aranges, x)
+    assert _core._ADV_MEMO
+    assert not [k for d in _core._ADV_MEMO.values() for k in d
+                if any(type(e) is float for e in k)]
+    assert low.text == nki.lower(k_fresh_aranges, x, policy={"fast_trace": False}).text
 
 
 @nki.jit
