@@ -34,6 +34,7 @@ ENGINES = ("sp", "pe", "act", "dve", "pool")
 N_QUEUES = 16
 N_AGENTS = len(ENGINES) + N_QUEUES
 ENG_ID = {e: i for i, e in enumerate(ENGINES)}
+_PE = ENG_ID["pe"]
 _CLOCK = (1.4, 2.8, 1.4, 1.12, 1.4)      # GHz of sp pe act dve pool (trn1), for load estimates
 PMAX = 128
 PSUM_BANK = 2048
@@ -53,11 +54,10 @@ def _lineno(f):
     by scanning its code's line table from the start (about 1 us at the end of an 80-line
     kernel), and the tracer asks for the kernel's line at every instruction and allocation."""
     code = f.f_code
-    m = _LINES.get(code)
-    if m is None:
-        if len(_LINES) >= _USER_CODE_MAX:
-            _LINES.clear()
-        m = _LINES[code] = {}
+    r = _CODES.get(id(code))
+    if r is None:
+        r = _code_rec(code)
+    m = r[2]
     i = f.f_lasti
     ln = m.get(i)
     if ln is None:
@@ -65,7 +65,22 @@ def _lineno(f):
     return ln
 
 
-_LINES = {}         # _lineno: code object -> {offset of the running instruction: its line}
+def _code_rec(code):
+    """_CODES's entry of a code object, made now."""
+    if len(_CODES) >= _USER_CODE_MAX:
+        _CODES.clear()
+    fn = code.co_filename
+    r = _CODES[id(code)] = (code, not fn.startswith(_NCSIM_DIR) or fn.startswith(_EXAMPLES_DIR),
+                            {})
+    return r
+
+
+# _lineno, Tracer._site_key: id of a code object -> (the code object, kept so that its id is
+# not reused while the entry exists; whether it is outside the package or one of its examples;
+# {offset of the running instruction: its line}). Keyed by id: a code object's hash is
+# computed from its contents at every lookup (0.1 us for a kernel's).
+_CODES = {}
+_USER_CODE_MAX = 4096   # _CODES is emptied when it grows past this
 
 
 def user_frame():
@@ -218,6 +233,10 @@ class Arange1D:
         __ge__ = _bad
 
 
+_ADDS_MAX = 256     # IndexExpr.__add__'s sums kept per expression
+_UIDS = itertools.count(1)   # IndexExpr.uid
+
+
 def _bshape(a, b):
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + tuple(a)
@@ -232,13 +251,15 @@ def _bshape(a, b):
 
 class IndexExpr:
     """An affine index: const + sum(coef[a] * i_a) over the axes a of a broadcast grid."""
-    __slots__ = ("const", "coefs", "shape", "sk")
+    __slots__ = ("const", "coefs", "shape", "sk", "adds", "uid")
 
     def __init__(self, const, coefs, shape):
         self.const = const
         self.coefs = coefs
         self.shape = tuple(shape)
         self.sk = None          # _expr_sk's cache: the structure (shape, coefficients)
+        self.adds = None        # __add__'s: {int: self + int} (expressions never change)
+        self.uid = None         # _adv_index_memo: this expression's number in subscript keys
 
     def _aligned(self, n):
         s = n - len(self.shape)
@@ -264,10 +285,28 @@ class IndexExpr:
     def __add__(self, o):
         if type(o) is int:
             # _comb's common case (`bm * 128 + i.x`); coefficient dicts are never changed in
-            # place, so the new expression shares this one's
+            # place, so the new expression shares this one's. An expression is never changed
+            # once made, so the sum of a numbered one (an mgrid axis, such a sum, one seen in
+            # a subscript before: uid) is kept per int (a loop body adds the same few to a
+            # grid's `.x`), up to _ADDS_MAX of them, and numbered too
+            if self.uid is None:
+                r = IndexExpr(self.const + o, self.coefs, self.shape)
+                sk = self.sk
+                r.sk = sk if sk is not None else _expr_sk(self)
+                return r
+            m = self.adds
+            if m is None:
+                m = self.adds = {}
+            else:
+                r = m.get(o)
+                if r is not None:
+                    return r
             r = IndexExpr(self.const + o, self.coefs, self.shape)
             sk = self.sk
             r.sk = sk if sk is not None else _expr_sk(self)
+            r.uid = next(_UIDS) + 0.5
+            if len(m) < _ADDS_MAX:
+                m[o] = r
             return r
         return self._comb(o, 1)
 
@@ -469,7 +508,9 @@ class _MGrid:
                 error("err_unsupported_index", "nl.mgrid takes slices")
             st, step, size = _grid_slice(s, i)
             shape = tuple(size if j == i else 1 for j in range(n))
-            out.append(IndexExpr(st, {i: step}, shape))
+            e = IndexExpr(st, {i: step}, shape)
+            e.uid = next(_UIDS) + 0.5       # kept by the kernel: its sums are kept too
+            out.append(e)
         return Grid(out)
 
 
@@ -1474,11 +1515,17 @@ def _on_block(bb, blk, dt, shape, pdim, p0, strides, off, lo, hi, chk):
     shift = blk * bb.felems
     r = Tensor(a.slot, a, dt, shape, pdim, p0, strides, off - shift)
     r.chk = chk
-    if _fast[0] and pdim is not None and a.slot.id >= 0:
-        # box() of the resolved view, from the span already computed (Tensor._box); not in
-        # a first pass, whose private buffers (id -1) no dependence is recorded on
+    sl = a.slot
+    if _fast[0] and pdim is not None and sl.id >= 0:
+        # box() and abox() of the resolved view, from the span already computed
+        # (Tensor._box, _abox); not in a first pass, whose private buffers (id -1) no
+        # dependence is recorded on
         sz = dt.itemsize
-        r._bx = (a.slot, p0, p0 + shape[pdim], (lo - shift) * sz, (hi - shift + 1) * sz)
+        p1 = p0 + shape[pdim]
+        blo = (lo - shift) * sz
+        bhi = (hi - shift + 1) * sz
+        r._bx = (sl, p0, p1, blo, bhi)
+        r._ab = (sl, ((p0, p1), (blo, bhi)))
     return r
 
 
@@ -1692,8 +1739,18 @@ def _full_view(t):
         if bx is None:
             bx = t._bx = t._box()
         tr = _tracer[0]
-        if t._ab is None and tr is not None and not tr.fast:
-            t.abox()
+        if tr is not None and not tr.fast:
+            if t._ab is None:
+                t.abox()
+            if t._txt is None and not t.chk and t.pdim is not None and _fast[0]:
+                # t's text, when computing it cannot fail (its layout's checks passed before,
+                # a partition start the engines take): the view's is the same, and every
+                # later t[...] takes it too
+                p = t.shape[t.pdim]
+                p0 = t.p0
+                if not (p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32))) and \
+                        (t.shape, t.pdim, tuple(t.strides), False) in _DIMS_TEXT:
+                    t._txt = t._text()
         v._bx, v._ab, v._sp, v._txt = bx, t._ab, t._sp, t._txt
     return v
 
@@ -1723,12 +1780,71 @@ def _adv_index_memo(t, key, resolve=False):
     per dim: what depends on the tensor's layout and the subscript's structure only (the
     view's shape and strides, each subscript's stride and bound offsets, the structural
     errors) is computed once per structure (_adv_memo_entry); per call, the constants give
-    the offset, the first partition and the bounds to check. None: not such a subscript.
+    the offset, the first partition and the bounds to check. A subscript seen before (the
+    same ints and the same expression objects: a loop body's `bm * 128 + i.x` is one object
+    per value of bm, IndexExpr.__add__) takes those too from the memo, by its key (ints as
+    they are, each expression by its number, a float n + 0.5 that no int equals, so that no
+    expression is ever compared). None: not such a subscript.
     resolve: a view of a block tensor within one block is made directly as _resolve_block's
     view of that block's buffer (index_view)."""
     m = t._lk
     if m is None:
         m = t._lk = _ADV_MEMO.get((t.shape, t.pdim, tuple(t.strides)))
+    kk = []
+    ne = 0
+    for k in key:
+        tk = type(k)
+        if tk is int:
+            kk.append(k)
+        elif tk is IndexExpr:
+            if type(k.const) is not int:
+                kk = None
+                break
+            u = k.uid
+            if u is None:
+                # an expression not numbered yet (made for this subscript, as
+                # `nl.arange(128)[:, None]` is, or kept and seen for the first time): no
+                # earlier subscript holds it; numbered now, keyed from its next one on
+                k.uid = next(_UIDS) + 0.5
+                kk = None
+                break
+            ne = 1
+            kk.append(u)
+        else:
+            kk = None
+            break
+    if kk is not None and ne:
+        kk = tuple(kk)
+        if m is not None:
+            hit = m.get(kk)
+            if hit is not None:
+                shape, strides, pd, dp0, doff, chk, elo, ehi, tc = hit
+                if t.chk:
+                    t.check_bounds()
+                # (_adv_view, inlined)
+                off = t.off + doff
+                p0 = t.p0 + dp0
+                bb = t.buf
+                if resolve and type(bb) is BlockBuf and not bb.sunk:
+                    lo, hi = off + elo, off + ehi
+                    fe = bb.felems
+                    blk = lo // fe
+                    if hi // fe == blk and lo >= 0:
+                        v = _on_block(bb, blk, t.dtype, shape, pd, p0, list(strides), off, lo,
+                                      hi, chk)
+                        if chk is None and pd is not None:
+                            tr = _tracer[0]
+                            if tr is not None and not tr.fast:
+                                _known_text(v, tc)
+                        return v
+                v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, list(strides), off)
+                v.chk = chk
+                v._sp = (off + elo, off + ehi)
+                if chk is None and pd is not None and type(bb) is Slot:
+                    tr = _tracer[0]
+                    if tr is not None and not tr.fast:
+                        _known_text(v, tc)
+                return v
     sk = []
     idx = False
     for k in key:
@@ -1789,7 +1905,19 @@ def _adv_index_memo(t, key, resolve=False):
     else:
         k = key[pc]
         pd, p0 = 0, t.p0 + (k if type(k) is int else k.const)
-    strides = list(strides)
+    if kk is not None and ne:
+        # (the structure's entry and this subscript's share the layout's dict: their keys,
+        # tuples of ints and None against tuples holding a non-integer float, never compare
+        # equal)
+        if len(m) >= _MEMO_MAX:
+            m.clear()
+        m[kk] = (shape, strides, pd, p0 - t.p0, off - t.off, chk, elo, ehi, {})
+    return _adv_view(t, shape, list(strides), pd, p0, off, chk, elo, ehi, resolve)
+
+
+def _adv_view(t, shape, strides, pd, p0, off, chk, elo, ehi, resolve):
+    """_adv_index_memo's view of t, from its layout, first partition, offset, bounds to check
+    and lowest and highest element from the offset."""
     bb = t.buf
     if resolve and type(bb) is BlockBuf and not bb.sunk:
         lo, hi = off + elo, off + ehi
@@ -1801,6 +1929,33 @@ def _adv_index_memo(t, key, resolve=False):
     v.chk = chk
     v._sp = (off + elo, off + ehi)
     return v
+
+
+def _known_text(v, tc):
+    """Give the on-chip view v (from _adv_index_memo's key memo, no bounds left to check) its
+    text now, from tc, the texts of that key's views (keyed by what the text holds besides
+    the layout: the byte offset in the buffer, the first partition, the type's name and the
+    buffer's kind), when a second pass or a single one will write it; computed here when it
+    cannot fail (the layout's checks passed before, a partition start the engines take).
+    (Not called in a first pass, which keeps no text.)"""
+    b = v.buf
+    dt = v.dtype
+    p0 = v.p0
+    k = (b.offset + v.off * dt.itemsize, p0, dt.nca, b.kind)
+    txt = tc.get(k)
+    if txt is None:
+        p = v.shape[v.pdim]
+        if p0 and ((p > 64) or (p > 32 and p0 % 64) or (p0 % 32)):
+            return                      # text() raises the error when asked
+        if (v.shape, v.pdim, tuple(v.strides), False) not in _DIMS_TEXT:
+            return
+        txt = v._text()
+        if len(tc) < _TEXTS_MAX:
+            tc[k] = txt
+    v._txt = txt
+
+
+_TEXTS_MAX = 64     # _known_text: texts kept per subscript key
 
 
 def _plain_key(key):
@@ -1928,10 +2083,6 @@ def _nl():
     return _NL[0]
 
 
-_USER_CODE = {}     # Tracer._site_key: code object -> outside the package (or one of its
-                    # examples); emptied when it grows past _USER_CODE_MAX
-_USER_CODE_MAX = 4096
-
 
 def _deref(r):
     return r()
@@ -2027,7 +2178,6 @@ class LoopRange:
             loc.clear()
             del loc
         if tr.pol.steady_state:
-            from . import _steady
             return (yield from _steady.iterate(tr, self.r, frame, outer, where))
         if tr.steady is not None:
             tr.steady.refuse("the body has a nested NKI loop")
@@ -2222,6 +2372,8 @@ class Tracer:
         if self.pending is not None:
             self.flush()
         refs = self.scopes.pop()
+        if not refs:
+            return                     # nothing allocated in the iteration (a loop of matmuls)
         live = [a for a in map(_deref, refs) if a is not None]
         if not live:
             return
@@ -2306,16 +2458,18 @@ class Tracer:
         src = self.source
         while f is not None:
             code = f.f_code
-            user = _USER_CODE.get(code)
-            if user is None:
-                if len(_USER_CODE) >= _USER_CODE_MAX:
-                    _USER_CODE.clear()
+            r = _CODES.get(id(code))
+            if r is None:
+                r = _code_rec(code)
+            if r[1]:
+                # (_lineno, inlined)
+                m = r[2]
+                i = f.f_lasti
+                ln = m.get(i)
+                if ln is None:
+                    ln = m[i] = f.f_lineno
                 fn = code.co_filename
-                user = _USER_CODE[code] = not fn.startswith(_NCSIM_DIR) or \
-                    fn.startswith(_EXAMPLES_DIR)
-            if user:
-                fn = code.co_filename
-                key.append((fn, _lineno(f)))
+                key.append((fn, ln))
                 if fn == src:
                     break
             f = f.f_back
@@ -3418,15 +3572,16 @@ class Tracer:
         return best or "dve"
 
     # ---- pending results
-    def make_pending(self, space, shape, dt, emit, matmul=None):
-        """A result tensor whose instruction is emitted once its destination is known."""
+    def make_pending(self, space, shape, dt, emit, matmul=None, nbytes=None):
+        """A result tensor whose instruction is emitted once its destination is known (nbytes:
+        its bytes per partition, when the caller has them)."""
         if self.pending is not None:
             self.flush()
-        site = self._site_key(space, _prod(shape[1:]) * dt.itemsize)
+        site = self._site_key(space, _prod(shape[1:]) * dt.itemsize if nbytes is None else nbytes)
         last = site[-1]
         t = Tensor(None, None, dt, shape, 0, 0, None, 0)
         t.pend = Pending(space, emit, site, matmul,
-                         last[1] if isinstance(last, tuple) and last[0] == self.source else 0)
+                         last[1] if type(last) is tuple and last[0] == self.source else 0)
         self.pending = t
         return t
 
@@ -3499,7 +3654,10 @@ class Tracer:
                     _out_of_scope(a)
                 if a.blk is not None and not internal:
                     self.block_used(a, False, None)
-                    blks = (blks or []) + [a]
+                    if blks is None:
+                        blks = [a]
+                    else:
+                        blks.append(a)
                     if rec is not None:
                         brefs.append((a.blk[0], a.blk[1], False, False))
                 if rec is not None:
@@ -3529,7 +3687,10 @@ class Tracer:
                     self.dirty.add(a.slot.tag)     # a loaded tile written over (first pass)
                 if a.blk is not None and not internal:
                     self.block_used(a, True, load_src)
-                    blks = (blks or []) + [a]
+                    if blks is None:
+                        blks = [a]
+                    else:
+                        blks.append(a)
                     if rec is not None:
                         brefs.append((a.blk[0], a.blk[1], True, load_src is not None))
                 if rec is not None:
@@ -4006,14 +4167,100 @@ class Tracer:
                 dst._check_text()
                 stat._check_text()
                 mov._check_text()
+                if not self.thook:
+                    # what emit does in such a pass (no text, no dependences, no node): the
+                    # blocks' uses, the tick
+                    self._emit_first(stat, mov, dst, acc)
+                    return True
                 txt = "matmul , , , acc" if acc else "matmul , , "
             else:
                 txt = f"matmul {dst.text()}, {stat.text()}, {mov.text()}, acc" if acc else \
                     f"matmul {dst.text()}, {stat.text()}, {mov.text()}"
+                if self.acclog is not None and self.steady is None and not self.thook:
+                    self._emit_logged(txt, stat, mov, dst, acc)
+                    return True
             self.emit("pe", txt, reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
         finally:
             self.line_override = old
         return True
+
+    def _emit_first(self, stat, mov, dst, acc):
+        """emit("pe", ..., reads=[stat, mov] (+ [dst] when acc), writes=[dst]) in a first pass
+        that a second replaces (self.fast, no loop recorded, no PSUM tile hook, nothing
+        pending): the same checks and bookkeeping in the same order, without the parts such
+        a pass skips (dependences, accesses, the estimate, the line, the node)."""
+        for t in (stat, mov, dst) if acc else (stat, mov):
+            a = t.alloc
+            if a is not None:
+                if a.dead:
+                    _out_of_scope(a)
+                if a.blk is not None:
+                    self.block_used(a, False, None)
+        a = dst.alloc
+        if a.dead:
+            _out_of_scope(a)
+        a.written = True
+        sl = a.slot
+        if sl is not None and sl.tag is not None:
+            self.dirty.add(sl.tag)
+        if a.blk is not None:
+            self.block_used(a, True, None)
+        self.count[_PE] += 1
+        self.tick += 1
+
+    def _emit_logged(self, text, stat, mov, dst, acc):
+        """emit("pe", text, reads=[stat, mov] (+ [dst] when acc), writes=[dst]) with the access
+        log (a second or single pass with the C passes), no loop recorded, no PSUM tile hook,
+        nothing pending: the same checks, block uses, log entry and estimate, in the same
+        order, then _emit_tail. (dst's read, when acc, is left out of the log as emit leaves
+        a view both read and written.)"""
+        ag = _PE
+        idx = self.count[ag]
+        deps = [ag, idx]
+        self.exact = None
+        blks = None
+        for t in (stat, mov, dst) if acc else (stat, mov):
+            a = t.alloc
+            if a is not None:
+                if a.dead:
+                    _out_of_scope(a)
+                if a.blk is not None:
+                    self.block_used(a, False, None)
+                    if blks is None:
+                        blks = [a]
+                    else:
+                        blks.append(a)
+            if t is dst:
+                continue
+            ab = t._ab
+            key, bx = ab if ab is not None else t.abox()
+            self._log(deps, key, bx, 0)
+        a = dst.alloc
+        if a.dead:
+            _out_of_scope(a)
+        a.written = True
+        sl = a.slot
+        if sl is not None and sl.tag is not None:
+            self.dirty.add(sl.tag)
+        if a.blk is not None:
+            self.block_used(a, True, None)
+            if blks is None:
+                blks = [a]
+            else:
+                blks.append(a)
+        ab = dst._ab
+        key, bx = ab if ab is not None else dst.abox()
+        self._log(deps, key, bx, 1)
+        # the scheduler's estimate (emit's): ns of the instruction on the PE
+        shape = dst.shape
+        n = shape[0] * shape[1]
+        if dst.pdim is not None:
+            n //= shape[dst.pdim]
+        inc = (n if n > 64 else 64) / _CLOCK[_PE] + 0.0
+        ln = self.line_override
+        if ln is None:
+            ln = self.line()
+        self._emit_tail("pe", text, ag, idx, deps, None, False, ln, inc, blks)
 
     def _matmul_at(self, line, dst, stat, mov, acc):
         """The matmul of a pending result into dst, attributed to the line that made it

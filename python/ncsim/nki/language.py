@@ -1318,7 +1318,8 @@ def _matmul(stat, mov, mask=None):
                 (mov.alloc is None or not mov.alloc.lazy_zero):
             def emit(d, _b):
                 _emit_matmul(d, stat, mov, False)
-            return T().make_pending("psum", (ss[1], ms[1]), float32, emit, matmul=(stat, mov))
+            return T().make_pending("psum", (ss[1], ms[1]), float32, emit, (stat, mov),
+                                    ms[1] * 4)
     stat, mov = _tile(stat, "stationary"), _tile(mov, "moving")
     for t, nm in ((stat, "stationary"), (mov, "moving")):
         if t.space != "sbuf":

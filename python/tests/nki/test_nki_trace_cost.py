@@ -219,7 +219,8 @@ def test_cached_line_is_python_s_line():
     got = _lines_of_calls() + _lines_of_calls()
     assert all(a == b for a, b in got), got
     assert len({b for _, b in got}) == 4                     # four call sites, four lines
-    assert _lines_of_calls.__code__ in _core._LINES          # kept per code object
+    code = _lines_of_calls.__code__
+    assert _core._CODES[id(code)][0] is code                 # kept per code object
 
 
 @nki.jit
@@ -326,3 +327,262 @@ def test_matmul_errors_are_the_general_path_s(monkeypatch, kernel, code):
             nki.lower(kernel, a, a, policy={"fast_trace": fast})
         msgs.append(str(e.value))
     assert code in msgs[0] and msgs[0] == msgs[1]
+
+
+# ---- the twelfth session's shortcuts (docs/nki.md, "Outside the replay")
+
+def _first_pass_state(monkeypatch, kernel, *args, general=False):
+    """Lower; the first pass's block uses, counts per agent and tick, and the program text.
+    general: psum[...] += nc_matmul(...) in a first pass through emit, not _emit_first."""
+    from ncsim.nki import Kernel
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    got = {}
+    trace = Kernel._trace
+    n = [0]
+
+    def spy_trace(*a):
+        r = trace(*a)
+        if a[5] is None:
+            tr = r[0]
+            got["uses"] = {k: list(v) for k, v in tr.uses.items()}
+            got["count"], got["tick"] = list(tr.count), tr.tick
+        return r
+
+    def general_first(self, stat, mov, dst, acc):
+        n[0] += 1
+        self.emit("pe", "matmul , , , acc" if acc else "matmul , , ",
+                  reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
+    first = _core.Tracer._emit_first
+
+    def spy_first(self, *a):
+        n[0] += 1
+        return first(self, *a)
+    with monkeypatch.context() as m:
+        m.setattr(Kernel, "_trace", staticmethod(spy_trace))
+        m.setattr(_core.Tracer, "_emit_first", general_first if general else spy_first)
+        got["text"] = nki.lower(kernel, *args).text
+    got["calls"] = n[0]
+    return got
+
+
+def test_first_pass_matmul_shortcut_keeps_emit_s_bookkeeping(monkeypatch):
+    """In a first pass, `ps[...] += nc_matmul(...)` records its blocks' uses, the engine's
+    count and the tick through Tracer._emit_first: the same as emit records, and the same
+    program (the block operands of k_psum_acc and the fully optimised matmul's)."""
+    from ncsim.nki.examples.catalog import BY_NAME
+    rng = np.random.default_rng(5)
+    a = rng.random((512, 128), dtype=np.float32)
+    b = rng.random((512, 256), dtype=np.float32)
+    case = BY_NAME["matmul_optimized"]
+    kernel, _ = case.load()
+    for k, args in ((k_psum_acc, (a, b)), (kernel, case.args("small", 0, timing=True))):
+        fast = _first_pass_state(monkeypatch, k, *args)
+        gen = _first_pass_state(monkeypatch, k, *args, general=True)
+        assert fast["calls"] >= 4 and fast["calls"] == gen["calls"]
+        assert fast["uses"] and fast["uses"] == gen["uses"]
+        assert (fast["count"], fast["tick"]) == (gen["count"], gen["tick"])
+        assert fast["text"] == gen["text"] == \
+            nki.lower(k, *args, policy={"fast_trace": False}).text
+
+
+@nki.jit
+def k_repeated_subscripts(x):
+    """The same subscripts (the same ints, the same `F * j + jf` objects) in every r
+    iteration, a ragged last tile among them (masked: its bounds are checked after the
+    mask), through a block tensor and a plain tile."""
+    W = x.shape[1]
+    T = (W + F - 1) // F
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:128, 0:F]
+    for r in nl.affine_range(3):
+        b = nl.ndarray((T, nl.par_dim(128), F), dtype=x.dtype, buffer=nl.sbuf)
+        for j in nl.affine_range(T):
+            b[j, ip, jf] = nl.load(x[ip, F * j + jf], mask=(F * j + jf < W))
+        for j in nl.affine_range(T):
+            t = nl.add(b[j, ip, jf], 1.0, mask=(F * j + jf < W))
+            nl.store(out[ip, F * j + jf], value=t[ip, jf], mask=(F * j + jf < W))
+    return out
+
+
+def test_repeated_subscripts_take_the_key_memo(monkeypatch):
+    """A subscript seen before is answered from its key (no pass over its structure): the
+    program is the reference paths', NumPy's result, and only the first sight of each
+    structure is computed in full."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    x = np.random.default_rng(4).random((128, 4 * F - 40), dtype=np.float32)
+    n = {"entry": 0, "calls": 0}
+    entry, memo = _core._adv_memo_entry, _core._adv_index_memo
+
+    def spy_entry(*a):
+        n["entry"] += 1
+        return entry(*a)
+
+    def spy_memo(*a):
+        n["calls"] += 1
+        return memo(*a)
+    _core._ADV_MEMO.clear()
+    with monkeypatch.context() as m:
+        m.setattr(_core, "_adv_memo_entry", spy_entry)
+        m.setattr(_core, "_adv_index_memo", spy_memo)
+        low = nki.lower(k_repeated_subscripts, x)
+    keyed = [k for d in _core._ADV_MEMO.values() for k in d
+             if any(type(e) is float for e in k)]
+    # every subscript's key is kept, and each comes back in the later r iterations (and
+    # the second pass): answered from its key
+    assert keyed and n["calls"] >= 3 * len(keyed)
+    assert n["entry"] <= 6                                    # per structure, not per call
+    assert all(e % 1 == 0.5 for k in keyed for e in k if type(e) is float)
+    assert low.text == nki.lower(k_repeated_subscripts, x, policy={"fast_trace": False}).text
+    out = np.asarray(nki.simulate_kernel(k_repeated_subscripts, x))
+    np.testing.assert_allclose(out, x + 1.0, rtol=1e-6)
+
+
+def test_key_memo_never_takes_an_all_int_subscript():
+    """An all-int subscript is not looked up by key: its ints could equal a structure key's
+    numbers (a structure entry would be read as a view's)."""
+    tr = _tracer()
+    _core._tracer[0] = tr
+    try:
+        t = tr.new_onchip("sbuf", _core.D.float32, (128, 64), 0)
+        ip, jf = nl.mgrid[0:128, 0:64]
+        v = t[ip, jf]
+        m = t._lk
+        sk = next(k for k in m if not any(type(e) is float for e in k))
+        ints = tuple(e if e is not None else 0 for e in sk)
+        assert _core._adv_index_memo(t, ints) is None          # to the general path
+        assert t[ip, jf].off == v.off and t[ip, jf].shape == v.shape
+    finally:
+        _core._tracer[0] = None
+
+
+def test_index_expression_sums_are_kept_and_unchanged():
+    """Sums of an mgrid axis (numbered) are kept per int; those of an expression made for
+    one subscript (`nl.arange(n)[None, :]`) are not (nothing would find them again)."""
+    ip, jf = nl.mgrid[0:128, 0:64]
+    a, b = 64 + jf, jf + 64
+    assert a is b and a.const == 64 and a.coefs == jf.coefs and jf.const == 0
+    assert (128 + jf) is not a and (128 + jf).const == 128
+    assert a.uid is not None and a.uid % 1 == 0.5
+    r = nl.arange(64)[None, :]
+    assert (64 + r) is not (64 + r) and r.adds is None and (64 + r).const == 64
+
+
+@nki.jit
+def k_fresh_aranges(x):
+    """Subscripts in the compiler-emitted style: a new `nl.arange(...)` expression in every
+    subscript, so no subscript comes back with the same objects."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    b = nl.ndarray((4, nl.par_dim(128), F), dtype=x.dtype, buffer=nl.sbuf)
+    for r in nl.affine_range(2):
+        for j in nl.affine_range(4):
+            b[j, nl.arange(128)[:, None], nl.arange(F)[None, :]] = nl.load(
+                x[nl.arange(128)[:, None], F * j + nl.arange(F)[None, :]])
+        for j in nl.affine_range(4):
+            nl.store(out[nl.arange(128)[:, None], F * j + nl.arange(F)[None, :]],
+                     value=nl.exp(b[j, nl.arange(128)[:, None], nl.arange(F)[None, :]]))
+    return out
+
+
+def test_fresh_expressions_are_not_keyed(monkeypatch):
+    """Subscripts whose expressions are new objects are not looked up or kept by key (they
+    cannot come back): the layouts' memos hold only their structures, and the program is
+    the reference paths'."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    x = np.random.default_rng(8).random((128, 4 * F), dtype=np.float32)
+    _core._ADV_MEMO.clear()
+    low = nki.lower(k_fresh_aranges, x)
+    assert _core._ADV_MEMO
+    assert not [k for d in _core._ADV_MEMO.values() for k in d
+                if any(type(e) is float for e in k)]
+    assert low.text == nki.lower(k_fresh_aranges, x, policy={"fast_trace": False}).text
+
+
+@nki.jit
+def k_unmasked_after_masked(x):
+    """The ragged last tile's subscript, masked, then the same subscript (the same key)
+    without a mask: out of bounds there."""
+    W = x.shape[1]
+    T = (W + F - 1) // F
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:128, 0:F]
+    for j in nl.affine_range(T):
+        t = nl.load(x[ip, F * j + jf], mask=(F * j + jf < W))
+        nl.store(out[ip, F * j + jf], value=t, mask=(F * j + jf < W))
+    for j in nl.affine_range(T):
+        t = nl.load(x[ip, F * j + jf])
+        nl.store(out[ip, F * j + jf], value=t)
+    return out
+
+
+def test_key_memo_keeps_the_bounds_to_check(monkeypatch):
+    """A subscript answered from its key still checks its bounds once no mask applies: the
+    reference paths' error, at the same line."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    x = np.zeros((128, 3 * F - 8), dtype=np.float32)
+    msgs = []
+    for fast in (True, False):
+        with pytest.raises(nki.NkiError) as e:
+            nki.lower(k_unmasked_after_masked, x, policy={"fast_trace": fast})
+        msgs.append(str(e.value))
+    assert "err_tensor_access_out_of_bound" in msgs[0] and msgs[0] == msgs[1]
+
+
+def _second_pass_state(monkeypatch, kernel, *args, general=False):
+    """Lower; the last pass's access log, nodes (engine, text, line, estimate, pin), counts
+    and tick, and the program text. general: psum[...] += nc_matmul(...) with the access
+    log through emit, not _emit_logged."""
+    from ncsim.nki import Kernel
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    got = {}
+    trace = Kernel._trace
+    n = [0]
+
+    def spy_trace(*a):
+        r = trace(*a)
+        tr = r[0]
+        got["log"] = list(tr.acclog) if tr.acclog is not None else None
+        got["nodes"] = [(nd.eng, nd.text, nd.line, nd.cost, nd.pin) for nd in tr.nodes]
+        got["count"], got["tick"] = list(tr.count), tr.tick
+        return r
+
+    def through_emit(self, text, stat, mov, dst, acc):
+        n[0] += 1
+        self.emit("pe", text, reads=[stat, mov, dst] if acc else [stat, mov], writes=[dst])
+    logged = _core.Tracer._emit_logged
+
+    def spy_logged(self, *a):
+        n[0] += 1
+        return logged(self, *a)
+    with monkeypatch.context() as m:
+        m.setattr(Kernel, "_trace", staticmethod(spy_trace))
+        m.setattr(_core.Tracer, "_emit_logged", through_emit if general else spy_logged)
+        got["text"] = nki.lower(kernel, *args).text
+    got["calls"] = n[0]
+    return got
+
+
+def test_logged_matmul_shortcut_keeps_emit_s_log_and_nodes(monkeypatch):
+    """With the access log (the C passes), `ps[...] += nc_matmul(...)` is emitted by
+    Tracer._emit_logged: the same log entries, nodes (text, line, estimate), counts and
+    tick as through emit, and the reference paths' program."""
+    from ncsim.nki import _native
+    try:
+        if not _native.enabled("auto"):
+            pytest.skip("no libncsim: no access log")
+    except (ValueError, ImportError):
+        pytest.skip("no libncsim: no access log")
+    from ncsim.nki.examples.catalog import BY_NAME
+    rng = np.random.default_rng(6)
+    a = rng.random((512, 128), dtype=np.float32)
+    b = rng.random((512, 256), dtype=np.float32)
+    case = BY_NAME["matmul_optimized"]
+    kernel, _ = case.load()
+    for k, args in ((k_psum_acc, (a, b)), (kernel, case.args("small", 0, timing=True))):
+        fast = _second_pass_state(monkeypatch, k, *args)
+        gen = _second_pass_state(monkeypatch, k, *args, general=True)
+        assert fast["calls"] >= 4 and fast["calls"] == gen["calls"]
+        assert fast["log"] and fast["log"] == gen["log"]
+        assert fast["nodes"] == gen["nodes"]
+        assert (fast["count"], fast["tick"]) == (gen["count"], gen["tick"])
+        assert fast["text"] == gen["text"] == \
+            nki.lower(k, *args, policy={"fast_trace": False}).text
