@@ -730,7 +730,9 @@ def _period(iters, snaps):
 
 # ---- a loop statement's later runs (docs/nki.md, "Loops kept": *Later runs*)
 
-_RENAMED = (C.BlockBuf, C.Site)    # objects a later run has anew (a block tensor made per run)
+# objects a later run may have anew or in another order: a block tensor made per run, its
+# allocation site, a tile's buffer (a site's rotation in another phase)
+_RENAMED = (C.BlockBuf, C.Site, C.Slot)
 
 
 def _same(a, b, fwd, back):
@@ -753,9 +755,15 @@ def _same(a, b, fwd, back):
             return x is b
         if id(b) in back:
             return False
-        if ta is C.BlockBuf and (a.kind, a.dtype, a.shape, a.lazy_zero, a.fill is None, a.sunk) != \
-                (b.kind, b.dtype, b.shape, b.lazy_zero, b.fill is None, b.sunk):
-            return False
+        if ta is C.BlockBuf:
+            if (a.kind, a.dtype, a.shape, a.lazy_zero, a.fill is None, a.sunk) != \
+                    (b.kind, b.dtype, b.shape, b.lazy_zero, b.fill is None, b.sunk):
+                return False
+        elif ta is C.Slot:
+            # a buffer of the same size and memory, of the same site up to the renaming
+            if a.kind != b.kind or a.size != b.size or \
+                    (a.site is not b.site and not _same(a.site, b.site, fwd, back)):
+                return False
         fwd[id(a)] = b
         back[id(b)] = a
         return True
