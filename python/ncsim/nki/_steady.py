@@ -15,6 +15,13 @@ use) are replayed event by event for the first two and the last; the ones betwee
 in bulk from those two (_bulk: the nodes, access-log entries, load records and counters they
 would make).
 
+A loop statement's later runs (the same statement, trip count and index step): the tracer
+remembers the steady states its runs found (_remember); a later run whose state after its
+warm-up and one window equals its state before that window, whose counters grew as the
+remembered run's did, and whose window's events are the remembered window's up to a renaming
+of block tensors, sites and buffers (_known), is replayed with the remembered steps; its last
+iterations are checked as a first run's are.
+
 Block tensors: a block's allocation is an event, replayed by calling the allocator again (the
 text's offsets in the block's buffer move with the buffer it gives); a block filled when first
 touched (nl.zeros) is filled by that call, at the line the full trace gives the fill. An
