@@ -2335,6 +2335,9 @@ class Tracer:
         self.scopes = []                       # per open loop iteration: weakrefs to its Allocs
         self.steady = None                     # _steady.Recorder of the loop being recorded
         self.slot_states = {}                  # _steady._slot_part's kept buffer lists
+        self.steady_reused = 0                 # runs replayed from a remembered steady state
+        self.steady_known = {}                 # _steady.iterate: per loop statement, the
+                                               # steady states its earlier runs found
         self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
         self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
         self.replayable_internal = False       # emit: a compiler-made load the replay makes too

@@ -15,6 +15,13 @@ use) are replayed event by event for the first two and the last; the ones betwee
 in bulk from those two (_bulk: the nodes, access-log entries, load records and counters they
 would make).
 
+A loop statement's later runs (the same statement, trip count and index step): the tracer
+remembers the steady states its runs found (_remember); a later run whose state after its
+warm-up and one window equals its state before that window, whose counters grew as the
+remembered run's did, and whose window's events are the remembered window's up to a renaming
+of block tensors, sites and buffers (_known), is replayed with the remembered steps; its last
+iterations are checked as a first run's are.
+
 Block tensors: a block's allocation is an event, replayed by calling the allocator again (the
 text's offsets in the block's buffer move with the buffer it gives); a block filled when first
 touched (nl.zeros) is filled by that call, at the line the full trace gives the fill. An
@@ -54,6 +61,8 @@ WARM = 1           # iterations traced before windows are compared (the first of
 MAXP = 4           # longest period searched, in iterations
 NWIN = 3           # equal consecutive windows required
 LIMIT = WARM + NWIN * MAXP + MAXP   # iterations recorded before giving up
+KNOWN = 4          # steady states remembered per loop statement (_known)
+KNOWN_ON = True    # (tests) later runs of a loop statement checked against the remembered ones
 
 _OFF = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)")
 
@@ -726,6 +735,91 @@ def _period(iters, snaps):
     return None
 
 
+# ---- a loop statement's later runs (docs/nki.md, "Loops kept": *Later runs*)
+
+# objects a later run may have anew or in another order: a block tensor made per run, its
+# allocation site, a tile's buffer (a site's rotation in another phase)
+_RENAMED = (C.BlockBuf, C.Site, C.Slot)
+
+
+def _same(a, b, fwd, back):
+    """Are templates a (a remembered run's) and b (this run's) the same, up to a consistent
+    one-to-one renaming of block tensors and their sites (fwd: id(a's) -> b's; back: id(b's)
+    -> a's)? Everything else must be equal (other buffers: the same objects)."""
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is tuple or ta is list:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if x is not y and not _same(x, y, fwd, back):
+                return False
+        return True
+    if ta in _RENAMED:
+        x = fwd.get(id(a))
+        if x is not None:
+            return x is b
+        if id(b) in back:
+            return False
+        if ta is C.BlockBuf:
+            if (a.kind, a.dtype, a.shape, a.lazy_zero, a.fill is None, a.sunk) != \
+                    (b.kind, b.dtype, b.shape, b.lazy_zero, b.fill is None, b.sunk):
+                return False
+        elif ta is C.Slot:
+            # a buffer of the same size and memory, of the same site up to the renaming
+            if a.kind != b.kind or a.size != b.size or \
+                    (a.site is not b.site and not _same(a.site, b.site, fwd, back)):
+                return False
+        fwd[id(a)] = b
+        back[id(b)] = a
+        return True
+    return a == b
+
+
+def _known(tr, key, iters, snaps):
+    """A later run of a loop statement: after its warm-up and one window of a period P that an
+    earlier run (the same statement, trip count and index step) proved steady, is the state at
+    both ends of that window the same, do its counters grow as that run's did per window, and
+    are its events that run's window's, up to the block tensors (made anew per run)? Then that
+    run's steps stand for this window's, as `_period`'s result; else None (the recording goes
+    on, windows compared as in a first run)."""
+    known = tr.steady_known.get(key)
+    if not known:
+        return None
+    n = len(iters)
+    for P, tpl, steps, dn in known:
+        if n != WARM + P:
+            continue
+        s0, s1 = snaps[WARM], snaps[n]
+        if s0[0] != s1[0] or tuple(b - a for a, b in zip(s0[1], s1[1])) != dn:
+            continue
+        win = []
+        for it in iters[WARM:]:
+            win.extend(it)
+        if len(win) != len(tpl):
+            continue
+        fwd, back = {}, {}
+        if all(t is u or _same(t, u, fwd, back) for t, (u, _) in zip(tpl, win)):
+            return P, win, steps, dn
+    return None
+
+
+def _remember(tr, key, found):
+    P, win, steps, dn = found
+    known = tr.steady_known.setdefault(key, [])
+    tpl = [t for t, _ in win]
+    _int = int.__int__
+    steps = [tuple(map(_int, st)) for st in steps]
+    dn = tuple(map(_int, dn))
+    for k in known:
+        if k[0] == P and k[3] == dn and k[2] == steps and k[1] == tpl:
+            return
+    if len(known) >= KNOWN:
+        del known[0]
+    known.append((P, tpl, steps, dn))
+
+
 # ---- replay
 
 def _fmt(parts):
@@ -1297,6 +1391,8 @@ def iterate(tr, r, frame, outer, where):
     found = None
     i = 0
     tail_check = None
+    kkey = (where, n, r[1] - r[0] if n > 1 else 0) if rec is not None and KNOWN_ON else None
+    known = kkey is not None and kkey in tr.steady_known
     try:
         if rec is not None:
             tr.steady = rec
@@ -1315,9 +1411,16 @@ def iterate(tr, r, frame, outer, where):
                 iters.append(rec.ev)
                 rec.ev = []
                 snaps.append(_snapshot(tr, rec, frame, outer) if i >= WARM else None)
+                if rec.bad is None and known and i - WARM <= MAXP:
+                    found = _known(tr, kkey, iters, snaps)
+                    if found is not None:
+                        tr.steady_reused += 1
+                        break
                 if rec.bad is None and i - WARM >= NWIN:
                     found = _period(iters, snaps)
                     if found is not None:
+                        if kkey is not None:
+                            _remember(tr, kkey, found)
                         break
             tr.steady = parent
             for it in iters:

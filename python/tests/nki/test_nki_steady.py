@@ -1034,3 +1034,197 @@ def test_bulk_windows_with_a_load_that_does_not_move(monkeypatch):
     assert calls, "no window made in bulk"
     np.testing.assert_allclose(nki.simulate_kernel(k_fixed_load, a, b),
                                a + np.tile(b, 40), rtol=1e-5)
+
+
+# ---- a loop statement's later runs replayed from the steady state an earlier run found
+# (_steady._known)
+
+def _known_spy(monkeypatch):
+    """Record each _known call's trip count and whether it found the remembered state."""
+    calls = []
+    known = _steady._known
+
+    def spy(tr, key, iters, snaps):
+        got = known(tr, key, iters, snaps)
+        calls.append((key[1], got is not None))
+        return got
+    monkeypatch.setattr(_steady, "_known", spy)
+    return calls
+
+
+def _known_vs_recorded(monkeypatch, kernel, *args):
+    """The same kernel with later runs replayed from the remembered state and with every run
+    recorded anew: the same tracer states node by node, and the same program as the full
+    trace. Returns (_known's calls, the lowering with reuse, the one without)."""
+    calls = _known_spy(monkeypatch)
+    monkeypatch.setattr(_steady, "KNOWN_ON", True)
+    low_k, st_k = _tracer_states(monkeypatch, kernel, *args)
+    n = len(calls)
+    monkeypatch.setattr(_steady, "KNOWN_ON", False)
+    low_r, st_r = _tracer_states(monkeypatch, kernel, *args)
+    assert len(calls) == n                # no remembered state used
+    monkeypatch.setattr(_steady, "KNOWN_ON", True)
+    full = nki.lower(kernel, *args, policy={"steady_state": False})
+    for low in (low_k, low_r):
+        assert low.text == full.text and low.tensors == full.tensors
+        assert low.spill == full.spill and low.steady_fallback is None
+    assert len(st_k) == len(st_r)
+    for k, r in zip(st_k, st_r):
+        if k["nodes"] is not None:
+            assert len(k["nodes"]) == len(r["nodes"])
+            for x, y in zip(k["nodes"], r["nodes"]):
+                assert x == y
+        assert k == r
+    return calls, low_k, low_r
+
+
+@nki.jit
+def k_runs(a, b):
+    """An outer loop (below MIN_ITERS, traced) whose runs of two inner loops use a block
+    tensor made anew per run, as the hoisted tutorial matmul's k loops do (two passes)."""
+    P, F = a.shape
+    out = nl.ndarray((P, b.shape[1]), a.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(b.shape[1] // 128):
+        held = nl.ndarray((F // 128, nl.par_dim(P), 128), a.dtype, buffer=nl.sbuf)
+        for i in nl.affine_range(F // 128):
+            held[i, :, :] = nl.load(a[:, i * 128:(i + 1) * 128])
+        acc = nl.zeros((P, 128), nl.float32, buffer=nl.psum)
+        w = nl.load(b[:, j * 128:(j + 1) * 128])
+        for i in nl.affine_range(F // 128):
+            acc += nl.matmul(held[i, :, :], w, transpose_x=True)
+        nl.store(out[:, j * 128:(j + 1) * 128], value=nl.copy(acc, dtype=a.dtype))
+    return out
+
+
+def test_later_runs_reuse_the_steady_state_node_by_node(monkeypatch):
+    rng = np.random.default_rng(11)
+    a = rng.random((128, 128 * 24), dtype=np.float32)
+    b = rng.random((128, 128 * 4), dtype=np.float32)
+    calls, low_k, low_r = _known_vs_recorded(monkeypatch, k_runs, a, b)
+    assert any(hit for _, hit in calls), calls
+    replayed = lambda low: sum(e["replayed"] for e in low.loops)   # noqa: E731
+    assert replayed(low_k) > replayed(low_r)
+    ref = np.zeros((128, 512), np.float32)
+    for j in range(4):
+        for i in range(24):
+            ref[:, j * 128:(j + 1) * 128] += a[:, i * 128:(i + 1) * 128].T @ b[:, j * 128:(j + 1) * 128]
+    np.testing.assert_allclose(nki.simulate_kernel(k_runs, a, b), ref, rtol=1e-4)
+
+
+def test_later_runs_of_the_tutorial_matmuls(monkeypatch):
+    """The hoisted and blocked tutorial matmuls at their moderate size, loops from 4
+    iterations replayed: their k loops' later runs take the remembered state."""
+    monkeypatch.setattr(_steady, "MIN_ITERS", 4)
+    for name in ("matmul_hoisted", "matmul_block_free"):
+        case = [c for c in CASES if c.name == name][0]
+        kernel, _ = case.load()
+        calls, _, _ = _known_vs_recorded(monkeypatch, kernel,
+                                         *case.args("moderate", 0, timing=True))
+        assert any(hit for _, hit in calls), (name, calls)
+
+
+def k_outer_branch(a):
+    """Four runs of one loop; the odd ones take a branch on the outer (plain) index: the
+    same instructions and counters, another operation in one of them."""
+    P, F = a.shape
+    R = F // 128 // 4
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for j in range(4):
+        for i in nl.affine_range(R):
+            c = (j * R + i) * 128
+            t = nl.load(a[:, c:c + 128])
+            if j % 2 == 1:
+                t = nl.add(t, 1.0)
+            else:
+                t = nl.multiply(t, 1.0)
+            nl.store(out[:, c:c + 128], value=t)
+    return out
+
+
+def k_trips(a):
+    """Runs of one loop statement with different trip counts."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    base = 0
+    for n in (24, 28, 24, 32):
+        for i in nl.affine_range(n):
+            c = (base + i) * 128
+            t = nl.load(a[:, c:c + 128])
+            nl.store(out[:, c:c + 128], value=nl.multiply(t, 2.0))
+        base += n
+    return out
+
+
+def k_other_buffer(a, s):
+    """Four runs of one loop reading a tile loaded before it: in the second run that tile is
+    a block of a block tensor, not a plain tile (another kind of buffer, so other events)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    blk = nl.ndarray((2, nl.par_dim(P), 128), a.dtype, buffer=nl.sbuf)
+    blk[1, :, :] = nl.load(s[:, 0:128])
+    for j in range(4):
+        sc = nl.load(s[:, j * 128:(j + 1) * 128])
+        for i in nl.affine_range(24):
+            c = (j * 24 + i) * 128
+            t = nl.load(a[:, c:c + 128])
+            if j == 1:
+                r = nl.multiply(t, blk[1, :, :])
+            else:
+                r = nl.multiply(t, sc)
+            nl.store(out[:, c:c + 128], value=r)
+    return out
+
+
+def test_later_runs_that_differ_fall_back(monkeypatch):
+    """A run whose events or trip count differ from the remembered run's is recorded as a
+    first run is (and remembered in its turn); the program is the full trace's."""
+    rng = np.random.default_rng(12)
+    a = rng.random((128, 128 * 96), dtype=np.float32)
+    ref = a.copy()
+    for j in (1, 3):
+        ref[:, j * 24 * 128:(j + 1) * 24 * 128] += 1.0
+    # run 2 (a new site's buffers still being made: not steady after one window) is
+    # recorded; runs 3 and 4 find the state of runs 1 and 2
+    calls, low, _ = _known_vs_recorded(monkeypatch, k_outer_branch, a)
+    assert calls.count((24, True)) == 2 and (24, False) in calls, calls
+    assert _loop(low)["replayed"] > 0
+    np.testing.assert_allclose(nki.simulate_kernel(k_outer_branch, a), ref, rtol=1e-6)
+    # one state remembered: each later run finds the other branch's, whose events differ
+    monkeypatch.setattr(_steady, "KNOWN", 1)
+    calls, low, _ = _known_vs_recorded(monkeypatch, k_outer_branch, a)
+    assert calls and (24, True) not in calls, calls
+    monkeypatch.setattr(_steady, "KNOWN", 4)
+
+    a = rng.random((128, 128 * 108), dtype=np.float32)
+    calls, low, _ = _known_vs_recorded(monkeypatch, k_trips, a)
+    # only the third run (24 iterations again) has a remembered state to check
+    assert calls and all(n == 24 for n, _ in calls) and (24, True) in calls, calls
+    e = _loop(low)
+    assert e["runs"] == 4 and e["refused"] is None
+    np.testing.assert_allclose(nki.simulate_kernel(k_trips, a), 2 * a, rtol=1e-6)
+
+    a = rng.random((128, 128 * 96), dtype=np.float32)
+    s = rng.random((128, 512), dtype=np.float32)
+    calls, low, _ = _known_vs_recorded(monkeypatch, k_other_buffer, a, s)
+    assert (24, False) in calls and (24, True) in calls, calls
+    ref = a * np.repeat(s.reshape(128, 4, 128), 24, axis=1).reshape(128, -1)
+    ref[:, 24 * 128:48 * 128] = a[:, 24 * 128:48 * 128] * np.tile(s[:, 0:128], 24)
+    np.testing.assert_allclose(nki.simulate_kernel(k_other_buffer, a, s), ref, rtol=1e-6)
+
+
+def test_a_remembered_state_that_does_not_hold_lowers_again(monkeypatch):
+    """Steps remembered wrong (doubled): a later run replayed from them is not continued by
+    its last iterations, so the kernel is lowered again in full, with the full program."""
+    remember = _steady._remember
+
+    def wrong(tr, key, found):
+        P, win, steps, dn = found
+        remember(tr, key, (P, win, [tuple(2 * x for x in st) for st in steps], dn))
+    monkeypatch.setattr(_steady, "_remember", wrong)
+    calls = _known_spy(monkeypatch)
+    a = np.random.default_rng(13).random((128, 128 * 96), dtype=np.float32)
+    low = nki.lower(k_outer_branch, a)
+    full = nki.lower(k_outer_branch, a, policy={"steady_state": False})
+    assert (24, True) in calls
+    assert low.steady_fallback is not None and "continue" in low.steady_fallback
+    assert low.text == full.text
