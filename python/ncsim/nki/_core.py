@@ -818,6 +818,30 @@ class par_dim:
 
 def split_shape(shape):
     """(dims as ints, partition dim index) of a shape that may contain a par_dim."""
+    if type(shape) is tuple and _fast[0]:
+        # a tuple of plain ints (a tile's shape, as `nl.zeros((128, 512), ...)` gives it
+        # in every loop iteration): its answer, once it has been computed without error
+        r = _SPLIT.get(shape)
+        if r is not None:
+            for d in shape:
+                if type(d) is not int:
+                    break
+            else:
+                return r
+        r = _split_shape(shape)
+        for d in shape:
+            if type(d) is not int:
+                return r
+        if len(_SPLIT) < _MEMO_MAX:
+            _SPLIT[shape] = r
+        return r
+    return _split_shape(shape)
+
+
+_SPLIT = {}     # split_shape: a tuple of ints -> its (dims, partition dim)
+
+
+def _split_shape(shape):
     if isinstance(shape, (int, np.integer, par_dim)):
         shape = (shape,)
     _check_shape(shape)
@@ -2521,12 +2545,20 @@ class Tracer:
         if P > PMAX:
             error("err_partition_dim_too_large",
                   f"Size of partition dimension {P} exceeds architecture limitation of {PMAX}")
-        if P < 1 or any(d < 1 for d in shape):
+        empty = P < 1
+        nfree = 1           # the free dims' product
+        i = 0
+        for d in shape:
+            if d < 1:
+                empty = True
+            if i != pdim:
+                nfree *= d
+            i += 1
+        if empty:
             error("err_invalid_shape", f"empty shape {shape}")
         if pdim > 0 and site is None:
             return self.new_blocks(kind, dt, shape, pdim, name)
-        free = [d for i, d in enumerate(shape) if i != pdim]
-        nbytes = _prod(free) * dt.itemsize
+        nbytes = nfree * dt.itemsize
         if kind == "psum" and nbytes > PSUM_BANK * PSUM_BANKS:
             error("err_psum_tensor_too_large",
                   f"a PSUM tensor of {nbytes} bytes per partition (PSUM holds {PSUM_BANK * PSUM_BANKS})")

@@ -744,3 +744,24 @@ def test_tile_accumulation_errors_are_the_general_path_s(monkeypatch, which, cod
             nki.lower(k_tile_acc_errors, a, which, policy={"fast_trace": fast})
         msgs.append(str(e.value))
     assert code in msgs[0] and msgs[0] == msgs[1], msgs
+
+
+def test_split_shape_memo_answers_only_tuples_of_ints():
+    """split_shape keeps the answer for a tuple of plain ints; an equal tuple of other types
+    (a bool equals 1, an np.int64 equals its int) or with a par_dim is split as before."""
+    ref = _core._split_shape
+    _core._SPLIT.clear()
+    try:
+        for shape in ((1, 512), (128, 512), (2, 4, 8)):
+            assert _core.split_shape(shape) == ref(shape)
+            assert _core.split_shape(shape) is _core._SPLIT[shape]      # the kept answer
+        assert _core.split_shape((np.int64(128), 512)) == ((128, 512), 0)
+        assert _core.split_shape((4, _core.par_dim(128), 8)) == ((4, 128, 8), 1)
+        assert _core.split_shape([128, 512]) == ((128, 512), 0)
+        for bad in ((True, 512), (128, 0), (np.True_, 512)):
+            with pytest.raises(nki.NkiError) as e:
+                _core.split_shape(bad)
+            assert "err_invalid_shape" in str(e.value)
+        assert set(_core._SPLIT) == {(1, 512), (128, 512), (2, 4, 8)}
+    finally:
+        _core._SPLIT.clear()
