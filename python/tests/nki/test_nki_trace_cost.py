@@ -746,9 +746,10 @@ def test_tile_accumulation_errors_are_the_general_path_s(monkeypatch, which, cod
     assert code in msgs[0] and msgs[0] == msgs[1], msgs
 
 
-def test_split_shape_memo_answers_only_tuples_of_ints():
+def test_split_shape_memo_answers_only_tuples_of_ints(monkeypatch):
     """split_shape keeps the answer for a tuple of plain ints; an equal tuple of other types
     (a bool equals 1, an np.int64 equals its int) or with a par_dim is split as before."""
+    monkeypatch.setitem(_core._fast, 0, True)       # (the last lowering's fast_trace)
     ref = _core._split_shape
     _core._SPLIT.clear()
     try:
