@@ -818,6 +818,30 @@ class par_dim:
 
 def split_shape(shape):
     """(dims as ints, partition dim index) of a shape that may contain a par_dim."""
+    if type(shape) is tuple and _fast[0]:
+        # a tuple of plain ints (a tile's shape, as `nl.zeros((128, 512), ...)` gives it
+        # in every loop iteration): its answer, once it has been computed without error
+        r = _SPLIT.get(shape)
+        if r is not None:
+            for d in shape:
+                if type(d) is not int:
+                    break
+            else:
+                return r
+        r = _split_shape(shape)
+        for d in shape:
+            if type(d) is not int:
+                return r
+        if len(_SPLIT) < _MEMO_MAX:
+            _SPLIT[shape] = r
+        return r
+    return _split_shape(shape)
+
+
+_SPLIT = {}     # split_shape: a tuple of ints -> its (dims, partition dim)
+
+
+def _split_shape(shape):
     if isinstance(shape, (int, np.integer, par_dim)):
         shape = (shape,)
     _check_shape(shape)
@@ -1200,6 +1224,23 @@ class Tensor:
             if type(value) is Tensor and value.inplace == "resident" and \
                     T().alias_block(self, key, value):
                 return
+            if value.__class__ is Tensor and value.inplace is True:
+                lb = _LAST_BLOCK_VIEW[0]
+                if lb is not None and lb[2] is key and lb[0]() is value and lb[1]() is self and \
+                        _fast[0] and value.pend is None:
+                    # `blk_t[key] += x`, the write-back of the block view blk_t[key] (this very
+                    # object, made by the last block subscript answered by key, of this
+                    # tensor with this subscript object) updated in place: what assign does
+                    # when self[key] is value's block buffer with value's layout, which it is
+                    # while the block keeps that buffer (self[key] would be the same lookup
+                    # and view; a released or moved block goes the general way, which
+                    # allocates or reloads it)
+                    a = value.alloc
+                    bb, blk = a.blk
+                    if a.slot is value.buf and bb.allocs.get(blk) is a:
+                        T()
+                        value.inplace = False
+                        return
         elif key is Ellipsis and tb is Slot and type(value) is Tensor and value.inplace and \
                 value.pend is None and not self.chk and _fast[0]:
             # `t[...] += x`, the write-back of a tile updated in place: assign's test of the
@@ -1836,6 +1877,7 @@ def _adv_index_memo(t, key, resolve=False):
                             tr = _tracer[0]
                             if tr is not None and not tr.fast:
                                 _known_text(v, tc)
+                        _LAST_BLOCK_VIEW[0] = (_wref(v), _wref(t), key)
                         return v
                 v = Tensor(bb, t.alloc, t.dtype, shape, pd, p0, list(strides), off)
                 v.chk = chk
@@ -2005,6 +2047,10 @@ def _adv_memo_entry(t, key, v):
 
 
 _ADV_MEMO = {}      # _adv_index_memo: layout -> {subscript's structure -> _adv_memo_entry}
+_LAST_BLOCK_VIEW = [None]  # _adv_index_memo: (view, block tensor, subscript) of the last
+                           # block view answered by key (Tensor.__setitem__'s write-back); the
+                           # tensors by weak reference, since the allocator counts references
+_wref = weakref.ref
 _SK_IDS = {}        # _expr_sk: an index expression's structure -> its number
 _SK_MAX = 1 << 20
 _DIMS_TEXT = {}     # Tensor._text: layout -> the text of its free dims
@@ -2502,12 +2548,20 @@ class Tracer:
         if P > PMAX:
             error("err_partition_dim_too_large",
                   f"Size of partition dimension {P} exceeds architecture limitation of {PMAX}")
-        if P < 1 or any(d < 1 for d in shape):
+        empty = P < 1
+        nfree = 1           # the free dims' product
+        i = 0
+        for d in shape:
+            if d < 1:
+                empty = True
+            if i != pdim:
+                nfree *= d
+            i += 1
+        if empty:
             error("err_invalid_shape", f"empty shape {shape}")
         if pdim > 0 and site is None:
             return self.new_blocks(kind, dt, shape, pdim, name)
-        free = [d for i, d in enumerate(shape) if i != pdim]
-        nbytes = _prod(free) * dt.itemsize
+        nbytes = nfree * dt.itemsize
         if kind == "psum" and nbytes > PSUM_BANK * PSUM_BANKS:
             error("err_psum_tensor_too_large",
                   f"a PSUM tensor of {nbytes} bytes per partition (PSUM holds {PSUM_BANK * PSUM_BANKS})")
@@ -4121,9 +4175,53 @@ class Tracer:
                 nl._binary_into(dst, "add", dst, value, mbox)
             dst.inplace = True
             return dst
+        if value.__class__ is Tensor and _fast[0] and self._tt_acc(dst, value, op):
+            dst.inplace = True
+            return dst
         nl._binary_into(dst, op, dst, value, None)
         dst.inplace = True
         return dst
+
+    def _tt_acc(self, dst, value, op):
+        """accumulate's element-wise case, `t[...] += u` (-=, *=, /=) of two on-chip tiles of
+        one shape (two dims or more, the partition dim first, more than one element per
+        partition, not both in PSUM, u not pending): the tensor_tensor that
+        language._binary_into(dst, op, dst, value, None) emits, with its lazy-zero touches (dst's,
+        then value's), its engine and its views (dst and value themselves: _binary_into's
+        reshape, restrict and bcast give them back unchanged). False (nothing done) for any
+        other case, which _binary_into handles, errors included."""
+        if value.pend is not None or dst.pdim != 0 or value.pdim != 0:
+            return False
+        shape = dst.shape
+        if value.shape != shape or len(shape) < 2:
+            return False
+        n = 1
+        for d in shape[1:]:
+            n *= d
+        if n == 1:
+            return False
+        bd = dst.buf
+        bv = value.buf
+        if type(bd) is not Slot or type(bv) is not Slot:
+            return False
+        kd = bd.kind
+        kv = bv.kind
+        if kd == "psum" and kv == "psum" or op == "pow":
+            return False
+        a = dst.alloc
+        if a is not None and a.lazy_zero:
+            self.touch_lazy_zero(dst)
+        a = value.alloc
+        if a is not None and a.lazy_zero:
+            self.touch_lazy_zero(value)
+        eng = self.pol.elementwise_engine
+        if eng == "pool" and (op not in ("add", "subtract", "multiply") or kd == "psum" or
+                              kv == "psum"):
+            eng = "dve"
+        td = dst.text()
+        self.emit(eng, f"tensor_tensor {td}, {td}, {value.text()}, {op}", reads=[dst, value],
+                  writes=[dst])
+        return True
 
     def _matmul_acc(self, dst, value):
         """accumulate's common case, `psum_tile[...] += nisa.nc_matmul(...)` with the

@@ -586,3 +586,185 @@ def test_logged_matmul_shortcut_keeps_emit_s_log_and_nodes(monkeypatch):
         assert (fast["count"], fast["tick"]) == (gen["count"], gen["tick"])
         assert fast["text"] == gen["text"] == \
             nki.lower(k, *args, policy={"fast_trace": False}).text
+
+
+# ---- element-wise accumulation into tiles (docs/nki.md, "Outside the replay")
+
+@nki.jit
+def k_tile_acc(a, b):
+    """Element-wise `+=`, `-=`, `*=`, `/=` of whole tiles: into SBUF tiles, into blocks of a
+    block tensor (written back, read later), into a PSUM tile from nl.zeros (lazily zeroed), from a matmul's PSUM result, and with a pending
+    value (the general path)."""
+    out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    t = nl.load(b)
+    t[...] += y                                   # 2b
+    t[...] -= nl.multiply(y, 0.5)                 # pending value: 1.5b
+    blk = nl.zeros((2, nl.par_dim(128), 256), dtype=nl.float32, buffer=nl.sbuf)
+    ip, jf = nl.mgrid[0:128, 0:256]
+    for i in nl.affine_range(2):
+        ps = nl.zeros((128, 256), dtype=nl.float32, buffer=nl.psum)
+        ps[...] += nisa.nc_matmul(x, y)
+        blk[i, ip, jf] += ps[ip, jf]              # a.T @ b
+        blk[i, ip, jf] *= t                       # (a.T @ b) * 1.5b
+    z = nl.zeros((128, 256), dtype=nl.float32, buffer=nl.psum)
+    z[...] += t                                   # 1.5b, after the lazy zero's memset
+    r = nl.add(blk[0, ip, jf], blk[1, ip, jf])
+    r[...] /= nl.add(z, 1.0)
+    w = nl.load(b)
+    r[...] -= w
+    nl.store(out, value=r)
+    return out
+
+
+def _k_tile_acc_ref(a, b):
+    return 2.0 * (a.T @ b) * (1.5 * b) / (1.5 * b + 1.0) - b
+
+
+# The spies are compiled under another file name: the tracer gives an instruction the line of
+# the nearest frame in the kernel's file, which is this one.
+_SPIES = {}
+exec(compile('''
+def make(assign, tt, got, general):
+    def spy_assign(self, *a, **k):
+        got["assign"] += 1
+        return assign(self, *a, **k)
+
+    def spy_tt(self, *a):
+        if general:
+            return False
+        r = tt(self, *a)
+        got["tt"] += r
+        return r
+    return spy_assign, spy_tt
+''', "<spies>", "exec"), _SPIES)
+
+
+def _acc_state(monkeypatch, kernel, args, policy, general):
+    """Lower; the first pass's block uses, counts and tick, the last pass's access log,
+    nodes, counts and tick, the text, the number of Tracer.assign calls and of _tt_acc's
+    shortcuts. general: neither element-wise shortcut taken (Tracer._tt_acc declines, and
+    no block view is remembered for Tensor.__setitem__'s write-back)."""
+    from ncsim.nki import Kernel
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    got = {"assign": 0, "tt": 0}
+    trace = Kernel._trace
+    assign = _core.Tracer.assign
+    tt = _core.Tracer._tt_acc
+
+    def spy_trace(*a):
+        r = trace(*a)
+        tr = r[0]
+        if a[5] is None:
+            got["uses"] = {k: list(v) for k, v in tr.uses.items()}
+            got["first"] = (list(tr.count), tr.tick)
+        got["log"] = list(tr.acclog) if tr.acclog is not None else None
+        got["nodes"] = [(nd.eng, nd.text, nd.line, nd.cost, nd.pin) for nd in tr.nodes]
+        got["last"] = (list(tr.count), tr.tick)
+        return r
+
+    spy_assign, spy_tt = _SPIES["make"](assign, tt, got, general)
+    with monkeypatch.context() as m:
+        m.setattr(Kernel, "_trace", staticmethod(spy_trace))
+        m.setattr(_core.Tracer, "assign", spy_assign)
+        m.setattr(_core.Tracer, "_tt_acc", spy_tt)
+        if general:
+            m.setattr(_core, "_wref", lambda o: (lambda: None))
+        low = nki.lower(kernel, *args, policy=policy)
+    got["text"] = low.text
+    return got
+
+
+@pytest.mark.parametrize("engine", ["dve", "pool"])
+def test_tile_accumulation_shortcuts_keep_the_general_path_s_state(monkeypatch, engine):
+    """`t[...] += u` of two tiles (Tracer._tt_acc) and the write-back of `blk[key] += u` on a
+    block tensor (Tensor.__setitem__, without subscripting blk again) leave the block uses,
+    counts, tick, access log and nodes (engine, text, line, estimate) of the general path,
+    and the reference paths' program; on k_tile_acc and the fully optimised matmul."""
+    from ncsim.nki.examples.catalog import BY_NAME
+    rng = np.random.default_rng(7)
+    a = rng.random((128, 128), dtype=np.float32)
+    b = rng.random((128, 256), dtype=np.float32)
+    case = BY_NAME["matmul_optimized"]
+    kernel, _ = case.load()
+    pol = {"elementwise_engine": engine}
+    for k, args, n_tt, n_wb in ((k_tile_acc, (a, b), 5, 2),
+                                (kernel, case.args("small", 0, timing=True), 8, 8)):
+        fast = _acc_state(monkeypatch, k, args, pol, False)
+        gen = _acc_state(monkeypatch, k, args, pol, True)
+        # per pass: the tile accumulations taken by _tt_acc, and the write-backs of
+        # still-allocated blocks that no longer go through assign
+        assert fast["tt"] >= n_tt and gen["tt"] == 0, (fast["tt"], gen["tt"])
+        assert gen["assign"] - fast["assign"] >= n_wb, (gen["assign"], fast["assign"])
+        for key in ("uses", "first", "log", "nodes", "last", "text"):
+            assert fast[key] == gen[key], key
+        assert fast["text"] == nki.lower(k, *args, policy=dict(pol, fast_trace=False)).text
+    if engine == "pool":
+        # the pool engine takes the SBUF-only adds; a PSUM operand moves it to dve
+        engs = {nd[0] for nd in fast["nodes"]}
+        assert _core.ENG_ID["pool"] in engs and _core.ENG_ID["dve"] in engs
+
+
+def test_tile_accumulation_shortcuts_match_numpy(monkeypatch):
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    rng = np.random.default_rng(8)
+    a = rng.random((128, 128), dtype=np.float32)
+    b = rng.random((128, 256), dtype=np.float32)
+    out = np.asarray(nki.simulate_kernel(k_tile_acc, a, b), np.float64)
+    ref = _k_tile_acc_ref(a.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@nki.jit
+def k_tile_acc_errors(a, which):
+    t = nl.load(a)
+    u = nl.load(a[:, 0:64])
+    if which == 0:
+        t[...] += a                                # an HBM operand
+    elif which == 1:
+        t[...] += u                                # shapes that do not broadcast
+    else:
+        blk = nl.zeros((2, nl.par_dim(128), 128), dtype=nl.float32, buffer=nl.sbuf)
+        ip, jf = nl.mgrid[0:128, 0:128]
+        blk[2, ip, jf] += t                        # a block out of bounds
+    return a
+
+
+@pytest.mark.parametrize("which, code", [(0, "err_unsupported_memory"),
+                                         (1, "err_shape_mismatch"),
+                                         (2, "err_tensor_access_out_of_bound")])
+def test_tile_accumulation_errors_are_the_general_path_s(monkeypatch, which, code):
+    """Cases the shortcuts do not take raise the general path's errors, at the same line."""
+    monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
+    a = np.zeros((128, 128), dtype=np.float32)
+    msgs = []
+    for fast in (True, False):
+        with pytest.raises(nki.NkiError) as e:
+            nki.lower(k_tile_acc_errors, a, which, policy={"fast_trace": fast})
+        msgs.append(str(e.value))
+    assert code in msgs[0] and msgs[0] == msgs[1], msgs
+
+
+def test_split_shape_memo_answers_only_tuples_of_ints():
+    """split_shape keeps the answer for a tuple of plain ints; an equal tuple of other types
+    (a bool equals 1, an np.int64 equals its int) or with a par_dim is split as before."""
+    ref = _core._split_shape
+    _core._SPLIT.clear()
+    old = _core._fast[0]
+    _core._fast[0] = True           # (the session's last lowering may have left it off)
+    try:
+        for shape in ((1, 512), (128, 512), (2, 4, 8)):
+            assert _core.split_shape(shape) == ref(shape)
+            assert _core.split_shape(shape) is _core._SPLIT[shape]      # the kept answer
+        assert _core.split_shape((np.int64(128), 512)) == ((128, 512), 0)
+        assert _core.split_shape((4, _core.par_dim(128), 8)) == ((4, 128, 8), 1)
+        assert _core.split_shape([128, 512]) == ((128, 512), 0)
+        for bad in ((True, 512), (128, 0), (np.True_, 512)):
+            with pytest.raises(nki.NkiError) as e:
+                _core.split_shape(bad)
+            assert "err_invalid_shape" in str(e.value)
+        assert set(_core._SPLIT) == {(1, 512), (128, 512), (2, 4, 8)}
+    finally:
+        _core._fast[0] = old
+        _core._SPLIT.clear()
