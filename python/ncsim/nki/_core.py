@@ -1241,6 +1241,9 @@ class Tensor:
                         T()
                         value.inplace = False
                         return
+            if value.__class__ is Tensor and value.inplace is True and value.pend is None and \
+                    _released_write_back(self, key, value):
+                return
         elif key is Ellipsis and tb is Slot and type(value) is Tensor and value.inplace and \
                 value.pend is None and not self.chk and _fast[0]:
             # `t[...] += x`, the write-back of a tile updated in place: assign's test of the
@@ -1568,6 +1571,30 @@ def _on_block(bb, blk, dt, shape, pdim, p0, strides, off, lo, hi, chk):
         r._bx = (sl, p0, p1, blo, bhi)
         r._ab = (sl, ((p0, p1), (blo, bhi)))
     return r
+
+
+def _released_write_back(t, key, value):
+    """`blk_t[key] op= x` whose in-place instruction was the block's last use: the block was
+    released (or evicted) when that instruction ended, so the write-back's subscript would
+    allocate it again. The update is already in the block's buffer; when t[key] is value's
+    view of that same block, the write-back has nothing to do (value.inplace cleared) and
+    the answer is True."""
+    a = value.alloc
+    if a is None or a.blk is None or a.blk[0] is not t.buf:
+        return False
+    bb, blk = a.blk
+    if a.slot is value.buf and bb.allocs.get(blk) is a:
+        return False                # the block still has that buffer: the usual write-back
+    one = _one_block(t, key)
+    if one is None or one[3] != blk:
+        return False
+    v = one[0]
+    if v.p0 != value.p0 or v.off - blk * bb.felems != value.off or v.shape != value.shape or \
+            list(v.strides) != list(value.strides):
+        return False
+    T()
+    value.inplace = False
+    return True
 
 
 def _one_block(t, key):

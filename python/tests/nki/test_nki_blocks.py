@@ -263,3 +263,36 @@ def test_other_sites_free_buffer_released_longest_ago():
     assert tr._other_free("sbuf", 2048).id == 3
     assert tr._other_free("psum", 2048) is None
 
+
+
+@pytest.mark.parametrize("oracle", [False, True])
+def test_in_place_update_as_a_block_s_last_use(monkeypatch, oracle):
+    """`blk[i] += t` (and `*=`) as the block's last use: the block is released when the
+    in-place instruction ends, and the write-back Python makes after it (`blk[i] = view`)
+    must not allocate the block again (it used to fail with an AttributeError inside the
+    tracer, on the optimised and the reference paths alike). The blocks read later (0 and 1)
+    hold the updated values; the dead ones are updated and dropped."""
+    if oracle:
+        monkeypatch.setenv("NCSIM_NKI_TRACE_ORACLE", "1")
+
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((2, 128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+        acc = nl.zeros((4, nl.par_dim(128), 512), dtype=a.dtype, buffer=nl.sbuf)
+        sq = nl.ndarray((4, nl.par_dim(128), 512), dtype=a.dtype, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            sq[i] = nl.load(a[i])
+        t = nl.load(b)
+        for i in nl.affine_range(4):
+            acc[i] += t               # the last use of acc[2], acc[3]
+            sq[i] *= 2.0              # the last use of sq[2], sq[3]
+        for j in nl.affine_range(2):
+            nl.store(out[j], value=nl.add(acc[j], sq[j]))
+        return out
+
+    rng = np.random.default_rng(5)
+    a = rng.random((4, 128, 512), dtype=np.float32)
+    b = rng.random((128, 512), dtype=np.float32)
+    got = nki.simulate_kernel(k, a, b)
+    want = b[None] + 2.0 * a[:2]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
