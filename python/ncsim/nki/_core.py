@@ -800,6 +800,18 @@ def _prod(xs):
     return r
 
 
+def _row_strides(shape, pdim=None):
+    """Element strides of a dense row-major layout of shape, the partition dimension pdim (if
+    any) left out: its entry None, the free dimensions contiguous in order."""
+    st, acc = [None] * len(shape), 1
+    for i in range(len(shape) - 1, -1, -1):
+        if i == pdim:
+            continue
+        st[i] = acc
+        acc *= shape[i]
+    return st
+
+
 class par_dim:
     """Marks the partition dimension in a shape: (4, nl.par_dim(128), 512)."""
 
@@ -1353,20 +1365,10 @@ class Tensor:
             free = [n for i, n in enumerate(self.shape) if i != self.pdim]
             if not self._contig(free, [s for i, s in enumerate(self.strides) if i != self.pdim]):
                 error("err_invalid_shape", "reshape of a non-contiguous view")
-            st, acc = [None] * len(dims), 1
-            for i in range(len(dims) - 1, -1, -1):
-                if i == pd:
-                    continue
-                st[i] = acc
-                acc *= dims[i]
-            return self.clone_view(shape=dims, strides=st, pdim=pd)
+            return self.clone_view(shape=dims, strides=_row_strides(dims, pd), pdim=pd)
         if not self._contig(self.shape, self.strides):
             error("err_invalid_shape", "reshape of a non-contiguous view")
-        st, acc = [0] * len(dims), 1
-        for i in range(len(dims) - 1, -1, -1):
-            st[i] = acc
-            acc *= dims[i]
-        return self.clone_view(shape=dims, strides=st)
+        return self.clone_view(shape=dims, strides=_row_strides(dims))
 
     @staticmethod
     def _contig(shape, strides):
@@ -2521,11 +2523,7 @@ class Tracer:
         return b
 
     def hbm_tensor(self, b):
-        st, acc = [0] * len(b.shape), 1
-        for i in range(len(b.shape) - 1, -1, -1):
-            st[i] = acc
-            acc *= b.shape[i]
-        return Tensor(b, None, b.dtype, b.shape, None, 0, st, 0)
+        return Tensor(b, None, b.dtype, b.shape, None, 0, _row_strides(b.shape), 0)
 
     # ---- on-chip allocation
     def _site_key(self, kind, nbytes):
@@ -2605,13 +2603,7 @@ class Tracer:
             self._tile_new(a, key, shape, pdim, dt)
         if self.scopes:
             self.scopes[-1].append(weakref.ref(a))
-        st, acc = [None] * len(shape), 1
-        for i in range(len(shape) - 1, -1, -1):
-            if i == pdim:
-                continue
-            st[i] = acc
-            acc *= shape[i]
-        return Tensor(slot, a, dt, shape, pdim, 0, st, 0)
+        return Tensor(slot, a, dt, shape, pdim, 0, _row_strides(shape, pdim), 0)
 
     # ---- repeated loads
     def needs_second_pass(self):
@@ -2930,13 +2922,7 @@ class Tracer:
                   f"an SBUF block of {bb.fbytes} bytes per partition (at most "
                   f"{self.pol.sbuf_bytes} usable)")
         self.blockbufs.append(bb)
-        st, acc = [None] * len(shape), 1
-        for i in range(len(shape) - 1, -1, -1):
-            if i == pdim:
-                continue
-            st[i] = acc
-            acc *= shape[i]
-        return Tensor(bb, None, dt, shape, pdim, 0, st, 0)
+        return Tensor(bb, None, dt, shape, pdim, 0, _row_strides(shape, pdim), 0)
 
     def _internal(self, fn):
         """Emit compiler-made instructions (fills, spills, reloads) now, ahead of a pending

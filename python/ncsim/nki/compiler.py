@@ -261,12 +261,7 @@ def new_direct(tr, buf, dt, dims, pd, name):
                       f"different physical tiles in bank {pl[0]}: PSUM holds one physical tile "
                       "per bank")
         table.append((pl[1], byte // isz))
-    st, acc = [None] * len(dims), 1
-    for i in range(len(dims) - 1, -1, -1):
-        if i == pd:
-            continue
-        st[i] = acc
-        acc *= dims[i]
+    st = C._row_strides(dims, pd)
     line = tr.line()
     tr.direct_tensors.append((name, line, kind, tuple(dims), dt, buf, table, fbytes,
                               C._prod(bshape) if bshape else 0))
