@@ -176,8 +176,10 @@ def _join(parts, vals):
 
 # ---- recording hooks (called by the tracer while tr.steady is a Recorder)
 
-_SPLITS = {}       # rec_emit: text -> (parts, numbers, the numbers that follow an operand in
-_SPLITS_MAX = 8192  # SBUF or PSUM: ((j, in SBUF), ...)); cleared when full
+# rec_emit and the load records: text -> (parts, numbers, the numbers that follow an SBUF or
+# PSUM operand's name: ((j, in SBUF), ...)), for up to _SPLITS_MAX texts (then cleared)
+_SPLITS = {}
+_SPLITS_MAX = 8192
 
 
 def _split_rec(text):
