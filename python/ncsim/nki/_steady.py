@@ -176,10 +176,37 @@ def _join(parts, vals):
 
 # ---- recording hooks (called by the tracer while tr.steady is a Recorder)
 
+# rec_emit and the load records: text -> (parts, numbers, the numbers that follow an SBUF or
+# PSUM operand's name: ((j, in SBUF), ...)), for up to _SPLITS_MAX texts (then cleared)
+_SPLITS = {}
+_SPLITS_MAX = 8192
+
+
+def _split_rec(text):
+    """_split(text) and the numbers of the text that may be offsets in an on-chip buffer
+    (those after an `sb:` or `ps:` operand's name), kept per text: the recorded iterations of
+    a loop's runs repeat their instructions' texts."""
+    got = _SPLITS.get(text)
+    if got is None:
+        parts, vals = _split(text)
+        cand = []
+        for j in range(len(vals)):
+            last = parts[j].rsplit(" ", 1)[-1]
+            if last.startswith("sb:"):
+                cand.append((j, True))
+            elif last.startswith("ps:"):
+                cand.append((j, False))
+        got = (parts, vals, tuple(cand))
+        if len(_SPLITS) >= _SPLITS_MAX:
+            _SPLITS.clear()
+        _SPLITS[text] = got
+    return got
+
+
 def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
     """An instruction: accs [(memory, box, write)] in the order the tracer recorded them,
     brefs [(BlockBuf, block, write, loaded)] the blocks it uses."""
-    parts, vals = _split(text)
+    parts, vals, cand = _split_rec(text)
     keys = []
     bv = []
     for key, box, w, blk in accs:
@@ -195,19 +222,18 @@ def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
     # the text's offsets within a block's buffer: moved with the buffer the replay's allocator
     # gives the block
     tmap = []
-    for j, n in enumerate(vals):
-        sp = "sb" if ":" in parts[j] and parts[j].rsplit(" ", 1)[-1].startswith("sb:") else \
-            "ps" if parts[j].rsplit(" ", 1)[-1].startswith("ps:") else None
-        if sp is None:
-            continue
-        hit = {id(key): k for k, (key, box, w, blk) in enumerate(accs)
-               if blk is not None and (key.kind == "sbuf") == (sp == "sb") and
-               key.offset <= n < key.offset + key.size}
-        if len(hit) > 1:
-            rec.refuse("an offset in the text lies in two blocks' buffers")
-        elif hit:
-            k = next(iter(hit.values()))
-            tmap.append((j, k))
+    if cand:
+        bacc = [(k, key) for k, (key, box, w, blk) in enumerate(accs) if blk is not None]
+        if bacc:
+            for j, sb in cand:
+                n = vals[j]
+                hit = {id(key): k for k, key in bacc
+                       if (key.kind == "sbuf") == sb and key.offset <= n < key.offset + key.size}
+                if len(hit) > 1:
+                    rec.refuse("an offset in the text lies in two blocks' buffers")
+                elif hit:
+                    k = next(iter(hit.values()))
+                    tmap.append((j, k))
     if tmap:
         vals = list(vals)
         for j, k in tmap:
@@ -259,7 +285,7 @@ def rec_sink(rec, bb, blk, dv, sv, lkey):
     tick) and as a load of lkey (None: not counted)."""
     rec.bbs[bb.ordinal] = bb
     if lkey is not None:
-        lparts, lv = _split(lkey[1])
+        lparts, lv, _ = _split_rec(lkey[1])
         lt = (lkey[0], lparts, lkey[2], lkey[3])
     else:
         lt, lv = None, ()
@@ -283,7 +309,7 @@ def rec_alloc(rec, a):
 
 
 def rec_load1(rec, key, site, before, n, d):
-    parts, vals = _split(key[1])
+    parts, vals, _ = _split_rec(key[1])
     a = d.alloc
     if a is not None and a.blk is not None:
         ref = a.blk[0]
@@ -295,7 +321,7 @@ def rec_load1(rec, key, site, before, n, d):
 
 
 def rec_load2(rec, key):
-    parts, vals = _split(key[1])
+    parts, vals, _ = _split_rec(key[1])
     rec.ev.append((("L2", key[0], parts, key[2], key[3]), vals))
 
 

@@ -1228,3 +1228,48 @@ def test_a_remembered_state_that_does_not_hold_lowers_again(monkeypatch):
     assert (24, True) in calls
     assert low.steady_fallback is not None and "continue" in low.steady_fallback
     assert low.text == full.text
+
+
+def _split_ref(text):
+    """The recorder's reading of an instruction's text before texts were kept (rec_emit): the
+    parts between the numbers of `+N[` offsets, the numbers, and per number whether it
+    follows an SBUF (`sb:`) or PSUM (`ps:`) operand's name."""
+    parts = _steady._OFF.split(text)
+    parts, vals = tuple(parts[0::2]), tuple(int(v) for v in parts[1::2])
+    cand = []
+    for j in range(len(vals)):
+        sp = "sb" if ":" in parts[j] and parts[j].rsplit(" ", 1)[-1].startswith("sb:") else \
+            "ps" if parts[j].rsplit(" ", 1)[-1].startswith("ps:") else None
+        if sp is not None:
+            cand.append((j, sp == "sb"))
+    return parts, vals, tuple(cand)
+
+
+def test_recorded_texts_are_read_once_per_text(monkeypatch):
+    """rec_emit and the load records read a text once (_steady._split_rec keeps the reading
+    per text, bounded): every text the recordings of the moderate hoisted matmul meet reads
+    as before, a text met again is answered from what was kept, and the program, tensor
+    report, spill figures and loop report are those of a lowering that reads every text
+    anew."""
+    monkeypatch.setattr(_steady, "MIN_ITERS", 4)
+    case = next(c for c in CASES if c.name == "matmul_hoisted")
+    kernel, _ = case.load()
+    args = case.args("moderate", 0, timing=True)
+    seen = []
+    real = _steady._split_rec
+    monkeypatch.setattr(_steady, "_split_rec", lambda t: seen.append(t) or real(t))
+    _steady._SPLITS.clear()
+    kept = nki.lower(kernel, *args)
+    assert len(seen) > 100 and len(set(seen)) < len(seen)      # texts met again
+    for t in set(seen):
+        assert _steady._SPLITS[t] == _split_ref(t)
+        assert real(t) is _steady._SPLITS[t]                   # answered from what was kept
+    assert any(c for _, _, c in _steady._SPLITS.values())      # offsets in on-chip buffers
+    monkeypatch.setattr(_steady, "_SPLITS_MAX", 0)              # (nothing kept)
+    _steady._SPLITS.clear()
+    anew = nki.lower(kernel, *args)
+    assert len(_steady._SPLITS) <= 1
+    assert (kept.text, kept.tensors, kept.spill, kept.loops) == \
+        (anew.text, anew.tensors, anew.spill, anew.loops)
+    assert sum(e["replayed"] for e in kept.loops) > 0
+    _steady._SPLITS.clear()
