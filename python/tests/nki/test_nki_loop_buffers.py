@@ -183,3 +183,36 @@ def test_replay_gives_the_full_trace_with_rotation(monkeypatch):
         x = nki.lower(k_rotate, a, w, policy={"loop_buffers": rule, "steady_state": True})
         y = nki.lower(k_rotate, a, w, policy={"loop_buffers": rule, "steady_state": False})
         assert x.text == y.text and x.tensors == y.tensors
+
+
+@nki.jit
+def k_psum_blocks(a, w):
+    """Per iteration a PSUM block tensor of two blocks (one bank each): block j = w.T @ a[i, j],
+    both copied out and added, the sum stored."""
+    I, B, P, Fd = a.shape
+    out = nl.ndarray((I, P, Fd), nl.float32, buffer=nl.shared_hbm)
+    wt = nl.load(w)
+    for i in nl.affine_range(I):
+        ps = nl.ndarray((2, nl.par_dim(P), Fd), dtype=nl.float32, buffer=nl.psum)
+        for j in nl.affine_range(2):
+            ps[j, :, :] = nl.matmul(wt, nl.load(a[i, j]), transpose_x=True)
+        s = nl.add(nl.copy(ps[0, :, :]), nl.copy(ps[1, :, :]))
+        nl.store(out[i], value=s)
+    return out
+
+
+_MM = re.compile(r"^\s*matmul ps:fp32@0:128\+(\d+)\[")
+
+
+def test_psum_block_tensor_rotates_through_psum_bufs_banks():
+    a, w = _args(6, nb=2, seed=11)
+    out = nki.simulate_kernel(k_psum_blocks, a, w)
+    np.testing.assert_allclose(np.asarray(out, np.float64), _ref(a, w), rtol=2e-4, atol=2e-3)
+    for depth in (1, 2):
+        low = nki.lower(k_psum_blocks, a, w, policy={"fold_loops": False, "psum_bufs": depth})
+        banks = [int(m.group(1)) for m in map(_MM.match, low.text.splitlines()) if m]
+        per = [banks[i:i + 2] for i in range(0, len(banks), 2)]
+        assert len(per) == 6
+        for i in range(6 - depth):
+            assert per[i] == per[i + depth]
+        assert len(set(banks)) == 2 * depth
