@@ -154,6 +154,12 @@ class Policy:
                                          # function set in use holds reciprocal (after sqrt or
                                          # rsqrt: no table switch; the adamw profile), else
                                          # VectorE (silu's, after exp); or "dve" / "act"
+        self.loop_buffers = "rotate"      # a block tensor declared in a loop body: each new
+                                         # instance takes, block request by block request, the
+                                         # buffers of the instance block_bufs (psum_bufs)
+                                         # before it, when free (the fixed rotation of a rolled
+                                         # body; docs/nki.md, "Block tensors"); "lru": the free
+                                         # buffer of any site released longest ago
         self.lend_buffers = "share"       # a free buffer of another site taken when SBUF is
                                          # full becomes this site's too ("share": the fixed
                                          # buffers of a rolled loop body), or is lent for one
@@ -756,7 +762,7 @@ class BlockBuf:
     __slots__ = ("kind", "dtype", "bshape", "nblk", "P", "felems", "fbytes", "name", "ordinal",
                  "allocs", "site", "lazy_zero", "fill", "scratch", "line", "shape", "used",
                  "spilled", "reloaded", "remat_bytes", "peak", "live", "pure", "srcs", "sunk",
-                 "reissued", "psave", "tpts", "direct")
+                 "reissued", "psave", "tpts", "direct", "tmpl", "took")
 
     def __init__(self, kind, dt, shape, pdim, name, ordinal, line):
         self.kind = kind
@@ -789,6 +795,11 @@ class BlockBuf:
         self.tpts = None           # SBUF copies of plain PSUM tiles: block -> the tile's number
         self.direct = None         # compiler.Placed of a directly allocated tensor (with sunk
                                    # set, so that its views resolve through sunk_read)
+        self.tmpl = None           # loop_buffers "rotate": the buffers the last `depth`
+                                   # instances of its declaration took (oldest first), each
+                                   # in request order (Tracer._block_slot)
+        self.took = None           # the buffers its blocks took, in request order (a template
+                                   # for the instance `depth` after it), when it has a site
 
 
 # --------------------------------------------------------------------------- tensors
@@ -2389,6 +2400,7 @@ class Tracer:
         self.free_sizes = {"sbuf": [], "psum": []}      # per kind: the sizes, ascending
         self.nheaped = 0                                # buffers of self.slots in the heaps
         self.sites = {}
+        self.bsites = {}        # block tensors' declaration sites: their last instances
         self.sb_free = [(0, pol.sbuf_bytes)]
         self.ps_free = [True] * PSUM_BANKS
         self.hbm = []
@@ -2585,7 +2597,14 @@ class Tracer:
         if empty:
             error("err_invalid_shape", f"empty shape {shape}")
         if pdim > 0 and site is None:
-            return self.new_blocks(kind, dt, shape, pdim, name)
+            bsite = None
+            if self.live is not None and self.pol.loop_buffers != "lru":
+                if self.pol.loop_buffers != "rotate":
+                    raise ValueError("loop_buffers is 'rotate' or 'lru'")
+                # the declaration's site (its line and call path), whose instances rotate
+                # through the same buffers (Tracer._block_slot)
+                bsite = self._site_key("blocks-" + kind, _prod(shape[pdim + 1:]) * dt.itemsize)
+            return self.new_blocks(kind, dt, shape, pdim, name, bsite)
         nbytes = nfree * dt.itemsize
         if kind == "psum" and nbytes > PSUM_BANK * PSUM_BANKS:
             error("err_psum_tensor_too_large",
@@ -2905,9 +2924,21 @@ class Tracer:
         return r
 
     # ---- block tensors
-    def new_blocks(self, kind, dt, shape, pdim, name):
-        """A tensor with block dimensions: logical; no memory until a block is touched."""
+    def new_blocks(self, kind, dt, shape, pdim, name, bsite=None):
+        """A tensor with block dimensions: logical; no memory until a block is touched. bsite:
+        its declaration's site key (second pass, loop_buffers "rotate"): the instance takes
+        the buffers of the instance `depth` before it at the same site, when free."""
         bb = BlockBuf(kind, dt, shape, pdim, name, len(self.blockbufs), self.line())
+        if bsite is not None:
+            gens = self.bsites.get(bsite)
+            if gens is None:
+                gens = self.bsites[bsite] = []
+            depth = max(1, self.pol.block_bufs if kind == "sbuf" else self.pol.psum_bufs)
+            bb.tmpl = [g.took for g in gens]
+            bb.took = []
+            gens.append(bb)
+            if len(gens) > depth:
+                del gens[0]
         bb.sunk = bb.ordinal in self.sunk
         if self.steady is not None:
             self.steady.refuse("a block tensor is made")
@@ -3410,6 +3441,47 @@ class Tracer:
         return best
 
     def _block_slot(self, bb, blk=None):
+        took = bb.took
+        if took is None:
+            return self._block_slot1(bb, blk)
+        # A block tensor declared in a loop (loop_buffers "rotate"): its n-th buffer request
+        # takes, in order, (1) the buffer of the n-th request of the instance `depth` runs of
+        # the declaration before it, if free; (2) a new buffer while the tensor has fewer than
+        # its live blocks + `depth` (so the first `depth` instances make the rotation's sets);
+        # (3) memory short: the n-th buffer of a later earlier instance (oldest first), if
+        # free (a shallower rotation); (4) the rule of a tensor declared once (_block_slot1:
+        # its own free buffers, another site's, an eviction).
+        n = len(took)
+        tms = bb.tmpl
+        sl = None
+        if tms:
+            depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
+            full = len(tms) >= depth
+            if full and n < len(tms[0]):
+                x = tms[0][n]
+                if x.owner is None:
+                    sl = x
+            if sl is None:
+                if len(bb.site.slots) < bb.live + depth:
+                    c = self._carve(bb.kind, bb.fbytes)
+                    if c is not None:
+                        sl = self._add_slot(bb.kind, c, bb.site)
+                        took.append(sl)
+                        return sl
+                for tm in (tms[1:] if full else tms):
+                    if n < len(tm):
+                        x = tm[n]
+                        if x.owner is None:
+                            sl = x
+                            break
+        if sl is None:
+            sl = self._block_slot1(bb, blk)
+        elif sl.id not in bb.used:
+            bb.site.slots.append(sl)
+        took.append(sl)
+        return sl
+
+    def _block_slot1(self, bb, blk=None):
         site = bb.site
         depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
         nbytes = bb.fbytes
@@ -4076,14 +4148,22 @@ class Tracer:
             kind = b.kind
             out.append(f".hbm {b.name} {b.dtype.nca} [{', '.join(str(d) for d in b.shape) or '1'}] "
                        f"{kind} @{b.addr}")
-        for r in self.report()[:len(self.blockbufs) + len(self.psum_saves)]:
-            out.append(f"; block tensor {r['name'] or '(unnamed)'} {r['space']} "
+        # one line per block tensor; the instances of a declaration in a loop body that
+        # report alike (loop_buffers "rotate": the same buffers in turn) share one line
+        blines = {}
+        bbs = self.blockbufs + self.psum_saves
+        for bb, r in zip(bbs, self.report()[:len(bbs)]):
+            blines.setdefault(
+                f"; block tensor {r['name'] or '(unnamed)'} {r['space']} "
                        f"{list(r['shape'])} {r['dtype']} (line {r['line']}): {r['blocks']} blocks, "
                        f"{r['logical_bytes']} bytes/partition logical, {r['buffers']} buffers of "
                        f"{r['buffer_bytes']}, spilled {r['spilled_bytes']}, reloaded "
                        f"{r['reloaded_bytes']}, reloaded from inputs {r['rematerialized_bytes']} bytes"
-                       + (f" (its loads issued at its {r['reissued_loads']} uses)"
-                          if r['loads_at_uses'] else ""))
+                + (f" (its loads issued at its {r['reissued_loads']} uses)"
+                   if r['loads_at_uses'] else ""), []).append(bb.used)
+        for ln, used in blines.items():
+            out.append(ln if len(used) == 1 else f"{ln}; {len(used)} tensors so (one per run "
+                       f"of its declaration), {len(set().union(*used))} distinct buffers")
         for name, line, kind, shape, dt, buf, table, fbytes, nblk in self.direct_tensors:
             out.append(f"; placed tensor {name or '(unnamed)'} {kind} {list(shape)} {dt.name} "
                        f"(line {line}): {buf!r}, {len(table)} tiles of {fbytes} bytes on "
