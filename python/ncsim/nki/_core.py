@@ -2598,9 +2598,7 @@ class Tracer:
             error("err_invalid_shape", f"empty shape {shape}")
         if pdim > 0 and site is None:
             bsite = None
-            if self.live is not None and self.pol.loop_buffers != "lru":
-                if self.pol.loop_buffers != "rotate":
-                    raise ValueError("loop_buffers is 'rotate' or 'lru'")
+            if self.live is not None and self.pol.loop_buffers == "rotate":
                 # the declaration's site (its line and call path), whose instances rotate
                 # through the same buffers (Tracer._block_slot)
                 bsite = self._site_key("blocks-" + kind, _prod(shape[pdim + 1:]) * dt.itemsize)

@@ -172,6 +172,7 @@ _CHECKS = {
     "reciprocal_engine": (lambda v: v in ("table", "dve", "act"), "table, dve or act"),
     "transcendental_engine": (lambda v: v == "act", "act (ScalarE runs the activation table)"),
     "lend_buffers": (lambda v: v in ("share", "lend"), "share or lend"),
+    "loop_buffers": (lambda v: v in ("rotate", "lru"), "rotate or lru"),
     "reload_at_uses": (lambda v: isinstance(v, bool), "True or False"),
     "psum_spill": (lambda v: isinstance(v, bool), "True or False"),
     "psum_spill_engine": (lambda v: _engine(v, ("dve", "act")),

@@ -170,7 +170,8 @@ def test_lru_policy_keeps_the_rule_before():
     hr = [int(nbuf.search(ln).group(1)) for ln in rot.text.splitlines()
           if ln.startswith("; block tensor")]
     assert len(hr) == len(hl) == 2 and sum(hr) < sum(hl)
-    with pytest.raises(Exception, match="loop_buffers is 'rotate' or 'lru'"):
+    with pytest.raises(nki.NkiError, match=r"\[err_invalid_policy\] policy "
+                       r"loop_buffers='fifo': must be rotate or lru"):
         nki.lower(kernel, *args, policy={"loop_buffers": "fifo"})
 
 
