@@ -5,7 +5,8 @@ masks, index grids, shared_hbm outputs returned. Each file has `kernel`, `SIZES`
 `reference` and `TOL` (atol, rtol; (0, 0) is exact). The files `tuned_*.py` are a third set in
 the style of kernel-optimising tools' rewrites (docs/nki.md, "the corpus"). A kernel whose
 outputs are random (dropout) also has `check_outputs(args, outputs)`, which checks what holds
-for any generator; its `reference` then gives only the outputs' shapes and types.
+for any generator; its `reference` then gives only the outputs' shapes and types. A kernel
+launched as an SPMD grid has `GRID` (the grid of each size): `kernel_of(mod, size)`.
 
 Every kernel runs at its small size through the Python API and through the runner command
 (`python3 -m ncsim.nki run FILE kernel --arg ... --out DIR --check`), matches its NumPy
@@ -46,6 +47,12 @@ def load(name):
     return mod
 
 
+def kernel_of(mod, size):
+    """The kernel as launched at that size: `kernel[GRID[size]]` for an SPMD kernel."""
+    grid = getattr(mod, "GRID", None)
+    return mod.kernel[grid[size]] if grid else mod.kernel
+
+
 def as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
@@ -81,17 +88,19 @@ def test_corpus_is_complete():
     assert len(NAMES) >= 10, NAMES
     for name in NAMES:
         mod = load(name)
-        for attr in ("kernel", "SIZES", "inputs", "reference", "TOL"):
+        for attr in ("kernel", "SIZES", "inputs", "reference", "TOL", "WHAT"):
             assert hasattr(mod, attr), (name, attr)
         assert set(mod.SIZES) == {"small", "full"}, name
+        assert set(getattr(mod, "GRID", None) or mod.SIZES) == {"small", "full"}, name
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_small_matches_numpy_and_check_is_clean(name):
     mod = load(name)
     args = mod.inputs(mod.SIZES["small"], np.random.default_rng(1))
-    assert_correct(mod, args, nki.simulate_kernel(mod.kernel, *args))
-    assert nki.check(mod.kernel, *args) == []
+    k = kernel_of(mod, "small")
+    assert_correct(mod, args, nki.simulate_kernel(k, *args))
+    assert nki.check(k, *args) == []
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -102,6 +111,8 @@ def test_runner_command(tmp_path, name):
     args = mod.inputs(mod.SIZES["small"], np.random.default_rng(2))
     cmd = [sys.executable, "-m", "ncsim.nki", "run", os.path.join(CORPUS_DIR, name + ".py"),
            "kernel", "--out", str(tmp_path / "out"), "--check"]
+    if getattr(mod, "GRID", None):
+        cmd += ["--grid", ",".join(str(g) for g in mod.GRID["small"])]
     for i, a in enumerate(args):
         np.save(tmp_path / f"in{i}.npy", a)
         cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
@@ -154,16 +165,17 @@ def test_full_size(name):
     the chip's peak, and functionally equal to NumPy and check clean."""
     mod = load(name)
     args = mod.inputs(mod.SIZES["full"], np.random.default_rng(4))
+    k = kernel_of(mod, "full")
     t0 = time.process_time()
-    nki.lower(mod.kernel, *placeholders(args))
+    nki.lower(k, *placeholders(args))
     assert time.process_time() - t0 < 90
-    b = nki.benchmark(mod.kernel)
+    b = nki.benchmark(k)
     b(*placeholders(args))
     us = b.benchmark_result.nc_latency.get_latency_percentile(50)
     want = as_tuple(mod.reference(*args))
     assert us * 1e3 >= hbm_bytes(args, want) / 820.0     # 820 GB/s = bytes per ns
-    assert_correct(mod, args, nki.simulate_kernel(mod.kernel, *args))
-    assert nki.check(mod.kernel, *args) == []
+    assert_correct(mod, args, nki.simulate_kernel(k, *args))
+    assert nki.check(k, *args) == []
 
 
 def test_mutants_fail_only_at_the_kernels_call():
