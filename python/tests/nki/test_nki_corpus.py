@@ -187,3 +187,34 @@ def test_mutants_fail_only_at_the_kernels_call():
     counts, findings = nki_fuzz.fuzz_emitted(60, 5, time_limit=30.0)
     assert not findings, "\n".join(f"{c}: {'; '.join(m)}: {d}" for c, m, d, _s in findings)
     assert counts.get("nki", 0) > 10 and counts.get("ok", 0) > 5, counts
+
+
+REFUSED = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
+                 if f.startswith("_refused_") and f.endswith(".py"))
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused_kernels_say_why_at_their_line(tmp_path, name):
+    """The kernels kept out of the suite (`_refused_*.py`: an embedding gather, a KV-cache update
+    at a run-time position) are refused with their stated reason (REFUSED: the error code and
+    the text of the line), at that line of the file, through the API and as the runner's one
+    line with exit code 1."""
+    mod = load(name)
+    code, text = mod.REFUSED
+    path = os.path.join(CORPUS_DIR, name + ".py")
+    with open(path) as f:
+        line = 1 + next(i for i, s in enumerate(f) if text in s and not s.startswith("REFUSED"))
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(5))
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(mod.kernel, *args)
+    assert str(e.value).startswith(f"{path}:{line}: error: [{code}]"), str(e.value)
+    cmd = [sys.executable, "-m", "ncsim.nki", "run", path, "kernel"]
+    for i, a in enumerate(args):
+        np.save(tmp_path / f"in{i}.npy", a)
+        cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{path}:{line}: error: [{code}]"), r.stderr
