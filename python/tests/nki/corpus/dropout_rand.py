@@ -17,7 +17,10 @@ x [R, C] fp32 -> y, keep, z [R, C] fp32.
 import numpy as np
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+import neuronxcc.nki.typing as nt
 import neuronxcc.nki.isa as nisa
+from neuronxcc.nki import trace
+from neuronxcc.nki.language import par_dim
 
 WHAT = ('dropout: nl.random_seed, nl.rand per block, greater_equal into a 0/1 mask, '
         'scalar_tensor_tensor rescale, nisa.dropout, three outputs checked statistically')
@@ -28,17 +31,24 @@ RATE = 0.25
 
 @nki.jit
 def kernel(v1):
+    import numpy as np
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+    import neuronxcc.nki.typing as nt
+    import neuronxcc.nki.isa as nisa
+    from neuronxcc.nki import trace
+    from neuronxcc.nki.language import par_dim
     R, C = v1.shape
     T = R // 128
     NB = C // 512
     v2 = nl.ndarray((R, C), dtype=np.float32, buffer=nl.shared_hbm)
     v3 = nl.ndarray((R, C), dtype=np.float32, buffer=nl.shared_hbm)
     v4 = nl.ndarray((R, C), dtype=np.float32, buffer=nl.shared_hbm)
-    v5 = nl.ndarray((T, NB, nl.par_dim(128), 512), dtype=np.float32, name='x_local', buffer=nl.sbuf)
-    v6 = nl.ndarray((T, NB, nl.par_dim(128), 512), dtype=np.float32, name='rnd', buffer=nl.sbuf)
-    v7 = nl.ndarray((T, NB, nl.par_dim(128), 512), dtype=np.float32, name='keep', buffer=nl.sbuf)
-    v8 = nl.ndarray((T, NB, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.sbuf)
-    v9 = nl.ndarray((T, NB, nl.par_dim(128), 512), dtype=np.float32, name='', buffer=nl.sbuf)
+    v5 = nl.ndarray((T, NB, par_dim(128), 512), dtype=np.float32, name='x_local', buffer=nl.sbuf)
+    v6 = nl.ndarray((T, NB, par_dim(128), 512), dtype=np.float32, name='rnd', buffer=nl.sbuf)
+    v7 = nl.ndarray((T, NB, par_dim(128), 512), dtype=np.float32, name='keep', buffer=nl.sbuf)
+    v8 = nl.ndarray((T, NB, par_dim(128), 512), dtype=np.float32, name='', buffer=nl.sbuf)
+    v9 = nl.ndarray((T, NB, par_dim(128), 512), dtype=np.float32, name='', buffer=nl.sbuf)
     nl.random_seed(seed=1234)
     for i0 in nl.affine_range(T):
         for i1 in nl.affine_range(NB):

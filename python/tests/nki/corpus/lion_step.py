@@ -5,7 +5,8 @@ them between steps) and broadcast to the 128 partitions by the load
 (`hbm_view.broadcast_to((128, 4))`), then taken as per-partition operands
 (`operand0=hp[:, 0:1]`); the update direction's sign on the Scalar engine
 (`activation(op=nl.sign)`); every intermediate a block tensor of the whole problem
-(parameters, momentum and five intermediates: 7 x 8 MiB at full size). Two outputs:
+(parameters, momentum and five intermediates: 7 x 8 MiB at full size), with the header of
+generated kernels (imports repeated inside the kernel, `par_dim` imported by name). Two outputs:
 
     c  = beta1 * m + (1 - beta1) * g
     p' = p * (1 - lr * wd) - lr * sign(c)
@@ -16,7 +17,10 @@ p, g, m [R, C] fp32, hp [1, 4] fp32 -> p', m' [R, C] fp32.
 import numpy as np
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+import neuronxcc.nki.typing as nt
 import neuronxcc.nki.isa as nisa
+from neuronxcc.nki import trace
+from neuronxcc.nki.language import par_dim
 
 WHAT = ('Lion optimiser step: run-time hyper-parameters broadcast by the load and used as '
         '[128, 1] operands, two-op tensor_scalar and scalar_tensor_tensor chains, '
@@ -28,22 +32,29 @@ CB = 1024
 
 @nki.jit
 def kernel(v1, v2, v3, v4):
+    import numpy as np
+    import neuronxcc.nki as nki
+    import neuronxcc.nki.language as nl
+    import neuronxcc.nki.typing as nt
+    import neuronxcc.nki.isa as nisa
+    from neuronxcc.nki import trace
+    from neuronxcc.nki.language import par_dim
     R, C = v1.shape
     T = R // 128
     NB = C // CB
     v5 = nl.ndarray((R, C), dtype=np.float32, buffer=nl.shared_hbm)
     v6 = nl.ndarray((R, C), dtype=np.float32, buffer=nl.shared_hbm)
-    v7 = nl.ndarray((nl.par_dim(128), 4), dtype=np.float32, name='hp', buffer=nl.sbuf)
-    v8 = nl.ndarray((nl.par_dim(128), 4), dtype=np.float32, name='hp2', buffer=nl.sbuf)
-    v9 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='p_local', buffer=nl.sbuf)
-    v10 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='g_local', buffer=nl.sbuf)
-    v11 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='m_local', buffer=nl.sbuf)
-    v12 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
-    v13 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
-    v14 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
-    v15 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
-    v16 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
-    v17 = nl.ndarray((T, NB, nl.par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
+    v7 = nl.ndarray((par_dim(128), 4), dtype=np.float32, name='hp', buffer=nl.sbuf)
+    v8 = nl.ndarray((par_dim(128), 4), dtype=np.float32, name='hp2', buffer=nl.sbuf)
+    v9 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='p_local', buffer=nl.sbuf)
+    v10 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='g_local', buffer=nl.sbuf)
+    v11 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='m_local', buffer=nl.sbuf)
+    v12 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
+    v13 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
+    v14 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
+    v15 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
+    v16 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
+    v17 = nl.ndarray((T, NB, par_dim(128), CB), dtype=np.float32, name='', buffer=nl.sbuf)
     v7[nl.arange(128)[:, None], nl.arange(4)[None, :]] = nl.load(v4.broadcast_to((128, 4)), dtype=np.float32, mask=None)
     # columns of v8: 1 - lr * wd, -lr, 1 - beta1, 1 - beta2
     v8[nl.arange(128)[:, None], 0] = nisa.tensor_scalar(data=v7[nl.arange(128)[:, None], 0], op0=np.multiply, operand0=v7[nl.arange(128)[:, None], 1], op1=np.subtract, operand1=1.0, reverse1=True, dtype=np.float32, mask=None, engine=nki.isa.vector_engine)
