@@ -298,7 +298,8 @@ def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, pr
     import ncsim.nki as nki
     nki.install_neuronxcc_alias()
     names = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
-                   if f.endswith(".py") and f.startswith(prefix) and not f.startswith("_"))
+                   if f.endswith(".py") and f.startswith(tuple(prefix.split(",")))
+                   and not f.startswith("_"))
     sources, args, grids = {}, {}, {}
     for n in names:
         path = os.path.join(CORPUS_DIR, n + ".py")
@@ -477,7 +478,8 @@ def main(argv=None):
     ap.add_argument("--emitted", action="store_true",
                     help="mutate the compiler-style kernels of python/tests/nki/corpus instead")
     ap.add_argument("--prefix", default="",
-                    help="with --emitted: only the corpus files whose names start with it")
+                    help="with --emitted: only the corpus files whose names start with it "
+                         "(or with one of several, separated by commas)")
     a = ap.parse_args(argv)
     if a.emitted:
         t0 = time.time()
