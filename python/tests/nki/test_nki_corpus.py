@@ -195,8 +195,8 @@ REFUSED = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
 
 @pytest.mark.parametrize("name", REFUSED)
 def test_refused_kernels_say_why_at_their_line(tmp_path, name):
-    """The kernels kept out of the suite (`_refused_*.py`: an embedding gather, a KV-cache update
-    at a run-time position) are refused with their stated reason (REFUSED: the error code and
+    """The kernels kept out of the suite (`_refused_*.py`: an embedding gather, its scatter-add
+    backward, a KV-cache update at a run-time position) are refused with their stated reason (REFUSED: the error code and
     the text of the line), at that line of the file, through the API and as the runner's one
     line with exit code 1."""
     mod = load(name)
