@@ -6,7 +6,9 @@ masks, index grids, shared_hbm outputs returned. Each file has `kernel`, `SIZES`
 the style of kernel-optimising tools' rewrites (docs/nki.md, "the corpus"). A kernel whose
 outputs are random (dropout) also has `check_outputs(args, outputs)`, which checks what holds
 for any generator; its `reference` then gives only the outputs' shapes and types. A kernel
-launched as an SPMD grid has `GRID` (the grid of each size): `kernel_of(mod, size)`.
+launched as an SPMD grid has `GRID` (the grid of each size): `kernel_of(mod, size)`. The
+files `_refused_*.py` are kernels ncsim refuses (indirect DMA offsets), kept out of the suite
+and held to a located refusal with the reason their `REFUSED` names.
 
 Every kernel runs at its small size through the Python API and through the runner command
 (`python3 -m ncsim.nki run FILE kernel --arg ... --out DIR --check`), matches its NumPy
