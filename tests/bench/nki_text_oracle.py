@@ -69,7 +69,9 @@ def _corpus_jobs(sizes, only):
             if size not in mod.SIZES:
                 continue
             args = mod.inputs(mod.SIZES[size], np.random.default_rng(0))
-            yield name, size, mod.kernel, [nt.tensor[[*x.shape], str(x.dtype)] for x in args]
+            grid = getattr(mod, "GRID", None)        # an SPMD kernel, launched on its grid
+            kernel = mod.kernel[grid[size]] if grid else mod.kernel
+            yield name, size, kernel, [nt.tensor[[*x.shape], str(x.dtype)] for x in args]
 
 
 def _loops(low):

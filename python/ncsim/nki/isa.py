@@ -530,10 +530,11 @@ def range_select(*, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd
     if on_false_value is not None and float(on_false_value) != fmin:
         error("err_unsupported_value", "range_select's on_false_value must be nl.fp32.min "
               "(the hardware fills with the lowest fp32 value)")
-    if not isinstance(range_start, (int, np.integer)) or not 0 <= range_start and \
-            range_start + F < (1 << 24):
-        error("err_unsupported_value", "range_start is an integer, with range_start + free size "
-              "below 2^24 (the indices are compared in fp32)")
+    if not isinstance(range_start, (int, np.integer)) or \
+            not (0 <= range_start and range_start + F <= (1 << 24)):
+        error("err_unsupported_value", f"range_start ({range_start!r}) is an integer from 0 with "
+              f"range_start + free size ({F}) at most 2^24: the indices are compared in fp32, "
+              "which holds integers exactly only up to 2^24")
     bounds = []
     for nm, b in (("bound0", bound0), ("bound1", bound1)):
         if nl._is_scalar(b):

@@ -1440,7 +1440,7 @@ def softmax(x, axis, *, dtype=None, compute_dtype=None, mask=None, **kw):
         s = tr.new_onchip("sbuf", float32, (P, 1), 0)
         _reduce_into(nm, "max", x, [1], box, negate=True)
         dv = d.restrict(box)
-        _activate_into(d, "exp", x, box, bias=nm.restrict([pr, (0, 1)]), sum_=s)
+        _activate_into(d, "exp", x, box, bias=nm, sum_=s)
         r = tr.new_onchip("sbuf", float32, (P, 1), 0)
         rv, sv = r.restrict([pr, (0, 1)]), s.restrict([pr, (0, 1)])
         tr.emit("dve", f"reciprocal {rv.text()}, {sv.text()}", reads=[sv], writes=[rv])

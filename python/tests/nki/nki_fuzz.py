@@ -298,8 +298,9 @@ def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, pr
     import ncsim.nki as nki
     nki.install_neuronxcc_alias()
     names = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
-                   if f.endswith(".py") and f.startswith(prefix))
-    sources, args = {}, {}
+                   if f.endswith(".py") and f.startswith(tuple(prefix.split(",")))
+                   and not f.startswith("_"))
+    sources, args, grids = {}, {}, {}
     for n in names:
         path = os.path.join(CORPUS_DIR, n + ".py")
         with open(path) as f:
@@ -308,6 +309,7 @@ def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, pr
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         args[n] = mod.inputs(mod.SIZES["small"], np.random.default_rng(0))
+        grids[n] = (getattr(mod, "GRID", None) or {}).get("small")    # SPMD kernels
     rng = random.Random(seed)
     counts, findings = {}, []
     for i in range(count):
@@ -327,7 +329,8 @@ def fuzz_emitted(count, seed, time_limit=10.0, verbose=False, out=sys.stdout, pr
                 ns = None
             if ns is not None:
                 try:
-                    nki.simulate_kernel(ns["kernel"], *args[n])
+                    k = ns["kernel"][grids[n]] if grids[n] else ns["kernel"]
+                    nki.simulate_kernel(k, *args[n])
                 except _Timeout:
                     raise
                 except Exception as e:  # noqa: BLE001 -- classified below
@@ -475,7 +478,8 @@ def main(argv=None):
     ap.add_argument("--emitted", action="store_true",
                     help="mutate the compiler-style kernels of python/tests/nki/corpus instead")
     ap.add_argument("--prefix", default="",
-                    help="with --emitted: only the corpus files whose names start with it")
+                    help="with --emitted: only the corpus files whose names start with it "
+                         "(or with one of several, separated by commas)")
     a = ap.parse_args(argv)
     if a.emitted:
         t0 = time.time()

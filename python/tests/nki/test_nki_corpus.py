@@ -3,7 +3,12 @@ block tensors declared for the whole problem and used block by block in affine_r
 loop_reduce, transposes through the Tensor engine, nisa calls with and without engine=,
 masks, index grids, shared_hbm outputs returned. Each file has `kernel`, `SIZES`, `inputs`,
 `reference` and `TOL` (atol, rtol; (0, 0) is exact). The files `tuned_*.py` are a third set in
-the style of kernel-optimising tools' rewrites (docs/nki.md, "the corpus").
+the style of kernel-optimising tools' rewrites (docs/nki.md, "the corpus"). A kernel whose
+outputs are random (dropout) also has `check_outputs(args, outputs)`, which checks what holds
+for any generator; its `reference` then gives only the outputs' shapes and types. A kernel
+launched as an SPMD grid has `GRID` (the grid of each size): `kernel_of(mod, size)`. The
+files `_refused_*.py` are kernels ncsim refuses (indirect DMA offsets), kept out of the suite
+and held to a located refusal with the reason their `REFUSED` names.
 
 Every kernel runs at its small size through the Python API and through the runner command
 (`python3 -m ncsim.nki run FILE kernel --arg ... --out DIR --check`), matches its NumPy
@@ -44,6 +49,12 @@ def load(name):
     return mod
 
 
+def kernel_of(mod, size):
+    """The kernel as launched at that size: `kernel[GRID[size]]` for an SPMD kernel."""
+    grid = getattr(mod, "GRID", None)
+    return mod.kernel[grid[size]] if grid else mod.kernel
+
+
 def as_tuple(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
@@ -61,22 +72,37 @@ def assert_matches(mod, got, want):
             np.testing.assert_allclose(g, w, atol=atol, rtol=rtol)
 
 
+def assert_correct(mod, args, got):
+    """NumPy's result within TOL, or, for random outputs, the file's own checks."""
+    if hasattr(mod, "check_outputs"):
+        want = as_tuple(mod.reference(*args))
+        got = as_tuple(got)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert np.asarray(g).shape == w.shape and np.asarray(g).dtype == w.dtype
+        mod.check_outputs(args, got)
+    else:
+        assert_matches(mod, got, mod.reference(*args))
+
+
 def test_corpus_is_complete():
     """The families the brief names are all here, each file complete."""
     assert len(NAMES) >= 10, NAMES
     for name in NAMES:
         mod = load(name)
-        for attr in ("kernel", "SIZES", "inputs", "reference", "TOL"):
+        for attr in ("kernel", "SIZES", "inputs", "reference", "TOL", "WHAT"):
             assert hasattr(mod, attr), (name, attr)
         assert set(mod.SIZES) == {"small", "full"}, name
+        assert set(getattr(mod, "GRID", None) or mod.SIZES) == {"small", "full"}, name
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_small_matches_numpy_and_check_is_clean(name):
     mod = load(name)
     args = mod.inputs(mod.SIZES["small"], np.random.default_rng(1))
-    assert_matches(mod, nki.simulate_kernel(mod.kernel, *args), mod.reference(*args))
-    assert nki.check(mod.kernel, *args) == []
+    k = kernel_of(mod, "small")
+    assert_correct(mod, args, nki.simulate_kernel(k, *args))
+    assert nki.check(k, *args) == []
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -87,6 +113,8 @@ def test_runner_command(tmp_path, name):
     args = mod.inputs(mod.SIZES["small"], np.random.default_rng(2))
     cmd = [sys.executable, "-m", "ncsim.nki", "run", os.path.join(CORPUS_DIR, name + ".py"),
            "kernel", "--out", str(tmp_path / "out"), "--check"]
+    if getattr(mod, "GRID", None):
+        cmd += ["--grid", ",".join(str(g) for g in mod.GRID["small"])]
     for i, a in enumerate(args):
         np.save(tmp_path / f"in{i}.npy", a)
         cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
@@ -100,7 +128,7 @@ def test_runner_command(tmp_path, name):
     outs = sorted(os.listdir(tmp_path / "out"))
     assert len(outs) == len(want), outs
     got = tuple(np.load(tmp_path / "out" / f) for f in outs)
-    assert_matches(mod, got, want)
+    assert_correct(mod, args, got)
 
 
 def test_a_kernel_that_must_spill():
@@ -139,16 +167,17 @@ def test_full_size(name):
     the chip's peak, and functionally equal to NumPy and check clean."""
     mod = load(name)
     args = mod.inputs(mod.SIZES["full"], np.random.default_rng(4))
+    k = kernel_of(mod, "full")
     t0 = time.process_time()
-    nki.lower(mod.kernel, *placeholders(args))
+    nki.lower(k, *placeholders(args))
     assert time.process_time() - t0 < 90
-    b = nki.benchmark(mod.kernel)
+    b = nki.benchmark(k)
     b(*placeholders(args))
     us = b.benchmark_result.nc_latency.get_latency_percentile(50)
     want = as_tuple(mod.reference(*args))
     assert us * 1e3 >= hbm_bytes(args, want) / 820.0     # 820 GB/s = bytes per ns
-    assert_matches(mod, nki.simulate_kernel(mod.kernel, *args), want)
-    assert nki.check(mod.kernel, *args) == []
+    assert_correct(mod, args, nki.simulate_kernel(k, *args))
+    assert nki.check(k, *args) == []
 
 
 def test_mutants_fail_only_at_the_kernels_call():
@@ -160,3 +189,34 @@ def test_mutants_fail_only_at_the_kernels_call():
     counts, findings = nki_fuzz.fuzz_emitted(60, 5, time_limit=30.0)
     assert not findings, "\n".join(f"{c}: {'; '.join(m)}: {d}" for c, m, d, _s in findings)
     assert counts.get("nki", 0) > 10 and counts.get("ok", 0) > 5, counts
+
+
+REFUSED = sorted(f[:-3] for f in os.listdir(CORPUS_DIR)
+                 if f.startswith("_refused_") and f.endswith(".py"))
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused_kernels_say_why_at_their_line(tmp_path, name):
+    """The kernels kept out of the suite (`_refused_*.py`: an embedding gather, its scatter-add
+    backward, a KV-cache update at a run-time position) are refused with their stated reason (REFUSED: the error code and
+    the text of the line), at that line of the file, through the API and as the runner's one
+    line with exit code 1."""
+    mod = load(name)
+    code, text = mod.REFUSED
+    path = os.path.join(CORPUS_DIR, name + ".py")
+    with open(path) as f:
+        line = 1 + next(i for i, s in enumerate(f) if text in s and not s.startswith("REFUSED"))
+    args = mod.inputs(mod.SIZES["small"], np.random.default_rng(5))
+    with pytest.raises(nki.NkiError) as e:
+        nki.simulate_kernel(mod.kernel, *args)
+    assert str(e.value).startswith(f"{path}:{line}: error: [{code}]"), str(e.value)
+    cmd = [sys.executable, "-m", "ncsim.nki", "run", path, "kernel"]
+    for i, a in enumerate(args):
+        np.save(tmp_path / f"in{i}.npy", a)
+        cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{path}:{line}: error: [{code}]"), r.stderr

@@ -17,7 +17,7 @@ import ncsim.nki.typing as nt
 from ncsim.nki import _core, _fold, _native, _sched
 from ncsim.nki.examples.catalog import CASES
 
-from test_nki_corpus import NAMES as CORPUS_NAMES, load as load_corpus
+from test_nki_corpus import NAMES as CORPUS_NAMES, load as load_corpus, kernel_of
 
 N_ENG, N_Q = 5, 16
 
@@ -122,7 +122,8 @@ def test_catalog_kernels_both_ways(monkeypatch, case):
 def test_corpus_kernels_both_ways(monkeypatch, name):
     mod = load_corpus(name)
     args = mod.inputs(mod.SIZES["small"], np.random.default_rng(0))
-    _check_kernel(monkeypatch, mod.kernel, [nt.tensor[[*a.shape], str(a.dtype)] for a in args])
+    _check_kernel(monkeypatch, kernel_of(mod, "small"),   # an SPMD kernel on its grid
+                  [nt.tensor[[*a.shape], str(a.dtype)] for a in args])
 
 
 # ---- random node lists
