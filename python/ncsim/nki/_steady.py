@@ -32,6 +32,12 @@ set again by the replay; a block the recording never saw refuses. A block tensor
 are issued at its uses: its sunk nl.load ("S": the block's views rebuilt, a tick, a load
 count) and each use's buffer ("U", then the load as an instruction) are events.
 
+A block tensor made in an iteration ("N": Tracer.new_blocks) is an event too: the windows are
+compared up to a renaming of the tensors made in them (_same_win), the snapshots leave those
+tensors out (their buffers are compared as other buffers), and each replayed window makes its
+tensors again (_remake) and uses them in place of the template window's. A block of a tensor
+made in another recorded iteration, or a tensor made while an inner loop is recorded, refuses.
+
 A loop is traced in full (refused) when anything in its windows is outside what the replay
 reproduces: kept (resident) loads, PSUM blocks from before the loop,
 evictions, spills and reloads of blocks, an allocation that looks beyond its
