@@ -167,10 +167,15 @@ class Recorder:
         self.ev.append((("N", bb, bsite), ()))
 
     def other(self, bb):
-        """A block of bb is used: a tensor made in an earlier recorded iteration refuses."""
+        """A block of bb is used: a tensor made in an earlier recorded iteration of this loop
+        or of an enclosing one refuses."""
         o = bb.ordinal
-        if o in self.mord and o not in self.mine:
-            self.refuse("a block tensor made in one iteration is used in another")
+        r = self
+        while r is not None:
+            if o in r.mord and o not in r.mine:
+                self.refuse("a block tensor made in one iteration is used in another")
+                return
+            r = r.parent
 
     def forward(self, events):
         """Hand events (recorded, replayed or traced after a replay) to the enclosing loop's
@@ -271,11 +276,10 @@ def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
             vals[j] -= accs[k][0].offset       # relative to the block's buffer
         vals = tuple(vals)
     bk = []
-    mord = rec.mord
+    other = rec.other
     for bb, blk, w, ld in brefs:
         rec.bbs[bb.ordinal] = bb
-        if mord:
-            rec.other(bb)
+        other(bb)
         if bb.kind == "psum":
             # a PSUM block's accumulation state as this instruction finds it (Tracer.accumulate
             # has set it): whether a matmul starts a group or adds to one. Part of the
@@ -307,8 +311,7 @@ def rec_block(rec, bb, blk, line):
     tensor filled when first touched, the fill's instruction at `line` (made again by the
     allocator when replayed; None in a first pass that a second replaces)."""
     rec.bbs[bb.ordinal] = bb
-    if rec.mord:
-        rec.other(bb)
+    rec.other(bb)
     if bb.kind == "psum":
         rec.psum.add((bb.ordinal, blk))
     rec.ev.append((("B", bb, line), (blk,)))
@@ -320,8 +323,7 @@ def rec_sink(rec, bb, blk, dv, sv, lkey):
     block) and source view sv, and the load counts as the first pass's load instruction (a
     tick) and as a load of lkey (None: not counted)."""
     rec.bbs[bb.ordinal] = bb
-    if rec.mord:
-        rec.other(bb)
+    rec.other(bb)
     if lkey is not None:
         lparts, lv, _ = _split_rec(lkey[1])
         lt = (lkey[0], lparts, lkey[2], lkey[3])
@@ -337,8 +339,7 @@ def rec_sunk_use(rec, bb, slot, nbytes):
     tensor's own site for the load of what it reads (nbytes), which follows as an internal
     instruction (Tracer.sunk_read)."""
     rec.bbs[bb.ordinal] = bb
-    if rec.mord:
-        rec.other(bb)
+    rec.other(bb)
     rec.ev.append((("U", bb, slot, nbytes), ()))
 
 
@@ -354,8 +355,7 @@ def rec_load1(rec, key, site, before, n, d):
     if a is not None and a.blk is not None:
         ref = a.blk[0]
         vals = vals + (a.blk[1],)
-        if rec.mord:
-            rec.other(ref)
+        rec.other(ref)
     else:
         ref = d.buf
     rec.ev.append((("L1", key[0], parts, key[2], key[3], site, n, ref, len(vals)),

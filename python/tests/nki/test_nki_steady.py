@@ -1416,3 +1416,40 @@ def test_recorder_refuses_a_made_tensor_of_another_iteration():
     assert not _steady._same_win(wa, [("N", x1, "s2"), ("B", x1, None), ("B", z, None)])
     x2 = bb(4, (2, 128, 32))
     assert not _steady._same_win(wa, [("N", x2, "s"), ("B", x2, None), ("B", z, None)])
+
+
+@nki.jit
+def k_make_escape_inner(a, b, d):
+    """An inner loop reads the tensor the previous outer iteration made."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    prev = nl.ndarray((2, nl.par_dim(P), 8), a.dtype, buffer=nl.sbuf)
+    prev[0, :, :] = nl.load(b)
+    for i in nl.affine_range(20):
+        cur = nl.ndarray((2, nl.par_dim(P), 8), a.dtype, buffer=nl.sbuf)
+        cur[0, :, :] = nl.load(d[:, i * 8:i * 8 + 8])
+        for j in nl.affine_range(20):
+            c = i * 160 + j * 8
+            nl.store(out[:, c:c + 8], value=nl.add(nl.load(a[:, c:c + 8]), prev[0, :, :]))
+        prev = cur
+    return out
+
+
+def test_refuses_a_made_tensor_used_by_an_inner_loop_of_the_next_iteration():
+    rng = np.random.default_rng(25)
+    a = rng.random((128, 3200), dtype=np.float32)
+    b = rng.random((128, 8), dtype=np.float32)
+    d = rng.random((128, 160), dtype=np.float32)
+    low = _both(k_make_escape_inner, a, b, d)
+    # the outer loop; and the inner loop's runs while the outer one was recorded (once the
+    # outer loop is refused it is no longer recorded, and for the inner loop's later runs the
+    # previous outer iteration's tensor is one made before them: replayed)
+    e = _loop(low, [x["line"] for x in low.loops if x["iterations"] == 20][0])
+    assert e["replayed"] == 0, low.loops
+    assert e["refused"] == "a block tensor made in one iteration is used in another", low.loops
+    inner = [x for x in low.loops if x["iterations"] == 400][0]
+    assert inner["refused"] == e["refused"] and inner["replayed"] > 0, low.loops
+    ref = a.copy()
+    for i in range(20):
+        ref[:, i * 160:(i + 1) * 160] += np.tile(b if i == 0 else d[:, (i - 1) * 8:i * 8], 20)
+    np.testing.assert_allclose(nki.simulate_kernel(k_make_escape_inner, a, b, d), ref, rtol=1e-6)
