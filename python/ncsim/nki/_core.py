@@ -2938,8 +2938,6 @@ class Tracer:
             if len(gens) > depth:
                 del gens[0]
         bb.sunk = bb.ordinal in self.sunk
-        if self.steady is not None:
-            self.steady.refuse("a block tensor is made")
         if self.live is None:
             self.fast = True           # a second pass will follow (needs_second_pass)
         if kind == "psum" and bb.fbytes > PSUM_BANK:
@@ -2951,6 +2949,9 @@ class Tracer:
                   f"an SBUF block of {bb.fbytes} bytes per partition (at most "
                   f"{self.pol.sbuf_bytes} usable)")
         self.blockbufs.append(bb)
+        if self.steady is not None:
+            # an event of the recorded iteration (made again when replayed: _steady._windows)
+            self.steady.made(bb, bsite)
         return Tensor(bb, None, dt, shape, pdim, 0, _row_strides(shape, pdim), 0)
 
     def _internal(self, fn):

@@ -32,6 +32,12 @@ set again by the replay; a block the recording never saw refuses. A block tensor
 are issued at its uses: its sunk nl.load ("S": the block's views rebuilt, a tick, a load
 count) and each use's buffer ("U", then the load as an instruction) are events.
 
+A block tensor made in an iteration ("N": Tracer.new_blocks) is an event too: the windows are
+compared up to a renaming of the tensors made in them (_same_win), the snapshots leave those
+tensors out (their buffers are compared as other buffers), and each replayed window makes its
+tensors again (_remake) and uses them in place of the template window's. A block of a tensor
+made in another recorded iteration, or a tensor made while an inner loop is recorded, refuses.
+
 A loop is traced in full (refused) when anything in its windows is outside what the replay
 reproduces: kept (resident) loads, PSUM blocks from before the loop,
 evictions, spills and reloads of blocks, an allocation that looks beyond its
@@ -92,11 +98,14 @@ class Guard:
     def masked(self):
         pass
 
+    def made(self, bb, bsite):
+        pass        # (the replay's own new_blocks calls: _windows, "N")
+
 
 class Recorder:
     """The events of the iterations of one loop being traced, and why it cannot be replayed."""
     __slots__ = ("ev", "bad", "allocs", "it", "local", "bbs", "parent", "warm", "psum", "mask",
-                 "cnames", "check")
+                 "cnames", "check", "mord", "mine")
 
     def __init__(self):
         self.ev = []           # events of the current iteration: (template, values)
@@ -112,6 +121,8 @@ class Recorder:
         self.cnames = None         # the carried names _snapshot compares, sorted
         self.check = bool(os.environ.get("NCSIM_NKI_TRACE_ORACLE"))   # (tests) _SlotState
                                    # checked against the full walk at every snapshot
+        self.mord = set()          # ordinals of the block tensors made in the recorded iterations
+        self.mine = set()          # ... in the current one
 
     def masked(self):
         """A mask compares a loop index with a bound: its truth may change once, in the last
@@ -140,6 +151,31 @@ class Recorder:
                 self.parent.refuse(why)
         else:
             self.refuse(why)
+
+    def made(self, bb, bsite):
+        """A block tensor made in the iteration (Tracer.new_blocks; bsite: its declaration's
+        site key, second pass): an event, made again by the replay. Its blocks may be used by
+        this iteration only; the windows are compared up to a renaming of the tensors made in
+        them (_same_win)."""
+        if self.parent is not None:
+            # (an inner loop's replayed events are forwarded to the enclosing recording as
+            # they were recorded: they would name the template's tensors)
+            self.refuse("a block tensor is made in a loop inside a recorded loop")
+            return
+        self.mord.add(bb.ordinal)
+        self.mine.add(bb.ordinal)
+        self.ev.append((("N", bb, bsite), ()))
+
+    def other(self, bb):
+        """A block of bb is used: a tensor made in an earlier recorded iteration of this loop
+        or of an enclosing one refuses."""
+        o = bb.ordinal
+        r = self
+        while r is not None:
+            if o in r.mord and o not in r.mine:
+                self.refuse("a block tensor made in one iteration is used in another")
+                return
+            r = r.parent
 
     def forward(self, events):
         """Hand events (recorded, replayed or traced after a replay) to the enclosing loop's
@@ -240,8 +276,10 @@ def rec_emit(rec, eng, text, queue, internal, accs, line, inc, brefs):
             vals[j] -= accs[k][0].offset       # relative to the block's buffer
         vals = tuple(vals)
     bk = []
+    other = rec.other
     for bb, blk, w, ld in brefs:
         rec.bbs[bb.ordinal] = bb
+        other(bb)
         if bb.kind == "psum":
             # a PSUM block's accumulation state as this instruction finds it (Tracer.accumulate
             # has set it): whether a matmul starts a group or adds to one. Part of the
@@ -273,6 +311,7 @@ def rec_block(rec, bb, blk, line):
     tensor filled when first touched, the fill's instruction at `line` (made again by the
     allocator when replayed; None in a first pass that a second replaces)."""
     rec.bbs[bb.ordinal] = bb
+    rec.other(bb)
     if bb.kind == "psum":
         rec.psum.add((bb.ordinal, blk))
     rec.ev.append((("B", bb, line), (blk,)))
@@ -284,6 +323,7 @@ def rec_sink(rec, bb, blk, dv, sv, lkey):
     block) and source view sv, and the load counts as the first pass's load instruction (a
     tick) and as a load of lkey (None: not counted)."""
     rec.bbs[bb.ordinal] = bb
+    rec.other(bb)
     if lkey is not None:
         lparts, lv, _ = _split_rec(lkey[1])
         lt = (lkey[0], lparts, lkey[2], lkey[3])
@@ -299,6 +339,7 @@ def rec_sunk_use(rec, bb, slot, nbytes):
     tensor's own site for the load of what it reads (nbytes), which follows as an internal
     instruction (Tracer.sunk_read)."""
     rec.bbs[bb.ordinal] = bb
+    rec.other(bb)
     rec.ev.append((("U", bb, slot, nbytes), ()))
 
 
@@ -314,6 +355,7 @@ def rec_load1(rec, key, site, before, n, d):
     if a is not None and a.blk is not None:
         ref = a.blk[0]
         vals = vals + (a.blk[1],)
+        rec.other(ref)
     else:
         ref = d.buf
     rec.ev.append((("L1", key[0], parts, key[2], key[3], site, n, ref, len(vals)),
@@ -568,7 +610,7 @@ def _snapshot(tr, rec, frame, outer):
           # (free memory: only the replay's real block allocations carve it)
           tuple(tr.sb_free) if not bbs else None, tuple(tr.ps_free),
           len(tr.hbm), tr.hbm_next, tuple([(b.written is None, b.read) for b in tr.hbm]),
-          len(tr.blockbufs), tr.spill_bytes, tr.reload_bytes, tr.remat_bytes, tr.elided_bytes,
+          len(tr.blockbufs) if not rec.mord else None, tr.spill_bytes, tr.reload_bytes, tr.remat_bytes, tr.elided_bytes,
           len(tr.res), tr.act_func, len(tr.consts), len(tr.const_tiles), len(tr.names),
           len(tr.prints), tr.shared_idx, frozenset(tr.dirty), tr.line_override, tr.fast,
           tuple(allocs), carried)
@@ -707,6 +749,13 @@ def _slot_walk(tr, rec, bbs):
 
 
 def _bbs(rec):
+    """The block tensors whose state the snapshots compare: those the recorded iterations
+    used, less those they made (a tensor made in an iteration is used by it only: Recorder.other;
+    the buffers its blocks held are compared as other buffers are, so a block still held at
+    the iteration's end makes the windows differ)."""
+    mord = rec.mord
+    if mord:
+        return [rec.bbs[k] for k in sorted(rec.bbs) if k not in mord]
     return [rec.bbs[k] for k in sorted(rec.bbs)]
 
 
@@ -718,7 +767,7 @@ def _nums(tr, bbs, nblk=None):
     return (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
         tuple(tr.count) + (len(tr.uses), nblk) + \
         tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used),
-                                        bb.remat_bytes, bb.reissued))
+                                        bb.remat_bytes, bb.reissued)) + (len(tr.blockbufs),)
 
 
 def _period(iters, snaps):
@@ -744,7 +793,7 @@ def _period(iters, snaps):
                 ev.extend(it)
             wins.append(ev)
         tpl = [t for t, _ in wins[0]]
-        if any([t for t, _ in wv] != tpl for wv in wins[1:]):
+        if any(not _same_win(tpl, [t for t, _ in wv]) for wv in wins[1:]):
             continue
         steps = [tuple(b - a for a, b in zip(x[1], y[1])) for x, y in zip(wins[0], wins[1])]
         ok = True
@@ -759,6 +808,64 @@ def _period(iters, snaps):
             continue
         return P, wins[-1], steps, dn
     return None
+
+
+def _twin(x, y):
+    """Are block tensors x and y (made in two windows) made alike?"""
+    return (x.kind, x.dtype, x.shape, x.bshape, x.name, x.line, x.lazy_zero, x.fill, x.sunk) == \
+        (y.kind, y.dtype, y.shape, y.bshape, y.name, y.line, y.lazy_zero, y.fill, y.sunk) and \
+        x.direct is None and y.direct is None and x.psave is None and y.psave is None and \
+        x.tpts is None and y.tpts is None and x.scratch is None and y.scratch is None
+
+
+def _ren(a, b, fwd):
+    """_same_win's comparison of two templates' parts: block tensors through fwd."""
+    if a is b:
+        return True
+    ta = type(a)
+    if ta is not type(b):
+        return False
+    if ta is tuple:
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b):
+            if x is not y and not _ren(x, y, fwd):
+                return False
+        return True
+    if ta is C.BlockBuf:
+        return fwd.get(id(a)) is b
+    return a == b
+
+
+def _same_win(ta, tb):
+    """Are two windows' templates (lists) the same, up to a renaming of the block tensors made
+    in them (the k-th made in one, at its "N" event, is the k-th made in the other, made alike:
+    _twin)? Every other object must be the same. (A tensor made in an iteration is used by it
+    only, Recorder.other, so the windows name disjoint made tensors.)"""
+    if ta == tb:
+        return True
+    if len(ta) != len(tb):
+        return False
+    fwd = {}
+    for t, u in zip(ta, tb):
+        if t is u or t == u:
+            continue
+        if t[0] == "N":
+            if u[0] != "N" or t[2] != u[2] or id(t[1]) in fwd or not _twin(t[1], u[1]):
+                return False
+            fwd[id(t[1])] = u[1]
+        elif not _ren(t, u, fwd):
+            return False
+    return True
+
+
+def _same_evs(got, exp):
+    """The events of the iterations after a replay (got) are the predicted ones (exp), up to
+    the block tensors made in them."""
+    if got == exp:
+        return True
+    return len(got) == len(exp) and [v for _, v in got] == [v for _, v in exp] and \
+        _same_win([t for t, _ in exp], [t for t, _ in got])
 
 
 # ---- a loop statement's later runs (docs/nki.md, "Loops kept": *Later runs*)
@@ -920,6 +1027,9 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
     uses, count, live, load, nodes = tr.uses, tr.count, tr.live, tr.load, tr.nodes
     acclog = tr.acclog
     pin = tr.pinned > 0
+    # the block tensors made in the window ("N"): the template's -> this window's
+    ren = {}
+    rg = ren.get
     for _k in range(times):
         for j, (tpl, st, fmt, keys) in enumerate(prog):
             if st is None:
@@ -936,10 +1046,12 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                 ag, internal, p, bk, acc = keys
                 if bk:
                     if acc:
-                        _set_acc(tpl[9], [(bb, v[p + jj], w, ld)
+                        _set_acc(tpl[9], [(rg(bb, bb), v[p + jj], w, ld)
                                           for jj, (bb, w, ld) in enumerate(bk)], psum, seen)
                     tick = tr.tick
                     for bb, w, ld in bk:
+                        if ren:
+                            bb = rg(bb, bb)
                         blk = v[p]
                         p += 1
                         a = bb.allocs.get(blk)
@@ -976,6 +1088,8 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                     if blocks:
                         ms = []
                         for bb, pos in blocks:
+                            if ren:
+                                bb = rg(bb, bb)
                             a = bb.allocs.get(v[pos])
                             if a is None or a.slot is None:
                                 raise Mismatch("a replayed instruction's block has no buffer")
@@ -995,7 +1109,12 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                         text = fmt % tuple(tv)
                     else:
                         text = fmt % v[:tpl[8]]
-                    brefs = [(bb, v[q], w, ld) for bb, q, w, ld in bpos] if bpos else ()
+                    if not bpos:
+                        brefs = ()
+                    elif ren:
+                        brefs = [(rg(bb, bb), v[q], w, ld) for bb, q, w, ld in bpos]
+                    else:
+                        brefs = [(bb, v[q], w, ld) for bb, q, w, ld in bpos]
                     if st is None and not blocks:
                         memo[j] = (picked, text, brefs)
                 # Tracer.replay_emit's work with the log, inlined: the blocks' uses
@@ -1042,7 +1161,7 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                 accs = []
                 for key, nd, w, isblk in keys:
                     if isblk:
-                        a = key.allocs.get(v[p])
+                        a = rg(key, key).allocs.get(v[p])
                         if a is None or a.slot is None:
                             raise Mismatch("a replayed instruction's block has no buffer")
                         key = a.slot
@@ -1060,40 +1179,44 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                     text = fmt % v[:nt]
                 bk = tpl[9]
                 if bk:
-                    brefs = [(bb, v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
+                    brefs = [(rg(bb, bb), v[p + jj], w, ld) for jj, (bb, w, ld, _) in enumerate(bk)]
                     _set_acc(bk, brefs, psum, seen)
                 else:
                     brefs = ()
                 emit(tpl[1], text, accs, tpl[3], tpl[4], tpl[6], tpl[7], brefs)
             elif kind == "B":
-                a = tpl[1].allocs.get(v[0])
+                bb = rg(tpl[1], tpl[1])
+                a = bb.allocs.get(v[0])
                 if a is not None and a.slot is not None:
                     # the full trace allocates nothing here (block_alloc finds the block's
                     # buffer): the block existed before the loop, unlike the windows' ones
                     raise Mismatch("a replayed allocation finds its block allocated")
-                if tpl[1].kind == "psum":
-                    psum.add((tpl[1].ordinal, v[0]))
+                if bb.kind == "psum":
+                    psum.add((bb.ordinal, v[0]))
                 if a is not None:
                     # (Tracer.block_alloc would reload it: not what the windows did)
                     raise Mismatch("while replaying: a spilled block is reloaded")
                 # Tracer.block_alloc without its recording (tr.steady is the replay's Guard)
                 if tpl[2] is None:
-                    tr._block_alloc(tpl[1], v[0], None)
+                    tr._block_alloc(bb, v[0], None)
                 else:
                     # its fill's instruction gets the line the full trace gives it
                     old = tr.line_override
                     tr.line_override = tpl[2]
                     try:
-                        tr._block_alloc(tpl[1], v[0], None)
+                        tr._block_alloc(bb, v[0], None)
                     finally:
                         tr.line_override = old
+            elif kind == "N":
+                ren[tpl[1]] = _remake(tr, tpl[1], tpl[2])
             elif kind == "R":
                 tpl[1].owner = None
                 tpl[1].freed = tr.tick
             elif kind == "S":
-                _replay_sink(tr, tpl, fmt, v)
+                _replay_sink(tr, tpl, fmt, v, rg(tpl[1], tpl[1]))
             elif kind == "U":
                 _, bb, slot, nbytes = tpl
+                bb = rg(bb, bb)
                 got = tr._pick_slot(bb.kind, bb.fbytes, bb.site)
                 if got is not slot:
                     raise Mismatch("a replayed load at a use takes another buffer")
@@ -1106,7 +1229,7 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                 _, bid, parts, dtn, shape, site, n, ref, nt = tpl
                 if type(ref) is BlockBuf:
                     key = (bid, fmt % v[:nt - 1], dtn, shape)
-                    a = ref.allocs.get(v[nt - 1])
+                    a = rg(ref, ref).allocs.get(v[nt - 1])
                     if a is None or a.slot is None:
                         raise Mismatch("a replayed load's block has no buffer")
                     slot = a.slot
@@ -1328,7 +1451,7 @@ def _set_acc(bk, brefs, psum, seen):
     instruction found it (rec_emit). A block neither allocated by the replay nor seen by the
     recording holds a state made before the loop, which the windows did not show: the kernel
     is lowered again in full."""
-    for (bb, _, _, st), (_, blk, _, _) in zip(bk, brefs):
+    for (_, _, _, st), (bb, blk, _, _) in zip(bk, brefs):
         if st is not None:
             a = bb.allocs.get(blk)
             if a is None:
@@ -1339,10 +1462,25 @@ def _set_acc(bk, brefs, psum, seen):
             a.acc_started = set(st[1])
 
 
-def _replay_sink(tr, tpl, fmt, v):
+def _remake(tr, tb, bsite):
+    """A block tensor made in a replayed window, as the window's template tb was made
+    (Tracer.new_blocks, then what the kernel's call set: a fill or a lazy zero)."""
+    if tb.direct is not None or tb.psave is not None or tb.tpts is not None or \
+            tb.scratch is not None:
+        raise Mismatch("a block tensor made in a replayed window was spilled or placed")
+    bb = tr.new_blocks(tb.kind, tb.dtype, tb.shape, len(tb.bshape), tb.name, bsite).buf
+    bb.line = tb.line
+    bb.lazy_zero = tb.lazy_zero
+    bb.fill = tb.fill
+    if bb.sunk != tb.sunk:
+        raise Mismatch("a block tensor made in a replayed window has its loads elsewhere")
+    return bb
+
+
+def _replay_sink(tr, tpl, fmt, v, bb):
     """Tracer.sink_load of a replayed iteration: the block records its views (made from the
     recorded ones' layouts and the shifted offsets), the load counts as a tick and a load."""
-    _, bb, (ddt, dshape, dpdim, dst), (sbuf, sdt, sshape, spdim, sst), lt, nl = tpl
+    _, _, (ddt, dshape, dpdim, dst), (sbuf, sdt, sshape, spdim, sst), lt, nl = tpl
     blk, dp0, doff, sp0, soff = v[nl:]
     a = bb.allocs.get(blk)
     if a is not None and a.slot is not None and a.slot.id >= 0:
@@ -1436,6 +1574,7 @@ def iterate(tr, r, frame, outer, where):
                 i += 1
                 iters.append(rec.ev)
                 rec.ev = []
+                rec.mine = set()
                 snaps.append(_snapshot(tr, rec, frame, outer) if i >= WARM else None)
                 if rec.bad is None and known and i - WARM <= MAXP:
                     found = _known(tr, kkey, iters, snaps)
@@ -1493,11 +1632,12 @@ def iterate(tr, r, frame, outer, where):
                 i += 1
                 got.extend(rec.ev)
                 rec.ev = []
+                rec.mine = set()
             tr.steady = parent
             rec.forward(got)
             exp = [(t, tuple(a + k * s for a, s in zip(v, st))) for (t, v), st in zip(win, steps)]
             snap = _snapshot(tr, rec, frame, outer)
-            if rec.bad is not None or got != exp or snap[0] != snap0[0] or \
+            if rec.bad is not None or not _same_evs(got, exp) or snap[0] != snap0[0] or \
                     snap[1][:5 + len(tr.count)] != tuple(
                         b + (times + 1) * d for b, d in zip(snap0[1], dn))[:5 + len(tr.count)]:
                 raise Mismatch(rec.bad or "the iterations after the replay do not continue it")
