@@ -14,8 +14,9 @@ import re
 from itertools import chain as _chain
 from operator import sub as _sub
 
-# the numbers a period may change: a raw view's offset, a wait's value
-_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+)")
+# the numbers a period may change: a raw view's offset, a wait's value, an integer immediate
+# `base=N` (iota's, affine_select's: the assembler takes an integer expression there)
+_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+|(?<=base=)-?\d+)")
 MAXP = 96          # longest period searched, in items
 MIN_LINES = 4      # a run shorter than this many lines stays unfolded
 CAPS = (1, 2, 4, 8, 16, 32, 64, MAXP)   # longest periods of the successive rounds

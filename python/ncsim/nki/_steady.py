@@ -64,7 +64,10 @@ LIMIT = WARM + NWIN * MAXP + MAXP   # iterations recorded before giving up
 KNOWN = 4          # steady states remembered per loop statement (_known)
 KNOWN_ON = True    # (tests) later runs of a loop statement checked against the remembered ones
 
-_OFF = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)")
+# the numbers of an instruction's text that may grow from one window to the next: a raw view's
+# offset (`+N[`) and an integer immediate `base=N` (nisa.iota's, affine_select's, nl.rand's
+# counters: an expression of the loop index); the other immediates (floats) must be equal
+_OFF = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=base=)-?\d+)")
 
 
 class Mismatch(Exception):
@@ -715,10 +718,12 @@ def _nums(tr, bbs, nblk=None):
     if nblk is None:
         bsites = {id(bb.site) for bb in bbs}
         nblk = sum(1 for sl in tr.slots if id(sl.site) in bsites) if bsites else 0
+    # last: nl.rand's call counter (the base of each call's counters; set by the replay)
     return (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
         tuple(tr.count) + (len(tr.uses), nblk) + \
         tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used),
-                                        bb.remat_bytes, bb.reissued))
+                                        bb.remat_bytes, bb.reissued)) + \
+        (getattr(tr, "_nki_rand_calls", 0),)
 
 
 def _period(iters, snaps):
@@ -1517,6 +1522,8 @@ def _set_counters(tr, want):
     tr.loaded = want[1]
     tr.rr["load"] = want[2]
     tr.rr["store"] = want[3]
+    if want[-1] != getattr(tr, "_nki_rand_calls", 0):
+        tr._nki_rand_calls = want[-1]    # nl.rand calls the replayed windows stand for
 
 
 def _log(tr, where, n, skipped, why):

@@ -2,6 +2,8 @@
 replayed instead of run, and the program is exactly the one of the full trace
 (Policy.steady_state=False). Where the replay cannot be shown to reproduce the iterations,
 every iteration runs, and the program is again the full trace's."""
+import re
+
 import numpy as np
 import pytest
 
@@ -1274,3 +1276,119 @@ def test_recorded_texts_are_read_once_per_text(monkeypatch):
         (anew.text, anew.tensors, anew.spill, anew.loops)
     assert sum(e["replayed"] for e in kept.loops) > 0
     _steady._SPLITS.clear()
+
+
+# ---- integer immediates that grow with the loop index (docs/nki.md, "Loops kept")
+
+@nki.jit
+def k_iota_index(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+    p = nl.arange(P)[:, None]
+    f = nl.arange(128)[None, :]
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        pos = nisa.iota(i * 128 + p * F + f, dtype=nl.float32)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, pos))
+    return out
+
+
+@nki.jit
+def k_iota_square(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+    p = nl.arange(P)[:, None]
+    f = nl.arange(128)[None, :]
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        pos = nisa.iota(i * i + p * 0 + f, dtype=nl.float32)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, pos))
+    return out
+
+
+@nki.jit
+def k_rand_loop(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+    nl.random_seed(7)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        r = nl.rand((P, 128), dtype=nl.float32)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, r))
+    return out
+
+
+def _program(text):
+    import ncsim
+    return ncsim.assemble(text).disassemble()
+
+
+def test_iota_of_the_index_is_replayed_and_folded():
+    """An iota of i * 128 + ...: its base= grows by 128 per iteration; the loop is kept (the
+    base an expression of the loop variable in the .loop text), the program the full trace's."""
+    a = np.random.default_rng(3).random((128, 128 * 40), dtype=np.float32)
+    low = _both(k_iota_index, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    assert re.search(r"iota .*, base=\(.*128\*i\d", low.text), low.text
+    flat = nki.lower(k_iota_index, a, policy={"fold_loops": False, "steady_state": False})
+    assert "base=" in flat.text and ".loop" not in flat.text
+    assert _program(low.text) == _program(flat.text)
+    out = nki.simulate_kernel(k_iota_index, a)
+    F = a.shape[1]
+    want = a + (np.arange(128)[:, None] * F + np.arange(F)[None, :]).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_iota_not_a_progression_is_written_out():
+    """base = i * i changes by a different amount each iteration: no steady state, every
+    iteration traced, and the values right."""
+    a = np.random.default_rng(4).random((128, 128 * 24), dtype=np.float32)
+    low = _both(k_iota_square, a)
+    e = _loop(low)
+    assert e["replayed"] == 0 and e["refused"].startswith("no steady state"), e
+    flat = nki.lower(k_iota_square, a, policy={"fold_loops": False, "steady_state": False})
+    assert all(f"base={i * i}," in flat.text for i in range(24))
+    assert _program(low.text) == _program(flat.text)
+    out = nki.simulate_kernel(k_iota_square, a)
+    i = np.repeat(np.arange(24), 128)
+    want = a + (i * i + np.tile(np.arange(128), 24))[None, :].astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_rand_in_a_loop_is_replayed():
+    """nl.rand's counters start where the previous call's ended: the replay advances the call
+    counter as the windows it stands for would have; the values are the full trace's."""
+    a = np.zeros((128, 128 * 40), np.float32)
+    low = _both(k_rand_loop, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    assert re.search(r"iota .*, base=\(.*16384\*i\d", low.text), low.text
+    flat = nki.lower(k_rand_loop, a, policy={"fold_loops": False, "steady_state": False})
+    assert _program(low.text) == _program(flat.text)
+    got = nki.simulate_kernel(k_rand_loop, a)
+    ref = nki.simulate_kernel(k_rand_loop, a, policy={"steady_state": False,
+                                                      "fold_loops": False})
+    np.testing.assert_array_equal(got, ref)
+    # distinct draws per iteration, in [0, 1)
+    assert got.min() >= 0.0 and got.max() < 1.0
+    assert not np.array_equal(got[:, :128], got[:, 128:256])
+
+
+def test_rand_after_a_replayed_loop_continues_the_counters():
+    """A rand call after the loop takes the counters the full trace gives it (the replayed
+    calls counted)."""
+    @nki.jit
+    def k(a):
+        P, F = a.shape
+        out = nl.ndarray((P, F + 128), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(F // 128):
+            r = nl.rand((P, 128), dtype=nl.float32)
+            nl.store(out[:, i * 128:(i + 1) * 128], value=r)
+        nl.store(out[:, F:F + 128], value=nl.rand((P, 128), dtype=nl.float32))
+        return out
+
+    a = np.zeros((128, 128 * 30), np.float32)
+    low = _both(k, a)
+    assert _loop(low)["replayed"] > 0
+    assert "base=491520," in low.text      # the 31st call: 30 * 128 * 128 counters before it
