@@ -1130,7 +1130,8 @@ static void folder_free(folder_t *f)
 
 /* A line's numbers as _fold._VAR finds them: a raw view's offset (digits after "X+", X a
  * lower-case letter or digit, followed by '['), a wait's value (digits after ">= "), an
- * integer immediate (digits, or '-' and digits, after "base="). Writes
+ * integer immediate (digits, or '-' and digits, after "base=", or after ", " and followed by
+ * ',', " |" or the end). Writes
  * the template (each number replaced by FOLD_MARK) to tmpl and the values to vals. Returns
  * 0, or 1 when a number is too large. */
 static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *nomem)
@@ -1150,9 +1151,14 @@ static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *
                      ((s[k - 2] >= 'a' && s[k - 2] <= 'z') || (s[k - 2] >= '0' && s[k - 2] <= '9')) &&
                      e < n && s[e] == '[';
         int wait = k >= 3 && s[k - 3] == '>' && s[k - 2] == '=' && s[k - 1] == ' ';
-        /* an integer immediate "base=N" or "base=-N" (the '-' part of the number) */
-        int neg = k >= 6 && s[k - 1] == '-' && memcmp(s + k - 6, "base=", 5) == 0;
-        int imm = neg || (k >= 5 && memcmp(s + k - 5, "base=", 5) == 0);
+        /* an integer immediate (the '-' before it part of the number): "base=N", or an
+         * operand ", N" ending a field (followed by ',', " |" or the line's end) */
+        int minus = k >= 1 && s[k - 1] == '-';
+        size_t b = minus ? k - 1 : k; /* where the number starts */
+        int field_end = e == n || s[e] == ',' || (s[e] == ' ' && e + 1 < n && s[e + 1] == '|');
+        int imm = (b >= 5 && memcmp(s + b - 5, "base=", 5) == 0) ||
+                  (field_end && b >= 2 && s[b - 2] == ',' && s[b - 1] == ' ');
+        int neg = imm && minus;
         if (!offset && !wait && !imm) {
             k = e; /* no match can start inside a run of digits */
             continue;

@@ -277,6 +277,11 @@ def _random_immediates(rng):
             if rng.random() < 0.5:
                 lines.append(f"    affine_select sb:fp32@0:128+0[1x8], sb:fp32@0:128+64[1x8], "
                              f"base={-b}, pstep=-1, steps=[1], cmp=ge, fill=0.0")
+            if rng.random() < 0.5:
+                # integer operands (a field's end: ',', ' |' or the line's end), floats beside
+                lines.append(f"    tensor_scalar sb:i32@0:128+0[1x8], sb:i32@0:128+0[1x8], "
+                             f"bitwise_xor, {b}, add, {float(b)!r}" +
+                             rng.choice(("", f" | wait s_pe >= {i}", ", 3")))
     return lines
 
 
@@ -295,6 +300,14 @@ def test_fold_immediates_hand_made():
         out = _native.fold(lines)
         assert out == _fold.fold(lines, True, False)
         assert out[0] == "    .loop i0 = 0, 6" and want in out[1], out
+    # floats are never numbers of the fold: written as they are, never as expressions
+    for fl in (lambda k: f"{k + 0.5!r}", lambda k: f"{10.0 ** (20 + k)!r}", lambda k: "-inf"
+               if k % 2 else "nan"):
+        lines = [f"    tensor_scalar sb:fp32@0:128+0[1x8], sb:fp32@0:128+0[1x8], add, {fl(k)}"
+                 for k in range(6)]
+        assert _native.fold(lines) == _fold.fold(lines, True, False)
+        out = "\n".join(_native.fold(lines))
+        assert "*i0" not in out and all(fl(k) in out for k in range(6))
 
 
 def test_fold_hand_made():

@@ -1392,3 +1392,48 @@ def test_rand_after_a_replayed_loop_continues_the_counters():
     low = _both(k, a)
     assert _loop(low)["replayed"] > 0
     assert "base=491520," in low.text      # the 31st call: 30 * 128 * 128 counters before it
+
+
+@nki.jit
+def k_xor_index(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.int32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.bitwise_xor(t, i * 3 + 1))
+    return out
+
+
+def test_integer_operand_of_the_index_is_replayed_and_folded():
+    """An integer scalar operand (a bitwise operation's) computed from the index: the loop is
+    kept, the operand an expression in the .loop text, the program the full trace's."""
+    a = np.random.default_rng(5).integers(-1000, 1000, (128, 128 * 40)).astype(np.int32)
+    low = _both(k_xor_index, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    assert re.search(r"bitwise_xor, \(.*6\*i\d", low.text), low.text
+    flat = nki.lower(k_xor_index, a, policy={"fold_loops": False, "steady_state": False})
+    assert _program(low.text) == _program(flat.text)
+    out = nki.simulate_kernel(k_xor_index, a)
+    np.testing.assert_array_equal(out, a ^ (np.repeat(np.arange(40), 128) * 3 + 1)[None, :])
+
+
+def test_float_operand_of_the_index_is_not_folded():
+    """A float immediate computed from the index (nl.add of an fp32 tile): floats are never
+    folded nor extrapolated, so the loop is traced in full; values right."""
+    @nki.jit
+    def k(a):
+        P, F = a.shape
+        out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(F // 128):
+            t = nl.load(a[:, i * 128:(i + 1) * 128])
+            nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, i * 3 + 1))
+        return out
+
+    a = np.random.default_rng(6).random((128, 128 * 24), dtype=np.float32)
+    low = _both(k, a)
+    assert _loop(low)["replayed"] == 0
+    assert all(f"add, {float(3 * i + 1)!r}" in low.text for i in range(24))
+    out = nki.simulate_kernel(k, a)
+    np.testing.assert_array_equal(out, a + (np.repeat(np.arange(24), 128) * 3 + 1)[None, :]
+                                  .astype(np.float32))
