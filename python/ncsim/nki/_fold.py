@@ -2,8 +2,9 @@
 the program text").
 
 The tracer unrolls every loop. This pass finds runs of lines that repeat with a period: the
-same text except for view offsets (`+N` of a raw view) and semaphore values (`>= N`) that
-grow by the same amount from one period to the next, and writes each run as
+same text except for view offsets (`+N` of a raw view), semaphore values (`>= N`) and
+integer immediates (`base=N`, an integer operand: _VAR) that grow by the same amount from one
+period to the next, and writes each run as
 `.loop iD = 0, n` over one period with those numbers as `base + step*iD`. Folding repeats
 on its own output, so nested loops come out nested. The folded text assembles to exactly the
 instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the

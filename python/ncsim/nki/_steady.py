@@ -3,8 +3,8 @@
 A loop of many iterations is traced until its steady state is shown: `NWIN` consecutive
 windows of P iterations (after `WARM` warm-up iterations) that record the same events -- the
 same instructions on the same engines, queues and buffers, the same load bookkeeping --
-except for view offsets (`+N[` in the text, and the accessed regions) that grow by the same
-amount from one window to the next, with the tracer's state at each window's end equal up to
+except for view offsets (`+N[` in the text, and the accessed regions) and integer immediates
+(`base=N`, an integer operand: _OFF) that grow by the same amount from one window to the next, with the tracer's state at each window's end equal up to
 counters that grow by the same amount. The middle windows are then not run: their events are
 replayed, shifted, through the tracer's own bookkeeping (access records, dependences, vector
 clocks, semaphores, load counts), so that the program text, waits and statistics are those
