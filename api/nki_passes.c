@@ -1131,7 +1131,7 @@ static void folder_free(folder_t *f)
 /* A line's numbers as _fold._VAR finds them: a raw view's offset (digits after "X+", X a
  * lower-case letter or digit, followed by '['), a wait's value (digits after ">= "), an
  * integer immediate (digits, or '-' and digits, after "base=", or after ", " and followed by
- * ',', " |" or the end). Writes
+ * ',', " |" or the end, the next bracket after it not a ']'). Writes
  * the template (each number replaced by FOLD_MARK) to tmpl and the values to vals. Returns
  * 0, or 1 when a number is too large. */
 static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *nomem)
@@ -1156,6 +1156,12 @@ static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *
         int minus = k >= 1 && s[k - 1] == '-';
         size_t b = minus ? k - 1 : k; /* where the number starts */
         int field_end = e == n || s[e] == ',' || (s[e] == ' ' && e + 1 < n && s[e + 1] == '|');
+        if (field_end) { /* not an item of a [...] list: the next bracket is not a ']' */
+            size_t x = e;
+            while (x < n && s[x] != '[' && s[x] != ']')
+                x++;
+            field_end = x == n || s[x] == '[';
+        }
         int imm = (b >= 5 && memcmp(s + b - 5, "base=", 5) == 0) ||
                   (field_end && b >= 2 && s[b - 2] == ',' && s[b - 1] == ' ');
         int neg = imm && minus;

@@ -67,9 +67,10 @@ KNOWN_ON = True    # (tests) later runs of a loop statement checked against the 
 # the numbers of an instruction's text that may grow from one window to the next: a raw view's
 # offset (`+N[`) and the integer immediates -- `base=N` (nisa.iota's, affine_select's, nl.rand's
 # counters) and an operand that is an integer (`, N` ending a field: a scalar of an integer
-# operation): expressions of the loop index; floats (written with a `.` or an exponent) are
-# not numbers here, so they must be equal
-_OFF = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=base=)-?\d+|(?<=, )-?\d+(?=,| \||$))")
+# operation; not an item of a [...] list: steps=, mask=): expressions of the loop index;
+# floats (written with a `.` or an exponent) are not numbers here, so they must be equal
+_OFF = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=base=)-?\d+|"
+                  r"(?<=, )-?\d+(?=,| \||$)(?![^\[\]]*\]))")
 
 
 class Mismatch(Exception):

@@ -282,6 +282,10 @@ def _random_immediates(rng):
                 lines.append(f"    tensor_scalar sb:i32@0:128+0[1x8], sb:i32@0:128+0[1x8], "
                              f"bitwise_xor, {b}, add, {float(b)!r}" +
                              rng.choice(("", f" | wait s_pe >= {i}", ", 3")))
+            if rng.random() < 0.3:
+                # items of a [...] list are not immediates of the fold
+                lines.append(f"    shuffle sb:fp32@0:128+0[1x8], sb:fp32@0:128+64[1x8], "
+                             f"mask=[{b}, 1, {-b}], steps=[1, {i}]")
     return lines
 
 
@@ -308,6 +312,10 @@ def test_fold_immediates_hand_made():
         assert _native.fold(lines) == _fold.fold(lines, True, False)
         out = "\n".join(_native.fold(lines))
         assert "*i0" not in out and all(fl(k) in out for k in range(6))
+    # nor are the items of a [...] list (steps=, mask=): written as they are
+    lines = [f"    iota sb:i32@0:128+0[1x128], base=0, pstep=0, steps=[1, {k}, 2]"
+             for k in range(6)]
+    assert _native.fold(lines) == _fold.fold(lines, True, False) == lines
 
 
 def test_fold_hand_made():
