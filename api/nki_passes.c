@@ -1129,7 +1129,9 @@ static void folder_free(folder_t *f)
 }
 
 /* A line's numbers as _fold._VAR finds them: a raw view's offset (digits after "X+", X a
- * lower-case letter or digit, followed by '['), a wait's value (digits after ">= "). Writes
+ * lower-case letter or digit, followed by '['), a wait's value (digits after ">= "), an
+ * integer immediate (digits, or '-' and digits, after "base=", or after ", " and followed by
+ * ',', " |" or the end, the next bracket after it not a ']'). Writes
  * the template (each number replaced by FOLD_MARK) to tmpl and the values to vals. Returns
  * 0, or 1 when a number is too large. */
 static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *nomem)
@@ -1149,7 +1151,21 @@ static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *
                      ((s[k - 2] >= 'a' && s[k - 2] <= 'z') || (s[k - 2] >= '0' && s[k - 2] <= '9')) &&
                      e < n && s[e] == '[';
         int wait = k >= 3 && s[k - 3] == '>' && s[k - 2] == '=' && s[k - 1] == ' ';
-        if (!offset && !wait) {
+        /* an integer immediate (the '-' before it part of the number): "base=N", or an
+         * operand ", N" ending a field (followed by ',', " |" or the line's end) */
+        int minus = k >= 1 && s[k - 1] == '-';
+        size_t b = minus ? k - 1 : k; /* where the number starts */
+        int field_end = e == n || s[e] == ',' || (s[e] == ' ' && e + 1 < n && s[e + 1] == '|');
+        if (field_end) { /* not an item of a [...] list: the next bracket is not a ']' */
+            size_t x = e;
+            while (x < n && s[x] != '[' && s[x] != ']')
+                x++;
+            field_end = x == n || s[x] == '[';
+        }
+        int imm = (b >= 5 && memcmp(s + b - 5, "base=", 5) == 0) ||
+                  (field_end && b >= 2 && s[b - 2] == ',' && s[b - 1] == ' ');
+        int neg = imm && minus;
+        if (!offset && !wait && !imm) {
             k = e; /* no match can start inside a run of digits */
             continue;
         }
@@ -1159,6 +1175,10 @@ static int parse_line(const char *s, size_t n, fbuf_t *tmpl, fbuf_t *vals, int *
             if (v > (FOLD_MAX_VALUE - 1 - digit) / 10) /* v * 10 + digit >= 2^62 */
                 return 1;
             v = v * 10 + digit;
+        }
+        if (neg) {
+            v = -v;
+            k--;
         }
         char mark = FOLD_MARK;
         if (!fbuf_add(tmpl, s + a, k - a) || !fbuf_add(tmpl, &mark, 1) ||

@@ -2,8 +2,9 @@
 the program text").
 
 The tracer unrolls every loop. This pass finds runs of lines that repeat with a period: the
-same text except for view offsets (`+N` of a raw view) and semaphore values (`>= N`) that
-grow by the same amount from one period to the next, and writes each run as
+same text except for view offsets (`+N` of a raw view), semaphore values (`>= N`) and
+integer immediates (`base=N`, an integer operand: _VAR) that grow by the same amount from one
+period to the next, and writes each run as
 `.loop iD = 0, n` over one period with those numbers as `base + step*iD`. Folding repeats
 on its own output, so nested loops come out nested. The folded text assembles to exactly the
 instructions of the unfolded one (python/tests/nki/test_nki_fold.py compares the
@@ -14,8 +15,11 @@ import re
 from itertools import chain as _chain
 from operator import sub as _sub
 
-# the numbers a period may change: a raw view's offset, a wait's value
-_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+)")
+# the numbers a period may change: a raw view's offset, a wait's value, an integer immediate
+# (`base=N` of iota and affine_select, an integer operand `, N` ending a field and not an item
+# of a [...] list: the assembler takes an expression there); never a float
+_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+|(?<=base=)-?\d+|"
+                  r"(?<=, )-?\d+(?=,| \||$)(?![^\[\]]*\]))")
 MAXP = 96          # longest period searched, in items
 MIN_LINES = 4      # a run shorter than this many lines stays unfolded
 CAPS = (1, 2, 4, 8, 16, 32, 64, MAXP)   # longest periods of the successive rounds

@@ -3,8 +3,8 @@
 A loop of many iterations is traced until its steady state is shown: `NWIN` consecutive
 windows of P iterations (after `WARM` warm-up iterations) that record the same events -- the
 same instructions on the same engines, queues and buffers, the same load bookkeeping --
-except for view offsets (`+N[` in the text, and the accessed regions) that grow by the same
-amount from one window to the next, with the tracer's state at each window's end equal up to
+except for view offsets (`+N[` in the text, and the accessed regions) and integer immediates
+(`base=N`, an integer operand: _OFF) that grow by the same amount from one window to the next, with the tracer's state at each window's end equal up to
 counters that grow by the same amount. The middle windows are then not run: their events are
 replayed, shifted, through the tracer's own bookkeeping (access records, dependences, vector
 clocks, semaphores, load counts), so that the program text, waits and statistics are those
@@ -70,7 +70,13 @@ LIMIT = WARM + NWIN * MAXP + MAXP   # iterations recorded before giving up
 KNOWN = 4          # steady states remembered per loop statement (_known)
 KNOWN_ON = True    # (tests) later runs of a loop statement checked against the remembered ones
 
-_OFF = re.compile(r"(?<=[a-z0-9]\+)(\d+)(?=\[)")
+# the numbers of an instruction's text that may grow from one window to the next: a raw view's
+# offset (`+N[`) and the integer immediates -- `base=N` (nisa.iota's, affine_select's, nl.rand's
+# counters) and an operand that is an integer (`, N` ending a field: a scalar of an integer
+# operation; not an item of a [...] list: steps=, mask=): expressions of the loop index;
+# floats (written with a `.` or an exponent) are not numbers here, so they must be equal
+_OFF = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=base=)-?\d+|"
+                  r"(?<=, )-?\d+(?=,| \||$)(?![^\[\]]*\]))")
 
 
 class Mismatch(Exception):
@@ -764,10 +770,12 @@ def _nums(tr, bbs, nblk=None):
     if nblk is None:
         bsites = {id(bb.site) for bb in bbs}
         nblk = sum(1 for sl in tr.slots if id(sl.site) in bsites) if bsites else 0
+    # last: nl.rand's call counter (the base of each call's counters; set by the replay)
     return (tr.tick, tr.loaded, tr.rr["load"], tr.rr["store"], len(tr.nodes)) + \
         tuple(tr.count) + (len(tr.uses), nblk) + \
         tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used),
-                                        bb.remat_bytes, bb.reissued)) + (len(tr.blockbufs),)
+                                        bb.remat_bytes, bb.reissued)) + \
+        (len(tr.blockbufs), getattr(tr, "_nki_rand_calls", 0))
 
 
 def _period(iters, snaps):
@@ -1657,6 +1665,8 @@ def _set_counters(tr, want):
     tr.loaded = want[1]
     tr.rr["load"] = want[2]
     tr.rr["store"] = want[3]
+    if want[-1] != getattr(tr, "_nki_rand_calls", 0):
+        tr._nki_rand_calls = want[-1]    # nl.rand calls the replayed windows stand for
 
 
 def _log(tr, where, n, skipped, why):

@@ -95,3 +95,20 @@ def test_hoisted_tutorial_text_is_a_tenth(monkeypatch):
     text = nki.lower(kernel, *case.args("tutorial", 0, timing=True)).text
     assert len(text) < 600_000
     assert text.count("\n") < 8000
+
+
+@pytest.mark.parametrize("which", ["k_iota_index", "k_rand_loop", "k_xor_index"])
+def test_fold_integer_immediates(which):
+    """Kernels whose iota base, rand counters or integer operand grow with the loop index:
+    folded with those numbers as expressions of the loop variable, the same instructions as
+    the unfolded text, and the same text from the C passes and the Python ones."""
+    import test_nki_steady as S
+    kern = getattr(S, which)
+    rng = np.random.default_rng(2)
+    a = (rng.integers(-99, 99, (128, 128 * 24)).astype(np.int32) if which == "k_xor_index"
+         else rng.random((128, 128 * 24), dtype=np.float32))
+    folded, flat = _same(kern, a)
+    assert len(folded) * 2 < len(flat)
+    assert ("bitwise_xor, (" if which == "k_xor_index" else "base=(") in folded
+    py = nki.lower(kern, a, policy={"native_passes": "python"}).text
+    assert py == folded

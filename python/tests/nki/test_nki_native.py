@@ -262,6 +262,62 @@ def test_random_streams(seed):
     assert out == _fold.fold(lines, True, False) == _fold.fold(lines, False)
 
 
+def _random_immediates(rng):
+    """Lines with integer immediates `base=N` stepping (up or down, through negative values)
+    beside offsets, and lines where base= does not form a progression."""
+    lines = []
+    for _ in range(rng.randrange(1, 5)):
+        n, b0 = rng.randrange(1, 14), rng.randrange(-600, 600)
+        sb, so = rng.choice((0, 1, 128, -128, 16384)), rng.choice((0, 512))
+        square = rng.random() < 0.2
+        for i in range(n):
+            b = b0 + (i * i if square else i * sb)
+            lines.append(f"    iota sb:i32@0:128+{1024 + i * so}[1x128], base={b}, pstep=128, "
+                         f"steps=[1] | wait s_dve >= {i + 1}")
+            if rng.random() < 0.5:
+                lines.append(f"    affine_select sb:fp32@0:128+0[1x8], sb:fp32@0:128+64[1x8], "
+                             f"base={-b}, pstep=-1, steps=[1], cmp=ge, fill=0.0")
+            if rng.random() < 0.5:
+                # integer operands (a field's end: ',', ' |' or the line's end), floats beside
+                lines.append(f"    tensor_scalar sb:i32@0:128+0[1x8], sb:i32@0:128+0[1x8], "
+                             f"bitwise_xor, {b}, add, {float(b)!r}" +
+                             rng.choice(("", f" | wait s_pe >= {i}", ", 3")))
+            if rng.random() < 0.3:
+                # items of a [...] list are not immediates of the fold
+                lines.append(f"    shuffle sb:fp32@0:128+0[1x8], sb:fp32@0:128+64[1x8], "
+                             f"mask=[{b}, 1, {-b}], steps=[1, {i}]")
+    return lines
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_streams_with_immediates(seed):
+    lines = _random_immediates(random.Random(seed))
+    out = _native.fold(lines)
+    assert out == _fold.fold(lines, True, False) == _fold.fold(lines, False)
+
+
+def test_fold_immediates_hand_made():
+    """iota bases 5, 133, 261, ... fold as base=(5+128*iD); a negative start keeps its sign."""
+    for b0, want in ((5, "base=(5+128*i0)"), (-300, "base=(-300+128*i0)")):
+        lines = [f"    iota sb:i32@0:128+0[1x128], base={b0 + 128 * k}, pstep=0, steps=[1]"
+                 for k in range(6)]
+        out = _native.fold(lines)
+        assert out == _fold.fold(lines, True, False)
+        assert out[0] == "    .loop i0 = 0, 6" and want in out[1], out
+    # floats are never numbers of the fold: written as they are, never as expressions
+    for fl in (lambda k: f"{k + 0.5!r}", lambda k: f"{10.0 ** (20 + k)!r}", lambda k: "-inf"
+               if k % 2 else "nan"):
+        lines = [f"    tensor_scalar sb:fp32@0:128+0[1x8], sb:fp32@0:128+0[1x8], add, {fl(k)}"
+                 for k in range(6)]
+        assert _native.fold(lines) == _fold.fold(lines, True, False)
+        out = "\n".join(_native.fold(lines))
+        assert "*i0" not in out and all(fl(k) in out for k in range(6))
+    # nor are the items of a [...] list (steps=, mask=): written as they are
+    lines = [f"    iota sb:i32@0:128+0[1x128], base=0, pstep=0, steps=[1, {k}, 2]"
+             for k in range(6)]
+    assert _native.fold(lines) == _fold.fold(lines, True, False) == lines
+
+
 def test_fold_hand_made():
     """test_nki_fold.test_inner_loops_first's stream, in C."""
     lines = []

@@ -2,6 +2,8 @@
 replayed instead of run, and the program is exactly the one of the full trace
 (Policy.steady_state=False). Where the replay cannot be shown to reproduce the iterations,
 every iteration runs, and the program is again the full trace's."""
+import re
+
 import numpy as np
 import pytest
 
@@ -1454,3 +1456,164 @@ def test_refuses_a_made_tensor_used_by_an_inner_loop_of_the_next_iteration():
     for i in range(20):
         ref[:, i * 160:(i + 1) * 160] += np.tile(b if i == 0 else d[:, (i - 1) * 8:i * 8], 20)
     np.testing.assert_allclose(nki.simulate_kernel(k_make_escape_inner, a, b, d), ref, rtol=1e-6)
+
+
+# ---- integer immediates that grow with the loop index (docs/nki.md, "Loops kept")
+
+@nki.jit
+def k_iota_index(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+    p = nl.arange(P)[:, None]
+    f = nl.arange(128)[None, :]
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        pos = nisa.iota(i * 128 + p * F + f, dtype=nl.float32)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, pos))
+    return out
+
+
+@nki.jit
+def k_iota_square(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+    p = nl.arange(P)[:, None]
+    f = nl.arange(128)[None, :]
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        pos = nisa.iota(i * i + p * 0 + f, dtype=nl.float32)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, pos))
+    return out
+
+
+@nki.jit
+def k_rand_loop(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+    nl.random_seed(7)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        r = nl.rand((P, 128), dtype=nl.float32)
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, r))
+    return out
+
+
+def _program(text):
+    import ncsim
+    return ncsim.assemble(text).disassemble()
+
+
+def test_iota_of_the_index_is_replayed_and_folded():
+    """An iota of i * 128 + ...: its base= grows by 128 per iteration; the loop is kept (the
+    base an expression of the loop variable in the .loop text), the program the full trace's."""
+    a = np.random.default_rng(3).random((128, 128 * 40), dtype=np.float32)
+    low = _both(k_iota_index, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    assert re.search(r"iota .*, base=\(.*128\*i\d", low.text), low.text
+    flat = nki.lower(k_iota_index, a, policy={"fold_loops": False, "steady_state": False})
+    assert "base=" in flat.text and ".loop" not in flat.text
+    assert _program(low.text) == _program(flat.text)
+    out = nki.simulate_kernel(k_iota_index, a)
+    F = a.shape[1]
+    want = a + (np.arange(128)[:, None] * F + np.arange(F)[None, :]).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_iota_not_a_progression_is_written_out():
+    """base = i * i changes by a different amount each iteration: no steady state, every
+    iteration traced, and the values right."""
+    a = np.random.default_rng(4).random((128, 128 * 24), dtype=np.float32)
+    low = _both(k_iota_square, a)
+    e = _loop(low)
+    assert e["replayed"] == 0 and e["refused"].startswith("no steady state"), e
+    flat = nki.lower(k_iota_square, a, policy={"fold_loops": False, "steady_state": False})
+    assert all(f"base={i * i}," in flat.text for i in range(24))
+    assert _program(low.text) == _program(flat.text)
+    out = nki.simulate_kernel(k_iota_square, a)
+    i = np.repeat(np.arange(24), 128)
+    want = a + (i * i + np.tile(np.arange(128), 24))[None, :].astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_rand_in_a_loop_is_replayed():
+    """nl.rand's counters start where the previous call's ended: the replay advances the call
+    counter as the windows it stands for would have; the values are the full trace's."""
+    a = np.zeros((128, 128 * 40), np.float32)
+    low = _both(k_rand_loop, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    assert re.search(r"iota .*, base=\(.*16384\*i\d", low.text), low.text
+    flat = nki.lower(k_rand_loop, a, policy={"fold_loops": False, "steady_state": False})
+    assert _program(low.text) == _program(flat.text)
+    got = nki.simulate_kernel(k_rand_loop, a)
+    ref = nki.simulate_kernel(k_rand_loop, a, policy={"steady_state": False,
+                                                      "fold_loops": False})
+    np.testing.assert_array_equal(got, ref)
+    # distinct draws per iteration, in [0, 1)
+    assert got.min() >= 0.0 and got.max() < 1.0
+    assert not np.array_equal(got[:, :128], got[:, 128:256])
+
+
+def test_rand_after_a_replayed_loop_continues_the_counters():
+    """A rand call after the loop takes the counters the full trace gives it (the replayed
+    calls counted)."""
+    @nki.jit
+    def k(a):
+        P, F = a.shape
+        out = nl.ndarray((P, F + 128), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(F // 128):
+            r = nl.rand((P, 128), dtype=nl.float32)
+            nl.store(out[:, i * 128:(i + 1) * 128], value=r)
+        nl.store(out[:, F:F + 128], value=nl.rand((P, 128), dtype=nl.float32))
+        return out
+
+    a = np.zeros((128, 128 * 30), np.float32)
+    low = _both(k, a)
+    assert _loop(low)["replayed"] > 0
+    assert "base=491520," in low.text      # the 31st call: 30 * 128 * 128 counters before it
+
+
+@nki.jit
+def k_xor_index(a):
+    P, F = a.shape
+    out = nl.ndarray((P, F), nl.int32, buffer=nl.shared_hbm)
+    for i in nl.affine_range(F // 128):
+        t = nl.load(a[:, i * 128:(i + 1) * 128])
+        nl.store(out[:, i * 128:(i + 1) * 128], value=nl.bitwise_xor(t, i * 3 + 1))
+    return out
+
+
+def test_integer_operand_of_the_index_is_replayed_and_folded():
+    """An integer scalar operand (a bitwise operation's) computed from the index: the loop is
+    kept, the operand an expression in the .loop text, the program the full trace's."""
+    a = np.random.default_rng(5).integers(-1000, 1000, (128, 128 * 40)).astype(np.int32)
+    low = _both(k_xor_index, a)
+    e = _loop(low)
+    assert e["iterations"] == 40 and e["replayed"] >= 24 and e["refused"] is None
+    assert re.search(r"bitwise_xor, \(.*6\*i\d", low.text), low.text
+    flat = nki.lower(k_xor_index, a, policy={"fold_loops": False, "steady_state": False})
+    assert _program(low.text) == _program(flat.text)
+    out = nki.simulate_kernel(k_xor_index, a)
+    np.testing.assert_array_equal(out, a ^ (np.repeat(np.arange(40), 128) * 3 + 1)[None, :])
+
+
+def test_float_operand_of_the_index_is_not_folded():
+    """A float immediate computed from the index (nl.add of an fp32 tile): floats are never
+    folded nor extrapolated, so the loop is traced in full; values right."""
+    @nki.jit
+    def k(a):
+        P, F = a.shape
+        out = nl.ndarray((P, F), nl.float32, buffer=nl.shared_hbm)
+        for i in nl.affine_range(F // 128):
+            t = nl.load(a[:, i * 128:(i + 1) * 128])
+            nl.store(out[:, i * 128:(i + 1) * 128], value=nl.add(t, i * 3 + 1))
+        return out
+
+    a = np.random.default_rng(6).random((128, 128 * 24), dtype=np.float32)
+    low = _both(k, a)
+    assert _loop(low)["replayed"] == 0
+    assert all(f"add, {float(3 * i + 1)!r}" in low.text for i in range(24))
+    out = nki.simulate_kernel(k, a)
+    np.testing.assert_array_equal(out, a + (np.repeat(np.arange(24), 128) * 3 + 1)[None, :]
+                                  .astype(np.float32))
