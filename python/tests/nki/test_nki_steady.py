@@ -906,7 +906,16 @@ def _tracer_states(monkeypatch, kernel, *args):
                     "loads_order": list(tr.loads), "nload": dict(tr.nload),
                     "nload_order": list(tr.nload), "uses": {k: list(v) for k, v in tr.uses.items()},
                     "tick": tr.tick, "count": list(tr.count), "load": list(tr.load),
-                    "freed": [(s.id, s.freed, s.owner is None, s.tag) for s in tr.slots]})
+                    "freed": [(s.id, s.freed, s.owner is None, s.tag) for s in tr.slots],
+                    "blocks": [(bb.name, bb.kind, sorted(bb.used), bb.live, bb.peak, bb.pure,
+                                [s.id for s in bb.took] if bb.took is not None else None,
+                                [s.id for s in bb.site.slots],
+                                sorted((k, a.slot.id if a.slot is not None else None,
+                                        a.written, a.lazy_zero, a.spilled,
+                                        a.slot.owner is a.token if a.slot is not None else None,
+                                        len(a.remat) if a.remat is not None else None)
+                                       for k, a in bb.allocs.items()))
+                               for bb in tr.blockbufs]})
     return low, out
 
 
@@ -1454,3 +1463,88 @@ def test_refuses_a_made_tensor_used_by_an_inner_loop_of_the_next_iteration():
     for i in range(20):
         ref[:, i * 160:(i + 1) * 160] += np.tile(b if i == 0 else d[:, (i - 1) * 8:i * 8], 20)
     np.testing.assert_allclose(nki.simulate_kernel(k_make_escape_inner, a, b, d), ref, rtol=1e-6)
+
+
+# ---- replayed block allocations: Tracer.replay_block_alloc against the general path
+
+
+def _alloc_paths_vs_general(monkeypatch, kernel, *args, min_iters=None, **pol):
+    """The same kernel with replayed allocations through Tracer.replay_block_alloc and through
+    the general path (_block_alloc) only: the same tracer states (nodes, log, load records,
+    liveness, counters, release ticks, every block tensor's buffers, allocations, live counts
+    and peaks) and the same program and tensor report. Returns, per pass kind, how many
+    replayed allocations each path made."""
+    from ncsim.nki import _core
+    if min_iters is not None:
+        monkeypatch.setattr(_steady, "MIN_ITERS", min_iters)
+    if pol:
+        monkeypatch.setattr(_core, "Policy", _policy_with(_core.Policy, pol))
+    fast = _core.Tracer.replay_block_alloc
+    general = _core.Tracer._block_alloc
+    hits = {}
+
+    def spy(self, bb, blk):
+        k = ("fast" if self.live is None else "log")
+        hits[k] = hits.get(k, 0) + 1
+        return fast(self, bb, blk)
+
+    def spy_general(self, bb, blk, a):
+        if a is None and self.steady is not None and type(self.steady) is _steady.Guard:
+            k = ("fast" if self.live is None else "log") + " general"
+            hits[k] = hits.get(k, 0) + 1
+        return general(self, bb, blk, a)
+    monkeypatch.setattr(_core.Tracer, "replay_block_alloc", spy)
+    monkeypatch.setattr(_core.Tracer, "_block_alloc", spy_general)
+    low_f, st_f = _tracer_states(monkeypatch, kernel, *args)
+    monkeypatch.setattr(_core.Tracer, "replay_block_alloc",
+                        lambda self, bb, blk: general(self, bb, blk, None))
+    monkeypatch.setattr(_core.Tracer, "_block_alloc", general)
+    low_g, st_g = _tracer_states(monkeypatch, kernel, *args)
+    assert low_f.text == low_g.text
+    assert low_f.tensors == low_g.tensors
+    assert low_f.spill == low_g.spill
+    assert low_f.loops == low_g.loops
+    assert len(st_f) == len(st_g)
+    for f, g in zip(st_f, st_g):
+        if f["nodes"] is not None:
+            assert len(f["nodes"]) == len(g["nodes"])
+            for x, y in zip(f["nodes"], g["nodes"]):
+                assert x == y
+        for x, y in zip(f["blocks"], g["blocks"]):
+            assert x == y
+        assert f == g
+    return hits, low_f
+
+
+def _policy_with(Policy, pol):
+    """Policy with some fields' defaults changed (the tracers the lowering makes)."""
+    def make(*a, **k):
+        p = Policy(*a, **k)
+        for key, val in pol.items():
+            setattr(p, key, val)
+        return p
+    return make
+
+
+def test_replayed_block_allocations_are_the_general_paths(monkeypatch):
+    """A loop that makes a block tensor in each iteration (k_make): its replayed windows'
+    allocations take the template's buffers (second pass) and private buffers (first pass)
+    without the general path, with the same tracer states node by node; a tensor with a fill
+    goes through the general path."""
+    rng = np.random.default_rng(31)
+    a = rng.random((128, 128 * 24), dtype=np.float32)
+    w = rng.random((128, 512 * 24), dtype=np.float32)
+    hits, low = _alloc_paths_vs_general(monkeypatch, k_make, a, w)
+    assert hits.get("fast", 0) >= 40 and hits.get("log", 0) >= 40, hits
+    assert "fast general" not in hits, hits
+    np.testing.assert_allclose(nki.simulate_kernel(k_make, a, w), _k_make_ref(a, w), rtol=1e-5)
+
+
+def test_replayed_block_allocations_of_the_hoisted_matmul(monkeypatch):
+    """The hoisted tutorial matmul at its moderate size, loops from 4 iterations replayed:
+    the same tracer states with the shortcut and without."""
+    case = [c for c in CASES if c.name == "matmul_hoisted"][0]
+    kernel, _ = case.load()
+    hits, _ = _alloc_paths_vs_general(monkeypatch, kernel, *case.args("moderate", 0, timing=True),
+                                      min_iters=4)
+    assert hits.get("log", 0) > hits.get("log general", 0), hits
