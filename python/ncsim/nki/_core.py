@@ -3020,66 +3020,6 @@ class Tracer:
         self._internal(lambda: self._reload(a))
         return a
 
-    def replay_block_alloc(self, bb, blk):
-        """_block_alloc(bb, blk, None) of a replayed window (_steady._windows), its two
-        frequent cases without the general path's calls: a first pass's private buffer, and a
-        rotating tensor's block taking the buffer of the same request of the instance `depth`
-        before it (_block_slot's rule 1). Anything else (a fill, another rule) goes through
-        _block_alloc, with the same result."""
-        if bb.fill is not None:
-            return self._block_alloc(bb, blk, None)
-        if self.live is None:
-            # Slot(-1, ...) and Alloc(slot, ...) as their constructors make them; a private
-            # buffer (id -1) never enters SLOT_DIRTY, so its owner and tag are set directly
-            slot = Slot.__new__(Slot)
-            slot.id = -1
-            slot.kind = bb.kind
-            slot.offset = 0
-            slot.size = bb.fbytes
-            slot.held = None
-            slot.recs = None
-            slot.name = "sb-1" if bb.kind == "sbuf" else "ps-1"
-            slot.site = bb.site
-            slot.heap = None
-            slot._freed = -1
-            a = Alloc.__new__(Alloc)
-            a.slot = slot
-            a.kind = bb.kind
-            a.spilled = False
-            a.written = False
-            a.lazy_zero = True if bb.lazy_zero else False
-            a.acc_started = set()
-            a.token = slot._owner = weakref.ref(a)
-            slot._tag = None
-            a.dead = None
-            a.pt = None
-        else:
-            took = bb.took
-            tms = bb.tmpl
-            if not tms or took is None or \
-                    len(tms) < max(1, self.pol.block_bufs if bb.kind == "sbuf"
-                                   else self.pol.psum_bufs):
-                return self._block_alloc(bb, blk, None)
-            n = len(took)
-            t0 = tms[0]
-            if n >= len(t0) or t0[n].owner is not None:
-                return self._block_alloc(bb, blk, None)
-            slot = t0[n]
-            if slot.id not in bb.used:
-                bb.site.slots.append(slot)
-            took.append(slot)
-            a = Alloc(slot, bb.kind)
-            if bb.lazy_zero:
-                a.lazy_zero = True
-        bb.used.add(slot.id)
-        bb.live += 1
-        if bb.live > bb.peak:
-            bb.peak = bb.live
-        a.blk = (bb, blk)
-        a.remat = []
-        bb.allocs[blk] = a
-        return a
-
     def _block_view(self, bb, slot):
         """The whole of a block's buffer as a [P, F] view (F split when above 65535)."""
         F = bb.felems

@@ -1021,7 +1021,6 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
     """_replay's event-by-event path: `times` windows, cur (each event's numbers in the last
     window done) advanced."""
     emit = tr.replay_emit
-    balloc = tr.replay_block_alloc
     fast = tr.fast
     BlockBuf = C.BlockBuf
     Node = C.Node
@@ -1154,24 +1153,7 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                     load[e] += inc
                 if not internal:
                     if blks and live is not None:
-                        # Tracer.release_blocks, inlined (_free_slot's case of a block's own
-                        # buffer too)
-                        tick = tr.tick
-                        for a in blks:
-                            sl = a.slot
-                            if sl is None:
-                                continue
-                            bb, blk = a.blk
-                            lst = live.get((bb.ordinal, blk))
-                            if lst is None or lst[-1] <= tick:
-                                if sl.owner is a.token:
-                                    sl.owner = None
-                                    sl.freed = tick
-                                else:
-                                    C._free_slot(a, tick)
-                                a.slot = None
-                                bb.live -= 1
-                                del bb.allocs[blk]
+                        tr.release_blocks(blks)
                     tr.tick += 1
             elif kind == "E":
                 nt = tpl[8]
@@ -1216,7 +1198,7 @@ def _windows(tr, prog, cur, memo, times, sink, psum, seen, log):
                     raise Mismatch("while replaying: a spilled block is reloaded")
                 # Tracer.block_alloc without its recording (tr.steady is the replay's Guard)
                 if tpl[2] is None:
-                    balloc(bb, v[0])
+                    tr._block_alloc(bb, v[0], None)
                 else:
                     # its fill's instruction gets the line the full trace gives it
                     old = tr.line_override

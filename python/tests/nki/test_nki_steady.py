@@ -1465,86 +1465,42 @@ def test_refuses_a_made_tensor_used_by_an_inner_loop_of_the_next_iteration():
     np.testing.assert_allclose(nki.simulate_kernel(k_make_escape_inner, a, b, d), ref, rtol=1e-6)
 
 
-# ---- replayed block allocations: Tracer.replay_block_alloc against the general path
 
-
-def _alloc_paths_vs_general(monkeypatch, kernel, *args, min_iters=None, **pol):
-    """The same kernel with replayed allocations through Tracer.replay_block_alloc and through
-    the general path (_block_alloc) only: the same tracer states (nodes, log, load records,
-    liveness, counters, release ticks, every block tensor's buffers, allocations, live counts
-    and peaks) and the same program and tensor report. Returns, per pass kind, how many
-    replayed allocations each path made."""
+def test_replayed_windows_allocations_repeat_with_the_rotation(monkeypatch):
+    """What a per-window allocation (docs/nki.md, "Speed": *Replayed windows that allocate*)
+    would rest on: in k_make's replayed windows (second pass, loop_buffers "rotate") the
+    blocks allocated take, in order, the buffers the window before took (a window here is one
+    turn of the rotation; in the hoisted tutorial matmul's m loop, a window is one iteration
+    and takes the buffers of the window two before)."""
     from ncsim.nki import _core
-    if min_iters is not None:
-        monkeypatch.setattr(_steady, "MIN_ITERS", min_iters)
-    if pol:
-        monkeypatch.setattr(_core, "Policy", _policy_with(_core.Policy, pol))
-    fast = _core.Tracer.replay_block_alloc
-    general = _core.Tracer._block_alloc
-    hits = {}
+    wins, cur = [], []
+    windows = _steady._windows
 
-    def spy(self, bb, blk):
-        k = ("fast" if self.live is None else "log")
-        hits[k] = hits.get(k, 0) + 1
-        return fast(self, bb, blk)
+    def one_by_one(tr, prog, c, memo, times, *a):
+        if tr.live is None or not any(p[0][0] == "B" for p in prog):
+            return windows(tr, prog, c, memo, times, *a)
+        for _ in range(times):
+            cur.clear()
+            windows(tr, prog, c, memo, 1, *a)
+            wins.append(list(cur))
+    alloc = _core.Tracer._block_alloc
 
-    def spy_general(self, bb, blk, a):
-        if a is None and self.steady is not None and type(self.steady) is _steady.Guard:
-            k = ("fast" if self.live is None else "log") + " general"
-            hits[k] = hits.get(k, 0) + 1
-        return general(self, bb, blk, a)
-    monkeypatch.setattr(_core.Tracer, "replay_block_alloc", spy)
-    monkeypatch.setattr(_core.Tracer, "_block_alloc", spy_general)
-    low_f, st_f = _tracer_states(monkeypatch, kernel, *args)
-    monkeypatch.setattr(_core.Tracer, "replay_block_alloc",
-                        lambda self, bb, blk: general(self, bb, blk, None))
-    monkeypatch.setattr(_core.Tracer, "_block_alloc", general)
-    low_g, st_g = _tracer_states(monkeypatch, kernel, *args)
-    assert low_f.text == low_g.text
-    assert low_f.tensors == low_g.tensors
-    assert low_f.spill == low_g.spill
-    assert low_f.loops == low_g.loops
-    assert len(st_f) == len(st_g)
-    for f, g in zip(st_f, st_g):
-        if f["nodes"] is not None:
-            assert len(f["nodes"]) == len(g["nodes"])
-            for x, y in zip(f["nodes"], g["nodes"]):
-                assert x == y
-        for x, y in zip(f["blocks"], g["blocks"]):
-            assert x == y
-        assert f == g
-    return hits, low_f
-
-
-def _policy_with(Policy, pol):
-    """Policy with some fields' defaults changed (the tracers the lowering makes)."""
-    def make(*a, **k):
-        p = Policy(*a, **k)
-        for key, val in pol.items():
-            setattr(p, key, val)
-        return p
-    return make
-
-
-def test_replayed_block_allocations_are_the_general_paths(monkeypatch):
-    """A loop that makes a block tensor in each iteration (k_make): its replayed windows'
-    allocations take the template's buffers (second pass) and private buffers (first pass)
-    without the general path, with the same tracer states node by node; a tensor with a fill
-    goes through the general path."""
+    def spy(self, bb, blk, a):
+        got = alloc(self, bb, blk, a)
+        if type(self.steady) is _steady.Guard:
+            cur.append(got.slot.id)
+        return got
+    monkeypatch.setattr(_steady, "_windows", one_by_one)
+    monkeypatch.setattr(_core.Tracer, "_block_alloc", spy)
     rng = np.random.default_rng(31)
     a = rng.random((128, 128 * 24), dtype=np.float32)
     w = rng.random((128, 512 * 24), dtype=np.float32)
-    hits, low = _alloc_paths_vs_general(monkeypatch, k_make, a, w)
-    assert hits.get("fast", 0) >= 40 and hits.get("log", 0) >= 40, hits
-    assert "fast general" not in hits, hits
-    np.testing.assert_allclose(nki.simulate_kernel(k_make, a, w), _k_make_ref(a, w), rtol=1e-5)
-
-
-def test_replayed_block_allocations_of_the_hoisted_matmul(monkeypatch):
-    """The hoisted tutorial matmul at its moderate size, loops from 4 iterations replayed:
-    the same tracer states with the shortcut and without."""
-    case = [c for c in CASES if c.name == "matmul_hoisted"][0]
-    kernel, _ = case.load()
-    hits, _ = _alloc_paths_vs_general(monkeypatch, kernel, *case.args("moderate", 0, timing=True),
-                                      min_iters=4)
-    assert hits.get("log", 0) > hits.get("log general", 0), hits
+    low = nki.lower(k_make, a, w)
+    depth = _core.Policy().block_bufs
+    assert depth == 2
+    # a window is one turn of the rotation: `depth` iterations of 4 blocks each, on disjoint
+    # buffers, and every replayed window takes the buffers of the one before, in order
+    assert len(wins) >= 4 and _loop(low)["replayed"] == depth * len(wins), (wins, low.loops)
+    for x in wins:
+        assert len(x) == 4 * depth and len(set(x)) == len(x), wins
+        assert x == wins[0]
