@@ -908,7 +908,16 @@ def _tracer_states(monkeypatch, kernel, *args):
                     "loads_order": list(tr.loads), "nload": dict(tr.nload),
                     "nload_order": list(tr.nload), "uses": {k: list(v) for k, v in tr.uses.items()},
                     "tick": tr.tick, "count": list(tr.count), "load": list(tr.load),
-                    "freed": [(s.id, s.freed, s.owner is None, s.tag) for s in tr.slots]})
+                    "freed": [(s.id, s.freed, s.owner is None, s.tag) for s in tr.slots],
+                    "blocks": [(bb.name, bb.kind, sorted(bb.used), bb.live, bb.peak, bb.pure,
+                                [s.id for s in bb.took] if bb.took is not None else None,
+                                [s.id for s in bb.site.slots],
+                                sorted((k, a.slot.id if a.slot is not None else None,
+                                        a.written, a.lazy_zero, a.spilled,
+                                        a.slot.owner is a.token if a.slot is not None else None,
+                                        len(a.remat) if a.remat is not None else None)
+                                       for k, a in bb.allocs.items()))
+                               for bb in tr.blockbufs]})
     return low, out
 
 
@@ -1617,3 +1626,43 @@ def test_float_operand_of_the_index_is_not_folded():
     out = nki.simulate_kernel(k, a)
     np.testing.assert_array_equal(out, a + (np.repeat(np.arange(24), 128) * 3 + 1)[None, :]
                                   .astype(np.float32))
+
+
+def test_replayed_windows_allocations_repeat_with_the_rotation(monkeypatch):
+    """What a per-window allocation (docs/nki.md, "Speed": *Replayed windows that allocate*)
+    would rest on: in k_make's replayed windows (second pass, loop_buffers "rotate") the
+    blocks allocated take, in order, the buffers the window before took (a window here is one
+    turn of the rotation; in the hoisted tutorial matmul's m loop, a window is one iteration
+    and takes the buffers of the window two before)."""
+    from ncsim.nki import _core
+    wins, cur = [], []
+    windows = _steady._windows
+
+    def one_by_one(tr, prog, c, memo, times, *a):
+        if tr.live is None or not any(p[0][0] == "B" for p in prog):
+            return windows(tr, prog, c, memo, times, *a)
+        for _ in range(times):
+            cur.clear()
+            windows(tr, prog, c, memo, 1, *a)
+            wins.append(list(cur))
+    alloc = _core.Tracer._block_alloc
+
+    def spy(self, bb, blk, a):
+        got = alloc(self, bb, blk, a)
+        if type(self.steady) is _steady.Guard:
+            cur.append(got.slot.id)
+        return got
+    monkeypatch.setattr(_steady, "_windows", one_by_one)
+    monkeypatch.setattr(_core.Tracer, "_block_alloc", spy)
+    rng = np.random.default_rng(31)
+    a = rng.random((128, 128 * 24), dtype=np.float32)
+    w = rng.random((128, 512 * 24), dtype=np.float32)
+    low = nki.lower(k_make, a, w)
+    depth = _core.Policy().block_bufs
+    assert depth == 2
+    # a window is one turn of the rotation: `depth` iterations of 4 blocks each, on disjoint
+    # buffers, and every replayed window takes the buffers of the one before, in order
+    assert len(wins) >= 4 and _loop(low)["replayed"] == depth * len(wins), (wins, low.loops)
+    for x in wins:
+        assert len(x) == 4 * depth and len(set(x)) == len(x), wins
+        assert x == wins[0]
