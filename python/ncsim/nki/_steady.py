@@ -15,6 +15,11 @@ use) are replayed event by event for the first two and the last; the ones betwee
 in bulk from those two (_bulk: the nodes, access-log entries, load records and counters they
 would make).
 
+Which loops are recorded: those of MIN_ITERS iterations or more, and those of MIN_SHORT or
+more outside a recorded loop whose first iteration makes BIG_BODY events or more (measured
+as it is traced, kept per loop statement: a short loop with a small body stops recording
+after its first run's first iteration, and its later runs record nothing).
+
 A loop statement's later runs (the same statement, trip count and index step): the tracer
 remembers the steady states its runs found (_remember); a later run whose state after its
 warm-up and one window equals its state before that window, whose counters grew as the
