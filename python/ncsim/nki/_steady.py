@@ -18,7 +18,8 @@ would make).
 Which loops are recorded: those of MIN_ITERS iterations or more, and those of MIN_SHORT or
 more outside a recorded loop whose first iteration makes BIG_BODY events or more (measured
 as it is traced, kept per loop statement: a short loop with a small body stops recording
-after its first run's first iteration, and its later runs record nothing).
+after its first run's first iteration, and its later runs record nothing; nor do those of a
+short loop whose first recorded run found no replay).
 
 A loop statement's later runs (the same statement, trip count and index step): the tracer
 remembers the steady states its runs found (_remember); a later run whose state after its
@@ -1569,8 +1570,8 @@ def iterate(tr, r, frame, outer, where):
     # windows: the enclosing replay saves them.)
     short = MIN_SHORT <= n < MIN_ITERS and parent is None
     size = tr.steady_size.get(where) if short else None
-    if short and size is not None and size < BIG_BODY:
-        why = _small(n, size)
+    if short and size is not None and (size < BIG_BODY or where in tr.steady_short_refused):
+        why = tr.steady_short_refused.get(where) or _small(n, size)
     elif n >= MIN_ITERS or short:
         why = _body_ok(frame)
         if why is None:
@@ -1624,6 +1625,11 @@ def iterate(tr, r, frame, outer, where):
             why = rec.bad or (None if found is not None else _small(n, size)
                               if short and size < BIG_BODY else "no steady state within "
                               f"{i} iterations")
+            if short and found is None and size >= BIG_BODY:
+                # a short loop's recording that did not pay is not tried again in this pass
+                # (its first iteration's recording could refuse an inner loop's replay in
+                # every run)
+                tr.steady_short_refused[where] = why
             if found is not None and rec.bad is None:
                 P, win, steps, dn = found
                 # windows replayed: at least P iterations stay, checked to continue the

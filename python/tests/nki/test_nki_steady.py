@@ -1574,3 +1574,42 @@ def test_short_loop_later_runs(monkeypatch):
     assert e["refused"] is None and e["replayed"] >= 3 * passes * 6, low.loops
     assert len(made) == 3 * passes and any(reused)
     np.testing.assert_allclose(nki.simulate_kernel(k_short_runs, a), a * a + 1.0, rtol=1e-6)
+
+
+@nki.jit
+def k_short_refused(a):
+    """A 14-iteration loop run 3 times whose body decides on the index (refused)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for r in nl.affine_range(3):
+        for i in nl.affine_range(14):
+            c = (r * 14 + i) * 128
+            t = nl.load(a[:, c:c + 128])
+            if i % 2:
+                t = nl.multiply(t, 2.0)
+            nl.store(out[:, c:c + 128], value=t)
+    return out
+
+
+def test_short_loop_refused_is_not_recorded_again(monkeypatch):
+    """A short loop with a large body whose first run is refused: its later runs in the pass
+    are not recorded (one Recorder per pass), and .loops gives the first refusal's reason."""
+    a = np.random.default_rng(33).random((128, 128 * 42), dtype=np.float32)
+    made = []
+
+    class Counted(_steady.Recorder):
+        __slots__ = ()
+
+        def __init__(self):
+            made.append(1)
+            super().__init__()
+    monkeypatch.setattr(_steady, "Recorder", Counted)
+    monkeypatch.setattr(_steady, "BIG_BODY", 1)
+    low = _both(k_short_refused, a)
+    e = _loop(low)
+    passes = e["runs"] // 3
+    assert e["replayed"] == 0 and "modulo" in e["refused"], low.loops
+    assert len(made) == passes, low.loops
+    ref = a.reshape(128, 42, 128) * np.where(np.arange(14) % 2, 2.0, 1.0)[None, None, :].repeat(3, 0).reshape(1, 42, 1)
+    np.testing.assert_allclose(nki.simulate_kernel(k_short_refused, a), ref.reshape(128, -1),
+                               rtol=1e-6)
