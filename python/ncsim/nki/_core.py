@@ -2427,6 +2427,9 @@ class Tracer:
                                                # steady states its earlier runs found
         self.steady_skipped = 0                # loop iterations replayed, not run (_steady.py)
         self.steady_log = {}                   # (file, line) of a loop -> _steady._log's entry
+        self.steady_size = {}                  # _steady.iterate: per short loop statement, the
+                                               # events of its first run's first iteration
+        self.steady_short_refused = {}         # ... and why its recording found no replay
         self.replayable_internal = False       # emit: a compiler-made load the replay makes too
         self.pinned = 0                        # depth of ncc.no_reorder() blocks
         self.exact = None                      # emit: every earlier access it conflicts with

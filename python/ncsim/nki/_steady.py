@@ -15,6 +15,12 @@ use) are replayed event by event for the first two and the last; the ones betwee
 in bulk from those two (_bulk: the nodes, access-log entries, load records and counters they
 would make).
 
+Which loops are recorded: those of MIN_ITERS iterations or more, and those of MIN_SHORT or
+more outside a recorded loop whose first iteration makes BIG_BODY events or more (measured
+as it is traced, kept per loop statement: a short loop with a small body stops recording
+after its first run's first iteration, and its later runs record nothing; nor do those of a
+short loop whose first recorded run found no replay).
+
 A loop statement's later runs (the same statement, trip count and index step): the tracer
 remembers the steady states its runs found (_remember); a later run whose state after its
 warm-up and one window equals its state before that window, whose counters grew as the
@@ -62,10 +68,23 @@ from operator import add as _add, attrgetter
 from . import _core as C
 
 MIN_ITERS = 20     # loops with fewer iterations are traced in full (recording costs more
-                   # than a short loop saves: measured on the tutorial matmuls)
+                   # than a short loop saves: measured on the tutorial matmuls) ...
 WARM = 1           # iterations traced before windows are compared (the first often differs)
 MAXP = 4           # longest period searched, in iterations
 NWIN = 3           # equal consecutive windows required
+MIN_SHORT = 2 * (WARM + NWIN + 2)   # ... unless the body is large (BIG_BODY): then from
+                   # the fewest iterations that replay as many as they record with period 1
+                   # (the warm-up, NWIN windows, the last one checked and one more when a mask
+                   # compares the index: 6 recorded, 6 replayed). Measured: the fully
+                   # optimised tutorial matmul's 8-iteration outer loop recorded (6 recorded, 2
+                   # replayed) took 1.3 -> 2.2 s; the blocked one's 16-iteration loop (5, 11)
+                   # 1.3 -> 1.2 s
+BIG_BODY = 1000    # events in a short loop's first iteration from which it is recorded:
+                   # measured on the tutorial matmuls at full size, the fully optimised
+                   # kernel's 16-iteration loops (256 runs each) make 4 and 11 events per
+                   # iteration (recording them cost more than it saved: MIN_ITERS 16 tried),
+                   # the blocked kernel's 16-iteration m loop 5,641 and the optimised kernel's
+                   # 8-iteration n loop 5,913 (docs/nki.md, Speed, *Short loops with large bodies*)
 LIMIT = WARM + NWIN * MAXP + MAXP   # iterations recorded before giving up
 KNOWN = 4          # steady states remembered per loop statement (_known)
 KNOWN_ON = True    # (tests) later runs of a loop statement checked against the remembered ones
@@ -1552,7 +1571,16 @@ def iterate(tr, r, frame, outer, where):
     parent = tr.steady
     rec = None
     why = None
-    if n >= MIN_ITERS:
+    # a short loop (MIN_SHORT..MIN_ITERS-1 iterations, outside any recorded loop) is recorded
+    # when its body is large: its first run's first iteration is recorded and measured, and
+    # the recording stops there below BIG_BODY events (later runs of the statement then record
+    # nothing). (Inside a recorded loop, a short loop's iterations are in the enclosing
+    # windows: the enclosing replay saves them.)
+    short = MIN_SHORT <= n < MIN_ITERS and parent is None
+    size = tr.steady_size.get(where) if short else None
+    if short and size is not None and (size < BIG_BODY or where in tr.steady_short_refused):
+        why = tr.steady_short_refused.get(where) or _small(n, size)
+    elif n >= MIN_ITERS or short:
         why = _body_ok(frame)
         if why is None:
             rec = Recorder()
@@ -1583,6 +1611,10 @@ def iterate(tr, r, frame, outer, where):
                 iters.append(rec.ev)
                 rec.ev = []
                 rec.mine = set()
+                if size is None and short:
+                    size = tr.steady_size[where] = len(iters[0])
+                    if size < BIG_BODY:
+                        break
                 snaps.append(_snapshot(tr, rec, frame, outer) if i >= WARM else None)
                 if rec.bad is None and known and i - WARM <= MAXP:
                     found = _known(tr, kkey, iters, snaps)
@@ -1598,8 +1630,14 @@ def iterate(tr, r, frame, outer, where):
             tr.steady = parent
             for it in iters:
                 rec.forward(it)
-            why = rec.bad or (None if found is not None else "no steady state within "
+            why = rec.bad or (None if found is not None else _small(n, size)
+                              if short and size < BIG_BODY else "no steady state within "
                               f"{i} iterations")
+            if short and found is None and size >= BIG_BODY:
+                # a short loop's recording that did not pay is not tried again in this pass
+                # (its first iteration's recording could refuse an inner loop's replay in
+                # every run)
+                tr.steady_short_refused[where] = why
             if found is not None and rec.bad is None:
                 P, win, steps, dn = found
                 # windows replayed: at least P iterations stay, checked to continue the
@@ -1654,11 +1692,16 @@ def iterate(tr, r, frame, outer, where):
             yield r[i]
             tr.end_iteration(frame, outer, where)
             i += 1
-        if n >= MIN_ITERS:
+        if n >= MIN_ITERS or short:
             _log(tr, where, n, skipped, why)
     finally:
         tr.steady = parent
         del scopes[depth:]
+
+
+def _small(n, size):
+    return (f"a short loop ({n} iterations) whose first iteration made {size} events "
+            f"(recorded from {BIG_BODY})")
 
 
 def _set_counters(tr, want):

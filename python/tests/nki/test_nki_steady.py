@@ -721,8 +721,10 @@ def test_block_allocated_before_the_loop_falls_back():
 # repository; skipped when absent)
 
 @pytest.mark.parametrize("name,shapes,least", [
-    # the m-tile loop (12 runs of 32 iterations): two PSUM block tensors, B's loads at uses
-    ("matmul_M4096_N12288_K5120_0", [(32, 128, 40, 128), (40, 128, 12288)], 300),
+    # the m-tile loop (12 runs of 32 iterations): two PSUM block tensors, B's loads at uses;
+    # the 12-iteration n-block loop around it has a large body, so it is recorded too (7 of
+    # its iterations replayed, the m-tile loop run in the other 5: 142 of 160 replayed)
+    ("matmul_M4096_N12288_K5120_0", [(32, 128, 40, 128), (40, 128, 12288)], 140),
     # the row-tile loop (86 iterations), whose last tile a mask cuts
     ("adamw_M10944_N2048_0", [(10944, 2048)] * 4, 70),
 ], ids=["matmul", "adamw"])
@@ -1666,3 +1668,160 @@ def test_replayed_windows_allocations_repeat_with_the_rotation(monkeypatch):
     for x in wins:
         assert len(x) == 4 * depth and len(set(x)) == len(x), wins
         assert x == wins[0]
+
+
+# ---- short loops with large bodies (MIN_SHORT..MIN_ITERS-1 iterations, BIG_BODY events)
+
+def _size_of(low):
+    """The events of a short loop's first iteration, as its .loops refusal names them."""
+    import re
+    e = _loop(low)
+    m = re.search(r"first iteration made (\d+) events", e["refused"] or "")
+    assert m, low.loops
+    return int(m.group(1))
+
+
+def _k_make_args(iters):
+    rng = np.random.default_rng(31)
+    return (rng.random((128, 128 * iters), dtype=np.float32),
+            rng.random((128, 512 * iters), dtype=np.float32))
+
+
+def test_short_loop_with_a_small_body_is_not_recorded(monkeypatch):
+    """k_make with 16 iterations (fewer than MIN_ITERS) and a body below BIG_BODY: traced in
+    full, its .loops entry saying why; the program is the full trace's."""
+    assert _steady.MIN_SHORT <= 16 < _steady.MIN_ITERS
+    args = _k_make_args(16)
+    low = _both(k_make, *args)
+    e = _loop(low)
+    size = _size_of(low)
+    assert 0 < size < _steady.BIG_BODY
+    assert e["replayed"] == 0 and e["iterations"] == 16 and e["runs"] == 1
+    assert e["refused"] == (f"a short loop (16 iterations) whose first iteration made {size} "
+                            f"events (recorded from {_steady.BIG_BODY})")
+
+
+def test_short_loop_with_a_large_body_is_replayed(monkeypatch):
+    """The same loop with BIG_BODY at its body's size (the boundary: recorded from BIG_BODY
+    events on): replayed, with the full trace's program, tensor report (16 tensors made) and
+    spill figures, and right against NumPy; one event more than its body and it is not."""
+    args = _k_make_args(16)
+    size = _size_of(nki.lower(k_make, *args))
+    monkeypatch.setattr(_steady, "BIG_BODY", size + 1)
+    e = _loop(_both(k_make, *args))
+    assert e["replayed"] == 0 and e["refused"].startswith("a short loop"), e
+    monkeypatch.setattr(_steady, "BIG_BODY", size)
+    low = _both(k_make, *args)
+    e = _loop(low)
+    # period 2 (two tensors made alternate their buffers): the warm-up, 3 windows and the
+    # last period checked traced, 6 of 16 replayed
+    assert e["refused"] is None and e["replayed"] == 6, low.loops
+    assert sum(1 for t in low.tensors if t.get("blocks")) == 16
+    np.testing.assert_allclose(nki.simulate_kernel(k_make, *args), _k_make_ref(*args),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("iters", [_steady.MIN_SHORT - 1, _steady.MIN_SHORT])
+def test_short_loop_boundary_in_iterations(iters, monkeypatch):
+    """A large body (BIG_BODY 1) makes a loop of MIN_SHORT iterations recorded and replayed;
+    one iteration fewer and it is not even measured (no .loops entry)."""
+    monkeypatch.setattr(_steady, "BIG_BODY", 1)
+    args = _k_make_args(iters)
+    low = _both(k_make, *args)
+    if iters < _steady.MIN_SHORT:
+        assert low.loops == []
+    else:
+        e = _loop(low)
+        assert e["refused"] is None and e["replayed"] > 0, low.loops
+    np.testing.assert_allclose(nki.simulate_kernel(k_make, *args), _k_make_ref(*args),
+                               rtol=1e-5)
+
+
+@nki.jit
+def k_short_runs(a):
+    """A 14-iteration loop run 3 times (by an outer loop too short to be recorded)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for r in nl.affine_range(3):
+        for i in nl.affine_range(14):
+            c = (r * 14 + i) * 128
+            t = nl.load(a[:, c:c + 128])
+            nl.store(out[:, c:c + 128], value=nl.add(nl.multiply(t, t), 1.0))
+    return out
+
+
+def test_short_loop_later_runs(monkeypatch):
+    """Later runs of a short loop statement: with a small body, measured once per pass and not
+    recorded again (one Recorder per pass); with a large body, recorded in every run, the
+    later runs replayed from the first run's steady state (_known) -- the same program in
+    both, and right against NumPy."""
+    a = np.random.default_rng(32).random((128, 128 * 42), dtype=np.float32)
+    made = []
+
+    class Counted(_steady.Recorder):
+        __slots__ = ()
+
+        def __init__(self):
+            made.append(1)
+            super().__init__()
+    monkeypatch.setattr(_steady, "Recorder", Counted)
+    low = _both(k_short_runs, a)
+    e = _loop(low)
+    passes = e["runs"] // 3
+    assert e["runs"] == 3 * passes and e["replayed"] == 0 and \
+        e["refused"].startswith("a short loop")
+    assert len(made) == passes, low.loops        # one per pass: the first run of each
+    made.clear()
+    monkeypatch.setattr(_steady, "BIG_BODY", 1)
+    reused = []
+    orig = _steady._known
+
+    def known(*x):
+        got = orig(*x)
+        reused.append(got is not None)
+        return got
+    monkeypatch.setattr(_steady, "_known", known)
+    low = _both(k_short_runs, a)
+    e = _loop(low)
+    assert e["refused"] is None and e["replayed"] >= 3 * passes * 6, low.loops
+    assert len(made) == 3 * passes and any(reused)
+    np.testing.assert_allclose(nki.simulate_kernel(k_short_runs, a), a * a + 1.0, rtol=1e-6)
+
+
+@nki.jit
+def k_short_refused(a):
+    """A 14-iteration loop run 3 times whose body decides on the index (refused)."""
+    P, F = a.shape
+    out = nl.ndarray((P, F), a.dtype, buffer=nl.shared_hbm)
+    for r in nl.affine_range(3):
+        for i in nl.affine_range(14):
+            c = (r * 14 + i) * 128
+            t = nl.load(a[:, c:c + 128])
+            if i % 2:
+                t = nl.multiply(t, 2.0)
+            nl.store(out[:, c:c + 128], value=t)
+    return out
+
+
+def test_short_loop_refused_is_not_recorded_again(monkeypatch):
+    """A short loop with a large body whose first run is refused: its later runs in the pass
+    are not recorded (one Recorder per pass), and .loops gives the first refusal's reason."""
+    a = np.random.default_rng(33).random((128, 128 * 42), dtype=np.float32)
+    made = []
+
+    class Counted(_steady.Recorder):
+        __slots__ = ()
+
+        def __init__(self):
+            made.append(1)
+            super().__init__()
+    monkeypatch.setattr(_steady, "Recorder", Counted)
+    monkeypatch.setattr(_steady, "BIG_BODY", 1)
+    low = _both(k_short_refused, a)
+    e = _loop(low)
+    passes = e["runs"] // 3
+    assert e["replayed"] == 0 and "modulo" in e["refused"], low.loops
+    assert len(made) == passes, low.loops
+    ref = a.reshape(128, 42, 128) * np.where(np.arange(14) % 2, 2.0, 1.0)[None, None, :].repeat(3, 0).reshape(1, 42, 1)
+    np.testing.assert_allclose(nki.simulate_kernel(k_short_refused, a), ref.reshape(128, -1),
+                               rtol=1e-6)
