@@ -105,6 +105,17 @@ def test_small_matches_numpy_and_check_is_clean(name):
     assert nki.check(k, *args) == []
 
 
+def _run_runner(tmp_path, cmd, args, timeout):
+    """The runner's command line cmd with each input saved as a .npy file (--arg), run with
+    this process's module path."""
+    for i, a in enumerate(args):
+        np.save(tmp_path / f"in{i}.npy", a)
+        cmd = cmd + ["--arg", str(tmp_path / f"in{i}.npy")]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_runner_command(tmp_path, name):
     """The file as it is, through the runner: inputs from .npy files, outputs to --out,
@@ -115,12 +126,7 @@ def test_runner_command(tmp_path, name):
            "kernel", "--out", str(tmp_path / "out"), "--check"]
     if getattr(mod, "GRID", None):
         cmd += ["--grid", ",".join(str(g) for g in mod.GRID["small"])]
-    for i, a in enumerate(args):
-        np.save(tmp_path / f"in{i}.npy", a)
-        cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    r = _run_runner(tmp_path, cmd, args, 300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ncsim check: clean" in r.stdout, r.stdout
     assert "us simulated" in r.stdout and "bottleneck" in r.stdout, r.stdout
@@ -211,12 +217,7 @@ def test_refused_kernels_say_why_at_their_line(tmp_path, name):
         nki.simulate_kernel(mod.kernel, *args)
     assert str(e.value).startswith(f"{path}:{line}: error: [{code}]"), str(e.value)
     cmd = [sys.executable, "-m", "ncsim.nki", "run", path, "kernel"]
-    for i, a in enumerate(args):
-        np.save(tmp_path / f"in{i}.npy", a)
-        cmd += ["--arg", str(tmp_path / f"in{i}.npy")]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    r = _run_runner(tmp_path, cmd, args, 120)
     assert r.returncode == 1, r.stdout + r.stderr
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"{path}:{line}: error: [{code}]"), r.stderr

@@ -1750,12 +1750,8 @@ def k_short_runs(a):
     return out
 
 
-def test_short_loop_later_runs(monkeypatch):
-    """Later runs of a short loop statement: with a small body, measured once per pass and not
-    recorded again (one Recorder per pass); with a large body, recorded in every run, the
-    later runs replayed from the first run's steady state (_known) -- the same program in
-    both, and right against NumPy."""
-    a = np.random.default_rng(32).random((128, 128 * 42), dtype=np.float32)
+def _count_recorders(monkeypatch):
+    """A list that gets an item for every Recorder made from now on."""
     made = []
 
     class Counted(_steady.Recorder):
@@ -1765,6 +1761,16 @@ def test_short_loop_later_runs(monkeypatch):
             made.append(1)
             super().__init__()
     monkeypatch.setattr(_steady, "Recorder", Counted)
+    return made
+
+
+def test_short_loop_later_runs(monkeypatch):
+    """Later runs of a short loop statement: with a small body, measured once per pass and not
+    recorded again (one Recorder per pass); with a large body, recorded in every run, the
+    later runs replayed from the first run's steady state (_known) -- the same program in
+    both, and right against NumPy."""
+    a = np.random.default_rng(32).random((128, 128 * 42), dtype=np.float32)
+    made = _count_recorders(monkeypatch)
     low = _both(k_short_runs, a)
     e = _loop(low)
     passes = e["runs"] // 3
@@ -1807,15 +1813,7 @@ def test_short_loop_refused_is_not_recorded_again(monkeypatch):
     """A short loop with a large body whose first run is refused: its later runs in the pass
     are not recorded (one Recorder per pass), and .loops gives the first refusal's reason."""
     a = np.random.default_rng(33).random((128, 128 * 42), dtype=np.float32)
-    made = []
-
-    class Counted(_steady.Recorder):
-        __slots__ = ()
-
-        def __init__(self):
-            made.append(1)
-            super().__init__()
-    monkeypatch.setattr(_steady, "Recorder", Counted)
+    made = _count_recorders(monkeypatch)
     monkeypatch.setattr(_steady, "BIG_BODY", 1)
     low = _both(k_short_refused, a)
     e = _loop(low)
