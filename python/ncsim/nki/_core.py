@@ -13,7 +13,6 @@ made and `finish()` has every dependence found in one C pass (Tracer.acclog; doc
 import bisect
 import heapq
 import itertools
-import math
 import operator
 import os
 import sys
