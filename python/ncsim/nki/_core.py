@@ -2429,6 +2429,9 @@ class Tracer:
         self.steady_size = {}                  # _steady.iterate: per short loop statement, the
                                                # events of its first run's first iteration
         self.steady_short_refused = {}         # ... and why its recording found no replay
+        self.rand_seed = 0                     # nl.random_seed's seed
+        self.rand_calls = 0                    # nl.rand calls since it (each call's counter
+                                               # base; advanced by the steady replay)
         self.replayable_internal = False       # emit: a compiler-made load the replay makes too
         self.pinned = 0                        # depth of ncc.no_reorder() blocks
         self.exact = None                      # emit: every earlier access it conflicts with
@@ -2933,7 +2936,7 @@ class Tracer:
             gens = self.bsites.get(bsite)
             if gens is None:
                 gens = self.bsites[bsite] = []
-            depth = max(1, self.pol.block_bufs if kind == "sbuf" else self.pol.psum_bufs)
+            depth = self._block_depth(kind)
             bb.tmpl = [g.took for g in gens]
             bb.took = []
             gens.append(bb)
@@ -3456,7 +3459,7 @@ class Tracer:
         tms = bb.tmpl
         sl = None
         if tms:
-            depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
+            depth = self._block_depth(bb.kind)
             full = len(tms) >= depth
             if full and n < len(tms[0]):
                 x = tms[0][n]
@@ -3482,9 +3485,14 @@ class Tracer:
         took.append(sl)
         return sl
 
+    def _block_depth(self, kind):
+        """How many buffers past its live blocks a block tensor of that memory takes (the
+        policy's block_bufs, psum_bufs for PSUM), and the depth of a declaration's rotation."""
+        return max(1, self.pol.block_bufs if kind == "sbuf" else self.pol.psum_bufs)
+
     def _block_slot1(self, bb, blk=None):
         site = bb.site
-        depth = max(1, self.pol.block_bufs if bb.kind == "sbuf" else self.pol.psum_bufs)
+        depth = self._block_depth(bb.kind)
         nbytes = bb.fbytes
         free = [sl for sl in site.slots if sl.owner is None]
         if len(site.slots) < bb.live + depth or not free:

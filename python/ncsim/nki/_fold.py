@@ -15,11 +15,13 @@ import re
 from itertools import chain as _chain
 from operator import sub as _sub
 
-# the numbers a period may change: a raw view's offset, a wait's value, an integer immediate
-# (`base=N` of iota and affine_select, an integer operand `, N` ending a field and not an item
-# of a [...] list: the assembler takes an expression there); never a float
-_VAR = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=>= )\d+|(?<=base=)-?\d+|"
-                  r"(?<=, )-?\d+(?=,| \||$)(?![^\[\]]*\]))")
+# the numbers a period may change: a raw view's offset (OFFSET), a wait's value, an integer
+# immediate (IMMEDIATE: `base=N` of iota and affine_select, an integer operand `, N` ending a
+# field and not an item of a [...] list: the assembler takes an expression there); never a
+# float. (The steady-state recorder lets the same offsets and immediates grow: _steady._OFF.)
+OFFSET = r"(?<=[a-z0-9]\+)\d+(?=\[)"
+IMMEDIATE = r"(?<=base=)-?\d+|(?<=, )-?\d+(?=,| \||$)(?![^\[\]]*\])"
+_VAR = re.compile(rf"({OFFSET}|(?<=>= )\d+|{IMMEDIATE})")
 MAXP = 96          # longest period searched, in items
 MIN_LINES = 4      # a run shorter than this many lines stays unfolded
 CAPS = (1, 2, 4, 8, 16, 32, 64, MAXP)   # longest periods of the successive rounds

@@ -66,6 +66,7 @@ import numpy as np
 from operator import add as _add, attrgetter
 
 from . import _core as C
+from . import _fold
 
 MIN_ITERS = 20     # loops with fewer iterations are traced in full (recording costs more
                    # than a short loop saves: measured on the tutorial matmuls) ...
@@ -94,8 +95,7 @@ KNOWN_ON = True    # (tests) later runs of a loop statement checked against the 
 # counters) and an operand that is an integer (`, N` ending a field: a scalar of an integer
 # operation; not an item of a [...] list: steps=, mask=): expressions of the loop index;
 # floats (written with a `.` or an exponent) are not numbers here, so they must be equal
-_OFF = re.compile(r"((?<=[a-z0-9]\+)\d+(?=\[)|(?<=base=)-?\d+|"
-                  r"(?<=, )-?\d+(?=,| \||$)(?![^\[\]]*\]))")
+_OFF = re.compile(f"({_fold.OFFSET}|{_fold.IMMEDIATE})")     # (the folding's, less waits)
 
 
 class Mismatch(Exception):
@@ -794,7 +794,7 @@ def _nums(tr, bbs, nblk=None):
         tuple(tr.count) + (len(tr.uses), nblk) + \
         tuple(x for bb in bbs for x in (bb.live, bb.peak, len(bb.allocs), len(bb.used),
                                         bb.remat_bytes, bb.reissued)) + \
-        (len(tr.blockbufs), getattr(tr, "_nki_rand_calls", 0))
+        (len(tr.blockbufs), tr.rand_calls)
 
 
 def _period(iters, snaps):
@@ -1708,8 +1708,7 @@ def _set_counters(tr, want):
     tr.loaded = want[1]
     tr.rr["load"] = want[2]
     tr.rr["store"] = want[3]
-    if want[-1] != getattr(tr, "_nki_rand_calls", 0):
-        tr._nki_rand_calls = want[-1]    # nl.rand calls the replayed windows stand for
+    tr.rand_calls = want[-1]    # nl.rand calls the replayed windows stand for
 
 
 def _log(tr, where, n, skipped, why):

@@ -803,9 +803,9 @@ def rand(shape, dtype=np.float32, **kw):
     if P > 128:
         error("err_partition_dim_too_large",
               f"Size of partition dimension {P} exceeds architecture limitation of 128")
-    call = getattr(tr, "_nki_rand_calls", 0)
-    tr._nki_rand_calls = call + 1
-    base = rand_base(getattr(tr, "_nki_rand_seed", 0), call, P * n)
+    call = tr.rand_calls
+    tr.rand_calls = call + 1
+    base = rand_base(tr.rand_seed, call, P * n)
     bits = _RAND_BITS[dt.name]
     shape2 = (P, n)
 
@@ -836,8 +836,9 @@ def random_seed(seed, *, mask=None, **kw):
         error("err_unsupported_by_ncsim",
               "nl.random_seed with a seed held in a tile: ncsim seeds nl.rand at trace time; "
               "pass an integer")
-    T()._nki_rand_seed = int(seed)
-    T()._nki_rand_calls = 0
+    tr = T()
+    tr.rand_seed = int(seed)
+    tr.rand_calls = 0
     return None
 
 

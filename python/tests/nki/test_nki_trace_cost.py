@@ -313,6 +313,17 @@ def k_contraction_mismatch(a, b):
     return out
 
 
+def _errors_fast_and_reference(kernel, *args):
+    """The NkiError messages of lowering kernel with the tracer's optimised paths and with
+    its reference ones (each must fail)."""
+    msgs = []
+    for fast in (True, False):
+        with pytest.raises(nki.NkiError) as e:
+            nki.lower(kernel, *args, policy={"fast_trace": fast})
+        msgs.append(str(e.value))
+    return msgs
+
+
 @pytest.mark.parametrize("kernel, code", [
     (k_acc_into_sbuf, "err_unsupported_memory"),
     (k_psum_operand, "err_unsupported_memory"),
@@ -321,11 +332,7 @@ def test_matmul_errors_are_the_general_path_s(monkeypatch, kernel, code):
     """Calls the shortcuts do not take raise the general path's errors, at the same line."""
     monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
     a = np.zeros((128, 128), dtype=np.float32)
-    msgs = []
-    for fast in (True, False):
-        with pytest.raises(nki.NkiError) as e:
-            nki.lower(kernel, a, a, policy={"fast_trace": fast})
-        msgs.append(str(e.value))
+    msgs = _errors_fast_and_reference(kernel, a, a)
     assert code in msgs[0] and msgs[0] == msgs[1]
 
 
@@ -738,11 +745,7 @@ def test_tile_accumulation_errors_are_the_general_path_s(monkeypatch, which, cod
     """Cases the shortcuts do not take raise the general path's errors, at the same line."""
     monkeypatch.delenv("NCSIM_NKI_TRACE_ORACLE", raising=False)
     a = np.zeros((128, 128), dtype=np.float32)
-    msgs = []
-    for fast in (True, False):
-        with pytest.raises(nki.NkiError) as e:
-            nki.lower(k_tile_acc_errors, a, which, policy={"fast_trace": fast})
-        msgs.append(str(e.value))
+    msgs = _errors_fast_and_reference(k_tile_acc_errors, a, which)
     assert code in msgs[0] and msgs[0] == msgs[1], msgs
 
 
